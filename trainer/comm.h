@@ -1,0 +1,53 @@
+/* comm.h — the collectives ops table (struct comm).
+ *
+ * One implementation per transport: `shm` (comm_shm.c) for CPU ranks on one node, driven
+ * by a comm thread so all-reduce overlaps backward; `nccl` later for GPUs.  Buffers are
+ * device pointers of the rank's backend (host memory for shm).  Every wait has the
+ * timeout given at creation; a timeout is an error (error_set) naming the rank, the
+ * collective and its sequence number, never a hang.
+ *
+ * All ranks must issue the same collectives in the same order (as NCCL and gloo). */
+#ifndef DDPPROF_COMM_H
+#define DDPPROF_COMM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum comm_dtype { COMM_F32 = 0, COMM_F16 = 1, COMM_BF16 = 2 };
+
+struct comm_work; /* an in-flight asynchronous collective */
+
+struct comm {
+    const char *name; /* "shm", "nccl" */
+    int rank, world;
+
+    /* in place; root's buffer is copied to all ranks. 0 or -1 (error_set). */
+    int (*broadcast)(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root);
+    /* asynchronous in-place sum.  Returns a handle (NULL + error_set on failure) to pass to
+     * wait exactly once; collectives complete in issue order.  buf must stay untouched
+     * until wait returns.  fp16/bf16 buffers are summed in fp32 and rounded once. */
+    struct comm_work *(*allreduce_async)(struct comm *c, void *buf, size_t count,
+                                         enum comm_dtype dt);
+    /* waits (up to the timeout) and frees the handle; 0 or -1 (error_set) */
+    int (*wait)(struct comm *c, struct comm_work *work);
+    /* sum into root's buffer (other ranks' buffers are unchanged) */
+    int (*reduce)(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root);
+    /* recv (world*count) = concatenation of every rank's send (count), rank order */
+    int (*allgather)(struct comm *c, const void *send, void *recv, size_t count,
+                     enum comm_dtype dt);
+    int (*barrier)(struct comm *c);
+    void (*destroy)(struct comm *c); /* waits for nothing; releases everything */
+};
+
+/* Blocking all-reduce: allreduce_async + wait. */
+int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
+
+size_t comm_dtype_size(enum comm_dtype dt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

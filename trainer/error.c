@@ -1,0 +1,33 @@
+/* error.c — thread-local one-line error messages (see error.h). */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char error_message[1024];
+
+int error_set(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int error_wrap(const char *fmt, ...)
+{
+    char prefix[512], old[sizeof error_message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, error_message, sizeof old);
+    snprintf(error_message, sizeof error_message, "%s: %s", prefix, old);
+    return -1;
+}
+
+const char *error_get(void) { return error_message; }
+
+void error_clear(void) { error_message[0] = '\0'; }

@@ -1,0 +1,49 @@
+/* store.h — the rendezvous key-value store (as c10d's TCPStore).
+ *
+ * Rank 0 hosts a small TCP server (a thread in its own process); every rank, rank 0
+ * included, talks to it as a client.  It carries what ranks must agree on: the shm
+ * segment name, the NCCL unique id, clock offsets, barriers.  Every call waits at most
+ * the timeout given at creation and then fails with an error naming the key. */
+#ifndef DDPPROF_STORE_H
+#define DDPPROF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct store;
+
+/* Connect to host:port as `rank` of `world`.  With is_server, first listen on port (0.0.0.0)
+ * and serve until store_destroy; a port already in use is a one-line error saying so.
+ * Clients retry connecting until timeout_ms.  NULL + error_set on failure. */
+struct store *store_create(const char *host, int port, int is_server, int rank, int world,
+                           int timeout_ms);
+
+/* Set key to len bytes of val (overwrites). */
+int store_set(struct store *s, const char *key, const void *val, size_t len);
+
+/* Wait until key exists, then copy up to cap bytes into val and its length into *len. */
+int store_get(struct store *s, const char *key, void *val, size_t cap, size_t *len);
+
+/* Atomically add delta to the int64 counter at key (created as 0); *result gets the new
+ * value (result may be NULL). */
+int store_add(struct store *s, const char *key, int64_t delta, int64_t *result);
+
+/* Wait until key exists. */
+int store_wait(struct store *s, const char *key);
+
+/* All `world` ranks reach a barrier called `name` (each name may be reused: rounds are
+ * counted per name). */
+int store_barrier(struct store *s, const char *name);
+
+/* Closes the connection; the server (rank 0) first waits, up to the timeout, until every
+ * other rank has closed, so no rank loses the store mid-call. */
+void store_destroy(struct store *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -89,7 +89,7 @@ struct backend {
                                       float *sum_dy, float *sum_dy_xmu, float *dweight,
                                       float *dbias);
     /* dx = (dy - sum_dy/count - (x - mean) * invstd^2 * sum_dy_xmu/count) * invstd * weight,
-     * count = global number of elements per channel */
+     * count = global number of elements per channel; dx may alias dy */
     void (*batchnorm_backward_elemt)(struct backend *be, int n, int c, int hw, const float *dy,
                                      const float *x, const float *mean, const float *invstd,
                                      const float *weight, const float *sum_dy,

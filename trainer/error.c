@@ -24,7 +24,16 @@ int error_wrap(const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, error_message, sizeof old);
-    snprintf(error_message, sizeof error_message, "%s: %s", prefix, old);
+    size_t n = strlen(prefix);
+    if (n > sizeof error_message - 3)
+        n = sizeof error_message - 3;
+    memcpy(error_message, prefix, n);
+    memcpy(error_message + n, ": ", 2);
+    size_t room = sizeof error_message - n - 3, len = strlen(old);
+    if (len > room)
+        len = room;
+    memcpy(error_message + n + 2, old, len);
+    error_message[n + 2 + len] = '\0';
     return -1;
 }
 

@@ -1,0 +1,799 @@
+/* test_comm_shm.c — the shm comm transport (comm_shm.c) between forked CPU ranks, and the
+ * fp16/bf16 conversion helpers of kernel_math.h it reduces with.
+ *
+ * Every rank derives each rank's input from (rank, seed), so it checks its own results
+ * against a serial reference (sums in rank order 0..world-1, fp16/bf16 summed in fp32 and
+ * rounded once) bit for bit: results must be identical on all ranks.  Failure cases: a rank
+ * that skips a collective (timeout naming rank, collective and sequence number), mismatched
+ * collectives, a rank SIGKILLed mid-collective, a rank that leaves, attach timeouts, a
+ * leftover segment.  After every case /dev/shm must hold nothing with this test's prefix. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "comm_shm.h"
+#include "error.h"
+#include "kernel_math.h"
+#include "testutil.h"
+
+#define MAX_WORLD 4
+#define BIG_LEN 1000003 /* prime, and larger than a 64 KiB slot: chunked */
+#define SMALL_SLOT (64 * 1024)
+#define LARGE_SLOT (8 * 1024 * 1024) /* BIG_LEN f32 fits one 4 MiB half-slot: one chunk */
+#define TIMEOUT_MS 10000             /* correctness cases: only a hang would reach it */
+#define SHORT_TIMEOUT_MS 500         /* failure cases */
+#define CASE_LIMIT_S 60              /* a case whose ranks have not all exited by then hung */
+
+static const size_t lengths[] = {0, 1, 7, BIG_LEN};
+#define NLENGTHS (sizeof lengths / sizeof lengths[0])
+
+static char prefix[64]; /* "ddpprof-test-shm-<pid>-": every segment name of this run */
+static int case_number;
+static char segment[128]; /* the current case's segment name */
+
+/* counts and a message from each forked rank */
+struct rank_report {
+    int passed, failed;
+};
+static struct rank_report *reports; /* MAP_SHARED, MAX_WORLD entries */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* fp16 / bf16 helpers                                                                       */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* An independent reference: round x to `mant_bits` fraction bits with exponent floor
+ * `min_exp` (below it, subnormal quanta) by nearbyint in double (round-to-nearest-even under
+ * the default mode, and exact: x / quantum is exact in double); beyond max -> inf. */
+static double ref_round(float x, int mant_bits, int min_exp, double max_finite)
+{
+    double d = x;
+    if (isnan(d) || isinf(d) || d == 0.0)
+        return d;
+    int e;
+    frexp(fabs(d), &e); /* |d| in [2^(e-1), 2^e) */
+    int exp = e - 1 < min_exp ? min_exp : e - 1;
+    double q = ldexp(1.0, exp - mant_bits);
+    double r = nearbyint(d / q) * q;
+    if (fabs(r) > max_finite)
+        r = copysign(INFINITY, d);
+    return r == 0.0 ? copysign(0.0, d) : r;
+}
+
+static void test_half_known_values(void)
+{
+    /* fp16 */
+    CHECK(km_f32_to_f16_bits(1.0f) == 0x3c00, "1.0 -> %#x", km_f32_to_f16_bits(1.0f));
+    CHECK(km_f32_to_f16_bits(-2.0f) == 0xc000, "-2.0 -> %#x", km_f32_to_f16_bits(-2.0f));
+    CHECK(km_f32_to_f16_bits(0.0f) == 0x0000, "0");
+    CHECK(km_f32_to_f16_bits(-0.0f) == 0x8000, "-0 keeps its sign");
+    CHECK(km_f32_to_f16_bits(65504.0f) == 0x7bff, "max half");
+    CHECK(km_f32_to_f16_bits(65519.0f) == 0x7bff, "65519 rounds down to max half");
+    CHECK(km_f32_to_f16_bits(65520.0f) == 0x7c00, "65520 is the tie above max: to inf");
+    CHECK(km_f32_to_f16_bits(-65520.0f) == 0xfc00, "-65520 -> -inf");
+    CHECK(km_f32_to_f16_bits(1e30f) == 0x7c00, "huge -> inf");
+    CHECK(km_f32_to_f16_bits(INFINITY) == 0x7c00, "inf");
+    CHECK(km_f32_to_f16_bits(-INFINITY) == 0xfc00, "-inf");
+    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -14)) == 0x0400, "smallest normal");
+    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -24)) == 0x0001, "smallest subnormal 2^-24");
+    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -25)) == 0x0000, "2^-25 ties to even: 0");
+    CHECK(km_f32_to_f16_bits(ldexpf(1.5f, -25)) == 0x0001, "1.5*2^-25 rounds up to 2^-24");
+    CHECK(km_f32_to_f16_bits(ldexpf(3.0f, -25)) == 0x0002, "3*2^-25 ties to even: 2*2^-24");
+    CHECK(km_f32_to_f16_bits(ldexpf(1023.5f, -24)) == 0x0400,
+          "largest subnormal + half ulp ties to even: smallest normal");
+    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(1.0f, -11)) == 0x3c00, "1+2^-11 ties to even: 1");
+    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(3.0f, -11)) == 0x3c02, "1+3*2^-11 ties up: 1+2^-9");
+    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(1.0f, -11) + ldexpf(1.0f, -20)) == 0x3c01,
+          "just above the tie rounds up");
+    uint16_t qnan = km_f32_to_f16_bits(NAN);
+    CHECK((qnan & 0x7c00) == 0x7c00 && (qnan & 0x3ff), "nan stays nan: %#x", qnan);
+    uint16_t snan = km_f32_to_f16_bits(bits_f32(0x7f800001u)); /* payload only in low bits */
+    CHECK((snan & 0x7c00) == 0x7c00 && (snan & 0x200), "signalling nan -> quiet nan: %#x", snan);
+    CHECK(km_f32_to_f16_bits(bits_f32(0xffc00000u)) & 0x8000, "nan keeps its sign");
+
+    CHECK(km_f16_bits_to_f32(0x3c00) == 1.0f, "0x3c00 -> 1");
+    CHECK(km_f16_bits_to_f32(0x7bff) == 65504.0f, "0x7bff -> 65504");
+    CHECK(km_f16_bits_to_f32(0x0001) == ldexpf(1.0f, -24), "0x0001 -> 2^-24");
+    CHECK(km_f16_bits_to_f32(0x03ff) == ldexpf(1023.0f, -24), "largest subnormal");
+    CHECK(km_f16_bits_to_f32(0x7c00) == INFINITY, "inf");
+    CHECK(f32_bits(km_f16_bits_to_f32(0x8000)) == 0x80000000u, "-0");
+    CHECK(isnan(km_f16_bits_to_f32(0x7e00)), "nan");
+
+    /* bf16 */
+    CHECK(km_f32_to_bf16_bits(1.0f) == 0x3f80, "bf16 1.0");
+    CHECK(km_f32_to_bf16_bits(1.0f + ldexpf(1.0f, -8)) == 0x3f80, "bf16 1+2^-8 ties to even: 1");
+    CHECK(km_f32_to_bf16_bits(1.0f + ldexpf(3.0f, -8)) == 0x3f82,
+          "bf16 1+3*2^-8 ties up to 1+2^-6");
+    CHECK(km_f32_to_bf16_bits(bits_f32(0x3f808001u)) == 0x3f81, "bf16 above the tie rounds up");
+    CHECK(km_f32_to_bf16_bits(bits_f32(0x7f7fffffu)) == 0x7f80, "bf16 FLT_MAX rounds to inf");
+    CHECK(km_f32_to_bf16_bits(bits_f32(0x7f7f7fffu)) == 0x7f7f, "bf16 below the tie stays max");
+    CHECK(km_f32_to_bf16_bits(-INFINITY) == 0xff80, "bf16 -inf");
+    CHECK(km_f32_to_bf16_bits(bits_f32(0x00018000u)) == 0x0002, "bf16 subnormal tie to even");
+    CHECK(km_f32_to_bf16_bits(-0.0f) == 0x8000, "bf16 -0");
+    uint16_t bnan = km_f32_to_bf16_bits(bits_f32(0x7f800001u)); /* would round to inf */
+    CHECK((bnan & 0x7f80) == 0x7f80 && (bnan & 0x7f), "bf16 nan stays nan: %#x", bnan);
+    CHECK(km_bf16_bits_to_f32(0x3f80) == 1.0f && km_bf16_bits_to_f32(0xc040) == -3.0f,
+          "bf16 -> f32");
+
+    /* every fp16 pattern: to f32 and back is the identity (NaN: stays NaN) */
+    int bad16 = 0, badb16 = 0;
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        float f = km_f16_bits_to_f32((uint16_t)h);
+        uint16_t back = km_f32_to_f16_bits(f);
+        int nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (nan ? !(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff)) : back != h)
+            bad16++;
+        float g = km_bf16_bits_to_f32((uint16_t)h);
+        uint16_t bback = km_f32_to_bf16_bits(g);
+        int bnan16 = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+        if (bnan16 ? !isnan(g) || (bback & 0x7fff) <= 0x7f80 : bback != h)
+            badb16++;
+    }
+    CHECK(bad16 == 0, "%d fp16 patterns do not round-trip", bad16);
+    CHECK(badb16 == 0, "%d bf16 patterns do not round-trip", badb16);
+
+    /* random float bit patterns (all exponents): against the double-precision reference and,
+     * where the compiler has it, the compiler's own _Float16 conversion */
+    uint64_t seed = 0x51ed2701u;
+    int mis16 = 0, misb = 0, mis_native = 0;
+    for (int i = 0; i < 2000000; i++) {
+        uint32_t u = (uint32_t)(test_uniform(&seed) * 4294967296.0);
+        if (i & 1) /* half of them near fp16's range, where the interesting cases are */
+            u = (u & 0x807fffffu) | ((uint32_t)(98 + (u >> 23) % 50) << 23);
+        float f = bits_f32(u);
+        if (isnan(f))
+            continue;
+        float h = km_f16_bits_to_f32(km_f32_to_f16_bits(f));
+        double r16 = ref_round(f, 10, -14, 65504.0);
+        if (f32_bits(h) != f32_bits((float)r16))
+            mis16++;
+        float b = km_bf16_bits_to_f32(km_f32_to_bf16_bits(f));
+        double rb = ref_round(f, 7, -126, (double)bits_f32(0x7f7f0000u));
+        if (f32_bits(b) != f32_bits((float)rb))
+            misb++;
+#ifdef __FLT16_MAX__
+        _Float16 native = (_Float16)f;
+        uint16_t nb;
+        memcpy(&nb, &native, sizeof nb);
+        if (nb != km_f32_to_f16_bits(f))
+            mis_native++;
+#endif
+    }
+    CHECK(mis16 == 0, "%d floats round to fp16 differently from the reference", mis16);
+    CHECK(misb == 0, "%d floats round to bf16 differently from the reference", misb);
+    CHECK(mis_native == 0, "%d floats round to fp16 differently from _Float16", mis_native);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* forking ranks                                                                             */
+
+static void case_begin(const char *what)
+{
+    case_number++;
+    snprintf(segment, sizeof segment, "/%s%d", prefix, case_number);
+    printf("case %d: %s\n", case_number, what);
+    fflush(stdout);
+}
+
+/* Nothing of this run may be left in /dev/shm. */
+static void check_no_segments(void)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return; /* no /dev/shm to look at (shm_open lives elsewhere): nothing to check */
+    struct dirent *e;
+    while ((e = readdir(d)))
+        CHECK(strncmp(e->d_name, prefix, strlen(prefix)) != 0,
+              "case %d left /dev/shm/%s behind", case_number, e->d_name);
+    closedir(d);
+}
+
+typedef void (*rank_fn)(int rank, int world, const void *arg);
+
+/* Fork `world` ranks running fn; expect each to exit 0, or to die by `killed_sig` for the
+ * rank `killed_rank`.  Collects the ranks' CHECK counts. */
+static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, int killed_sig)
+{
+    pid_t pids[MAX_WORLD];
+    memset(reports, 0, sizeof *reports * MAX_WORLD);
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < world; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0) {
+            CHECK(0, "fork: %s", strerror(errno));
+            return;
+        }
+        if (pids[r] == 0) {
+            test_passed = test_failed = 0;
+            fn(r, world, arg);
+            reports[r].passed = test_passed;
+            reports[r].failed = test_failed;
+            fflush(stdout);
+            fflush(stderr);
+            _exit(0);
+        }
+    }
+    int status[MAX_WORLD], done[MAX_WORLD] = {0}, left = world;
+    double give_up = now_s() + CASE_LIMIT_S;
+    while (left > 0) {
+        for (int r = 0; r < world; r++) {
+            if (done[r])
+                continue;
+            pid_t got = waitpid(pids[r], &status[r], WNOHANG);
+            if (got == pids[r]) {
+                done[r] = 1;
+                left--;
+            }
+        }
+        if (left && now_s() > give_up) {
+            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, CASE_LIMIT_S);
+            for (int r = 0; r < world; r++)
+                if (!done[r]) {
+                    kill(pids[r], SIGKILL);
+                    waitpid(pids[r], &status[r], 0);
+                    done[r] = 1;
+                    status[r] = 0;
+                }
+            left = 0;
+        }
+        if (left)
+            sleep_ms(5);
+    }
+    for (int r = 0; r < world; r++) {
+        if (r == killed_rank) {
+            CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == killed_sig,
+                  "case %d: rank %d should have died by signal %d (status %#x)", case_number, r,
+                  killed_sig, status[r]);
+            continue;
+        }
+        CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+              "case %d: rank %d exited with status %#x", case_number, r, status[r]);
+        test_passed += reports[r].passed;
+        test_failed += reports[r].failed;
+    }
+    check_no_segments();
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* correctness                                                                               */
+
+/* Rank r's input for a given tag: f32 in [-1, 1) (for fp16/bf16 the same values rounded). */
+static void rank_input(float *x, size_t n, int rank, uint64_t tag)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1) + tag * 0x100000001b3ull + 1;
+    test_fill_uniform(x, n, -1.0f, 1.0f, &seed);
+}
+
+static void rank_input16(uint16_t *x, size_t n, int rank, uint64_t tag, enum comm_dtype dt)
+{
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    rank_input(f, n, rank, tag);
+    for (size_t i = 0; i < n; i++) /* scaled so fp16 sums have rounding to do */
+        x[i] = dt == COMM_F16 ? km_f32_to_f16_bits(f[i] * 300.0f) : km_f32_to_bf16_bits(f[i]);
+    free(f);
+}
+
+/* serial reference: sum over ranks 0..world-1 in order */
+static void ref_sum_f32(float *out, size_t n, int world, uint64_t tag)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (int k = 0; k < world; k++) {
+        rank_input(k ? x : out, n, k, tag);
+        if (k)
+            for (size_t i = 0; i < n; i++)
+                out[i] += x[i];
+    }
+    free(x);
+}
+
+static void ref_sum_16(uint16_t *out, size_t n, int world, uint64_t tag, enum comm_dtype dt)
+{
+    float *acc = malloc((n ? n : 1) * sizeof *acc);
+    uint16_t *x = malloc((n ? n : 1) * sizeof *x);
+    for (int k = 0; k < world; k++) {
+        rank_input16(x, n, k, tag, dt);
+        for (size_t i = 0; i < n; i++) {
+            float v = dt == COMM_F16 ? km_f16_bits_to_f32(x[i]) : km_bf16_bits_to_f32(x[i]);
+            acc[i] = k ? acc[i] + v : v;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = dt == COMM_F16 ? km_f32_to_f16_bits(acc[i]) : km_f32_to_bf16_bits(acc[i]);
+    free(x);
+    free(acc);
+}
+
+static size_t first_diff(const void *a, const void *b, size_t n, size_t es)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp((const char *)a + i * es, (const char *)b + i * es, es))
+            return i;
+    return n;
+}
+
+struct correct_arg {
+    size_t max_bytes;
+};
+
+static struct comm *join(int rank, int world, size_t max_bytes, int timeout_ms)
+{
+    struct comm *c = comm_shm_create(rank, world, segment, max_bytes, timeout_ms);
+    CHECK(c != NULL, "rank %d: comm_shm_create: %s", rank, error_get());
+    if (c) {
+        CHECK(c->rank == rank && c->world == world && strcmp(c->name, "shm") == 0,
+              "rank %d: comm says rank %d world %d name %s", rank, c->rank, c->world, c->name);
+        /* the name is removed as soon as everyone is in, before create returns */
+        int fd = shm_open(segment, O_RDWR, 0600);
+        CHECK(fd < 0 && errno == ENOENT, "rank %d: %s still exists after create", rank,
+              segment);
+        if (fd >= 0)
+            close(fd);
+    }
+    return c;
+}
+
+static void correct_rank(int rank, int world, const void *argp)
+{
+    const struct correct_arg *arg = argp;
+    struct comm *c = join(rank, world, arg->max_bytes, TIMEOUT_MS);
+    if (!c)
+        return;
+    size_t cap = BIG_LEN;
+    float *buf = malloc(cap * sizeof *buf), *ref = malloc(cap * sizeof *ref);
+    float *gather = malloc((size_t)world * cap * sizeof *gather);
+    uint16_t *h = malloc(cap * sizeof *h), *href = malloc(cap * sizeof *href);
+    uint16_t *hgather = malloc((size_t)world * cap * sizeof *hgather);
+    uint64_t tag = 1;
+
+    for (size_t li = 0; li < NLENGTHS; li++) {
+        size_t n = lengths[li];
+
+        /* broadcast from every root, f32 and f16 (an odd byte count in some cases) */
+        for (int root = 0; root < world; root++, tag++) {
+            rank_input(buf, n, rank, tag);
+            rank_input(ref, n, root, tag);
+            int rc = c->broadcast(c, buf, n, COMM_F32, root);
+            CHECK(rc == 0, "broadcast: %s", error_get());
+            size_t at = first_diff(buf, ref, n, 4);
+            CHECK(at == n, "rank %d: broadcast f32 n=%zu root %d differs at %zu", rank, n, root,
+                  at);
+            rank_input16(h, n, rank, tag, COMM_F16);
+            rank_input16(href, n, root, tag, COMM_F16);
+            rc = c->broadcast(c, h, n, COMM_F16, root);
+            CHECK(rc == 0, "broadcast f16: %s", error_get());
+            at = first_diff(h, href, n, 2);
+            CHECK(at == n, "rank %d: broadcast f16 n=%zu root %d differs at %zu", rank, n, root,
+                  at);
+        }
+
+        /* all-reduce f32: bit-exact against the serial rank-order sum */
+        tag++;
+        rank_input(buf, n, rank, tag);
+        ref_sum_f32(ref, n, world, tag);
+        int rc = comm_allreduce(c, buf, n, COMM_F32);
+        CHECK(rc == 0, "allreduce f32: %s", error_get());
+        size_t at = first_diff(buf, ref, n, 4);
+        CHECK(at == n, "rank %d: all-reduce f32 n=%zu differs at %zu: %.9g vs %.9g", rank, n, at,
+              at < n ? buf[at] : 0.0, at < n ? ref[at] : 0.0);
+
+        /* all-reduce f16 and bf16: fp32 sum in rank order, rounded once */
+        for (enum comm_dtype dt = COMM_F16; dt <= COMM_BF16; dt++) {
+            tag++;
+            rank_input16(h, n, rank, tag, dt);
+            ref_sum_16(href, n, world, tag, dt);
+            rc = comm_allreduce(c, h, n, dt);
+            CHECK(rc == 0, "allreduce dt %d: %s", (int)dt, error_get());
+            at = first_diff(h, href, n, 2);
+            CHECK(at == n, "rank %d: all-reduce dt %d n=%zu differs at %zu: %#x vs %#x", rank,
+                  (int)dt, n, at, at < n ? h[at] : 0, at < n ? href[at] : 0);
+        }
+
+        /* reduce to the first and the last rank: root gets the sum, others keep their input */
+        for (int root = 0; root < world; root += world > 1 ? world - 1 : 1) {
+            tag++;
+            rank_input(buf, n, rank, tag);
+            if (rank == root)
+                ref_sum_f32(ref, n, world, tag);
+            else
+                rank_input(ref, n, rank, tag);
+            rc = c->reduce(c, buf, n, COMM_F32, root);
+            CHECK(rc == 0, "reduce: %s", error_get());
+            at = first_diff(buf, ref, n, 4);
+            CHECK(at == n, "rank %d: reduce f32 n=%zu root %d differs at %zu", rank, n, root, at);
+            rank_input16(h, n, rank, tag, COMM_BF16);
+            if (rank == root)
+                ref_sum_16(href, n, world, tag, COMM_BF16);
+            else
+                rank_input16(href, n, rank, tag, COMM_BF16);
+            rc = c->reduce(c, h, n, COMM_BF16, root);
+            CHECK(rc == 0, "reduce bf16: %s", error_get());
+            at = first_diff(h, href, n, 2);
+            CHECK(at == n, "rank %d: reduce bf16 n=%zu root %d differs at %zu", rank, n, root, at);
+        }
+
+        /* all-gather: rank order */
+        tag++;
+        rank_input(buf, n, rank, tag);
+        rc = c->allgather(c, buf, gather, n, COMM_F32);
+        CHECK(rc == 0, "allgather: %s", error_get());
+        for (int k = 0; k < world; k++) {
+            rank_input(ref, n, k, tag);
+            at = first_diff(gather + (size_t)k * n, ref, n, 4);
+            CHECK(at == n, "rank %d: all-gather n=%zu block %d differs at %zu", rank, n, k, at);
+        }
+        rank_input16(h, n, rank, tag, COMM_F16);
+        rc = c->allgather(c, h, hgather, n, COMM_F16);
+        CHECK(rc == 0, "allgather f16: %s", error_get());
+        for (int k = 0; k < world; k++) {
+            rank_input16(href, n, k, tag, COMM_F16);
+            at = first_diff(hgather + (size_t)k * n, href, n, 2);
+            CHECK(at == n, "rank %d: all-gather f16 n=%zu block %d differs at %zu", rank, n, k,
+                  at);
+        }
+
+        CHECK(c->barrier(c) == 0, "barrier: %s", error_get());
+    }
+
+    /* several asynchronous all-reduces in flight, a blocking broadcast queued behind them,
+     * then waited in order */
+    enum { NASYNC = 5 };
+    const size_t alen[NASYNC] = {BIG_LEN, 7, 0, 4099, 1};
+    float *abuf[NASYNC];
+    struct comm_work *work[NASYNC];
+    uint64_t atag = 1000;
+    for (int i = 0; i < NASYNC; i++) {
+        abuf[i] = malloc((alen[i] ? alen[i] : 1) * sizeof(float));
+        rank_input(abuf[i], alen[i], rank, atag + (uint64_t)i);
+        work[i] = c->allreduce_async(c, abuf[i], alen[i], COMM_F32);
+        CHECK(work[i] != NULL, "allreduce_async %d: %s", i, error_get());
+    }
+    rank_input(buf, 7, rank, atag + 99);
+    rank_input(ref, 7, world - 1, atag + 99);
+    CHECK(c->broadcast(c, buf, 7, COMM_F32, world - 1) == 0, "broadcast behind async: %s",
+          error_get());
+    CHECK(first_diff(buf, ref, 7, 4) == 7, "rank %d: broadcast behind async work differs", rank);
+    for (int i = 0; i < NASYNC; i++) {
+        if (!work[i])
+            continue;
+        int rc = c->wait(c, work[i]);
+        CHECK(rc == 0, "wait %d: %s", i, error_get());
+        float *r = malloc((alen[i] ? alen[i] : 1) * sizeof *r);
+        ref_sum_f32(r, alen[i], world, atag + (uint64_t)i);
+        size_t at = first_diff(abuf[i], r, alen[i], 4);
+        CHECK(at == alen[i], "rank %d: async all-reduce %d (n=%zu) differs at %zu", rank, i,
+              alen[i], at);
+        free(r);
+        free(abuf[i]);
+    }
+
+    /* a handle left unwaited is freed by destroy (ASan would see a leak otherwise) */
+    rank_input(buf, 7, rank, 5);
+    struct comm_work *unwaited = c->allreduce_async(c, buf, 7, COMM_F32);
+    CHECK(unwaited != NULL, "allreduce_async: %s", error_get());
+    CHECK(c->barrier(c) == 0, "final barrier: %s", error_get()); /* orders it: buf is done */
+
+    c->destroy(c);
+    free(buf);
+    free(ref);
+    free(gather);
+    free(h);
+    free(href);
+    free(hgather);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* failures                                                                                  */
+
+static int contains(const char *msg, const char *what)
+{
+    return strstr(msg, what) != NULL;
+}
+
+/* the messages a user would see, for the test log */
+static void show(int rank, const char *msg)
+{
+    printf("  rank %d got: %s\n", rank, msg);
+}
+
+/* Rank 1 skips all-reduce #2 and idles: rank 0 times out naming rank 1, the collective and
+ * #2; once rank 1 comes back, its next collective fails at once (rank 0 gave up). */
+static void skip_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct comm *c = join(rank, world, SMALL_SLOT, SHORT_TIMEOUT_MS);
+    if (!c)
+        return;
+    float x[1024];
+    rank_input(x, 1024, rank, 7);
+    CHECK(comm_allreduce(c, x, 1024, COMM_F32) == 0, "all-reduce #1: %s", error_get());
+    if (rank == 0) {
+        double t0 = now_s();
+        int rc = comm_allreduce(c, x, 1024, COMM_F32);
+        double dt = now_s() - t0;
+        const char *msg = error_get();
+        show(rank, msg);
+        CHECK(rc == -1, "rank 0: all-reduce #2 without rank 1 succeeded");
+        CHECK(contains(msg, "rank 0 timed out after 0.5 s in all-reduce #2 (count 1024)") &&
+                  contains(msg, "rank 1 did not arrive"),
+              "rank 0: timeout message: %s", msg);
+        /* 0.5 s timeout; the upper bound leaves 1 s for a loaded 2-core machine, and must be
+         * under rank 1's 2 s idle or it would not be a timeout */
+        CHECK(dt >= 0.45 && dt < 1.5, "rank 0: timed out after %.3f s (timeout 0.5 s)", dt);
+        rc = c->barrier(c);
+        CHECK(rc == -1 && contains(error_get(), "failed earlier") &&
+                  contains(error_get(), "barrier #3") && contains(error_get(), "timed out"),
+              "rank 0: call after the failure: %s", error_get());
+        sleep_ms(2500); /* stay attached while rank 1 comes back */
+    } else {
+        sleep_ms(2000);
+        double t0 = now_s();
+        /* its #2: rank 0 gave up on its #2 meanwhile, but had arrived at its first barrier,
+         * so rank 1 passes that barrier and sees what rank 0 was in */
+        int rc = c->barrier(c);
+        double dt = now_s() - t0;
+        show(rank, error_get());
+        CHECK(rc == -1 && contains(error_get(), "rank 1 in barrier #2") &&
+                  contains(error_get(), "rank 0 is in all-reduce #2 (count 1024"),
+              "rank 1: %s", rc ? error_get() : "succeeded");
+        CHECK(dt < 0.4, "rank 1 took %.3f s to fail (less than the timeout)", dt);
+        rc = c->barrier(c);
+        show(rank, error_get());
+        CHECK(rc == -1 && contains(error_get(), "failed earlier"), "rank 1: %s",
+              rc ? error_get() : "succeeded");
+    }
+    c->destroy(c);
+}
+
+/* Ranks issue different collectives: both fail at once (well before the timeout). */
+static void mismatch_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct comm *c = join(rank, world, SMALL_SLOT, TIMEOUT_MS);
+    if (!c)
+        return;
+    float x[64];
+    rank_input(x, 64, rank, 3);
+    double t0 = now_s();
+    int rc = rank == 0 ? c->broadcast(c, x, 64, COMM_F32, 0) : comm_allreduce(c, x, 64, COMM_F32);
+    double dt = now_s() - t0;
+    const char *msg = error_get();
+    show(rank, msg);
+    CHECK(rc == -1, "rank %d: mismatched collectives succeeded", rank);
+    CHECK((rank == 0 && contains(msg, "rank 0 in broadcast #1 (count 64, f32, root 0)") &&
+           contains(msg, "rank 1 is in all-reduce #1 (count 64, f32, root -1)")) ||
+              (rank == 1 && contains(msg, "rank 1 in all-reduce #1") &&
+               contains(msg, "rank 0 is in broadcast #1")) ||
+              contains(msg, "gave up"),
+          "rank %d: mismatch message: %s", rank, msg);
+    CHECK(dt < 2.0, "rank %d: mismatch took %.3f s (timeout 10 s)", rank, dt);
+    c->destroy(c);
+}
+
+/* The last rank is SIGKILLed while a chunked all-reduce runs; the others fail well within
+ * the timeout (the dead pid is noticed) instead of hanging. */
+#define KILL_TIMEOUT_MS 5000
+static void kill_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct comm *c = join(rank, world, SMALL_SLOT, KILL_TIMEOUT_MS);
+    if (!c)
+        return;
+    size_t n = BIG_LEN;
+    float *x = malloc(n * sizeof *x);
+    rank_input(x, n, rank, 11);
+    CHECK(comm_allreduce(c, x, 1000, COMM_F32) == 0, "all-reduce #1: %s", error_get());
+    if (rank == world - 1) {
+        struct comm_work *w = c->allreduce_async(c, x, n, COMM_F32);
+        CHECK(w != NULL, "allreduce_async: %s", error_get());
+        sleep_ms(3); /* let the comm thread get into the chunks */
+        raise(SIGKILL);
+    }
+    double t0 = now_s();
+    int rc = comm_allreduce(c, x, n, COMM_F32);
+    double dt = now_s() - t0;
+    const char *msg = error_get();
+    show(rank, msg);
+    CHECK(rc == -1, "rank %d: all-reduce with a killed rank succeeded", rank);
+    char died[64];
+    snprintf(died, sizeof died, "rank %d (pid", world - 1);
+    CHECK(contains(msg, "all-reduce #2 (count 1000003)") &&
+              ((contains(msg, died) && contains(msg, "died")) || contains(msg, "gave up")),
+          "rank %d: message: %s", rank, msg);
+    CHECK(dt < KILL_TIMEOUT_MS / 1000.0, "rank %d: took %.3f s, the timeout is %.1f s", rank, dt,
+          KILL_TIMEOUT_MS / 1000.0);
+    free(x);
+    c->destroy(c);
+}
+
+/* A rank destroys its comm without joining a barrier: the other fails at once. */
+static void leave_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct comm *c = join(rank, world, SMALL_SLOT, TIMEOUT_MS);
+    if (!c)
+        return;
+    if (rank == 1) {
+        c->destroy(c);
+        return;
+    }
+    double t0 = now_s();
+    int rc = c->barrier(c);
+    double dt = now_s() - t0;
+    show(rank, error_get());
+    CHECK(rc == -1 && contains(error_get(), "rank 0 in barrier #1") &&
+              contains(error_get(), "rank 1 destroyed its communicator"),
+          "rank 0: %s", rc ? error_get() : "barrier succeeded");
+    CHECK(dt < 2.0, "rank 0 took %.3f s to see rank 1 leave (timeout 10 s)", dt);
+    c->destroy(c);
+}
+
+/* Rank 1 is told world 3 while rank 0 made a world-2 segment: both fail fast. */
+static void world_mismatch_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    (void)world;
+    double t0 = now_s();
+    struct comm *c = comm_shm_create(rank, rank == 0 ? 2 : 3, segment, SMALL_SLOT, TIMEOUT_MS);
+    double dt = now_s() - t0;
+    show(rank, error_get());
+    CHECK(c == NULL, "rank %d: create with mismatched world sizes succeeded", rank);
+    if (rank == 1)
+        CHECK(contains(error_get(), "created for world 2") && contains(error_get(), "world 3"),
+              "rank 1: %s", error_get());
+    else
+        CHECK(contains(error_get(), "rank 1 gave up while attaching"), "rank 0: %s",
+              error_get());
+    CHECK(dt < 2.0, "rank %d: took %.3f s (timeout 10 s)", rank, dt);
+    if (c)
+        c->destroy(c);
+}
+
+static void test_attach_failures(void)
+{
+    /* rank 1 with no rank 0: times out naming the segment */
+    case_begin("rank 1 waits for a segment nobody creates");
+    double t0 = now_s();
+    struct comm *c = comm_shm_create(1, 2, segment, SMALL_SLOT, SHORT_TIMEOUT_MS);
+    double dt = now_s() - t0;
+    CHECK(c == NULL, "rank 1 attached to nothing");
+    CHECK(contains(error_get(), "rank 1 timed out after 0.5 s waiting for rank 0") &&
+              contains(error_get(), segment),
+          "%s", error_get());
+    CHECK(dt >= 0.45 && dt < 1.5, "took %.3f s (timeout 0.5 s, slack for a loaded machine)", dt);
+    check_no_segments();
+
+    /* rank 0 with nobody else: times out naming the missing ranks, removes the segment */
+    case_begin("rank 0 waits for ranks that never come");
+    t0 = now_s();
+    c = comm_shm_create(0, 3, segment, SMALL_SLOT, SHORT_TIMEOUT_MS);
+    dt = now_s() - t0;
+    CHECK(c == NULL, "rank 0 of 3 created alone");
+    CHECK(contains(error_get(), "waiting for ranks 1, 2 to attach") &&
+              contains(error_get(), segment),
+          "%s", error_get());
+    CHECK(dt >= 0.45 && dt < 1.5, "took %.3f s (timeout 0.5 s, slack for a loaded machine)", dt);
+    check_no_segments();
+
+    /* a leftover segment: rank 0 refuses it and says how to remove it */
+    case_begin("leftover segment");
+    int fd = shm_open(segment, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0, "shm_open %s: %s", segment, strerror(errno));
+    c = comm_shm_create(0, 1, segment, SMALL_SLOT, SHORT_TIMEOUT_MS);
+    CHECK(c == NULL && contains(error_get(), "already exists") &&
+              contains(error_get(), segment + 1),
+          "%s", c ? "created over a leftover" : error_get());
+    if (fd >= 0)
+        close(fd);
+    shm_unlink(segment);
+    check_no_segments();
+
+    /* bad arguments */
+    CHECK(comm_shm_create(2, 2, "/x", SMALL_SLOT, 100) == NULL &&
+              contains(error_get(), "rank 2 of world 2"),
+          "%s", error_get());
+    CHECK(comm_shm_create(0, 1, "/a/b", SMALL_SLOT, 100) == NULL &&
+              contains(error_get(), "segment name"),
+          "%s", error_get());
+    CHECK(comm_shm_create(0, 1, "/x", 16, 100) == NULL && contains(error_get(), "max_bytes 16"),
+          "%s", error_get());
+    CHECK(comm_shm_create(0, 1, "/x", SMALL_SLOT, 0) == NULL &&
+              contains(error_get(), "timeout_ms 0"),
+          "%s", error_get());
+
+    /* world 1: the collectives are identities; bad arguments fail without hanging */
+    case_begin("world 1 argument errors");
+    c = comm_shm_create(0, 1, segment + 1 /* without the slash */, SMALL_SLOT, 1000);
+    CHECK(c != NULL, "%s", error_get());
+    if (c) {
+        float x[3] = {1, 2, 3};
+        CHECK(c->broadcast(c, x, 3, COMM_F32, 1) == -1 && contains(error_get(), "root 1"), "%s",
+              error_get());
+        CHECK(c->allreduce_async(c, x, 3, (enum comm_dtype)7) == NULL &&
+                  contains(error_get(), "dtype 7"),
+              "%s", error_get());
+        CHECK(c->wait(c, NULL) == -1, "wait(NULL) must fail");
+        CHECK(comm_dtype_size(COMM_F32) == 4 && comm_dtype_size(COMM_F16) == 2 &&
+                  comm_dtype_size(COMM_BF16) == 2 && comm_dtype_size((enum comm_dtype)9) == 0,
+              "comm_dtype_size");
+        CHECK(c->barrier(c) == 0, "barrier after argument errors: %s", error_get());
+        c->destroy(c);
+    }
+    check_no_segments();
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    snprintf(prefix, sizeof prefix, "ddpprof-test-shm-%d-", (int)getpid());
+    reports = mmap(NULL, sizeof *reports * MAX_WORLD, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (reports == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+
+    test_half_known_values();
+
+    for (int world = 1; world <= MAX_WORLD; world++) {
+        struct correct_arg small = {SMALL_SLOT};
+        char what[96];
+        snprintf(what, sizeof what, "world %d, 64 KiB slot (chunked)", world);
+        case_begin(what);
+        run_ranks(world, correct_rank, &small, -1, 0);
+    }
+    struct correct_arg large = {LARGE_SLOT};
+    case_begin("world 3, 8 MiB slot (one chunk)");
+    run_ranks(3, correct_rank, &large, -1, 0);
+
+    case_begin("a rank skips an all-reduce: timeout");
+    run_ranks(2, skip_rank, NULL, -1, 0);
+    case_begin("mismatched collectives");
+    run_ranks(2, mismatch_rank, NULL, -1, 0);
+    case_begin("a rank is SIGKILLed mid-collective");
+    run_ranks(3, kill_rank, NULL, 2, SIGKILL);
+    case_begin("a rank leaves early");
+    run_ranks(2, leave_rank, NULL, -1, 0);
+    case_begin("ranks disagree on the world size");
+    run_ranks(2, world_mismatch_rank, NULL, -1, 0);
+    test_attach_failures();
+
+    return test_finish();
+}

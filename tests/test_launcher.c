@@ -1,0 +1,568 @@
+/* test_launcher.c — the local launcher (launcher.h) and the worker-side environment
+ * reader (dist_env.h).
+ *
+ * launcher_run runs in a forked child whose stdout and stderr go to temp files, with
+ * /bin/sh workers: the environment each rank gets, the "[rank N] " prefixes on both
+ * streams, and every failure path: a worker exiting 3, one killed by signal 9, workers
+ * that ignore SIGTERM (SIGKILL after the grace), SIGTERM/SIGINT to the launcher, SIGKILL
+ * to the launcher (PR_SET_PDEATHSIG).  After each, no worker may remain: each worker's
+ * command line carries a marker unique to this test run, and /proc is searched for it.
+ * This process is a child subreaper, so orphans would land here and be counted, not lost.
+ * dist_env_read is checked on a table of environments. */
+#include "dist_env.h"
+#include "error.h"
+#include "launcher.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *tmp;         /* this run's temp directory */
+static char marker[64];   /* "60.<pid>": `sleep 60.<pid>` and every worker's sh -c line */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (cap - len < 4096 && !(buf = realloc(buf, cap = cap * 2 + 8192)))
+            abort();
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        if (!n)
+            break;
+        len += n;
+    }
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmp, name); }
+
+/* Live (non-zombie) processes whose command line contains the marker; with kill_them,
+ * SIGKILL them (cleanup after a failed check). */
+static int count_marked(int kill_them)
+{
+    int found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) /* zombies have an empty command line */
+            continue;
+        if (memmem(buf, (size_t)n, marker, strlen(marker))) {
+            found++;
+            if (kill_them)
+                kill((pid_t)pid, SIGKILL);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Reap whatever was orphaned onto us (we are a subreaper). */
+static void reap_orphans(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+/* No marked process may remain: they get up to settle_s to vanish (SIGKILL delivery). */
+static void check_none_left(const char *what, double settle_s)
+{
+    double end = now_s() + settle_s;
+    int n;
+    while ((n = count_marked(0)) > 0 && now_s() < end)
+        sleep_ms(20);
+    CHECK(n == 0, "%s: %d worker process(es) still running", what, n);
+    if (n)
+        count_marked(1);
+    sleep_ms(20);
+    reap_orphans();
+}
+
+/* Start launcher_run(o) in a child with stdout/stderr to out.txt/err.txt in tmp, and
+ * stdin from a file with a line in it (the workers must not see it). */
+static pid_t launcher_start(const struct launch_opts *o)
+{
+    char out[512], err[512], in[512];
+    path_of(out, sizeof out, "out.txt");
+    path_of(err, sizeof err, "err.txt");
+    path_of(in, sizeof in, "in.txt");
+    FILE *f = fopen(in, "w");
+    if (f) {
+        fputs("not-devnull\n", f);
+        fclose(f);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open(in, O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
+            _exit(99);
+        close(fo);
+        close(fe);
+        close(fi);
+        int rc = launcher_run(o);
+        if (rc < 0)
+            fprintf(stderr, "launcher_run: %s\n", error_get());
+        exit(rc < 0 ? 98 : rc);
+    }
+    return pid;
+}
+
+/* Wait up to limit_s for the launcher child; -1 if it had to be killed. */
+static int launcher_wait(pid_t pid, double limit_s)
+{
+    double end = now_s() + limit_s;
+    int status;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        if (now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        sleep_ms(5);
+    }
+}
+
+static int exit_code(int status) { return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+/* Run to completion; out/err get the launcher's streams (caller frees). */
+static int launcher_run_captured(const struct launch_opts *o, char **out, char **err,
+                                 double *elapsed_s)
+{
+    double t0 = now_s();
+    int st = launcher_wait(launcher_start(o), 20.0);
+    *elapsed_s = now_s() - t0;
+    char p[512];
+    path_of(p, sizeof p, "out.txt");
+    *out = read_text(p);
+    path_of(p, sizeof p, "err.txt");
+    *err = read_text(p);
+    return st;
+}
+
+/* Wait until tmp/pid.<rank> exists for each listed rank (the workers are up). */
+static int wait_pid_files(const int *ranks, int n, double limit_s)
+{
+    double end = now_s() + limit_s;
+    for (int i = 0; i < n; i++) {
+        char p[512], name[32];
+        snprintf(name, sizeof name, "pid.%d", ranks[i]);
+        path_of(p, sizeof p, name);
+        struct stat sb;
+        while (stat(p, &sb) < 0 || sb.st_size == 0) {
+            if (now_s() > end)
+                return -1;
+            sleep_ms(10);
+        }
+    }
+    return 0;
+}
+
+static void clear_pid_files(void)
+{
+    for (int r = 0; r < 8; r++) {
+        char p[512], name[32];
+        snprintf(name, sizeof name, "pid.%d", r);
+        path_of(p, sizeof p, name);
+        unlink(p);
+    }
+}
+
+/* ---------------------------------------------------------------- launcher */
+
+static void check_env_and_output(void)
+{
+    setenv("WORLD_SIZE", "77", 1); /* the launcher's values must win over the caller's */
+    setenv("DDPPROF_TEST_INHERITED", "yes", 1);
+    char *const env[] = {"DDPPROF_TEST_EXTRA=hello", "RANK=99", NULL};
+    char *const argv[] = {
+        "/bin/sh", "-c",
+        "echo \"env RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK "
+        "LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT "
+        "EXTRA=$DDPPROF_TEST_EXTRA INH=$DDPPROF_TEST_INHERITED\"; "
+        "echo \"to stderr $RANK\" >&2; read x; echo \"stdin=[$x]\"; printf \"partial $RANK\"",
+        NULL};
+    struct launch_opts o = {.nprocs = 3, .argv = argv, .env = env};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 0, "launcher status 0x%x; stderr:\n%s", st, err);
+
+    int port = -1;
+    const char *p = strstr(out, "MASTER_PORT=");
+    if (p)
+        port = atoi(p + strlen("MASTER_PORT="));
+    CHECK(port > 0 && port < 65536, "a free port was chosen: %d", port);
+    for (int r = 0; r < 3; r++) {
+        char want[512];
+        snprintf(want, sizeof want,
+                 "[rank %d] env RANK=%d WORLD_SIZE=3 LOCAL_RANK=%d LOCAL_WORLD_SIZE=3 "
+                 "MASTER_ADDR=127.0.0.1 MASTER_PORT=%d EXTRA=hello INH=yes\n",
+                 r, r, r, port);
+        CHECK(strstr(out, want), "missing line: %s--- stdout:\n%s", want, out);
+        snprintf(want, sizeof want, "[rank %d] stdin=[]\n", r);
+        CHECK(strstr(out, want), "stdin is /dev/null: missing %s", want);
+        snprintf(want, sizeof want, "[rank %d] partial %d\n", r, r);
+        CHECK(strstr(out, want), "unfinished last line ended at exit: missing %s", want);
+        snprintf(want, sizeof want, "[rank %d] to stderr %d\n", r, r);
+        CHECK(strstr(err, want) && !strstr(out, want), "stderr line on stderr only: %s", want);
+    }
+    int lines = 0, prefixed = 0;
+    for (char *q = out; *q; q = strchr(q, '\n') + 1) {
+        lines++;
+        prefixed += strncmp(q, "[rank ", 6) == 0;
+        if (!strchr(q, '\n'))
+            break;
+    }
+    CHECK(lines == 9 && prefixed == 9, "stdout: %d lines, %d prefixed (want 9, 9)", lines, prefixed);
+    free(out);
+    free(err);
+    unsetenv("WORLD_SIZE");
+    unsetenv("DDPPROF_TEST_INHERITED");
+}
+
+static void check_explicit_address(void)
+{
+    char *const argv[] = {"/bin/sh", "-c", "echo $MASTER_ADDR:$MASTER_PORT", NULL};
+    struct launch_opts o = {.nprocs = 1, .argv = argv, .master_addr = "10.1.2.3",
+                            .master_port = 12345};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 0 && strcmp(out, "[rank 0] 10.1.2.3:12345\n") == 0,
+          "status 0x%x, stdout '%s'", st, out);
+    free(out);
+    free(err);
+}
+
+static void check_long_line(void)
+{
+    /* 100000 bytes without a newline: split at the 64 KiB line buffer, then ended at exit */
+    char *const argv[] = {"/bin/sh", "-c", "i=0; while [ $i -lt 1000 ]; do printf "
+                          "%0100d 0; i=$((i+1)); done", NULL};
+    struct launch_opts o = {.nprocs = 1, .argv = argv};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    size_t len = strlen(out), prefix = strlen("[rank 0] ");
+    CHECK(exit_code(st) == 0 && len == 100000 + 2 * (prefix + 1) && strncmp(out, "[rank 0] 0", 10) == 0 &&
+              out[len - 1] == '\n',
+          "long line: status 0x%x, %zu bytes", st, len);
+    free(out);
+    free(err);
+}
+
+/* A worker script: rank `bad` runs `bad_cmd` after the others are up; the others write
+ * their pid and exec a long sleep carrying the marker (`pre` runs before, e.g. a trap). */
+static void script(char *buf, size_t cap, int bad, const char *bad_cmd, const char *pre)
+{
+    snprintf(buf, cap,
+             "if [ \"$RANK\" = %d ]; then %s; fi; %s echo $$ > %s/pid.$RANK; exec sleep %s",
+             bad, bad_cmd, pre, tmp, marker);
+}
+
+static void check_worker_fails(const char *what, int nprocs, int bad, const char *bad_cmd,
+                               const char *pre, int grace_ms, const char *want_line,
+                               double min_s, double max_s)
+{
+    char cmd[1024];
+    script(cmd, sizeof cmd, bad, bad_cmd, pre);
+    char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct launch_opts o = {.nprocs = nprocs, .argv = argv, .grace_ms = grace_ms};
+    clear_pid_files();
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 1, "%s: launcher status 0x%x (want exit 1); stderr:\n%s", what, st, err);
+    CHECK(dt < max_s && dt >= min_s, "%s: returned after %.2f s (want %.1f..%.1f)", what, dt,
+          min_s, max_s);
+    CHECK(strstr(err, want_line), "%s: stderr lacks '%s':\n%s", what, want_line, err);
+    check_none_left(what, 0.5);
+    free(out);
+    free(err);
+}
+
+/* A worker that forked a child of its own (held in `wait`): stopping the worker must stop
+ * that child too (the worker's process group), or it would outlive the run. */
+static void check_grandchildren(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "if [ \"$RANK\" = 0 ]; then sleep 0.3; exit 5; fi; sleep %s & echo $$ > %s/pid.$RANK; "
+             "wait",
+             marker, tmp);
+    char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct launch_opts o = {.nprocs = 3, .argv = argv};
+    clear_pid_files();
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 1 && dt < 2.0 && strstr(err, "rank 0 failed (exit status 5)"),
+          "grandchildren: status 0x%x after %.2f s; stderr:\n%s", st, dt, err);
+    check_none_left("grandchildren", 0.5);
+    free(out);
+    free(err);
+}
+
+static void check_launcher_signalled(int sig, int want_code)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "echo $$ > %s/pid.$RANK; exec sleep %s", tmp, marker);
+    char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct launch_opts o = {.nprocs = 3, .argv = argv};
+    clear_pid_files();
+    pid_t pid = launcher_start(&o);
+    static const int ranks[] = {0, 1, 2};
+    CHECK(wait_pid_files(ranks, 3, 5.0) == 0, "workers did not start within 5 s");
+    double t0 = now_s();
+    kill(pid, sig);
+    int st = launcher_wait(pid, 10.0);
+    double dt = now_s() - t0;
+    CHECK(exit_code(st) == want_code && dt < 5.0, "signal %d: launcher status 0x%x after %.2f s",
+          sig, st, dt);
+    char p[512];
+    path_of(p, sizeof p, "err.txt");
+    char *err = read_text(p);
+    CHECK(strstr(err, sig == SIGINT ? "interrupted by SIGINT; stopped 3 rank(s)"
+                                    : "interrupted by SIGTERM; stopped 3 rank(s)"),
+          "stderr: %s", err);
+    free(err);
+    check_none_left(sig == SIGINT ? "SIGINT to launcher" : "SIGTERM to launcher", 0.5);
+}
+
+/* SIGKILL to the launcher: the workers die by PR_SET_PDEATHSIG; being the subreaper we
+ * inherit and reap them, and see how they died. */
+static void check_launcher_killed(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "echo $$ > %s/pid.$RANK; exec sleep %s", tmp, marker);
+    char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct launch_opts o = {.nprocs = 2, .argv = argv};
+    clear_pid_files();
+    pid_t pid = launcher_start(&o);
+    static const int ranks[] = {0, 1};
+    CHECK(wait_pid_files(ranks, 2, 5.0) == 0, "workers did not start within 5 s");
+    pid_t workers[2];
+    for (int r = 0; r < 2; r++) {
+        char p[512], name[32];
+        snprintf(name, sizeof name, "pid.%d", r);
+        path_of(p, sizeof p, name);
+        char *text = read_text(p);
+        workers[r] = (pid_t)atoi(text);
+        free(text);
+    }
+    kill(pid, SIGKILL);
+    int st = launcher_wait(pid, 5.0);
+    CHECK(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "launcher status 0x%x", st);
+    for (int r = 0; r < 2; r++) {
+        int wst = -1;
+        double end = now_s() + 3.0;
+        pid_t got = 0;
+        while ((got = waitpid(workers[r], &wst, WNOHANG)) == 0 && now_s() < end)
+            sleep_ms(10);
+        CHECK(got == workers[r] && WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+              "orphaned rank %d (pid %d): waitpid %d, status 0x%x (want killed by 9)", r,
+              (int)workers[r], (int)got, wst);
+    }
+    check_none_left("SIGKILL to launcher", 0.5);
+}
+
+static void check_exec_failure(void)
+{
+    char *const argv[] = {"/nonexistent/ddpprof-worker", "--flag", NULL};
+    struct launch_opts o = {.nprocs = 2, .argv = argv};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 1 && dt < 5.0, "exec failure: status 0x%x after %.2f s", st, dt);
+    CHECK(strstr(err, "] ddpprof: cannot execute /nonexistent/ddpprof-worker: No such file") &&
+              strstr(err, "failed (exit status 127)"),
+          "exec failure: stderr:\n%s", err);
+    free(out);
+    free(err);
+}
+
+static void check_bad_options(void)
+{
+    char *const argv[] = {"/bin/true", NULL};
+    struct launch_opts o = {.nprocs = 0, .argv = argv};
+    CHECK(launcher_run(&o) == -1 && strstr(error_get(), "at least 1 worker"), "nprocs 0: %s",
+          error_get());
+    int port = launcher_free_port();
+    CHECK(port > 0 && port < 65536, "free port %d: %s", port, error_get());
+}
+
+/* ---------------------------------------------------------------- dist_env */
+
+static const char *const all_vars[] = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+    "SLURM_NTASKS_PER_NODE"};
+
+struct env_case {
+    const char *vars; /* "NAME=value NAME=value" */
+    const char *error; /* substring of the error, or NULL for success */
+    int rank, world, local_rank, local_world, port;
+    const char *addr, *source;
+};
+
+static const struct env_case env_cases[] = {
+    {"", NULL, 0, 1, 0, 1, 29500, "127.0.0.1", "default"},
+    {"RANK=2 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=node1 MASTER_PORT=1234", NULL,
+     2, 4, 0, 2, 1234, "node1", "torchrun"},
+    {"RANK=1 WORLD_SIZE=2", NULL, 1, 2, 1, 2, 29500, "127.0.0.1", "torchrun"},
+    {"OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 "
+     "OMPI_COMM_WORLD_LOCAL_SIZE=2 MASTER_ADDR=10.0.0.1",
+     NULL, 3, 4, 1, 2, 29500, "10.0.0.1", "openmpi"},
+    {"SLURM_PROCID=5 SLURM_NTASKS=8 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=2(x4) MASTER_PORT=4000",
+     NULL, 5, 8, 1, 8, 4000, "127.0.0.1", "slurm"},
+    {"SLURM_PROCID=5 SLURM_NTASKS=8 SLURM_LOCALID=1 SLURM_NTASKS_PER_NODE=4", NULL, 5, 8, 1, 4,
+     29500, "127.0.0.1", "slurm"},
+    {"RANK=0 WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2", NULL, 0, 1, 0, 1, 29500,
+     "127.0.0.1", "torchrun"},
+    {"OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 SLURM_PROCID=0 SLURM_NTASKS=1", NULL, 1, 2, 1,
+     2, 29500, "127.0.0.1", "openmpi"},
+    {"RANK=abc WORLD_SIZE=2", "RANK='abc'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=-1 WORLD_SIZE=2", "RANK='-1'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=1x WORLD_SIZE=2", "RANK='1x'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=2 WORLD_SIZE=2", "RANK=2 is not below WORLD_SIZE=2", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=0 WORLD_SIZE=0", "WORLD_SIZE=0 must be at least 1", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=0 WORLD_SIZE=99999999999", "WORLD_SIZE='99999999999'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=1", "RANK is set but WORLD_SIZE is not", 0, 0, 0, 0, 0, NULL, NULL},
+    {"WORLD_SIZE=2", "WORLD_SIZE is set but RANK is not", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=0 WORLD_SIZE=2 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2", "LOCAL_RANK=2", 0, 0, 0, 0, 0, NULL,
+     NULL},
+    {"RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=3", "LOCAL_WORLD_SIZE=3", 0, 0, 0, 0, 0, NULL, NULL},
+    {"RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2(x1)", "LOCAL_WORLD_SIZE='2(x1)'", 0, 0, 0, 0, 0, NULL,
+     NULL},
+    {"RANK=0 WORLD_SIZE=2 MASTER_PORT=70000", "MASTER_PORT='70000'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"MASTER_PORT=http", "MASTER_PORT='http'", 0, 0, 0, 0, 0, NULL, NULL},
+    {"OMPI_COMM_WORLD_RANK=4 OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_RANK=4", 0, 0, 0, 0, 0, NULL,
+     NULL},
+    {"SLURM_PROCID=0 SLURM_NTASKS=x", "SLURM_NTASKS='x'", 0, 0, 0, 0, 0, NULL, NULL},
+};
+
+static void check_dist_env(void)
+{
+    for (size_t c = 0; c < sizeof env_cases / sizeof env_cases[0]; c++) {
+        const struct env_case *k = &env_cases[c];
+        for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
+            unsetenv(all_vars[i]);
+        char vars[512];
+        snprintf(vars, sizeof vars, "%s", k->vars);
+        for (char *save, *tok = strtok_r(vars, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '=');
+            *eq = '\0';
+            setenv(tok, eq + 1, 1);
+        }
+        struct dist_env e;
+        error_clear();
+        int rc = dist_env_read(&e);
+        if (k->error) {
+            CHECK(rc == -1 && strstr(error_get(), k->error) &&
+                      strncmp(error_get(), "dist_env: ", 10) == 0,
+                  "[%s]: rc %d, error '%s' (want '%s')", k->vars, rc, error_get(), k->error);
+        } else {
+            CHECK(rc == 0 && e.rank == k->rank && e.world == k->world &&
+                      e.local_rank == k->local_rank && e.local_world == k->local_world &&
+                      e.master_port == k->port && strcmp(e.master_addr, k->addr) == 0 &&
+                      strcmp(e.source, k->source) == 0,
+                  "[%s]: rc %d (%s) -> rank %d/%d local %d/%d %s:%d from %s", k->vars, rc,
+                  error_get(), e.rank, e.world, e.local_rank, e.local_world, e.master_addr,
+                  e.master_port, e.source);
+        }
+    }
+    for (size_t i = 0; i < sizeof all_vars / sizeof all_vars[0]; i++)
+        unsetenv(all_vars[i]);
+}
+
+int main(void)
+{
+    tmp = test_tmpdir();
+    if (!tmp)
+        test_skip("no temp directory");
+    snprintf(marker, sizeof marker, "60.%d", (int)getpid());
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+    check_dist_env(); /* first: the launcher checks change the environment */
+    check_bad_options();
+    check_env_and_output();
+    check_explicit_address();
+    check_long_line();
+    /* sleeping workers die of the SIGTERM at once: well under the 3 s grace (2 s bound
+     * leaves slack for a loaded machine), at least the 0.3 s before the failure */
+    check_worker_fails("exit 3", 3, 1, "sleep 0.3; exit 3", "", 0,
+                       "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)", 0.25,
+                       2.0);
+    check_worker_fails("signal 9", 2, 0, "sleep 0.3; kill -9 $$", "", 0,
+                       "ddpprof: rank 0 failed (killed by signal 9: Killed); stopped the other "
+                       "1 rank(s)",
+                       0.25, 2.0);
+    /* workers that ignore SIGTERM need the SIGKILL after the default 3 s grace: at least
+     * 0.3 + 3 s, and the whole stop must stay under 5 s */
+    check_worker_fails("SIGTERM ignored", 3, 2, "sleep 0.3; exit 3", "trap '' TERM;", 0,
+                       "ddpprof: rank 2 failed (exit status 3); stopped the other 2 rank(s)", 3.2,
+                       5.0);
+    /* a shorter grace is honoured */
+    check_worker_fails("grace 500 ms", 2, 0, "sleep 0.3; exit 4", "trap '' TERM;", 500,
+                       "ddpprof: rank 0 failed (exit status 4); stopped the other 1 rank(s)", 0.7,
+                       2.5);
+    check_exec_failure();
+    check_grandchildren();
+    check_launcher_signalled(SIGTERM, 143);
+    check_launcher_signalled(SIGINT, 130);
+    check_launcher_killed();
+
+    check_none_left("end", 0.0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp);
+    free(tmp);
+    return test_finish();
+}

@@ -1,0 +1,421 @@
+/* test_store.c — the rendezvous TCP store (store.h) across real processes.
+ *
+ * World sizes 1..4 as forked processes on a free port: set/get/add/wait/barrier over
+ * repeated rounds, values with zero bytes, empty and 1 MiB values, concurrent atomic adds.
+ * Then the failure paths, each bounded in time: a missing key times out naming the key, a
+ * busy port says so, a client without a server gives up, a server that dies mid-call is
+ * an error (not a hang or SIGPIPE), and the server's destroy waits for the other ranks. */
+#include "store.h"
+
+#include "error.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOST "127.0.0.1"
+#define BIG_BYTES (1u << 20) /* the largest value the store takes */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* A port nobody listens on right now (bind port 0 and ask the kernel). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        perror("free_port");
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Wait for pid up to limit_s; kill it if it overstays.  Returns its wait status, or -1 if
+ * it had to be killed. */
+static int wait_bounded(pid_t pid, double limit_s)
+{
+    double end = now_s() + limit_s;
+    int status;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return status;
+        if (now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        sleep_ms(5);
+    }
+}
+
+static uint8_t big_byte(size_t i, int world) { return (uint8_t)(i * 131u + (size_t)world * 7u + (i >> 9)); }
+
+/* ---------------------------------------------------------------- one rank of a world */
+
+static void rank_body(struct store *s, int rank, int world)
+{
+    char key[64], val[64], got[64];
+    size_t len;
+    const int rounds = 20;
+    for (int round = 0; round < rounds; round++) {
+        snprintf(key, sizeof key, "k/%d/%d", rank, round);
+        int n = snprintf(val, sizeof val, "v-%d-%d", rank, round);
+        CHECK(store_set(s, key, val, (size_t)n) == 0, "rank %d set: %s", rank, error_get());
+        CHECK(store_barrier(s, "round") == 0, "rank %d barrier: %s", rank, error_get());
+        for (int q = 0; q < world; q++) {
+            snprintf(key, sizeof key, "k/%d/%d", q, round);
+            n = snprintf(val, sizeof val, "v-%d-%d", q, round);
+            len = 0;
+            int rc = store_get(s, key, got, sizeof got, &len);
+            CHECK(rc == 0 && len == (size_t)n && memcmp(got, val, len) == 0,
+                  "rank %d round %d get %s: rc %d len %zu (%s)", rank, round, key, rc, len,
+                  error_get());
+        }
+        int64_t v = -1;
+        CHECK(store_add(s, "counter", 1, &v) == 0 && v >= 1 && v <= (int64_t)world * (round + 1),
+              "rank %d add -> %" PRId64 " (%s)", rank, v, error_get());
+        CHECK(store_barrier(s, "added") == 0, "rank %d barrier: %s", rank, error_get());
+        /* the barrier can only pass once every rank's add is in */
+        CHECK(store_add(s, "counter", 0, &v) == 0 && v == (int64_t)world * (round + 1),
+              "rank %d round %d: counter %" PRId64 " after the barrier, want %d", rank, round, v,
+              world * (round + 1));
+        CHECK(store_barrier(s, "read") == 0, "rank %d barrier: %s", rank, error_get());
+    }
+
+    /* wait/get block until a later set */
+    if (rank == 0) {
+        sleep_ms(50);
+        CHECK(store_set(s, "late", "here", 4) == 0, "set late: %s", error_get());
+    }
+    CHECK(store_wait(s, "late") == 0, "rank %d wait: %s", rank, error_get());
+    CHECK(store_get(s, "late", got, sizeof got, &len) == 0 && len == 4 &&
+              memcmp(got, "here", 4) == 0,
+          "rank %d get late: %s", rank, error_get());
+
+    /* values with zero bytes, an empty value, and a 1 MiB value */
+    static const uint8_t bin[6] = {0, 'a', 0, 0, 'b', 0};
+    uint8_t *big = malloc(BIG_BYTES), *back = malloc(BIG_BYTES);
+    if (rank == world - 1) {
+        for (size_t i = 0; i < BIG_BYTES; i++)
+            big[i] = big_byte(i, world);
+        CHECK(store_set(s, "bin", bin, sizeof bin) == 0, "set bin: %s", error_get());
+        CHECK(store_set(s, "empty", "", 0) == 0, "set empty: %s", error_get());
+        CHECK(store_set(s, "big", big, BIG_BYTES) == 0, "set big: %s", error_get());
+    }
+    CHECK(store_barrier(s, "values") == 0, "rank %d barrier: %s", rank, error_get());
+    len = 99;
+    CHECK(store_get(s, "bin", got, sizeof got, &len) == 0 && len == sizeof bin &&
+              memcmp(got, bin, sizeof bin) == 0,
+          "rank %d bin: len %zu (%s)", rank, len, error_get());
+    len = 99;
+    CHECK(store_get(s, "empty", got, sizeof got, &len) == 0 && len == 0, "rank %d empty: len %zu",
+          rank, len);
+    len = 0;
+    memset(back, 0, BIG_BYTES);
+    CHECK(store_get(s, "big", back, BIG_BYTES, &len) == 0 && len == BIG_BYTES,
+          "rank %d big: len %zu (%s)", rank, len, error_get());
+    size_t bad = 0;
+    for (size_t i = 0; i < BIG_BYTES; i++)
+        bad += back[i] != big_byte(i, world);
+    CHECK(bad == 0, "rank %d: %zu bytes of the 1 MiB value differ", rank, bad);
+
+    /* too small a buffer is an error that names the sizes; the store stays usable */
+    CHECK(store_get(s, "big", got, 16, &len) == -1 && len == BIG_BYTES &&
+              strstr(error_get(), "16-byte buffer"),
+          "rank %d small buffer: %s", rank, error_get());
+    CHECK(store_set(s, "huge", big, BIG_BYTES + 1) == -1 && strstr(error_get(), "1 MiB"),
+          "rank %d oversized value: %s", rank, error_get());
+    char long_key[300];
+    memset(long_key, 'x', 256);
+    long_key[256] = '\0';
+    CHECK(store_set(s, long_key, "v", 1) == -1 && strstr(error_get(), "256 bytes"),
+          "rank %d long key: %s", rank, error_get());
+    free(big);
+    free(back);
+
+    /* concurrent adds are atomic */
+    const int adds = 200;
+    for (int i = 0; i < adds; i++)
+        if (store_add(s, "atomic", 1, NULL) < 0) {
+            CHECK(0, "rank %d add %d: %s", rank, i, error_get());
+            break;
+        }
+    CHECK(store_barrier(s, "atomic") == 0, "rank %d barrier: %s", rank, error_get());
+    int64_t total = -1;
+    CHECK(store_add(s, "atomic", 0, &total) == 0 && total == (int64_t)adds * world,
+          "rank %d: %" PRId64 " after %d adds by %d ranks", rank, total, adds, world);
+    char text[32];
+    int tn = snprintf(text, sizeof text, "%d", adds * world);
+    CHECK(store_get(s, "atomic", got, sizeof got, &len) == 0 && len == (size_t)tn &&
+              memcmp(got, text, len) == 0,
+          "rank %d: counter reads back as text '%.*s'", rank, (int)len, got);
+    CHECK(store_add(s, "bin", 1, NULL) == -1 && strstr(error_get(), "non-counter"),
+          "rank %d add on binary value: %s", rank, error_get());
+    CHECK(store_barrier(s, "end") == 0, "rank %d barrier: %s", rank, error_get());
+}
+
+static void check_world(int world)
+{
+    int port = free_port();
+    pid_t pids[4];
+    fflush(NULL);
+    for (int r = 0; r < world; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            test_passed = test_failed = 0;
+            struct store *s = store_create(HOST, port, r == 0, r, world, 10000);
+            CHECK(s != NULL, "rank %d of %d: store_create: %s", r, world, error_get());
+            if (s)
+                rank_body(s, r, world);
+            store_destroy(s);
+            exit(test_failed ? 1 : 0);
+        }
+    }
+    for (int r = 0; r < world; r++) {
+        int st = wait_bounded(pids[r], 15.0);
+        CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "world %d: rank %d ended with status 0x%x (-1: hung, killed)", world, r, st);
+    }
+}
+
+/* ---------------------------------------------------------------- failure paths */
+
+static void check_missing_key_times_out(void)
+{
+    int port = free_port();
+    struct store *s = store_create(HOST, port, 1, 0, 1, 300);
+    CHECK(s != NULL, "store_create: %s", error_get());
+    if (!s)
+        return;
+    char buf[16];
+    size_t len;
+    double t0 = now_s();
+    int rc = store_get(s, "shm_name", buf, sizeof buf, &len);
+    double dt = now_s() - t0;
+    /* 300 ms timeout: at least ~that long, and well under 1.5 s even on a loaded 2-core box */
+    CHECK(rc == -1 && dt >= 0.25 && dt < 1.5, "get of a missing key: rc %d after %.3f s", rc, dt);
+    const char *e = error_get();
+    CHECK(strstr(e, "timed out after 0.3 s") && strstr(e, "'shm_name'") &&
+              strstr(e, "rank 0 of 1"),
+          "message: %s", e);
+    t0 = now_s();
+    rc = store_wait(s, "nobody_sets_this");
+    dt = now_s() - t0;
+    CHECK(rc == -1 && dt >= 0.25 && dt < 1.5 && strstr(error_get(), "'nobody_sets_this'"),
+          "wait: rc %d after %.3f s: %s", rc, dt, error_get());
+    /* the store is still usable after a timeout (the client reconnects) */
+    CHECK(store_set(s, "after", "ok", 2) == 0, "set after timeout: %s", error_get());
+    CHECK(store_get(s, "after", buf, sizeof buf, &len) == 0 && len == 2 &&
+              memcmp(buf, "ok", 2) == 0,
+          "get after timeout: %s", error_get());
+    CHECK(store_set(s, "text", "abc", 3) == 0, "set: %s", error_get());
+    CHECK(store_add(s, "text", 1, NULL) == -1 && strstr(error_get(), "'text'"),
+          "add on non-counter: %s", error_get());
+    t0 = now_s();
+    store_destroy(s);
+    CHECK(now_s() - t0 < 0.2, "destroy of a world-1 store took %.3f s (nobody to wait for)",
+          now_s() - t0);
+}
+
+static void check_barrier_times_out(void)
+{
+    int port = free_port();
+    struct store *s = store_create(HOST, port, 1, 0, 2, 300);
+    CHECK(s != NULL, "store_create: %s", error_get());
+    if (!s)
+        return;
+    double t0 = now_s();
+    int rc = store_barrier(s, "lonely");
+    double dt = now_s() - t0;
+    CHECK(rc == -1 && dt >= 0.25 && dt < 1.5, "barrier alone: rc %d after %.3f s", rc, dt);
+    CHECK(strstr(error_get(), "barrier 'lonely'") && strstr(error_get(), "1 of 2"),
+          "message: %s", error_get());
+
+    /* a rank with the wrong world size is refused with both sizes named */
+    struct store *c = store_create(HOST, port, 0, 1, 3, 300);
+    CHECK(c == NULL && strstr(error_get(), "WORLD_SIZE=3") && strstr(error_get(), "WORLD_SIZE=2"),
+          "world mismatch: %s", c ? "accepted" : error_get());
+    store_destroy(c);
+    t0 = now_s();
+    store_destroy(s); /* rank 1 never joined: waits out the 300 ms timeout, no longer */
+    dt = now_s() - t0;
+    CHECK(dt < 1.5, "destroy waited %.3f s with a 300 ms timeout", dt);
+}
+
+static void check_busy_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t alen = sizeof a;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &alen) == 0,
+          "listening socket: %s", strerror(errno));
+    int port = ntohs(a.sin_port);
+    struct store *s = store_create(HOST, port, 1, 0, 2, 300);
+    char want[64];
+    snprintf(want, sizeof want, "store: port %d on this host is busy", port);
+    CHECK(s == NULL && strstr(error_get(), want) && strstr(error_get(), "--master-port"),
+          "busy port: %s", s ? "accepted" : error_get());
+    store_destroy(s);
+    close(fd);
+}
+
+static void check_no_server(void)
+{
+    int port = free_port();
+    double t0 = now_s();
+    struct store *s = store_create(HOST, port, 0, 1, 2, 300);
+    double dt = now_s() - t0;
+    CHECK(s == NULL && dt >= 0.25 && dt < 2.0, "no server: %s after %.3f s",
+          s ? "connected" : "failed", dt);
+    char want[64];
+    snprintf(want, sizeof want, "%s:%d", HOST, port);
+    CHECK(strstr(error_get(), "could not connect") && strstr(error_get(), want) &&
+              strstr(error_get(), "rank 1 of 2"),
+          "message: %s", error_get());
+    store_destroy(s);
+}
+
+/* The server's process dies while this rank waits on a key: an error, promptly. */
+static void check_server_dies(void)
+{
+    int port = free_port();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct store *s = store_create(HOST, port, 1, 0, 2, 5000);
+        if (!s || store_barrier(s, "up") < 0)
+            _exit(1);
+        sleep_ms(200); /* let rank 1 leave the barrier and park on its get */
+        _exit(0);      /* gone without store_destroy, as a crashed rank 0 */
+    }
+    struct store *s = store_create(HOST, port, 0, 1, 2, 2000);
+    CHECK(s != NULL, "client: %s", error_get());
+    if (s) {
+        CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
+        char buf[8];
+        size_t len;
+        double t0 = now_s();
+        int rc = store_get(s, "never", buf, sizeof buf, &len);
+        double dt = now_s() - t0;
+        /* the close is seen at once; 1 s is slack, well below the 2 s timeout */
+        CHECK(rc == -1 && dt < 1.0 && strstr(error_get(), "lost the connection"),
+              "get after the server died: rc %d after %.3f s: %s", rc, dt, error_get());
+        /* a later call is an error too (reconnect refused), not a SIGPIPE */
+        CHECK(store_set(s, "x", "y", 1) == -1, "set after the server died succeeded");
+        store_destroy(s);
+    }
+    int st = wait_bounded(pid, 10.0);
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "server process status 0x%x", st);
+}
+
+/* The server's process dies while this rank is idle; its next set (1 MiB, many sends) hits
+ * the reset connection: an error, and no SIGPIPE (which would kill this test). */
+static void check_server_dies_idle(void)
+{
+    int port = free_port();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct store *s = store_create(HOST, port, 1, 0, 2, 5000);
+        if (!s || store_barrier(s, "up") < 0)
+            _exit(1);
+        sleep_ms(100);
+        _exit(0);
+    }
+    struct store *s = store_create(HOST, port, 0, 1, 2, 1000);
+    CHECK(s != NULL, "client: %s", error_get());
+    if (s) {
+        CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
+        sleep_ms(300);
+        uint8_t *big = calloc(1, BIG_BYTES);
+        CHECK(store_set(s, "big", big, BIG_BYTES) == -1 &&
+                  strstr(error_get(), "lost the connection"),
+              "set after the server died: %s", error_get());
+        free(big);
+        store_destroy(s);
+    }
+    int st = wait_bounded(pid, 10.0);
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "server process status 0x%x", st);
+}
+
+/* Rank 0's destroy waits until rank 1 is done with the store. */
+static void check_destroy_waits(void)
+{
+    int port = free_port();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct store *s = store_create(HOST, port, 0, 1, 2, 5000);
+        if (!s || store_barrier(s, "up") < 0)
+            _exit(1);
+        sleep_ms(300);
+        char buf[8];
+        size_t len;
+        int ok = store_set(s, "still", "up", 2) == 0 &&
+                 store_get(s, "still", buf, sizeof buf, &len) == 0 && len == 2;
+        store_destroy(s);
+        _exit(ok ? 0 : 2);
+    }
+    struct store *s = store_create(HOST, port, 1, 0, 2, 5000);
+    CHECK(s != NULL, "server: %s", error_get());
+    if (s) {
+        CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
+        double t0 = now_s();
+        store_destroy(s);
+        double dt = now_s() - t0;
+        /* rank 1 keeps using the store for 300 ms after the barrier */
+        CHECK(dt >= 0.25 && dt < 4.0, "destroy returned after %.3f s", dt);
+    }
+    int st = wait_bounded(pid, 10.0);
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "rank 1 status 0x%x (2: lost the store before it was done)", st);
+}
+
+static void check_bad_arguments(void)
+{
+    CHECK(store_create(HOST, 0, 1, 0, 1, 300) == NULL && strstr(error_get(), "port 0"),
+          "port 0: %s", error_get());
+    CHECK(store_create(HOST, 29500, 0, 2, 2, 300) == NULL && strstr(error_get(), "rank 2"),
+          "rank 2 of 2: %s", error_get());
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_DFL); /* a stray SIGPIPE must kill the test, not hide */
+    for (int world = 1; world <= 4; world++)
+        check_world(world);
+    check_missing_key_times_out();
+    check_barrier_times_out();
+    check_busy_port();
+    check_no_server();
+    check_server_dies();
+    check_server_dies_idle();
+    check_destroy_waits();
+    check_bad_arguments();
+    return test_finish();
+}

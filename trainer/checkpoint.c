@@ -1,0 +1,115 @@
+/* checkpoint.c — safetensors checkpoints keyed by PyTorch names (see checkpoint.h). */
+#include "checkpoint.h"
+
+#include "backend.h"
+#include "error.h"
+#include "safetensors.h"
+#include "sgd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void param_shape64(const struct param *p, int64_t *shape)
+{
+    for (int d = 0; d < p->ndim; d++)
+        shape[d] = p->shape[d];
+}
+
+/* copy a device tensor of p's size to the host and add it to the writer under name */
+static int checkpoint_add_device(struct st_writer *w, struct backend *be, const char *name,
+                                 const struct param *p, const float *dev)
+{
+    float *host = malloc(p->numel * sizeof *host + 1);
+    if (!host)
+        return error_set("checkpoint: out of memory copying %s", name);
+    be->download(be, host, dev, p->numel * sizeof *host);
+    int64_t shape[PARAM_MAX_DIMS];
+    param_shape64(p, shape);
+    int rc = st_writer_add(w, name, ST_F32, p->ndim, shape, host);
+    free(host);
+    return rc;
+}
+
+int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
+                    const char *model, int epoch, long long step)
+{
+    struct st_writer *w = st_writer_create();
+    if (!w)
+        return error_wrap("checkpoint %s", path);
+    int rc = 0;
+    for (int i = 0; i < params->count && rc == 0; i++) {
+        const struct param *p = params->items[i];
+        if (p->kind == PARAM_COUNTER)
+            rc = st_writer_add(w, p->name, ST_I64, 0, NULL, &p->counter);
+        else
+            rc = checkpoint_add_device(w, params->be, p->name, p, p->data);
+        if (rc == 0 && opt && p->kind == PARAM_TRAINABLE && opt->started[p->index]) {
+            char name[PARAM_NAME_MAX + 40];
+            snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
+            rc = checkpoint_add_device(w, params->be, name, p, opt->buf[p->index]);
+        }
+    }
+    char value[32];
+    if (rc == 0) {
+        snprintf(value, sizeof value, "%d", epoch);
+        rc = st_writer_metadata(w, "epoch", value);
+    }
+    if (rc == 0) {
+        snprintf(value, sizeof value, "%lld", step);
+        rc = st_writer_metadata(w, "step", value);
+    }
+    if (rc == 0)
+        rc = st_writer_metadata(w, "model", model);
+    if (rc == 0)
+        rc = st_writer_metadata(w, "format", "ddpprof-checkpoint-1");
+    if (rc == 0)
+        rc = st_writer_save(w, path);
+    st_writer_free(w);
+    return rc ? error_wrap("saving checkpoint") : 0;
+}
+
+int checkpoint_load_model(const char *path, struct param_table *params)
+{
+    struct st_file *st = st_open(path);
+    if (!st)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < params->count && rc == 0; i++) {
+        struct param *p = params->items[i];
+        const struct st_tensor *t = st_find(st, p->name);
+        if (!t) {
+            rc = error_set("%s: tensor '%s' is missing (is this a state_dict of this model?)", path,
+                           p->name);
+            break;
+        }
+        if (p->kind == PARAM_COUNTER) {
+            if (t->dtype != ST_I64 || t->numel != 1)
+                rc = error_set("%s: tensor '%s' must be an I64 scalar, found %s with %lld "
+                               "elements", path, p->name, st_dtype_name(t->dtype),
+                               (long long)t->numel);
+            else
+                memcpy(&p->counter, t->data, sizeof p->counter);
+            continue;
+        }
+        int64_t shape[PARAM_MAX_DIMS];
+        param_shape64(p, shape);
+        float *host = malloc(p->numel * sizeof *host + 1);
+        if (!host) {
+            rc = error_set("loading %s: out of memory", path);
+            break;
+        }
+        rc = st_read_f32(st, p->name, p->ndim, shape, host);
+        if (rc == 0)
+            params->be->upload(params->be, p->data, host, p->numel * sizeof *host);
+        free(host);
+    }
+    for (int i = 0; i < st_count(st) && rc == 0; i++) {
+        const char *name = st_get(st, i)->name;
+        if (strncmp(name, "optimizer.", 10) != 0 && !params_find(params, name))
+            rc = error_set("%s: unexpected tensor '%s' (not a parameter or buffer of this "
+                           "model)", path, name);
+    }
+    st_close(st);
+    return rc;
+}

@@ -1,0 +1,38 @@
+/* runlog.h — the run directory: meta.csv (key,value) and metrics.csv (one row per step).
+ *
+ * Both are RFC 4180 CSV written through libcsv's quoting.  metrics.csv is flushed after
+ * every row, so a crash leaves every finished step on disk and never half a row.  A rank
+ * that is not rank 0 opens no files (runlog with dir == NULL is inert). */
+#ifndef DDPPROF_RUNLOG_H
+#define DDPPROF_RUNLOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct runlog {
+    char dir[4096];
+    FILE *meta, *metrics;
+};
+
+/* Create dir (and its parents) and open meta.csv and metrics.csv in it; an unwritable
+ * directory is one error naming it.  0 or -1 (error_set). */
+int runlog_open(struct runlog *r, const char *dir);
+
+/* Append one key,value row to meta.csv (value printf-formatted). */
+int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Append one row to metrics.csv; the header is written by runlog_open. */
+int runlog_metrics(struct runlog *r, int64_t step, int epoch, double loss, double lr,
+                   int64_t images);
+
+/* Flush and close both files; 0 or -1 if anything failed to reach the disk. */
+int runlog_close(struct runlog *r);
+
+/* Write one CSV field (quoted only when it must be) to f. */
+void csv_field_write(FILE *f, const char *s);
+
+/* mkdir -p; 0 or -1 (error_set naming the first directory that could not be made) */
+int mkdir_parents(const char *path);
+
+#endif

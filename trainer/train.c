@@ -1,0 +1,363 @@
+/* train.c — one rank's training run (see train.h).
+ *
+ * The loop is the seed's: for each epoch, set the sampler's epoch, train on every batch
+ * (forward, softmax cross-entropy, backward with the DDP reducer's hook, wait for the
+ * buckets, SGD step), then evaluate on the test set and print the accuracy on rank 0. */
+#include "train.h"
+
+#include "backend.h"
+#include "checkpoint.h"
+#include "comm.h"
+#include "comm_shm.h"
+#include "dist_env.h"
+#include "error.h"
+#include "idx.h"
+#include "model.h"
+#include "reducer.h"
+#include "runlog.h"
+#include "sampler.h"
+#include "sgd.h"
+#include "store.h"
+
+#include <cblas.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void train_opts_default(struct train_opts *o)
+{
+    *o = (struct train_opts){
+        .model = "convnet",
+        .data_dir = "/usr/share/datasets/fashion-mnist",
+        .epochs = 3,
+        .batch_size = 32,
+        .lr = 1e-4f,
+        .seed = 0,
+        .shuffle = 1,
+        .norm_mean = 0.0f,
+        .norm_std = 1.0f,
+        .mode = TRAIN_BASELINE,
+        .bucket_cap_mb = 25.0,
+        .sync_bn = 1,
+        .timeout_ms = 300000,
+    };
+}
+
+struct rank {
+    const struct train_opts *o;
+    int rank, world, local_world;
+    struct backend *be;
+    struct model *m;
+    struct sgd opt;
+    struct store *store;
+    struct comm *comm;
+    struct reducer *red;
+    struct idx_dataset train, test;
+    float *x_host, *x_dev, *dlogits, *scalars; /* scalars: 2 floats on the device */
+    int32_t *y_host, *y_dev;
+    int64_t *indices;
+    struct runlog log;
+    long long step;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void say(const struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct rank *r, const char *fmt, ...)
+{
+    if (r->rank != 0 || r->o->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+/* Load n = count samples at indices into the device batch buffers. */
+static int rank_load_batch(struct rank *r, const struct idx_dataset *d, const int64_t *idx,
+                           int n)
+{
+    const struct train_opts *o = r->o;
+    if (idx_to_float(d, idx, n, o->norm_mean, o->norm_std, r->x_host, r->y_host))
+        return -1;
+    size_t img = (size_t)d->rows * (size_t)d->cols;
+    r->be->upload(r->be, r->x_dev, r->x_host, (size_t)n * img * sizeof(float));
+    r->be->upload(r->be, r->y_dev, r->y_host, (size_t)n * sizeof(int32_t));
+    return 0;
+}
+
+static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
+{
+    const struct train_opts *o = r->o;
+    r->store = store_create(env->master_addr, env->master_port, r->rank == 0, r->rank,
+                            r->world, o->timeout_ms);
+    if (!r->store)
+        return error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
+                          env->master_port);
+    char name[64];
+    size_t len = 0;
+    if (r->rank == 0) {
+        snprintf(name, sizeof name, "/ddpprof-%d-%d", (int)getpid(), env->master_port);
+        if (store_set(r->store, "shm_name", name, strlen(name) + 1))
+            return -1;
+    } else if (store_get(r->store, "shm_name", name, sizeof name, &len)) {
+        return error_wrap("rank %d", r->rank);
+    }
+    r->comm = comm_shm_create(r->rank, r->world, name, 4u << 20, o->timeout_ms);
+    if (!r->comm)
+        return error_wrap("rank %d", r->rank);
+    if (ddp_broadcast_state(&r->m->params, r->comm))
+        return -1;
+    if (o->sync_bn)
+        r->m->set_sync_bn(r->m, r->comm);
+    size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0);
+    if (cap < sizeof(float))
+        cap = sizeof(float);
+    r->red = reducer_create(&r->m->params, r->comm, 1u << 20, cap);
+    return r->red ? 0 : -1;
+}
+
+static void rank_write_meta(struct rank *r)
+{
+    const struct train_opts *o = r->o;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct runlog *l = &r->log;
+    runlog_meta(l, "model", "%s", o->model);
+    runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
+    runlog_meta(l, "device", "cpu");
+    runlog_meta(l, "backend", "%s", r->be->name);
+    runlog_meta(l, "comm", "%s", r->comm ? r->comm->name : "none");
+    runlog_meta(l, "world_size", "%d", r->world);
+    runlog_meta(l, "threads_per_rank", "%d", o->threads);
+    runlog_meta(l, "data", "%s", o->data_dir);
+    runlog_meta(l, "train_samples", "%d", r->train.n);
+    runlog_meta(l, "test_samples", "%d", r->test.n);
+    runlog_meta(l, "batch_size", "%d", o->batch_size);
+    runlog_meta(l, "global_batch_size", "%d", o->batch_size * r->world);
+    runlog_meta(l, "epochs", "%d", o->epochs);
+    runlog_meta(l, "lr", "%g", (double)o->lr);
+    runlog_meta(l, "momentum", "%g", (double)o->momentum);
+    runlog_meta(l, "weight_decay", "%g", (double)o->weight_decay);
+    runlog_meta(l, "seed", "%llu", (unsigned long long)o->seed);
+    runlog_meta(l, "shuffle", "%d", o->shuffle);
+    runlog_meta(l, "normalize", "%g,%g", (double)o->norm_mean, (double)o->norm_std);
+    runlog_meta(l, "amp", "off");
+    if (o->mode == TRAIN_DDP) {
+        runlog_meta(l, "sync_bn", "%d", o->sync_bn);
+        runlog_meta(l, "bucket_cap_mb", "%g", o->bucket_cap_mb);
+        runlog_meta(l, "buckets", "%d", r->red ? reducer_bucket_count(r->red) : 0);
+    }
+    runlog_meta(l, "init", "%s", o->init_path ? o->init_path : "");
+    runlog_meta(l, "ddpprof_version", "%s", DDPPROF_VERSION);
+    runlog_meta(l, "git_revision", "%s", DDPPROF_GIT_REV);
+    runlog_meta(l, "openblas", "%s", openblas_get_config());
+    runlog_meta(l, "hostname", "%s", host);
+    runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
+}
+
+static int rank_setup(struct rank *r, const struct dist_env *env)
+{
+    const struct train_opts *o = r->o;
+    if (r->rank == 0 && o->out_dir && runlog_open(&r->log, o->out_dir))
+        return -1;
+    if (idx_load_split(o->data_dir, 1, &r->train) || idx_load_split(o->data_dir, 0, &r->test))
+        return -1;
+    if (o->limit > 0 && o->limit < r->train.n)
+        r->train.n = (int)o->limit;
+    if (o->test_limit > 0 && o->test_limit < r->test.n)
+        r->test.n = (int)o->test_limit;
+    if (!(r->be = backend_cpu_create(o->threads)))
+        return -1;
+    if (!(r->m = model_create(o->model, r->be, o->seed)))
+        return -1;
+    if (r->train.rows != r->m->in_h || r->train.cols != r->m->in_w)
+        return error_set("%s: images are %dx%d but model %s takes %dx%d", o->data_dir,
+                         r->train.rows, r->train.cols, o->model, r->m->in_h, r->m->in_w);
+    if (o->init_path && checkpoint_load_model(o->init_path, &r->m->params))
+        return error_wrap("--init");
+    if (sgd_init(&r->opt, &r->m->params, o->lr, o->momentum, 0.0f, o->weight_decay, 0))
+        return -1;
+    int b = o->batch_size;
+    size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
+    r->x_host = malloc((size_t)b * img * sizeof(float));
+    r->y_host = malloc((size_t)b * sizeof(int32_t));
+    r->indices = malloc(((size_t)(r->train.n > r->test.n ? r->train.n : r->test.n) + 1) *
+                        sizeof(int64_t));
+    r->x_dev = r->be->alloc(r->be, (size_t)b * img * sizeof(float));
+    r->y_dev = r->be->alloc(r->be, (size_t)b * sizeof(int32_t));
+    r->dlogits = r->be->alloc(r->be, (size_t)b * r->m->classes * sizeof(float));
+    r->scalars = r->be->alloc(r->be, 2 * sizeof(float));
+    if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
+        !r->scalars)
+        return error_set("rank %d: out of memory for batch %d", r->rank, b);
+    if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
+        return -1;
+    rank_write_meta(r);
+    return 0;
+}
+
+static void rank_teardown(struct rank *r)
+{
+    if (r->be) {
+        r->be->free(r->be, r->x_dev);
+        r->be->free(r->be, r->y_dev);
+        r->be->free(r->be, r->dlogits);
+        r->be->free(r->be, r->scalars);
+    }
+    reducer_destroy(r->red);
+    sgd_free(&r->opt);
+    if (r->m)
+        r->m->destroy(r->m);
+    if (r->comm)
+        r->comm->destroy(r->comm);
+    if (r->store)
+        store_destroy(r->store);
+    if (r->be)
+        r->be->destroy(r->be);
+    idx_free(&r->train);
+    idx_free(&r->test);
+    free(r->x_host);
+    free(r->y_host);
+    free(r->indices);
+    runlog_close(&r->log);
+}
+
+/* one optimisation step on n samples; *loss gets the global mean loss */
+static int rank_step(struct rank *r, int n, double *loss)
+{
+    struct model *m = r->m;
+    const float *logits;
+    if (m->forward(m, r->x_dev, n, 1, &logits))
+        return -1;
+    float l = r->be->softmax_xent(r->be, n, m->classes, logits, r->y_dev, r->dlogits);
+    struct grad_hook hook = {0};
+    if (r->red)
+        hook = reducer_hook(r->red);
+    if (m->backward(m, r->dlogits, r->red ? &hook : NULL))
+        return -1;
+    if (r->red) {
+        if (reducer_finish(r->red))
+            return -1;
+        float mean = l / (float)r->world;
+        r->be->upload(r->be, r->scalars, &mean, sizeof mean);
+        if (comm_allreduce(r->comm, r->scalars, 1, COMM_F32))
+            return error_wrap("all-reducing the loss");
+        r->be->download(r->be, &l, r->scalars, sizeof l);
+    }
+    *loss = l;
+    return sgd_step(&r->opt);
+}
+
+static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
+{
+    const struct train_opts *o = r->o;
+    struct sampler s;
+    if (sampler_init(&s, r->train.n, r->world, r->rank, o->shuffle, (int64_t)o->seed, 0))
+        return -1;
+    sampler_set_epoch(&s, epoch);
+    if (sampler_indices(&s, r->indices))
+        return -1;
+    int64_t count = sampler_num_samples(&s);
+    double sum = 0.0;
+    int batches = 0;
+    for (int64_t at = 0; at < count; at += o->batch_size) {
+        int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
+        double loss = 0.0;
+        if (rank_load_batch(r, &r->train, r->indices + at, n) || rank_step(r, n, &loss))
+            return error_wrap("epoch %d step %lld", epoch + 1, r->step + 1);
+        r->step++;
+        sum += loss;
+        batches++;
+        if (runlog_metrics(&r->log, r->step, epoch + 1, loss, o->lr, (int64_t)n * r->world))
+            return -1;
+    }
+    *mean_loss = batches ? sum / batches : 0.0;
+    return 0;
+}
+
+/* accuracy on the test set; in DDP each rank evaluates its DistributedSampler share and
+ * (size, correct) are reduced to rank 0, as the tutorial does */
+static int rank_evaluate(struct rank *r, double *accuracy)
+{
+    const struct train_opts *o = r->o;
+    struct sampler s;
+    if (sampler_init(&s, r->test.n, r->world, r->rank, 0, 0, 0) || sampler_indices(&s, r->indices))
+        return -1;
+    int64_t count = sampler_num_samples(&s);
+    long correct = 0;
+    for (int64_t at = 0; at < count; at += o->batch_size) {
+        int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
+        const float *logits;
+        if (rank_load_batch(r, &r->test, r->indices + at, n) ||
+            r->m->forward(r->m, r->x_dev, n, 0, &logits))
+            return error_wrap("evaluation");
+        correct += r->be->count_correct(r->be, n, r->m->classes, logits, r->y_dev);
+    }
+    float tally[2] = {(float)count, (float)correct};
+    if (r->comm) {
+        r->be->upload(r->be, r->scalars, tally, sizeof tally);
+        if (r->comm->reduce(r->comm, r->scalars, 2, COMM_F32, 0))
+            return error_wrap("reducing the test accuracy");
+        r->be->download(r->be, tally, r->scalars, sizeof tally);
+    }
+    *accuracy = tally[0] > 0 ? (double)tally[1] / (double)tally[0] : 0.0;
+    return 0;
+}
+
+int train_run(const struct train_opts *o_in, const struct dist_env *env)
+{
+    double t_start = now_s();
+    struct train_opts o = *o_in;
+    struct rank r = {.o = &o, .world = 1, .local_world = 1};
+    if (env) {
+        r.rank = env->rank;
+        r.world = env->world;
+        r.local_world = env->local_world > 0 ? env->local_world : env->world;
+    }
+    if (o.threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
+    }
+    int rc = rank_setup(&r, env);
+    double accuracy = 0.0;
+    for (int epoch = 0; rc == 0 && epoch < o.epochs; epoch++) {
+        say(&r, "begin training of epoch %d/%d\n", epoch + 1, o.epochs);
+        double t0 = now_s(), loss = 0.0;
+        rc = rank_train_epoch(&r, epoch, &loss);
+        double dt = now_s() - t0;
+        if (rc == 0) {
+            say(&r, "epoch %d: mean loss %.4f, %.2f s, %.0f images/s\n", epoch + 1, loss, dt,
+                (double)r.train.n / dt);
+            say(&r, "begin testing\n");
+            rc = rank_evaluate(&r, &accuracy);
+        }
+        if (rc == 0) {
+            say(&r, "Accuracy is %.2f%%\n", 100.0 * accuracy);
+            runlog_meta(&r.log, "accuracy_epoch", "%d,%.6f,%.3f", epoch + 1, accuracy, dt);
+        }
+    }
+    if (rc == 0 && r.rank == 0 && o.out_dir) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out_dir);
+        rc = checkpoint_save(path, &r.m->params, &r.opt, o.model, o.epochs, r.step);
+    }
+    double elapsed = now_s() - t_start;
+    if (rc == 0) {
+        runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
+        runlog_meta(&r.log, "steps", "%lld", r.step);
+        runlog_meta(&r.log, "wall_s", "%.3f", elapsed);
+        say(&r, "\ntime elapsed: %.2f seconds\n", elapsed);
+    }
+    rank_teardown(&r);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* train.h — one rank's training run: data, model, optimizer, DDP, evaluation, run files.
+ *
+ * train_run() is what `ddpprof train` runs in a single process (the baseline) and what
+ * every DDP worker runs with its rank's environment.  Rank 0 alone prints progress and
+ * writes meta.csv, metrics.csv and the checkpoint. */
+#ifndef DDPPROF_TRAIN_H
+#define DDPPROF_TRAIN_H
+
+#include <stdint.h>
+
+struct dist_env;
+
+enum train_mode { TRAIN_BASELINE, TRAIN_DDP };
+
+struct train_opts {
+    const char *model;       /* "convnet" */
+    const char *data_dir;    /* IDX directory */
+    int epochs, batch_size;  /* batch per rank */
+    float lr, momentum, weight_decay;
+    uint64_t seed;
+    int shuffle;
+    long limit;              /* use the first `limit` training samples (0: all) */
+    long test_limit;         /* likewise for the test set */
+    float norm_mean, norm_std;
+    const char *out_dir;     /* run directory */
+    const char *init_path;   /* safetensors state_dict to start from, or NULL */
+    int threads;             /* CPU backend threads per rank (0: cores / ranks) */
+    enum train_mode mode;
+    double bucket_cap_mb;
+    int sync_bn;
+    int timeout_ms;
+    int quiet;               /* no progress lines (tests) */
+};
+
+/* Default options (the seed's: convnet, 3 epochs, batch 32, lr 1e-4, SGD without momentum,
+ * Fashion-MNIST, shuffled with seed 0). */
+void train_opts_default(struct train_opts *o);
+
+/* Run training as described by o on this rank (env NULL: world 1).  0 or -1 (error_set). */
+int train_run(const struct train_opts *o, const struct dist_env *env);
+
+#endif

@@ -23,7 +23,7 @@ static int run(const char *out, const char *args)
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
              "\"%s\" train --quiet --data /usr/share/datasets/fashion-mnist --limit 240 "
-             "--test-limit 48 --epochs 2 --lr 0.05 --momentum 0.9 --weight-decay 1e-4 "
+             "--test-limit 48 --epochs 1 --lr 0.01 --momentum 0.9 --weight-decay 1e-4 "
              "--seed 3 --threads 1 --timeout 60 "
              "--init \"%s/tests/golden/convnet_init.safetensors\" --out \"%s/%s\" %s "
              ">\"%s/%s.log\" 2>&1",
@@ -61,14 +61,15 @@ static void compare(const char *name, const char *ref, const char *ddp)
 {
     double a[MAX_STEPS], b[MAX_STEPS];
     int na = read_losses(ref, a), nb = read_losses(ddp, b);
-    /* 240 samples / global batch 24 = 10 steps per epoch, 2 epochs */
-    CHECK(na == 20 && nb == 20, "%s: %d and %d steps, want 20", name, na, nb);
+    /* 240 samples / global batch 24 = 10 steps */
+    CHECK(na == 10 && nb == 10, "%s: %d and %d steps, want 10", name, na, nb);
     double worst = 0.0;
     for (int i = 0; i < na && i < nb; i++)
         worst = fmax(worst, fabs(a[i] - b[i]) / fabs(a[i]));
     /* fp32 with sums in another order (per-rank partial sums, then the all-reduce): a few
-     * ulps per step that momentum carries forward; 20 steps stay well under 1e-4 */
-    CHECK(worst < 1e-4, "%s: losses differ by %.3g relative", name, worst);
+     * ulps per step (measured 2e-7 over 10 steps; SGD on batches of 24 amplifies such
+     * noise about 1.6x per step later on, hence the short run) */
+    CHECK(worst < 1e-5, "%s: losses differ by %.3g relative", name, worst);
 
     char pa[2048], pb[2048];
     snprintf(pa, sizeof pa, "%s/%s/checkpoint.safetensors", tmp, ref);
@@ -93,12 +94,22 @@ static void compare(const char *name, const char *ref, const char *ddp)
             CHECK(memcmp(ta->data, tb->data, ta->nbytes) == 0, "%s: %s equal", name, ta->name);
             continue;
         }
+        /* Momentum buffers are skipped: a conv bias followed by BatchNorm has a gradient
+         * that is zero up to rounding, so its buffer is pure fp32 noise; the weights that
+         * buffer moves are compared below. */
+        if (strncmp(ta->name, "optimizer.", 10) == 0)
+            continue;
         const float *x = ta->data, *y = tb->data;
-        for (int64_t k = 0; k < ta->numel; k++)
-            werr = fmax(werr, fabs((double)x[k] - y[k]) / (1e-4 + fabs((double)x[k])));
+        double diff = 0.0, scale = 0.0;
+        for (int64_t k = 0; k < ta->numel; k++) {
+            diff = fmax(diff, fabs((double)x[k] - y[k]));
+            scale = fmax(scale, fabs((double)x[k]));
+        }
+        werr = fmax(werr, diff / scale);
     }
-    /* same reasoning as the losses; 1e-4 absolute floor for weights near zero */
-    CHECK(werr < 2e-3, "%s: weights differ by %.3g (relative, 1e-4 floor)", name, werr);
+    /* max |a-b| over max |a| per tensor: fp32 rounding carried through 10 steps is a few
+     * 1e-7 (measured); a wrong bucket, scale or SyncBatchNorm statistic is >1e-3 */
+    CHECK(werr < 1e-5, "%s: weights differ by %.3g of their magnitude", name, werr);
     CHECK(tensors == st_count(fa) && tensors == st_count(fb), "%s: same tensors", name);
     printf("%-28s max loss diff %.2e, max weight diff %.2e\n", name, worst, werr);
     st_close(fa);

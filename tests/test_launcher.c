@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static char *tmp;         /* this run's temp directory */
-static char marker[64];   /* "60.<pid>": `sleep 60.<pid>` and every worker's sh -c line */
+static char *tmp;       /* this run's temp directory */
+static char marker[64]; /* "60.<pid>": `sleep 60.<pid>` and every worker's sh -c line */
 
 static double now_s(void)
 {
@@ -63,7 +63,10 @@ static char *read_text(const char *path)
     return buf;
 }
 
-static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmp, name); }
+static void path_of(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", tmp, name);
+}
 
 /* Live (non-zombie) processes whose command line contains the marker; with kill_them,
  * SIGKILL them (cleanup after a failed check). */
@@ -167,7 +170,10 @@ static int launcher_wait(pid_t pid, double limit_s)
     }
 }
 
-static int exit_code(int status) { return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+static int exit_code(int status)
+{
+    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 /* Run to completion; out/err get the launcher's streams (caller frees). */
 static int launcher_run_captured(const struct launch_opts *o, char **out, char **err,
@@ -258,7 +264,8 @@ static void check_env_and_output(void)
         if (!strchr(q, '\n'))
             break;
     }
-    CHECK(lines == 9 && prefixed == 9, "stdout: %d lines, %d prefixed (want 9, 9)", lines, prefixed);
+    CHECK(lines == 9 && prefixed == 9, "stdout: %d lines, %d prefixed (want 9, 9)", lines,
+          prefixed);
     free(out);
     free(err);
     unsetenv("WORLD_SIZE");
@@ -268,8 +275,8 @@ static void check_env_and_output(void)
 static void check_explicit_address(void)
 {
     char *const argv[] = {"/bin/sh", "-c", "echo $MASTER_ADDR:$MASTER_PORT", NULL};
-    struct launch_opts o = {.nprocs = 1, .argv = argv, .master_addr = "10.1.2.3",
-                            .master_port = 12345};
+    struct launch_opts o = {
+        .nprocs = 1, .argv = argv, .master_addr = "10.1.2.3", .master_port = 12345};
     char *out, *err;
     double dt;
     int st = launcher_run_captured(&o, &out, &err, &dt);
@@ -282,15 +289,17 @@ static void check_explicit_address(void)
 static void check_long_line(void)
 {
     /* 100000 bytes without a newline: split at the 64 KiB line buffer, then ended at exit */
-    char *const argv[] = {"/bin/sh", "-c", "i=0; while [ $i -lt 1000 ]; do printf "
-                          "%0100d 0; i=$((i+1)); done", NULL};
+    char *const argv[] = {"/bin/sh", "-c",
+                          "i=0; while [ $i -lt 1000 ]; do printf "
+                          "%0100d 0; i=$((i+1)); done",
+                          NULL};
     struct launch_opts o = {.nprocs = 1, .argv = argv};
     char *out, *err;
     double dt;
     int st = launcher_run_captured(&o, &out, &err, &dt);
     size_t len = strlen(out), prefix = strlen("[rank 0] ");
-    CHECK(exit_code(st) == 0 && len == 100000 + 2 * (prefix + 1) && strncmp(out, "[rank 0] 0", 10) == 0 &&
-              out[len - 1] == '\n',
+    CHECK(exit_code(st) == 0 && len == 100000 + 2 * (prefix + 1) &&
+              strncmp(out, "[rank 0] 0", 10) == 0 && out[len - 1] == '\n',
           "long line: status 0x%x, %zu bytes", st, len);
     free(out);
     free(err);
@@ -301,13 +310,13 @@ static void check_long_line(void)
 static void script(char *buf, size_t cap, int bad, const char *bad_cmd, const char *pre)
 {
     snprintf(buf, cap,
-             "if [ \"$RANK\" = %d ]; then %s; fi; %s echo $$ > %s/pid.$RANK; exec sleep %s",
-             bad, bad_cmd, pre, tmp, marker);
+             "if [ \"$RANK\" = %d ]; then %s; fi; %s echo $$ > %s/pid.$RANK; exec sleep %s", bad,
+             bad_cmd, pre, tmp, marker);
 }
 
 static void check_worker_fails(const char *what, int nprocs, int bad, const char *bad_cmd,
-                               const char *pre, int grace_ms, const char *want_line,
-                               double min_s, double max_s)
+                               const char *pre, int grace_ms, const char *want_line, double min_s,
+                               double max_s)
 {
     char cmd[1024];
     script(cmd, sizeof cmd, bad, bad_cmd, pre);
@@ -318,8 +327,8 @@ static void check_worker_fails(const char *what, int nprocs, int bad, const char
     double dt;
     int st = launcher_run_captured(&o, &out, &err, &dt);
     CHECK(exit_code(st) == 1, "%s: launcher status 0x%x (want exit 1); stderr:\n%s", what, st, err);
-    CHECK(dt < max_s && dt >= min_s, "%s: returned after %.2f s (want %.1f..%.1f)", what, dt,
-          min_s, max_s);
+    CHECK(dt < max_s && dt >= min_s, "%s: returned after %.2f s (want %.1f..%.1f)", what, dt, min_s,
+          max_s);
     CHECK(strstr(err, want_line), "%s: stderr lacks '%s':\n%s", what, want_line, err);
     check_none_left(what, 0.5);
     free(out);
@@ -438,14 +447,23 @@ static void check_bad_options(void)
 
 /* ---------------------------------------------------------------- dist_env */
 
-static const char *const all_vars[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_NTASKS_PER_NODE"};
+static const char *const all_vars[] = {"RANK",
+                                       "WORLD_SIZE",
+                                       "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "OMPI_COMM_WORLD_RANK",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "SLURM_PROCID",
+                                       "SLURM_NTASKS",
+                                       "SLURM_LOCALID",
+                                       "SLURM_NTASKS_PER_NODE"};
 
 struct env_case {
-    const char *vars; /* "NAME=value NAME=value" */
+    const char *vars;  /* "NAME=value NAME=value" */
     const char *error; /* substring of the error, or NULL for success */
     int rank, world, local_rank, local_world, port;
     const char *addr, *source;

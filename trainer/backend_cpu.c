@@ -1082,11 +1082,16 @@ static void cpu_scale(struct backend *be, size_t n, float alpha, const float *sr
 static void sgd_range(const void *ctx, size_t lo, size_t hi)
 {
     const struct ew_args *a = ctx;
-    float unused = 0.0f; /* buf may be NULL without momentum */
+    if (!a->buf) { /* no momentum: km_sgd_update never touches its buffer */
+        float unused = 0.0f;
+        for (size_t i = lo; i < hi; i++)
+            a->out[i] = km_sgd_update(a->out[i], a->x[i], &unused, a->lr, 0.0f, a->dampening,
+                                      a->weight_decay, a->nesterov, a->first);
+        return;
+    }
     for (size_t i = lo; i < hi; i++)
-        a->out[i] = km_sgd_update(a->out[i], a->x[i], a->buf ? &a->buf[i] : &unused, a->lr,
-                                  a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                                  a->first);
+        a->out[i] = km_sgd_update(a->out[i], a->x[i], &a->buf[i], a->lr, a->momentum,
+                                  a->dampening, a->weight_decay, a->nesterov, a->first);
 }
 
 static void cpu_sgd_step(struct backend *be, size_t n, float *param, const float *grad,

@@ -2,8 +2,8 @@
  *
  * Segment layout (one mapping shared by all ranks):
  *
- *   struct shm_header            magic (published last by rank 0), geometry, attach count,
- *                                abort flag
+ *   struct shm_header            magic (published last by rank 0), geometry, attach count
+ *                                and gate, the abort flag and the first failing rank's message
  *   struct shm_rank[world]       one 128-byte-aligned record per rank: its barrier counter
  *                                (a futex word), pid and pid namespace (to see it die), its
  *                                state (attached / left) and the collective it is entering
@@ -188,14 +188,15 @@ static void shm_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t ns)
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
-/* /proc/<pid>/stat: the state letter and starttime (field 22).  -1 when unreadable. */
+/* /proc/<pid>/stat: the state letter and starttime (field 22).  0 when read, 1 when the
+ * process does not exist, -1 when unknown (no /proc, unreadable). */
 static int shm_proc_stat(int pid, char *state, uint64_t *start_time)
 {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT || errno == ESRCH ? 1 : -1;
     ssize_t n = read(fd, text, sizeof text - 1);
     close(fd);
     if (n <= 0)
@@ -225,8 +226,9 @@ static int shm_peer_dead(const struct shm_comm *c, int k)
         return 0; /* another pid namespace (or no /proc): only the timeout can tell */
     char state;
     uint64_t start_time;
-    if (shm_proc_stat(r->pid, &state, &start_time) < 0)
-        return errno == ENOENT || errno == ESRCH;
+    int rc = shm_proc_stat(r->pid, &state, &start_time);
+    if (rc != 0)
+        return rc == 1;
     return state == 'Z' || state == 'X' || (r->start_time && start_time != r->start_time);
 }
 
@@ -342,8 +344,8 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
         }
         if (atomic_load(&r->state) == SHM_LEFT && !shm_arrived(c, k, target)) {
             shm_where(c, w, where, sizeof where);
-            return error_set("%s: rank %d destroyed its communicator without joining it (did "
-                             "it skip a collective or stop early?)", where, k);
+            return error_set("%s: rank %d destroyed its communicator before finishing this "
+                             "collective (did it skip a collective or stop early?)", where, k);
         }
         if (now >= next_liveness) {
             if (shm_peer_dead(c, k) && !shm_arrived(c, k, target))
@@ -865,12 +867,12 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
 {
     struct shm_header *h = c->hdr;
     for (;;) {
-        if (atomic_load(&h->gate))
-            return 0;
-        int32_t aborted = atomic_load(&h->abort_rank);
-        if (aborted >= 0)
+        int32_t aborted = atomic_load(&h->abort_rank); /* first: a late gate is no success */
+        if (aborted >= 0 && aborted != c->base.rank)
             return error_set("comm shm: rank %d: rank %d gave up while attaching to shm segment "
                              "%s: %s", c->base.rank, aborted, c->name, h->abort_msg);
+        if (atomic_load(&h->gate))
+            return 0;
         int64_t now = shm_now_ns();
         if (now >= deadline) {
             char missing[256] = "";

@@ -10,13 +10,15 @@
  * (fp16/bf16 inputs are widened, summed in fp32 and rounded once, to nearest even).
  * Collectives larger than the segment's per-rank slot are cut into chunks.
  *
- * Failure: every wait for peers gives up after timeout_ms without progress (a peer that
- * arrives in time resets nothing: each wait has its own timeout_ms) with an error naming this
- * rank, the collective, its sequence number (counted from 1 over all collectives of the comm)
- * and the ranks that did not arrive.  A peer that died (pid check) or destroyed its comm, a
- * peer that aborted after an error, and ranks issuing different collectives are reported as
- * soon as they are seen, not after the timeout.  After any error the comm is unusable: every
- * later call fails at once, and the peers are told (they fail too instead of waiting).
+ * Failure: every wait for the peers (one barrier; a collective has one per chunk, two for
+ * all-reduce) gives up after timeout_ms with an error naming this rank, the collective, its
+ * sequence number (counted from 1 over all collectives issued on this comm) and the ranks
+ * that did not arrive.  wait() itself sleeps until the comm thread is done with the handle,
+ * which these bounded barriers guarantee.  A peer that died (pid check every 100 ms) or
+ * destroyed its comm, a peer that gave up after an error (its message is passed on), and
+ * ranks issuing different collectives are reported as soon as they are seen, not after the
+ * timeout.  After any error the comm is unusable: every later call fails at once, and the
+ * peers are told (they fail too instead of waiting).
  *
  * Segment lifetime: rank 0 creates the segment; as soon as all `world` ranks have attached,
  * the last one to attach removes its name, so nothing is left in /dev/shm after any exit,

@@ -87,9 +87,8 @@ static int dist_env_read_ranks(struct dist_env *e, const struct dist_env_names *
     if (dist_env_get(n->local_rank) && dist_env_int(n->local_rank, &e->local_rank) < 0)
         return -1;
     if (e->local_rank >= e->local_world)
-        return error_set("dist_env: %s=%d is not below the local world size %d (%s)",
-                         n->local_rank, e->local_rank, e->local_world,
-                         lw ? n->local_world : n->world);
+        return error_set("dist_env: %s=%d is not below the local world size %d (%s)", n->local_rank,
+                         e->local_rank, e->local_world, lw ? n->local_world : n->world);
     return 0;
 }
 
@@ -118,8 +117,8 @@ int dist_env_read(struct dist_env *e)
 
     e->master_port = DIST_ENV_DEFAULT_PORT;
     const char *port = dist_env_get("MASTER_PORT");
-    if (port && (dist_env_parse(port, &e->master_port) < 0 || e->master_port < 1 ||
-                 e->master_port > 65535))
+    if (port &&
+        (dist_env_parse(port, &e->master_port) < 0 || e->master_port < 1 || e->master_port > 65535))
         return error_set("dist_env: MASTER_PORT='%s' is not a port number in 1..65535", port);
     return 0;
 }

@@ -28,7 +28,7 @@ extern char **environ;
 
 #define LAUNCHER_LINE_MAX 65536
 #define LAUNCHER_OWN_VARS 6
-#define LAUNCHER_DRAIN_MS 200     /* after the last worker is reaped, wait this long for EOF */
+#define LAUNCHER_DRAIN_MS 200       /* after the last worker is reaped, wait this long for EOF */
 #define LAUNCHER_DRAIN_KILL_MS 1000 /* then SIGKILL leftovers holding the pipes, wait this long */
 
 struct launcher_stream {
@@ -242,7 +242,7 @@ static void launcher_reap(struct launcher_state *st)
         pid_t p = waitpid(w->pid, &status, WNOHANG);
         if (p == 0 || (p < 0 && errno == EINTR))
             continue;
-        if (p < 0) /* ECHILD: reaped behind our back; its status is lost */
+        if (p < 0)           /* ECHILD: reaped behind our back; its status is lost */
             status = 0x7f00; /* reads as "exit status 127" */
         w->alive = 0;
         w->status = status;
@@ -294,8 +294,7 @@ static void launcher_env_free(char **env)
 
 /* envp for one rank: our six variables, the extras, then the caller's environment minus
  * anything those override.  NULL on allocation failure. */
-static char **launcher_env_build(const struct launch_opts *o, const char *addr, int port,
-                                 int rank)
+static char **launcher_env_build(const struct launch_opts *o, const char *addr, int port, int rank)
 {
     size_t n = 0, extra = 0;
     for (char **e = environ; e && *e; e++)
@@ -342,12 +341,15 @@ static void launcher_child_dup(int from, int to)
         dup2(from, to);
 }
 
-static void launcher_child_write(const char *s) { launcher_write_all(2, s, strlen(s)); }
+static void launcher_child_write(const char *s)
+{
+    launcher_write_all(2, s, strlen(s));
+}
 
 /* In the forked child: never returns. */
 static _Noreturn void launcher_child(const struct launch_opts *o, char **env, pid_t parent,
                                      int devnull, int out_w, int err_w,
-                                     const struct sigaction *old_actions, const sigset_t *old_mask)
+                                     const struct sigaction *old_actions, const sigset_t *mask)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
         _exit(126); /* the launcher is already gone */
@@ -356,12 +358,12 @@ static _Noreturn void launcher_child(const struct launch_opts *o, char **env, pi
     launcher_child_dup(out_w, 1);
     launcher_child_dup(err_w, 2);
     for (int i = 0; i < LAUNCHER_NSIGNALS; i++) {
-        struct sigaction sa = {.sa_handler = old_actions[i].sa_handler == SIG_IGN ? SIG_IGN
-                                                                                   : SIG_DFL};
+        struct sigaction sa = {.sa_handler =
+                                   old_actions[i].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL};
         sigemptyset(&sa.sa_mask);
         sigaction(launcher_signals[i], &sa, NULL);
     }
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
     execve(o->argv[0], o->argv, env);
     int e = errno;
     launcher_child_write("ddpprof: cannot execute ");
@@ -386,7 +388,7 @@ static void launcher_describe_status(int status, char *buf, size_t cap)
 /* Start worker r.  0 or -1 (error_set). */
 static int launcher_start(struct launcher_state *st, const struct launch_opts *o, int r,
                           int devnull, const struct sigaction *old_actions,
-                          const sigset_t *old_mask)
+                          const sigset_t *run_mask)
 {
     struct launcher_worker *w = &st->w[r];
     int out[2] = {-1, -1}, err[2] = {-1, -1};
@@ -408,9 +410,9 @@ static int launcher_start(struct launcher_state *st, const struct launch_opts *o
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        launcher_child(o, w->env, parent, devnull, out[1], err[1], old_actions, old_mask);
+        launcher_child(o, w->env, parent, devnull, out[1], err[1], old_actions, run_mask);
     int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigprocmask(SIG_SETMASK, run_mask, NULL);
     close(out[1]);
     close(err[1]);
     if (pid < 0) {
@@ -500,7 +502,8 @@ int launcher_run(const struct launch_opts *o)
     const char *addr = o->master_addr && *o->master_addr ? o->master_addr : LAUNCHER_DEFAULT_ADDR;
 
     struct launcher_state st = {.n = o->nprocs,
-                                .grace_ms = o->grace_ms > 0 ? o->grace_ms : LAUNCHER_DEFAULT_GRACE_MS,
+                                .grace_ms =
+                                    o->grace_ms > 0 ? o->grace_ms : LAUNCHER_DEFAULT_GRACE_MS,
                                 .wake = {-1, -1},
                                 .failed_rank = -1};
     int rc = -1, devnull = -1, installed = 0;
@@ -536,15 +539,20 @@ int launcher_run(const struct launch_opts *o)
     launcher_wake_fd = st.wake[1];
     for (int i = 0; i < LAUNCHER_NSIGNALS; i++) {
         struct sigaction sa = {.sa_handler = launcher_on_signal,
-                               .sa_flags = SA_RESTART | (launcher_signals[i] == SIGCHLD ? SA_NOCLDSTOP : 0)};
+                               .sa_flags = SA_RESTART |
+                                           (launcher_signals[i] == SIGCHLD ? SA_NOCLDSTOP : 0)};
         sigemptyset(&sa.sa_mask);
         sigaction(launcher_signals[i], &sa, &old_actions[i]);
     }
     installed = 1;
+    sigset_t run_mask = old_mask; /* a caller that blocks them would leave us deaf */
+    for (int i = 0; i < LAUNCHER_NSIGNALS; i++)
+        sigdelset(&run_mask, launcher_signals[i]);
+    sigprocmask(SIG_SETMASK, &run_mask, NULL);
     fflush(NULL); /* our buffered output first, then the workers' */
 
     for (int r = 0; r < st.n; r++)
-        if (launcher_start(&st, o, r, devnull, old_actions, &old_mask) < 0) {
+        if (launcher_start(&st, o, r, devnull, old_actions, &run_mask) < 0) {
             /* stop and reap the ones already running, then report the start failure */
             for (int q = 0; q < r; q++)
                 launcher_signal_worker(&st.w[q], SIGKILL);
@@ -580,6 +588,7 @@ int launcher_run(const struct launch_opts *o)
 
 out:
     if (installed) {
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         for (int i = 0; i < LAUNCHER_NSIGNALS; i++)
             sigaction(launcher_signals[i], &old_actions[i], NULL);
         launcher_wake_fd = -1;

@@ -28,14 +28,17 @@ struct launch_opts {
 /* Run the workers to completion.  Each worker's stdin is /dev/null; its stdout and stderr
  * lines go to our stdout and stderr as "[rank N] line" (a last line without newline is
  * ended at exit; a line longer than 64 KiB is split).  Each worker is the leader of its
- * own process group, and gets SIGKILL if the calling thread dies (PR_SET_PDEATHSIG), so
- * call this from the main thread.
+ * own process group (signals go to the group, so what a worker forked goes too; anything
+ * still holding a worker's output pipes 200 ms after it exited is SIGKILLed), and gets
+ * SIGKILL if the calling thread dies (PR_SET_PDEATHSIG), so call this from the main
+ * thread.  Worker argv and env strings are only read; nothing is retained after return.
  *
  * Returns 0 when every worker exited 0.  When one exits non-zero or dies by a signal,
  * the others get SIGTERM (their process groups), SIGKILL after grace_ms, all are reaped,
  * one line like "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)" goes
  * to stderr and it returns 1.  SIGINT or SIGTERM to this process forwards SIGTERM to every
- * worker the same way and returns 130 or 143.  -1 with error_set when the workers could
+ * worker the same way, prints "ddpprof: interrupted by SIGINT; stopped 2 rank(s)" and
+ * returns 130 or 143; a second signal while stopping skips the grace.  -1 with error_set when the workers could
  * not be started (bad options, no free port, fork/pipe failure; any already started are
  * stopped and reaped).  Handlers for SIGINT, SIGTERM and SIGCHLD are installed during the
  * call and restored after it; not reentrant (one call at a time per process). */

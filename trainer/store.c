@@ -28,6 +28,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,10 @@ static void store_put_i64(uint8_t *p, int64_t v)
         p[i] = (uint8_t)(u >> (8 * i));
 }
 
-static uint32_t store_get_u16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+static uint32_t store_get_u16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
 
 static uint32_t store_get_u32(const uint8_t *p)
 {
@@ -151,11 +155,11 @@ struct store_server {
     /* shared with store_destroy, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int *rank_conns;       /* open connections per rank */
-    char *rank_seen;       /* rank ever said HELLO */
-    int others_connected;  /* open connections of ranks other than host_rank */
-    int others_seen;       /* distinct ranks other than host_rank that ever connected */
-    int stopped;           /* the thread left its loop (failure or stop) */
+    int *rank_conns;      /* open connections per rank */
+    char *rank_seen;      /* rank ever said HELLO */
+    int others_connected; /* open connections of ranks other than host_rank */
+    int others_seen;      /* distinct ranks other than host_rank that ever connected */
+    int stopped;          /* the thread left its loop (failure or stop) */
 };
 
 static size_t store_hash(const char *key)
@@ -270,8 +274,8 @@ static void store_wake_waiters(struct store_server *srv, const char *key,
     }
 }
 
-static void store_server_hello(struct store_server *srv, struct store_conn *c,
-                               const uint8_t *val, uint32_t len)
+static void store_server_hello(struct store_server *srv, struct store_conn *c, const uint8_t *val,
+                               uint32_t len)
 {
     if (len != 8) {
         store_conn_error(c, "store: malformed hello (%u bytes); is this a ddpprof store?", len);
@@ -317,8 +321,8 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
     switch (op) {
     case STORE_OP_SET:
         if (store_table_put(srv, key, val, len) < 0) {
-            store_conn_error(c, "store: out of memory storing key '%s' (%u bytes) on rank %d",
-                             key, len, srv->host_rank);
+            store_conn_error(c, "store: out of memory storing key '%s' (%u bytes) on rank %d", key,
+                             len, srv->host_rank);
             return;
         }
         store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
@@ -361,9 +365,7 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         store_wake_waiters(srv, key, store_table_find(srv, key));
         return;
     }
-    default:
-        store_conn_error(c, "store: unknown request %d", op);
-        return;
+    default: store_conn_error(c, "store: unknown request %d", op); return;
     }
 }
 
@@ -431,8 +433,8 @@ static void store_conn_read(struct store_conn *c)
 static void store_conn_flush(struct store_conn *c)
 {
     while (!c->dead && c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n =
+            send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->out_off += (size_t)n;
         } else if (n < 0 && errno == EINTR) {
@@ -634,7 +636,12 @@ static struct store_server *store_server_start(int port, int rank, int world)
         error_set("store: cannot create the server's wake pipe: %s", strerror(errno));
         goto fail;
     }
+    /* signals are for the application's threads, not the server's poll loop */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int err = pthread_create(&srv->thread, NULL, store_server_main, srv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
         error_set("store: cannot start the server thread: %s", strerror(err));
         goto fail;
@@ -650,8 +657,7 @@ fail:
 static void store_server_stop(struct store_server *srv, int64_t deadline_ms)
 {
     pthread_mutex_lock(&srv->mu);
-    while (!srv->stopped &&
-           (srv->others_connected > 0 || srv->others_seen < srv->world - 1)) {
+    while (!srv->stopped && (srv->others_connected > 0 || srv->others_seen < srv->world - 1)) {
         int64_t left = deadline_ms - store_now_ms();
         if (left <= 0)
             break;
@@ -1016,8 +1022,8 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
         return NULL;
     }
     if (world < 1 || rank < 0 || rank >= world) {
-        error_set("store: rank %d of world size %d is impossible (check RANK and WORLD_SIZE)",
-                  rank, world);
+        error_set("store: rank %d of world size %d is impossible (check RANK and WORLD_SIZE)", rank,
+                  world);
         return NULL;
     }
     if (timeout_ms <= 0) {
@@ -1066,8 +1072,8 @@ int store_add(struct store *s, const char *key, int64_t delta, int64_t *result)
     if (store_call(s, STORE_OP_ADD, key, d, 8, out, 8, &got) != STORE_IO_OK)
         return -1;
     if (got != 8)
-        return error_set("store: malformed reply to add on key '%s' (rank %d of %d)", key,
-                         s->rank, s->world);
+        return error_set("store: malformed reply to add on key '%s' (rank %d of %d)", key, s->rank,
+                         s->world);
     if (result)
         *result = store_get_i64(out);
     return 0;
@@ -1121,8 +1127,7 @@ int store_barrier(struct store *s, const char *name)
         return error_set("store: timed out after %.1f s in barrier '%s' round %" PRId64
                          " (rank %d of %d arrived as %" PRId64 " of %d; is every rank running "
                          "and calling it?)",
-                         s->timeout_ms / 1000.0, name, round, s->rank, s->world, arrived,
-                         s->world);
+                         s->timeout_ms / 1000.0, name, round, s->rank, s->world, arrived, s->world);
     return r == STORE_IO_OK ? 0 : -1;
 }
 

@@ -493,7 +493,7 @@ static void correct_rank(int rank, int world, const void *argp)
     for (int i = 0; i < NASYNC; i++) {
         if (!work[i])
             continue;
-        int rc = c->wait(c, work[i]);
+        int rc = c->wait(c, work[i], NULL);
         CHECK(rc == 0, "wait %d: %s", i, error_get());
         float *r = malloc((alen[i] ? alen[i] : 1) * sizeof *r);
         ref_sum_f32(r, alen[i], world, atag + (uint64_t)i);
@@ -782,7 +782,7 @@ static void test_attach_failures(void)
         CHECK(c->allreduce_async(c, x, 3, (enum comm_dtype)7) == NULL &&
                   contains(error_get(), "dtype 7"),
               "%s", error_get());
-        CHECK(c->wait(c, NULL) == -1, "wait(NULL) must fail");
+        CHECK(c->wait(c, NULL, NULL) == -1, "wait(NULL) must fail");
         CHECK(comm_dtype_size(COMM_F32) == 4 && comm_dtype_size(COMM_F16) == 2 &&
                   comm_dtype_size(COMM_BF16) == 2 && comm_dtype_size((enum comm_dtype)9) == 0,
               "comm_dtype_size");

@@ -15,8 +15,10 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "kernel_math.h"
@@ -29,17 +31,22 @@
 #define CPU_LANES 16
 
 /* The backend's worker threads.  cpu_pool_run(pool, m, fn, arg) runs fn(arg, t) for
- * t = 0..m-1, t = 0 on the calling thread, and returns when all are done. */
+ * t = 0..m-1, t = 0 on the calling thread, and returns when all are done.  Between jobs a
+ * worker spins for up to CPU_SPIN_NS before sleeping on the condition variable, and the
+ * caller spins as long for the workers to finish: a training step issues dozens of jobs a
+ * few microseconds apart, and a futex wake-up costs more than most of them. */
+#define CPU_SPIN_NS 50000L
+
 struct cpu_pool {
     int threads; /* including the caller */
     int started; /* workers actually created */
     pthread_t *tid;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards sleeping: generation and quit change under it */
     pthread_cond_t wake, done;
-    unsigned long generation; /* bumped for each job */
-    int running;              /* workers still inside the current job */
-    int active;               /* threads taking part in the current job */
-    int quit;
+    atomic_ulong generation; /* bumped for each job */
+    atomic_int running;      /* workers still inside the current job */
+    atomic_int quit;
+    int active; /* threads taking part in the current job */
     void (*fn)(void *arg, int t);
     void *arg;
 };
@@ -59,28 +66,68 @@ struct cpu_backend {
 
 /* ------------------------------------------------------------------ worker threads */
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* spin until *v != old (returns 1) or CPU_SPIN_NS pass (returns 0) */
+static int cpu_spin_ulong(atomic_ulong *v, unsigned long old)
+{
+    const long start = cpu_now_ns();
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) != old)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+            return 0;
+    }
+}
+
+static int cpu_spin_zero(atomic_int *v)
+{
+    const long start = cpu_now_ns();
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) == 0)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+            return 0;
+    }
+}
+
 static void *cpu_pool_worker(void *p)
 {
     const struct cpu_worker_arg *wa = p;
     struct cpu_pool *pool = wa->pool;
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (pool->generation == seen && !pool->quit)
-            pthread_cond_wait(&pool->wake, &pool->mu);
-        if (pool->quit)
-            break;
-        seen = pool->generation;
-        const int mine = wa->t < pool->active;
-        pthread_mutex_unlock(&pool->mu);
-        if (mine)
+        if (!cpu_spin_ulong(&pool->generation, seen)) {
+            pthread_mutex_lock(&pool->mu);
+            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->quit))
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->quit))
+            return NULL;
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        if (wa->t < pool->active)
             pool->fn(pool->arg, wa->t);
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->running == 0)
+        if (atomic_fetch_sub(&pool->running, 1) == 1) {
+            pthread_mutex_lock(&pool->mu);
             pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
     }
-    pthread_mutex_unlock(&pool->mu);
-    return NULL;
 }
 
 static void cpu_pool_run(struct cpu_pool *pool, int m, void (*fn)(void *arg, int t), void *arg)
@@ -90,25 +137,27 @@ static void cpu_pool_run(struct cpu_pool *pool, int m, void (*fn)(void *arg, int
             fn(arg, t);
         return;
     }
-    pthread_mutex_lock(&pool->mu);
     pool->fn = fn;
     pool->arg = arg;
     pool->active = m;
-    pool->running = pool->started;
-    pool->generation++;
+    atomic_store(&pool->running, pool->started);
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
     fn(arg, 0);
-    pthread_mutex_lock(&pool->mu);
-    while (pool->running > 0)
-        pthread_cond_wait(&pool->done, &pool->mu);
-    pthread_mutex_unlock(&pool->mu);
+    if (!cpu_spin_zero(&pool->running)) {
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->running) > 0)
+            pthread_cond_wait(&pool->done, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
 }
 
 static void cpu_pool_stop(struct cpu_pool *pool)
 {
     pthread_mutex_lock(&pool->mu);
-    pool->quit = 1;
+    atomic_store(&pool->quit, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->started; i++)

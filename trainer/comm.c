@@ -8,7 +8,7 @@ int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
     struct comm_work *w = c->allreduce_async(c, buf, count, dt);
     if (!w)
         return -1;
-    return c->wait(c, w);
+    return c->wait(c, w, NULL);
 }
 
 size_t comm_dtype_size(enum comm_dtype dt)

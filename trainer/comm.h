@@ -11,6 +11,7 @@
 #define DDPPROF_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,12 @@ extern "C" {
 enum comm_dtype { COMM_F32 = 0, COMM_F16 = 1, COMM_BF16 = 2 };
 
 struct comm_work; /* an in-flight asynchronous collective */
+
+/* When a transport executed a collective, on CLOCK_MONOTONIC nanoseconds; both 0 where
+ * the transport cannot tell from the host (nccl: the probes time it with CUDA events). */
+struct comm_span {
+    int64_t start_ns, end_ns;
+};
 
 struct comm {
     const char *name; /* "shm", "nccl" */
@@ -31,8 +38,9 @@ struct comm {
      * until wait returns.  fp16/bf16 buffers are summed in fp32 and rounded once. */
     struct comm_work *(*allreduce_async)(struct comm *c, void *buf, size_t count,
                                          enum comm_dtype dt);
-    /* waits (up to the timeout) and frees the handle; 0 or -1 (error_set) */
-    int (*wait)(struct comm *c, struct comm_work *work);
+    /* waits (up to the timeout) and frees the handle; span (may be NULL) receives when
+     * the collective ran.  0 or -1 (error_set) */
+    int (*wait)(struct comm *c, struct comm_work *work, struct comm_span *span);
     /* sum into root's buffer (other ranks' buffers are unchanged) */
     int (*reduce)(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root);
     /* recv (world*count) = concatenation of every rank's send (count), rank order */

@@ -109,6 +109,7 @@ struct comm_work {
     int root;
     uint64_t seq;
     int done, status;
+    int64_t start_ns, end_ns; /* when the comm thread ran it (CLOCK_MONOTONIC) */
     char msg[1024]; /* the comm thread's error message when status is -1 */
 };
 
@@ -538,7 +539,9 @@ static void *shm_thread_main(void *arg)
             rc = error_set("%s: not run, the communicator failed earlier (destroy it): %s",
                            where, c->failure);
         } else {
+            w->start_ns = shm_now_ns();
             rc = shm_run(c, w);
+            w->end_ns = shm_now_ns();
             if (rc < 0) {
                 snprintf(c->failure, sizeof c->failure, "%s", error_get());
                 if (!atomic_load(&c->cancel))
@@ -615,7 +618,7 @@ static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf
     return w;
 }
 
-static int shm_wait(struct comm *base, struct comm_work *w)
+static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *span)
 {
     struct shm_comm *c = (struct shm_comm *)base;
     if (!w)
@@ -634,6 +637,10 @@ static int shm_wait(struct comm *base, struct comm_work *w)
     int rc = w->status;
     if (rc < 0)
         error_set("%s", w->msg);
+    if (span) {
+        span->start_ns = w->start_ns;
+        span->end_ns = w->end_ns;
+    }
     free(w);
     return rc;
 }
@@ -642,7 +649,7 @@ static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const v
                           size_t count, enum comm_dtype dt, int root)
 {
     struct comm_work *w = shm_issue(c, op, buf, send, count, dt, root);
-    return w ? shm_wait(&c->base, w) : -1;
+    return w ? shm_wait(&c->base, w, NULL) : -1;
 }
 
 static int shm_broadcast(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)

@@ -39,8 +39,8 @@ static int reducer_launch_ready(struct reducer *r)
         int b = r->next_launch;
         struct bucket *bk = &r->buckets[b];
         size_t bytes = bk->numel * sizeof(float);
-        if (r->obs.event)
-            r->obs.event(r->obs.ctx, b, bytes, 0);
+        if (r->obs.launched)
+            r->obs.launched(r->obs.ctx, b, bytes);
         bk->work = r->comm->allreduce_async(r->comm, bk->buf, bk->numel, COMM_F32);
         if (!bk->work)
             return error_wrap("DDP bucket %d all-reduce (%zu bytes)", b, bytes);
@@ -126,10 +126,11 @@ int reducer_finish(struct reducer *r)
     for (int b = 0; b < r->nbuckets; b++) {
         struct bucket *bk = &r->buckets[b];
         if (bk->launched) {
-            if (r->comm->wait(r->comm, bk->work) && rc == 0)
+            struct comm_span span = {0, 0};
+            if (r->comm->wait(r->comm, bk->work, &span) && rc == 0)
                 rc = error_wrap("DDP bucket %d all-reduce", b);
-            if (r->obs.event)
-                r->obs.event(r->obs.ctx, b, bk->numel * sizeof(float), 1);
+            else if (r->obs.finished)
+                r->obs.finished(r->obs.ctx, b, bk->numel * sizeof(float), &span);
         }
         bk->work = NULL;
         bk->launched = 0;

@@ -16,12 +16,15 @@
 #include <stddef.h>
 
 struct comm;
+struct comm_span;
 struct reducer;
 
-/* Launch/finish observer for the probes: called on the rank's thread when a bucket's
- * all-reduce is launched (done = 0) and when its wait returned (done = 1). */
+/* Observer for the probes, called on the rank's thread: launched when a bucket's
+ * all-reduce is issued, finished when its wait returned, with when the transport ran it
+ * (span zero where the transport cannot tell from the host).  Either may be NULL. */
 struct reducer_observer {
-    void (*event)(void *ctx, int bucket, size_t bytes, int done);
+    void (*launched)(void *ctx, int bucket, size_t bytes);
+    void (*finished)(void *ctx, int bucket, size_t bytes, const struct comm_span *span);
     void *ctx;
 };
 

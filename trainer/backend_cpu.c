@@ -1,15 +1,23 @@
 /* backend_cpu.c — the CPU backend: the reference implementation of struct backend and the
  * oracle the CUDA backend is tested against.
  *
- * Convolution is im2col/col2im plus one OpenBLAS sgemm per chunk of images: the columns of
- * a whole chunk sit side by side in one (C*R*S, nb*P*Q) matrix, so the GEMM is wide even
- * when a single image's P*Q is small.  Linear layers are sgemm calls.  Batch norm, ReLU,
- * max pooling and the loss are plain loops written so the compiler vectorises them
- * (reductions keep 16 float partial sums and combine them in double).  Per-element
- * optimizer and batch-norm-backward math comes from kernel_math.h, shared with CUDA.
+ * Convolution is im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of
+ * a chunk sit side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when
+ * one image's P*Q is small, and the chunk is sized to stay in a core's L2 cache.  Linear
+ * layers are sgemm calls.  Batch norm, ReLU, max pooling, the loss and SGD are plain loops
+ * written so the compiler vectorises them (reductions keep 16 float partial sums and
+ * combine them in double).  Per-element SGD and batch-norm-backward math comes from
+ * kernel_math.h, shared with the CUDA kernels.
  *
- * The backend owns one grow-on-demand workspace for the im2col buffers; slots on one
- * backend must therefore not run concurrently (the trainer calls them from one thread). */
+ * Threads: the backend runs `threads` threads of its own (the caller plus workers) and
+ * keeps OpenBLAS single-threaded inside each: convolutions split the batch, the other ops
+ * split channels, planes or elements.  A reduction never crosses a split except conv2d's
+ * dw, whose per-thread parts are added in thread order, so results are bit-for-bit
+ * repeatable for a given thread count.  openblas_set_num_threads(1) is process-wide.
+ *
+ * The backend owns a grow-on-demand workspace for the im2col buffers and its threads, so
+ * slots on one backend must not run concurrently (the trainer calls them from one thread),
+ * and a process that forks must create its backends after the fork. */
 #include "backend.h"
 
 #include <cblas.h>
@@ -27,8 +35,19 @@
  * GEMM operand: 1.5 MiB, so both stay in a core's L2 cache between im2col and the GEMM. */
 #define CPU_CONV_CHUNK_FLOATS ((size_t)384 << 10)
 
-/* lanes of the partial sums in reductions (one AVX-512 register, two AVX2 ones) */
+/* independent partial sums per reduction: enough to fill the vector registers and hide
+ * the latency of the adds */
 #define CPU_LANES 16
+
+/* GCC turns short copy and zeroing loops into memset/memcpy calls, which cost more than
+ * the few vector stores they replace in im2col; this keeps them inline.  (Building the hot
+ * loops for AVX2/AVX-512 as well was measured and gained nothing: they are bound by L2
+ * traffic, not by vector width.) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CPU_INLINE_STORES __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CPU_INLINE_STORES
+#endif
 
 /* The backend's worker threads.  cpu_pool_run(pool, m, fn, arg) runs fn(arg, t) for
  * t = 0..m-1, t = 0 on the calling thread, and returns when all are done.  Between jobs a
@@ -295,13 +314,6 @@ static void conv_valid_range(int off, int pad, int stride, int in, int out, int 
     *hi = h;
 }
 
-/* GCC turns short copy and zeroing loops into memset/memcpy calls, which cost more than
- * the few vector stores they replace here; this keeps them inline. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define CPU_INLINE_STORES __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define CPU_INLINE_STORES
-#endif
 
 /* Stride 1 with Q == W (a "same" convolution, the common case): output position
  * j = p*Q + q of kernel tap (r, s) reads input position j + d, d = (r - pad)*W + (s - pad),
@@ -309,7 +321,10 @@ static void conv_valid_range(int off, int pad, int stride, int in, int out, int 
  * the last real tap (both inside the image), the positions whose column q wraps around a
  * row edge are padding; mask (S, P*Q), built once per call, is 1 where column j % Q is a
  * real tap for kernel column s.  Returns 0 when the shortcut does not apply. */
-static int conv_is_shifted(const struct conv2d_shape *cs) { return cs->stride == 1 && cs->q == cs->w; }
+static int conv_is_shifted(const struct conv2d_shape *cs)
+{
+    return cs->stride == 1 && cs->q == cs->w;
+}
 
 static void conv_build_mask(const struct conv2d_shape *cs, int32_t *mask)
 {
@@ -1202,6 +1217,19 @@ static const struct backend cpu_backend_ops = {
     .destroy = cpu_destroy,
 };
 
+/* The backend splits the work itself, so every GEMM runs single-threaded inside one of its
+ * threads.  The library default (threads = 0) is OpenBLAS's own thread count
+ * (OPENBLAS_NUM_THREADS or the number of cores), read once before it is set to 1. */
+static pthread_once_t cpu_blas_once = PTHREAD_ONCE_INIT;
+static int cpu_default_threads = 1;
+
+static void cpu_blas_init(void)
+{
+    const int n = openblas_get_num_threads();
+    cpu_default_threads = n > 0 ? n : 1;
+    openblas_set_num_threads(1);
+}
+
 struct backend *backend_cpu_create(int threads)
 {
     if (threads < 0) {
@@ -1209,13 +1237,9 @@ struct backend *backend_cpu_create(int threads)
                   threads);
         return NULL;
     }
-    /* The backend parallelises over images itself, so each GEMM runs single-threaded
-     * inside one worker; 0 takes OpenBLAS's own default (OPENBLAS_NUM_THREADS or cores). */
+    pthread_once(&cpu_blas_once, cpu_blas_init);
     if (threads == 0)
-        threads = openblas_get_num_threads();
-    if (threads < 1)
-        threads = 1;
-    openblas_set_num_threads(1);
+        threads = cpu_default_threads;
     struct cpu_backend *cb = calloc(1, sizeof *cb);
     if (!cb) {
         error_set("backend_cpu_create: out of memory allocating the backend");
@@ -1224,6 +1248,9 @@ struct backend *backend_cpu_create(int threads)
     cb->ops = cpu_backend_ops;
     struct cpu_pool *pool = &cb->pool;
     pool->threads = threads;
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->running, 0);
+    atomic_init(&pool->quit, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);

@@ -1131,13 +1131,14 @@ int store_barrier(struct store *s, const char *name)
     return r == STORE_IO_OK ? 0 : -1;
 }
 
-void store_destroy(struct store *s)
+/* Shared by store_destroy (grace: the store's timeout) and store_abort (no grace). */
+static void store_close(struct store *s, int64_t grace_ms)
 {
     if (!s)
         return;
     store_disconnect(s);
     if (s->server)
-        store_server_stop(s->server, store_now_ms() + s->timeout_ms);
+        store_server_stop(s->server, store_now_ms() + grace_ms);
     while (s->rounds) {
         struct store_round *next = s->rounds->next;
         free(s->rounds);
@@ -1145,3 +1146,11 @@ void store_destroy(struct store *s)
     }
     free(s);
 }
+
+void store_destroy(struct store *s)
+{
+    if (s)
+        store_close(s, s->timeout_ms);
+}
+
+void store_abort(struct store *s) { store_close(s, 0); }

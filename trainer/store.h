@@ -43,6 +43,10 @@ int store_barrier(struct store *s, const char *name);
  * other rank has closed, so no rank loses the store mid-call. */
 void store_destroy(struct store *s);
 
+/* Close at once, without waiting for the other ranks (this rank failed: the others will
+ * see the store go away instead of waiting for it). */
+void store_abort(struct store *s);
+
 #ifdef __cplusplus
 }
 #endif

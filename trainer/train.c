@@ -61,7 +61,21 @@ struct rank {
     int64_t *indices;
     struct runlog log;
     long long step;
+    long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
 };
+
+/* DDPPROF_FAULT_SKIP_STEP=RANK:STEP makes rank RANK skip training step STEP entirely: the
+ * tutorial's classic bug of one rank running one batch fewer, which must end in a timeout
+ * error naming the collective, never a hang.  For the failure tests only. */
+static long long fault_skip_step(int rank)
+{
+    const char *v = getenv("DDPPROF_FAULT_SKIP_STEP");
+    int r;
+    long long step;
+    if (v && sscanf(v, "%d:%lld", &r, &step) == 2 && r == rank)
+        return step;
+    return 0;
+}
 
 static double now_s(void)
 {
@@ -206,7 +220,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     return 0;
 }
 
-static void rank_teardown(struct rank *r)
+/* failed: this rank is giving up, so it does not wait for the others at the store */
+static void rank_teardown(struct rank *r, int failed)
 {
     if (r->be) {
         r->be->free(r->be, r->x_dev);
@@ -220,7 +235,9 @@ static void rank_teardown(struct rank *r)
         r->m->destroy(r->m);
     if (r->comm)
         r->comm->destroy(r->comm);
-    if (r->store)
+    if (r->store && failed)
+        store_abort(r->store);
+    else if (r->store)
         store_destroy(r->store);
     if (r->be)
         r->be->destroy(r->be);
@@ -273,6 +290,10 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     for (int64_t at = 0; at < count; at += o->batch_size) {
         int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
         double loss = 0.0;
+        if (r->step + 1 == r->fault_skip_step) {
+            r->step++;
+            continue;
+        }
         if (rank_load_batch(r, &r->train, r->indices + at, n) || rank_step(r, n, &loss))
             return error_wrap("epoch %d step %lld", epoch + 1, r->step + 1);
         r->step++;
@@ -328,6 +349,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
     }
+    r.fault_skip_step = fault_skip_step(r.rank);
     int rc = rank_setup(&r, env);
     double accuracy = 0.0;
     for (int epoch = 0; rc == 0 && epoch < o.epochs; epoch++) {
@@ -343,7 +365,11 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         }
         if (rc == 0) {
             say(&r, "Accuracy is %.2f%%\n", 100.0 * accuracy);
-            runlog_meta(&r.log, "accuracy_epoch", "%d,%.6f,%.3f", epoch + 1, accuracy, dt);
+            char key[64];
+            snprintf(key, sizeof key, "epoch.%d.train_s", epoch + 1);
+            runlog_meta(&r.log, key, "%.3f", dt);
+            snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
+            runlog_meta(&r.log, key, "%.6f", accuracy);
         }
     }
     if (rc == 0 && r.rank == 0 && o.out_dir) {
@@ -358,6 +384,6 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         runlog_meta(&r.log, "wall_s", "%.3f", elapsed);
         say(&r, "\ntime elapsed: %.2f seconds\n", elapsed);
     }
-    rank_teardown(&r);
+    rank_teardown(&r, rc != 0);
     return rc;
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test_ddp_failure.sh — a rank that dies or skips a collective never leaves the others
+# hanging:
+#  1. kill -9 one rank mid-epoch: the run ends non-zero within 10 s, the launcher names
+#     the rank and the signal, and no worker process or shm segment is left;
+#  2. one rank skips a training step (DDPPROF_FAULT_SKIP_STEP, the tutorial's classic
+#     hang): the run ends non-zero with an error naming the rank and the collective,
+#     within the --timeout, instead of hanging;
+#  3. a busy --master-port is a clear one-line error.
+set -u
+bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
+}
+now() { date +%s.%N; }
+elapsed() { echo "$(now) - $1" | bc; }
+# pids of ddpprof processes whose command line mentions the marker (our run directory)
+pids_of() {
+  local f p
+  for f in $(grep -l -a -F -- "$1" /proc/[0-9]*/cmdline 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/cmdline}
+    case "$(tr '\0' '\n' <"$f" 2>/dev/null | head -1)" in */ddpprof) echo "$p" ;; esac
+  done
+}
+rank_pid() { # rank_pid MARKER RANK
+  for p in $(pids_of "$1"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2"; then echo "$p"; return; fi
+  done
+}
+
+# --- 1. kill -9 rank 1 mid-epoch ---
+out="$tmp/killrun"
+"$bin" train --cpu 2 --epochs 3 --limit 20000 --threads 1 --quiet --timeout 60 --out "$out" \
+  >"$tmp/kill.log" 2>&1 &
+launcher=$!
+for _ in $(seq 200); do # wait until training is under way (rank 0 wrote 5 steps)
+  [ -f "$out/metrics.csv" ] && [ "$(wc -l <"$out/metrics.csv")" -gt 5 ] && break
+  sleep 0.1
+done
+victim=$(rank_pid "$out" 1)
+rank0=$(rank_pid "$out" 0)
+check kill-found-ranks "$([ -n "$victim" ] && [ -n "$rank0" ]; echo $?)" "could not find the workers"
+t0=$(now)
+kill -9 "$victim" 2>/dev/null
+wait "$launcher"
+rc=$?
+dt=$(elapsed "$t0")
+check kill-exit "$([ $rc -ne 0 ]; echo $?)" "launcher exited 0 after a rank was killed"
+check kill-time "$(echo "$dt < 10" | bc | grep -qx 1; echo $?)" "took ${dt}s to stop (limit 10 s)"
+check kill-names-rank "$(grep -q 'rank 1 failed (killed by signal 9' "$tmp/kill.log"; echo $?)" \
+  "launcher did not name rank 1 and signal 9: $(tail -3 "$tmp/kill.log")"
+sleep 0.2
+check kill-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
+check kill-no-shm "$(! ls /dev/shm 2>/dev/null | grep -q "ddpprof-$rank0-"; echo $?)" "shm segment left in /dev/shm"
+check kill-metrics-whole "$(awk -F, 'NF!=5{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
+  "metrics.csv has a malformed row after the crash"
+
+# --- 2. a rank skips a step ---
+out="$tmp/skiprun"
+t0=$(now)
+DDPPROF_FAULT_SKIP_STEP=1:3 "$bin" train --cpu 2 --epochs 1 --limit 640 --test-limit 64 \
+  --threads 1 --quiet --timeout 2 --out "$out" >"$tmp/skip.log" 2>&1 </dev/null
+rc=$?
+dt=$(elapsed "$t0")
+check skip-exit "$([ $rc -ne 0 ]; echo $?)" "a skipped step went unnoticed (exit 0)"
+check skip-time "$(echo "$dt < 20" | bc | grep -qx 1; echo $?)" "took ${dt}s (timeout 2 s)"
+check skip-names "$(grep -qE 'rank [01].*(all-reduce|all-gather|reduce|broadcast)' "$tmp/skip.log"; echo $?)" \
+  "error does not name a rank and a collective: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -4)"
+check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
+
+# --- 3. busy master port ---
+python3 - "$tmp/port" <<'PY' &
+import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(1)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+time.sleep(20)
+PY
+holder=$!
+for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+port=$(cat "$tmp/port")
+"$bin" train --cpu 2 --epochs 1 --limit 64 --quiet --timeout 5 --master-port "$port" \
+  --out "$tmp/portrun" >"$tmp/port.log" 2>&1 </dev/null
+rc=$?
+kill "$holder" 2>/dev/null
+check port-exit "$([ $rc -ne 0 ]; echo $?)" "a busy port went unnoticed"
+check port-message "$(grep -q "port $port .*busy" "$tmp/port.log"; echo $?)" \
+  "no busy-port message: $(tail -3 "$tmp/port.log")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -24,7 +24,7 @@ static int run(const char *out, const char *args)
     snprintf(cmd, sizeof cmd,
              "\"%s\" train --quiet --data /usr/share/datasets/fashion-mnist --limit 240 "
              "--test-limit 48 --epochs 1 --lr 0.01 --momentum 0.9 --weight-decay 1e-4 "
-             "--seed 3 --threads 1 --timeout 60 "
+             "--seed 3 --threads 1 --timeout 60 --amp off "
              "--init \"%s/tests/golden/convnet_init.safetensors\" --out \"%s/%s\" %s "
              ">\"%s/%s.log\" 2>&1",
              getenv("DDPPROF"), test_source_dir(), tmp, out, args, tmp, out);

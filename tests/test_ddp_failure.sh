@@ -55,7 +55,7 @@ check kill-names-rank "$(grep -q 'rank 1 failed (killed by signal 9' "$tmp/kill.
 sleep 0.2
 check kill-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
 check kill-no-shm "$(! ls /dev/shm 2>/dev/null | grep -q "ddpprof-$rank0-"; echo $?)" "shm segment left in /dev/shm"
-check kill-metrics-whole "$(awk -F, 'NF!=5{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
+check kill-metrics-whole "$(awk -F, 'NF!=7{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
   "metrics.csv has a malformed row after the crash"
 
 # --- 2. a rank skips a step ---

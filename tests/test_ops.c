@@ -7,7 +7,9 @@
  *     two threads.  (3) batchnorm_gather_stats over three ranks against the statistics of
  *     the concatenated data, running statistics included.  (4) sgd_step against values
  *     worked out by hand.  (5) softmax_xent and count_correct on a small known case.
- * Last, an informational timing of the ConvNet's second convolution (never asserted).
+ * Also the memory slots, the shape helpers, and the mixed-precision slots on a size that
+ * runs on both threads.  Last, an informational timing of the ConvNet's second convolution
+ * (never asserted).
  *
  * Tolerances for fp32 ops against double references: the float slots accumulate at most
  * ~10^4 products, so their rounding error stays below ~1e-6 of the largest value involved
@@ -23,6 +25,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "kernel_math.h"
 #include "testutil.h"
 
 static uint64_t seed = 0x9e3779b97f4a7c15ULL;
@@ -576,6 +579,16 @@ static void test_batchnorm_gather(void)
     for (int r = 0; r < WORLD; r++)
         free(xs[r]);
 
+    /* no samples anywhere: the running statistics keep their values */
+    const float none[WORLD] = {0, 0, 0};
+    float rm_keep[C], rv_keep[C];
+    memcpy(rm_keep, rm, sizeof rm);
+    memcpy(rv_keep, rv, sizeof rv);
+    be->batchnorm_gather_stats(be, WORLD, C, means, invstds, none, momentum, eps, rm, rv, mean2,
+                               invstd2);
+    CHECK(memcmp(rm, rm_keep, sizeof rm) == 0 && memcmp(rv, rv_keep, sizeof rv) == 0,
+          "an empty global batch must leave the running statistics alone");
+
     /* eval forward: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias */
     const int n = 2, hw = 3;
     float x[2 * C * 3], y[2 * C * 3], wt[C] = {1.0f, -2.0f, 0.5f, 3.0f},
@@ -920,6 +933,39 @@ static void test_sgd(void)
     sgd_case("momentum weight decay", 1.0f, 0.5f, 0.2f, 0.1f, 0.9f, 0, 0.01f, 0, 0, 0.931, 0.69);
 }
 
+/* ------------------------------------------------------------------ mixed precision */
+
+/* the slots on an array long enough to run on both threads; the per-element math itself
+ * (kernel_math.h) is checked on known values by test_amp */
+static void test_amp_slots(void)
+{
+    enum { N = 100000 };
+    float *x = fvec(N), *y = fvec(N);
+    test_fill_uniform(x, N, -70000.0f, 70000.0f, &seed); /* some overflow fp16 */
+    for (int dt = AMP_OFF; dt <= AMP_BF16; dt++) {
+        be->round_amp(be, N, (enum amp_dtype)dt, x, y);
+        int same = 1;
+        for (int i = 0; i < N; i++) {
+            const float want = km_round_amp(x[i], dt);
+            same &= memcmp(&y[i], &want, sizeof want) == 0;
+        }
+        CHECK(same, "round_amp dtype %d differs from km_round_amp", dt);
+    }
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i % 1000) - 500.0f;
+    CHECK(be->unscale_check(be, N, x, 0.5f) == 0, "finite gradients flagged");
+    int halved = 1;
+    for (int i = 0; i < N; i++)
+        halved &= x[i] == 0.5f * ((float)(i % 1000) - 500.0f);
+    CHECK(halved, "unscale_check must multiply by inv_scale");
+    x[N - 1] = INFINITY; /* in the second thread's range */
+    CHECK(be->unscale_check(be, N, x, 0.5f) == 1, "inf in the last element not flagged");
+    x[N - 1] = 0.0f;
+    x[3] = NAN;
+    CHECK(be->unscale_check(be, N, x, 1.0f) == 1, "nan in the first range not flagged");
+    free(x), free(y);
+}
+
 /* ------------------------------------------------------------------ timing */
 
 static double now_s(void)
@@ -987,6 +1033,7 @@ int main(void)
     test_linear();
     test_softmax_xent();
     test_sgd();
+    test_amp_slots();
     time_conv2();
     be->destroy(be);
     return test_finish();

@@ -112,7 +112,7 @@ static void test_checkpoint_round_trip(void)
 
     char *dir = test_tmpdir(), path[4200];
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
-    CHECK(checkpoint_save(path, &a->params, &opt, "convnet", 1, 3) == 0, "save");
+    CHECK(checkpoint_save(path, &a->params, &opt, NULL, "convnet", 1, 3) == 0, "save");
     CHECK(checkpoint_load_model(path, &b->params) == 0, "load");
     b->forward(b, x, N, 0, &logits);
     be->download(be, out_b, logits, sizeof out_b);

@@ -41,6 +41,10 @@ struct pool2d_shape {
 
 int pool2d_shape_init(struct pool2d_shape *ps);
 
+/* Autocast precision of conv and linear (torch.autocast): inputs, weights and outputs
+ * rounded to the half type, accumulation in fp32.  Storage stays fp32 everywhere. */
+enum amp_dtype { AMP_OFF = 0, AMP_F16 = 1, AMP_BF16 = 2 };
+
 struct backend {
     const char *name; /* "cpu", "cuda" */
 
@@ -126,6 +130,15 @@ struct backend {
     /* --- elementwise --- */
     /* dst = alpha * src (dst may alias src) */
     void (*scale)(struct backend *be, size_t n, float alpha, const float *src, float *dst);
+
+    /* --- mixed precision ---
+     * dst = src rounded to the nearest dt value (round to nearest even; beyond the fp16
+     * range: +-inf), stored as fp32 (dst may alias src); km_round_amp per element */
+    void (*round_amp)(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
+                      float *dst);
+    /* GradScaler unscale: g *= inv_scale in place; returns 1 if any result is inf or nan
+     * (km_unscale per element), else 0.  A host sync point on devices. */
+    int (*unscale_check)(struct backend *be, size_t n, float *g, float inv_scale);
 
     /* --- optimizer: torch.optim.SGD on one flat tensor ---
      * buf is the momentum buffer (ignored when momentum == 0); first != 0 on the first step

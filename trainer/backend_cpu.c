@@ -314,7 +314,6 @@ static void conv_valid_range(int off, int pad, int stride, int in, int out, int 
     *hi = h;
 }
 
-
 /* Stride 1 with Q == W (a "same" convolution, the common case): output position
  * j = p*Q + q of kernel tap (r, s) reads input position j + d, d = (r - pad)*W + (s - pad),
  * so a column plane is the input plane shifted by d.  Of the run [a, b) from the first to
@@ -744,7 +743,7 @@ static void cpu_parallel_for(struct backend *be, size_t items, size_t floats, cp
 /* the arguments of every batch-norm slot, named as in backend.h; x etc. are (n,c,hw) */
 struct bn_args {
     int n, c, hw;
-    const float *x, *dy, *mean, *invstd, *weight, *bias, *sum_dy, *sum_dy_xmu;
+    const float *x, *dy, *mean, *invstd, *weight, *bias, *sum_dy, *sum_dy_xmu, *running_var;
     float eps, count;
     float *y, *dx, *out_mean, *out_invstd, *out_sum_dy, *out_sum_dy_xmu, *dweight, *dbias;
 };
@@ -776,7 +775,8 @@ static void cpu_batchnorm_stats(struct backend *be, int n, int c, int hw, const 
 }
 
 /* torch.batch_norm_gather_stats_with_counts: Chan's parallel merge of (mean, biased var,
- * count) over ranks; ranks with count <= 0 contribute nothing. */
+ * count) over ranks; ranks with count <= 0 contribute nothing, and with no samples at all
+ * the running statistics are left alone. */
 static void cpu_batchnorm_gather_stats(struct backend *be, int world, int c, const float *means,
                                        const float *invstds, const float *counts,
                                        float momentum, float eps, float *running_mean,
@@ -801,9 +801,9 @@ static void cpu_batchnorm_gather_stats(struct backend *be, int world, int c, con
         const double var = total > 0.0 ? var_n / total : 0.0;
         mean[ch] = (float)avg;
         invstd[ch] = (float)(1.0 / sqrt(var + eps));
-        if (running_mean)
+        if (running_mean && total > 0.0)
             running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * avg);
-        if (running_var) {
+        if (running_var && total > 0.0) {
             /* unbiased; a single element has no unbiased estimate, keep the biased one */
             const double unbiased = total > 1.0 ? var_n / (total - 1.0) : var;
             running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
@@ -812,14 +812,14 @@ static void cpu_batchnorm_gather_stats(struct backend *be, int world, int c, con
 }
 
 /* planes [lo, hi) of y = (x - mean) * invstd * weight + bias; eval mode passes the running
- * statistics as mean and invstd = NULL with eps */
+ * mean as mean and invstd = NULL, running_var and eps instead */
 static void bn_affine_range(const void *ctx, size_t lo, size_t hi)
 {
     const struct bn_args *a = ctx;
     for (size_t pl = lo; pl < hi; pl++) {
         const size_t ch = pl % (size_t)a->c, off = pl * a->hw;
         const float is = a->invstd ? a->invstd[ch]
-                                   : (float)(1.0 / sqrt((double)a->sum_dy[ch] + a->eps));
+                                   : (float)(1.0 / sqrt((double)a->running_var[ch] + a->eps));
         const float mu = a->mean[ch], sc = is * (a->weight ? a->weight[ch] : 1.0f);
         const float sh = a->bias ? a->bias[ch] : 0.0f;
         const float *xi = a->x + off;
@@ -843,9 +843,8 @@ static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw,
                                        float eps, const float *weight, const float *bias,
                                        float *y)
 {
-    /* running_var travels in sum_dy: bn_affine_range turns it into invstd */
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .mean = running_mean,
-                              .sum_dy = running_var, .eps = eps, .weight = weight,
+                              .running_var = running_var, .eps = eps, .weight = weight,
                               .bias = bias, .y = y};
     cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
 }
@@ -1142,6 +1141,46 @@ static void cpu_scale(struct backend *be, size_t n, float alpha, const float *sr
     cpu_parallel_for(be, n, 2 * n, scale_range, &a);
 }
 
+/* mixed precision: x = src, out = dst, first = the amp_dtype */
+static void round_amp_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = km_round_amp(a->x[i], a->first);
+}
+
+static void cpu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
+                          float *dst)
+{
+    const struct ew_args a = {.x = src, .out = dst, .first = (int)dt};
+    cpu_parallel_for(be, n, 2 * n, round_amp_range, &a);
+}
+
+/* out = g, alpha = inv_scale; a range that meets a non-finite result raises *found */
+struct unscale_args {
+    struct ew_args ew;
+    atomic_int *found;
+};
+
+static void unscale_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct unscale_args *a = ctx;
+    int found = 0;
+    for (size_t i = lo; i < hi; i++)
+        a->ew.out[i] = km_unscale(a->ew.out[i], a->ew.alpha, &found);
+    if (found)
+        atomic_store(a->found, 1);
+}
+
+static int cpu_unscale_check(struct backend *be, size_t n, float *g, float inv_scale)
+{
+    atomic_int found;
+    atomic_init(&found, 0);
+    const struct unscale_args a = {.ew = {.out = g, .alpha = inv_scale}, .found = &found};
+    cpu_parallel_for(be, n, 2 * n, unscale_range, &a);
+    return atomic_load(&found);
+}
+
 /* x = grad, out = param */
 static void sgd_range(const void *ctx, size_t lo, size_t hi)
 {
@@ -1213,6 +1252,9 @@ static const struct backend cpu_backend_ops = {
     .count_correct = cpu_count_correct,
     /* elementwise and optimizer */
     .scale = cpu_scale,
+    /* mixed precision: kernel_math.h's rounding and unscale per element */
+    .round_amp = cpu_round_amp,
+    .unscale_check = cpu_unscale_check,
     .sgd_step = cpu_sgd_step,
     .destroy = cpu_destroy,
 };

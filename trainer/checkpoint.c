@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "error.h"
 #include "safetensors.h"
+#include "scaler.h"
 #include "sgd.h"
 
 #include <stdio.h>
@@ -31,8 +32,29 @@ static int checkpoint_add_device(struct st_writer *w, struct backend *be, const 
     return rc;
 }
 
+/* the scaler's state as (key, printf value) pairs; floats with %.9g round-trip exactly */
+static int checkpoint_scaler_meta(struct st_writer *w, const struct grad_scaler *sc)
+{
+    char v[64];
+    int rc = 0;
+    snprintf(v, sizeof v, "%d", sc->enabled);
+    rc |= st_writer_metadata(w, "scaler.enabled", v);
+    snprintf(v, sizeof v, "%.9g", (double)sc->scale);
+    rc |= st_writer_metadata(w, "scaler.scale", v);
+    snprintf(v, sizeof v, "%.9g", (double)sc->growth_factor);
+    rc |= st_writer_metadata(w, "scaler.growth_factor", v);
+    snprintf(v, sizeof v, "%.9g", (double)sc->backoff_factor);
+    rc |= st_writer_metadata(w, "scaler.backoff_factor", v);
+    snprintf(v, sizeof v, "%d", sc->growth_interval);
+    rc |= st_writer_metadata(w, "scaler.growth_interval", v);
+    snprintf(v, sizeof v, "%d", sc->growth_tracker);
+    rc |= st_writer_metadata(w, "scaler.growth_tracker", v);
+    return rc ? -1 : 0;
+}
+
 int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
-                    const char *model, int epoch, long long step)
+                    const struct grad_scaler *scaler, const char *model, int epoch,
+                    long long step)
 {
     struct st_writer *w = st_writer_create();
     if (!w)
@@ -63,6 +85,8 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
         rc = st_writer_metadata(w, "model", model);
     if (rc == 0)
         rc = st_writer_metadata(w, "format", "ddpprof-checkpoint-1");
+    if (rc == 0 && scaler)
+        rc = checkpoint_scaler_meta(w, scaler);
     if (rc == 0)
         rc = st_writer_save(w, path);
     st_writer_free(w);
@@ -109,6 +133,87 @@ int checkpoint_load_model(const char *path, struct param_table *params)
         if (strncmp(name, "optimizer.", 10) != 0 && !params_find(params, name))
             rc = error_set("%s: unexpected tensor '%s' (not a parameter or buffer of this "
                            "model)", path, name);
+    }
+    st_close(st);
+    return rc;
+}
+
+/* a metadata number, or an error naming the key */
+static int checkpoint_meta_number(const struct st_file *st, const char *path, const char *key,
+                                  double *out)
+{
+    const char *v = st_metadata_get(st, key);
+    char *end;
+    if (!v || !*v)
+        return error_set("%s: metadata '%s' is missing (not a ddpprof checkpoint?)", path, key);
+    *out = strtod(v, &end);
+    if (*end)
+        return error_set("%s: metadata '%s' = '%s' is not a number", path, key, v);
+    return 0;
+}
+
+int checkpoint_resume(const char *path, struct param_table *params, struct sgd *opt,
+                      struct grad_scaler *scaler, const char *model, int *epoch,
+                      long long *step)
+{
+    if (checkpoint_load_model(path, params))
+        return -1;
+    struct st_file *st = st_open(path);
+    if (!st)
+        return -1;
+    int rc = 0;
+    const char *m = st_metadata_get(st, "model");
+    if (!m || strcmp(m, model) != 0)
+        rc = error_set("%s: a checkpoint of model '%s', not '%s'", path, m ? m : "?", model);
+    double e = 0, s = 0, v[6] = {0};
+    static const char *const keys[6] = {"scaler.enabled", "scaler.scale",
+                                        "scaler.growth_factor", "scaler.backoff_factor",
+                                        "scaler.growth_interval", "scaler.growth_tracker"};
+    if (rc == 0)
+        rc = checkpoint_meta_number(st, path, "epoch", &e) ||
+             checkpoint_meta_number(st, path, "step", &s);
+    for (int k = 0; rc == 0 && k < 6; k++)
+        rc = checkpoint_meta_number(st, path, keys[k], &v[k]);
+    if (rc == 0 && (int)v[0] != scaler->enabled)
+        rc = error_set("%s: saved with the GradScaler %s, resumed with it %s (keep --amp as it "
+                       "was)", path, v[0] ? "on" : "off", scaler->enabled ? "on" : "off");
+    if (rc == 0) {
+        *epoch = (int)e;
+        *step = (long long)s;
+        scaler->scale = (float)v[1];
+        scaler->growth_factor = (float)v[2];
+        scaler->backoff_factor = (float)v[3];
+        scaler->growth_interval = (int)v[4];
+        scaler->growth_tracker = (int)v[5];
+    }
+    for (int i = 0; rc == 0 && i < params->count; i++) {
+        struct param *p = params->items[i];
+        if (p->kind != PARAM_TRAINABLE)
+            continue;
+        char name[PARAM_NAME_MAX + 40];
+        snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
+        if (!st_find(st, name)) {
+            error_clear(); /* no buffer saved: it starts fresh, like PyTorch's lazy state */
+            continue;
+        }
+        int k = p->index;
+        if (!opt->buf[k] && !(opt->buf[k] = params->be->alloc(params->be, p->numel * 4))) {
+            rc = error_wrap("resume: momentum buffer of %s", p->name);
+            break;
+        }
+        float *host = malloc(p->numel * sizeof *host + 1);
+        if (!host) {
+            rc = error_set("resume: out of memory");
+            break;
+        }
+        int64_t shape[PARAM_MAX_DIMS];
+        param_shape64(p, shape);
+        rc = st_read_f32(st, name, p->ndim, shape, host);
+        if (rc == 0) {
+            params->be->upload(params->be, opt->buf[k], host, p->numel * sizeof *host);
+            opt->started[k] = 1;
+        }
+        free(host);
     }
     st_close(st);
     return rc;

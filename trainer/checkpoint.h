@@ -12,11 +12,22 @@
 #include "params.h"
 
 struct sgd;
+struct grad_scaler;
 
 /* Save params (all entries) and, when opt is not NULL, its momentum buffers, with
- * metadata epoch/step/model.  0 or -1 (error_set naming the path). */
+ * metadata model, epoch (completed epochs), step and, when scaler is not NULL, the
+ * GradScaler state (scaler.scale, scaler.growth_tracker, ... as exact decimal text).
+ * 0 or -1 (error_set naming the path). */
 int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
-                    const char *model, int epoch, long long step);
+                    const struct grad_scaler *scaler, const char *model, int epoch,
+                    long long step);
+
+/* --resume: load the model, the momentum buffers (a parameter without one starts without,
+ * as in PyTorch), the scaler state and the completed epoch and step of a checkpoint
+ * written by checkpoint_save for the same model.  0 or -1 (error_set). */
+int checkpoint_resume(const char *path, struct param_table *params, struct sgd *opt,
+                      struct grad_scaler *scaler, const char *model, int *epoch,
+                      long long *step);
 
 /* Load every entry of params from a safetensors state_dict (a PyTorch one, or our
  * checkpoint).  A missing tensor, a tensor of another shape or dtype, or an unexpected

@@ -37,6 +37,13 @@ const char *cli_usage(void)
            "output:\n"
            "  --out DIR               run directory (default results/<date>-<time>-<model>)\n"
            "  --quiet                 no progress lines\n"
+           "mixed precision:\n"
+           "  --amp fp16|bf16|off     autocast conv/linear (default: fp16 for ddp, off for baseline)\n"
+           "  --loss-scale-init X     GradScaler initial scale (default 65536)\n"
+           "  --loss-scale-growth X   growth factor (default 2)\n"
+           "  --loss-scale-backoff X  backoff factor (default 0.5)\n"
+           "  --loss-scale-interval N clean steps before growing (default 2000)\n"
+           "  --resume CKPT           continue from a checkpoint.safetensors of an earlier run\n"
            "DDP:\n"
            "  --bucket-cap-mb X       gradient bucket cap in MiB, fractions allowed (default 25)\n"
            "  --no-sync-bn            keep BatchNorm local (default: SyncBatchNorm)\n"
@@ -126,6 +133,34 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
             else
                 return error_set("--mode: '%s' is not baseline or ddp", v);
             c->mode_given = 1;
+        } else if (strcmp(a, "--amp") == 0) {
+            if (strcmp(v, "fp16") == 0)
+                t->amp = AMP_F16;
+            else if (strcmp(v, "bf16") == 0)
+                t->amp = AMP_BF16;
+            else if (strcmp(v, "off") == 0)
+                t->amp = AMP_OFF;
+            else
+                return error_set("--amp: '%s' is not fp16, bf16 or off", v);
+            c->amp_given = 1;
+        } else if (strcmp(a, "--loss-scale-init") == 0) {
+            if (cli_parse_double(a, v, 1e-30, 1e30, &d))
+                return -1;
+            t->scale_init = (float)d;
+        } else if (strcmp(a, "--loss-scale-growth") == 0) {
+            if (cli_parse_double(a, v, 1.0, 1e6, &d))
+                return -1;
+            t->scale_growth = (float)d;
+        } else if (strcmp(a, "--loss-scale-backoff") == 0) {
+            if (cli_parse_double(a, v, 1e-6, 1.0, &d))
+                return -1;
+            t->scale_backoff = (float)d;
+        } else if (strcmp(a, "--loss-scale-interval") == 0) {
+            if (cli_parse_long(a, v, 1, 0x7fffffffL, &n))
+                return -1;
+            t->scale_interval = (int)n;
+        } else if (strcmp(a, "--resume") == 0) {
+            t->resume_path = v;
         } else if (strcmp(a, "--model") == 0) {
             t->model = v;
         } else if (strcmp(a, "--epochs") == 0 || strcmp(a, "-e") == 0) {
@@ -195,6 +230,8 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
         return error_set("--cpu and --gpu exclude each other: pick one");
     if (!c->mode_given && c->cpu_ranks > 1)
         t->mode = TRAIN_DDP;
+    if (!c->amp_given) /* the tutorial: DDP + AMP, the baseline in fp32 */
+        t->amp = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
     if (t->mode == TRAIN_BASELINE && c->cpu_ranks > 1)
         return error_set("--mode baseline runs one process: use --cpu 1 (or --mode ddp)");
     return 0;

@@ -12,6 +12,7 @@ struct cli {
     int cpu_ranks;           /* --cpu N (0: not given) */
     const char *gpu_list;    /* --gpu LIST (NULL: not given) */
     int mode_given;          /* --mode was on the command line */
+    int amp_given;           /* --amp was on the command line */
     const char *master_addr; /* --master-addr (launcher) */
     int master_port;         /* --master-port (launcher; 0: pick a free one) */
 };

@@ -24,15 +24,17 @@ struct convnet {
     int32_t *arg1, *arg2;     /* pooling argmax */
     float *logits;            /* (n,10) */
     float *g_big, *g_big2;    /* backward scratch, (n,16,28,28) each */
+    float *x_half;            /* the input rounded to the autocast type (n,1,28,28) */
 };
 
 static void convnet_free_buffers(struct backend *be, struct convnet *c)
 {
     void *bufs[] = {c->c1, c->a1, c->p1, c->c2, c->a2, c->p2, c->arg1, c->arg2,
-                    c->logits, c->g_big, c->g_big2};
+                    c->logits, c->g_big, c->g_big2, c->x_half};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         be->free(be, bufs[i]);
     c->c1 = c->a1 = c->p1 = c->c2 = c->a2 = c->p2 = c->logits = c->g_big = c->g_big2 = NULL;
+    c->x_half = NULL;
     c->arg1 = c->arg2 = NULL;
     c->cap = 0;
 }
@@ -57,8 +59,9 @@ static int convnet_reserve(struct model *m, struct convnet *c, int n)
     c->logits = be->alloc(be, (size_t)n * 10 * f);
     c->g_big = be->alloc(be, big * f);
     c->g_big2 = be->alloc(be, big * f);
+    c->x_half = be->alloc(be, (size_t)n * 28 * 28 * f);
     if (!c->c1 || !c->a1 || !c->p1 || !c->c2 || !c->a2 || !c->p2 || !c->arg1 || !c->arg2 ||
-        !c->logits || !c->g_big || !c->g_big2) {
+        !c->logits || !c->g_big || !c->g_big2 || !c->x_half) {
         convnet_free_buffers(be, c);
         return error_wrap("convnet: activations for batch %d", n);
     }
@@ -79,6 +82,10 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     if (pool2d_shape_init(&c->ps1) || pool2d_shape_init(&c->ps2))
         return -1;
     c->n = n;
+    if (m->amp) { /* autocast casts the input of the first conv */
+        be->round_amp(be, (size_t)n * 28 * 28, m->amp, x, c->x_half);
+        x = c->x_half;
+    }
     c->x = x;
 
     conv2d_forward(be, &c->conv1, &c->cs1, x, c->c1);
@@ -131,6 +138,17 @@ static void convnet_set_sync_bn(struct model *m, struct comm *comm)
     c->bn2.sync = comm;
 }
 
+static int convnet_set_amp(struct model *m, enum amp_dtype amp)
+{
+    struct convnet *c = m->impl;
+    m->amp = amp;
+    c->bn1.amp = c->bn2.amp = amp;
+    if (conv2d_set_amp(m->be, &c->conv1, amp) || conv2d_set_amp(m->be, &c->conv2, amp) ||
+        linear_set_amp(m->be, &c->fc, amp))
+        return error_wrap("convnet autocast");
+    return 0;
+}
+
 static void convnet_destroy(struct model *m)
 {
     if (!m)
@@ -140,6 +158,9 @@ static void convnet_destroy(struct model *m)
         convnet_free_buffers(m->be, c);
         batchnorm_free(m->be, &c->bn1);
         batchnorm_free(m->be, &c->bn2);
+        conv2d_free(m->be, &c->conv1);
+        conv2d_free(m->be, &c->conv2);
+        linear_free(m->be, &c->fc);
         free(c);
     }
     params_free(&m->params);
@@ -158,6 +179,7 @@ struct model *convnet_create(struct backend *be, uint64_t seed)
     *m = (struct model){.name = "convnet", .be = be, .in_c = 1, .in_h = 28, .in_w = 28,
                         .classes = 10, .forward = convnet_forward,
                         .backward = convnet_backward, .set_sync_bn = convnet_set_sync_bn,
+                        .set_amp = convnet_set_amp,
                         .destroy = convnet_destroy, .impl = c};
     params_init(&m->params, be);
     struct rng rng;

@@ -128,4 +128,26 @@ static inline KM_HD float km_bf16_bits_to_f32(uint16_t b)
     return km_bits_f32((uint32_t)b << 16);
 }
 
+/* Autocast emulation: x rounded to the nearest fp16 (dt 1) or bf16 (dt 2) value, RNE,
+ * kept in fp32; dt 0 returns x.  Values beyond the fp16 range become +-inf, as a real
+ * cast does: that is how an overflow reaches the GradScaler. */
+static inline KM_HD float km_round_amp(float x, int dt)
+{
+    if (dt == 1)
+        return km_f16_bits_to_f32(km_f32_to_f16_bits(x));
+    if (dt == 2)
+        return km_bf16_bits_to_f32(km_f32_to_bf16_bits(x));
+    return x;
+}
+
+/* GradScaler's unscale of one gradient element: g * inv_scale; *found_inf becomes 1 when
+ * the result is not finite (inf or nan), as torch._amp_foreach_non_finite_check_and_unscale_. */
+static inline KM_HD float km_unscale(float g, float inv_scale, int *found_inf)
+{
+    float v = g * inv_scale;
+    if (!(v - v == 0.0f)) /* false for inf and nan; no isfinite() so nvcc and C agree */
+        *found_inf = 1;
+    return v;
+}
+
 #endif

@@ -49,17 +49,71 @@ int conv2d_shape_for(const struct conv2d *l, int n, int h, int w, struct conv2d_
     return conv2d_shape_init(cs);
 }
 
+/* Allocate (or free, for AMP_OFF) the half copies of a weight and bias. */
+static int half_copies_set(struct backend *be, enum amp_dtype amp, const struct param *w,
+                           const struct param *b, float **w_half, float **b_half)
+{
+    be->free(be, *w_half);
+    be->free(be, *b_half);
+    *w_half = *b_half = NULL;
+    if (amp == AMP_OFF)
+        return 0;
+    *w_half = be->alloc(be, w->numel * sizeof(float));
+    if (b)
+        *b_half = be->alloc(be, b->numel * sizeof(float));
+    if (!*w_half || (b && !*b_half))
+        return error_wrap("autocast copy of %s", w->name);
+    return 0;
+}
+
+/* the weight to compute with: the parameter itself, or its half-rounded copy */
+static const float *amp_weight(struct backend *be, enum amp_dtype amp, const struct param *p,
+                               float *half)
+{
+    if (!p)
+        return NULL;
+    if (amp == AMP_OFF)
+        return p->data;
+    be->round_amp(be, p->numel, amp, p->data, half);
+    return half;
+}
+
+static size_t conv2d_out_numel(const struct conv2d_shape *cs)
+{
+    return (size_t)cs->n * cs->k * cs->p * cs->q;
+}
+
+int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp)
+{
+    l->amp = amp;
+    return half_copies_set(be, amp, l->weight, l->bias, &l->w_half, &l->b_half);
+}
+
+void conv2d_free(struct backend *be, struct conv2d *l) { conv2d_set_amp(be, l, AMP_OFF); }
+
 void conv2d_forward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
                     const float *x, float *y)
 {
-    be->conv2d_forward(be, cs, x, l->weight->data, l->bias ? l->bias->data : NULL, y);
+    const float *w = amp_weight(be, l->amp, l->weight, l->w_half);
+    const float *b = amp_weight(be, l->amp, l->bias, l->b_half);
+    be->conv2d_forward(be, cs, x, w, b, y);
+    if (l->amp)
+        be->round_amp(be, conv2d_out_numel(cs), l->amp, y, y);
 }
 
 int conv2d_backward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
                     const float *x, const float *dy, float *dx, const struct grad_hook *hook)
 {
-    be->conv2d_backward(be, cs, x, l->weight->data, dy, dx, l->weight->grad,
-                        l->bias ? l->bias->grad : NULL);
+    const float *w = l->amp ? l->w_half : l->weight->data; /* as rounded by the forward */
+    float *db = l->bias ? l->bias->grad : NULL;
+    be->conv2d_backward(be, cs, x, w, dy, dx, l->weight->grad, db);
+    if (l->amp) {
+        if (dx)
+            be->round_amp(be, (size_t)cs->n * cs->c * cs->h * cs->w, l->amp, dx, dx);
+        be->round_amp(be, l->weight->numel, l->amp, l->weight->grad, l->weight->grad);
+        if (db)
+            be->round_amp(be, l->bias->numel, l->amp, db, db);
+    }
     if (l->bias && grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);
@@ -107,6 +161,8 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
         be->batchnorm_forward_eval(be, n, c, hw, x, l->running_mean->data,
                                    l->running_var->data, l->eps, l->weight->data,
                                    l->bias->data, y);
+        if (l->amp)
+            be->round_amp(be, (size_t)n * c * hw, l->amp, y, y);
         return 0;
     }
     int world = l->sync ? l->sync->world : 1;
@@ -147,6 +203,8 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
                                l->invstd);
     l->num_batches_tracked->counter++;
     be->batchnorm_elemt(be, n, c, hw, x, l->mean, l->invstd, l->weight->data, l->bias->data, y);
+    if (l->amp)
+        be->round_amp(be, (size_t)n * c * hw, l->amp, y, y);
     return 0;
 }
 
@@ -161,6 +219,8 @@ int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, c
         return error_wrap("SyncBatchNorm %s backward", l->weight->name);
     be->batchnorm_backward_elemt(be, n, c, hw, dy, x, l->mean, l->invstd, l->weight->data,
                                  l->sums, l->sums + c, l->count, dx);
+    if (l->amp)
+        be->round_amp(be, (size_t)n * c * hw, l->amp, dx, dx);
     if (grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);
@@ -187,16 +247,34 @@ int linear_init(struct linear *l, struct param_table *t, const char *prefix, int
     return init_fan_in(l->weight, l->bias, t->be, in, rng);
 }
 
+int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp)
+{
+    l->amp = amp;
+    return half_copies_set(be, amp, l->weight, l->bias, &l->w_half, &l->b_half);
+}
+
+void linear_free(struct backend *be, struct linear *l) { linear_set_amp(be, l, AMP_OFF); }
+
 void linear_forward(struct backend *be, const struct linear *l, int n, const float *x, float *y)
 {
-    be->linear_forward(be, n, l->in, l->out, x, l->weight->data, l->bias->data, y);
+    const float *w = amp_weight(be, l->amp, l->weight, l->w_half);
+    const float *b = amp_weight(be, l->amp, l->bias, l->b_half);
+    be->linear_forward(be, n, l->in, l->out, x, w, b, y);
+    if (l->amp)
+        be->round_amp(be, (size_t)n * l->out, l->amp, y, y);
 }
 
 int linear_backward(struct backend *be, const struct linear *l, int n, const float *x,
                     const float *dy, float *dx, const struct grad_hook *hook)
 {
-    be->linear_backward(be, n, l->in, l->out, x, l->weight->data, dy, dx, l->weight->grad,
-                        l->bias->grad);
+    const float *w = l->amp ? l->w_half : l->weight->data;
+    be->linear_backward(be, n, l->in, l->out, x, w, dy, dx, l->weight->grad, l->bias->grad);
+    if (l->amp) {
+        if (dx)
+            be->round_amp(be, (size_t)n * l->in, l->amp, dx, dx);
+        be->round_amp(be, l->weight->numel, l->amp, l->weight->grad, l->weight->grad);
+        be->round_amp(be, l->bias->numel, l->amp, l->bias->grad, l->bias->grad);
+    }
     if (grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);

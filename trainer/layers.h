@@ -26,6 +26,8 @@ int grad_hook_fire(const struct grad_hook *h, struct param *p);
 struct conv2d {
     int in, out, kernel, stride, pad;
     struct param *weight, *bias; /* bias NULL without bias */
+    enum amp_dtype amp;          /* autocast: half weights and outputs (layer_set_amp) */
+    float *w_half, *b_half;      /* the weights as the half type, for this step */
 };
 
 int conv2d_init(struct conv2d *l, struct param_table *t, const char *prefix, int in, int out,
@@ -49,6 +51,7 @@ struct batchnorm {
     float *mean, *invstd, *gather, *sums;
     int gather_world;
     float count; /* global elements per channel in the last training forward */
+    enum amp_dtype amp; /* autocast: output and input gradient rounded to the half type */
 };
 
 int batchnorm_init(struct batchnorm *l, struct param_table *t, const char *prefix, int c);
@@ -65,6 +68,8 @@ void batchnorm_free(struct backend *be, struct batchnorm *l);
 struct linear {
     int in, out;
     struct param *weight, *bias;
+    enum amp_dtype amp;
+    float *w_half, *b_half;
 };
 
 int linear_init(struct linear *l, struct param_table *t, const char *prefix, int in, int out,
@@ -72,5 +77,14 @@ int linear_init(struct linear *l, struct param_table *t, const char *prefix, int
 void linear_forward(struct backend *be, const struct linear *l, int n, const float *x, float *y);
 int linear_backward(struct backend *be, const struct linear *l, int n, const float *x,
                     const float *dy, float *dx, const struct grad_hook *hook);
+
+/* Autocast (torch.autocast) for a layer: conv and linear compute from half-rounded
+ * weights and round their outputs and input gradients; batch norm keeps fp32 statistics
+ * and parameters and rounds its output and input gradient.  The weight gradients stay
+ * fp32 storage (the cast's backward is exact).  0 or -1 (error_set). */
+int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp);
+int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp);
+void conv2d_free(struct backend *be, struct conv2d *l);
+void linear_free(struct backend *be, struct linear *l);
 
 #endif

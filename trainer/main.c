@@ -99,6 +99,8 @@ static int cmd_worker(int argc, char **argv)
     if (cli_parse(&c, argc, argv, 2) || dist_env_read(&env))
         return fail();
     c.train.mode = TRAIN_DDP;
+    if (!c.amp_given)
+        c.train.amp = AMP_F16;
     char out[4096];
     if (!c.train.out_dir) {
         default_out_dir(out, sizeof out, c.train.model);

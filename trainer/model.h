@@ -26,6 +26,9 @@ struct model {
     int (*backward)(struct model *m, const float *dlogits, const struct grad_hook *hook);
     /* make every BatchNorm a SyncBatchNorm over comm (NULL: back to local) */
     void (*set_sync_bn)(struct model *m, struct comm *comm);
+    /* autocast every conv, linear and batch norm (and the input) to amp; 0 or -1 */
+    int (*set_amp)(struct model *m, enum amp_dtype amp);
+    enum amp_dtype amp;
     void (*destroy)(struct model *m);
     void *impl;
 };

@@ -71,7 +71,7 @@ int runlog_open(struct runlog *r, const char *dir)
         return -1;
     }
     fputs("key,value\n", r->meta);
-    fputs("step,epoch,loss,lr,images\n", r->metrics);
+    fputs("step,epoch,loss,loss_scale,lr,images,found_inf\n", r->metrics);
     fflush(r->metrics);
     return 0;
 }
@@ -92,13 +92,12 @@ int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
     return fflush(r->meta) == 0 ? 0 : error_set("writing %s/meta.csv: %s", r->dir, strerror(errno));
 }
 
-int runlog_metrics(struct runlog *r, int64_t step, int epoch, double loss, double lr,
-                   int64_t images)
+int runlog_metrics(struct runlog *r, const struct step_metrics *m)
 {
     if (!r->metrics)
         return 0;
-    fprintf(r->metrics, "%lld,%d,%.9g,%.9g,%lld\n", (long long)step, epoch, loss, lr,
-            (long long)images);
+    fprintf(r->metrics, "%lld,%d,%.9g,%.9g,%.9g,%lld,%d\n", (long long)m->step, m->epoch,
+            m->loss, m->loss_scale, m->lr, (long long)m->images, m->found_inf);
     return fflush(r->metrics) == 0 ? 0
                                    : error_set("writing %s/metrics.csv: %s", r->dir,
                                                strerror(errno));

@@ -22,9 +22,19 @@ int runlog_open(struct runlog *r, const char *dir);
 int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Append one row to metrics.csv; the header is written by runlog_open. */
-int runlog_metrics(struct runlog *r, int64_t step, int epoch, double loss, double lr,
-                   int64_t images);
+/* One row of metrics.csv (header written by runlog_open):
+ * step,epoch,loss,loss_scale,lr,images,found_inf — the global mean loss, the GradScaler
+ * scale this step ran with (1 without fp16 scaling), the images of the step over all
+ * ranks, and 1 when the step was skipped for an inf/nan gradient. */
+struct step_metrics {
+    int64_t step;
+    int epoch;
+    double loss, loss_scale, lr;
+    int64_t images;
+    int found_inf;
+};
+
+int runlog_metrics(struct runlog *r, const struct step_metrics *m);
 
 /* Flush and close both files; 0 or -1 if anything failed to reach the disk. */
 int runlog_close(struct runlog *r);

@@ -16,6 +16,7 @@
 #include "reducer.h"
 #include "runlog.h"
 #include "sampler.h"
+#include "scaler.h"
 #include "sgd.h"
 #include "store.h"
 
@@ -43,6 +44,11 @@ void train_opts_default(struct train_opts *o)
         .bucket_cap_mb = 25.0,
         .sync_bn = 1,
         .timeout_ms = 300000,
+        .amp = AMP_OFF,
+        .scale_init = 65536.0f,
+        .scale_growth = 2.0f,
+        .scale_backoff = 0.5f,
+        .scale_interval = 2000,
     };
 }
 
@@ -52,6 +58,8 @@ struct rank {
     struct backend *be;
     struct model *m;
     struct sgd opt;
+    struct grad_scaler scaler;
+    int start_epoch; /* epochs already done (resume) */
     struct store *store;
     struct comm *comm;
     struct reducer *red;
@@ -62,14 +70,18 @@ struct rank {
     struct runlog log;
     long long step;
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
+    long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
 };
 
-/* DDPPROF_FAULT_SKIP_STEP=RANK:STEP makes rank RANK skip training step STEP entirely: the
- * tutorial's classic bug of one rank running one batch fewer, which must end in a timeout
- * error naming the collective, never a hang.  For the failure tests only. */
-static long long fault_skip_step(int rank)
+/* Fault injection for the failure tests only:
+ * DDPPROF_FAULT_SKIP_STEP=RANK:STEP makes rank RANK skip training step STEP entirely: the
+ * tutorial's classic bug of one rank running one batch fewer, which must end in an error
+ * naming the collective, never a hang.
+ * DDPPROF_FAULT_INF_STEP=RANK:STEP puts an inf into rank RANK's loss gradient at STEP: the
+ * GradScaler must skip that step on every rank and back off. */
+static long long fault_step(const char *var, int rank)
 {
-    const char *v = getenv("DDPPROF_FAULT_SKIP_STEP");
+    const char *v = getenv(var);
     int r;
     long long step;
     if (v && sscanf(v, "%d:%lld", &r, &step) == 2 && r == rank)
@@ -165,7 +177,9 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "seed", "%llu", (unsigned long long)o->seed);
     runlog_meta(l, "shuffle", "%d", o->shuffle);
     runlog_meta(l, "normalize", "%g,%g", (double)o->norm_mean, (double)o->norm_std);
-    runlog_meta(l, "amp", "off");
+    static const char *const amp_names[] = {"off", "fp16", "bf16"};
+    runlog_meta(l, "amp", "%s", amp_names[o->amp]);
+    runlog_meta(l, "resume", "%s", o->resume_path ? o->resume_path : "");
     if (o->mode == TRAIN_DDP) {
         runlog_meta(l, "sync_bn", "%d", o->sync_bn);
         runlog_meta(l, "bucket_cap_mb", "%g", o->bucket_cap_mb);
@@ -201,6 +215,18 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         return error_wrap("--init");
     if (sgd_init(&r->opt, &r->m->params, o->lr, o->momentum, 0.0f, o->weight_decay, 0))
         return -1;
+    scaler_init(&r->scaler, o->amp == AMP_F16);
+    if (r->scaler.enabled) {
+        r->scaler.scale = o->scale_init;
+        r->scaler.growth_factor = o->scale_growth;
+        r->scaler.backoff_factor = o->scale_backoff;
+        r->scaler.growth_interval = o->scale_interval;
+    }
+    if (o->amp != AMP_OFF && r->m->set_amp(r->m, o->amp))
+        return -1;
+    if (o->resume_path && checkpoint_resume(o->resume_path, &r->m->params, &r->opt,
+                                            &r->scaler, o->model, &r->start_epoch, &r->step))
+        return error_wrap("--resume");
     int b = o->batch_size;
     size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
     r->x_host = malloc((size_t)b * img * sizeof(float));
@@ -249,14 +275,27 @@ static void rank_teardown(struct rank *r, int failed)
     runlog_close(&r->log);
 }
 
-/* one optimisation step on n samples; *loss gets the global mean loss */
-static int rank_step(struct rank *r, int n, double *loss)
+/* One optimisation step on n samples: forward, loss, backward (scaled by the GradScaler,
+ * buckets all-reduced as gradients become ready), unscale and inf check, SGD step unless
+ * an inf/nan was found.  Fills the step's loss (global mean), scale and found_inf. */
+static int rank_step(struct rank *r, int n, struct step_metrics *sm)
 {
     struct model *m = r->m;
+    struct backend *be = r->be;
     const float *logits;
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
-    float l = r->be->softmax_xent(r->be, n, m->classes, logits, r->y_dev, r->dlogits);
+    float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
+    size_t nd = (size_t)n * m->classes;
+    sm->loss_scale = r->scaler.scale;
+    if (r->scaler.enabled) /* scaler.scale(loss).backward() */
+        be->scale(be, nd, r->scaler.scale, r->dlogits, r->dlogits);
+    if (r->step + 1 == r->fault_inf_step) {
+        float inf = 1.0f / 0.0f;
+        be->upload(be, r->dlogits, &inf, sizeof inf);
+    }
+    if (m->amp) /* the logits' cast to fp32 for the loss: its backward casts back */
+        be->round_amp(be, nd, m->amp, r->dlogits, r->dlogits);
     struct grad_hook hook = {0};
     if (r->red)
         hook = reducer_hook(r->red);
@@ -266,13 +305,18 @@ static int rank_step(struct rank *r, int n, double *loss)
         if (reducer_finish(r->red))
             return -1;
         float mean = l / (float)r->world;
-        r->be->upload(r->be, r->scalars, &mean, sizeof mean);
+        be->upload(be, r->scalars, &mean, sizeof mean);
         if (comm_allreduce(r->comm, r->scalars, 1, COMM_F32))
             return error_wrap("all-reducing the loss");
-        r->be->download(r->be, &l, r->scalars, sizeof l);
+        be->download(be, &l, r->scalars, sizeof l);
     }
-    *loss = l;
-    return sgd_step(&r->opt);
+    sm->loss = l;
+    if (scaler_unscale(&r->scaler, &m->params, r->comm, r->scalars, &sm->found_inf))
+        return -1;
+    if (!sm->found_inf && sgd_step(&r->opt))
+        return -1;
+    scaler_update(&r->scaler, sm->found_inf);
+    return 0;
 }
 
 static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
@@ -289,17 +333,18 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     int batches = 0;
     for (int64_t at = 0; at < count; at += o->batch_size) {
         int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
-        double loss = 0.0;
+        struct step_metrics sm = {.step = r->step + 1, .epoch = epoch + 1, .lr = o->lr,
+                                  .images = (int64_t)n * r->world};
         if (r->step + 1 == r->fault_skip_step) {
             r->step++;
             continue;
         }
-        if (rank_load_batch(r, &r->train, r->indices + at, n) || rank_step(r, n, &loss))
+        if (rank_load_batch(r, &r->train, r->indices + at, n) || rank_step(r, n, &sm))
             return error_wrap("epoch %d step %lld", epoch + 1, r->step + 1);
         r->step++;
-        sum += loss;
+        sum += sm.loss;
         batches++;
-        if (runlog_metrics(&r->log, r->step, epoch + 1, loss, o->lr, (int64_t)n * r->world))
+        if (runlog_metrics(&r->log, &sm))
             return -1;
     }
     *mean_loss = batches ? sum / batches : 0.0;
@@ -349,10 +394,11 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
     }
-    r.fault_skip_step = fault_skip_step(r.rank);
+    r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
+    r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     int rc = rank_setup(&r, env);
     double accuracy = 0.0;
-    for (int epoch = 0; rc == 0 && epoch < o.epochs; epoch++) {
+    for (int epoch = r.start_epoch; rc == 0 && epoch < o.epochs; epoch++) {
         say(&r, "begin training of epoch %d/%d\n", epoch + 1, o.epochs);
         double t0 = now_s(), loss = 0.0;
         rc = rank_train_epoch(&r, epoch, &loss);
@@ -363,6 +409,12 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             say(&r, "begin testing\n");
             rc = rank_evaluate(&r, &accuracy);
         }
+        if (rc == 0 && r.rank == 0 && o.out_dir) { /* every epoch, for --resume */
+            char path[4200];
+            snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out_dir);
+            rc = checkpoint_save(path, &r.m->params, &r.opt, &r.scaler, o.model, epoch + 1,
+                                 r.step);
+        }
         if (rc == 0) {
             say(&r, "Accuracy is %.2f%%\n", 100.0 * accuracy);
             char key[64];
@@ -371,11 +423,6 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
             runlog_meta(&r.log, key, "%.6f", accuracy);
         }
-    }
-    if (rc == 0 && r.rank == 0 && o.out_dir) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out_dir);
-        rc = checkpoint_save(path, &r.m->params, &r.opt, o.model, o.epochs, r.step);
     }
     double elapsed = now_s() - t_start;
     if (rc == 0) {

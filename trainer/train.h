@@ -6,6 +6,8 @@
 #ifndef DDPPROF_TRAIN_H
 #define DDPPROF_TRAIN_H
 
+#include "backend.h"
+
 #include <stdint.h>
 
 struct dist_env;
@@ -30,6 +32,10 @@ struct train_opts {
     int sync_bn;
     int timeout_ms;
     int quiet;               /* no progress lines (tests) */
+    enum amp_dtype amp;      /* autocast (--amp fp16|bf16|off) */
+    float scale_init, scale_growth, scale_backoff; /* GradScaler (fp16 only) */
+    int scale_interval;
+    const char *resume_path; /* --resume CKPT: continue that run's state */
 };
 
 /* Default options (the seed's: convnet, 3 epochs, batch 32, lr 1e-4, SGD without momentum,

@@ -1,9 +1,12 @@
-/* cuda.h — constructors of the CUDA backend and the NCCL comm.
+/* cuda.h — constructors of the CUDA backend and the NCCL comm, and the host-side CUDA
+ * queries (versions, shapes, unique-id exchange) the rest of the program and the tests use.
  *
  * Defined in trainer/cuda/ when the build found the CUDA toolkit (with cuDNN, NCCL,
  * CUPTI), else by stubs.c, which fail with one clear line.  Callers never #ifdef. */
 #ifndef DDPPROF_CUDA_H
 #define DDPPROF_CUDA_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -12,6 +15,8 @@ extern "C" {
 struct backend;
 struct comm;
 struct store;
+struct conv2d_shape;
+struct pool2d_shape;
 
 /* 1 when this build has the CUDA backend */
 int cuda_build_enabled(void);
@@ -21,14 +26,55 @@ int cuda_build_enabled(void);
 int cuda_device_count(void);
 
 /* The CUDA backend on device `device` (an index among the visible devices).  NULL +
- * error_set (no CUDA build, no such device, no driver). */
+ * error_set (no CUDA build, no such device, no driver): one line saying which and what to
+ * do.  Slots may be called from any thread (each makes the backend's device current), but
+ * not concurrently.  A failing CUDA/cuDNN/cuBLAS call inside a slot (slots return void) is
+ * kept as the backend's first error: see backend_cuda_status. */
 struct backend *backend_cuda_create(int device);
 
+/* 0 while every op queued on a CUDA backend so far succeeded; else -1 and error_set with
+ * the first failure (op, file, line, library error).  Work still running on the device is
+ * not waited for: call after a sync point (softmax_xent, download, synchronize) to cover
+ * everything before it.  A failed backend's softmax_xent returns NaN.  -1 also for a
+ * backend that is not "cuda". */
+int backend_cuda_status(struct backend *be);
+
 /* The NCCL comm for rank/world: rank 0 creates the unique id and publishes it in the
- * store under "nccl_id", the others read it.  be is this rank's CUDA backend (its compute
- * stream orders the collectives).  NULL + error_set. */
+ * store under "nccl_id" (the n-th communicator of a process under "nccl_id.n"), the others
+ * read it; then all ranks meet at a store barrier and create the communicator on be's
+ * device.  store may be NULL only when world == 1.  be is this rank's CUDA backend (its
+ * compute stream orders the collectives).  NULL + error_set. */
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,
                               int timeout_ms);
+
+/* The unique-id half of comm_nccl_create: rank 0 calls ncclGetUniqueId (no device needed)
+ * and store_set(key); other ranks store_get(key).  id receives the 128 bytes. */
+int comm_nccl_exchange_id(struct store *store, int rank, const char *key,
+                          unsigned char id[128]);
+
+/* What the run ran on, for meta.csv and results/: device (device < 0 or no device: empty
+ * name, zeros) and library versions, as the libraries encode them. */
+struct cuda_info {
+    char device_name[256];
+    int cc_major, cc_minor;  /* compute capability */
+    int sm_count;
+    size_t memory_bytes;
+    int driver_version;      /* cudaDriverGetVersion, 13000 = 13.0; 0 without a driver */
+    int runtime_version;     /* cudaRuntimeGetVersion */
+    size_t cudnn_version;    /* cudnnGetVersion, 91900 = 9.19.0 */
+    int cublas_version;      /* major*10000 + minor*100 + patch */
+    int nccl_version;        /* ncclGetVersion, 22809 = 2.28.9 */
+};
+
+/* 0, or -1 (error_set) when device >= 0 cannot be queried or in a build without CUDA. */
+int cuda_info_get(int device, struct cuda_info *info);
+
+/* cuDNN's output shape (n,k,p,q) of cs (p, q need not be filled) with the descriptors the
+ * backend builds, for dtype 0 fp32, 1 fp16, 2 bf16.  Needs no device.  0 or -1. */
+int cuda_conv2d_output_dim(const struct conv2d_shape *cs, int dtype, int dims[4]);
+
+/* cuDNN's output shape (n,c,p,q) of max pooling ps (no padding).  Needs no device. */
+int cuda_pool2d_output_dim(const struct pool2d_shape *ps, int dims[4]);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,10 @@
-/* stubs.c — the CUDA constructors of a build without the CUDA toolkit (see cuda.h). */
+/* stubs.c — the CUDA entry points of a build without the CUDA toolkit (see cuda.h). */
 #include "cuda.h"
 
 #include "error.h"
 
 #include <stddef.h>
+#include <string.h>
 
 static const char no_cuda[] = "this ddpprof was built without CUDA (CMake found no CUDA "
                               "toolkit with cuDNN, NCCL and CUPTI): use --cpu N, or rebuild "
@@ -19,9 +20,41 @@ struct backend *backend_cuda_create(int device)
     return error_set("%s", no_cuda), NULL;
 }
 
+int backend_cuda_status(struct backend *be)
+{
+    (void)be;
+    return error_set("%s", no_cuda);
+}
+
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,
                               int timeout_ms)
 {
     (void)be, (void)store, (void)rank, (void)world, (void)timeout_ms;
     return error_set("%s", no_cuda), NULL;
+}
+
+int comm_nccl_exchange_id(struct store *store, int rank, const char *key,
+                          unsigned char id[128])
+{
+    (void)store, (void)rank, (void)key, (void)id;
+    return error_set("%s", no_cuda);
+}
+
+int cuda_info_get(int device, struct cuda_info *info)
+{
+    (void)device;
+    memset(info, 0, sizeof *info);
+    return error_set("%s", no_cuda);
+}
+
+int cuda_conv2d_output_dim(const struct conv2d_shape *cs, int dtype, int dims[4])
+{
+    (void)cs, (void)dtype, (void)dims;
+    return error_set("%s", no_cuda);
+}
+
+int cuda_pool2d_output_dim(const struct pool2d_shape *ps, int dims[4])
+{
+    (void)ps, (void)dims;
+    return error_set("%s", no_cuda);
 }

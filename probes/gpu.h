@@ -1,0 +1,86 @@
+/* gpu.h — the GPU half of the probes: CUPTI activity tracing and CUDA event pairs.
+ *
+ * Implemented in probes/cuda/ when the build has CUDA (DDPPROF_HAVE_CUDA), else by
+ * probes/cuda/stubs.c, whose constructors say "unavailable" — so probe.c has no #ifdef.
+ * No CUDA types appear here: streams travel as void * (a cudaStream_t). */
+#ifndef DDPPROF_GPU_H
+#define DDPPROF_GPU_H
+
+#include "activity.h"
+#include "trace_writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- CUPTI activity tracing (probes/cuda/cupti_*.c) ----
+ * Kernels (concurrent), memcpy, memset, synchronization, external correlation and
+ * runtime API records (the last only make CUPTI emit the correlation records) in 4 MiB
+ * buffers; CUPTI's timestamps come from clock_now_ns (cuptiActivityRegisterTimestampCallback),
+ * so cupti rows share the host rows' clock.  Completed buffers are converted to
+ * struct activity_record and fed to the activity_proc given at start (on CUPTI's thread
+ * or inside cupti_tracer_flush).  One tracer per process. */
+struct cupti_tracer;
+
+/* Start tracing into ap (which must outlive the tracer).  NULL when CUPTI cannot be used
+ * here — no CUDA build, no driver or device, CUPTI already in use (e.g. under nsys), or a
+ * second tracer — with a one-line reason in why (no error_set: not an error, the other
+ * probes go on). */
+struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, size_t why_cap);
+
+/* Push/pop the calling thread's external correlation id (corr_encode) around launches. */
+void cupti_tracer_push(struct cupti_tracer *t, uint64_t external_id);
+void cupti_tracer_pop(struct cupti_tracer *t);
+
+/* Deliver every buffered record now (forced flush), then end the batch.  0 or -1 (error_set). */
+int cupti_tracer_flush(struct cupti_tracer *t);
+
+/* Records CUPTI dropped (buffers full/unavailable), summed over contexts and streams. */
+uint64_t cupti_tracer_dropped(const struct cupti_tracer *t);
+
+/* Flush, disable the activity kinds, unsubscribe, free (t may be NULL).  After this the
+ * activity_proc may be destroyed. */
+void cupti_tracer_stop(struct cupti_tracer *t);
+
+/* ---- CUDA event pairs (probes/cuda/event_timer.c) ----
+ * A ring of (start, end) cudaEvent pairs recorded on one stream around each range.
+ * Nothing waits for them: event_timer_poll, called once per step, writes the pairs that
+ * have completed, oldest first, and stops at the first that has not.  Device times are
+ * put on the host clock through an anchor event whose host time was read with the stream
+ * idle at creation (error <= half the synchronize latency, reported in why), re-anchored
+ * about every second from the previous anchor so float milliseconds keep sub-microsecond
+ * resolution. */
+struct event_timer;
+
+#define EVENT_TIMER_SLOTS 1024
+
+/* A timer on stream (a cudaStream_t; NULL is the legacy default stream).  Synchronizes
+ * the stream once.  NULL + error_set (no CUDA build, CUDA error). */
+struct event_timer *event_timer_create(void *stream);
+
+/* Record a start event; returns its slot, or -1 when all slots wait (the range is
+ * counted as dropped) or on a CUDA error. */
+int event_timer_begin(struct event_timer *t);
+
+/* Record slot's end event; row (name copied, up to 63 bytes) is what poll writes with
+ * start_ns/end_ns replaced by the device times and clock set to device. */
+void event_timer_end(struct event_timer *t, int slot, const struct trace_row *row);
+
+/* Write completed pairs to emit(ctx, row) without waiting. */
+void event_timer_poll(struct event_timer *t, trace_emit_fn emit, void *ctx);
+
+/* Synchronize the stream and write every ended pair (at the end of a run). */
+void event_timer_drain(struct event_timer *t, trace_emit_fn emit, void *ctx);
+
+/* Ranges dropped because every slot was waiting. */
+uint64_t event_timer_dropped(const struct event_timer *t);
+
+void event_timer_destroy(struct event_timer *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/* probe.h — the one instrumentation API the trainer calls.
+ *
+ * A probe turns each phase range into (1) an NVTX range in domain "ddpprof" (probes/nvtx.h),
+ * (2) a host-clock row in <run_dir>/rank<N>.trace.csv (probes/TRACE.md), and on a GPU in
+ * full mode (3) a CUDA event pair on the stream doing the work (a `device` row) and (4) a
+ * CUPTI external correlation id, so every kernel, memcpy and memset it launched becomes a
+ * `cupti` row attributed to its phase, step and bucket.
+ *
+ * Modes (--trace off|nvtx|full):
+ *   PROBE_OFF   nothing at all: no file, every call returns on one flag test.
+ *   PROBE_NVTX  NVTX ranges and host rows; no CUPTI, no CUDA events (for runs under
+ *               nsys, which owns CUPTI itself).
+ *   PROBE_FULL  everything available; on a CPU rank that is the same as PROBE_NVTX.
+ *
+ * Threads: every probe_* call except probe_row comes from the training thread (NVTX
+ * push/pop and the range stack are per thread).  probe_row may be called from any thread.
+ * A NULL probe is accepted everywhere and does nothing.
+ *
+ * Cost: no allocation per range (the first time a bucket number is seen excepted); a pop
+ * formats one row into the writer's buffer. */
+#ifndef DDPPROF_PROBE_H
+#define DDPPROF_PROBE_H
+
+#include "phase.h"
+#include "trace_writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum probe_mode { PROBE_OFF = 0, PROBE_NVTX, PROBE_FULL };
+
+struct probe_opts {
+    int rank;               /* global rank: the trace file name and the rank column */
+    const char *run_dir;    /* existing directory for rank<rank>.trace.csv (unused when off) */
+    enum probe_mode mode;
+    int gpu;                /* 1: this rank computes on a CUDA device (full mode: events, CUPTI) */
+    void *compute_stream;   /* cudaStream_t of the compute work (NULL: the legacy default stream) */
+    void *comm_stream;      /* cudaStream_t of the all-reduces (NCCL), or NULL: no device rows
+                               for all-reduces (CUPTI still attributes their kernels) */
+    int cupti;              /* 1: use CUPTI in full mode on a GPU */
+    int quiet;              /* 1: do not print the one-line "CUPTI unavailable" notice */
+    size_t flush_bytes;     /* trace buffer threshold; 0: TRACE_FLUSH_BYTES_DEFAULT (256 KiB) */
+};
+
+/* full mode, rank 0, run_dir ".", CPU, cupti on, not quiet */
+void probe_opts_default(struct probe_opts *o);
+
+/* "off", "nvtx", "full" -> mode; 0, or -1 with error_set naming the accepted values. */
+int probe_mode_parse(const char *s, enum probe_mode *mode);
+const char *probe_mode_name(enum probe_mode mode);
+
+struct probe;
+
+/* Create the probe.  Off: an inert probe (no file, no NVTX).  Otherwise creates
+ * rank<N>.trace.csv (header written) and the NVTX domain; in full mode with gpu set,
+ * also CUDA event timers and CUPTI.  If CUPTI cannot be used the reason is one line,
+ * printed once per process to stderr unless quiet and kept for probe_gpu_note; the rest
+ * goes on.  NULL + error_set when the trace file cannot be created or memory runs out;
+ * CUDA event timers failing is also an error (a GPU rank whose stream does not work). */
+struct probe *probe_create(const struct probe_opts *o);
+
+/* The step (1-based, global across epochs; 0 outside training) and epoch (1-based) the
+ * next ranges belong to.  Also writes the device rows of completed event pairs (never
+ * waits).  Call it before pushing PROBE_STEP. */
+void probe_set_step(struct probe *p, int64_t step, int epoch);
+
+/* Open / close a phase range (nested; at most PROBE_MAX_DEPTH open, deeper pushes are
+ * counted and ignored with their pops).  The host row is written at pop, with the step
+ * and epoch current at push.  ph must not be PROBE_ALLREDUCE (see probe_bucket_*). */
+#define PROBE_MAX_DEPTH 16
+void probe_push(struct probe *p, enum probe_phase ph);
+void probe_pop(struct probe *p);
+
+/* A DDP bucket's all-reduce, in three calls on the training thread:
+ *   probe_bucket_launch  right before the asynchronous all-reduce is issued: starts the
+ *                        NVTX range "allreduce.bN", remembers the host time and step, and
+ *                        on a GPU pushes the bucket's correlation id and records the start
+ *                        event on comm_stream;
+ *   probe_bucket_issued  right after it was issued: pops the correlation id and records
+ *                        the end event (a no-op on CPU);
+ *   probe_bucket_range   when its wait returned: ends the NVTX range and writes the host
+ *                        row (stream 1) from start_ns to end_ns, when the transport ran it
+ *                        (struct comm_span); both 0 means the transport cannot tell (NCCL):
+ *                        the row then spans launch to now.
+ * bucket >= 0.  The NVTX range nests in step; it starts inside backward and ends before
+ * optimizer (TRACE.md). */
+void probe_bucket_launch(struct probe *p, int bucket, uint64_t bytes);
+void probe_bucket_issued(struct probe *p, int bucket);
+void probe_bucket_range(struct probe *p, int bucket, uint64_t bytes, int64_t start_ns,
+                        int64_t end_ns);
+
+/* Write one row as is (rank filled in); any thread.  For spans measured elsewhere. */
+void probe_row(struct probe *p, const struct trace_row *row);
+
+/* Write out everything buffered (trace rows, completed device rows, CUPTI records).
+ * 0 or -1 (error_set). */
+int probe_flush(struct probe *p);
+
+struct probe_stats {
+    uint64_t rows;            /* rows written to the trace (all clocks) */
+    uint64_t rows_lost;       /* rows that could not be written */
+    uint64_t unbalanced;      /* pops without a push, pushes beyond PROBE_MAX_DEPTH,
+                                 ranges still open at destroy */
+    uint64_t device_dropped;  /* event pairs dropped (ring full) */
+    uint64_t cupti_records;   /* CUPTI records processed */
+    uint64_t cupti_dropped;   /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
+    uint64_t cupti_unattributed; /* GPU activity launched outside every range */
+    int cupti_active;         /* 1 when CUPTI is tracing */
+};
+void probe_stats(struct probe *p, struct probe_stats *st);
+
+/* "" or the one line saying why CUPTI is not tracing (valid while p lives). */
+const char *probe_gpu_note(const struct probe *p);
+
+/* Close open ranges (NVTX too), drain the device rows and CUPTI, flush and close the
+ * trace, free.  Call it before the CUDA streams are destroyed.  0, or -1 with error_set
+ * when rows were lost (on an error path, ignore the result to keep the first error). */
+int probe_destroy(struct probe *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

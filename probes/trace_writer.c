@@ -1,0 +1,497 @@
+/* trace_writer.c — the per-rank trace file: row formatting, the buffer, flushing, and the
+ * fatal-signal handler that writes the buffered whole rows (see trace_writer.h for the
+ * ownership protocol between threads and the handler). */
+#include "trace_writer.h"
+
+#include "error.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+/* buffer owner modes (low 2 bits of state; the owner's thread id above them) */
+enum { TW_IDLE = 0, TW_APPEND = 1, TW_FLUSH = 2, TW_HANDLER = 3 };
+#define TW_MAX_WRITERS 16
+#define TW_HANDLER_WAIT_MS 100
+
+struct trace_writer {
+    pthread_mutex_t mu;       /* serialises threads; never taken by the signal handler */
+    int fd;
+    pid_t pid;                /* process that opened it (a forked child must not write) */
+    char *buf;
+    size_t cap, threshold;
+    _Atomic uint64_t state;   /* (tid << 2) | mode */
+    _Atomic size_t committed; /* bytes of whole rows at the start of buf */
+    _Atomic int64_t disk;     /* bytes in the file; the file offset except during a flush */
+    _Atomic uint64_t rows, lost;
+    int slot;                 /* index in tw_registry */
+    char cause[160];          /* first reason rows were lost (under mu) */
+    char path[4096];
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* formatting                                                                            */
+
+static const char *const tw_clock_names[] = {"host", "device", "cupti"};
+static const char *const tw_kind_names[] = {"range", "kernel", "memcpy", "memset", "sync"};
+
+static char *tw_put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static char *tw_put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *p++ = '-';
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *tw_put_u64(char *p, uint64_t u)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
+{
+    const char *name = r->name ? r->name : phase_name(r->phase);
+    size_t len = strnlen(name, TRACE_NAME_MAX);
+    if (len == TRACE_NAME_MAX && name[len] != '\0')
+        while (len > 0 && ((unsigned char)name[len] & 0xC0) == 0x80)
+            len--; /* do not cut a UTF-8 sequence in two */
+    int quote = 0;
+    for (size_t i = 0; i < len && !quote; i++)
+        quote = name[i] == ',' || name[i] == '"' || name[i] == '\r' || name[i] == '\n';
+    int64_t end = r->end_ns < r->start_ns ? r->start_ns : r->end_ns;
+    unsigned clk = (unsigned)r->clock < 3 ? (unsigned)r->clock : 0;
+    unsigned kind = (unsigned)r->kind < 5 ? (unsigned)r->kind : 0;
+
+    char *p = buf;
+    p = tw_put_i64(p, r->rank);
+    *p++ = ',';
+    p = tw_put_i64(p, r->step);
+    *p++ = ',';
+    p = tw_put_i64(p, r->epoch);
+    *p++ = ',';
+    p = tw_put_str(p, phase_name(r->phase));
+    *p++ = ',';
+    p = tw_put_i64(p, r->bucket);
+    *p++ = ',';
+    p = tw_put_str(p, tw_clock_names[clk]);
+    *p++ = ',';
+    p = tw_put_i64(p, r->start_ns);
+    *p++ = ',';
+    p = tw_put_i64(p, end);
+    *p++ = ',';
+    p = tw_put_u64(p, r->bytes);
+    *p++ = ',';
+    if (quote) {
+        p += csv_write(p, cap - (size_t)(p - buf) - 32, name, len);
+    } else {
+        memcpy(p, name, len);
+        p += len;
+    }
+    *p++ = ',';
+    p = tw_put_str(p, tw_kind_names[kind]);
+    *p++ = ',';
+    p = tw_put_i64(p, r->stream);
+    *p++ = '\n';
+    return (size_t)(p - buf);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* ownership of the buffer                                                               */
+
+static __thread pid_t tw_tid_cache;
+
+static void tw_atfork_child(void)
+{
+    tw_tid_cache = 0; /* the child's thread has a new id */
+}
+
+static pid_t tw_tid(void)
+{
+    if (!tw_tid_cache)
+        tw_tid_cache = (pid_t)syscall(SYS_gettid);
+    return tw_tid_cache;
+}
+
+static uint64_t tw_pack(pid_t tid, int mode)
+{
+    return ((uint64_t)(uint32_t)tid << 2) | (uint64_t)mode;
+}
+
+/* Move the buffer from `from` (owned by this thread, or TW_IDLE) to `to`; 0 when the
+ * signal handler owns it. */
+static int tw_move(struct trace_writer *w, int from, int to)
+{
+    pid_t me = tw_tid();
+    uint64_t expect = from == TW_IDLE ? 0 : tw_pack(me, from);
+    uint64_t want = to == TW_IDLE ? 0 : tw_pack(me, to);
+    return atomic_compare_exchange_strong(&w->state, &expect, want);
+}
+
+static void tw_note_loss(struct trace_writer *w, uint64_t rows, const char *cause)
+{
+    atomic_fetch_add(&w->lost, rows);
+    if (!w->cause[0])
+        snprintf(w->cause, sizeof w->cause, "%s", cause);
+}
+
+static uint64_t tw_count_rows(const char *p, size_t n)
+{
+    uint64_t rows = 0;
+    for (size_t i = 0; i < n; i++)
+        rows += p[i] == '\n';
+    return rows;
+}
+
+/* Write the committed rows.  Caller holds mu and owns the buffer in TW_FLUSH. */
+static int tw_flush_owned(struct trace_writer *w)
+{
+    size_t n = atomic_load_explicit(&w->committed, memory_order_relaxed);
+    if (n == 0)
+        return 0;
+    int64_t base = atomic_load_explicit(&w->disk, memory_order_relaxed);
+    uint64_t mine = tw_pack(tw_tid(), TW_FLUSH);
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = write(w->fd, w->buf + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (atomic_load(&w->state) != mine)
+            return error_set("trace %s: stopped by a fatal signal", w->path);
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            /* drop what reached the file of this flush: the file ends in a whole row */
+            if (ftruncate(w->fd, (off_t)base) == 0)
+                lseek(w->fd, (off_t)base, SEEK_SET);
+            char why[128];
+            snprintf(why, sizeof why, "write failed: %s", strerror(e));
+            tw_note_loss(w, tw_count_rows(w->buf, n), why);
+            atomic_store_explicit(&w->committed, 0, memory_order_release);
+            return error_set("trace %s: %s; %zu buffered bytes dropped (check free space)",
+                             w->path, why, n);
+        }
+        off += (size_t)k;
+    }
+    /* committed before disk: the handler reads disk first (see tw_handler_flush) */
+    atomic_store_explicit(&w->committed, 0, memory_order_release);
+    atomic_store_explicit(&w->disk, base + (int64_t)n, memory_order_release);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* the registry of open writers and the fatal-signal handler                            */
+
+static _Atomic(struct trace_writer *) tw_registry[TW_MAX_WRITERS];
+static pthread_mutex_t tw_registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static int tw_open_count;
+static const int tw_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT};
+#define TW_NSIG ((int)(sizeof tw_signals / sizeof tw_signals[0]))
+static struct sigaction tw_old_action[TW_NSIG];
+static int tw_hooked[TW_NSIG];
+
+static void tw_write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return;
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Async-signal-safe: atomics, getpid, lseek, write, nanosleep only. */
+static void tw_handler_flush(struct trace_writer *w, pid_t self)
+{
+    if (w->pid != getpid())
+        return;
+    uint64_t s = atomic_load(&w->state);
+    int from;
+    for (int waited = 0;;) {
+        int mode = (int)(s & 3);
+        pid_t owner = (pid_t)(s >> 2);
+        if (mode == TW_HANDLER)
+            return; /* another handler is on it */
+        if (mode != TW_FLUSH || owner == self || waited >= TW_HANDLER_WAIT_MS) {
+            if (atomic_compare_exchange_strong(&w->state, &s, tw_pack(self, TW_HANDLER))) {
+                from = mode;
+                break;
+            }
+            continue; /* s was reloaded */
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL); /* another thread is flushing: let it finish */
+        waited++;
+        s = atomic_load(&w->state);
+    }
+    int64_t disk = atomic_load_explicit(&w->disk, memory_order_acquire);
+    size_t n = atomic_load_explicit(&w->committed, memory_order_acquire);
+    size_t done = 0;
+    if (from == TW_FLUSH) {
+        off_t pos = lseek(w->fd, 0, SEEK_CUR);
+        if (pos > disk)
+            done = (size_t)(pos - disk) < n ? (size_t)(pos - disk) : n;
+    }
+    tw_write_all(w->fd, w->buf + done, n - done);
+    if (from == TW_IDLE) {
+        /* nobody was in the middle of anything: leave a consistent, usable writer */
+        atomic_store(&w->committed, 0);
+        atomic_store(&w->disk, disk + (int64_t)n);
+        atomic_store(&w->state, 0);
+    }
+}
+
+static void tw_on_signal(int sig, siginfo_t *info, void *uctx)
+{
+    int saved_errno = errno;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    for (int i = 0; i < TW_MAX_WRITERS; i++) {
+        struct trace_writer *w = atomic_load(&tw_registry[i]);
+        if (w)
+            tw_handler_flush(w, self);
+    }
+    int k = 0;
+    while (k < TW_NSIG && tw_signals[k] != sig)
+        k++;
+    if (k == TW_NSIG)
+        return;
+    const struct sigaction *old = &tw_old_action[k];
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction)
+            old->sa_sigaction(sig, info, uctx);
+    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+    } else {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        raise(sig); /* blocked until we return, then the default action */
+    }
+    errno = saved_errno;
+}
+
+/* Under tw_registry_mu. */
+static void tw_install_handlers(void)
+{
+    static int atfork_done;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, tw_atfork_child);
+        atfork_done = 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = tw_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < TW_NSIG; k++)
+        sigaddset(&sa.sa_mask, tw_signals[k]);
+    for (int k = 0; k < TW_NSIG; k++) {
+        struct sigaction cur;
+        tw_hooked[k] = 0;
+        if (sigaction(tw_signals[k], NULL, &cur) != 0)
+            continue;
+        if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
+            continue; /* an ignored signal stays ignored */
+        if (sigaction(tw_signals[k], &sa, &tw_old_action[k]) == 0)
+            tw_hooked[k] = 1;
+    }
+}
+
+/* Under tw_registry_mu: put back what was there, unless someone replaced our handler. */
+static void tw_restore_handlers(void)
+{
+    for (int k = 0; k < TW_NSIG; k++) {
+        struct sigaction cur;
+        if (!tw_hooked[k] || sigaction(tw_signals[k], NULL, &cur) != 0)
+            continue;
+        if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == tw_on_signal)
+            sigaction(tw_signals[k], &tw_old_action[k], NULL);
+        tw_hooked[k] = 0;
+    }
+}
+
+static int tw_register(struct trace_writer *w)
+{
+    pthread_mutex_lock(&tw_registry_mu);
+    int slot = -1;
+    for (int i = 0; i < TW_MAX_WRITERS && slot < 0; i++)
+        if (!atomic_load(&tw_registry[i]))
+            slot = i;
+    if (slot >= 0) {
+        if (tw_open_count++ == 0)
+            tw_install_handlers();
+        w->slot = slot;
+        atomic_store(&tw_registry[slot], w);
+    }
+    pthread_mutex_unlock(&tw_registry_mu);
+    return slot;
+}
+
+static void tw_unregister(struct trace_writer *w)
+{
+    pthread_mutex_lock(&tw_registry_mu);
+    atomic_store(&tw_registry[w->slot], NULL);
+    if (--tw_open_count == 0)
+        tw_restore_handlers();
+    pthread_mutex_unlock(&tw_registry_mu);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* public                                                                                */
+
+struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes)
+{
+    struct trace_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        error_set("trace writer: out of memory");
+        return NULL;
+    }
+    w->threshold = flush_bytes ? flush_bytes : TRACE_FLUSH_BYTES_DEFAULT;
+    w->cap = w->threshold + TRACE_ROW_MAX;
+    w->buf = malloc(w->cap);
+    w->fd = -1;
+    if (!w->buf) {
+        free(w);
+        error_set("trace writer: out of memory for a %zu-byte buffer", flush_bytes);
+        return NULL;
+    }
+    if ((size_t)snprintf(w->path, sizeof w->path, "%s/rank%d.trace.csv", dir, rank) >=
+        sizeof w->path) {
+        error_set("trace writer: run directory path too long: %s", dir);
+        goto fail;
+    }
+    w->fd = open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        error_set("trace writer: cannot create %s: %s (does the run directory exist and "
+                  "is it writable?)", w->path, strerror(errno));
+        goto fail;
+    }
+    size_t hlen = strlen(TRACE_HEADER);
+    if (write(w->fd, TRACE_HEADER, hlen) != (ssize_t)hlen) {
+        error_set("trace writer: cannot write %s: %s", w->path, strerror(errno));
+        goto fail;
+    }
+    atomic_store(&w->disk, (int64_t)hlen);
+    w->pid = getpid();
+    pthread_mutex_init(&w->mu, NULL);
+    if (tw_register(w) < 0) {
+        pthread_mutex_destroy(&w->mu);
+        error_set("trace writer: more than %d trace files open in one process", TW_MAX_WRITERS);
+        goto fail;
+    }
+    return w;
+fail:
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w->buf);
+    free(w);
+    return NULL;
+}
+
+int trace_writer_add(struct trace_writer *w, const struct trace_row *row)
+{
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    if (!tw_move(w, TW_IDLE, TW_APPEND)) {
+        tw_note_loss(w, 1, "stopped by a fatal signal");
+        pthread_mutex_unlock(&w->mu);
+        return error_set("trace %s: stopped by a fatal signal", w->path);
+    }
+    size_t c = atomic_load_explicit(&w->committed, memory_order_relaxed);
+    size_t n = trace_format_row(w->buf + c, w->cap - c, row); /* c < threshold: fits */
+    atomic_store_explicit(&w->committed, c + n, memory_order_release);
+    atomic_fetch_add_explicit(&w->rows, 1, memory_order_relaxed);
+    if (c + n >= w->threshold) {
+        if (tw_move(w, TW_APPEND, TW_FLUSH)) {
+            rc = tw_flush_owned(w);
+            tw_move(w, TW_FLUSH, TW_IDLE);
+        }
+    } else {
+        tw_move(w, TW_APPEND, TW_IDLE);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void trace_writer_emit(void *ctx, const struct trace_row *row)
+{
+    trace_writer_add(ctx, row); /* a loss is counted in the writer and reported at close */
+}
+
+int trace_writer_flush(struct trace_writer *w)
+{
+    int rc;
+    pthread_mutex_lock(&w->mu);
+    if (tw_move(w, TW_IDLE, TW_FLUSH)) {
+        rc = tw_flush_owned(w);
+        tw_move(w, TW_FLUSH, TW_IDLE);
+    } else {
+        rc = error_set("trace %s: stopped by a fatal signal", w->path);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+uint64_t trace_writer_rows(const struct trace_writer *w)
+{
+    return atomic_load(&w->rows);
+}
+
+uint64_t trace_writer_lost(const struct trace_writer *w)
+{
+    return atomic_load(&w->lost);
+}
+
+int trace_writer_close(struct trace_writer *w)
+{
+    if (!w)
+        return 0;
+    int rc = trace_writer_flush(w);
+    tw_unregister(w);
+    if (close(w->fd) != 0 && rc == 0)
+        rc = error_set("trace %s: close failed: %s", w->path, strerror(errno));
+    uint64_t lost = atomic_load(&w->lost);
+    if (lost)
+        rc = error_set("trace %s: %llu row(s) lost (first cause: %s)", w->path,
+                       (unsigned long long)lost, w->cause);
+    pthread_mutex_destroy(&w->mu);
+    free(w->buf);
+    free(w);
+    return rc;
+}

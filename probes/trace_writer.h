@@ -1,0 +1,105 @@
+/* trace_writer.h — rankN.trace.csv: buffered, thread-safe, whole rows only, signal-safe.
+ *
+ * Writes the columns of probes/TRACE.md through libcsv quoting.  Rows are formatted into
+ * a memory buffer (no allocation per row) and written with write(2) in whole rows when
+ * the buffer passes its threshold, at trace_writer_flush/close, and from a handler for
+ * SIGSEGV, SIGBUS, SIGABRT, SIGTERM and SIGINT, so a crash loses at most the rows still in
+ * the buffer and the file never ends in a partial row.
+ *
+ * Threads: any number of threads may add rows to one writer (a mutex serialises them).
+ *
+ * Signals: the handler never takes the mutex.  Ownership of the buffer is one atomic word
+ * (idle / appending / flushing / handler, with the owner's thread id); the handler takes
+ * it with a compare-and-swap.  Appends publish a row by advancing the committed length
+ * only after the row's bytes are in the buffer, so the handler can take over from an
+ * append (its own thread's or another's) and write exactly the committed rows.  It can
+ * take over from its own thread's interrupted flush at once: the file offset (lseek)
+ * says how much of that flush reached the file, and it writes the rest.  Another
+ * thread's flush is given up to 100 ms to finish first; a flush still inside one write(2)
+ * after that could duplicate rows (never split one).  After writing, the handler chains
+ * to the action that was installed before (an ignored signal is not hooked at all) or,
+ * for the default action, restores it and re-raises the signal.  A handler that took
+ * over from a thread mid-append/flush leaves the writer stopped (later rows are counted
+ * as lost) in case the process survives the signal; from an idle writer it just flushed.
+ * Handlers are installed when the first writer opens and restored (if still ours) when
+ * the last closes.  In a forked child, the parent's writers are skipped by the handler. */
+#ifndef DDPPROF_TRACE_WRITER_H
+#define DDPPROF_TRACE_WRITER_H
+
+#include "phase.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum trace_clock { TRACE_CLOCK_HOST = 0, TRACE_CLOCK_DEVICE, TRACE_CLOCK_CUPTI };
+enum trace_kind {
+    TRACE_KIND_RANGE = 0,
+    TRACE_KIND_KERNEL,
+    TRACE_KIND_MEMCPY,
+    TRACE_KIND_MEMSET,
+    TRACE_KIND_SYNC
+};
+
+/* One row of TRACE.md.  name NULL means the phase name; names longer than
+ * TRACE_NAME_MAX bytes are cut there.  end_ns < start_ns is written as end_ns = start_ns. */
+struct trace_row {
+    int rank;
+    int64_t step;
+    int epoch;
+    enum probe_phase phase;
+    int bucket; /* -1 unless phase is allreduce */
+    enum trace_clock clock;
+    int64_t start_ns, end_ns;
+    uint64_t bytes;
+    const char *name;
+    enum trace_kind kind;
+    int64_t stream;
+};
+
+/* Where producers of rows (CUPTI processing, CUDA events) send them; trace_writer_emit
+ * is the one that writes to a trace_writer (ctx). */
+typedef void (*trace_emit_fn)(void *ctx, const struct trace_row *row);
+
+#define TRACE_FLUSH_BYTES_DEFAULT (256u * 1024u)
+#define TRACE_NAME_MAX 1024
+#define TRACE_ROW_MAX 4096 /* bound on one formatted row (name quoted at worst) */
+#define TRACE_HEADER "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n"
+
+struct trace_writer;
+
+/* Create (truncate) dir/rank<rank>.trace.csv and write its header line at once.
+ * flush_bytes: buffer threshold (0: TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
+ * NULL + error_set (cannot create the file, out of memory, more than 16 writers open). */
+struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes);
+
+/* Append one row; writes the buffer out when it passes the threshold.  0, or -1 with
+ * error_set when the row was lost (a failed write, or the writer was stopped by a signal
+ * handler).  Thread-safe; row and its name are only read. */
+int trace_writer_add(struct trace_writer *w, const struct trace_row *row);
+
+/* trace_emit_fn adapter: trace_writer_add((struct trace_writer *)ctx, row), errors counted. */
+void trace_writer_emit(void *ctx, const struct trace_row *row);
+
+/* Write the buffered rows now.  0 or -1 (error_set). */
+int trace_writer_flush(struct trace_writer *w);
+
+/* Rows added so far, and rows lost (failed writes, writer stopped, emit errors). */
+uint64_t trace_writer_rows(const struct trace_writer *w);
+uint64_t trace_writer_lost(const struct trace_writer *w);
+
+/* Flush, close and free (w may be NULL).  0, or -1 with error_set if any row was lost
+ * during the writer's life (the message says how many and the first cause). */
+int trace_writer_close(struct trace_writer *w);
+
+/* Format row into buf (cap >= TRACE_ROW_MAX) as one CSV line with its "\n"; returns its
+ * length.  Exposed for tests and benchmarks. */
+size_t trace_format_row(char *buf, size_t cap, const struct trace_row *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

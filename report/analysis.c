@@ -1,0 +1,680 @@
+/* analysis.c — phase statistics, interval unions (overlap, exposed communication, idle),
+ * per-bucket all-reduce figures, stragglers and speedup (see analysis.h and FORMULAS.md).
+ * Work is linear in the rows apart from sorts; temporaries are freed per rank. */
+#include "analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+const char *const seg_names[SEG_COUNT] = {"data", "forward", "backward", "optimizer",
+                                          "exposed comm", "other"};
+
+/* The phases of probes/TRACE.md in report order; others follow, by name. */
+enum { KP_STEP, KP_DATA, KP_FORWARD, KP_BACKWARD, KP_ALLREDUCE, KP_OPTIMIZER, KP_BARRIER,
+       KP_EVAL, KP_SETUP, KP_COUNT };
+static const char *const analysis_known[KP_COUNT] = {
+    "step", "data", "forward", "backward", "allreduce", "optimizer", "barrier", "eval", "setup"};
+
+struct ivl {
+    int64_t s, e;
+};
+
+struct analysis_ctx {
+    const struct runset *rs;
+    int *dense;           /* labels id -> dense phase index, or -1 */
+    uint32_t *dense_label; /* dense phase index -> labels id */
+    int ndense;
+    int known[KP_COUNT]; /* dense index of each known phase, or -1 */
+    uint32_t range_kind; /* labels id of "range" */
+};
+
+/* One all-reduce row, for the per-bucket table. */
+struct bucket_entry {
+    int32_t bucket;
+    int64_t dur_ns, hidden_ns, bytes;
+};
+
+/* One rank's step, for the stragglers table. */
+struct step_entry {
+    int32_t step, rank;
+    int64_t compute_ns, ready_ns;
+};
+
+/* One step or backward end, before the per-step join. */
+struct step_mark {
+    int32_t step;
+    int32_t is_ready; /* 0: a step range's start; 1: a backward range's end */
+    int64_t t_ns, start_ns;
+};
+
+struct growbuf {
+    void *p;
+    size_t n, cap, size;
+};
+
+static void *growbuf_push(struct growbuf *g)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        void *p = realloc(g->p, cap * g->size);
+        if (!p)
+            return NULL;
+        g->p = p;
+        g->cap = cap;
+    }
+    return (char *)g->p + g->size * g->n++;
+}
+
+int64_t analysis_percentile(const int64_t *sorted, size_t n, int p)
+{
+    if (n == 0)
+        return 0;
+    size_t rank = ((size_t)p * n + 99) / 100; /* ceil(p * n / 100) */
+    if (rank < 1)
+        rank = 1;
+    return sorted[rank - 1];
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_ivl(const void *a, const void *b)
+{
+    const struct ivl *x = a, *y = b;
+    if (x->s != y->s)
+        return (x->s > y->s) - (x->s < y->s);
+    return (x->e > y->e) - (x->e < y->e);
+}
+
+/* Sort and merge overlapping or touching intervals in place; returns the new count. */
+static size_t ivl_merge(struct ivl *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_ivl);
+    size_t out = 1;
+    for (size_t i = 1; i < n; i++) {
+        if (v[i].s <= v[out - 1].e) {
+            if (v[i].e > v[out - 1].e)
+                v[out - 1].e = v[i].e;
+        } else {
+            v[out++] = v[i];
+        }
+    }
+    return out;
+}
+
+static int64_t ivl_len(const struct ivl *v, size_t n)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i].e - v[i].s;
+    return sum;
+}
+
+/* |A ∩ B| for two merged lists. */
+static int64_t ivl_inter(const struct ivl *a, size_t na, const struct ivl *b, size_t nb)
+{
+    int64_t sum = 0;
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        int64_t lo = a[i].s > b[j].s ? a[i].s : b[j].s;
+        int64_t hi = a[i].e < b[j].e ? a[i].e : b[j].e;
+        if (hi > lo)
+            sum += hi - lo;
+        if (a[i].e < b[j].e)
+            i++;
+        else
+            j++;
+    }
+    return sum;
+}
+
+/* The merged union of two merged lists into out (room for na + nb); returns its count. */
+static size_t ivl_union2(const struct ivl *a, size_t na, const struct ivl *b, size_t nb,
+                         struct ivl *out)
+{
+    size_t i = 0, j = 0, n = 0;
+    while (i < na || j < nb) {
+        struct ivl x = (j >= nb || (i < na && a[i].s <= b[j].s)) ? a[i++] : b[j++];
+        if (n > 0 && x.s <= out[n - 1].e) {
+            if (x.e > out[n - 1].e)
+                out[n - 1].e = x.e;
+        } else {
+            out[n++] = x;
+        }
+    }
+    return n;
+}
+
+/* |[s, e) ∩ U| for a merged list U. */
+static int64_t ivl_overlap_one(const struct ivl *u, size_t n, int64_t s, int64_t e)
+{
+    size_t lo = 0, hi = n; /* first interval ending after s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid].e <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t sum = 0;
+    for (size_t k = lo; k < n && u[k].s < e; k++) {
+        int64_t a = u[k].s > s ? u[k].s : s, b = u[k].e < e ? u[k].e : e;
+        if (b > a)
+            sum += b - a;
+    }
+    return sum;
+}
+
+static int cmp_label_name(const void *a, const void *b, void *pool)
+{
+    return strcmp(strpool_get(pool, *(const uint32_t *)a), strpool_get(pool, *(const uint32_t *)b));
+}
+
+/* Dense phase indices: the known phases present, then any others by name. */
+static int analysis_ctx_init(struct analysis_ctx *c, const struct runset *rs)
+{
+    memset(c, 0, sizeof *c);
+    c->rs = rs;
+    uint32_t nl = rs->labels.n;
+    c->dense = malloc((nl + 1) * sizeof *c->dense);
+    c->dense_label = malloc((nl + 1) * sizeof *c->dense_label);
+    char *used = calloc(nl + 1, 1);
+    if (!c->dense || !c->dense_label || !used) {
+        free(used);
+        return error_set("report: out of memory indexing %u phase names", nl);
+    }
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->runs[i].nranks; k++) {
+            const struct rank_trace *t = &rs->runs[i].ranks[k];
+            for (size_t r = 0; r < t->n; r++)
+                used[t->rows[r].phase] = 1;
+        }
+    for (uint32_t id = 0; id < nl; id++)
+        c->dense[id] = -1;
+    for (int k = 0; k < KP_COUNT; k++) {
+        uint32_t id = strpool_find(&rs->labels, analysis_known[k]);
+        c->known[k] = -1;
+        if (id != STRPOOL_NONE && used[id]) {
+            c->known[k] = c->ndense;
+            c->dense[id] = c->ndense;
+            c->dense_label[c->ndense++] = id;
+        }
+    }
+    int first_other = c->ndense;
+    for (uint32_t id = 0; id < nl; id++)
+        if (used[id] && c->dense[id] < 0)
+            c->dense_label[c->ndense++] = id;
+    qsort_r(c->dense_label + first_other, (size_t)(c->ndense - first_other),
+            sizeof *c->dense_label, cmp_label_name, (void *)&rs->labels);
+    for (int d = first_other; d < c->ndense; d++)
+        c->dense[c->dense_label[d]] = d;
+    c->range_kind = strpool_find(&rs->labels, "range");
+    free(used);
+    return 0;
+}
+
+static void analysis_ctx_free(struct analysis_ctx *c)
+{
+    free(c->dense);
+    free(c->dense_label);
+}
+
+/* The intervals of the selected rows of the given dense phases into v; returns the count. */
+static size_t analysis_fill(const struct trace_row *rows, const size_t *idx, const size_t *first,
+                            const int *phases, int nphases, struct ivl *v)
+{
+    size_t n = 0;
+    for (int k = 0; k < nphases; k++) {
+        if (phases[k] < 0)
+            continue;
+        for (size_t i = first[phases[k]]; i < first[phases[k] + 1]; i++) {
+            v[n].s = rows[idx[i]].start_ns;
+            v[n].e = rows[idx[i]].end_ns;
+            n++;
+        }
+    }
+    return n;
+}
+
+static size_t analysis_count(const size_t *first, const int *phases, int nphases)
+{
+    size_t n = 0;
+    for (int k = 0; k < nphases; k++)
+        if (phases[k] >= 0)
+            n += first[phases[k] + 1] - first[phases[k]];
+    return n;
+}
+
+static int cmp_step_mark(const void *a, const void *b)
+{
+    const struct step_mark *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
+static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
+                         struct rank_stat *out, struct growbuf *buckets, struct growbuf *steps)
+{
+    const struct trace_row *rows = t->rows;
+    int nd = c->ndense;
+    const int *K = c->known;
+    out->rank = t->rank;
+    char *dev = calloc((size_t)nd + 1, 1);
+    size_t *first = calloc((size_t)nd + 2, sizeof *first);
+    size_t *idx = NULL, *fill = NULL;
+    int64_t *dur = NULL;
+    struct ivl *compute = NULL, *comm = NULL, *stepv = NULL, *bwd = NULL, *both = NULL;
+    struct step_mark *marks = NULL;
+    int rc = -1;
+    if (!dev || !first)
+        goto oom;
+
+    /* select rows: ranges, on the device clock where this rank has device rows of the phase */
+    for (size_t r = 0; r < t->n; r++)
+        if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
+            dev[c->dense[rows[r].phase]] = 1;
+#define SELECTED(row)                                                                        \
+    ((row).kind == c->range_kind &&                                                          \
+     ((row).clock == TRACE_CLOCK_DEVICE ||                                                   \
+      ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
+    for (size_t r = 0; r < t->n; r++)
+        if (SELECTED(rows[r]))
+            first[c->dense[rows[r].phase] + 1]++;
+    for (int p = 0; p < nd; p++)
+        first[p + 1] += first[p];
+    size_t nsel = first[nd];
+    idx = malloc((nsel + 1) * sizeof *idx);
+    fill = malloc(((size_t)nd + 1) * sizeof *fill);
+    if (!idx || !fill)
+        goto oom;
+    memcpy(fill, first, (size_t)nd * sizeof *fill);
+    for (size_t r = 0; r < t->n; r++)
+        if (SELECTED(rows[r]))
+            idx[fill[c->dense[rows[r].phase]]++] = r;
+#undef SELECTED
+
+    /* phase statistics */
+    size_t maxc = 0;
+    for (int p = 0; p < nd; p++)
+        if (first[p + 1] - first[p] > maxc)
+            maxc = first[p + 1] - first[p];
+    dur = malloc((maxc + 1) * sizeof *dur);
+    out->phases = calloc((size_t)nd + 1, sizeof *out->phases);
+    if (!dur || !out->phases)
+        goto oom;
+    for (int p = 0; p < nd; p++) {
+        size_t m = first[p + 1] - first[p];
+        if (m == 0)
+            continue;
+        struct phase_stat *ps = &out->phases[out->nphases++];
+        ps->phase = c->dense_label[p];
+        ps->count = m;
+        for (size_t i = 0; i < m; i++) {
+            const struct trace_row *row = &rows[idx[first[p] + i]];
+            dur[i] = row->end_ns - row->start_ns;
+            ps->total_ns += dur[i];
+            if (row->step >= 1) {
+                ps->in_steps_ns += dur[i];
+                ps->in_steps = 1;
+            }
+        }
+        qsort(dur, m, sizeof *dur, cmp_i64);
+        ps->mean_ns = (double)ps->total_ns / (double)m;
+        ps->p50_ns = analysis_percentile(dur, m, 50);
+        ps->p95_ns = analysis_percentile(dur, m, 95);
+        ps->max_ns = dur[m - 1];
+        if (p == K[KP_STEP]) {
+            out->step_ns = malloc(m * sizeof *out->step_ns);
+            if (!out->step_ns)
+                goto oom;
+            memcpy(out->step_ns, dur, m * sizeof *dur);
+            out->nsteps = m;
+            out->step_total_ns = ps->total_ns;
+        }
+        static const int seg_phase[SEG_EXPOSED] = {KP_DATA, KP_FORWARD, KP_BACKWARD, KP_OPTIMIZER};
+        for (int s = 0; s < SEG_EXPOSED; s++)
+            if (p == K[seg_phase[s]])
+                out->seg_ns[s] = ps->in_steps_ns;
+    }
+
+    /* unions: compute, communication, steps */
+    int cph[3] = {K[KP_FORWARD], K[KP_BACKWARD], K[KP_OPTIMIZER]};
+    int aph[1] = {K[KP_ALLREDUCE]}, sph[1] = {K[KP_STEP]}, bph[1] = {K[KP_BACKWARD]};
+    size_t nc = analysis_count(first, cph, 3), na = analysis_count(first, aph, 1);
+    size_t ns = analysis_count(first, sph, 1), nb = analysis_count(first, bph, 1);
+    compute = malloc((nc + 1) * sizeof *compute);
+    comm = malloc((na + 1) * sizeof *comm);
+    stepv = malloc((ns + 1) * sizeof *stepv);
+    bwd = malloc((nb + 1) * sizeof *bwd);
+    both = malloc((nc + na + 1) * sizeof *both);
+    if (!compute || !comm || !stepv || !bwd || !both)
+        goto oom;
+    nc = ivl_merge(compute, analysis_fill(rows, idx, first, cph, 3, compute));
+    na = ivl_merge(comm, analysis_fill(rows, idx, first, aph, 1, comm));
+    ns = ivl_merge(stepv, analysis_fill(rows, idx, first, sph, 1, stepv));
+    nb = ivl_merge(bwd, analysis_fill(rows, idx, first, bph, 1, bwd));
+    size_t nu = ivl_union2(compute, nc, comm, na, both);
+    out->compute_ns = ivl_len(compute, nc);
+    out->comm_ns = ivl_len(comm, na);
+    out->exposed_ns = out->comm_ns - ivl_inter(comm, na, compute, nc);
+    out->step_union_ns = ivl_len(stepv, ns);
+    out->idle_ns = out->step_union_ns - ivl_inter(stepv, ns, both, nu);
+    out->seg_ns[SEG_EXPOSED] = out->exposed_ns;
+    int64_t other = out->step_total_ns;
+    for (int s = 0; s < SEG_OTHER; s++)
+        other -= out->seg_ns[s];
+    out->seg_ns[SEG_OTHER] = other > 0 ? other : 0;
+
+    /* all-reduce rows for the bucket table: time, and the part under this rank's backward */
+    if (K[KP_ALLREDUCE] >= 0) {
+        for (size_t i = first[K[KP_ALLREDUCE]]; i < first[K[KP_ALLREDUCE] + 1]; i++) {
+            const struct trace_row *row = &rows[idx[i]];
+            if (row->bucket < 0)
+                continue;
+            struct bucket_entry *b = growbuf_push(buckets);
+            if (!b)
+                goto oom;
+            b->bucket = row->bucket;
+            b->dur_ns = row->end_ns - row->start_ns;
+            b->hidden_ns = ivl_overlap_one(bwd, nb, row->start_ns, row->end_ns);
+            b->bytes = row->bytes;
+        }
+    }
+
+    /* per step: start of the step range, end of the last backward range */
+    size_t nm = analysis_count(first, sph, 1) + analysis_count(first, bph, 1), m = 0;
+    marks = malloc((nm + 1) * sizeof *marks);
+    if (!marks)
+        goto oom;
+    for (int k = 0; k < 2; k++) {
+        int p = k == 0 ? K[KP_STEP] : K[KP_BACKWARD];
+        if (p < 0)
+            continue;
+        for (size_t i = first[p]; i < first[p + 1]; i++) {
+            const struct trace_row *row = &rows[idx[i]];
+            if (row->step < 1)
+                continue;
+            marks[m].step = row->step;
+            marks[m].is_ready = k;
+            marks[m].t_ns = k == 0 ? row->start_ns : row->end_ns;
+            m++;
+        }
+    }
+    qsort(marks, m, sizeof *marks, cmp_step_mark);
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        int has_start = 0, has_ready = 0;
+        int64_t start = 0, ready = 0;
+        for (; j < m && marks[j].step == marks[i].step; j++) {
+            if (!marks[j].is_ready && (!has_start || marks[j].t_ns < start)) {
+                start = marks[j].t_ns;
+                has_start = 1;
+            }
+            if (marks[j].is_ready && (!has_ready || marks[j].t_ns > ready)) {
+                ready = marks[j].t_ns;
+                has_ready = 1;
+            }
+        }
+        if (has_start && has_ready) {
+            struct step_entry *e = growbuf_push(steps);
+            if (!e)
+                goto oom;
+            e->step = marks[i].step;
+            e->rank = t->rank;
+            e->compute_ns = ready - start;
+            e->ready_ns = ready;
+        }
+        i = j;
+    }
+    rc = 0;
+    goto done;
+oom:
+    error_set("%s: out of memory analysing %zu rows", t->path, t->n);
+done:
+    free(dev);
+    free(first);
+    free(idx);
+    free(fill);
+    free(dur);
+    free(compute);
+    free(comm);
+    free(stepv);
+    free(bwd);
+    free(both);
+    free(marks);
+    return rc;
+}
+
+static int cmp_bucket_entry(const void *a, const void *b)
+{
+    const struct bucket_entry *x = a, *y = b;
+    return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+static int cmp_step_entry(const void *a, const void *b)
+{
+    const struct step_entry *x = a, *y = b;
+    if (x->step != y->step)
+        return (x->step > y->step) - (x->step < y->step);
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int meta_number(const struct run *r, const char *key, double *out)
+{
+    const char *s = run_meta(r, key);
+    char *end;
+    if (!s || !*s)
+        return 0;
+    double v = strtod(s, &end);
+    if (*end != '\0')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int analysis_buckets(struct run_stat *st, struct growbuf *g)
+{
+    struct bucket_entry *e = g->p;
+    qsort(e, g->n, sizeof *e, cmp_bucket_entry);
+    size_t nb = 0;
+    for (size_t i = 0; i < g->n; i++)
+        nb += i == 0 || e[i].bucket != e[i - 1].bucket;
+    st->buckets = calloc(nb + 1, sizeof *st->buckets);
+    if (!st->buckets)
+        return error_set("%s: out of memory for %zu buckets", st->run->dir, nb);
+    for (size_t i = 0; i < g->n; i++) {
+        if (i == 0 || e[i].bucket != e[i - 1].bucket)
+            st->buckets[st->nbuckets++].bucket = e[i].bucket;
+        struct bucket_stat *b = &st->buckets[st->nbuckets - 1];
+        b->count++;
+        b->total_ns += e[i].dur_ns;
+        b->hidden_ns += e[i].hidden_ns;
+        if (e[i].bytes > b->bytes)
+            b->bytes = e[i].bytes;
+    }
+    for (size_t i = 0; i < st->nbuckets; i++) {
+        struct bucket_stat *b = &st->buckets[i];
+        char key[64];
+        double v;
+        snprintf(key, sizeof key, "bucket.%d.bytes", b->bucket);
+        if (meta_number(st->run, key, &v))
+            b->bytes = (int64_t)v;
+        snprintf(key, sizeof key, "bucket.%d.params", b->bucket);
+        b->params = meta_number(st->run, key, &v) ? (int64_t)v : b->bytes / 4;
+    }
+    return 0;
+}
+
+static int analysis_steps(struct run_stat *st, struct growbuf *g)
+{
+    struct step_entry *e = g->p;
+    qsort(e, g->n, sizeof *e, cmp_step_entry);
+    st->steps = calloc(g->n + 1, sizeof *st->steps);
+    if (!st->steps)
+        return error_set("%s: out of memory for %zu steps", st->run->dir, g->n);
+    for (size_t i = 0; i < g->n;) {
+        size_t j = i;
+        while (j < g->n && e[j].step == e[i].step)
+            j++;
+        if (j - i >= 2) {
+            struct step_stat *s = &st->steps[st->nsteps++];
+            s->step = e[i].step;
+            s->ranks = (int)(j - i);
+            size_t slow = i;
+            s->max_compute_ns = s->min_compute_ns = e[i].compute_ns;
+            for (size_t k = i; k < j; k++) {
+                if (e[k].ready_ns > e[slow].ready_ns)
+                    slow = k;
+                if (e[k].compute_ns > s->max_compute_ns)
+                    s->max_compute_ns = e[k].compute_ns;
+                if (e[k].compute_ns < s->min_compute_ns)
+                    s->min_compute_ns = e[k].compute_ns;
+            }
+            s->slowest_rank = e[slow].rank;
+            s->skew_ns = s->max_compute_ns - s->min_compute_ns;
+            for (size_t k = i; k < j; k++)
+                s->wait_ns += e[slow].ready_ns - e[k].ready_ns;
+        }
+        i = j;
+    }
+    return 0;
+}
+
+int analysis_baseline(const struct runset *rs)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const char *mode = run_meta(&rs->runs[i], "mode");
+        if (mode && strcmp(mode, "baseline") == 0)
+            return i;
+    }
+    for (int i = 0; i < rs->n; i++)
+        if (rs->runs[i].world_size == 1)
+            return i;
+    return -1;
+}
+
+static void analysis_throughput(struct run_stat *st)
+{
+    const struct run *r = st->run;
+    double v, e;
+    st->has_wall = meta_number(r, "wall_s", &st->wall_s);
+    if (r->has_metrics) {
+        st->images = r->metrics_images;
+        st->has_images = 1;
+    } else if (meta_number(r, "train_samples", &v) && meta_number(r, "epochs", &e)) {
+        st->images = (int64_t)(v * e);
+        st->has_images = 1;
+    }
+    if (st->nranks > 0 && st->ranks[0].nsteps > 0) {
+        st->train_s = (double)st->ranks[0].step_total_ns * 1e-9;
+        st->has_train = 1;
+    } else if (st->has_wall) {
+        st->train_s = st->wall_s;
+        st->has_train = 1;
+        st->train_from_wall = 1;
+    }
+    if (st->has_images && st->has_train && st->train_s > 0) {
+        st->images_per_s = (double)st->images / st->train_s;
+        st->has_ips = 1;
+    }
+}
+
+/* speedup = this run's images/s over the baseline's: both on train_s when both have step
+ * ranges, else both on wall_s. */
+static void analysis_speedup(const struct runset *rs, struct run_stat *st)
+{
+    int b = analysis_baseline(rs);
+    if (b < 0) {
+        if (rs->n > 1)
+            report_warn("no baseline run (mode baseline or world_size 1): speedup and "
+                        "efficiency left empty");
+        return;
+    }
+    const struct run_stat *base = &st[b];
+    for (int i = 0; i < rs->n; i++) {
+        struct run_stat *s = &st[i];
+        double ips = 0, ips_base = 0;
+        if (s->has_ips && base->has_ips && !s->train_from_wall && !base->train_from_wall) {
+            ips = s->images_per_s;
+            ips_base = base->images_per_s;
+        } else if (s->has_images && base->has_images && s->has_wall && base->has_wall &&
+                   s->wall_s > 0 && base->wall_s > 0) {
+            ips = (double)s->images / s->wall_s;
+            ips_base = (double)base->images / base->wall_s;
+        }
+        if (ips > 0 && ips_base > 0) {
+            s->speedup = ips / ips_base;
+            s->efficiency = s->speedup / s->run->world_size;
+            s->has_speedup = 1;
+        }
+    }
+}
+
+struct run_stat *analysis_run(const struct runset *rs)
+{
+    struct analysis_ctx c;
+    if (analysis_ctx_init(&c, rs) < 0) {
+        analysis_ctx_free(&c);
+        return NULL;
+    }
+    struct run_stat *st = calloc((size_t)rs->n + 1, sizeof *st);
+    if (!st) {
+        analysis_ctx_free(&c);
+        error_set("report: out of memory for %d runs", rs->n);
+        return NULL;
+    }
+    int rc = 0;
+    for (int i = 0; i < rs->n && rc == 0; i++) {
+        const struct run *r = &rs->runs[i];
+        struct run_stat *s = &st[i];
+        s->run = r;
+        s->ranks = calloc((size_t)r->nranks + 1, sizeof *s->ranks);
+        if (!s->ranks) {
+            rc = error_set("%s: out of memory for %d ranks", r->dir, r->nranks);
+            break;
+        }
+        s->nranks = r->nranks;
+        struct growbuf buckets = {.size = sizeof(struct bucket_entry)};
+        struct growbuf steps = {.size = sizeof(struct step_entry)};
+        for (int k = 0; k < r->nranks && rc == 0; k++)
+            rc = analysis_rank(&c, &r->ranks[k], &s->ranks[k], &buckets, &steps);
+        if (rc == 0)
+            rc = analysis_buckets(s, &buckets);
+        if (rc == 0)
+            rc = analysis_steps(s, &steps);
+        free(buckets.p);
+        free(steps.p);
+        analysis_throughput(s);
+    }
+    analysis_ctx_free(&c);
+    if (rc < 0) {
+        analysis_free(st, rs->n);
+        return NULL;
+    }
+    analysis_speedup(rs, st);
+    return st;
+}
+
+void analysis_free(struct run_stat *st, int n)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < st[i].nranks; k++) {
+            free(st[i].ranks[k].phases);
+            free(st[i].ranks[k].step_ns);
+        }
+        free(st[i].ranks);
+        free(st[i].buckets);
+        free(st[i].steps);
+    }
+    free(st);
+}

@@ -1,0 +1,16 @@
+/* charts.h — the pictures: phases.svg (stacked bars of mean time per step, per run and
+ * rank), speedup.svg (speedup per run against the ideal), and report.html, one
+ * self-contained page (inline CSS and SVG, nothing fetched) with those charts, a step-time
+ * box plot and the tables. */
+#ifndef DDPPROF_REPORT_CHARTS_H
+#define DDPPROF_REPORT_CHARTS_H
+
+#include "analysis.h"
+#include "table.h"
+
+/* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
+ * in the page in the order given.  Returns 0, or -1 after error_set() naming the file. */
+int charts_write(const struct runset *rs, const struct run_stat *st, const struct table *const *tables,
+                 int ntables, const char *out_dir);
+
+#endif

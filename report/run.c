@@ -1,0 +1,831 @@
+/* run.c — reading run directories (see run.h): meta.csv and metrics.csv through a small
+ * row-at-a-time libcsv helper, and rankN.trace.csv through libcsv's streaming callbacks
+ * straight into flat row arrays (no per-row allocation). */
+#include "run.h"
+
+#include <csv.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define RUN_READ_CHUNK (1u << 20)
+
+void report_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ddpprof report: warning: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static char *run_strdup(const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        error_set("report: out of memory copying a %zu-byte string", strlen(s));
+    return d;
+}
+
+static char *run_path_join(const char *dir, const char *name)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s", dir, name) < 0) {
+        error_set("report: out of memory joining %s and %s", dir, name);
+        return NULL;
+    }
+    return p;
+}
+
+static int run_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int run_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Strict integer: optional '-', 1..19 digits, nothing else.  Returns 0 or -1. */
+static int run_parse_i64(const char *s, size_t len, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (len > 0 && s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    if (i == len || len - i > 19)
+        return -1;
+    uint64_t v = 0;
+    for (; i < len; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (v > (uint64_t)INT64_MAX)
+        return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+/* ---- small CSV files (meta.csv, metrics.csv): one callback per complete row ---- */
+
+typedef int (*run_row_fn)(void *ctx, char **fields, int nfields, long line);
+
+struct run_rows {
+    const char *path;
+    run_row_fn fn;
+    void *ctx;
+    char *buf; /* the current row's fields, NUL-separated */
+    size_t len, cap;
+    size_t *offs;
+    int nfields, cap_fields;
+    long lines_done, row_line;
+    int prev_cr;
+    int failed;
+    char **ptrs;
+};
+
+static void run_rows_field(void *s, size_t len, void *data)
+{
+    struct run_rows *r = data;
+    const char *f = s ? s : ""; /* libcsv passes NULL for an empty first field */
+    if (r->failed)
+        return;
+    if (r->nfields == 0)
+        r->row_line = r->lines_done + 1;
+    for (size_t i = 0; i < len; i++)
+        r->lines_done += f[i] == '\n';
+    if (r->len + len + 1 > r->cap || r->nfields == r->cap_fields) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < r->len + len + 1)
+            cap *= 2;
+        int cap_fields = r->cap_fields ? r->cap_fields * 2 : 16;
+        char *buf = realloc(r->buf, cap);
+        size_t *offs = buf ? realloc(r->offs, (size_t)cap_fields * sizeof *offs) : NULL;
+        if (buf)
+            r->buf = buf;
+        if (offs)
+            r->offs = offs;
+        if (!buf || !offs) {
+            r->failed = 1;
+            error_set("%s line %ld: out of memory reading a row", r->path, r->row_line);
+            return;
+        }
+        r->cap = cap;
+        r->cap_fields = cap_fields;
+    }
+    r->offs[r->nfields++] = r->len;
+    if (len)
+        memcpy(r->buf + r->len, f, len);
+    r->buf[r->len + len] = '\0';
+    r->len += len + 1;
+}
+
+static void run_rows_end(int c, void *data)
+{
+    struct run_rows *r = data;
+    if (r->failed)
+        return;
+    if (r->nfields == 0) { /* a blank line, or the '\n' of a "\r\n" */
+        if (!(c == '\n' && r->prev_cr) && (c == '\n' || c == '\r'))
+            r->lines_done++;
+        r->prev_cr = c == '\r';
+        return;
+    }
+    if (c == -1) {
+        report_warn("%s line %ld: last line has no newline (truncated write?): dropped", r->path,
+                    r->row_line);
+    } else {
+        r->lines_done++;
+        r->prev_cr = c == '\r';
+        char **ptrs = realloc(r->ptrs, (size_t)r->nfields * sizeof *ptrs);
+        if (!ptrs) {
+            r->failed = 1;
+            error_set("%s line %ld: out of memory reading a row", r->path, r->row_line);
+            return;
+        }
+        r->ptrs = ptrs;
+        for (int i = 0; i < r->nfields; i++)
+            ptrs[i] = r->buf + r->offs[i];
+        if (r->fn(r->ctx, ptrs, r->nfields, r->row_line) < 0)
+            r->failed = 1;
+    }
+    r->nfields = 0;
+    r->len = 0;
+}
+
+/* Call fn for every complete row of path (the header included).  Returns 0 or -1. */
+static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set("%s: cannot open (%s)", path, strerror(errno));
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_REPALL_NL) != 0) {
+        close(fd);
+        return error_set("%s: out of memory starting the CSV parser", path);
+    }
+    struct run_rows r = {.path = path, .fn = fn, .ctx = ctx};
+    char buf[16384];
+    ssize_t got;
+    int rc = 0;
+    while (!r.failed && (got = read(fd, buf, sizeof buf)) != 0) {
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = error_set("%s: read failed (%s)", path, strerror(errno));
+            break;
+        }
+        if (csv_parse(&p, buf, (size_t)got, run_rows_field, run_rows_end, &r) != (size_t)got &&
+            !r.failed) {
+            rc = error_set("%s line %ld: malformed CSV (%s): rewrite the file", path,
+                           r.lines_done + 1, csv_strerror(csv_error(&p)));
+            break;
+        }
+    }
+    if (rc == 0 && !r.failed)
+        csv_fini(&p, run_rows_field, run_rows_end, &r);
+    if (r.failed)
+        rc = -1;
+    csv_free(&p);
+    close(fd);
+    free(r.buf);
+    free(r.offs);
+    free(r.ptrs);
+    return rc;
+}
+
+/* ---- meta.csv ---- */
+
+static int run_meta_row(void *ctx, char **f, int nf, long line)
+{
+    struct run *run = ctx;
+    if (line == 1 && strcmp(f[0], "key") == 0)
+        return 0;
+    if (nf < 2)
+        return error_set("%s/meta.csv line %ld: %d field(s), expected key,value", run->dir, line,
+                         nf);
+    struct meta_kv *m = realloc(run->meta, (run->nmeta + 1) * sizeof *m);
+    if (!m)
+        return error_set("%s/meta.csv line %ld: out of memory", run->dir, line);
+    run->meta = m;
+    m[run->nmeta].key = run_strdup(f[0]);
+    m[run->nmeta].value = run_strdup(f[1]);
+    if (!m[run->nmeta].key || !m[run->nmeta].value) {
+        free(m[run->nmeta].key);
+        free(m[run->nmeta].value);
+        return -1;
+    }
+    run->nmeta++;
+    return 0;
+}
+
+const char *run_meta(const struct run *r, const char *key)
+{
+    for (size_t i = r->nmeta; i-- > 0;)
+        if (strcmp(r->meta[i].key, key) == 0)
+            return r->meta[i].value;
+    return NULL;
+}
+
+/* ---- metrics.csv ---- */
+
+struct run_metrics {
+    struct run *run;
+    const char *path;
+    int images_col; /* -1 until the header was read */
+};
+
+static int run_metrics_row(void *ctx, char **f, int nf, long line)
+{
+    struct run_metrics *m = ctx;
+    if (m->images_col < 0) {
+        for (int i = 0; i < nf; i++)
+            if (strcmp(f[i], "images") == 0)
+                m->images_col = i;
+        if (m->images_col < 0)
+            return error_set("%s line %ld: no column 'images' in the header (expected "
+                             "step,epoch,loss,lr,images)",
+                             m->path, line);
+        return 0;
+    }
+    int64_t v;
+    if (m->images_col >= nf)
+        return error_set("%s line %ld: %d field(s), no images column", m->path, line, nf);
+    if (run_parse_i64(f[m->images_col], strlen(f[m->images_col]), &v) < 0 || v < 0)
+        return error_set("%s line %ld: images '%s' is not a non-negative integer", m->path, line,
+                         f[m->images_col]);
+    m->run->metrics_images += v;
+    m->run->metrics_steps++;
+    return 0;
+}
+
+/* ---- rankN.trace.csv ---- */
+
+enum trace_col {
+    TC_RANK, TC_STEP, TC_EPOCH, TC_PHASE, TC_BUCKET, TC_CLOCK, TC_START, TC_END, TC_BYTES,
+    TC_NAME, TC_KIND, TC_STREAM, TC_COUNT
+};
+
+static const char *const trace_col_names[TC_COUNT] = {
+    "rank", "step", "epoch", "phase", "bucket", "clock", "start_ns", "end_ns", "bytes",
+    "name", "kind", "stream"};
+
+#define TRACE_HEADER "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream"
+
+struct trace_parse {
+    const char *path;
+    int rank;
+    int64_t offset_ns;
+    struct strpool *names, *labels;
+    struct rank_trace *out;
+    long lines_done, row_line;
+    int prev_cr;
+    int field;    /* index of the next field in the current row */
+    int header;   /* the header row is being read */
+    int ncols;    /* fields per row, from the header */
+    signed char *colmap; /* file column -> enum trace_col, or -1 (ignored column) */
+    int cap_cols;
+    int have[TC_COUNT];
+    struct trace_row cur;
+    int64_t cur_rank;
+    int bad;          /* the current row has a bad field; message in badmsg */
+    char badmsg[200];
+    int failed;       /* error_set() was called: stop */
+};
+
+static void trace_field_bad(struct trace_parse *t, const char *what, const void *s, size_t len)
+{
+    if (t->bad)
+        return;
+    t->bad = 1;
+    int n = len > 40 ? 40 : (int)len;
+    snprintf(t->badmsg, sizeof t->badmsg, "column %s: '%.*s%s' %s", trace_col_names[t->colmap[t->field]],
+             n, (const char *)s, len > 40 ? "..." : "", what);
+}
+
+static void trace_on_field(void *sv, size_t len, void *data)
+{
+    struct trace_parse *t = data;
+    const char *s = sv ? sv : "";
+    if (t->failed)
+        return;
+    if (t->field == 0)
+        t->row_line = t->lines_done + 1;
+    if (len && memchr(s, '\n', len))
+        for (size_t i = 0; i < len; i++)
+            t->lines_done += s[i] == '\n';
+    if (t->header) {
+        if (t->field == t->cap_cols) {
+            int cap = t->cap_cols ? t->cap_cols * 2 : 16;
+            signed char *m = realloc(t->colmap, (size_t)cap);
+            if (!m) {
+                t->failed = 1;
+                error_set("%s line 1: out of memory reading the header", t->path);
+                return;
+            }
+            t->colmap = m;
+            t->cap_cols = cap;
+        }
+        int col = -1;
+        for (int c = 0; c < TC_COUNT; c++)
+            if (strlen(trace_col_names[c]) == len && memcmp(trace_col_names[c], s, len) == 0)
+                col = c;
+        if (col >= 0 && t->have[col]) {
+            t->failed = 1;
+            error_set("%s line 1: column '%s' appears twice in the header", t->path,
+                      trace_col_names[col]);
+            return;
+        }
+        if (col >= 0)
+            t->have[col] = 1;
+        t->colmap[t->field++] = (signed char)col;
+        return;
+    }
+    if (t->field >= t->ncols) {
+        t->field++;
+        return;
+    }
+    int64_t v;
+    struct trace_row *r = &t->cur;
+    switch (t->colmap[t->field]) {
+    case TC_RANK:
+    case TC_STEP:
+    case TC_EPOCH:
+    case TC_BUCKET:
+    case TC_STREAM:
+        if (run_parse_i64(s, len, &v) < 0 || v < INT32_MIN || v > INT32_MAX) {
+            trace_field_bad(t, "is not a 32-bit integer", s, len);
+            break;
+        }
+        switch (t->colmap[t->field]) {
+        case TC_RANK: t->cur_rank = v; break;
+        case TC_STEP: r->step = (int32_t)v; break;
+        case TC_EPOCH: r->epoch = (int32_t)v; break;
+        case TC_BUCKET: r->bucket = (int32_t)v; break;
+        default: r->stream = (int32_t)v; break;
+        }
+        break;
+    case TC_START:
+    case TC_END:
+    case TC_BYTES:
+        if (run_parse_i64(s, len, &v) < 0) {
+            trace_field_bad(t, "is not an integer", s, len);
+            break;
+        }
+        if (t->colmap[t->field] == TC_BYTES) {
+            if (v < 0)
+                trace_field_bad(t, "is negative", s, len);
+            r->bytes = v;
+        } else if ((v > 0 && t->offset_ns > INT64_MAX - v) || (v < 0 && t->offset_ns < INT64_MIN - v)) {
+            trace_field_bad(t, "overflows with the clock offset", s, len);
+        } else if (t->colmap[t->field] == TC_START) {
+            r->start_ns = v + t->offset_ns;
+        } else {
+            r->end_ns = v + t->offset_ns;
+        }
+        break;
+    case TC_CLOCK:
+        if (len == 4 && memcmp(s, "host", 4) == 0)
+            r->clock = TRACE_CLOCK_HOST;
+        else if (len == 6 && memcmp(s, "device", 6) == 0)
+            r->clock = TRACE_CLOCK_DEVICE;
+        else if (len == 5 && memcmp(s, "cupti", 5) == 0)
+            r->clock = TRACE_CLOCK_CUPTI;
+        else
+            trace_field_bad(t, "is not host, device or cupti", s, len);
+        break;
+    case TC_PHASE:
+    case TC_KIND:
+    case TC_NAME: {
+        struct strpool *pool = t->colmap[t->field] == TC_NAME ? t->names : t->labels;
+        uint32_t id = strpool_intern(pool, s, len);
+        if (id == STRPOOL_NONE) {
+            t->failed = 1;
+            error_wrap("%s line %ld", t->path, t->row_line);
+            return;
+        }
+        if (t->colmap[t->field] == TC_NAME)
+            r->name = id;
+        else if (t->colmap[t->field] == TC_PHASE)
+            r->phase = id;
+        else
+            r->kind = id;
+        break;
+    }
+    default:
+        break;
+    }
+    t->field++;
+}
+
+static int trace_header_done(struct trace_parse *t)
+{
+    for (int c = 0; c < TC_COUNT; c++)
+        if (!t->have[c])
+            return error_set("%s line 1: no column '%s' in the header (probes/TRACE.md: " TRACE_HEADER
+                             ")",
+                             t->path, trace_col_names[c]);
+    t->ncols = t->field;
+    t->header = 0;
+    return 0;
+}
+
+static int trace_append(struct trace_parse *t)
+{
+    struct rank_trace *o = t->out;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 1024;
+        struct trace_row *rows = realloc(o->rows, cap * sizeof *rows);
+        if (!rows)
+            return error_set("%s line %ld: out of memory growing to %zu rows", t->path,
+                             t->row_line, cap);
+        o->rows = rows;
+        o->cap = cap;
+    }
+    o->rows[o->n++] = t->cur;
+    return 0;
+}
+
+static void trace_on_row(int c, void *data)
+{
+    struct trace_parse *t = data;
+    if (t->failed)
+        return;
+    if (t->field == 0) { /* a blank line, or the '\n' of a "\r\n" */
+        if (!(c == '\n' && t->prev_cr) && (c == '\n' || c == '\r'))
+            t->lines_done++;
+        t->prev_cr = c == '\r';
+        return;
+    }
+    if (c == -1 && !t->header) {
+        report_warn("%s line %ld: last line has no newline (truncated write?): dropped", t->path,
+                    t->row_line);
+    } else {
+        if (c != -1) {
+            t->lines_done++;
+            t->prev_cr = c == '\r';
+        }
+        if (t->header) {
+            if (trace_header_done(t) < 0)
+                t->failed = 1;
+        } else if (t->field != t->ncols) {
+            t->failed = 1;
+            error_set("%s line %ld: %d field(s), the header has %d", t->path, t->row_line,
+                      t->field, t->ncols);
+        } else if (t->bad) {
+            t->failed = 1;
+            error_set("%s line %ld: %s", t->path, t->row_line, t->badmsg);
+        } else if (t->cur.end_ns < t->cur.start_ns) {
+            t->failed = 1;
+            error_set("%s line %ld: end_ns is %lld ns before start_ns (end before start)", t->path,
+                      t->row_line, (long long)(t->cur.start_ns - t->cur.end_ns));
+        } else if (t->cur_rank != t->rank) {
+            t->failed = 1;
+            error_set("%s line %ld: rank %lld in the trace of rank %d", t->path, t->row_line,
+                      (long long)t->cur_rank, t->rank);
+        } else if (trace_append(t) < 0) {
+            t->failed = 1;
+        }
+    }
+    t->field = 0;
+    t->bad = 0;
+    memset(&t->cur, 0, sizeof t->cur);
+}
+
+int trace_load(struct strpool *names, struct strpool *labels, const char *path, int rank,
+               int64_t offset_ns, struct rank_trace *out)
+{
+    out->rank = rank;
+    out->offset_ns = offset_ns;
+    out->path = run_strdup(path);
+    if (!out->path)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set("%s: cannot open (%s)", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        /* rows are at least ~40 bytes: reserve for the file at once (grows if not enough) */
+        size_t guess = (size_t)st.st_size / 40 + 16;
+        out->rows = malloc(guess * sizeof *out->rows);
+        out->cap = out->rows ? guess : 0;
+    }
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_REPALL_NL | CSV_STRICT_FINI) != 0) {
+        close(fd);
+        return error_set("%s: out of memory starting the CSV parser", path);
+    }
+    struct trace_parse t = {.path = path, .rank = rank, .offset_ns = offset_ns, .names = names,
+                            .labels = labels, .out = out, .header = 1};
+    char *buf = malloc(RUN_READ_CHUNK);
+    int rc = 0;
+    if (!buf)
+        rc = error_set("%s: out of memory for the read buffer", path);
+    ssize_t got;
+    while (rc == 0 && !t.failed && (got = read(fd, buf, RUN_READ_CHUNK)) != 0) {
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = error_set("%s: read failed (%s)", path, strerror(errno));
+            break;
+        }
+        if (csv_parse(&p, buf, (size_t)got, trace_on_field, trace_on_row, &t) != (size_t)got &&
+            !t.failed)
+            rc = error_set("%s line %ld: malformed CSV (%s, e.g. a stray quote)", path,
+                           t.lines_done + 1, csv_strerror(csv_error(&p)));
+    }
+    if (rc == 0 && !t.failed && csv_fini(&p, trace_on_field, trace_on_row, &t) != 0 && !t.failed)
+        report_warn("%s line %ld: last line ends inside a quoted field (truncated write?): dropped",
+                    path, t.lines_done + 1);
+    if (rc == 0 && !t.failed && t.header)
+        rc = error_set("%s: empty file: expected the header line " TRACE_HEADER
+                       " (probes/TRACE.md); rerun the training or delete the file to report the "
+                       "other ranks",
+                       path);
+    if (t.failed)
+        rc = -1;
+    csv_free(&p);
+    close(fd);
+    free(buf);
+    free(t.colmap);
+    return rc;
+}
+
+void rank_trace_free(struct rank_trace *t)
+{
+    free(t->path);
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- runs ---- */
+
+void runset_init(struct runset *rs)
+{
+    memset(rs, 0, sizeof *rs);
+    strpool_init(&rs->names);
+    strpool_init(&rs->labels);
+}
+
+static void run_free(struct run *r)
+{
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].value);
+    }
+    free(r->meta);
+    for (int i = 0; i < r->nranks; i++)
+        rank_trace_free(&r->ranks[i]);
+    free(r->ranks);
+    free(r->dir);
+    free(r->label);
+}
+
+void runset_free(struct runset *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        run_free(&rs->runs[i]);
+    free(rs->runs);
+    strpool_free(&rs->names);
+    strpool_free(&rs->labels);
+    free(rs->default_out);
+    memset(rs, 0, sizeof *rs);
+}
+
+/* The highest N with a rankN.trace.csv in dir, or -1. */
+static int run_highest_rank_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int hi = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int n, used = 0;
+        if (sscanf(e->d_name, "rank%d.trace.csv%n", &n, &used) == 1 && used > 0 &&
+            e->d_name[used] == '\0' && n >= 0 && n < 65536 && n > hi)
+            hi = n;
+    }
+    closedir(d);
+    return hi;
+}
+
+static int run_load_traces(struct runset *rs, struct run *r)
+{
+    r->ranks = calloc((size_t)r->world_size, sizeof *r->ranks);
+    if (!r->ranks)
+        return error_set("%s: out of memory for %d ranks", r->dir, r->world_size);
+    int missing_offsets = 0;
+    for (int rank = 0; rank < r->world_size; rank++) {
+        char name[64];
+        snprintf(name, sizeof name, "rank%d.trace.csv", rank);
+        char *path = run_path_join(r->dir, name);
+        if (!path)
+            return -1;
+        if (!run_is_file(path)) {
+            free(path);
+            continue;
+        }
+        int64_t offset = 0;
+        snprintf(name, sizeof name, "clock_offset_ns.rank%d", rank);
+        const char *off = run_meta(r, name);
+        if (off && run_parse_i64(off, strlen(off), &offset) < 0) {
+            free(path);
+            return error_set("%s/meta.csv: %s is '%s', not an integer of nanoseconds", r->dir,
+                             name, off);
+        }
+        if (!off && rank > 0)
+            missing_offsets++;
+        struct rank_trace *t = &r->ranks[r->nranks];
+        int rc = trace_load(&rs->names, &rs->labels, path, rank, offset, t);
+        free(path);
+        r->nranks++; /* freed with the run even when half-read */
+        if (rc < 0)
+            return -1;
+    }
+    if (r->nranks == 0) {
+        report_warn("%s: no rank traces (rank0.trace.csv ...): only the speedup row, from "
+                    "meta.csv",
+                    r->dir);
+    } else if (r->nranks < r->world_size) {
+        char present[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < r->nranks && len < sizeof present - 16; i++)
+            len += (size_t)snprintf(present + len, sizeof present - len, "%s%d", i ? "," : "",
+                                    r->ranks[i].rank);
+        report_warn("%s: world_size is %d but only %d rank trace(s) found: reporting rank(s) %s",
+                    r->dir, r->world_size, r->nranks, present);
+    }
+    if (missing_offsets && r->nranks > 1)
+        report_warn("%s/meta.csv: no clock_offset_ns for %d rank(s): their clocks are taken as "
+                    "rank 0's",
+                    r->dir, missing_offsets);
+    return 0;
+}
+
+static int run_load(struct runset *rs, const char *dir)
+{
+    struct run *runs = realloc(rs->runs, (size_t)(rs->n + 1) * sizeof *runs);
+    if (!runs)
+        return error_set("report: out of memory adding run %s", dir);
+    rs->runs = runs;
+    struct run *r = &rs->runs[rs->n++];
+    memset(r, 0, sizeof *r);
+    r->dir = run_strdup(dir);
+    if (!r->dir)
+        return -1;
+    char *path = run_path_join(dir, "meta.csv");
+    if (!path)
+        return -1;
+    int rc = run_rows_each(path, run_meta_row, r);
+    free(path);
+    if (rc < 0)
+        return -1;
+    const char *ws = run_meta(r, "world_size");
+    int64_t v = 0;
+    if (ws && (run_parse_i64(ws, strlen(ws), &v) < 0 || v < 1 || v > 65536))
+        return error_set("%s/meta.csv: world_size is '%s', not a rank count in 1..65536", dir, ws);
+    if (ws) {
+        r->world_size = (int)v;
+    } else {
+        r->world_size = run_highest_rank_file(dir) + 1;
+        if (r->world_size < 1)
+            r->world_size = 1;
+        report_warn("%s/meta.csv: no world_size: taking %d from the rank traces present", dir,
+                    r->world_size);
+    }
+    path = run_path_join(dir, "metrics.csv");
+    if (!path)
+        return -1;
+    if (run_is_file(path)) {
+        struct run_metrics m = {.run = r, .path = path, .images_col = -1};
+        rc = run_rows_each(path, run_metrics_row, &m);
+        r->has_metrics = rc == 0;
+    } else {
+        report_warn("%s: no metrics.csv: images counted as train_samples x epochs", dir);
+    }
+    free(path);
+    if (rc < 0)
+        return -1;
+    return run_load_traces(rs, r);
+}
+
+static int run_cmp_name(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    int rx = strcmp(x, "baseline") == 0 ? 0 : strcmp(x, "ddp") == 0 ? 1 : 2;
+    int ry = strcmp(y, "baseline") == 0 ? 0 : strcmp(y, "ddp") == 0 ? 1 : 2;
+    return rx != ry ? rx - ry : strcmp(x, y);
+}
+
+int runset_add_dir(struct runset *rs, const char *dir)
+{
+    if (!run_is_dir(dir))
+        return error_set("%s: no such run directory", dir);
+    char *meta = run_path_join(dir, "meta.csv");
+    if (!meta)
+        return -1;
+    int single = run_is_file(meta);
+    free(meta);
+    if (!rs->default_out && !(rs->default_out = run_strdup(dir)))
+        return -1;
+    if (single)
+        return run_load(rs, dir);
+
+    DIR *d = opendir(dir);
+    if (!d)
+        return error_set("%s: cannot list the directory (%s)", dir, strerror(errno));
+    char **subs = NULL;
+    int nsubs = 0, rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *sub = run_path_join(dir, e->d_name);
+        char *m = sub ? run_path_join(sub, "meta.csv") : NULL;
+        if (!m) {
+            rc = -1;
+        } else if (run_is_file(m)) {
+            char **s = realloc(subs, (size_t)(nsubs + 1) * sizeof *s);
+            char *name = run_strdup(e->d_name);
+            if (!s || !name) {
+                free(name);
+                rc = error_set("report: out of memory listing %s", dir);
+            } else {
+                subs = s;
+                subs[nsubs++] = name;
+            }
+        }
+        free(m);
+        free(sub);
+    }
+    closedir(d);
+    if (rc == 0 && nsubs == 0)
+        rc = error_set("%s: not a run directory (no meta.csv, and no baseline/ or ddp/ "
+                       "subdirectory with one)",
+                       dir);
+    if (rc == 0)
+        qsort(subs, (size_t)nsubs, sizeof *subs, run_cmp_name);
+    for (int i = 0; i < nsubs; i++) {
+        if (rc == 0) {
+            char *sub = run_path_join(dir, subs[i]);
+            rc = sub ? run_load(rs, sub) : -1;
+            free(sub);
+        }
+        free(subs[i]);
+    }
+    free(subs);
+    return rc;
+}
+
+/* The last k path components of dir ("a/b/c", 2 -> "b/c"), trailing slashes ignored. */
+static char *run_tail(const char *dir, int k)
+{
+    size_t end = strlen(dir);
+    while (end > 1 && dir[end - 1] == '/')
+        end--;
+    size_t start = end;
+    for (int seen = 0; start > 0; start--) {
+        if (dir[start - 1] == '/' && ++seen == k)
+            break;
+    }
+    char *s = strndup(dir + start, end - start);
+    if (!s)
+        error_set("report: out of memory naming run %s", dir);
+    return s;
+}
+
+int runset_finish(struct runset *rs)
+{
+    for (int k = 1; k <= 3; k++) {
+        for (int i = 0; i < rs->n; i++) {
+            free(rs->runs[i].label);
+            rs->runs[i].label = k < 3 ? run_tail(rs->runs[i].dir, k) : run_strdup(rs->runs[i].dir);
+            if (!rs->runs[i].label)
+                return -1;
+        }
+        int clash = 0;
+        for (int i = 0; i < rs->n; i++)
+            for (int j = 0; j < i; j++)
+                clash |= strcmp(rs->runs[i].label, rs->runs[j].label) == 0;
+        if (!clash)
+            break;
+    }
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* strpool.c — string interning (see strpool.h): FNV-1a hashing, linear probing, one
+ * growing character buffer. */
+#include "strpool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static uint64_t strpool_hash(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void strpool_init(struct strpool *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void strpool_free(struct strpool *p)
+{
+    free(p->buf);
+    free(p->offs);
+    free(p->slots);
+    memset(p, 0, sizeof *p);
+}
+
+static int strpool_equal(const struct strpool *p, uint32_t id, const char *s, size_t len)
+{
+    const char *t = p->buf + p->offs[id];
+    return strncmp(t, s, len) == 0 && t[len] == '\0';
+}
+
+/* Slot index of s in the table: either the slot holding it or the empty slot to use. */
+static uint32_t strpool_slot(const struct strpool *p, const char *s, size_t len)
+{
+    uint32_t mask = p->nslots - 1;
+    uint32_t i = (uint32_t)strpool_hash(s, len) & mask;
+    while (p->slots[i] != 0 && !strpool_equal(p, p->slots[i] - 1, s, len))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int strpool_grow_table(struct strpool *p)
+{
+    uint32_t nslots = p->nslots ? p->nslots * 2 : 64;
+    if (nslots == 0)
+        return error_set("string pool: more than 2^31 distinct strings in the traces");
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return error_set("string pool: out of memory growing the table to %u slots", nslots);
+    free(p->slots);
+    p->slots = slots;
+    p->nslots = nslots;
+    for (uint32_t id = 0; id < p->n; id++) {
+        const char *t = p->buf + p->offs[id];
+        p->slots[strpool_slot(p, t, strlen(t))] = id + 1;
+    }
+    return 0;
+}
+
+uint32_t strpool_intern(struct strpool *p, const char *s, size_t len)
+{
+    len = strnlen(s, len); /* a NUL byte ends the string: every stored string is a C string */
+    if (p->nslots == 0 && strpool_grow_table(p) < 0)
+        return STRPOOL_NONE;
+    uint32_t i = strpool_slot(p, s, len);
+    if (p->slots[i] != 0)
+        return p->slots[i] - 1;
+    if (p->n == UINT32_MAX - 1) {
+        error_set("string pool: too many distinct strings in the traces");
+        return STRPOOL_NONE;
+    }
+    if (p->len + len + 1 > p->cap) {
+        size_t cap = p->cap ? p->cap : 4096;
+        while (cap < p->len + len + 1)
+            cap *= 2;
+        char *buf = realloc(p->buf, cap);
+        if (!buf) {
+            error_set("string pool: out of memory growing to %zu bytes", cap);
+            return STRPOOL_NONE;
+        }
+        p->buf = buf;
+        p->cap = cap;
+    }
+    if (p->n == p->cap_ids) {
+        uint32_t cap_ids = p->cap_ids ? p->cap_ids * 2 : 64;
+        size_t *offs = realloc(p->offs, (size_t)cap_ids * sizeof *offs);
+        if (!offs) {
+            error_set("string pool: out of memory growing to %u strings", cap_ids);
+            return STRPOOL_NONE;
+        }
+        p->offs = offs;
+        p->cap_ids = cap_ids;
+    }
+    uint32_t id = p->n++;
+    p->offs[id] = p->len;
+    memcpy(p->buf + p->len, s, len);
+    p->buf[p->len + len] = '\0';
+    p->len += len + 1;
+    p->slots[i] = id + 1;
+    if ((uint64_t)p->n * 2 > p->nslots && strpool_grow_table(p) < 0)
+        return STRPOOL_NONE;
+    return id;
+}
+
+uint32_t strpool_find(const struct strpool *p, const char *s)
+{
+    if (p->nslots == 0)
+        return STRPOOL_NONE;
+    uint32_t i = strpool_slot(p, s, strlen(s));
+    return p->slots[i] ? p->slots[i] - 1 : STRPOOL_NONE;
+}
+
+const char *strpool_get(const struct strpool *p, uint32_t id)
+{
+    return id < p->n ? p->buf + p->offs[id] : "";
+}

@@ -1,0 +1,212 @@
+/* table.c — result tables (see table.h). */
+#include "table.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+void table_init(struct table *t, const char *title, const char *file,
+                const struct table_col *cols, int ncols)
+{
+    memset(t, 0, sizeof *t);
+    t->title = title;
+    t->file = file;
+    t->cols = cols;
+    t->ncols = ncols;
+}
+
+void table_free(struct table *t)
+{
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}
+
+void table_add_row(struct table *t)
+{
+    if (t->failed)
+        return;
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **cells = realloc(t->cells, cap * (size_t)t->ncols * sizeof *cells);
+        if (!cells) {
+            t->failed = 1;
+            return;
+        }
+        t->cells = cells;
+        t->cap = cap;
+    }
+    for (int c = 0; c < t->ncols; c++)
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = NULL;
+    t->nrows++;
+}
+
+void table_set(struct table *t, int col, const char *fmt, ...)
+{
+    if (t->failed || t->nrows == 0 || col < 0 || col >= t->ncols)
+        return;
+    char **cell = &t->cells[(t->nrows - 1) * (size_t)t->ncols + (size_t)col];
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) {
+        t->failed = 1;
+        s = NULL;
+    }
+    va_end(ap);
+    free(*cell);
+    *cell = s;
+}
+
+const char *table_get(const struct table *t, size_t row, int col)
+{
+    const char *s = t->cells[row * (size_t)t->ncols + (size_t)col];
+    return s ? s : "";
+}
+
+/* A field needs quoting when it holds the delimiter, a quote, a line break or would lose
+ * leading/trailing spaces to a trimming reader. */
+static int table_field_write(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' ')))
+        return csv_fwrite(f, s, n);
+    return fwrite(s, 1, n, f) == n ? 0 : -1;
+}
+
+int table_write_csv(const struct table *t, const char *dir)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, t->file) < 0)
+        return error_set("report: out of memory naming %s/%s", dir, t->file);
+    if (t->failed) {
+        error_set("%s: out of memory while building the table", path);
+        free(path);
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        error_set("%s: cannot create (%s)", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    int bad = 0;
+    for (int c = 0; c < t->ncols; c++) {
+        bad |= c && fputc(',', f) == EOF;
+        bad |= table_field_write(f, t->cols[c].csv) != 0;
+    }
+    bad |= fputc('\n', f) == EOF;
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            bad |= c && fputc(',', f) == EOF;
+            bad |= table_field_write(f, table_get(t, r, c)) != 0;
+        }
+        bad |= fputc('\n', f) == EOF;
+    }
+    bad |= fclose(f) != 0;
+    int rc = bad ? error_set("%s: write failed (%s): check the disk", path, strerror(errno)) : 0;
+    free(path);
+    return rc;
+}
+
+static const char *table_shown(const char *s)
+{
+    return s[0] ? s : "-";
+}
+
+void table_print(const struct table *t, FILE *out, size_t max_rows)
+{
+    if (!out)
+        return;
+    size_t shown = t->nrows < max_rows ? t->nrows : max_rows;
+    int *w = calloc((size_t)t->ncols, sizeof *w);
+    if (!w)
+        return;
+    for (int c = 0; c < t->ncols; c++) {
+        w[c] = (int)strlen(t->cols[c].label);
+        int u = (int)strlen(t->cols[c].unit) + 2;
+        if (t->cols[c].unit[0] && u > w[c])
+            w[c] = u;
+        for (size_t r = 0; r < shown; r++) {
+            int n = (int)strlen(table_shown(table_get(t, r, c)));
+            if (n > w[c])
+                w[c] = n;
+        }
+    }
+    fprintf(out, "#\n# %s  (%s)\n#", t->title, t->file);
+    for (int c = 0; c < t->ncols; c++)
+        fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c], t->cols[c].label);
+    fputs("\n#", out);
+    for (int c = 0; c < t->ncols; c++) {
+        char unit[64] = "";
+        if (t->cols[c].unit[0])
+            snprintf(unit, sizeof unit, "(%s)", t->cols[c].unit);
+        fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c], unit);
+    }
+    fputc('\n', out);
+    for (size_t r = 0; r < shown; r++) {
+        fputc(' ', out);
+        for (int c = 0; c < t->ncols; c++)
+            fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c],
+                    table_shown(table_get(t, r, c)));
+        fputc('\n', out);
+    }
+    if (t->nrows == 0)
+        fputs("#  (no rows)\n", out);
+    else if (shown < t->nrows)
+        fprintf(out, "#  ... %zu more row(s) in %s\n", t->nrows - shown, t->file);
+    free(w);
+}
+
+void html_escape(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        default: fputc(*s, out); break;
+        }
+    }
+}
+
+void table_write_html(const struct table *t, FILE *out, size_t max_rows)
+{
+    size_t shown = t->nrows < max_rows ? t->nrows : max_rows;
+    fputs("<table>\n<caption>", out);
+    html_escape(out, t->title);
+    fputs(" <span class=\"file\">", out);
+    html_escape(out, t->file);
+    fputs("</span></caption>\n<tr>", out);
+    for (int c = 0; c < t->ncols; c++) {
+        fputs(t->cols[c].left ? "<th class=\"l\">" : "<th>", out);
+        html_escape(out, t->cols[c].label);
+        if (t->cols[c].unit[0]) {
+            fputs("<br><span class=\"unit\">(", out);
+            html_escape(out, t->cols[c].unit);
+            fputs(")</span>", out);
+        }
+        fputs("</th>", out);
+    }
+    fputs("</tr>\n", out);
+    for (size_t r = 0; r < shown; r++) {
+        fputs("<tr>", out);
+        for (int c = 0; c < t->ncols; c++) {
+            fputs(t->cols[c].left ? "<td class=\"l\">" : "<td>", out);
+            html_escape(out, table_shown(table_get(t, r, c)));
+            fputs("</td>", out);
+        }
+        fputs("</tr>\n", out);
+    }
+    if (shown < t->nrows)
+        fprintf(out, "<tr><td class=\"l\" colspan=\"%d\">... %zu more row(s) in %s</td></tr>\n",
+                t->ncols, t->nrows - shown, t->file);
+    fputs("</table>\n", out);
+}

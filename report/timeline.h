@@ -1,0 +1,17 @@
+/* timeline.h — the merged timeline in Chrome trace format (timeline.json), for Perfetto
+ * and chrome://tracing.  Every run is a group of processes ("ddp rank 0", "baseline rank 0"),
+ * each run's time axis starts at its own first event, ranks are on rank 0's clock (the
+ * reader applied clock_offset_ns.rankN).  Threads are lanes: "host compute", "host comm",
+ * "host data", "device compute", ..., "cuda stream N".  Every trace row is one complete
+ * event ("ph":"X", ts and dur in microseconds with nanosecond decimals) with args step,
+ * epoch, bucket, bytes and kind.  Each process has process_name and process_sort_index
+ * metadata events, each lane thread_name and thread_sort_index. */
+#ifndef DDPPROF_REPORT_TIMELINE_H
+#define DDPPROF_REPORT_TIMELINE_H
+
+#include "run.h"
+
+/* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
+int timeline_write(const struct runset *rs, const char *path);
+
+#endif

@@ -1,0 +1,118 @@
+/* test_amp.c — mixed precision pieces without a GPU: the autocast rounding (the helper and
+ * the backend slot) on known fp16/bf16 values, and the GradScaler's unscale, inf check,
+ * backoff and growth. */
+#include "backend.h"
+#include "kernel_math.h"
+#include "params.h"
+#include "scaler.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+static float pow2(int e) { return ldexpf(1.0f, e); }
+
+static void test_rounding(struct backend *be)
+{
+    const struct {
+        float in, f16, bf16;
+    } cases[] = {
+        {1.0f, 1.0f, 1.0f},
+        {65504.0f, 65504.0f, 65536.0f},          /* largest half; bf16 keeps 8 bits */
+        {65519.0f, 65504.0f, 65536.0f},          /* below the half rounding midpoint */
+        {65520.0f, INFINITY, 65536.0f},          /* the midpoint rounds to inf in fp16 */
+        {1e6f, INFINITY, 999424.0f},             /* overflow: inf, the GradScaler's signal */
+        {pow2(-24), pow2(-24), pow2(-24)},       /* smallest half subnormal */
+        {pow2(-25), 0.0f, pow2(-25)},            /* tie between 0 and 2^-24: to even (0) */
+        {3 * pow2(-25), pow2(-23), 3 * pow2(-25)}, /* tie 1.5 ulp -> 2 ulp (even) */
+        {1 + pow2(-11), 1.0f, 1.0f},             /* fp16 tie -> even mantissa */
+        {1 + 3 * pow2(-11), 1 + pow2(-9), 1.0f}, /* fp16 tie -> even (up) */
+        {1 + pow2(-8), 1 + pow2(-8), 1.0f},      /* bf16 tie -> even (down) */
+        {1 + 3 * pow2(-8), 1 + 3 * pow2(-8), 1 + pow2(-6)}, /* bf16 tie -> even (up) */
+        {-2.5f, -2.5f, -2.5f},
+        {-0.0f, -0.0f, -0.0f},
+        {3.0e38f, INFINITY, 0x1.c4p+127f},      /* PyTorch: 3.004055e38 */
+    };
+    size_t n = sizeof cases / sizeof cases[0];
+    float in[32], out16[32], outbf[32];
+    for (size_t i = 0; i < n; i++) {
+        in[i] = cases[i].in;
+        CHECK(memcmp(&(float){km_round_amp(cases[i].in, AMP_F16)}, &cases[i].f16, 4) == 0,
+              "fp16(%a) = %a, want %a", (double)cases[i].in,
+              (double)km_round_amp(cases[i].in, AMP_F16), (double)cases[i].f16);
+        float bf = km_round_amp(cases[i].in, AMP_BF16);
+        CHECK(memcmp(&bf, &cases[i].bf16, 4) == 0, "bf16(%a) = %a, want %a",
+              (double)cases[i].in, (double)bf, (double)cases[i].bf16);
+    }
+    CHECK(isnan(km_round_amp(NAN, AMP_F16)) && isnan(km_round_amp(NAN, AMP_BF16)), "nan");
+    CHECK(km_round_amp(0.1f, AMP_OFF) == 0.1f, "off is the identity");
+
+    /* the backend slot does the same, in place and out of place */
+    be->round_amp(be, n, AMP_F16, in, out16);
+    be->round_amp(be, n, AMP_BF16, in, outbf);
+    for (size_t i = 0; i < n; i++) {
+        float a = km_round_amp(in[i], AMP_F16), b = km_round_amp(in[i], AMP_BF16);
+        CHECK(memcmp(&out16[i], &a, 4) == 0 && memcmp(&outbf[i], &b, 4) == 0,
+              "backend round_amp element %zu", i);
+    }
+    be->round_amp(be, n, AMP_F16, in, in);
+    CHECK(memcmp(in, out16, n * 4) == 0, "round_amp in place");
+}
+
+static void test_scaler(struct backend *be)
+{
+    struct param_table t;
+    params_init(&t, be);
+    int shape[1] = {5};
+    struct param *p = params_add(&t, "", "w", PARAM_TRAINABLE, 1, shape);
+    float g[5] = {65536.0f, -32768.0f, 0.0f, 6.5536f, 131072.0f}, back[5];
+    struct grad_scaler s;
+    scaler_init(&s, 1);
+    CHECK(s.scale == 65536.0f && s.growth_factor == 2.0f && s.backoff_factor == 0.5f &&
+              s.growth_interval == 2000, "PyTorch's defaults");
+
+    int found = -1;
+    be->upload(be, p->grad, g, sizeof g);
+    CHECK(scaler_unscale(&s, &t, NULL, NULL, &found) == 0 && found == 0, "clean gradients");
+    be->download(be, back, p->grad, sizeof back);
+    CHECK(back[0] == 1.0f && back[1] == -0.5f && back[2] == 0.0f && back[4] == 2.0f &&
+              back[3] == 6.5536f / 65536.0f, "unscaled by 1/65536 exactly");
+
+    g[3] = INFINITY;
+    be->upload(be, p->grad, g, sizeof g);
+    CHECK(scaler_unscale(&s, &t, NULL, NULL, &found) == 0 && found == 1, "inf found");
+    scaler_update(&s, found);
+    CHECK(s.scale == 32768.0f && s.growth_tracker == 0, "backoff halves: %g", (double)s.scale);
+    g[3] = NAN;
+    be->upload(be, p->grad, g, sizeof g);
+    CHECK(scaler_unscale(&s, &t, NULL, NULL, &found) == 0 && found == 1, "nan found");
+
+    s.growth_interval = 3;
+    for (int i = 0; i < 2; i++)
+        scaler_update(&s, 0);
+    CHECK(s.scale == 32768.0f && s.growth_tracker == 2, "no growth before the interval");
+    scaler_update(&s, 0);
+    CHECK(s.scale == 65536.0f && s.growth_tracker == 0, "growth after 3 clean steps");
+    scaler_update(&s, 0);
+    scaler_update(&s, 1);
+    CHECK(s.scale == 32768.0f && s.growth_tracker == 0, "an inf resets the growth count");
+
+    struct grad_scaler off;
+    scaler_init(&off, 0);
+    be->upload(be, p->grad, g, sizeof g);
+    CHECK(scaler_unscale(&off, &t, NULL, NULL, &found) == 0 && found == 0, "disabled: no check");
+    be->download(be, back, p->grad, sizeof back);
+    CHECK(back[0] == g[0], "disabled: gradients untouched");
+    scaler_update(&off, 1);
+    CHECK(off.scale == 1.0f, "disabled: scale stays 1");
+    params_free(&t);
+}
+
+int main(void)
+{
+    struct backend *be = backend_cpu_create(1);
+    test_rounding(be);
+    test_scaler(be);
+    be->destroy(be);
+    return test_finish();
+}

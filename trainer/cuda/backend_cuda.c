@@ -1,0 +1,1062 @@
+/* backend_cuda.c — the CUDA implementation of struct backend (backend.h), with the CPU
+ * backend (backend_cpu.c) as its oracle.
+ *
+ * Everything runs in order on one non-blocking compute stream per backend: cuDNN for
+ * convolution (forward, backward data, backward filter; an algorithm list and workspace
+ * size cached per shape and element type, strict fp32 math without TF32), cuBLAS GEMM for
+ * linear layers, and the kernels of kernels.cu for everything else.  The host waits only
+ * where a slot returns a value (softmax_xent, count_correct, unscale_check), in
+ * download, synchronize and free.
+ *
+ * Slots return void, so a failing CUDA, cuDNN or cuBLAS call is recorded as the backend's
+ * first error (backend_cuda_status), and later slots still run; a failed backend's loss is
+ * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
+ * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
+ * (cudnnFind*) instead of cuDNN's heuristics.
+ *
+ * Half precision (the AMP fast path) plugs in through enum cuda_dtype: the convolution
+ * plans and the GEMM helper already take an element type; the fp32 slots pass CUDA_DT_F32. */
+#include "backend.h"
+#include "backend_cuda.h"
+#include "cuda.h"
+#include "cuda_check.h"
+#include "cudnn_desc.h"
+#include "error.h"
+#include "kernels.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Pinned staging for uploads: two halves used in turn, each guarded by an event, so an
+ * upload returns at once and its host buffer may be reused immediately. */
+#define STAGE_HALF_BYTES ((size_t)4 << 20)
+/* Most workspace one convolution algorithm may ask for. */
+#define CONV_WS_LIMIT ((size_t)1 << 30)
+#define CONV_MAX_CANDIDATES 16
+
+enum conv_dir { CONV_FWD = 0, CONV_BWD_DATA = 1, CONV_BWD_FILTER = 2 };
+static const char *const conv_dir_name[] = {"forward", "backward data", "backward filter"};
+
+/* The algorithms worth trying for one direction of one shape, best first; `next` skips
+ * those that failed when run. */
+struct conv_algos {
+    int ready;
+    int count, next;
+    int algo[CONV_MAX_CANDIDATES];
+    size_t ws[CONV_MAX_CANDIDATES];
+};
+
+struct conv_plan {
+    struct conv2d_shape cs; /* key (with dt) */
+    enum cuda_dtype dt;
+    struct cudnn_conv_desc d;
+    struct conv_algos dir[3];
+};
+
+struct cuda_backend {
+    struct backend ops; /* first: a struct backend * is a struct cuda_backend * */
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cudnnHandle_t cudnn;
+    int find_algos; /* DDPPROF_CUDNN_BENCHMARK=1 */
+    int sync_each;  /* DDPPROF_CUDA_SYNC=1 */
+
+    void *ws; /* cuDNN workspace */
+    size_t ws_bytes;
+    double *scratch; /* reductions and per-row losses */
+    size_t scratch_doubles;
+    float *dev_loss;    /* 1 float */
+    int *dev_ints;      /* 2 ints: correct count, found-inf flag */
+    void *host_scalars; /* pinned, 64 bytes */
+    unsigned char *stage; /* pinned, 2 * STAGE_HALF_BYTES */
+    cudaEvent_t stage_done[2];
+    int stage_half;
+    size_t stage_off;
+
+    struct conv_plan **plans;
+    int nplans, cap_plans;
+
+    int failed;
+    char first_error[1024];
+};
+
+static void cu_destroy(struct backend *be);
+
+/* ------------------------------------------------------------------ errors */
+
+/* Keep the current error_get() message, prefixed with the op, as the first failure. */
+static void cb_record(struct cuda_backend *cb, const char *op)
+{
+    if (!cb->failed) {
+        cb->failed = 1;
+        snprintf(cb->first_error, sizeof cb->first_error, "CUDA backend (device %d), %s: %s",
+                 cb->device, op, error_get());
+    }
+    error_set("%s", cb->first_error);
+}
+
+/* Start of every slot: make the device current and drop a stale error another call left
+ * in the runtime's last-error slot (sticky faults are reported again by later calls). */
+static int cb_begin(struct cuda_backend *cb, const char *op)
+{
+    (void)cudaGetLastError();
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != cb->device) {
+        if (CHECK_CUDA(cudaSetDevice(cb->device))) {
+            cb_record(cb, op);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* End of a slot: with DDPPROF_CUDA_SYNC=1, wait and pin a fault on this op. */
+static void cb_end(struct cuda_backend *cb, const char *op)
+{
+    if (cb->sync_each && CHECK_CUDA(cudaStreamSynchronize(cb->stream)))
+        cb_record(cb, op);
+}
+
+/* a kernel launcher's or library call's result: 0, or -1 recorded against op */
+static int cb_cuda(struct cuda_backend *cb, const char *op, cudaError_t e, const char *call,
+                   const char *file, int line)
+{
+    if (e == cudaSuccess)
+        return 0;
+    cuda_check_cuda(e, call, file, line);
+    (void)cudaGetLastError();
+    cb_record(cb, op);
+    return -1;
+}
+
+#define CB_CUDA(cb, op, call) cb_cuda((cb), (op), (call), #call, __FILE__, __LINE__)
+
+/* ------------------------------------------------------------------ public queries */
+
+int cuda_build_enabled(void) { return 1; }
+
+int cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver or no device: not an error here */
+        return 0;
+    }
+    return n;
+}
+
+int backend_cuda_is(const struct backend *be) { return be && be->destroy == cu_destroy; }
+
+int backend_cuda_device(const struct backend *be)
+{
+    return ((const struct cuda_backend *)be)->device;
+}
+
+cudaStream_t backend_cuda_stream(const struct backend *be)
+{
+    return ((const struct cuda_backend *)be)->stream;
+}
+
+int backend_cuda_bind(const struct backend *be)
+{
+    const struct cuda_backend *cb = (const struct cuda_backend *)be;
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == cb->device)
+        return 0;
+    return CHECK_CUDA(cudaSetDevice(cb->device));
+}
+
+int backend_cuda_status(struct backend *be)
+{
+    if (!backend_cuda_is(be))
+        return error_set("backend_cuda_status: backend '%s' is not a CUDA backend",
+                         be ? be->name : "(null)");
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!cb->failed) {
+        /* a fault of work already finished shows up here without waiting */
+        cudaError_t e = cudaStreamQuery(cb->stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+            cb_cuda(cb, "device work", e, "cudaStreamQuery(stream)", __FILE__, __LINE__);
+    }
+    if (cb->failed)
+        return error_set("%s", cb->first_error);
+    return 0;
+}
+
+int cuda_info_get(int device, struct cuda_info *info)
+{
+    memset(info, 0, sizeof *info);
+    int v = 0;
+    if (cudaDriverGetVersion(&v) == cudaSuccess)
+        info->driver_version = v;
+    if (cudaRuntimeGetVersion(&v) == cudaSuccess)
+        info->runtime_version = v;
+    (void)cudaGetLastError();
+    info->cudnn_version = cudnnGetVersion();
+    int major = 0, minor = 0, patch = 0;
+    if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+        info->cublas_version = major * 10000 + minor * 100 + patch;
+    if (ncclGetVersion(&v) == ncclSuccess)
+        info->nccl_version = v;
+    if (device < 0)
+        return 0;
+    struct cudaDeviceProp prop;
+    if (CHECK_CUDA(cudaGetDeviceProperties(&prop, device))) {
+        (void)cudaGetLastError();
+        return error_wrap("cuda_info_get: device %d", device);
+    }
+    snprintf(info->device_name, sizeof info->device_name, "%s", prop.name);
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    info->sm_count = prop.multiProcessorCount;
+    info->memory_bytes = prop.totalGlobalMem;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ device buffers */
+
+/* Grow *buf to at least bytes (contents not kept).  Queued work may still use the old
+ * buffer, so the stream is drained before it is freed. */
+static int cb_grow(struct cuda_backend *cb, void **buf, size_t *have, size_t bytes)
+{
+    if (bytes <= *have && *buf)
+        return 0;
+    bytes = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1); /* whole MiB */
+    if (*buf) {
+        if (CHECK_CUDA(cudaStreamSynchronize(cb->stream)) || CHECK_CUDA(cudaFree(*buf)))
+            return -1;
+        *buf = NULL;
+        *have = 0;
+    }
+    if (CHECK_CUDA(cudaMalloc(buf, bytes))) {
+        (void)cudaGetLastError();
+        *buf = NULL;
+        return error_wrap("CUDA backend: %zu bytes of scratch on device %d", bytes, cb->device);
+    }
+    *have = bytes;
+    return 0;
+}
+
+static double *cb_scratch(struct cuda_backend *cb, size_t doubles, const char *op)
+{
+    size_t have = cb->scratch_doubles * sizeof(double);
+    void *p = cb->scratch;
+    if (cb_grow(cb, &p, &have, doubles * sizeof(double))) {
+        cb->scratch = NULL;
+        cb->scratch_doubles = 0;
+        cb_record(cb, op);
+        return NULL;
+    }
+    cb->scratch = p;
+    cb->scratch_doubles = have / sizeof(double);
+    return cb->scratch;
+}
+
+/* ------------------------------------------------------------------ memory slots */
+
+static void *cu_alloc(struct backend *be, size_t bytes)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    void *p = NULL;
+    if (cb_begin(cb, "alloc"))
+        return NULL;
+    if (CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 1))) {
+        (void)cudaGetLastError(); /* out of memory is the caller's to report, not sticky */
+        error_wrap("CUDA backend: cannot allocate %zu bytes on device %d (free memory or use a "
+                   "smaller batch)",
+                   bytes, cb->device);
+        return NULL;
+    }
+    if (bytes && CB_CUDA(cb, "alloc", cudaMemsetAsync(p, 0, bytes, cb->stream))) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cu_free(struct backend *be, void *ptr)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!ptr || cb_begin(cb, "free"))
+        return;
+    /* work queued on the stream may still read ptr */
+    if (CB_CUDA(cb, "free", cudaStreamSynchronize(cb->stream)))
+        return;
+    CB_CUDA(cb, "free", cudaFree(ptr));
+}
+
+static void cu_upload(struct backend *be, void *dst, const void *host_src, size_t bytes)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!bytes || cb_begin(cb, "upload"))
+        return;
+    if (bytes > STAGE_HALF_BYTES) { /* too big to stage: copy and wait */
+        if (CB_CUDA(cb, "upload", cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice,
+                                                  cb->stream)))
+            return;
+        CB_CUDA(cb, "upload", cudaStreamSynchronize(cb->stream));
+        return;
+    }
+    if (cb->stage_off + bytes > STAGE_HALF_BYTES) { /* switch halves; wait for the other */
+        cb->stage_half ^= 1;
+        cb->stage_off = 0;
+        if (CB_CUDA(cb, "upload", cudaEventSynchronize(cb->stage_done[cb->stage_half])))
+            return;
+    }
+    unsigned char *p = cb->stage + (size_t)cb->stage_half * STAGE_HALF_BYTES + cb->stage_off;
+    memcpy(p, host_src, bytes);
+    if (CB_CUDA(cb, "upload",
+                cudaMemcpyAsync(dst, p, bytes, cudaMemcpyHostToDevice, cb->stream)) ||
+        CB_CUDA(cb, "upload", cudaEventRecord(cb->stage_done[cb->stage_half], cb->stream)))
+        return;
+    cb->stage_off += (bytes + 255) & ~(size_t)255;
+    cb_end(cb, "upload");
+}
+
+static void cu_download(struct backend *be, void *host_dst, const void *src, size_t bytes)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!bytes || cb_begin(cb, "download"))
+        return;
+    if (CB_CUDA(cb, "download",
+                cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream)))
+        return;
+    CB_CUDA(cb, "download", cudaStreamSynchronize(cb->stream));
+}
+
+static void cu_copy(struct backend *be, void *dst, const void *src, size_t bytes)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!bytes || dst == src || cb_begin(cb, "copy"))
+        return;
+    if (CB_CUDA(cb, "copy",
+                cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cb->stream)))
+        return;
+    cb_end(cb, "copy");
+}
+
+static void cu_zero(struct backend *be, void *dst, size_t bytes)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!bytes || cb_begin(cb, "zero"))
+        return;
+    if (CB_CUDA(cb, "zero", cudaMemsetAsync(dst, 0, bytes, cb->stream)))
+        return;
+    cb_end(cb, "zero");
+}
+
+static void cu_synchronize(struct backend *be)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (cb_begin(cb, "synchronize"))
+        return;
+    CB_CUDA(cb, "synchronize", cudaStreamSynchronize(cb->stream));
+}
+
+/* ------------------------------------------------------------------ convolution plans */
+
+static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
+{
+    for (int i = 0; i < a->count; i++)
+        if (a->algo[i] == algo)
+            return 0;
+    if (a->count == CONV_MAX_CANDIDATES || ws > CONV_WS_LIMIT)
+        return 0;
+    a->algo[a->count] = algo;
+    a->ws[a->count] = ws;
+    a->count++;
+    return 1;
+}
+
+/* fp32 must not run on tensor cores (TF32); every math type is fine for half data */
+static int conv_math_ok(enum cuda_dtype dt, cudnnMathType_t m)
+{
+    return dt != CUDA_DT_F32 || (m != CUDNN_TENSOR_OP_MATH &&
+                                 m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+/* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos),
+ * deterministic algorithms first, each with its workspace size. */
+static int conv_choose_fwd(struct cuda_backend *cb, struct conv_plan *pl)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cb->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(
+                             cb->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
+                             cb->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_FWD];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
+                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                cudnnGetConvolutionForwardWorkspaceSize(cb->cudnn, d->x, d->w, d->conv, d->y,
+                                                        perf[i].algo,
+                                                        &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static int conv_choose_bwd_data(struct cuda_backend *cb, struct conv_plan *pl)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cb->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(
+                             cb->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                             cb->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_BWD_DATA];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
+                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                cudnnGetConvolutionBackwardDataWorkspaceSize(cb->cudnn, d->w, d->y, d->conv,
+                                                             d->x, perf[i].algo,
+                                                             &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static int conv_choose_bwd_filter(struct cuda_backend *cb, struct conv_plan *pl)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cb->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(
+                             cb->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                             cb->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_BWD_FILTER];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
+                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                cudnnGetConvolutionBackwardFilterWorkspaceSize(cb->cudnn, d->x, d->y, d->conv,
+                                                               d->w, perf[i].algo,
+                                                               &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "x (%d,%d,%d,%d) w (%d,%d,%d,%d) pad %d stride %d", cs->n, cs->c, cs->h,
+             cs->w, cs->k, cs->c, cs->r, cs->s, cs->pad, cs->stride);
+}
+
+/* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
+static struct conv_plan *conv_plan_get(struct cuda_backend *cb, const struct conv2d_shape *cs,
+                                       enum cuda_dtype dt, enum conv_dir dir)
+{
+    struct conv_plan *pl = NULL;
+    for (int i = 0; i < cb->nplans && !pl; i++) {
+        const struct conv2d_shape *k = &cb->plans[i]->cs;
+        if (cb->plans[i]->dt == dt && k->n == cs->n && k->c == cs->c && k->h == cs->h &&
+            k->w == cs->w && k->k == cs->k && k->r == cs->r && k->s == cs->s &&
+            k->pad == cs->pad && k->stride == cs->stride)
+            pl = cb->plans[i];
+    }
+    if (!pl) {
+        if (cb->nplans == cb->cap_plans) {
+            int cap = cb->cap_plans ? 2 * cb->cap_plans : 16;
+            struct conv_plan **p = realloc(cb->plans, (size_t)cap * sizeof *p);
+            if (!p) {
+                error_set("CUDA backend: out of memory for convolution plans");
+                return NULL;
+            }
+            cb->plans = p;
+            cb->cap_plans = cap;
+        }
+        pl = calloc(1, sizeof *pl);
+        if (!pl) {
+            error_set("CUDA backend: out of memory for a convolution plan");
+            return NULL;
+        }
+        pl->cs = *cs;
+        pl->dt = dt;
+        if (cudnn_conv_desc_init(&pl->d, cs, dt)) {
+            free(pl);
+            return NULL;
+        }
+        cb->plans[cb->nplans++] = pl;
+    }
+    struct conv_algos *a = &pl->dir[dir];
+    if (!a->ready) {
+        int rc = dir == CONV_FWD        ? conv_choose_fwd(cb, pl)
+                 : dir == CONV_BWD_DATA ? conv_choose_bwd_data(cb, pl)
+                                        : conv_choose_bwd_filter(cb, pl);
+        if (rc)
+            return NULL;
+        a->ready = 1;
+    }
+    if (a->next >= a->count) {
+        char shape[160];
+        conv_shape_text(cs, shape, sizeof shape);
+        error_set("cuDNN has no usable %s algorithm for conv %s (%d candidates, all failed or "
+                  "need more than %zu MiB of workspace)",
+                  conv_dir_name[dir], shape, a->count, CONV_WS_LIMIT >> 20);
+        return NULL;
+    }
+    return pl;
+}
+
+/* Run direction dir of pl with its best candidate that works: one that fails (status, or
+ * no memory for its workspace) is dropped for good and the next one tried. */
+static int conv_run(struct cuda_backend *cb, struct conv_plan *pl, enum conv_dir dir,
+                    const void *x, const void *w, const void *dy_or_y, void *out)
+{
+    struct conv_algos *a = &pl->dir[dir];
+    const struct cudnn_conv_desc *d = &pl->d;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+    for (; a->next < a->count; a->next++) {
+        const int i = a->next;
+        if (cb_grow(cb, &cb->ws, &cb->ws_bytes, a->ws[i])) {
+            st = CUDNN_STATUS_ALLOC_FAILED;
+            continue;
+        }
+        if (dir == CONV_FWD)
+            st = cudnnConvolutionForward(cb->cudnn, &one, d->x, x, d->w, w, d->conv,
+                                         (cudnnConvolutionFwdAlgo_t)a->algo[i], cb->ws,
+                                         a->ws[i], &zero, d->y, out);
+        else if (dir == CONV_BWD_DATA)
+            st = cudnnConvolutionBackwardData(cb->cudnn, &one, d->w, w, d->y, dy_or_y, d->conv,
+                                              (cudnnConvolutionBwdDataAlgo_t)a->algo[i], cb->ws,
+                                              a->ws[i], &zero, d->x, out);
+        else
+            st = cudnnConvolutionBackwardFilter(cb->cudnn, &one, d->x, x, d->y, dy_or_y,
+                                                d->conv,
+                                                (cudnnConvolutionBwdFilterAlgo_t)a->algo[i],
+                                                cb->ws, a->ws[i], &zero, d->w, out);
+        if (st == CUDNN_STATUS_SUCCESS)
+            return 0;
+    }
+    char shape[160];
+    conv_shape_text(&pl->cs, shape, sizeof shape);
+    CHECK_CUDNN(st);
+    return error_wrap("conv %s %s: every cuDNN algorithm failed, the last one with",
+                      conv_dir_name[dir], shape);
+}
+
+/* ------------------------------------------------------------------ convolution slots */
+
+static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, const float *x,
+                              const float *w, const float *b, float *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "conv2d_forward";
+    if (cb_begin(cb, op))
+        return;
+    struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_FWD);
+    if (!pl || conv_run(cb, pl, CONV_FWD, x, w, NULL, y)) {
+        cb_record(cb, op);
+        return;
+    }
+    if (b && CB_CUDA(cb, op,
+                     kern_bias_add_channels(cb->stream, cs->n, cs->k, (size_t)cs->p * cs->q, b,
+                                            y)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs,
+                               const float *x, const float *w, const float *dy, float *dx,
+                               float *dw, float *db)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "conv2d_backward";
+    if (cb_begin(cb, op))
+        return;
+    if (db) {
+        const size_t pq = (size_t)cs->p * cs->q;
+        double *ws = cb_scratch(cb, kern_channel_ws_doubles(cs->n, cs->k, (int)pq), op);
+        if (!ws ||
+            CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dy, db, ws)))
+            return;
+    }
+    if (dx) {
+        struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_BWD_DATA);
+        if (!pl || conv_run(cb, pl, CONV_BWD_DATA, NULL, w, dy, dx)) {
+            cb_record(cb, op);
+            return;
+        }
+    }
+    if (dw) {
+        struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_BWD_FILTER);
+        if (!pl || conv_run(cb, pl, CONV_BWD_FILTER, x, NULL, dy, dw)) {
+            cb_record(cb, op);
+            return;
+        }
+    }
+    cb_end(cb, op);
+}
+
+/* ------------------------------------------------------------------ batch norm slots */
+
+static void cu_batchnorm_stats(struct backend *be, int n, int c, int hw, const float *x,
+                               float eps, float *mean, float *invstd)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_stats";
+    if (cb_begin(cb, op))
+        return;
+    double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
+    if (!ws || CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, x, eps, mean, invstd, ws)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_batchnorm_gather_stats(struct backend *be, int world, int c, const float *means,
+                                      const float *invstds, const float *counts,
+                                      float momentum, float eps, float *running_mean,
+                                      float *running_var, float *mean, float *invstd)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_gather_stats";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_bn_gather_stats(cb->stream, world, c, means, invstds, counts, momentum, eps,
+                                     running_mean, running_var, mean, invstd)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_batchnorm_elemt(struct backend *be, int n, int c, int hw, const float *x,
+                               const float *mean, const float *invstd, const float *weight,
+                               const float *bias, float *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_elemt";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_bn_elemt(cb->stream, n, c, hw, x, mean, invstd, weight, bias, y)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, const float *x,
+                                      const float *running_mean, const float *running_var,
+                                      float eps, const float *weight, const float *bias,
+                                      float *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_forward_eval";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_bn_forward_eval(cb->stream, n, c, hw, x, running_mean, running_var, eps,
+                                     weight, bias, y)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_batchnorm_backward_reduce(struct backend *be, int n, int c, int hw,
+                                         const float *dy, const float *x, const float *mean,
+                                         const float *invstd, float *sum_dy, float *sum_dy_xmu,
+                                         float *dweight, float *dbias)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_backward_reduce";
+    if (cb_begin(cb, op))
+        return;
+    double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
+    if (!ws || CB_CUDA(cb, op,
+                       kern_bn_backward_reduce(cb->stream, n, c, hw, dy, x, mean, invstd,
+                                               sum_dy, sum_dy_xmu, dweight, dbias, ws)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw,
+                                        const float *dy, const float *x, const float *mean,
+                                        const float *invstd, const float *weight,
+                                        const float *sum_dy, const float *sum_dy_xmu,
+                                        float count, float *dx)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "batchnorm_backward_elemt";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_bn_backward_elemt(cb->stream, n, c, hw, dy, x, mean, invstd, weight, sum_dy,
+                                       sum_dy_xmu, count, dx)))
+        return;
+    cb_end(cb, op);
+}
+
+/* ------------------------------------------------------------------ activations, pooling */
+
+static void cu_relu_forward(struct backend *be, size_t n, const float *x, float *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "relu_forward";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_forward(cb->stream, n, x, y)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_relu_backward(struct backend *be, size_t n, const float *y, const float *dy,
+                             float *dx)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "relu_backward";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_backward(cb->stream, n, y, dy, dx)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_maxpool2d_forward(struct backend *be, const struct pool2d_shape *ps,
+                                 const float *x, float *y, int32_t *argmax)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "maxpool2d_forward";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_maxpool_forward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
+                                     ps->kernel, ps->stride, ps->p, ps->q, x, y, argmax)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_maxpool2d_backward(struct backend *be, const struct pool2d_shape *ps,
+                                  const float *dy, const int32_t *argmax, float *dx)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "maxpool2d_backward";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_maxpool_backward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
+                                      ps->kernel, ps->stride, ps->p, ps->q, dy, argmax, dx)))
+        return;
+    cb_end(cb, op);
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
+{
+    return dt == CUDA_DT_F16 ? CUDA_R_16F : dt == CUDA_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* Column-major C (m,n) = op(A) op(B) + beta C with fp32 accumulation (CUBLAS_COMPUTE_32F:
+ * no TF32 for fp32 data); A and B hold ab elements, C holds c elements. */
+static int cu_gemm(struct cuda_backend *cb, cublasOperation_t ta, cublasOperation_t tb, int m,
+                   int n, int k, const void *a, int lda, const void *b, int ldb, float beta,
+                   void *c, int ldc, enum cuda_dtype ab, enum cuda_dtype cdt)
+{
+    const float alpha = 1.0f;
+    return CHECK_CUBLAS(cublasGemmEx(cb->cublas, ta, tb, m, n, k, &alpha, a, cublas_dtype(ab),
+                                     lda, b, cublas_dtype(ab), ldb, &beta, c, cublas_dtype(cdt),
+                                     ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* Row-major tensors seen by column-major cuBLAS are transposed: y (n,out) row-major is
+ * y^T (out,n) column-major, so y^T = w x^T with w (out,in) row-major read as (in,out)^T. */
+static void cu_linear_forward(struct backend *be, int n, int in, int out, const float *x,
+                              const float *w, const float *b, float *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "linear_forward";
+    if (cb_begin(cb, op))
+        return;
+    if (b && CB_CUDA(cb, op, kern_bias_fill_rows(cb->stream, n, out, b, y)))
+        return;
+    if (cu_gemm(cb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, w, in, x, in, b ? 1.0f : 0.0f, y, out,
+                CUDA_DT_F32, CUDA_DT_F32)) {
+        cb_record(cb, op);
+        return;
+    }
+    cb_end(cb, op);
+}
+
+static void cu_linear_backward(struct backend *be, int n, int in, int out, const float *x,
+                               const float *w, const float *dy, float *dx, float *dw, float *db)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "linear_backward";
+    if (cb_begin(cb, op))
+        return;
+    /* dx^T (in,n) = w^T... : column-major dx^T = W' D' with W' = w as (in,out), D' = dy as
+     * (out,n); dw^T (in,out) = X' D'^T with X' = x as (in,n) */
+    if (dx && cu_gemm(cb, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, dy, out, 0.0f, dx, in,
+                      CUDA_DT_F32, CUDA_DT_F32)) {
+        cb_record(cb, op);
+        return;
+    }
+    if (dw && cu_gemm(cb, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, dy, out, 0.0f, dw, in,
+                      CUDA_DT_F32, CUDA_DT_F32)) {
+        cb_record(cb, op);
+        return;
+    }
+    if (db && CB_CUDA(cb, op, kern_column_sum(cb->stream, n, out, dy, db)))
+        return;
+    cb_end(cb, op);
+}
+
+/* ------------------------------------------------------------------ loss, metrics */
+
+static float cu_softmax_xent(struct backend *be, int n, int c, const float *logits,
+                             const int32_t *labels, float *dlogits)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "softmax_xent";
+    if (n < 1 || c < 1 || cb_begin(cb, op))
+        return NAN;
+    double *rows = cb_scratch(cb, (size_t)n, op);
+    float *host = cb->host_scalars;
+    if (!rows ||
+        CB_CUDA(cb, op,
+                kern_softmax_xent(cb->stream, n, c, logits, labels, dlogits, rows,
+                                  cb->dev_loss)) ||
+        CB_CUDA(cb, op,
+                cudaMemcpyAsync(host, cb->dev_loss, sizeof(float), cudaMemcpyDeviceToHost,
+                                cb->stream)) ||
+        CB_CUDA(cb, op, cudaStreamSynchronize(cb->stream)))
+        return NAN;
+    return cb->failed ? NAN : host[0];
+}
+
+static int cu_count_correct(struct backend *be, int n, int c, const float *logits,
+                            const int32_t *labels)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "count_correct";
+    int *host = cb->host_scalars;
+    if (n < 1 || c < 1 || cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_count_correct(cb->stream, n, c, logits, labels, cb->dev_ints)) ||
+        CB_CUDA(cb, op,
+                cudaMemcpyAsync(host, cb->dev_ints, sizeof(int), cudaMemcpyDeviceToHost,
+                                cb->stream)) ||
+        CB_CUDA(cb, op, cudaStreamSynchronize(cb->stream)))
+        return 0;
+    return host[0];
+}
+
+/* ------------------------------------------------------------------ elementwise, optimizer */
+
+static void cu_scale(struct backend *be, size_t n, float alpha, const float *src, float *dst)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "scale";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_scale(cb->stream, n, alpha, src, dst)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
+                         float *dst)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "round_amp";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_round_amp(cb->stream, n, (int)dt, src, dst)))
+        return;
+    cb_end(cb, op);
+}
+
+/* 1 (skip the step) also when the backend has failed */
+static int cu_unscale_check(struct backend *be, size_t n, float *g, float inv_scale)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "unscale_check";
+    int *host = cb->host_scalars;
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_unscale_check(cb->stream, n, g, inv_scale, cb->dev_ints + 1)) ||
+        CB_CUDA(cb, op,
+                cudaMemcpyAsync(host, cb->dev_ints + 1, sizeof(int), cudaMemcpyDeviceToHost,
+                                cb->stream)) ||
+        CB_CUDA(cb, op, cudaStreamSynchronize(cb->stream)))
+        return 1;
+    return cb->failed ? 1 : host[0] != 0;
+}
+
+static void cu_sgd_step(struct backend *be, size_t n, float *param, const float *grad,
+                        float *buf, float lr, float momentum, float dampening,
+                        float weight_decay, int nesterov, int first)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "sgd_step";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_sgd_step(cb->stream, n, param, grad, buf, lr, momentum, dampening,
+                              weight_decay, nesterov, first)))
+        return;
+    cb_end(cb, op);
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+static void cu_destroy(struct backend *be)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!cb)
+        return;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != cb->device)
+        cudaSetDevice(cb->device);
+    if (cb->stream)
+        cudaStreamSynchronize(cb->stream);
+    for (int i = 0; i < cb->nplans; i++) {
+        cudnn_conv_desc_free(&cb->plans[i]->d);
+        free(cb->plans[i]);
+    }
+    free(cb->plans);
+    if (cb->cudnn)
+        cudnnDestroy(cb->cudnn);
+    if (cb->cublas)
+        cublasDestroy(cb->cublas);
+    cudaFree(cb->ws);
+    cudaFree(cb->scratch);
+    cudaFree(cb->dev_loss);
+    cudaFree(cb->dev_ints);
+    for (int i = 0; i < 2; i++)
+        if (cb->stage_done[i])
+            cudaEventDestroy(cb->stage_done[i]);
+    cudaFreeHost(cb->stage);
+    cudaFreeHost(cb->host_scalars);
+    if (cb->stream)
+        cudaStreamDestroy(cb->stream);
+    (void)cudaGetLastError();
+    free(cb);
+}
+
+static const struct backend cuda_backend_ops = {
+    .name = "cuda",
+    /* memory: cudaMalloc (zero-filled on the stream); uploads staged through pinned
+     * buffers, downloads wait */
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .upload = cu_upload,
+    .download = cu_download,
+    .copy = cu_copy,
+    .zero = cu_zero,
+    .synchronize = cu_synchronize,
+    /* convolution: cuDNN, algorithms cached per shape; bias gradient by our reduction */
+    .conv2d_forward = cu_conv2d_forward,
+    .conv2d_backward = cu_conv2d_backward,
+    /* batch norm: SyncBatchNorm decomposition, kernels.cu */
+    .batchnorm_stats = cu_batchnorm_stats,
+    .batchnorm_gather_stats = cu_batchnorm_gather_stats,
+    .batchnorm_elemt = cu_batchnorm_elemt,
+    .batchnorm_forward_eval = cu_batchnorm_forward_eval,
+    .batchnorm_backward_reduce = cu_batchnorm_backward_reduce,
+    .batchnorm_backward_elemt = cu_batchnorm_backward_elemt,
+    /* activations and pooling: kernels.cu */
+    .relu_forward = cu_relu_forward,
+    .relu_backward = cu_relu_backward,
+    .maxpool2d_forward = cu_maxpool2d_forward,
+    .maxpool2d_backward = cu_maxpool2d_backward,
+    /* linear: cuBLAS GEMM */
+    .linear_forward = cu_linear_forward,
+    .linear_backward = cu_linear_backward,
+    /* loss and metrics: the host waits for the result */
+    .softmax_xent = cu_softmax_xent,
+    .count_correct = cu_count_correct,
+    /* elementwise, mixed precision and optimizer: kernels.cu */
+    .scale = cu_scale,
+    .round_amp = cu_round_amp,
+    .unscale_check = cu_unscale_check,
+    .sgd_step = cu_sgd_step,
+    .destroy = cu_destroy,
+};
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
+struct backend *backend_cuda_create(int device)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        error_set("no usable CUDA GPU for --gpu %d: %s (%s); check that the NVIDIA driver is "
+                  "loaded and a GPU is visible (nvidia-smi, CUDA_VISIBLE_DEVICES), or use "
+                  "--cpu N",
+                  device, cudaGetErrorString(e), cudaGetErrorName(e));
+        return NULL;
+    }
+    if (count == 0 || device < 0 || device >= count) {
+        error_set("CUDA device %d does not exist: %d visible%s; pick one of 0..%d (nvidia-smi "
+                  "lists them) or use --cpu N",
+                  device, count, count ? "" : " (check CUDA_VISIBLE_DEVICES)", count - 1);
+        return NULL;
+    }
+    struct cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        error_set("backend_cuda_create: out of memory");
+        return NULL;
+    }
+    cb->ops = cuda_backend_ops;
+    cb->device = device;
+    cb->find_algos = env_flag("DDPPROF_CUDNN_BENCHMARK");
+    cb->sync_each = env_flag("DDPPROF_CUDA_SYNC");
+    if (CHECK_CUDA(cudaSetDevice(device)) ||
+        CHECK_CUDA(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) ||
+        CHECK_CUBLAS(cublasCreate(&cb->cublas)) ||
+        CHECK_CUBLAS(cublasSetStream(cb->cublas, cb->stream)) ||
+        CHECK_CUDNN(cudnnCreate(&cb->cudnn)) || CHECK_CUDNN(cudnnSetStream(cb->cudnn, cb->stream)) ||
+        CHECK_CUDA(cudaMalloc((void **)&cb->dev_loss, sizeof(float))) ||
+        CHECK_CUDA(cudaMalloc((void **)&cb->dev_ints, 2 * sizeof(int))) ||
+        CHECK_CUDA(cudaMallocHost(&cb->host_scalars, 64)) ||
+        CHECK_CUDA(cudaMallocHost((void **)&cb->stage, 2 * STAGE_HALF_BYTES)) ||
+        CHECK_CUDA(cudaEventCreateWithFlags(&cb->stage_done[0], cudaEventDisableTiming)) ||
+        CHECK_CUDA(cudaEventCreateWithFlags(&cb->stage_done[1], cudaEventDisableTiming)))
+        goto fail;
+    /* run one kernel now: a GPU this build has no code for fails here, clearly */
+    int *probe = cb->host_scalars;
+    probe[0] = 0;
+    if (CHECK_CUDA(kern_probe(cb->stream, cb->dev_ints)) ||
+        CHECK_CUDA(cudaMemcpyAsync(probe, cb->dev_ints, sizeof(int), cudaMemcpyDeviceToHost,
+                                   cb->stream)) ||
+        CHECK_CUDA(cudaStreamSynchronize(cb->stream)) || probe[0] != 1) {
+        struct cudaDeviceProp prop;
+        memset(&prop, 0, sizeof prop);
+        cudaGetDeviceProperties(&prop, device);
+        error_wrap("CUDA device %d (%s, compute capability %d.%d) cannot run this build's "
+                   "kernels (built for sm_80 and sm_90; rebuild with "
+                   "-DCMAKE_CUDA_ARCHITECTURES=%d%d)",
+                   device, prop.name, prop.major, prop.minor, prop.major, prop.minor);
+        goto fail;
+    }
+    return &cb->ops;
+fail:
+    error_wrap("creating the CUDA backend on device %d", device);
+    (void)cudaGetLastError();
+    cu_destroy(&cb->ops);
+    return NULL;
+}

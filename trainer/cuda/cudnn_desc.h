@@ -1,0 +1,42 @@
+/* cudnn_desc.h — cuDNN descriptors for the trainer's convolution shapes.
+ *
+ * One place builds the tensor, filter and convolution descriptors of a struct
+ * conv2d_shape (NCHW, PyTorch's cross-correlation, square padding and stride), so the
+ * backend and the host-side tests use the same code.  Descriptor setup and cuDNN's
+ * output-shape query need no device and no cuDNN handle.  Internal to trainer/cuda/. */
+#ifndef DDPPROF_CUDNN_DESC_H
+#define DDPPROF_CUDNN_DESC_H
+
+#include <cudnn.h>
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element type of a convolution's data (x, w, y).  Accumulation is fp32 for all three;
+ * f16/bf16 are for the AMP fast path (tensor cores), f32 runs strict fp32 (no TF32). */
+enum cuda_dtype { CUDA_DT_F32 = 0, CUDA_DT_F16 = 1, CUDA_DT_BF16 = 2 };
+
+struct cudnn_conv_desc {
+    cudnnTensorDescriptor_t x, y;   /* (n,c,h,w), (n,k,p,q) */
+    cudnnFilterDescriptor_t w;      /* (k,c,r,s) */
+    cudnnConvolutionDescriptor_t conv;
+};
+
+/* Create and set the descriptors of cs (p and q already filled by conv2d_shape_init) for
+ * element type dt, and check that cuDNN's output shape is (n,k,p,q).  0, or -1 (error_set)
+ * with nothing left allocated. */
+int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *cs,
+                         enum cuda_dtype dt);
+
+/* Destroy what init created (a zeroed struct is fine). */
+void cudnn_conv_desc_free(struct cudnn_conv_desc *d);
+
+cudnnDataType_t cudnn_dtype(enum cuda_dtype dt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -12,6 +12,10 @@ const char *cli_usage(void)
 {
     return "usage: ddpprof train [options]      train on this machine (baseline, or DDP with --mode ddp)\n"
            "       ddpprof worker [options]     one DDP rank, environment from torchrun/mpirun/Slurm\n"
+           "       ddpprof [--cpu N | --gpu LIST] [--mode both|baseline|ddp] [options]\n"
+           "                                    the main job: fp32 baseline on one device, DDP+AMP\n"
+           "                                    on all, then the report (no device: GPUs, else CPU ranks)\n"
+           "       ddpprof report RUN_DIR... [--out DIR]   remake the tables from traces\n"
            "       ddpprof --version | --help\n"
            "\n"
            "devices:\n"
@@ -91,6 +95,31 @@ static int cli_parse_normalize(const char *s, float *mean, float *std)
     return 0;
 }
 
+/* "0,1,3" -> t->gpus; ranges are not supported (nvidia-smi style lists are) */
+static int cli_parse_gpu_list(const char *s, struct train_opts *t)
+{
+    char buf[512];
+    if (strlen(s) >= sizeof buf || !*s)
+        return error_set("--gpu: '%s' is not a list of device numbers like 0,1", s);
+    strcpy(buf, s);
+    t->ngpus = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        long id = 0;
+        if (t->ngpus == TRAIN_MAX_GPUS)
+            return error_set("--gpu: more than %d devices", TRAIN_MAX_GPUS);
+        if (cli_parse_long("--gpu", tok, 0, 1023, &id))
+            return -1;
+        for (int i = 0; i < t->ngpus; i++)
+            if (t->gpus[i] == id)
+                return error_set("--gpu: device %ld is listed twice in '%s'", id, s);
+        t->gpus[t->ngpus++] = (int)id;
+    }
+    if (t->ngpus == 0)
+        return error_set("--gpu: '%s' is not a list of device numbers like 0,1", s);
+    return 0;
+}
+
 int cli_parse(struct cli *c, int argc, char **argv, int first)
 {
     memset(c, 0, sizeof *c);
@@ -125,6 +154,8 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
             c->cpu_ranks = (int)n;
         } else if (strcmp(a, "--gpu") == 0) {
             c->gpu_list = v;
+            if (cli_parse_gpu_list(v, t))
+                return -1;
         } else if (strcmp(a, "--mode") == 0) {
             if (strcmp(v, "baseline") == 0)
                 t->mode = TRAIN_BASELINE;
@@ -228,11 +259,12 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
     }
     if (c->cpu_ranks && c->gpu_list)
         return error_set("--cpu and --gpu exclude each other: pick one");
-    if (!c->mode_given && c->cpu_ranks > 1)
+    int ranks = t->ngpus ? t->ngpus : c->cpu_ranks;
+    if (!c->mode_given && ranks > 1)
         t->mode = TRAIN_DDP;
     if (!c->amp_given) /* the tutorial: DDP + AMP, the baseline in fp32 */
         t->amp = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
-    if (t->mode == TRAIN_BASELINE && c->cpu_ranks > 1)
-        return error_set("--mode baseline runs one process: use --cpu 1 (or --mode ddp)");
+    if (t->mode == TRAIN_BASELINE && ranks > 1)
+        return error_set("--mode baseline runs one process: give one device (or --mode ddp)");
     return 0;
 }

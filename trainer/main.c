@@ -5,11 +5,14 @@
 #include "cli.h"
 #include "dist_env.h"
 #include "error.h"
+#include "cuda.h"
 #include "launcher.h"
+#include "report.h"
 #include "runlog.h"
 #include "train.h"
 
 #include <limits.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +57,7 @@ static int launch_workers(struct cli *c, int argc, char **argv, const char *out_
     wargv[k++] = (char *)out_dir;
     wargv[k] = NULL;
     struct launch_opts lo = {
-        .nprocs = c->cpu_ranks > 0 ? c->cpu_ranks : 1,
+        .nprocs = c->train.ngpus ? c->train.ngpus : c->cpu_ranks > 0 ? c->cpu_ranks : 1,
         .master_addr = c->master_addr,
         .master_port = c->master_port,
         .argv = wargv,
@@ -69,10 +72,8 @@ static int cmd_train(int argc, char **argv)
     struct cli c;
     if (cli_parse(&c, argc, argv, 2))
         return fail();
-    if (c.gpu_list) {
-        error_set("--gpu %s: this build has no CUDA backend yet; use --cpu N", c.gpu_list);
+    if (c.train.ngpus && train_check_gpus(&c.train))
         return fail();
-    }
     char out[4096];
     if (!c.train.out_dir) {
         default_out_dir(out, sizeof out, c.train.model);
@@ -90,6 +91,195 @@ static int cmd_train(int argc, char **argv)
     if (train_run(&c.train, NULL))
         return fail();
     return 0;
+}
+
+/* run `self args...` and wait; the child's exit status, or -1 (error_set) */
+static int run_self(char **args)
+{
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return error_set("cannot find this program's path in /proc/self/exe");
+    self[len] = '\0';
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return error_set("fork: cannot start %s %s", self, args[1]);
+    if (pid == 0) {
+        args[0] = self;
+        execv(self, args);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* options of the main job that it sets itself for each phase */
+static int main_job_owned(const char *a)
+{
+    return strcmp(a, "--cpu") == 0 || strcmp(a, "--gpu") == 0 || strcmp(a, "--mode") == 0 ||
+           strcmp(a, "--out") == 0;
+}
+
+/* `ddpprof [--cpu N | --gpu LIST] --model M [train options]`: the fp32 baseline on one
+ * device, the DDP+AMP run on all of them, then the report; one run directory. */
+static int cmd_main(int argc, char **argv)
+{
+    /* --mode both|baseline|ddp belongs to the main job; the rest is train's */
+    int do_base = 1, do_ddp = 1;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--mode") == 0) {
+            const char *m = argv[i + 1];
+            if (strcmp(m, "both") && strcmp(m, "baseline") && strcmp(m, "ddp")) {
+                error_set("--mode: '%s' is not both, baseline or ddp", m);
+                return fail();
+            }
+            do_base = strcmp(m, "ddp") != 0;
+            do_ddp = strcmp(m, "baseline") != 0;
+        }
+    struct cli c;
+    /* parse everything (with --mode stripped) to validate before anything starts */
+    char **check = calloc((size_t)argc + 1, sizeof *check);
+    int nc = 0;
+    check[nc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
+            i++;
+            continue;
+        }
+        check[nc++] = argv[i];
+    }
+    int bad = cli_parse(&c, nc, check, 1);
+    free(check);
+    if (bad)
+        return fail();
+    if (c.train.ngpus && train_check_gpus(&c.train))
+        return fail();
+
+    char devices[256];
+    if (c.train.ngpus) {
+        int at = 0;
+        for (int i = 0; i < c.train.ngpus && at < 200; i++)
+            at += snprintf(devices + at, sizeof devices - (size_t)at, "%s%d", i ? "," : "",
+                           c.train.gpus[i]);
+    } else if (c.cpu_ranks) {
+        snprintf(devices, sizeof devices, "%d", c.cpu_ranks);
+    } else {
+        int count = cuda_device_count();
+        error_clear();
+        if (count > 0) {
+            int at = 0;
+            for (int i = 0; i < count && i < TRAIN_MAX_GPUS && at < 200; i++)
+                at += snprintf(devices + at, sizeof devices - (size_t)at, "%s%d", i ? "," : "",
+                               i);
+            c.train.ngpus = count;
+            printf("ddpprof: using GPU%s %s (no --gpu or --cpu given)\n", count > 1 ? "s" : "",
+                   devices);
+        } else {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            c.cpu_ranks = cores >= 2 ? 2 : 1;
+            snprintf(devices, sizeof devices, "%d", c.cpu_ranks);
+            printf("ddpprof: no GPU found: using %d CPU rank%s (no --gpu or --cpu given)\n",
+                   c.cpu_ranks, c.cpu_ranks > 1 ? "s" : "");
+        }
+    }
+    const char *dev_opt = c.train.ngpus ? "--gpu" : "--cpu";
+    char first_dev[32];
+    if (c.train.ngpus)
+        snprintf(first_dev, sizeof first_dev, "%d", c.train.gpus[0]);
+    else
+        snprintf(first_dev, sizeof first_dev, "1");
+
+    char out[4096], sub[4200];
+    if (c.train.out_dir)
+        snprintf(out, sizeof out, "%s", c.train.out_dir);
+    else
+        default_out_dir(out, sizeof out, c.train.model);
+    if (mkdir_parents(out))
+        return fail();
+
+    /* child argv: self train <train options> --mode M <device> --out DIR */
+    char **args = calloc((size_t)argc + 12, sizeof *args);
+    int base = 0;
+    args[base++] = NULL; /* self, filled by run_self */
+    args[base++] = "train";
+    for (int i = 1; i < argc; i++) {
+        if (main_job_owned(argv[i])) {
+            i++;
+            continue;
+        }
+        args[base++] = argv[i];
+    }
+    int rc = 0;
+    const char *phases[2] = {"baseline", "ddp"};
+    for (int ph = 0; ph < 2 && rc == 0; ph++) {
+        if ((ph == 0 && !do_base) || (ph == 1 && !do_ddp))
+            continue;
+        int k = base;
+        args[k++] = "--mode";
+        args[k++] = (char *)phases[ph];
+        args[k++] = (char *)dev_opt;
+        args[k++] = ph == 0 ? first_dev : devices;
+        snprintf(sub, sizeof sub, "%s/%s", out, phases[ph]);
+        args[k++] = "--out";
+        args[k++] = sub;
+        args[k] = NULL;
+        printf("ddpprof: %s run on %s %s -> %s\n", phases[ph], c.train.ngpus ? "GPU" : "CPU ranks:",
+               args[base + 3], sub);
+        rc = run_self(args);
+        if (rc < 0) {
+            free(args);
+            return fail();
+        }
+        if (rc != 0)
+            fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n",
+                    phases[ph], rc);
+    }
+    free(args);
+    if (rc != 0)
+        return rc;
+    const char *dirs[1] = {out};
+    printf("\n");
+    if (report_run(dirs, 1, out, stdout))
+        return fail();
+    printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
+           out);
+    return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    const char *out = NULL;
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0) {
+            if (i + 1 >= argc) {
+                free(dirs);
+                error_set("--out needs a directory");
+                return fail();
+            }
+            out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            free(dirs);
+            error_set("report: unknown option '%s' (usage: ddpprof report RUN_DIR... [--out DIR])",
+                      argv[i]);
+            return fail();
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (n == 0) {
+        free(dirs);
+        error_set("report: no run directory given (usage: ddpprof report RUN_DIR... [--out DIR])");
+        return fail();
+    }
+    int rc = report_run(dirs, n, out, stdout);
+    free(dirs);
+    return rc ? fail() : 0;
 }
 
 static int cmd_worker(int argc, char **argv)
@@ -127,6 +317,10 @@ int main(int argc, char **argv)
         return cmd_train(argc, argv);
     if (strcmp(argv[1], "worker") == 0)
         return cmd_worker(argc, argv);
+    if (strcmp(argv[1], "report") == 0)
+        return cmd_report(argc, argv);
+    if (argv[1][0] == '-')
+        return cmd_main(argc, argv);
     error_set("unknown command '%s' (commands: train, worker; see ddpprof --help)", argv[1]);
     return fail();
 }

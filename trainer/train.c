@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "comm.h"
 #include "comm_shm.h"
+#include "cuda.h"
 #include "dist_env.h"
 #include "error.h"
 #include "idx.h"
@@ -52,9 +53,22 @@ void train_opts_default(struct train_opts *o)
     };
 }
 
+int train_check_gpus(const struct train_opts *o)
+{
+    int count = cuda_device_count();
+    if (count < 0)
+        return -1;
+    for (int i = 0; i < o->ngpus; i++)
+        if (o->gpus[i] >= count)
+            return error_set("--gpu: device %d does not exist (%d CUDA device%s visible%s)",
+                             o->gpus[i], count, count == 1 ? "" : "s",
+                             count ? "" : ": no GPU or no driver; use --cpu N");
+    return 0;
+}
+
 struct rank {
     const struct train_opts *o;
-    int rank, world, local_world;
+    int rank, world, local_rank, local_world;
     struct backend *be;
     struct model *m;
     struct sgd opt;
@@ -138,7 +152,10 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     } else if (store_get(r->store, "shm_name", name, sizeof name, &len)) {
         return error_wrap("rank %d", r->rank);
     }
-    r->comm = comm_shm_create(r->rank, r->world, name, 4u << 20, o->timeout_ms);
+    if (o->ngpus)
+        r->comm = comm_nccl_create(r->be, r->store, r->rank, r->world, o->timeout_ms);
+    else
+        r->comm = comm_shm_create(r->rank, r->world, name, 4u << 20, o->timeout_ms);
     if (!r->comm)
         return error_wrap("rank %d", r->rank);
     if (ddp_broadcast_state(&r->m->params, r->comm))
@@ -160,7 +177,7 @@ static void rank_write_meta(struct rank *r)
     struct runlog *l = &r->log;
     runlog_meta(l, "model", "%s", o->model);
     runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
-    runlog_meta(l, "device", "cpu");
+    runlog_meta(l, "device", "%s", o->ngpus ? "cuda" : "cpu");
     runlog_meta(l, "backend", "%s", r->be->name);
     runlog_meta(l, "comm", "%s", r->comm ? r->comm->name : "none");
     runlog_meta(l, "world_size", "%d", r->world);
@@ -204,7 +221,16 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         r->train.n = (int)o->limit;
     if (o->test_limit > 0 && o->test_limit < r->test.n)
         r->test.n = (int)o->test_limit;
-    if (!(r->be = backend_cpu_create(o->threads)))
+    if (o->ngpus) {
+        int local = r->local_rank < o->ngpus ? r->local_rank : -1;
+        if (local < 0)
+            return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", r->rank,
+                             r->local_rank, o->ngpus);
+        r->be = backend_cuda_create(o->gpus[local]);
+    } else {
+        r->be = backend_cpu_create(o->threads);
+    }
+    if (!r->be)
         return -1;
     if (!(r->m = model_create(o->model, r->be, o->seed)))
         return -1;
@@ -388,6 +414,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
     if (env) {
         r.rank = env->rank;
         r.world = env->world;
+        r.local_rank = env->local_rank;
         r.local_world = env->local_world > 0 ? env->local_world : env->world;
     }
     if (o.threads <= 0) {

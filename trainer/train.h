@@ -14,6 +14,8 @@ struct dist_env;
 
 enum train_mode { TRAIN_BASELINE, TRAIN_DDP };
 
+#define TRAIN_MAX_GPUS 64
+
 struct train_opts {
     const char *model;       /* "convnet" */
     const char *data_dir;    /* IDX directory */
@@ -36,11 +38,17 @@ struct train_opts {
     float scale_init, scale_growth, scale_backoff; /* GradScaler (fp16 only) */
     int scale_interval;
     const char *resume_path; /* --resume CKPT: continue that run's state */
+    int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */
+    int gpus[TRAIN_MAX_GPUS];
 };
 
 /* Default options (the seed's: convnet, 3 epochs, batch 32, lr 1e-4, SGD without momentum,
  * Fashion-MNIST, shuffled with seed 0). */
 void train_opts_default(struct train_opts *o);
+
+/* Check that every device of o->gpus exists (and that this build has CUDA) before
+ * anything starts: 0, or -1 with one line naming the device and how many there are. */
+int train_check_gpus(const struct train_opts *o);
 
 /* Run training as described by o on this rank (env NULL: world 1).  0 or -1 (error_set). */
 int train_run(const struct train_opts *o, const struct dist_env *env);

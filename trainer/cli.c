@@ -41,6 +41,8 @@ const char *cli_usage(void)
            "output:\n"
            "  --out DIR               run directory (default results/<date>-<time>-<model>)\n"
            "  --quiet                 no progress lines\n"
+           "  --trace off|nvtx|full   probes: nothing, NVTX + host trace, + CUDA events/CUPTI\n"
+           "                          (default full)\n"
            "mixed precision:\n"
            "  --amp fp16|bf16|off     autocast conv/linear (default: fp16 for ddp, off for baseline)\n"
            "  --loss-scale-init X     GradScaler initial scale (default 65536)\n"
@@ -190,6 +192,9 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
             if (cli_parse_long(a, v, 1, 0x7fffffffL, &n))
                 return -1;
             t->scale_interval = (int)n;
+        } else if (strcmp(a, "--trace") == 0) {
+            if (probe_mode_parse(v, &t->trace))
+                return error_wrap("--trace");
         } else if (strcmp(a, "--resume") == 0) {
             t->resume_path = v;
         } else if (strcmp(a, "--model") == 0) {

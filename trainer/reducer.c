@@ -39,9 +39,11 @@ static int reducer_launch_ready(struct reducer *r)
         int b = r->next_launch;
         struct bucket *bk = &r->buckets[b];
         size_t bytes = bk->numel * sizeof(float);
-        if (r->obs.launched)
-            r->obs.launched(r->obs.ctx, b, bytes);
+        if (r->obs.launching)
+            r->obs.launching(r->obs.ctx, b, bytes);
         bk->work = r->comm->allreduce_async(r->comm, bk->buf, bk->numel, COMM_F32);
+        if (r->obs.issued)
+            r->obs.issued(r->obs.ctx, b);
         if (!bk->work)
             return error_wrap("DDP bucket %d all-reduce (%zu bytes)", b, bytes);
         bk->launched = 1;

@@ -19,11 +19,13 @@ struct comm;
 struct comm_span;
 struct reducer;
 
-/* Observer for the probes, called on the rank's thread: launched when a bucket's
- * all-reduce is issued, finished when its wait returned, with when the transport ran it
- * (span zero where the transport cannot tell from the host).  Either may be NULL. */
+/* Observer for the probes, called on the rank's thread: launching right before a
+ * bucket's all-reduce is issued, issued right after, finished when its wait returned with
+ * when the transport ran it (span zero where the transport cannot tell from the host).
+ * Any may be NULL. */
 struct reducer_observer {
-    void (*launched)(void *ctx, int bucket, size_t bytes);
+    void (*launching)(void *ctx, int bucket, size_t bytes);
+    void (*issued)(void *ctx, int bucket);
     void (*finished)(void *ctx, int bucket, size_t bytes, const struct comm_span *span);
     void *ctx;
 };

@@ -44,7 +44,8 @@
 #define STORE_REQ_MAX (STORE_REQ_HEADER + STORE_KEY_MAX + STORE_VALUE_MAX)
 #define STORE_BUCKETS 1024
 
-enum store_op { STORE_OP_HELLO = 1, STORE_OP_SET, STORE_OP_GET, STORE_OP_ADD, STORE_OP_WAIT };
+enum store_op { STORE_OP_HELLO = 1, STORE_OP_SET, STORE_OP_GET, STORE_OP_ADD, STORE_OP_WAIT,
+                STORE_OP_TIME };
 enum store_status { STORE_REPLY_OK = 0, STORE_REPLY_ERROR = 1 };
 enum store_io { STORE_IO_OK, STORE_IO_TIMEOUT, STORE_IO_CLOSED, STORE_IO_ERROR, STORE_IO_REPLY };
 
@@ -363,6 +364,14 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         store_put_i64(out, sum);
         store_conn_reply(c, STORE_REPLY_OK, out, 8);
         store_wake_waiters(srv, key, store_table_find(srv, key));
+        return;
+    }
+    case STORE_OP_TIME: { /* the host rank's CLOCK_MONOTONIC, for clock alignment */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint8_t out[8];
+        store_put_i64(out, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+        store_conn_reply(c, STORE_REPLY_OK, out, 8);
         return;
     }
     default: store_conn_error(c, "store: unknown request %d", op); return;
@@ -915,6 +924,7 @@ static const char *store_op_name(int op)
     case STORE_OP_GET: return "get";
     case STORE_OP_ADD: return "add";
     case STORE_OP_WAIT: return "wait";
+    case STORE_OP_TIME: return "time";
     default: return "request";
     }
 }
@@ -1076,6 +1086,19 @@ int store_add(struct store *s, const char *key, int64_t delta, int64_t *result)
                          s->world);
     if (result)
         *result = store_get_i64(out);
+    return 0;
+}
+
+int store_server_time(struct store *s, int64_t *server_ns)
+{
+    uint8_t out[8];
+    size_t got = 0;
+    if (store_call(s, STORE_OP_TIME, "time", NULL, 0, out, 8, &got) != STORE_IO_OK)
+        return -1;
+    if (got != 8)
+        return error_set("store: malformed reply to a time request (rank %d of %d)", s->rank,
+                         s->world);
+    *server_ns = store_get_i64(out);
     return 0;
 }
 

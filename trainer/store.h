@@ -32,6 +32,10 @@ int store_get(struct store *s, const char *key, void *val, size_t cap, size_t *l
  * value (result may be NULL). */
 int store_add(struct store *s, const char *key, int64_t delta, int64_t *result);
 
+/* The store host's (rank 0's) CLOCK_MONOTONIC in ns, read by its server thread when the
+ * request arrived: one round trip of the clock alignment. */
+int store_server_time(struct store *s, int64_t *server_ns);
+
 /* Wait until key exists. */
 int store_wait(struct store *s, const char *key);
 

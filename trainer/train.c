@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "comm.h"
 #include "comm_shm.h"
 #include "cuda.h"
@@ -50,6 +51,7 @@ void train_opts_default(struct train_opts *o)
         .scale_growth = 2.0f,
         .scale_backoff = 0.5f,
         .scale_interval = 2000,
+        .trace = PROBE_FULL,
     };
 }
 
@@ -82,6 +84,8 @@ struct rank {
     int32_t *y_host, *y_dev;
     int64_t *indices;
     struct runlog log;
+    struct probe *probe;
+    struct clock_offset clock;  /* this rank's offset to rank 0 */
     long long step;
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
@@ -135,6 +139,64 @@ static int rank_load_batch(struct rank *r, const struct idx_dataset *d, const in
     return 0;
 }
 
+/* Every rank's host clock offset to rank 0, from round trips to the store, which rank 0
+ * hosts (probes/TRACE.md): kept on each rank, and published for rank 0's meta.csv. */
+enum { CLOCK_ROUND_TRIPS = 16 };
+
+static int rank_align_clock(struct rank *r)
+{
+    struct clock_sample samples[CLOCK_ROUND_TRIPS];
+    r->clock = (struct clock_offset){0, 0};
+    if (r->rank != 0) {
+        for (int i = 0; i < CLOCK_ROUND_TRIPS; i++) {
+            samples[i].send_ns = clock_now_ns();
+            if (store_server_time(r->store, &samples[i].remote_ns))
+                return error_wrap("rank %d: clock alignment", r->rank);
+            samples[i].recv_ns = clock_now_ns();
+        }
+        if (clock_offset_estimate(samples, CLOCK_ROUND_TRIPS, &r->clock))
+            return -1;
+    }
+    char key[64], val[64];
+    snprintf(key, sizeof key, "clock/%d", r->rank);
+    snprintf(val, sizeof val, "%lld %lld", (long long)r->clock.offset_ns,
+             (long long)r->clock.rtt_ns);
+    return store_set(r->store, key, val, strlen(val) + 1);
+}
+
+/* rank 0: clock_offset_ns.rankN and clock_rtt_ns.rankN for every rank */
+static int rank_record_clocks(struct rank *r)
+{
+    for (int k = 0; k < r->world && r->rank == 0; k++) {
+        char key[64], val[64] = "";
+        size_t len = 0;
+        long long off = 0, rtt = 0;
+        snprintf(key, sizeof key, "clock/%d", k);
+        if (store_get(r->store, key, val, sizeof val - 1, &len))
+            return -1;
+        val[len < sizeof val ? len : sizeof val - 1] = '\0';
+        if (sscanf(val, "%lld %lld", &off, &rtt) != 2)
+            return error_set("rank %d published a malformed clock offset '%s'", k, val);
+        snprintf(key, sizeof key, "clock_offset_ns.rank%d", k);
+        runlog_meta(&r->log, key, "%lld", off);
+        snprintf(key, sizeof key, "clock_rtt_ns.rank%d", k);
+        runlog_meta(&r->log, key, "%lld", rtt);
+    }
+    return 0;
+}
+
+static void obs_launching(void *ctx, int bucket, size_t bytes)
+{
+    probe_bucket_launch(ctx, bucket, bytes);
+}
+
+static void obs_issued(void *ctx, int bucket) { probe_bucket_issued(ctx, bucket); }
+
+static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_span *span)
+{
+    probe_bucket_range(ctx, bucket, bytes, span->start_ns, span->end_ns);
+}
+
 static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
@@ -166,7 +228,11 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     if (cap < sizeof(float))
         cap = sizeof(float);
     r->red = reducer_create(&r->m->params, r->comm, 1u << 20, cap);
-    return r->red ? 0 : -1;
+    if (!r->red)
+        return -1;
+    reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
+                                                           obs_finished, r->probe});
+    return rank_align_clock(r);
 }
 
 static void rank_write_meta(struct rank *r)
@@ -197,6 +263,21 @@ static void rank_write_meta(struct rank *r)
     static const char *const amp_names[] = {"off", "fp16", "bf16"};
     runlog_meta(l, "amp", "%s", amp_names[o->amp]);
     runlog_meta(l, "resume", "%s", o->resume_path ? o->resume_path : "");
+    runlog_meta(l, "trace", "%s", probe_mode_name(o->trace));
+    const char *note = probe_gpu_note(r->probe);
+    if (note && *note)
+        runlog_meta(l, "cupti", "%s", note);
+    if (r->red)
+        for (int b = 0; b < reducer_bucket_count(r->red); b++) {
+            int np;
+            size_t bytes;
+            char key[64];
+            reducer_bucket_info(r->red, b, &np, &bytes);
+            snprintf(key, sizeof key, "bucket.%d.params", b);
+            runlog_meta(l, key, "%d", np);
+            snprintf(key, sizeof key, "bucket.%d.bytes", b);
+            runlog_meta(l, key, "%zu", bytes);
+        }
     if (o->mode == TRAIN_DDP) {
         runlog_meta(l, "sync_bn", "%d", o->sync_bn);
         runlog_meta(l, "bucket_cap_mb", "%g", o->bucket_cap_mb);
@@ -266,9 +347,22 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
         !r->scalars)
         return error_set("rank %d: out of memory for batch %d", r->rank, b);
+    if (o->out_dir && mkdir_parents(o->out_dir)) /* ranks > 0 write their trace here too */
+        return -1;
+    struct probe_opts po;
+    probe_opts_default(&po);
+    po.rank = r->rank;
+    po.run_dir = o->out_dir ? o->out_dir : ".";
+    po.mode = o->out_dir ? o->trace : PROBE_OFF;
+    po.gpu = o->ngpus > 0;
+    po.quiet = r->rank != 0;
+    if (!(r->probe = probe_create(&po)))
+        return error_wrap("rank %d: probes", r->rank);
     if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
         return -1;
     rank_write_meta(r);
+    if (r->store && rank_record_clocks(r))
+        return -1;
     return 0;
 }
 
@@ -281,6 +375,9 @@ static void rank_teardown(struct rank *r, int failed)
         r->be->free(r->be, r->dlogits);
         r->be->free(r->be, r->scalars);
     }
+    if (r->probe && probe_destroy(r->probe) && !failed)
+        fprintf(stderr, "ddpprof: rank %d: trace: %s\n", r->rank, error_get());
+    r->probe = NULL;
     reducer_destroy(r->red);
     sgd_free(&r->opt);
     if (r->m)
@@ -309,9 +406,12 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     struct model *m = r->m;
     struct backend *be = r->be;
     const float *logits;
+    probe_push(r->probe, PROBE_FORWARD);
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
     float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
+    probe_pop(r->probe);
+    probe_push(r->probe, PROBE_BACKWARD);
     size_t nd = (size_t)n * m->classes;
     sm->loss_scale = r->scaler.scale;
     if (r->scaler.enabled) /* scaler.scale(loss).backward() */
@@ -327,6 +427,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         hook = reducer_hook(r->red);
     if (m->backward(m, r->dlogits, r->red ? &hook : NULL))
         return -1;
+    probe_pop(r->probe);
     if (r->red) {
         if (reducer_finish(r->red))
             return -1;
@@ -337,11 +438,13 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->download(be, &l, r->scalars, sizeof l);
     }
     sm->loss = l;
+    probe_push(r->probe, PROBE_OPTIMIZER);
     if (scaler_unscale(&r->scaler, &m->params, r->comm, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && sgd_step(&r->opt))
         return -1;
     scaler_update(&r->scaler, sm->found_inf);
+    probe_pop(r->probe);
     return 0;
 }
 
@@ -365,8 +468,14 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
             r->step++;
             continue;
         }
-        if (rank_load_batch(r, &r->train, r->indices + at, n) || rank_step(r, n, &sm))
+        probe_set_step(r->probe, r->step + 1, epoch + 1);
+        probe_push(r->probe, PROBE_STEP);
+        probe_push(r->probe, PROBE_DATA);
+        int rc = rank_load_batch(r, &r->train, r->indices + at, n);
+        probe_pop(r->probe);
+        if (rc || rank_step(r, n, &sm))
             return error_wrap("epoch %d step %lld", epoch + 1, r->step + 1);
+        probe_pop(r->probe);
         r->step++;
         sum += sm.loss;
         batches++;
@@ -434,7 +543,10 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             say(&r, "epoch %d: mean loss %.4f, %.2f s, %.0f images/s\n", epoch + 1, loss, dt,
                 (double)r.train.n / dt);
             say(&r, "begin testing\n");
+            probe_set_step(r.probe, 0, epoch + 1);
+            probe_push(r.probe, PROBE_EVAL);
             rc = rank_evaluate(&r, &accuracy);
+            probe_pop(r.probe);
         }
         if (rc == 0 && r.rank == 0 && o.out_dir) { /* every epoch, for --resume */
             char path[4200];

@@ -7,6 +7,7 @@
 #define DDPPROF_TRAIN_H
 
 #include "backend.h"
+#include "probe.h"
 
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ struct train_opts {
     float scale_init, scale_growth, scale_backoff; /* GradScaler (fp16 only) */
     int scale_interval;
     const char *resume_path; /* --resume CKPT: continue that run's state */
+    enum probe_mode trace;   /* --trace off|nvtx|full */
     int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */
     int gpus[TRAIN_MAX_GPUS];
 };

@@ -225,7 +225,7 @@ int cuda_info_get(int device, struct cuda_info *info)
  * buffer, so the stream is drained before it is freed. */
 static int cb_grow(struct cuda_backend *cb, void **buf, size_t *have, size_t bytes)
 {
-    if (bytes <= *have && *buf)
+    if (bytes == 0 || (bytes <= *have && *buf))
         return 0;
     bytes = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1); /* whole MiB */
     if (*buf) {
@@ -247,14 +247,13 @@ static double *cb_scratch(struct cuda_backend *cb, size_t doubles, const char *o
 {
     size_t have = cb->scratch_doubles * sizeof(double);
     void *p = cb->scratch;
-    if (cb_grow(cb, &p, &have, doubles * sizeof(double))) {
-        cb->scratch = NULL;
-        cb->scratch_doubles = 0;
+    const int rc = cb_grow(cb, &p, &have, (doubles ? doubles : 1) * sizeof(double));
+    cb->scratch = p;
+    cb->scratch_doubles = have / sizeof(double);
+    if (rc) {
         cb_record(cb, op);
         return NULL;
     }
-    cb->scratch = p;
-    cb->scratch_doubles = have / sizeof(double);
     return cb->scratch;
 }
 
@@ -374,15 +373,18 @@ static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
     return 1;
 }
 
-/* fp32 must not run on tensor cores (TF32); every math type is fine for half data */
-static int conv_math_ok(enum cuda_dtype dt, cudnnMathType_t m)
+/* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
+ * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
+ * only as a fallback: the descriptor's FMA math type still applies when they run. */
+static int conv_class(enum cuda_dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
 {
-    return dt != CUDA_DT_F32 || (m != CUDNN_TENSOR_OP_MATH &&
-                                 m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    const int tf32 = dt == CUDA_DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
+                                           m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    return 2 * tf32 + (det != CUDNN_DETERMINISTIC);
 }
 
-/* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos),
- * deterministic algorithms first, each with its workspace size. */
+/* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos)
+ * within each preference class (conv_class), each with its workspace size. */
 static int conv_choose_fwd(struct cuda_backend *cb, struct conv_plan *pl)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
@@ -398,12 +400,11 @@ static int conv_choose_fwd(struct cuda_backend *cb, struct conv_plan *pl)
                              cb->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf)))
         return -1;
     struct conv_algos *a = &pl->dir[CONV_FWD];
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
-                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnGetConvolutionForwardWorkspaceSize(cb->cudnn, d->x, d->w, d->conv, d->y,
                                                         perf[i].algo,
                                                         &ws) != CUDNN_STATUS_SUCCESS)
@@ -428,12 +429,11 @@ static int conv_choose_bwd_data(struct cuda_backend *cb, struct conv_plan *pl)
                              cb->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf)))
         return -1;
     struct conv_algos *a = &pl->dir[CONV_BWD_DATA];
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
-                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnGetConvolutionBackwardDataWorkspaceSize(cb->cudnn, d->w, d->y, d->conv,
                                                              d->x, perf[i].algo,
                                                              &ws) != CUDNN_STATUS_SUCCESS)
@@ -458,12 +458,11 @@ static int conv_choose_bwd_filter(struct cuda_backend *cb, struct conv_plan *pl)
                              cb->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf)))
         return -1;
     struct conv_algos *a = &pl->dir[CONV_BWD_FILTER];
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                (perf[i].determinism == CUDNN_DETERMINISTIC) != (pass == 0) ||
-                !conv_math_ok(pl->dt, perf[i].mathType) ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnGetConvolutionBackwardFilterWorkspaceSize(cb->cudnn, d->x, d->y, d->conv,
                                                                d->w, perf[i].algo,
                                                                &ws) != CUDNN_STATUS_SUCCESS)
@@ -1010,10 +1009,16 @@ struct backend *backend_cuda_create(int device)
                   device, cudaGetErrorString(e), cudaGetErrorName(e));
         return NULL;
     }
-    if (count == 0 || device < 0 || device >= count) {
-        error_set("CUDA device %d does not exist: %d visible%s; pick one of 0..%d (nvidia-smi "
+    if (count == 0) {
+        error_set("no CUDA GPU visible for --gpu %d (the driver sees none; check nvidia-smi "
+                  "and CUDA_VISIBLE_DEVICES), or use --cpu N",
+                  device);
+        return NULL;
+    }
+    if (device < 0 || device >= count) {
+        error_set("CUDA device %d does not exist: %d visible, pick one of 0..%d (nvidia-smi "
                   "lists them) or use --cpu N",
-                  device, count, count ? "" : " (check CUDA_VISIBLE_DEVICES)", count - 1);
+                  device, count, count - 1);
         return NULL;
     }
     struct cuda_backend *cb = calloc(1, sizeof *cb);

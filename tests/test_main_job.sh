@@ -55,7 +55,7 @@ for t in "$run"/ddp/rank*.trace.csv; do
       bad = 0
       for (k in s0) {
         if (n[k] != nb) { print "step " k ": " n[k]+0 " all-reduces, want " nb; bad++ }
-        # overlap: bucket 0 (the last layers' gradients) runs while backward still computes
+        # overlap: bucket 0 (gradients of the last layers) runs while backward still computes
         # the earlier layers, i.e. before backward ends and before the last bucket exists
         if (!(b0[k] < be[k])) { print "step " k ": bucket 0 started at " b0[k] " after backward ended at " be[k]; bad++ }
         if (!(b0[k] < ar_s[k "," nb-1])) { print "step " k ": bucket 0 did not start before the last bucket"; bad++ }

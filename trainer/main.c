@@ -25,6 +25,34 @@ static int fail(void)
     return 1;
 }
 
+/* DDPPROF_WORKER_WRAPPER="prog args..." (scripts/nsys-profile sets it): every training
+ * process (each DDP worker, the main job's baseline) is started as `prog args... ddpprof
+ * ...`.  prog must be a path.  Returns a NULL-terminated argv of the wrapper's words
+ * followed by argv (caller frees the array and *words), or argv itself when unset. */
+static char **wrap_argv(char **argv, char **words)
+{
+    const char *w = getenv("DDPPROF_WORKER_WRAPPER");
+    *words = NULL;
+    if (!w || !*w)
+        return argv;
+    int n = 0, k = 0;
+    while (argv[n])
+        n++;
+    char *copy = strdup(w);
+    char **out = calloc((size_t)n + strlen(w) / 2 + 2, sizeof *out);
+    if (!copy || !out) {
+        free(copy);
+        free(out);
+        return argv;
+    }
+    for (char *save = NULL, *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
+        out[k++] = t;
+    for (int i = 0; i < n; i++)
+        out[k++] = argv[i];
+    *words = copy;
+    return out;
+}
+
 /* results/<date>-<time>-<model> */
 static void default_out_dir(char *buf, size_t cap, const char *model)
 {
@@ -56,13 +84,18 @@ static int launch_workers(struct cli *c, int argc, char **argv, const char *out_
     wargv[k++] = "--out";
     wargv[k++] = (char *)out_dir;
     wargv[k] = NULL;
+    char *words;
+    char **run = wrap_argv(wargv, &words);
     struct launch_opts lo = {
         .nprocs = c->train.ngpus ? c->train.ngpus : c->cpu_ranks > 0 ? c->cpu_ranks : 1,
         .master_addr = c->master_addr,
         .master_port = c->master_port,
-        .argv = wargv,
+        .argv = run,
     };
     int rc = launcher_run(&lo);
+    if (run != wargv)
+        free(run);
+    free(words);
     free(wargv);
     return rc;
 }
@@ -93,8 +126,9 @@ static int cmd_train(int argc, char **argv)
     return 0;
 }
 
-/* run `self args...` and wait; the child's exit status, or -1 (error_set) */
-static int run_self(char **args)
+/* run `self args...` (under DDPPROF_WORKER_WRAPPER when wrap) with DDPPROF_PHASE=phase,
+ * and wait; the child's exit status, or -1 (error_set) */
+static int run_self(char **args, const char *phase, int wrap)
 {
     char self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -108,7 +142,11 @@ static int run_self(char **args)
         return error_set("fork: cannot start %s %s", self, args[1]);
     if (pid == 0) {
         args[0] = self;
-        execv(self, args);
+        char *words;
+        char **run = wrap ? wrap_argv(args, &words) : args;
+        setenv("DDPPROF_PHASE", phase, 1); /* names the nsys reports of each phase */
+        execv(run[0], run);
+        fprintf(stderr, "ddpprof: cannot execute %s\n", run[0]);
         _exit(127);
     }
     int status;
@@ -229,7 +267,7 @@ static int cmd_main(int argc, char **argv)
         args[k] = NULL;
         printf("ddpprof: %s run on %s %s -> %s\n", phases[ph], c.train.ngpus ? "GPU" : "CPU ranks:",
                args[base + 3], sub);
-        rc = run_self(args);
+        rc = run_self(args, phases[ph], ph == 0);
         if (rc < 0) {
             free(args);
             return fail();

@@ -89,6 +89,7 @@ struct rank {
     long long step;
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
+    int tty;                   /* stderr is a terminal: draw a progress bar */
 };
 
 /* Fault injection for the failure tests only:
@@ -448,6 +449,25 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     return 0;
 }
 
+/* rank 0's progress bar on a terminal: "epoch 1/3 [#####     ] 52% 980/1875 loss 0.61" */
+static void progress_bar(const struct rank *r, int epoch, int64_t done, int64_t total,
+                         double loss)
+{
+    if (r->rank != 0 || r->o->quiet || !r->tty || total <= 0)
+        return;
+    int width = 30, fill = (int)(width * done / total);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : ' ';
+    bar[width] = '\0';
+    fprintf(stderr, "\r  epoch %d/%d [%s] %3d%% %lld/%lld images, loss %.4f", epoch + 1,
+            r->o->epochs, bar, (int)(100 * done / total), (long long)done, (long long)total,
+            loss);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
 static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
 {
     const struct train_opts *o = r->o;
@@ -481,6 +501,8 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         batches++;
         if (runlog_metrics(&r->log, &sm))
             return -1;
+        if (at + n == count || batches % 20 == 0)
+            progress_bar(r, epoch, at + n, count, sm.loss);
     }
     *mean_loss = batches ? sum / batches : 0.0;
     return 0;
@@ -530,6 +552,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
     }
+    r.tty = isatty(STDERR_FILENO);
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     int rc = rank_setup(&r, env);

@@ -3,11 +3,13 @@
  * Work is linear in the rows apart from sorts; temporaries are freed per rank. */
 #include "analysis.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "sort.h"
 
 const char *const seg_names[SEG_COUNT] = {"data", "forward", "backward", "optimizer",
                                           "exposed comm", "other"};
@@ -33,21 +35,22 @@ struct analysis_ctx {
 
 /* One all-reduce row, for the per-bucket table. */
 struct bucket_entry {
-    int32_t bucket;
+    int64_t bucket; /* the sort key */
     int64_t dur_ns, hidden_ns, bytes;
 };
 
 /* One rank's step, for the stragglers table. */
 struct step_entry {
+    int64_t key; /* step * 2^32 + rank: the sort key */
     int32_t step, rank;
     int64_t compute_ns, ready_ns;
 };
 
 /* One step or backward end, before the per-step join. */
 struct step_mark {
-    int32_t step;
-    int32_t is_ready; /* 0: a step range's start; 1: a backward range's end */
-    int64_t t_ns, start_ns;
+    int64_t step;     /* the sort key */
+    int64_t is_ready; /* 0: a step range's start; 1: a backward range's end */
+    int64_t t_ns;
 };
 
 struct growbuf {
@@ -78,26 +81,16 @@ int64_t analysis_percentile(const int64_t *sorted, size_t n, int p)
     return sorted[rank - 1];
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_ivl(const void *a, const void *b)
-{
-    const struct ivl *x = a, *y = b;
-    if (x->s != y->s)
-        return (x->s > y->s) - (x->s < y->s);
-    return (x->e > y->e) - (x->e < y->e);
-}
-
-/* Sort and merge overlapping or touching intervals in place; returns the new count. */
-static size_t ivl_merge(struct ivl *v, size_t n)
+/* Sort and merge overlapping or touching intervals in place; returns the new count, or
+ * sets *err after error_set() (out of memory). */
+static size_t ivl_merge(struct ivl *v, size_t n, int *err)
 {
     if (n == 0)
         return 0;
-    qsort(v, n, sizeof *v, cmp_ivl);
+    if (sort_by_i64(v, n, sizeof *v, offsetof(struct ivl, s)) < 0) {
+        *err = 1;
+        return 0;
+    }
     size_t out = 1;
     for (size_t i = 1; i < n; i++) {
         if (v[i].s <= v[out - 1].e) {
@@ -228,7 +221,7 @@ static void analysis_ctx_free(struct analysis_ctx *c)
 }
 
 /* The intervals of the selected rows of the given dense phases into v; returns the count. */
-static size_t analysis_fill(const struct trace_row *rows, const size_t *idx, const size_t *first,
+static size_t analysis_fill(const struct run_row *rows, const size_t *idx, const size_t *first,
                             const int *phases, int nphases, struct ivl *v)
 {
     size_t n = 0;
@@ -253,17 +246,11 @@ static size_t analysis_count(const size_t *first, const int *phases, int nphases
     return n;
 }
 
-static int cmp_step_mark(const void *a, const void *b)
-{
-    const struct step_mark *x = a, *y = b;
-    return (x->step > y->step) - (x->step < y->step);
-}
-
 /* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
                          struct rank_stat *out, struct growbuf *buckets, struct growbuf *steps)
 {
-    const struct trace_row *rows = t->rows;
+    const struct run_row *rows = t->rows;
     int nd = c->ndense;
     const int *K = c->known;
     out->rank = t->rank;
@@ -279,12 +266,12 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
 
     /* select rows: ranges, on the device clock where this rank has device rows of the phase */
     for (size_t r = 0; r < t->n; r++)
-        if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
+        if (rows[r].kind == c->range_kind && rows[r].clock == RUN_CLOCK_DEVICE)
             dev[c->dense[rows[r].phase]] = 1;
 #define SELECTED(row)                                                                        \
     ((row).kind == c->range_kind &&                                                          \
-     ((row).clock == TRACE_CLOCK_DEVICE ||                                                   \
-      ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
+     ((row).clock == RUN_CLOCK_DEVICE ||                                                   \
+      ((row).clock == RUN_CLOCK_HOST && !dev[c->dense[(row).phase]])))
     for (size_t r = 0; r < t->n; r++)
         if (SELECTED(rows[r]))
             first[c->dense[rows[r].phase] + 1]++;
@@ -318,7 +305,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         ps->phase = c->dense_label[p];
         ps->count = m;
         for (size_t i = 0; i < m; i++) {
-            const struct trace_row *row = &rows[idx[first[p] + i]];
+            const struct run_row *row = &rows[idx[first[p] + i]];
             dur[i] = row->end_ns - row->start_ns;
             ps->total_ns += dur[i];
             if (row->step >= 1) {
@@ -326,7 +313,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
                 ps->in_steps = 1;
             }
         }
-        qsort(dur, m, sizeof *dur, cmp_i64);
+        if (sort_by_i64(dur, m, sizeof *dur, 0) < 0)
+            goto fail;
         ps->mean_ns = (double)ps->total_ns / (double)m;
         ps->p50_ns = analysis_percentile(dur, m, 50);
         ps->p95_ns = analysis_percentile(dur, m, 95);
@@ -357,10 +345,13 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     both = malloc((nc + na + 1) * sizeof *both);
     if (!compute || !comm || !stepv || !bwd || !both)
         goto oom;
-    nc = ivl_merge(compute, analysis_fill(rows, idx, first, cph, 3, compute));
-    na = ivl_merge(comm, analysis_fill(rows, idx, first, aph, 1, comm));
-    ns = ivl_merge(stepv, analysis_fill(rows, idx, first, sph, 1, stepv));
-    nb = ivl_merge(bwd, analysis_fill(rows, idx, first, bph, 1, bwd));
+    int err = 0;
+    nc = ivl_merge(compute, analysis_fill(rows, idx, first, cph, 3, compute), &err);
+    na = ivl_merge(comm, analysis_fill(rows, idx, first, aph, 1, comm), &err);
+    ns = ivl_merge(stepv, analysis_fill(rows, idx, first, sph, 1, stepv), &err);
+    nb = ivl_merge(bwd, analysis_fill(rows, idx, first, bph, 1, bwd), &err);
+    if (err)
+        goto fail;
     size_t nu = ivl_union2(compute, nc, comm, na, both);
     out->compute_ns = ivl_len(compute, nc);
     out->comm_ns = ivl_len(comm, na);
@@ -376,7 +367,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     /* all-reduce rows for the bucket table: time, and the part under this rank's backward */
     if (K[KP_ALLREDUCE] >= 0) {
         for (size_t i = first[K[KP_ALLREDUCE]]; i < first[K[KP_ALLREDUCE] + 1]; i++) {
-            const struct trace_row *row = &rows[idx[i]];
+            const struct run_row *row = &rows[idx[i]];
             if (row->bucket < 0)
                 continue;
             struct bucket_entry *b = growbuf_push(buckets);
@@ -399,7 +390,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         if (p < 0)
             continue;
         for (size_t i = first[p]; i < first[p + 1]; i++) {
-            const struct trace_row *row = &rows[idx[i]];
+            const struct run_row *row = &rows[idx[i]];
             if (row->step < 1)
                 continue;
             marks[m].step = row->step;
@@ -408,7 +399,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             m++;
         }
     }
-    qsort(marks, m, sizeof *marks, cmp_step_mark);
+    if (sort_by_i64(marks, m, sizeof *marks, offsetof(struct step_mark, step)) < 0)
+        goto fail;
     for (size_t i = 0; i < m;) {
         size_t j = i;
         int has_start = 0, has_ready = 0;
@@ -427,8 +419,9 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             struct step_entry *e = growbuf_push(steps);
             if (!e)
                 goto oom;
-            e->step = marks[i].step;
+            e->step = (int32_t)marks[i].step;
             e->rank = t->rank;
+            e->key = (int64_t)e->step * 4294967296LL + t->rank;
             e->compute_ns = ready - start;
             e->ready_ns = ready;
         }
@@ -438,6 +431,9 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     goto done;
 oom:
     error_set("%s: out of memory analysing %zu rows", t->path, t->n);
+    goto done;
+fail:
+    error_wrap("%s", t->path);
 done:
     free(dev);
     free(first);
@@ -451,20 +447,6 @@ done:
     free(both);
     free(marks);
     return rc;
-}
-
-static int cmp_bucket_entry(const void *a, const void *b)
-{
-    const struct bucket_entry *x = a, *y = b;
-    return (x->bucket > y->bucket) - (x->bucket < y->bucket);
-}
-
-static int cmp_step_entry(const void *a, const void *b)
-{
-    const struct step_entry *x = a, *y = b;
-    if (x->step != y->step)
-        return (x->step > y->step) - (x->step < y->step);
-    return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 static int meta_number(const struct run *r, const char *key, double *out)
@@ -483,7 +465,8 @@ static int meta_number(const struct run *r, const char *key, double *out)
 static int analysis_buckets(struct run_stat *st, struct growbuf *g)
 {
     struct bucket_entry *e = g->p;
-    qsort(e, g->n, sizeof *e, cmp_bucket_entry);
+    if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct bucket_entry, bucket)) < 0)
+        return error_wrap("%s", st->run->dir);
     size_t nb = 0;
     for (size_t i = 0; i < g->n; i++)
         nb += i == 0 || e[i].bucket != e[i - 1].bucket;
@@ -492,7 +475,7 @@ static int analysis_buckets(struct run_stat *st, struct growbuf *g)
         return error_set("%s: out of memory for %zu buckets", st->run->dir, nb);
     for (size_t i = 0; i < g->n; i++) {
         if (i == 0 || e[i].bucket != e[i - 1].bucket)
-            st->buckets[st->nbuckets++].bucket = e[i].bucket;
+            st->buckets[st->nbuckets++].bucket = (int)e[i].bucket;
         struct bucket_stat *b = &st->buckets[st->nbuckets - 1];
         b->count++;
         b->total_ns += e[i].dur_ns;
@@ -508,7 +491,7 @@ static int analysis_buckets(struct run_stat *st, struct growbuf *g)
         if (meta_number(st->run, key, &v))
             b->bytes = (int64_t)v;
         snprintf(key, sizeof key, "bucket.%d.params", b->bucket);
-        b->params = meta_number(st->run, key, &v) ? (int64_t)v : b->bytes / 4;
+        b->params = meta_number(st->run, key, &v) ? (int64_t)v : -1;
     }
     return 0;
 }
@@ -516,7 +499,8 @@ static int analysis_buckets(struct run_stat *st, struct growbuf *g)
 static int analysis_steps(struct run_stat *st, struct growbuf *g)
 {
     struct step_entry *e = g->p;
-    qsort(e, g->n, sizeof *e, cmp_step_entry);
+    if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct step_entry, key)) < 0)
+        return error_wrap("%s", st->run->dir);
     st->steps = calloc(g->n + 1, sizeof *st->steps);
     if (!st->steps)
         return error_set("%s: out of memory for %zu steps", st->run->dir, g->n);
@@ -580,6 +564,8 @@ static void analysis_throughput(struct run_stat *st)
         st->train_s = st->wall_s;
         st->has_train = 1;
         st->train_from_wall = 1;
+        if (st->nranks > 0)
+            report_warn("%s: no step ranges in the traces: train_s is wall_s", r->dir);
     }
     if (st->has_images && st->has_train && st->train_s > 0) {
         st->images_per_s = (double)st->images / st->train_s;

@@ -37,7 +37,7 @@ struct rank_stat {
 
 struct bucket_stat {
     int bucket;
-    int64_t params; /* meta.csv bucket.N.params, else bytes / 4 */
+    int64_t params; /* parameter tensors: meta.csv bucket.N.params, else -1 (unknown) */
     int64_t bytes;  /* meta.csv bucket.N.bytes, else the rows' largest bytes */
     size_t count;   /* all-reduce rows, over ranks and steps */
     int64_t total_ns, hidden_ns;

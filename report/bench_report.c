@@ -5,12 +5,14 @@
  *   ddpprof-bench-report load DIR                      read the traces only
  *   ddpprof-bench-report run DIR OUT                   the whole report (no terminal output)
  *
- * load and run print one line: rows, seconds, rows/s and peak RSS (VmHWM). */
+ * load and run print one line: rows, wall and CPU seconds, rows per wall second and peak
+ * RSS (VmHWM of this process, so run one measurement per process). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -33,6 +35,14 @@ static double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double bench_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static long bench_hwm_kib(void)
@@ -148,7 +158,7 @@ int main(int argc, char **argv)
         return 2;
     }
     long rows = bench_count_rows(argv[2]);
-    double t0 = bench_now();
+    double t0 = bench_now(), c0 = bench_cpu_s();
     int rc;
     if (load) {
         struct runset rs;
@@ -159,13 +169,14 @@ int main(int argc, char **argv)
         const char *dirs[] = {argv[2]};
         rc = report_run(dirs, 1, argv[3], NULL);
     }
-    double s = bench_now() - t0;
+    double s = bench_now() - t0, cpu = bench_cpu_s() - c0;
     if (rc < 0) {
         fprintf(stderr, "ddpprof-bench-report: %s\n", error_get());
         return 1;
     }
-    printf("%-6s %10ld rows  %7.3f s  %6.2f M rows/s  peak RSS %7.1f MiB  (%.0f B/row)\n",
-           load ? "load" : "report", rows, s, (double)rows / s / 1e6,
+    printf("%-6s %9ld rows  %6.3f s (cpu %6.3f s)  %5.2f M rows/s  peak RSS %7.1f MiB  "
+           "(%.0f B/row)\n",
+           load ? "load" : "report", rows, s, cpu, (double)rows / s / 1e6,
            (double)bench_hwm_kib() / 1024.0, (double)bench_hwm_kib() * 1024.0 / (double)rows);
     return 0;
 }

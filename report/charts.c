@@ -10,7 +10,7 @@
 
 #include "error.h"
 
-#define CHART_W 960
+#define CHART_W 1000
 #define LABEL_W 190
 #define PLOT_W 600
 #define ROW_H 26
@@ -33,15 +33,16 @@ static double chart_tick(double max)
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-static void chart_axis(FILE *f, double top, double bottom, double max, const char *unit)
+/* Grid lines and tick labels for values lo..hi across the plot (both multiples of tick). */
+static void chart_axis(FILE *f, double top, double bottom, double lo, double hi, double tick,
+                       const char *unit)
 {
-    double tick = chart_tick(max);
-    for (int k = 0; k * tick <= max * 1.0001; k++) {
-        double x = LABEL_W + PLOT_W * (k * tick) / max;
+    for (int k = 0; lo + k * tick <= hi + tick * 1e-6; k++) {
+        double v = lo + k * tick, x = LABEL_W + PLOT_W * (v - lo) / (hi - lo);
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>\n"
                 "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">%g</text>\n",
-                x, top, x, bottom, x, bottom + 14, k * tick);
+                x, top, x, bottom, x, bottom + 14, v);
     }
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"tick\">%s</text>\n", LABEL_W + PLOT_W / 2,
             bottom + 30, unit);
@@ -111,7 +112,7 @@ static void chart_phases(FILE *f, const struct runset *rs, const struct run_stat
                    "<text x=\"%d\" y=\"42\" class=\"val\">%s</text>\n",
                 x, seg_colors[s], x + 16, seg_names[s]);
     }
-    chart_axis(f, top - 4, bottom, max, "ms per step");
+    chart_axis(f, top - 4, bottom, 0, max, tick, "ms per step");
     int row = 0;
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < st[i].nranks; k++) {
@@ -143,7 +144,7 @@ static void chart_steps(FILE *f, const struct runset *rs, const struct run_stat 
     const char *title = "Step time distribution (box p25-p75, line p50, whiskers p5-p95, "
                         "dots min and max)";
     int rows = 0;
-    double max = 0;
+    double max = 0, min = INFINITY;
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < st[i].nranks; k++) {
             const struct rank_stat *r = &st[i].ranks[k];
@@ -153,19 +154,22 @@ static void chart_steps(FILE *f, const struct runset *rs, const struct run_stat 
             double p95 = ms(analysis_percentile(r->step_ns, r->nsteps, 95));
             if (p95 > max)
                 max = p95;
+            if (ms(r->step_ns[0]) < min)
+                min = ms(r->step_ns[0]);
         }
     if (rows == 0 || !(max > 0)) {
         chart_empty(f, title, "no step ranges in the traces");
         return;
     }
-    max *= 1.25; /* room beyond p95; a slower max is drawn at the edge with its value */
-    double tick = chart_tick(max);
-    max = ceil(max / tick) * tick;
+    /* the axis spans the fastest step to a quarter beyond the slowest p95 (a slower max is
+     * drawn at the right edge in red, its value in the label) */
+    double tick = chart_tick(max * 1.25 - min * 0.8);
+    double lo = floor(min * 0.8 / tick) * tick, hi = ceil(max * 1.25 / tick) * tick;
     int top = 40, bottom = top + rows * ROW_H;
     chart_open(f, bottom + 44, title);
-    chart_axis(f, top - 4, bottom, max, "ms per step");
+    chart_axis(f, top - 4, bottom, lo, hi, tick, "ms per step");
     int row = 0;
-#define X(v) (LABEL_W + PLOT_W * ((v) > max ? max : (v)) / max)
+#define X(v) (LABEL_W + PLOT_W * (((v) > hi ? hi : (v)) - lo) / (hi - lo))
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < st[i].nranks; k++) {
             const struct rank_stat *r = &st[i].ranks[k];
@@ -175,7 +179,8 @@ static void chart_steps(FILE *f, const struct runset *rs, const struct run_stat 
             double q[7];
             static const int pct[7] = {0, 5, 25, 50, 75, 95, 100};
             for (int j = 0; j < 7; j++)
-                q[j] = pct[j] == 0 ? ms(r->step_ns[0]) : ms(analysis_percentile(r->step_ns, r->nsteps, pct[j]));
+                q[j] = pct[j] == 0 ? ms(r->step_ns[0])
+                                   : ms(analysis_percentile(r->step_ns, r->nsteps, pct[j]));
             chart_label(f, y + BAR_H - 4, rs->runs[i].label, r->rank);
             fprintf(f, "<g><title>%zu steps: min %.3f, p5 %.3f, p25 %.3f, p50 %.3f, p75 %.3f, "
                        "p95 %.3f, max %.3f ms</title>\n",
@@ -190,8 +195,9 @@ static void chart_steps(FILE *f, const struct runset *rs, const struct run_stat 
                     X(q[3]), y, X(q[3]), y + BAR_H);
             fprintf(f, "<circle cx=\"%.2f\" cy=\"%.1f\" r=\"2.5\" fill=\"#333\"/>"
                        "<circle cx=\"%.2f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/></g>\n",
-                    X(q[0]), mid, X(q[6]), mid, q[6] > max ? "#e15759" : "#333");
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"val\">p50 %.3f ms, max %.3f ms</text>\n",
+                    X(q[0]), mid, X(q[6]), mid, q[6] > hi ? "#e15759" : "#333");
+            fprintf(f,
+                    "<text x=\"%.1f\" y=\"%.1f\" class=\"val\">p50 %.3f ms, max %.3f ms</text>\n",
                     (double)LABEL_W + PLOT_W + 8, y + BAR_H - 4, q[3], q[6]);
         }
 #undef X
@@ -220,7 +226,7 @@ static void chart_speedup(FILE *f, const struct runset *rs, const struct run_sta
     max = ceil(max * 1.1 / tick) * tick;
     int top = 40, bottom = top + rows * ROW_H;
     chart_open(f, bottom + 44, title);
-    chart_axis(f, top - 4, bottom, max, "speedup (x)");
+    chart_axis(f, top - 4, bottom, 0, max, tick, "speedup (x)");
     int row = 0;
     for (int i = 0; i < rs->n; i++) {
         if (!st[i].has_speedup)
@@ -271,7 +277,7 @@ static int charts_file(const char *dir, const char *name, chart_fn fn, const str
 
 static const char page_css[] =
     "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:24px;color:#222;"
-    "background:#fff;max-width:1100px}"
+    "background:#fff;max-width:1040px}"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px "
     "solid #ddd;padding-bottom:4px}"
     "table{border-collapse:collapse;margin:8px 0 16px;font-size:12px}"
@@ -283,8 +289,8 @@ static const char page_css[] =
     ".unit{font-weight:normal;color:#777}.runs td{text-align:left}"
     "p.note{color:#555;font-size:12px}svg{display:block;margin:6px 0}";
 
-int charts_write(const struct runset *rs, const struct run_stat *st, const struct table *const *tables,
-                 int ntables, const char *out_dir)
+int charts_write(const struct runset *rs, const struct run_stat *st,
+                 const struct table *const *tables, int ntables, const char *out_dir)
 {
     if (charts_file(out_dir, "phases.svg", chart_phases, rs, st) < 0 ||
         charts_file(out_dir, "speedup.svg", chart_speedup, rs, st) < 0)

@@ -10,7 +10,7 @@
 
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
  * in the page in the order given.  Returns 0, or -1 after error_set() naming the file. */
-int charts_write(const struct runset *rs, const struct run_stat *st, const struct table *const *tables,
-                 int ntables, const char *out_dir);
+int charts_write(const struct runset *rs, const struct run_stat *st,
+                 const struct table *const *tables, int ntables, const char *out_dir);
 
 #endif

@@ -82,7 +82,8 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 table_set(t, 7, "%.3f", ms(ps->p95_ns));
                 table_set(t, 8, "%.3f", ms(ps->max_ns));
                 if (ps->in_steps && r->step_total_ns > 0)
-                    table_set(t, 9, "%.2f", 100.0 * (double)ps->in_steps_ns / (double)r->step_total_ns);
+                    table_set(t, 9, "%.2f",
+                              100.0 * (double)ps->in_steps_ns / (double)r->step_total_ns);
             }
         }
 }
@@ -98,7 +99,8 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             table_set(t, 0, "%s", rs->runs[i].label);
             table_set(t, 1, "%d", n);
             table_set(t, 2, "%d", bs->bucket);
-            table_set(t, 3, "%lld", (long long)bs->params);
+            if (bs->params >= 0)
+                table_set(t, 3, "%lld", (long long)bs->params);
             table_set(t, 4, "%lld", (long long)bs->bytes);
             table_set(t, 5, "%zu", bs->count);
             table_set(t, 6, "%.3f", mean_ns * 1e-6);

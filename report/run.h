@@ -11,17 +11,17 @@
 
 #include "strpool.h"
 
-enum trace_clock { TRACE_CLOCK_HOST, TRACE_CLOCK_DEVICE, TRACE_CLOCK_CUPTI };
+enum run_clock { RUN_CLOCK_HOST, RUN_CLOCK_DEVICE, RUN_CLOCK_CUPTI };
 
 /* One trace row; 56 bytes. */
-struct trace_row {
+struct run_row {
     int64_t start_ns, end_ns; /* on rank 0's clock: the file's value + clock_offset_ns.rankN */
     int64_t bytes;
     int32_t step, epoch, bucket, stream;
     uint32_t name;  /* id in runset.names */
     uint32_t phase; /* id in runset.labels */
     uint32_t kind;  /* id in runset.labels */
-    uint8_t clock;  /* enum trace_clock */
+    uint8_t clock;  /* enum run_clock */
 };
 
 /* The rows of one rank's trace file, in file order. */
@@ -29,7 +29,7 @@ struct rank_trace {
     int rank;
     char *path;
     int64_t offset_ns; /* clock_offset_ns.rankN from meta.csv (0 when absent) */
-    struct trace_row *rows;
+    struct run_row *rows;
     size_t n, cap;
 };
 

@@ -13,6 +13,7 @@ struct strpool {
     char *buf;          /* the strings, each NUL-terminated, back to back */
     size_t len, cap;
     size_t *offs;       /* id -> offset in buf */
+    uint32_t *lens;     /* id -> length */
     uint32_t n, cap_ids;
     uint32_t *slots;    /* open-addressing hash table of id + 1 (0 = empty) */
     uint32_t nslots;    /* a power of two */

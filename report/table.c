@@ -21,11 +21,11 @@ void table_init(struct table *t, const char *title, const char *file,
 
 void table_free(struct table *t)
 {
-    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
-        free(t->cells[i]);
     free(t->cells);
+    free(t->text);
     t->cells = NULL;
-    t->nrows = t->cap = 0;
+    t->text = NULL;
+    t->nrows = t->cap = t->tlen = t->tcap = 0;
 }
 
 void table_add_row(struct table *t)
@@ -34,7 +34,7 @@ void table_add_row(struct table *t)
         return;
     if (t->nrows == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
-        char **cells = realloc(t->cells, cap * (size_t)t->ncols * sizeof *cells);
+        size_t *cells = realloc(t->cells, cap * (size_t)t->ncols * sizeof *cells);
         if (!cells) {
             t->failed = 1;
             return;
@@ -42,8 +42,7 @@ void table_add_row(struct table *t)
         t->cells = cells;
         t->cap = cap;
     }
-    for (int c = 0; c < t->ncols; c++)
-        t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = NULL;
+    memset(&t->cells[t->nrows * (size_t)t->ncols], 0, (size_t)t->ncols * sizeof *t->cells);
     t->nrows++;
 }
 
@@ -51,23 +50,42 @@ void table_set(struct table *t, int col, const char *fmt, ...)
 {
     if (t->failed || t->nrows == 0 || col < 0 || col >= t->ncols)
         return;
-    char **cell = &t->cells[(t->nrows - 1) * (size_t)t->ncols + (size_t)col];
+    char small[128];
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0) {
-        t->failed = 1;
-        s = NULL;
-    }
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    free(*cell);
-    *cell = s;
+    if (n < 0) {
+        t->failed = 1;
+        return;
+    }
+    if (t->tlen + (size_t)n + 1 > t->tcap) {
+        size_t cap = t->tcap ? t->tcap : 4096;
+        while (cap < t->tlen + (size_t)n + 1)
+            cap *= 2;
+        char *text = realloc(t->text, cap);
+        if (!text) {
+            t->failed = 1;
+            return;
+        }
+        t->text = text;
+        t->tcap = cap;
+    }
+    if ((size_t)n < sizeof small) {
+        memcpy(t->text + t->tlen, small, (size_t)n + 1);
+    } else {
+        va_start(ap, fmt);
+        vsnprintf(t->text + t->tlen, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    t->cells[(t->nrows - 1) * (size_t)t->ncols + (size_t)col] = t->tlen + 1;
+    t->tlen += (size_t)n + 1;
 }
 
 const char *table_get(const struct table *t, size_t row, int col)
 {
-    const char *s = t->cells[row * (size_t)t->ncols + (size_t)col];
-    return s ? s : "";
+    size_t off = t->cells[row * (size_t)t->ncols + (size_t)col];
+    return off ? t->text + off - 1 : "";
 }
 
 /* A field needs quoting when it holds the delimiter, a quote, a line break or would lose
@@ -120,15 +138,29 @@ static const char *table_shown(const char *s)
     return s[0] ? s : "-";
 }
 
+/* Append one cell, padded to w, to line at *len. */
+static void table_cell(char *line, size_t *len, int left, int w, const char *s)
+{
+    *len += (size_t)sprintf(line + *len, left ? "  %-*s" : "  %*s", w, s);
+}
+
+/* Print line without trailing spaces. */
+static void table_line(FILE *out, char *line, size_t len)
+{
+    while (len > 0 && line[len - 1] == ' ')
+        len--;
+    fwrite(line, 1, len, out);
+    fputc('\n', out);
+}
+
 void table_print(const struct table *t, FILE *out, size_t max_rows)
 {
     if (!out)
         return;
     size_t shown = t->nrows < max_rows ? t->nrows : max_rows;
     int *w = calloc((size_t)t->ncols, sizeof *w);
-    if (!w)
-        return;
-    for (int c = 0; c < t->ncols; c++) {
+    size_t linecap = 8;
+    for (int c = 0; w && c < t->ncols; c++) {
         w[c] = (int)strlen(t->cols[c].label);
         int u = (int)strlen(t->cols[c].unit) + 2;
         if (t->cols[c].unit[0] && u > w[c])
@@ -138,29 +170,40 @@ void table_print(const struct table *t, FILE *out, size_t max_rows)
             if (n > w[c])
                 w[c] = n;
         }
+        linecap += (size_t)w[c] + 2;
     }
-    fprintf(out, "#\n# %s  (%s)\n#", t->title, t->file);
+    char *line = w ? malloc(linecap) : NULL;
+    if (!line) {
+        free(w);
+        return;
+    }
+    size_t len;
+    fprintf(out, "#\n# %s  (%s)\n", t->title, t->file);
+    line[0] = '#';
+    len = 1;
     for (int c = 0; c < t->ncols; c++)
-        fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c], t->cols[c].label);
-    fputs("\n#", out);
+        table_cell(line, &len, t->cols[c].left, w[c], t->cols[c].label);
+    table_line(out, line, len);
+    len = 1;
     for (int c = 0; c < t->ncols; c++) {
         char unit[64] = "";
         if (t->cols[c].unit[0])
             snprintf(unit, sizeof unit, "(%s)", t->cols[c].unit);
-        fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c], unit);
+        table_cell(line, &len, t->cols[c].left, w[c], unit);
     }
-    fputc('\n', out);
+    table_line(out, line, len);
     for (size_t r = 0; r < shown; r++) {
-        fputc(' ', out);
+        line[0] = ' ';
+        len = 1;
         for (int c = 0; c < t->ncols; c++)
-            fprintf(out, t->cols[c].left ? "  %-*s" : "  %*s", w[c],
-                    table_shown(table_get(t, r, c)));
-        fputc('\n', out);
+            table_cell(line, &len, t->cols[c].left, w[c], table_shown(table_get(t, r, c)));
+        table_line(out, line, len);
     }
     if (t->nrows == 0)
         fputs("#  (no rows)\n", out);
     else if (shown < t->nrows)
         fprintf(out, "#  ... %zu more row(s) in %s\n", t->nrows - shown, t->file);
+    free(line);
     free(w);
 }
 
@@ -205,6 +248,8 @@ void table_write_html(const struct table *t, FILE *out, size_t max_rows)
         }
         fputs("</tr>\n", out);
     }
+    if (t->nrows == 0)
+        fprintf(out, "<tr><td class=\"l\" colspan=\"%d\">(no rows)</td></tr>\n", t->ncols);
     if (shown < t->nrows)
         fprintf(out, "<tr><td class=\"l\" colspan=\"%d\">... %zu more row(s) in %s</td></tr>\n",
                 t->ncols, t->nrows - shown, t->file);

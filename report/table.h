@@ -20,8 +20,10 @@ struct table {
     const char *file;  /* "phases.csv" */
     const struct table_col *cols;
     int ncols;
-    char **cells; /* nrows * ncols, each owned */
+    size_t *cells; /* nrows * ncols offsets into text, + 1 (0: empty cell) */
     size_t nrows, cap;
+    char *text;    /* every cell's string, NUL-terminated, back to back */
+    size_t tlen, tcap;
     int failed; /* out of memory while filling: table_write_csv fails */
 };
 
@@ -34,7 +36,8 @@ void table_add_row(struct table *t);
 
 /* Format the cell of column col in the last row.  On out of memory the table is marked
  * failed (reported by table_write_csv). */
-void table_set(struct table *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void table_set(struct table *t, int col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 const char *table_get(const struct table *t, size_t row, int col);
 

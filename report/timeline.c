@@ -13,7 +13,7 @@
 
 struct jw {
     FILE *f;
-    char buf[1 << 16];
+    char buf[1 << 18]; /* room for one event of three quoted strings at their cap */
     size_t len;
 };
 
@@ -41,41 +41,55 @@ static void jw_cstr(struct jw *w, const char *s)
     jw_put(w, s, strlen(s));
 }
 
+
+/* Unchecked appends: the caller made room with jw_reserve. */
+static void jw_reserve(struct jw *w, size_t n)
+{
+    if (w->len + n > sizeof w->buf)
+        jw_flush(w);
+}
+
+static void jw_raw(struct jw *w, const char *s, size_t n)
+{
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+#define JW_LIT(w, lit) jw_raw((w), (lit), sizeof(lit) - 1)
+
 static void jw_i64(struct jw *w, int64_t v)
 {
-    char tmp[24];
-    int n = 0;
+    char tmp[24], *p = tmp + sizeof tmp;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
     do {
-        tmp[n++] = (char)('0' + u % 10);
+        *--p = (char)('0' + u % 10);
         u /= 10;
     } while (u);
     if (v < 0)
-        tmp[n++] = '-';
-    char out[24];
-    for (int i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    jw_put(w, out, (size_t)n);
+        *--p = '-';
+    jw_raw(w, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 /* ns as microseconds with three decimals, exactly ("1234567" -> "1234.567"). */
 static void jw_us(struct jw *w, int64_t ns)
 {
     if (ns < 0) {
-        jw_put(w, "-", 1);
+        JW_LIT(w, "-");
         ns = -ns;
     }
     jw_i64(w, ns / 1000);
     char frac[4] = {'.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10),
                     (char)('0' + ns % 10)};
-    jw_put(w, frac, 4);
+    jw_raw(w, frac, 4);
 }
 
 /* s as a JSON string literal (quotes included); invalid UTF-8 bytes become '?'.  Owned by
  * the caller; NULL on out of memory. */
+#define JSON_MAX_CHARS 4096 /* longer names (templated kernels) are cut here */
+
 static char *json_quote(const char *s)
 {
-    size_t n = strlen(s);
+    size_t n = strnlen(s, JSON_MAX_CHARS);
     char *out = malloc(6 * n + 3), *o = out;
     if (!out)
         return NULL;
@@ -85,6 +99,10 @@ static char *json_quote(const char *s)
         if (c == '"' || c == '\\') {
             *o++ = '\\';
             *o++ = (char)c;
+            i++;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            *o++ = '\\';
+            *o++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
             i++;
         } else if (c < 0x20) {
             o += sprintf(o, "\\u%04x", c);
@@ -118,13 +136,21 @@ static char *json_quote(const char *s)
 struct quoted {
     const struct strpool *pool;
     char **lit;
+    size_t *len;
 };
 
-static const char *quoted_get(struct quoted *q, uint32_t id)
+static const char *quoted_get(struct quoted *q, uint32_t id, size_t *len)
 {
-    if (!q->lit[id])
+    if (!q->lit[id]) {
         q->lit[id] = json_quote(strpool_get(q->pool, id));
-    return q->lit[id] ? q->lit[id] : "\"?\"";
+        q->len[id] = q->lit[id] ? strlen(q->lit[id]) : 0;
+    }
+    if (!q->lit[id]) {
+        *len = 3;
+        return "\"?\"";
+    }
+    *len = q->len[id];
+    return q->lit[id];
 }
 
 static void quoted_free(struct quoted *q, uint32_t n)
@@ -133,16 +159,17 @@ static void quoted_free(struct quoted *q, uint32_t n)
         for (uint32_t i = 0; i < n; i++)
             free(q->lit[i]);
     free(q->lit);
+    free(q->len);
 }
 
 /* The thread of a row: host lanes from 1, device-clock ranges from 100001, CUPTI streams
  * from 200001 (stream ids folded into 0..99998). */
-static int timeline_tid(const struct trace_row *r)
+static int timeline_tid(const struct run_row *r)
 {
     int s = r->stream;
     if (s < 0 || s > 99998)
         s = (int)((unsigned)s % 99999u);
-    return (r->clock == TRACE_CLOCK_HOST ? 1 : r->clock == TRACE_CLOCK_DEVICE ? 100001 : 200001) + s;
+    return (r->clock == RUN_CLOCK_HOST ? 1 : r->clock == RUN_CLOCK_DEVICE ? 100001 : 200001) + s;
 }
 
 static void timeline_thread_name(int tid, char *out, size_t size)
@@ -155,6 +182,40 @@ static void timeline_thread_name(int tid, char *out, size_t size)
         snprintf(out, size, "%s %s", base == 1 ? "host" : "device", lanes[s]);
     else
         snprintf(out, size, "%s stream %d", base == 1 ? "host" : "device", s);
+}
+
+/* The distinct lanes of a rank: an open-addressing set of tids (all >= 1; 0 is empty). */
+struct laneset {
+    int *slot;
+    size_t cap, n;
+};
+
+static int laneset_add(struct laneset *ls, int tid)
+{
+    if (2 * (ls->n + 1) > ls->cap) {
+        size_t cap = ls->cap ? 2 * ls->cap : 64;
+        int *slot = calloc(cap, sizeof *slot);
+        if (!slot)
+            return -1;
+        for (size_t i = 0; i < ls->cap; i++)
+            if (ls->slot[i]) {
+                size_t h = (size_t)ls->slot[i] * 2654435761u & (cap - 1);
+                while (slot[h])
+                    h = (h + 1) & (cap - 1);
+                slot[h] = ls->slot[i];
+            }
+        free(ls->slot);
+        ls->slot = slot;
+        ls->cap = cap;
+    }
+    size_t h = (size_t)tid * 2654435761u & (ls->cap - 1);
+    while (ls->slot[h] && ls->slot[h] != tid)
+        h = (h + 1) & (ls->cap - 1);
+    if (!ls->slot[h]) {
+        ls->slot[h] = tid;
+        ls->n++;
+    }
+    return 0;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -171,9 +232,10 @@ static void timeline_meta(struct jw *w, int *first, const char *what, int pid, i
     jw_cstr(w, "{\"name\":\"");
     jw_cstr(w, what);
     jw_cstr(w, "\",\"ph\":\"M\",\"pid\":");
+    jw_reserve(w, 64);
     jw_i64(w, pid);
     if (tid >= 0) {
-        jw_cstr(w, ",\"tid\":");
+        JW_LIT(w, ",\"tid\":");
         jw_i64(w, tid);
     }
     jw_cstr(w, ",\"args\":{\"");
@@ -189,10 +251,12 @@ int timeline_write(const struct runset *rs, const char *path)
     if (!f)
         return error_set("%s: cannot create (%s)", path, strerror(errno));
     struct jw *w = malloc(sizeof *w);
-    struct quoted names = {&rs->names, calloc(rs->names.n + 1, sizeof(char *))};
-    struct quoted labels = {&rs->labels, calloc(rs->labels.n + 1, sizeof(char *))};
+    struct quoted names = {&rs->names, calloc(rs->names.n + 1, sizeof(char *)),
+                           calloc(rs->names.n + 1, sizeof(size_t))};
+    struct quoted labels = {&rs->labels, calloc(rs->labels.n + 1, sizeof(char *)),
+                            calloc(rs->labels.n + 1, sizeof(size_t))};
     int rc = 0;
-    if (!w || !names.lit || !labels.lit) {
+    if (!w || !names.lit || !labels.lit || !names.len || !labels.len) {
         rc = error_set("%s: out of memory", path);
         goto done;
     }
@@ -224,17 +288,27 @@ int timeline_write(const struct runset *rs, const char *path)
             snprintf(buf, sizeof buf, "%d", i * 100000 + t->rank);
             timeline_meta(w, &first, "process_sort_index", pid, -1, "sort_index", buf);
 
-            int *tids = malloc((t->n + 1) * sizeof *tids);
+            struct laneset ls = {0};
+            int last = 0, oom = 0;
+            for (size_t r = 0; r < t->n && !oom; r++) {
+                int tid = timeline_tid(&t->rows[r]);
+                if (tid != last)
+                    oom = laneset_add(&ls, tid) < 0;
+                last = tid;
+            }
+            int *tids = oom ? NULL : malloc((ls.n + 1) * sizeof *tids);
             if (!tids) {
+                free(ls.slot);
                 rc = error_set("%s: out of memory listing the lanes of %s", path, t->path);
                 break;
             }
-            for (size_t r = 0; r < t->n; r++)
-                tids[r] = timeline_tid(&t->rows[r]);
-            qsort(tids, t->n, sizeof *tids, cmp_int);
-            for (size_t r = 0; r < t->n; r++) {
-                if (r > 0 && tids[r] == tids[r - 1])
-                    continue;
+            size_t nt = 0;
+            for (size_t i = 0; i < ls.cap; i++)
+                if (ls.slot[i])
+                    tids[nt++] = ls.slot[i];
+            free(ls.slot);
+            qsort(tids, nt, sizeof *tids, cmp_int);
+            for (size_t r = 0; r < nt; r++) {
                 char lane[64], qs[80];
                 timeline_thread_name(tids[r], lane, sizeof lane);
                 snprintf(qs, sizeof qs, "\"%s\"", lane);
@@ -244,32 +318,43 @@ int timeline_write(const struct runset *rs, const char *path)
             }
             free(tids);
 
+            uint32_t range = strpool_find(&rs->labels, "range");
             for (size_t r = 0; r < t->n; r++) {
-                const struct trace_row *row = &t->rows[r];
-                jw_cstr(w, first ? "\n{\"name\":" : ",\n{\"name\":");
+                const struct run_row *row = &t->rows[r];
+                size_t nn, np, nk = 0;
+                const char *name = quoted_get(&names, row->name, &nn);
+                const char *phase = quoted_get(&labels, row->phase, &np);
+                const char *kind = row->kind == range ? NULL : quoted_get(&labels, row->kind, &nk);
+                jw_reserve(w, nn + np + nk + 320);
+                if (first)
+                    JW_LIT(w, "\n{\"name\":");
+                else
+                    JW_LIT(w, ",\n{\"name\":");
                 first = 0;
-                jw_cstr(w, quoted_get(&names, row->name));
-                jw_cstr(w, ",\"cat\":");
-                jw_cstr(w, quoted_get(&labels, row->phase));
-                jw_cstr(w, ",\"ph\":\"X\",\"ts\":");
+                jw_raw(w, name, nn);
+                JW_LIT(w, ",\"cat\":");
+                jw_raw(w, phase, np);
+                JW_LIT(w, ",\"ph\":\"X\",\"ts\":");
                 jw_us(w, row->start_ns - t0);
-                jw_cstr(w, ",\"dur\":");
+                JW_LIT(w, ",\"dur\":");
                 jw_us(w, row->end_ns - row->start_ns);
-                jw_cstr(w, ",\"pid\":");
+                JW_LIT(w, ",\"pid\":");
                 jw_i64(w, pid);
-                jw_cstr(w, ",\"tid\":");
+                JW_LIT(w, ",\"tid\":");
                 jw_i64(w, timeline_tid(row));
-                jw_cstr(w, ",\"args\":{\"step\":");
+                JW_LIT(w, ",\"args\":{\"step\":");
                 jw_i64(w, row->step);
-                jw_cstr(w, ",\"epoch\":");
+                JW_LIT(w, ",\"epoch\":");
                 jw_i64(w, row->epoch);
-                jw_cstr(w, ",\"bucket\":");
+                JW_LIT(w, ",\"bucket\":");
                 jw_i64(w, row->bucket);
-                jw_cstr(w, ",\"bytes\":");
+                JW_LIT(w, ",\"bytes\":");
                 jw_i64(w, row->bytes);
-                jw_cstr(w, ",\"kind\":");
-                jw_cstr(w, quoted_get(&labels, row->kind));
-                jw_cstr(w, "}}");
+                if (kind) {
+                    JW_LIT(w, ",\"kind\":");
+                    jw_raw(w, kind, nk);
+                }
+                JW_LIT(w, "}}");
             }
         }
     }

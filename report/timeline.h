@@ -4,8 +4,9 @@
  * reader applied clock_offset_ns.rankN).  Threads are lanes: "host compute", "host comm",
  * "host data", "device compute", ..., "cuda stream N".  Every trace row is one complete
  * event ("ph":"X", ts and dur in microseconds with nanosecond decimals) with args step,
- * epoch, bucket, bytes and kind.  Each process has process_name and process_sort_index
- * metadata events, each lane thread_name and thread_sort_index. */
+ * epoch, bucket and bytes (and kind, for rows that are not ranges: CUPTI activities).
+ * Each process has process_name and process_sort_index metadata events, each lane
+ * thread_name and thread_sort_index. */
 #ifndef DDPPROF_REPORT_TIMELINE_H
 #define DDPPROF_REPORT_TIMELINE_H
 

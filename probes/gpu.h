@@ -50,7 +50,7 @@ void cupti_tracer_stop(struct cupti_tracer *t);
  * Nothing waits for them: event_timer_poll, called once per step, writes the pairs that
  * have completed, oldest first, and stops at the first that has not.  Device times are
  * put on the host clock through an anchor event whose host time was read with the stream
- * idle at creation (error <= half the synchronize latency, reported in why), re-anchored
+ * idle at creation (error <= half the synchronize latency, a few microseconds), re-anchored
  * about every second from the previous anchor so float milliseconds keep sub-microsecond
  * resolution. */
 struct event_timer;

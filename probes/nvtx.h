@@ -7,8 +7,10 @@
  * "allreduce.bN" (category allreduce): bucket all-reduces run concurrently and complete
  * out of push/pop order, which only start/end ranges can express.  It is started on the
  * training thread when the bucket is launched (inside backward) and ended when its wait
- * returns (before optimizer), so the timeline reads step > forward, backward >
- * allreduce.bN, optimizer, the same on every rank.
+ * returns (before optimizer).  So Nsight Systems shows, on the training thread, step >
+ * [data], forward, backward, optimizer as nested push/pop ranges and, within the step,
+ * the allreduce.bN ranges from launch to wait, sticking out past backward exactly as far
+ * as communication was exposed: the same sequence on every rank.
  *
  * Built from the header-only NVTX3 in the CUDA toolkit when CMake finds it (CPU builds
  * too); without it every function here is a no-op (nvtx_compiled() says which).  NVTX

@@ -142,6 +142,23 @@ fail:
     return NULL;
 }
 
+int probe_set_comm_stream(struct probe *p, void *stream)
+{
+    if (!p || p->mode != PROBE_FULL || !p->ev_compute || !stream)
+        return 0;
+    struct event_timer *t = event_timer_create(stream);
+    if (!t)
+        return error_wrap("probes (rank %d, communication stream)", p->rank);
+    if (p->ev_comm) {
+        for (int b = 0; b < p->nbuckets; b++)
+            p->buckets[b].ev_slot = -1; /* pairs of the old timer are drained below */
+        event_timer_drain(p->ev_comm, trace_writer_emit, p->w);
+        event_timer_destroy(p->ev_comm);
+    }
+    p->ev_comm = t;
+    return 0;
+}
+
 static void probe_poll_devices(struct probe *p)
 {
     if (p->ev_compute)

@@ -39,8 +39,9 @@ struct probe_opts {
     enum probe_mode mode;
     int gpu;                /* 1: this rank computes on a CUDA device (full mode: events, CUPTI) */
     void *compute_stream;   /* cudaStream_t of the compute work (NULL: the legacy default stream) */
-    void *comm_stream;      /* cudaStream_t of the all-reduces (NCCL), or NULL: no device rows
-                               for all-reduces (CUPTI still attributes their kernels) */
+    void *comm_stream;      /* cudaStream_t of the all-reduces (NCCL), or NULL (or set later:
+                               probe_set_comm_stream): no device rows for all-reduces until
+                               then (CUPTI still attributes their kernels) */
     int cupti;              /* 1: use CUPTI in full mode on a GPU */
     int quiet;              /* 1: do not print the one-line "CUPTI unavailable" notice */
     size_t flush_bytes;     /* trace buffer threshold; 0: TRACE_FLUSH_BYTES_DEFAULT (256 KiB) */
@@ -62,6 +63,12 @@ struct probe;
  * goes on.  NULL + error_set when the trace file cannot be created or memory runs out;
  * CUDA event timers failing is also an error (a GPU rank whose stream does not work). */
 struct probe *probe_create(const struct probe_opts *o);
+
+/* The stream the all-reduces run on, known only once the comm exists (NCCL: comm_nccl_stream),
+ * instead of probe_opts.comm_stream.  From then on each bucket also gets a device row.
+ * Does nothing unless the probe is in full mode on a GPU, or for a NULL stream.  0, or -1
+ * with error_set (CUDA error). */
+int probe_set_comm_stream(struct probe *p, void *stream);
 
 /* The step (1-based, global across epochs; 0 outside training) and epoch (1-based) the
  * next ranges belong to.  Also writes the device rows of completed event pairs (never

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,8 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* buffer owner modes (low 2 bits of state; the owner's thread id above them) */
-enum { TW_IDLE = 0, TW_APPEND = 1, TW_FLUSH = 2, TW_HANDLER = 3 };
+/* buffer owner modes (low 3 bits of state; the owner's thread id above them):
+ * TW_HANDLER is a signal handler writing the buffer out (threads wait for it);
+ * TW_STOPPED is final (threads drop their rows: the process is dying, or a handler took
+ * the buffer from the middle of an append or flush). */
+enum { TW_IDLE = 0, TW_APPEND = 1, TW_FLUSH = 2, TW_HANDLER = 3, TW_STOPPED = 4 };
+#define TW_MODE(s) ((int)((s) & 7))
 #define TW_MAX_WRITERS 16
 #define TW_HANDLER_WAIT_MS 100
 
@@ -30,7 +35,7 @@ struct trace_writer {
     pid_t pid;                /* process that opened it (a forked child must not write) */
     char *buf;
     size_t cap, threshold;
-    _Atomic uint64_t state;   /* (tid << 2) | mode */
+    _Atomic uint64_t state;   /* (tid << 3) | mode */
     _Atomic size_t committed; /* bytes of whole rows at the start of buf */
     _Atomic int64_t disk;     /* bytes in the file; the file offset except during a flush */
     _Atomic uint64_t rows, lost;
@@ -147,11 +152,26 @@ static pid_t tw_tid(void)
 
 static uint64_t tw_pack(pid_t tid, int mode)
 {
-    return ((uint64_t)(uint32_t)tid << 2) | (uint64_t)mode;
+    return ((uint64_t)(uint32_t)tid << 3) | (uint64_t)mode;
 }
 
-/* Move the buffer from `from` (owned by this thread, or TW_IDLE) to `to`; 0 when the
- * signal handler owns it. */
+/* Take the idle buffer for mode (caller holds mu, so no other thread owns it): waits
+ * while a signal handler on another thread writes it out; 0 when the writer is stopped. */
+static int tw_enter(struct trace_writer *w, int mode)
+{
+    uint64_t want = tw_pack(tw_tid(), mode);
+    for (;;) {
+        uint64_t expect = 0;
+        if (atomic_compare_exchange_strong(&w->state, &expect, want))
+            return 1;
+        if (TW_MODE(expect) != TW_HANDLER)
+            return 0;
+        sched_yield();
+    }
+}
+
+/* Move the buffer from `from` (owned by this thread) to `to`; 0 when a signal handler
+ * took it meanwhile. */
 static int tw_move(struct trace_writer *w, int from, int to)
 {
     pid_t me = tw_tid();
@@ -234,18 +254,21 @@ static void tw_write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Async-signal-safe: atomics, getpid, lseek, write, nanosleep only. */
-static void tw_handler_flush(struct trace_writer *w, pid_t self)
+/* Write out w's committed rows from a signal handler.  release: the process may survive
+ * (we chain to another handler), so an idle writer is given back afterwards; otherwise it
+ * stays stopped, so no thread writes a row after rows that were lost.
+ * Async-signal-safe: atomics, getpid, lseek, write, nanosleep only. */
+static void tw_handler_flush(struct trace_writer *w, pid_t self, int release)
 {
     if (w->pid != getpid())
         return;
     uint64_t s = atomic_load(&w->state);
     int from;
     for (int waited = 0;;) {
-        int mode = (int)(s & 3);
-        pid_t owner = (pid_t)(s >> 2);
-        if (mode == TW_HANDLER)
-            return; /* another handler is on it */
+        int mode = TW_MODE(s);
+        pid_t owner = (pid_t)(s >> 3);
+        if (mode == TW_HANDLER || mode == TW_STOPPED)
+            return; /* another handler is on it, or was */
         if (mode != TW_FLUSH || owner == self || waited >= TW_HANDLER_WAIT_MS) {
             if (atomic_compare_exchange_strong(&w->state, &s, tw_pack(self, TW_HANDLER))) {
                 from = mode;
@@ -267,11 +290,13 @@ static void tw_handler_flush(struct trace_writer *w, pid_t self)
             done = (size_t)(pos - disk) < n ? (size_t)(pos - disk) : n;
     }
     tw_write_all(w->fd, w->buf + done, n - done);
-    if (from == TW_IDLE) {
+    if (from == TW_IDLE && release) {
         /* nobody was in the middle of anything: leave a consistent, usable writer */
         atomic_store(&w->committed, 0);
         atomic_store(&w->disk, disk + (int64_t)n);
         atomic_store(&w->state, 0);
+    } else {
+        atomic_store(&w->state, tw_pack(self, TW_STOPPED));
     }
 }
 
@@ -279,17 +304,20 @@ static void tw_on_signal(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
     pid_t self = (pid_t)syscall(SYS_gettid);
-    for (int i = 0; i < TW_MAX_WRITERS; i++) {
-        struct trace_writer *w = atomic_load(&tw_registry[i]);
-        if (w)
-            tw_handler_flush(w, self);
-    }
     int k = 0;
     while (k < TW_NSIG && tw_signals[k] != sig)
         k++;
     if (k == TW_NSIG)
         return;
     const struct sigaction *old = &tw_old_action[k];
+    int chained = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
+                                               : old->sa_handler != SIG_DFL &&
+                                                     old->sa_handler != SIG_IGN;
+    for (int i = 0; i < TW_MAX_WRITERS; i++) {
+        struct trace_writer *w = atomic_load(&tw_registry[i]);
+        if (w)
+            tw_handler_flush(w, self, chained);
+    }
     if (old->sa_flags & SA_SIGINFO) {
         if (old->sa_sigaction)
             old->sa_sigaction(sig, info, uctx);
@@ -428,7 +456,7 @@ int trace_writer_add(struct trace_writer *w, const struct trace_row *row)
 {
     int rc = 0;
     pthread_mutex_lock(&w->mu);
-    if (!tw_move(w, TW_IDLE, TW_APPEND)) {
+    if (!tw_enter(w, TW_APPEND)) {
         tw_note_loss(w, 1, "stopped by a fatal signal");
         pthread_mutex_unlock(&w->mu);
         return error_set("trace %s: stopped by a fatal signal", w->path);
@@ -458,7 +486,7 @@ int trace_writer_flush(struct trace_writer *w)
 {
     int rc;
     pthread_mutex_lock(&w->mu);
-    if (tw_move(w, TW_IDLE, TW_FLUSH)) {
+    if (tw_enter(w, TW_FLUSH)) {
         rc = tw_flush_owned(w);
         tw_move(w, TW_FLUSH, TW_IDLE);
     } else {

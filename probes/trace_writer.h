@@ -9,18 +9,20 @@
  * Threads: any number of threads may add rows to one writer (a mutex serialises them).
  *
  * Signals: the handler never takes the mutex.  Ownership of the buffer is one atomic word
- * (idle / appending / flushing / handler, with the owner's thread id); the handler takes
- * it with a compare-and-swap.  Appends publish a row by advancing the committed length
- * only after the row's bytes are in the buffer, so the handler can take over from an
- * append (its own thread's or another's) and write exactly the committed rows.  It can
- * take over from its own thread's interrupted flush at once: the file offset (lseek)
- * says how much of that flush reached the file, and it writes the rest.  Another
- * thread's flush is given up to 100 ms to finish first; a flush still inside one write(2)
- * after that could duplicate rows (never split one).  After writing, the handler chains
- * to the action that was installed before (an ignored signal is not hooked at all) or,
- * for the default action, restores it and re-raises the signal.  A handler that took
- * over from a thread mid-append/flush leaves the writer stopped (later rows are counted
- * as lost) in case the process survives the signal; from an idle writer it just flushed.
+ * (idle / appending / flushing / handler / stopped, with the owner's thread id); the
+ * handler takes it with a compare-and-swap.  Appends publish a row by advancing the
+ * committed length only after the row's bytes are in the buffer, so the handler can take
+ * over from an append (its own thread's or another's) and write exactly the committed
+ * rows.  It can take over from its own thread's interrupted flush at once: the file
+ * offset (lseek) says how much of that flush reached the file, and it writes the rest.
+ * Another thread's flush is given up to 100 ms to finish first; a flush still inside one
+ * write(2) after that could duplicate rows (never split one).  While a handler writes,
+ * other threads' appends wait for it.  After writing, the handler chains to the action
+ * that was installed before (an ignored signal is not hooked at all) or, for the default
+ * action, restores it and re-raises the signal.  The writer then stays stopped (later
+ * rows are dropped and counted, so no row is written after one that was lost) unless the
+ * handler found it idle and chained to a handler that may let the process live: then
+ * the writer goes on as if flushed.
  * Handlers are installed when the first writer opens and restored (if still ours) when
  * the last closes.  In a forked child, the parent's writers are skipped by the handler. */
 #ifndef DDPPROF_TRACE_WRITER_H

@@ -7,7 +7,7 @@
 #define DDPPROF_KERNEL_MATH_H
 
 #ifdef __CUDACC__
-#define KM_HD __host__ __device__ __forceinline__
+#define KM_HD __host__ __device__
 #else
 #define KM_HD
 #endif

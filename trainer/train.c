@@ -231,8 +231,6 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     r->red = reducer_create(&r->m->params, r->comm, 1u << 20, cap);
     if (!r->red)
         return -1;
-    reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
-                                                           obs_finished, r->probe});
     return rank_align_clock(r);
 }
 
@@ -245,6 +243,16 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "model", "%s", o->model);
     runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
     runlog_meta(l, "device", "%s", o->ngpus ? "cuda" : "cpu");
+    struct cuda_info ci;
+    if (o->ngpus && cuda_info_get(o->gpus[0], &ci) == 0) {
+        runlog_meta(l, "gpu", "%s", ci.device_name);
+        runlog_meta(l, "gpu_compute_capability", "%d.%d", ci.cc_major, ci.cc_minor);
+        runlog_meta(l, "cuda_driver", "%d", ci.driver_version);
+        runlog_meta(l, "cuda_runtime", "%d", ci.runtime_version);
+        runlog_meta(l, "cudnn", "%zu", ci.cudnn_version);
+        runlog_meta(l, "cublas", "%d", ci.cublas_version);
+        runlog_meta(l, "nccl", "%d", ci.nccl_version);
+    }
     runlog_meta(l, "backend", "%s", r->be->name);
     runlog_meta(l, "comm", "%s", r->comm ? r->comm->name : "none");
     runlog_meta(l, "world_size", "%d", r->world);
@@ -350,17 +358,22 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         return error_set("rank %d: out of memory for batch %d", r->rank, b);
     if (o->out_dir && mkdir_parents(o->out_dir)) /* ranks > 0 write their trace here too */
         return -1;
+    if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
+        return -1;
     struct probe_opts po;
     probe_opts_default(&po);
     po.rank = r->rank;
     po.run_dir = o->out_dir ? o->out_dir : ".";
     po.mode = o->out_dir ? o->trace : PROBE_OFF;
     po.gpu = o->ngpus > 0;
+    po.compute_stream = backend_cuda_compute_stream(r->be); /* NULL on CPU */
+    po.comm_stream = r->comm ? comm_nccl_stream(r->comm) : NULL;
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
         return error_wrap("rank %d: probes", r->rank);
-    if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
-        return -1;
+    if (r->red)
+        reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
+                                                               obs_finished, r->probe});
     rank_write_meta(r);
     if (r->store && rank_record_clocks(r))
         return -1;
@@ -411,6 +424,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
     float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
+    if (r->o->ngpus && backend_cuda_status(be)) /* softmax_xent synced: covers the step so far */
+        return -1;
     probe_pop(r->probe);
     probe_push(r->probe, PROBE_BACKWARD);
     size_t nd = (size_t)n * m->classes;
@@ -429,9 +444,10 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (m->backward(m, r->dlogits, r->red ? &hook : NULL))
         return -1;
     probe_pop(r->probe);
-    if (r->red) {
-        if (reducer_finish(r->red))
-            return -1;
+    if (r->red && reducer_finish(r->red)) /* the exposed wait: between backward and optimizer */
+        return -1;
+    probe_push(r->probe, PROBE_OPTIMIZER);
+    if (r->red) { /* the loss for metrics.csv: the global mean */
         float mean = l / (float)r->world;
         be->upload(be, r->scalars, &mean, sizeof mean);
         if (comm_allreduce(r->comm, r->scalars, 1, COMM_F32))
@@ -439,7 +455,6 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->download(be, &l, r->scalars, sizeof l);
     }
     sm->loss = l;
-    probe_push(r->probe, PROBE_OPTIMIZER);
     if (scaler_unscale(&r->scaler, &m->params, r->comm, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && sgd_step(&r->opt))

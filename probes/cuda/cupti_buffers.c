@@ -14,13 +14,15 @@ typedef CUpti_ActivityMemset4 cupti_memset_t;
 typedef CUpti_ActivitySynchronization2 cupti_sync_t;
 
 /* activity.h mirrors these enums by value */
-_Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD == ACTIVITY_MEMCPY_HTOD, "memcpy kind");
-_Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == ACTIVITY_MEMCPY_DTOD, "memcpy kind");
-_Static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == ACTIVITY_MEMCPY_PTOP, "memcpy kind");
-_Static_assert(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ==
-                   ACTIVITY_SYNC_STREAM_SYNCHRONIZE, "sync type");
-_Static_assert(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ==
-                   ACTIVITY_SYNC_CONTEXT_SYNCHRONIZE, "sync type");
+#define BUFFERS_SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " mirrored in activity.h")
+BUFFERS_SAME(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, ACTIVITY_MEMCPY_HTOD);
+BUFFERS_SAME(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, ACTIVITY_MEMCPY_DTOD);
+BUFFERS_SAME(CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, ACTIVITY_MEMCPY_PTOP);
+BUFFERS_SAME(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+             ACTIVITY_SYNC_STREAM_SYNCHRONIZE);
+BUFFERS_SAME(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+             ACTIVITY_SYNC_CONTEXT_SYNCHRONIZE);
+BUFFERS_SAME(CUPTI_SYNCHRONIZATION_INVALID_VALUE, ACTIVITY_NO_STREAM);
 
 static struct activity_proc *buffers_proc; /* set before the callbacks are registered */
 static _Atomic uint64_t buffers_dropped, buffers_count;
@@ -67,7 +69,7 @@ int cupti_record_convert(const CUpti_Activity *rec, struct activity_record *out)
         out->correlation_id = s->correlationId;
         out->start_ns = s->start;
         out->end_ns = s->end;
-        out->stream_id = s->streamId; /* CUPTI_SYNCHRONIZATION_INVALID_VALUE == ACTIVITY_NO_STREAM */
+        out->stream_id = s->streamId; /* may be ACTIVITY_NO_STREAM */
         out->subkind = (int)s->type;
         return 1;
     }

@@ -1,8 +1,9 @@
 /* cupti_tracer.c — start and stop CUPTI activity tracing, push/pop correlation ids.
  *
- * Start order matters: the timestamp callback is registered before any activity kind is
- * enabled (so every record is on clock_now_ns), then the callback subscriber (the probe
- * for "another tool holds CUPTI"), then the buffer callbacks, then the kinds.  Without a
+ * Start order matters: first the callback subscriber (CUPTI allows one, so this is where
+ * "another tool such as nsys holds CUPTI" shows, before we change anything of CUPTI's),
+ * then the timestamp callback (before any activity kind is enabled, so every record is
+ * on clock_now_ns), then the buffer callbacks, then the kinds.  Without a
  * device or driver nothing of CUPTI is touched: cudaGetDeviceCount says so first. */
 #include "cupti_internal.h"
 
@@ -55,7 +56,8 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
         return NULL;
     }
     if (atomic_exchange(&tracer_active, 1)) {
-        snprintf(why, why_cap, "CUPTI unavailable: already traced by another probe in this process");
+        snprintf(why, why_cap,
+                 "CUPTI unavailable: already traced by another probe in this process");
         return NULL;
     }
     struct cupti_tracer *t = calloc(1, sizeof *t);
@@ -65,16 +67,16 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
         return NULL;
     }
     t->ap = ap;
-    CUptiResult r = cupti_clock_register();
-    const char *step = "cuptiActivityRegisterTimestampCallback";
+    const char *step = "cuptiSubscribe";
+    CUptiResult r = cupti_callbacks_subscribe();
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        snprintf(why, why_cap, "CUPTI unavailable: another tool holds CUPTI (under nsys, "
+                 "use --trace nvtx); host and NVTX probes go on");
+        goto fail;
+    }
     if (r == CUPTI_SUCCESS) {
-        step = "cuptiSubscribe";
-        r = cupti_callbacks_subscribe();
-        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-            snprintf(why, why_cap, "CUPTI unavailable: another tool holds CUPTI (under nsys, "
-                     "use --trace nvtx); host and NVTX probes go on");
-            goto fail;
-        }
+        step = "cuptiActivityRegisterTimestampCallback";
+        r = cupti_clock_register();
     }
     if (r == CUPTI_SUCCESS) {
         step = "cuptiActivityRegisterCallbacks";
@@ -103,7 +105,8 @@ fail:
 void cupti_tracer_push(struct cupti_tracer *t, uint64_t external_id)
 {
     if (t)
-        cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, external_id);
+        cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                                               external_id);
 }
 
 void cupti_tracer_pop(struct cupti_tracer *t)

@@ -161,6 +161,11 @@ cudaStream_t backend_cuda_stream(const struct backend *be)
     return ((const struct cuda_backend *)be)->stream;
 }
 
+void *backend_cuda_compute_stream(struct backend *be)
+{
+    return backend_cuda_is(be) ? (void *)((struct cuda_backend *)be)->stream : NULL;
+}
+
 int backend_cuda_bind(const struct backend *be)
 {
     const struct cuda_backend *cb = (const struct cuda_backend *)be;

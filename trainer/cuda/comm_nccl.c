@@ -325,6 +325,11 @@ static void nccl_destroy(struct comm *c)
     free(nc);
 }
 
+void *comm_nccl_stream(struct comm *c)
+{
+    return c && c->destroy == nccl_destroy ? (void *)((struct nccl_comm *)c)->stream : NULL;
+}
+
 /* ------------------------------------------------------------------ creation */
 
 int comm_nccl_exchange_id(struct store *store, int rank, const char *key,

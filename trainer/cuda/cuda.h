@@ -39,6 +39,11 @@ struct backend *backend_cuda_create(int device);
  * backend that is not "cuda". */
 int backend_cuda_status(struct backend *be);
 
+/* The stream every slot of a CUDA backend is queued on (a cudaStream_t, as void * so the
+ * caller needs no CUDA headers), for the probes' CUDA events and CUPTI: events recorded
+ * on the legacy default stream would not wait for it.  NULL for any other backend. */
+void *backend_cuda_compute_stream(struct backend *be);
+
 /* The NCCL comm for rank/world: rank 0 creates the unique id and publishes it in the
  * store under "nccl_id" (the n-th communicator of a process under "nccl_id.n"), the others
  * read it; then all ranks meet at a store barrier and create the communicator on be's
@@ -46,6 +51,11 @@ int backend_cuda_status(struct backend *be);
  * compute stream orders the collectives).  NULL + error_set. */
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,
                               int timeout_ms);
+
+/* The stream an NCCL comm runs its collectives on (cudaStream_t as void *; created by
+ * comm_nccl_create, valid until destroy), for the probes' all-reduce timing.  NULL for any
+ * other comm. */
+void *comm_nccl_stream(struct comm *c);
 
 /* The unique-id half of comm_nccl_create: rank 0 calls ncclGetUniqueId (no device needed)
  * and store_set(key); other ranks store_get(key).  id receives the 128 bytes. */

@@ -9,14 +9,7 @@
 
 #include <math.h>
 
-/* kernel_math.h's KM_HD puts __forceinline__ (which is `__inline__` plus always_inline)
- * after `static inline`, and nvcc rejects the repeated inline.  Until KM_HD is plain
- * `__host__ __device__`, __forceinline__ means only always_inline inside that header. */
-#pragma push_macro("__forceinline__")
-#undef __forceinline__
-#define __forceinline__ __attribute__((always_inline))
 #include "kernel_math.h"
-#pragma pop_macro("__forceinline__")
 
 #define THREADS 256
 #define WARPS (THREADS / 32)

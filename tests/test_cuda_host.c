@@ -1,0 +1,196 @@
+/* test_cuda_host.c — the host-side CUDA code that needs no GPU (any machine with the
+ * toolkit): device detection that never fails, the one-line errors of the no-GPU paths,
+ * library versions, and cuDNN descriptor setup with cuDNN's own output shape for every
+ * convolution and pooling layer of the ConvNet and of ResNet18 (CIFAR and ImageNet stems),
+ * in fp32, fp16 and bf16, against conv2d_shape_init / pool2d_shape_init and the PyTorch
+ * formula.  Skips (77) in a build without CUDA. */
+#include "backend.h"
+#include "comm.h"
+#include "cuda.h"
+#include "error.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* one error line: non-empty, no newline */
+static int one_line(const char *msg) { return msg[0] != '\0' && strchr(msg, '\n') == NULL; }
+
+static void test_device_count(void)
+{
+    int a = cuda_device_count(), b = cuda_device_count();
+    CHECK(a >= 0, "cuda_device_count() = %d in a CUDA build: must be >= 0 (%s)", a, error_get());
+    CHECK(a == b, "cuda_device_count() changed between calls: %d then %d", a, b);
+    printf("visible CUDA devices: %d\n", a);
+}
+
+static void test_no_device_paths(int count)
+{
+    /* a device index that does not exist: always testable, GPU or not */
+    error_clear();
+    struct backend *be = backend_cuda_create(count);
+    CHECK(be == NULL, "backend_cuda_create(%d) with %d devices succeeded", count, count);
+    const char *msg = error_get();
+    CHECK(one_line(msg), "backend_cuda_create error is not one line: '%s'", msg);
+    CHECK(strstr(msg, "GPU") || strstr(msg, "CUDA"), "error does not say GPU/CUDA: '%s'", msg);
+    CHECK(strstr(msg, "--cpu") != NULL, "error does not offer --cpu N: '%s'", msg);
+    printf("backend_cuda_create(%d): %s\n", count, msg);
+    if (be)
+        be->destroy(be);
+
+    error_clear();
+    CHECK(backend_cuda_create(-1) == NULL, "backend_cuda_create(-1) succeeded");
+    CHECK(one_line(error_get()), "device -1: error '%s'", error_get());
+
+    if (count == 0) {
+        struct cuda_info info;
+        CHECK(cuda_info_get(0, &info) == -1, "cuda_info_get(0) without a device succeeded");
+        CHECK(one_line(error_get()), "cuda_info_get(0): error '%s'", error_get());
+    }
+
+    /* status of something that is not a CUDA backend */
+    struct backend *cpu = backend_cpu_create(1);
+    CHECK(cpu != NULL, "cpu backend: %s", error_get());
+    if (cpu) {
+        CHECK(backend_cuda_compute_stream(cpu) == NULL, "a cpu backend has a CUDA stream");
+        CHECK(backend_cuda_status(cpu) == -1, "backend_cuda_status(cpu) did not fail");
+        CHECK(strstr(error_get(), "not a CUDA backend") != NULL, "status(cpu): '%s'",
+              error_get());
+        /* NCCL on a CPU backend is refused with the way out */
+        error_clear();
+        struct comm *c = comm_nccl_create(cpu, NULL, 0, 1, 1000);
+        CHECK(c == NULL, "comm_nccl_create on a cpu backend succeeded");
+        CHECK(one_line(error_get()) && strstr(error_get(), "CUDA backend"),
+              "comm_nccl_create(cpu): '%s'", error_get());
+        if (c)
+            c->destroy(c);
+        cpu->destroy(cpu);
+    }
+    CHECK(backend_cuda_status(NULL) == -1, "backend_cuda_status(NULL) did not fail");
+    CHECK(backend_cuda_compute_stream(NULL) == NULL && comm_nccl_stream(NULL) == NULL,
+          "streams of nothing are not NULL");
+    error_clear();
+    CHECK(comm_nccl_create(NULL, NULL, 0, 1, 1000) == NULL, "comm_nccl_create(NULL) succeeded");
+    CHECK(one_line(error_get()), "comm_nccl_create(NULL): '%s'", error_get());
+}
+
+static void test_versions(void)
+{
+    struct cuda_info info;
+    CHECK(cuda_info_get(-1, &info) == 0, "cuda_info_get(-1): %s", error_get());
+    /* the build requires cuDNN 9 and NCCL 2; runtime and cuBLAS exist with the toolkit */
+    CHECK(info.cudnn_version >= 90000, "cuDNN version %zu", info.cudnn_version);
+    CHECK(info.nccl_version >= 20000, "NCCL version %d", info.nccl_version);
+    CHECK(info.runtime_version >= 11000, "CUDA runtime version %d", info.runtime_version);
+    CHECK(info.cublas_version >= 110000, "cuBLAS version %d", info.cublas_version);
+    CHECK(info.device_name[0] == '\0', "device name without a device: '%s'", info.device_name);
+    printf("versions: runtime %d, driver %d, cuDNN %zu, cuBLAS %d, NCCL %d\n",
+           info.runtime_version, info.driver_version, info.cudnn_version, info.cublas_version,
+           info.nccl_version);
+}
+
+struct conv_case {
+    const char *layer;
+    int c, h, k, r, pad, stride;
+};
+
+/* Every distinct convolution of the ConvNet and ResNet18 (CIFAR variant: 3x3 stem; the
+ * ImageNet 7x7 stride-2 stem on a 32x32 input too), square inputs. */
+static const struct conv_case conv_cases[] = {
+    {"convnet layer1.0", 1, 28, 16, 5, 2, 1},
+    {"convnet layer2.0", 16, 14, 32, 5, 2, 1},
+    {"resnet18 conv1 (CIFAR stem)", 3, 32, 64, 3, 1, 1},
+    {"resnet18 conv1 (ImageNet stem)", 3, 32, 64, 7, 3, 2},
+    {"resnet18 layer1.x.conv1/2", 64, 32, 64, 3, 1, 1},
+    {"resnet18 layer2.0.conv1", 64, 32, 128, 3, 1, 2},
+    {"resnet18 layer2.0.downsample.0", 64, 32, 128, 1, 0, 2},
+    {"resnet18 layer2.x.conv2", 128, 16, 128, 3, 1, 1},
+    {"resnet18 layer3.0.conv1", 128, 16, 256, 3, 1, 2},
+    {"resnet18 layer3.0.downsample.0", 128, 16, 256, 1, 0, 2},
+    {"resnet18 layer3.x.conv2", 256, 8, 256, 3, 1, 1},
+    {"resnet18 layer4.0.conv1", 256, 8, 512, 3, 1, 2},
+    {"resnet18 layer4.0.downsample.0", 256, 8, 512, 1, 0, 2},
+    {"resnet18 layer4.x.conv2", 512, 4, 512, 3, 1, 1},
+    {"odd input, stride 2", 16, 15, 8, 3, 1, 2},
+    {"1x1 stride 2 on 7x7", 32, 7, 64, 1, 0, 2},
+};
+
+static void test_conv_shapes(void)
+{
+    const int batches[] = {1, 32, 128};
+    const char *dtype_name[] = {"fp32", "fp16", "bf16"};
+    int checked = 0;
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) {
+        const struct conv_case *k = &conv_cases[i];
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++)
+            for (int dt = 0; dt < 3; dt++) {
+                struct conv2d_shape cs = {.n = batches[b], .c = k->c, .h = k->h, .w = k->h,
+                                          .k = k->k, .r = k->r, .s = k->r, .pad = k->pad,
+                                          .stride = k->stride};
+                CHECK(conv2d_shape_init(&cs) == 0, "%s: %s", k->layer, error_get());
+                const int want = (k->h + 2 * k->pad - k->r) / k->stride + 1; /* PyTorch */
+                int dims[4] = {0};
+                const int rc = cuda_conv2d_output_dim(&cs, dt, dims);
+                CHECK(rc == 0, "%s %s n=%d: %s", k->layer, dtype_name[dt], cs.n, error_get());
+                CHECK(dims[0] == cs.n && dims[1] == cs.k && dims[2] == cs.p && dims[3] == cs.q &&
+                          cs.p == want && cs.q == want,
+                      "%s %s n=%d: cuDNN (%d,%d,%d,%d), trainer (%d,%d,%d,%d), PyTorch %dx%d",
+                      k->layer, dtype_name[dt], cs.n, dims[0], dims[1], dims[2], dims[3], cs.n,
+                      cs.k, cs.p, cs.q, want, want);
+                checked++;
+            }
+    }
+    printf("conv descriptors and output shapes: %d cases\n", checked);
+
+    /* rejected before cuDNN: kernel larger than the padded input; unknown dtype */
+    struct conv2d_shape bad = {.n = 1, .c = 1, .h = 4, .w = 4, .k = 1, .r = 7, .s = 7,
+                               .pad = 1, .stride = 1};
+    int dims[4];
+    CHECK(cuda_conv2d_output_dim(&bad, 0, dims) == -1, "7x7 kernel on padded 6x6 accepted");
+    CHECK(one_line(error_get()), "bad shape error: '%s'", error_get());
+    struct conv2d_shape ok = {.n = 1, .c = 1, .h = 8, .w = 8, .k = 1, .r = 3, .s = 3,
+                              .pad = 1, .stride = 1};
+    CHECK(cuda_conv2d_output_dim(&ok, 3, dims) == -1, "dtype 3 accepted");
+    /* a non-square input goes through the same descriptors */
+    struct conv2d_shape rect = {.n = 2, .c = 3, .h = 10, .w = 6, .k = 4, .r = 3, .s = 3,
+                                .pad = 0, .stride = 1};
+    CHECK(cuda_conv2d_output_dim(&rect, 0, dims) == 0 && dims[2] == 8 && dims[3] == 4,
+          "10x6 input, 3x3 kernel: got %dx%d (%s)", dims[2], dims[3], error_get());
+}
+
+static void test_pool_shapes(void)
+{
+    struct pool_case {
+        const char *layer;
+        int c, h, kernel, stride;
+    } cases[] = {
+        {"convnet layer1.3", 16, 28, 2, 2}, {"convnet layer2.3", 32, 14, 2, 2},
+        {"odd input 7, k2 s2", 32, 7, 2, 2}, {"overlapping k3 s2", 64, 9, 3, 2},
+        {"gaps k2 s3", 8, 8, 2, 3},          {"resnet18 avgpool window 4", 512, 4, 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pool2d_shape ps = {.n = 32, .c = cases[i].c, .h = cases[i].h, .w = cases[i].h,
+                                  .kernel = cases[i].kernel, .stride = cases[i].stride};
+        CHECK(pool2d_shape_init(&ps) == 0, "%s: %s", cases[i].layer, error_get());
+        int dims[4] = {0};
+        CHECK(cuda_pool2d_output_dim(&ps, dims) == 0, "%s: %s", cases[i].layer, error_get());
+        CHECK(dims[0] == ps.n && dims[1] == ps.c && dims[2] == ps.p && dims[3] == ps.q,
+              "%s: cuDNN (%d,%d,%d,%d), trainer (%d,%d,%d,%d)", cases[i].layer, dims[0], dims[1],
+              dims[2], dims[3], ps.n, ps.c, ps.p, ps.q);
+    }
+    struct pool2d_shape bad = {.n = 1, .c = 1, .h = 4, .w = 4, .kernel = 0, .stride = 1};
+    int dims[4];
+    CHECK(cuda_pool2d_output_dim(&bad, dims) == -1, "kernel 0 accepted");
+}
+
+int main(void)
+{
+    if (!cuda_build_enabled())
+        test_skip("this build has no CUDA (toolkit not found or -DDDPPROF_CUDA=OFF)");
+    test_device_count();
+    test_no_device_paths(cuda_device_count());
+    test_versions();
+    test_conv_shapes();
+    test_pool_shapes();
+    return test_finish();
+}

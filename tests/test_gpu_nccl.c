@@ -1,0 +1,316 @@
+/* test_gpu_nccl.c — the NCCL comm on real GPUs.
+ *
+ * World 1 (one GPU): every collective's result, fp32 and fp16, async all-reduces waited in
+ * issue order, zero comm_span, and the stream ordering that lets all-reduce overlap
+ * backward: a collective reads what the compute stream wrote just before it (no host sync
+ * in between), and compute work queued right after wait() sees the collective's result.
+ * World 2 (two GPUs, two processes, the store on localhost): sums, broadcast from rank 1,
+ * reduce to rank 1, all-gather in rank order, barrier, many overlapping all-reduces; then
+ * rank 1 skips an all-reduce and rank 0's wait must fail within its timeout naming rank,
+ * collective and sequence number, after which the aborted comm fails at once.
+ *
+ * CUDA must not be initialised before fork(), so all GPU work happens in forked children;
+ * the parent only counts devices through one child and collects exit statuses.  Skips (77)
+ * without CUDA or a GPU. */
+#include "backend.h"
+#include "comm.h"
+#include "cuda.h"
+#include "error.h"
+#include "store.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOST "127.0.0.1"
+#define TIMEOUT_MS 60000
+#define SHORT_TIMEOUT_MS 3000
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        perror("free_port");
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* run fn(arg) in a child; its exit status (-1 if it had to be killed after limit_s) */
+static int run_child(int (*fn)(int), int arg, double limit_s, pid_t *pid_out)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(fn(arg));
+    if (pid_out) {
+        *pid_out = pid;
+        return 0;
+    }
+    int status = 0;
+    const double end = now_s() + limit_s;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int wait_child(pid_t pid, double limit_s)
+{
+    int status = 0;
+    const double end = now_s() + limit_s;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int child_count(int unused)
+{
+    (void)unused;
+    int n = cuda_device_count();
+    return n > 100 ? 100 : n;
+}
+
+/* ------------------------------------------------------------------ world 1 */
+
+static int world1(int unused)
+{
+    (void)unused;
+    struct backend *be = backend_cuda_create(0);
+    CHECK(be != NULL, "backend: %s", error_get());
+    if (!be)
+        return test_finish();
+    struct comm *c = comm_nccl_create(be, NULL, 0, 1, TIMEOUT_MS);
+    CHECK(c != NULL, "nccl comm, world 1: %s", error_get());
+    if (!c) {
+        be->destroy(be);
+        return test_finish();
+    }
+    CHECK(strcmp(c->name, "nccl") == 0 && c->rank == 0 && c->world == 1, "comm %s %d/%d",
+          c->name, c->rank, c->world);
+    /* the probes time each on its own stream */
+    CHECK(comm_nccl_stream(c) != NULL && backend_cuda_compute_stream(be) != NULL &&
+              comm_nccl_stream(c) != backend_cuda_compute_stream(be),
+          "comm stream %p, compute stream %p", comm_nccl_stream(c),
+          backend_cuda_compute_stream(be));
+    const size_t n = 1 << 20;
+    float *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back);
+    uint64_t seed = 99;
+    test_fill_uniform(h, n, -1.0f, 1.0f, &seed);
+    float *a = be->alloc(be, n * 4), *b = be->alloc(be, n * 4), *g = be->alloc(be, n * 4);
+
+    /* ordering in: scale on the compute stream, all-gather at once (world 1: a copy) */
+    be->upload(be, a, h, n * 4);
+    be->scale(be, n, 3.0f, a, a);
+    CHECK(c->allgather(c, a, g, n, COMM_F32) == 0, "allgather: %s", error_get());
+    /* ordering out: compute work queued right after the collective reads its result */
+    be->scale(be, n, 0.5f, g, b);
+    be->download(be, back, b, n * 4);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += back[i] != (3.0f * h[i]) * 0.5f;
+    CHECK(bad == 0, "compute -> allgather -> compute: %zu of %zu wrong", bad, n);
+
+    /* async all-reduces (in place, world 1: unchanged), waited in issue order */
+    struct comm_work *w[4];
+    for (int k = 0; k < 4; k++) {
+        be->scale(be, n, 2.0f, a, a);
+        w[k] = c->allreduce_async(c, a, n, COMM_F32);
+        CHECK(w[k] != NULL, "allreduce_async %d: %s", k, error_get());
+    }
+    for (int k = 0; k < 4; k++) {
+        struct comm_span span = {-1, -1};
+        if (w[k])
+            CHECK(c->wait(c, w[k], &span) == 0, "wait %d: %s", k, error_get());
+        CHECK(span.start_ns == 0 && span.end_ns == 0, "nccl span not zero: %lld %lld",
+              (long long)span.start_ns, (long long)span.end_ns);
+    }
+    be->download(be, back, a, n * 4);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += back[i] != 3.0f * h[i] * 16.0f;
+    CHECK(bad == 0, "4 x (scale 2, allreduce): %zu of %zu wrong", bad, n);
+
+    CHECK(c->broadcast(c, a, n, COMM_F32, 0) == 0, "broadcast: %s", error_get());
+    CHECK(c->reduce(c, a, n, COMM_F32, 0) == 0, "reduce: %s", error_get());
+    CHECK(c->barrier(c) == 0, "barrier: %s", error_get());
+    /* fp16 buffers travel as fp16 (world 1: bits unchanged) */
+    uint16_t hh[1000], hb[1000];
+    for (int i = 0; i < 1000; i++)
+        hh[i] = (uint16_t)(0x3c00 + i); /* 1.0 and up */
+    be->upload(be, b, hh, sizeof hh);
+    CHECK(comm_allreduce(c, b, 1000, COMM_F16) == 0, "fp16 allreduce: %s", error_get());
+    be->download(be, hb, b, sizeof hb);
+    CHECK(memcmp(hh, hb, sizeof hh) == 0, "fp16 allreduce changed a world-1 buffer");
+    CHECK(c->wait(c, NULL, NULL) == -1, "wait(NULL) succeeded");
+    CHECK(backend_cuda_status(be) == 0, "backend: %s", error_get());
+
+    be->free(be, a);
+    be->free(be, b);
+    be->free(be, g);
+    free(h);
+    free(back);
+    c->destroy(c);
+    be->destroy(be);
+    return test_finish();
+}
+
+/* ------------------------------------------------------------------ world 2 */
+
+static int port2;
+
+static int world2_rank(int rank)
+{
+    struct store *s = store_create(HOST, port2, rank == 0, rank, 2, TIMEOUT_MS);
+    CHECK(s != NULL, "rank %d store: %s", rank, error_get());
+    if (!s)
+        return test_finish();
+    struct backend *be = backend_cuda_create(rank);
+    CHECK(be != NULL, "rank %d backend on device %d: %s", rank, rank, error_get());
+    struct comm *c = be ? comm_nccl_create(be, s, rank, 2, SHORT_TIMEOUT_MS) : NULL;
+    CHECK(c != NULL, "rank %d comm: %s", rank, error_get());
+    if (!c) {
+        store_abort(s);
+        return test_finish();
+    }
+    const size_t n = 3 << 18;
+    float *h = malloc(n * 2 * sizeof *h), *back = malloc(n * 2 * sizeof *back);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((i % 1000) * (rank + 1)); /* exact in fp32, sums exact */
+    float *a = be->alloc(be, n * 4), *g = be->alloc(be, 2 * n * 4);
+
+    be->upload(be, a, h, n * 4);
+    CHECK(comm_allreduce(c, a, n, COMM_F32) == 0, "rank %d allreduce: %s", rank, error_get());
+    be->download(be, back, a, n * 4);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += back[i] != (float)((i % 1000) * 3);
+    CHECK(bad == 0, "rank %d allreduce: %zu of %zu wrong", rank, bad, n);
+
+    be->upload(be, a, h, n * 4);
+    CHECK(c->broadcast(c, a, n, COMM_F32, 1) == 0, "rank %d broadcast: %s", rank, error_get());
+    be->download(be, back, a, n * 4);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += back[i] != (float)((i % 1000) * 2);
+    CHECK(bad == 0, "rank %d broadcast from 1: %zu wrong", rank, bad);
+
+    be->upload(be, a, h, n * 4);
+    CHECK(c->reduce(c, a, n, COMM_F32, 1) == 0, "rank %d reduce: %s", rank, error_get());
+    be->download(be, back, a, n * 4);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) /* rank 1 gets the sum, rank 0 keeps its own */
+        bad += back[i] != (float)((i % 1000) * (rank == 1 ? 3 : 1));
+    CHECK(bad == 0, "rank %d reduce to 1: %zu wrong", rank, bad);
+
+    be->upload(be, a, h, n * 4);
+    CHECK(c->allgather(c, a, g, n, COMM_F32) == 0, "rank %d allgather: %s", rank, error_get());
+    be->download(be, back, g, 2 * n * 4);
+    bad = 0;
+    for (size_t i = 0; i < 2 * n; i++)
+        bad += back[i] != (float)(((i % n) % 1000) * (i / n + 1));
+    CHECK(bad == 0, "rank %d allgather: %zu wrong", rank, bad);
+    CHECK(c->barrier(c) == 0, "rank %d barrier: %s", rank, error_get());
+
+    /* many outstanding all-reduces on slices, as buckets during backward */
+    struct comm_work *w[8];
+    be->upload(be, a, h, n * 4);
+    const size_t slice = n / 8;
+    for (int k = 0; k < 8; k++)
+        w[k] = c->allreduce_async(c, a + k * slice, slice, COMM_F32);
+    for (int k = 0; k < 8; k++)
+        CHECK(w[k] && c->wait(c, w[k], NULL) == 0, "rank %d bucket %d: %s", rank, k, error_get());
+    be->download(be, back, a, n * 4);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += back[i] != (float)((i % 1000) * 3);
+    CHECK(bad == 0, "rank %d bucketed allreduce: %zu wrong", rank, bad);
+
+    /* the timeout: rank 1 does not take part; rank 0 must give up, naming itself */
+    if (rank == 0) {
+        const double t0 = now_s();
+        struct comm_work *lost = c->allreduce_async(c, a, n, COMM_F32);
+        CHECK(lost != NULL, "rank 0 lone allreduce: %s", error_get());
+        const int rc = lost ? c->wait(c, lost, NULL) : -1;
+        const double dt = now_s() - t0;
+        const char *msg = error_get();
+        CHECK(rc == -1, "a collective rank 1 never joined completed");
+        CHECK(dt < SHORT_TIMEOUT_MS / 1000.0 + 10.0, "timeout took %.1f s (limit %d ms)", dt,
+              SHORT_TIMEOUT_MS);
+        CHECK(strstr(msg, "rank 0") && strstr(msg, "allreduce") && strstr(msg, "#"),
+              "timeout message lacks rank/collective/sequence: '%s'", msg);
+        printf("rank 0 timeout after %.1f s: %s\n", dt, msg);
+        CHECK(c->barrier(c) == -1 && strstr(error_get(), "aborted"),
+              "the aborted comm still works: '%s'", error_get());
+        CHECK(store_set(s, "timed_out", "1", 1) == 0, "store: %s", error_get());
+    } else {
+        CHECK(store_wait(s, "timed_out") == 0, "rank 1 waiting: %s", error_get());
+    }
+    be->free(be, a);
+    be->free(be, g);
+    free(h);
+    free(back);
+    c->destroy(c);
+    store_destroy(s);
+    be->destroy(be);
+    return test_finish();
+}
+
+int main(void)
+{
+    if (!cuda_build_enabled())
+        test_skip("this build has no CUDA (toolkit not found or -DDDPPROF_CUDA=OFF)");
+    const int count = run_child(child_count, 0, 60.0, NULL);
+    if (count <= 0 || count > 100)
+        test_skip("no CUDA device (no GPU or no driver): NCCL tests need one");
+    printf("%d CUDA device%s\n", count, count > 1 ? "s" : "");
+
+    int rc = run_child(world1, 0, 120.0, NULL);
+    CHECK(rc == 0, "world 1 failed (status %d; its messages are above)", rc);
+    if (count >= 2) {
+        port2 = free_port();
+        pid_t p0, p1;
+        run_child(world2_rank, 0, 0.0, &p0);
+        run_child(world2_rank, 1, 0.0, &p1);
+        const int r0 = wait_child(p0, 180.0), r1 = wait_child(p1, 180.0);
+        CHECK(r0 == 0 && r1 == 0, "world 2 failed (rank 0 status %d, rank 1 status %d)", r0, r1);
+    } else {
+        printf("one GPU: the two-rank cases need two and were not run\n");
+    }
+    return test_finish();
+}

@@ -6,6 +6,7 @@
 #include "cuda.h"
 #include "error.h"
 #include "store.h"
+#include "launcher.h"
 #include "testutil.h"
 
 #include <netinet/in.h>
@@ -21,20 +22,6 @@
 #define HOST "127.0.0.1"
 #define STORE_TIMEOUT_MS 5000
 
-/* a port nobody listens on right now (bind port 0 and ask the kernel) */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-        perror("free_port");
-        exit(1);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 static int all_zero(const unsigned char *p, size_t n)
 {
@@ -71,7 +58,7 @@ int main(void)
 {
     if (!cuda_build_enabled())
         test_skip("this build has no CUDA (toolkit not found or -DDDPPROF_CUDA=OFF)");
-    const int port = free_port();
+    const int port = launcher_free_port();
     fflush(stdout);
     pid_t pid = fork(); /* before any thread exists in this process */
     if (pid < 0) {
@@ -120,7 +107,7 @@ int main(void)
         store_destroy(s);
 
     /* a rank whose id never comes: bounded by the store's timeout, naming the key */
-    const int port2 = free_port();
+    const int port2 = launcher_free_port();
     struct store *lonely = store_create(HOST, port2, 1, 0, 2, 300);
     CHECK(lonely != NULL, "store for the timeout case: %s", error_get());
     if (lonely) {

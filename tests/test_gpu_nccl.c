@@ -17,6 +17,7 @@
 #include "cuda.h"
 #include "error.h"
 #include "store.h"
+#include "launcher.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -41,19 +42,6 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-        perror("free_port");
-        exit(1);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 /* run fn(arg) in a child; its exit status (-1 if it had to be killed after limit_s) */
 static int run_child(int (*fn)(int), int arg, double limit_s, pid_t *pid_out)
@@ -303,7 +291,7 @@ int main(void)
     int rc = run_child(world1, 0, 120.0, NULL);
     CHECK(rc == 0, "world 1 failed (status %d; its messages are above)", rc);
     if (count >= 2) {
-        port2 = free_port();
+        port2 = launcher_free_port();
         pid_t p0, p1;
         run_child(world2_rank, 0, 0.0, &p0);
         run_child(world2_rank, 1, 0.0, &p1);

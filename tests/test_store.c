@@ -8,6 +8,7 @@
 #include "store.h"
 
 #include "error.h"
+#include "launcher.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -38,20 +39,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* A port nobody listens on right now (bind port 0 and ask the kernel). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-        perror("free_port");
-        exit(1);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 /* Wait for pid up to limit_s; kill it if it overstays.  Returns its wait status, or -1 if
  * it had to be killed. */
@@ -183,7 +170,7 @@ static void rank_body(struct store *s, int rank, int world)
 
 static void check_world(int world)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     pid_t pids[4];
     fflush(NULL);
     for (int r = 0; r < world; r++) {
@@ -209,7 +196,7 @@ static void check_world(int world)
 
 static void check_missing_key_times_out(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     struct store *s = store_create(HOST, port, 1, 0, 1, 300);
     CHECK(s != NULL, "store_create: %s", error_get());
     if (!s)
@@ -245,7 +232,7 @@ static void check_missing_key_times_out(void)
 
 static void check_barrier_times_out(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     struct store *s = store_create(HOST, port, 1, 0, 2, 300);
     CHECK(s != NULL, "store_create: %s", error_get());
     if (!s)
@@ -288,7 +275,7 @@ static void check_busy_port(void)
 
 static void check_no_server(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     double t0 = now_s();
     struct store *s = store_create(HOST, port, 0, 1, 2, 300);
     double dt = now_s() - t0;
@@ -305,7 +292,7 @@ static void check_no_server(void)
 /* The server's process dies while this rank waits on a key: an error, promptly. */
 static void check_server_dies(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -341,7 +328,7 @@ static void check_server_dies(void)
  * the reset connection: an error, and no SIGPIPE (which would kill this test). */
 static void check_server_dies_idle(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -372,7 +359,7 @@ static void check_server_dies_idle(void)
 /* Rank 0's destroy waits until rank 1 is done with the store. */
 static void check_destroy_waits(void)
 {
-    int port = free_port();
+    int port = launcher_free_port();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {

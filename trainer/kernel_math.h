@@ -6,6 +6,10 @@
 #ifndef DDPPROF_KERNEL_MATH_H
 #define DDPPROF_KERNEL_MATH_H
 
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __CUDACC__
 #define KM_HD __host__ __device__
 #else
@@ -148,6 +152,44 @@ static inline KM_HD float km_unscale(float g, float inv_scale, int *found_inf)
     if (!(v - v == 0.0f)) /* false for inf and nan; no isfinite() so nvcc and C agree */
         *found_inf = 1;
     return v;
+}
+
+/* SyncBatchNorm's merge of `world` ranks' (mean, invstd, count) for channel ch, as
+ * torch.batch_norm_gather_stats_with_counts (Chan's parallel variance, in double): the
+ * global mean and invstd, and the running statistics updated with momentum and the
+ * unbiased variance (a single element keeps the biased one).  Ranks with count <= 0 are
+ * skipped; with no elements at all the running statistics stay as they are.  means and
+ * invstds are (world, c) row-major; running_* may be NULL. */
+static inline KM_HD void km_bn_gather_channel(int world, int c, int ch, const float *means,
+                                              const float *invstds, const float *counts,
+                                              float momentum, float eps, float *running_mean,
+                                              float *running_var, float *mean, float *invstd)
+{
+    double avg = 0.0, var_n = 0.0, total = 0.0;
+    for (int r = 0; r < world; r++) {
+        const double cnt = counts[r];
+        if (!(cnt > 0.0))
+            continue;
+        const double m = means[(size_t)r * c + ch];
+        const double is = invstds[(size_t)r * c + ch];
+        const double v = 1.0 / (is * is) - eps;
+        const double f = 1.0 / (total + cnt);
+        const double d = avg - m;
+        var_n += v * cnt + d * d * total * cnt * f;
+        avg = total * f * avg + cnt * f * m;
+        total += cnt;
+    }
+    const double var = total > 0.0 ? var_n / total : 0.0;
+    mean[ch] = (float)avg;
+    invstd[ch] = (float)(1.0 / sqrt(var + eps));
+    if (!(total > 0.0))
+        return;
+    if (running_mean)
+        running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * avg);
+    if (running_var) {
+        const double unbiased = total > 1.0 ? var_n / (total - 1.0) : var;
+        running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+    }
 }
 
 #endif

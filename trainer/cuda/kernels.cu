@@ -212,31 +212,9 @@ static __global__ void gather_stats_kernel(int world, int c, const float *means,
                                            float *running_var, float *mean, float *invstd)
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch >= c)
-        return;
-    double avg = 0.0, var_n = 0.0, total = 0.0;
-    for (int r = 0; r < world; r++) {
-        const double cnt = counts[r];
-        if (!(cnt > 0.0))
-            continue;
-        const double m = means[(size_t)r * c + ch];
-        const double is = invstds[(size_t)r * c + ch];
-        const double v = 1.0 / (is * is) - eps;
-        const double f = 1.0 / (total + cnt);
-        const double d = avg - m;
-        var_n += v * cnt + d * d * total * cnt * f;
-        avg = total * f * avg + cnt * f * m;
-        total += cnt;
-    }
-    const double var = total > 0.0 ? var_n / total : 0.0;
-    mean[ch] = (float)avg;
-    invstd[ch] = (float)(1.0 / sqrt(var + eps));
-    if (running_mean)
-        running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * avg);
-    if (running_var) {
-        const double unbiased = total > 1.0 ? var_n / (total - 1.0) : var;
-        running_var[ch] = (float)((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-    }
+    if (ch < c)
+        km_bn_gather_channel(world, c, ch, means, invstds, counts, momentum, eps, running_mean,
+                             running_var, mean, invstd);
 }
 
 extern "C" cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c,

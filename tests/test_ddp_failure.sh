@@ -57,6 +57,15 @@ check kill-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: 
 check kill-no-shm "$(! ls /dev/shm 2>/dev/null | grep -q "ddpprof-$rank0-"; echo $?)" "shm segment left in /dev/shm"
 check kill-metrics-whole "$(awk -F, 'NF!=7{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
   "metrics.csv has a malformed row after the crash"
+# the traces on disk are well-formed CSV: the header and whole rows only, for the killed
+# rank (its buffered rows are lost, never half-written) and for the stopped one
+for t in "$out/rank0.trace.csv" "$out/rank1.trace.csv"; do
+  check "kill-trace-$(basename "$t")" \
+    "$(head -1 "$t" | grep -qx 'rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream' &&
+       awk -F, 'NR>1 && (NF!=12 || $7 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$t"; echo $?)" \
+    "$t is not well-formed after the crash: $(tail -c 200 "$t")"
+done
+check kill-trace-rows "$(awk 'END{exit !(NR>1)}' "$out/rank0.trace.csv"; echo $?)" "rank 0 left no trace rows"
 
 # --- 2. a rank skips a step ---
 out="$tmp/skiprun"

@@ -33,6 +33,13 @@ for t in "$run"/baseline/rank0.trace.csv "$run"/ddp/rank*.trace.csv; do
     "$(awk -F, 'NR>1 && (NF!=12 || $8+0 < $7+0) {bad=1} END{exit bad}' "$t"; echo $?)" "malformed row in $t"
 done
 
+# clocks are monotonic: on every rank, step N+1 starts after step N ended
+for t in "$run"/baseline/rank0.trace.csv "$run"/ddp/rank*.trace.csv; do
+  bad=$(awk -F, 'NR>1 && $4=="step" {s[$2]=$7; e[$2]=$8; if ($2>max) max=$2}
+    END {for (k = 2; k <= max; k++) if (!(s[k] >= e[k-1])) {print "step " k " starts before step " k-1 " ended"; exit}}' "$t")
+  check "monotonic-$(basename "$(dirname "$t")")-$(basename "$t")" "$([ -z "$bad" ]; echo $?)" "$t: $bad"
+done
+
 # phase totals never exceed wall time: per rank, the sum of step ranges <= wall_s
 for d in baseline ddp; do
   wall=$(awk -F, '$1=="wall_s"{print $2}' "$run/$d/meta.csv")

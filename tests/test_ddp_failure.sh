@@ -16,7 +16,8 @@ check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
 }
 now() { date +%s.%N; }
-elapsed() { echo "$(now) - $1" | bc; }
+elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.3f", a - b }'; }
+less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; } # float a < b
 # pids of ddpprof processes whose command line mentions the marker (our run directory)
 pids_of() {
   local f p
@@ -49,7 +50,7 @@ wait "$launcher"
 rc=$?
 dt=$(elapsed "$t0")
 check kill-exit "$([ $rc -ne 0 ]; echo $?)" "launcher exited 0 after a rank was killed"
-check kill-time "$(echo "$dt < 10" | bc | grep -qx 1; echo $?)" "took ${dt}s to stop (limit 10 s)"
+check kill-time "$(less "$dt" 10; echo $?)" "took ${dt}s to stop (limit 10 s)"
 check kill-names-rank "$(grep -q 'rank 1 failed (killed by signal 9' "$tmp/kill.log"; echo $?)" \
   "launcher did not name rank 1 and signal 9: $(tail -3 "$tmp/kill.log")"
 sleep 0.2
@@ -75,7 +76,7 @@ DDPPROF_FAULT_SKIP_STEP=1:3 "$bin" train --cpu 2 --epochs 1 --limit 640 --test-l
 rc=$?
 dt=$(elapsed "$t0")
 check skip-exit "$([ $rc -ne 0 ]; echo $?)" "a skipped step went unnoticed (exit 0)"
-check skip-time "$(echo "$dt < 20" | bc | grep -qx 1; echo $?)" "took ${dt}s (timeout 2 s)"
+check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 2 s)"
 check skip-names "$(grep -qE 'rank [01].*(all-reduce|all-gather|reduce|broadcast)' "$tmp/skip.log"; echo $?)" \
   "error does not name a rank and a collective: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -4)"
 check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"

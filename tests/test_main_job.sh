@@ -45,7 +45,7 @@ for d in baseline ddp; do
   wall=$(awk -F, '$1=="wall_s"{print $2}' "$run/$d/meta.csv")
   for t in "$run/$d"/rank*.trace.csv; do
     steps=$(awk -F, '$4=="step"{s+=($8-$7)/1e9} END{printf "%.6f", s}' "$t")
-    check "steps-within-wall-$d" "$(echo "$steps <= $wall" | bc | grep -qx 1; echo $?)" \
+    check "steps-within-wall-$d" "$(awk -v a="$steps" -v b="$wall" 'BEGIN { exit !(a <= b) }'; echo $?)" \
       "$t: steps total ${steps}s > wall ${wall}s"
   done
 done

@@ -21,45 +21,6 @@
 
 static char *root;
 
-static char *path_join(const char *a, const char *b)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", a, b) < 0)
-        abort();
-    return p;
-}
-
-static void write_file(const char *dir, const char *name, const char *text, size_t len)
-{
-    char *p = path_join(dir, name);
-    FILE *f = fopen(p, "wb");
-    if (!f) {
-        perror(p);
-        abort();
-    }
-    fwrite(text, 1, len, f);
-    fclose(f);
-    free(p);
-}
-
-static char *read_file(const char *dir, const char *name)
-{
-    char *p = path_join(dir, name);
-    FILE *f = fopen(p, "rb");
-    free(p);
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n)
-        n = 0;
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static const char *header =
     "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n";
 
@@ -92,20 +53,20 @@ static char *good_rows(int r)
  * for both ranks; returns its path. */
 static char *make_run(const char *name)
 {
-    char *dir = path_join(root, name);
+    char *dir = test_path(root, name);
     mkdir(dir, 0777);
     const char *meta = "key,value\nmodel,convnet\nmode,ddp\ndevice,cpu\nworld_size,2\nepochs,1\n"
                        "amp,off\nwall_s,1\nclock_offset_ns.rank1,0\nfinal_accuracy,0.1\n";
-    write_file(dir, "meta.csv", meta, strlen(meta));
+    test_write_file(dir, "meta.csv", meta, strlen(meta));
     const char *metrics = "step,epoch,loss,lr,images\n1,1,2.3,0.1,64\n2,1,2.2,0.1,64\n";
-    write_file(dir, "metrics.csv", metrics, strlen(metrics));
+    test_write_file(dir, "metrics.csv", metrics, strlen(metrics));
     for (int r = 0; r < 2; r++) {
         char *rows = good_rows(r), *text = NULL;
         if (asprintf(&text, "%s%s", header, rows) < 0)
             abort();
         char fname[32];
         snprintf(fname, sizeof fname, "rank%d.trace.csv", r);
-        write_file(dir, fname, text, strlen(text));
+        test_write_file(dir, fname, text, strlen(text));
         free(rows);
         free(text);
     }
@@ -116,13 +77,13 @@ static void set_trace(const char *dir, int rank, const char *text, size_t len)
 {
     char fname[32];
     snprintf(fname, sizeof fname, "rank%d.trace.csv", rank);
-    write_file(dir, fname, text, len);
+    test_write_file(dir, fname, text, len);
 }
 
 /* Run the report on dir with stderr captured; returns the status, *err the captured text. */
 static int run_report(const char *dir, char **err)
 {
-    char *errpath = path_join(root, "stderr.txt");
+    char *errpath = test_path(root, "stderr.txt");
     fflush(stderr);
     int saved = dup(2);
     int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -134,7 +95,7 @@ static int run_report(const char *dir, char **err)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    *err = read_file(root, "stderr.txt");
+    *err = test_read_file(root, "stderr.txt");
     free(errpath);
     return rc;
 }
@@ -253,21 +214,21 @@ static void test_other_errors(void)
 
     dir = make_run("bad-metrics");
     const char *m = "step,epoch,loss,lr,images\n1,1,2.3,0.1,64\n2,1,2.2,0.1,lots\n";
-    write_file(dir, "metrics.csv", m, strlen(m));
+    test_write_file(dir, "metrics.csv", m, strlen(m));
     expect_error("bad metrics", dir, "metrics.csv line 3", "'lots'", NULL);
     free(dir);
 
     dir = make_run("bad-meta");
     const char *meta = "key,value\nworld_size,two\n";
-    write_file(dir, "meta.csv", meta, strlen(meta));
+    test_write_file(dir, "meta.csv", meta, strlen(meta));
     expect_error("bad world_size", dir, "meta.csv", "world_size", "'two'", NULL);
     free(dir);
 
-    dir = path_join(root, "not-a-run");
+    dir = test_path(root, "not-a-run");
     mkdir(dir, 0777);
     expect_error("not a run directory", dir, "not-a-run", "not a run directory", NULL);
     free(dir);
-    dir = path_join(root, "does-not-exist");
+    dir = test_path(root, "does-not-exist");
     expect_error("no directory", dir, "does-not-exist", NULL);
     free(dir);
 
@@ -301,7 +262,7 @@ static void test_truncated_last_line(void)
     CHECK(rc == 0, "truncated last line: report failed: %s", error_get());
     CHECK(err && strstr(err, "rank0.trace.csv line 16") && strstr(err, "truncated"),
           "truncated last line: no warning naming the line:\n%s", err ? err : "");
-    char *phases = read_file(dir, "phases.csv");
+    char *phases = test_read_file(dir, "phases.csv");
     /* rank 0 still has its 2 data ranges, not 3 */
     CHECK(phases && strstr(phases, "\ntruncated,0,data,2,"),
           "truncated last line: the partial row was not dropped:\n%s", phases ? phases : "");
@@ -325,7 +286,7 @@ static void test_truncated_last_line(void)
 static void test_missing_rank(void)
 {
     char *dir = make_run("missing-rank");
-    char *p = path_join(dir, "rank1.trace.csv");
+    char *p = test_path(dir, "rank1.trace.csv");
     unlink(p);
     free(p);
     char *err;
@@ -333,10 +294,10 @@ static void test_missing_rank(void)
     CHECK(rc == 0, "missing rank: report failed: %s", error_get());
     CHECK(err && strstr(err, "world_size is 2 but only 1 rank trace(s) found: reporting rank(s) 0"),
           "missing rank: no warning:\n%s", err ? err : "");
-    char *ov = read_file(dir, "overlap.csv");
+    char *ov = test_read_file(dir, "overlap.csv");
     CHECK(ov && count_lines(ov) == 2 && strstr(ov, "\nmissing-rank,0,"),
           "missing rank: overlap.csv should hold rank 0 only:\n%s", ov ? ov : "");
-    char *st = read_file(dir, "stragglers.csv");
+    char *st = test_read_file(dir, "stragglers.csv");
     CHECK(st && count_lines(st) == 1, "missing rank: stragglers need two ranks:\n%s", st ? st : "");
     free(st);
     free(ov);
@@ -363,7 +324,7 @@ static void test_header_only_and_quoting(void)
         "0,1,1,forward,-1,host,1000,4000,0,forward,range,0\r\n";
     set_trace(dir, 0, t, strlen(t));
     CHECK(run_report(dir, &err) == 0, "quoted fields and CRLF: %s", error_get());
-    char *tl = read_file(dir, "timeline.json");
+    char *tl = test_read_file(dir, "timeline.json");
     CHECK(tl && strstr(tl, "\"name\":\"void gemm<float, 2>\\n(kernel)\""),
           "the quoted kernel name did not reach the timeline intact");
     free(tl);
@@ -413,7 +374,7 @@ static void test_fast_path_matches_libcsv(void)
     CHECK(run_report(quoted, &err) == 0, "quoted traces: %s", error_get());
     free(err);
     for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
-        char *a = read_file(plain, outputs[k]), *b = read_file(quoted, outputs[k]);
+        char *a = test_read_file(plain, outputs[k]), *b = test_read_file(quoted, outputs[k]);
         /* the run labels differ ("plain", "quoted"): compare after the first line */
         size_t ia = 0, ib = 0;
         int same = a && b;

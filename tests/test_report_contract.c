@@ -13,26 +13,6 @@
 #include "testutil.h"
 #include "trace_writer.h"
 
-static char *read_file(const char *dir, const char *name)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", dir, name) < 0)
-        abort();
-    FILE *f = fopen(p, "rb");
-    free(p);
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n)
-        n = 0;
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void add(struct trace_writer *w, int rank, int step, enum probe_phase ph, int bucket,
                 enum trace_clock clock, long start_us, long end_us, uint64_t bytes,
                 const char *name, enum trace_kind kind, int stream)
@@ -94,20 +74,20 @@ int main(void)
     const char *dirs[] = {dir};
     CHECK(report_run(dirs, 1, NULL, NULL) == 0, "report: %s", error_get());
     char *run = strrchr(dir, '/') + 1;
-    char *phases = read_file(dir, "phases.csv"), *want = NULL;
+    char *phases = test_read_file(dir, "phases.csv"), *want = NULL;
     /* rank 1's backward is 4500 µs a step: 13.5 ms of 27 ms of steps = 50 % */
     if (asprintf(&want, "\n%s,1,backward,3,13.500,4.500,4.500,4.500,4.500,50.00\n", run) < 0)
         abort();
     CHECK(phases && strstr(phases, want), "phases.csv lacks %s:\n%s", want, phases ? phases : "");
     free(want);
-    char *buckets = read_file(dir, "buckets.csv");
+    char *buckets = test_read_file(dir, "buckets.csv");
     /* 6 rows of 2000 µs: 2e6 B / 2e6 ns = 1 GB/s; hidden: rank 0 1000 of 2000, rank 1 1500 */
     if (asprintf(&want, "\n%s,2,0,,2000000,6,2.000,1.000,1.000,62.50\n", run) < 0)
         abort();
     CHECK(buckets && strstr(buckets, want), "buckets.csv lacks %s:\n%s", want,
           buckets ? buckets : "");
     free(want);
-    char *tl = read_file(dir, "timeline.json");
+    char *tl = test_read_file(dir, "timeline.json");
     CHECK(tl && strstr(tl, "\"name\":\"void k<float, \\\"x\\\">\\n(int)\""),
           "the kernel name is not intact in timeline.json");
     free(tl);

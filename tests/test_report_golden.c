@@ -23,46 +23,12 @@
 #include "report.h"
 #include "testutil.h"
 
-#define BASE_NS 5000000000LL
-
-static char *path_join(const char *a, const char *b)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", a, b) < 0)
-        abort();
-    return p;
-}
-
 static void write_file(const char *dir, const char *name, const char *text)
 {
-    char *p = path_join(dir, name);
-    FILE *f = fopen(p, "w");
-    if (!f) {
-        perror(p);
-        abort();
-    }
-    fputs(text, f);
-    fclose(f);
-    free(p);
+    test_write_file(dir, name, text, strlen(text));
 }
 
-static char *read_file(const char *dir, const char *name)
-{
-    char *p = path_join(dir, name);
-    FILE *f = fopen(p, "rb");
-    free(p);
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n)
-        n = 0;
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
+#define BASE_NS 5000000000LL
 
 /* A growing trace text. */
 struct text {
@@ -212,7 +178,7 @@ static void make_bw4(const char *dir)
 
 static void check_file(const char *dir, const char *name, const char *want)
 {
-    char *got = read_file(dir, name);
+    char *got = test_read_file(dir, name);
     CHECK(got && strcmp(got, want) == 0, "%s/%s differs:\n--- got\n%s--- want\n%s", dir, name,
           got ? got : "(missing)\n", want);
     free(got);
@@ -397,12 +363,12 @@ static const char *want_speedup =
 
 static void test_parent_layout(const char *root)
 {
-    char *parent = path_join(root, "golden");
+    char *parent = test_path(root, "golden");
     mkdir(parent, 0777);
-    char *b = path_join(parent, "baseline"), *d = path_join(parent, "ddp");
+    char *b = test_path(parent, "baseline"), *d = test_path(parent, "ddp");
     make_baseline(b);
     make_ddp(d);
-    char *term_path = path_join(root, "terminal.txt");
+    char *term_path = test_path(root, "terminal.txt");
     FILE *term = fopen(term_path, "w+");
     const char *dirs[] = {parent};
     int rc = report_run(dirs, 1, NULL, term);
@@ -415,7 +381,7 @@ static void test_parent_layout(const char *root)
     check_file(parent, "stragglers.csv", want_stragglers);
     check_file(parent, "speedup.csv", want_speedup);
 
-    char *tl = read_file(parent, "timeline.json");
+    char *tl = test_read_file(parent, "timeline.json");
     CHECK(tl && json_valid(tl), "timeline.json is not valid JSON");
     if (tl) {
         /* rows: baseline 11, ddp rank 0 15 (with the kernel), rank 1 14 */
@@ -441,7 +407,7 @@ static void test_parent_layout(const char *root)
     }
     free(tl);
 
-    char *html = read_file(parent, "report.html");
+    char *html = test_read_file(parent, "report.html");
     CHECK(html && strstr(html, "<svg") && strstr(html, "</html>"), "report.html incomplete");
     CHECK(html && !strstr(html, "<script") && !strstr(html, "https://") &&
               !strstr(html, "<link") && !strstr(html, "@import"),
@@ -450,12 +416,12 @@ static void test_parent_layout(const char *root)
           "report.html has a URL other than the SVG namespace");
     free(html);
     for (int k = 0; k < 2; k++) {
-        char *svg = read_file(parent, k ? "speedup.svg" : "phases.svg");
+        char *svg = test_read_file(parent, k ? "speedup.svg" : "phases.svg");
         CHECK(svg && strstr(svg, "<svg") && strstr(svg, "</svg>"), "%s incomplete",
               k ? "speedup.svg" : "phases.svg");
         free(svg);
     }
-    char *out = read_file(root, "terminal.txt");
+    char *out = test_read_file(root, "terminal.txt");
     /* the terminal tables: a title naming the CSV, labels, then units in parentheses */
     CHECK(out && strstr(out, "# speedup: per run, against the baseline  (speedup.csv)"),
           "terminal output has no speedup table");
@@ -473,20 +439,20 @@ static void test_parent_layout(const char *root)
 static void test_several_runs(const char *root)
 {
     /* baseline, ddp and the 4-rank run as separate arguments, into --out */
-    char *b = path_join(root, "golden/baseline"), *d = path_join(root, "golden/ddp");
-    char *bw = path_join(root, "bw4"), *out = path_join(root, "out/nested");
+    char *b = test_path(root, "golden/baseline"), *d = test_path(root, "golden/ddp");
+    char *bw = test_path(root, "bw4"), *out = test_path(root, "out/nested");
     make_bw4(bw);
     const char *dirs[] = {b, d, bw};
     int rc = report_run(dirs, 3, out, NULL);
     CHECK(rc == 0, "report on three runs: %s", error_get());
-    char *sp = read_file(out, "speedup.csv");
+    char *sp = test_read_file(out, "speedup.csv");
     /* bw4 has no metrics.csv: images = 128 x 1 epoch; train_s 0.010 -> 12800 img/s; speedup
      * 12800 / 4571.43 = 2.8, efficiency 0.7 */
     CHECK(sp && strstr(sp, "\nbw4,ddp,cuda,4,fp16,1,128,2.000,0.010,12800.0,2.800,0.700,0.7\n"),
           "speedup.csv of three runs:\n%s", sp ? sp : "(missing)");
     CHECK(sp && count_substr(sp, "\n") == 4, "speedup.csv should have a header and 3 rows");
     free(sp);
-    char *bk = read_file(out, "buckets.csv");
+    char *bk = test_read_file(out, "buckets.csv");
     /* rank 0's device row (1000) replaces its host row (7000): 1000,2000,3000,2000 -> mean
      * 2000 µs; 8e6 B / 2e6 ns = 4 GB/s; busbw = 4 x 2(4-1)/4 = 6; hidden (1000+2000+2000+2000)
      * / 8000 = 87.5 % */
@@ -502,11 +468,11 @@ static void test_several_runs(const char *root)
 static void test_single_run_no_baseline(const char *root)
 {
     /* a DDP run alone: no baseline, so speedup and efficiency are empty; output in the run */
-    char *d = path_join(root, "golden/ddp");
+    char *d = test_path(root, "golden/ddp");
     const char *dirs[] = {d};
     int rc = report_run(dirs, 1, NULL, NULL);
     CHECK(rc == 0, "report on %s: %s", d, error_get());
-    char *sp = read_file(d, "speedup.csv");
+    char *sp = test_read_file(d, "speedup.csv");
     CHECK(sp && strstr(sp, "\nddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,,,0.600000\n"),
           "speedup.csv of a lone DDP run:\n%s", sp ? sp : "(missing)");
     free(sp);

@@ -58,6 +58,45 @@ double test_max_err(const float *a, const double *b, size_t n, double atol, doub
     return worst;
 }
 
+char *test_path(const char *dir, const char *name)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s", dir, name) < 0)
+        abort();
+    return p;
+}
+
+void test_write_file(const char *dir, const char *name, const char *text, size_t len)
+{
+    char *p = test_path(dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(text, 1, len, f) != len) {
+        perror(p);
+        abort();
+    }
+    fclose(f);
+    free(p);
+}
+
+char *test_read_file(const char *dir, const char *name)
+{
+    char *p = test_path(dir, name);
+    FILE *f = fopen(p, "rb");
+    free(p);
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n)
+        n = 0;
+    if (s)
+        s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
 const char *test_source_dir(void)
 {
     const char *d = getenv("DDPPROF_SOURCE_DIR");

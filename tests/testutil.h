@@ -33,6 +33,13 @@ double test_uniform(uint64_t *seed); /* [0, 1) */
 /* largest |a-b| / (atol + rtol*|b|) over n elements; <= 1 means within tolerance */
 double test_max_err(const float *a, const double *b, size_t n, double atol, double rtol);
 
+/* dir + "/" + name (caller frees; aborts when out of memory) */
+char *test_path(const char *dir, const char *name);
+/* write len bytes of text to dir/name (aborts when it cannot: a broken fixture) */
+void test_write_file(const char *dir, const char *name, const char *text, size_t len);
+/* the whole of dir/name, NUL-terminated (caller frees), or NULL when it cannot be read */
+char *test_read_file(const char *dir, const char *name);
+
 /* the source tree ($DDPPROF_SOURCE_DIR, else "."), and a fresh temp directory (caller frees) */
 const char *test_source_dir(void);
 char *test_tmpdir(void);

@@ -1119,6 +1119,7 @@ static void cpu_scale(struct backend *be, size_t n, float alpha, const float *sr
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 /* fp16 rounding with the F16C conversion instructions (IEEE round to nearest even, the
  * same results as km_round_amp for every finite value and inf; 8 elements at a time).
@@ -1135,11 +1136,22 @@ __attribute__((target("avx,f16c"))) static void round_f16_f16c(const float *x, f
         out[i] = km_round_amp(x[i], AMP_F16);
 }
 
+/* CPUID leaf 1: F16C (ECX bit 29) and AVX (bit 28) with the OS saving the AVX state
+ * (OSXSAVE, bit 27, and XCR0 bits 1-2); cpuid.h works with gcc and clang alike. */
 static int cpu_has_f16c(void)
 {
     static int has = -1; /* benign race: every thread computes the same answer */
-    if (has < 0)
-        has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    if (has < 0) {
+        unsigned a, b, c, d;
+        int ok = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) && (c >> 28 & 1) &&
+                 (c >> 27 & 1);
+        if (ok) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 6) == 6;
+        }
+        has = ok;
+    }
     return has;
 }
 #else

@@ -155,6 +155,19 @@ static int run_self(char **args, const char *phase, int wrap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* "0,1,3" */
+static void format_gpu_list(char *buf, size_t cap, const int *gpus, int n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at < cap; i++) {
+        int w = snprintf(buf + at, cap - at, "%s%d", i ? "," : "", gpus[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
 /* options of the main job that it sets itself for each phase */
 static int main_job_owned(const char *a)
 {
@@ -199,21 +212,17 @@ static int cmd_main(int argc, char **argv)
 
     char devices[256];
     if (c.train.ngpus) {
-        int at = 0;
-        for (int i = 0; i < c.train.ngpus && at < 200; i++)
-            at += snprintf(devices + at, sizeof devices - (size_t)at, "%s%d", i ? "," : "",
-                           c.train.gpus[i]);
+        format_gpu_list(devices, sizeof devices, c.train.gpus, c.train.ngpus);
     } else if (c.cpu_ranks) {
         snprintf(devices, sizeof devices, "%d", c.cpu_ranks);
     } else {
         int count = cuda_device_count();
         error_clear();
         if (count > 0) {
-            int at = 0;
-            for (int i = 0; i < count && i < TRAIN_MAX_GPUS && at < 200; i++)
-                at += snprintf(devices + at, sizeof devices - (size_t)at, "%s%d", i ? "," : "",
-                               i);
-            c.train.ngpus = count;
+            c.train.ngpus = count < TRAIN_MAX_GPUS ? count : TRAIN_MAX_GPUS;
+            for (int i = 0; i < c.train.ngpus; i++)
+                c.train.gpus[i] = i;
+            format_gpu_list(devices, sizeof devices, c.train.gpus, c.train.ngpus);
             printf("ddpprof: using GPU%s %s (no --gpu or --cpu given)\n", count > 1 ? "s" : "",
                    devices);
         } else {

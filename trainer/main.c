@@ -64,14 +64,22 @@ static void default_out_dir(char *buf, size_t cap, const char *model)
     snprintf(buf, cap, "results/%s-%s", stamp, model);
 }
 
+/* this program's own path (to re-exec it); 0 or -1 (error_set) */
+static int self_path(char *buf, size_t cap)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, cap - 1);
+    if (len <= 0)
+        return error_set("cannot find this program's path in /proc/self/exe");
+    buf[len] = '\0';
+    return 0;
+}
+
 /* `ddpprof train --cpu N --mode ddp`: re-exec ourselves as N workers under the launcher */
 static int launch_workers(struct cli *c, int argc, char **argv, const char *out_dir)
 {
     char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return error_set("cannot find this program's path in /proc/self/exe");
-    self[len] = '\0';
+    if (self_path(self, sizeof self))
+        return -1;
     /* worker argv: self worker <original options> --out DIR */
     char **wargv = calloc((size_t)argc + 4, sizeof *wargv);
     if (!wargv)
@@ -131,10 +139,8 @@ static int cmd_train(int argc, char **argv)
 static int run_self(char **args, const char *phase, int wrap)
 {
     char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
-        return error_set("cannot find this program's path in /proc/self/exe");
-    self[len] = '\0';
+    if (self_path(self, sizeof self))
+        return -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();

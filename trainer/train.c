@@ -110,12 +110,8 @@ static long long fault_step(const char *var, int rank)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* seconds on the probes' clock (CLOCK_MONOTONIC) */
+static double now_s(void) { return 1e-9 * (double)clock_now_ns(); }
 
 static void say(const struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const struct rank *r, const char *fmt, ...)

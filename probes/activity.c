@@ -1,8 +1,8 @@
 /* activity.c — turn mirrored CUPTI activity records into attributed trace rows. */
-#include "activity.h"
+#include "probes/activity.h"
 
-#include "correlation.h"
-#include "error.h"
+#include "probes/correlation.h"
+#include "common/error.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #ifndef DDPPROF_ACTIVITY_H
 #define DDPPROF_ACTIVITY_H
 
-#include "trace_writer.h"
+#include "probes/trace_writer.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* correlation.c — external correlation ids (pack/unpack) and the correlation-id ring. */
-#include "correlation.h"
+#include "probes/correlation.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stdlib.h>
 

@@ -11,7 +11,7 @@
 #ifndef DDPPROF_CORRELATION_H
 #define DDPPROF_CORRELATION_H
 
-#include "phase.h"
+#include "probes/phase.h"
 
 #include <stddef.h>
 #include <stdint.h>

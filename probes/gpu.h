@@ -6,8 +6,8 @@
 #ifndef DDPPROF_GPU_H
 #define DDPPROF_GPU_H
 
-#include "activity.h"
-#include "trace_writer.h"
+#include "probes/activity.h"
+#include "probes/trace_writer.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* nvtx.c — NVTX3 ranges in the "ddpprof" domain (no-ops when built without NVTX3). */
-#include "nvtx.h"
+#include "probes/nvtx.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 #ifndef DDPPROF_NVTX_H
 #define DDPPROF_NVTX_H
 
-#include "phase.h"
+#include "probes/phase.h"
 
 #include <stdint.h>
 

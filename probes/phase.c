@@ -1,5 +1,5 @@
 /* phase.c — the per-phase table: names, NVTX colours and categories, trace lanes. */
-#include "phase.h"
+#include "probes/phase.h"
 
 #include <string.h>
 

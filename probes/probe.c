@@ -1,13 +1,13 @@
 /* probe.c — the probe API: phase ranges to NVTX, host rows, device rows and CUPTI
  * correlation ids (see probe.h). */
-#include "probe.h"
+#include "probes/probe.h"
 
-#include "activity.h"
-#include "clock.h"
-#include "correlation.h"
-#include "error.h"
-#include "gpu.h"
-#include "nvtx.h"
+#include "probes/activity.h"
+#include "common/clock.h"
+#include "probes/correlation.h"
+#include "common/error.h"
+#include "probes/gpu.h"
+#include "probes/nvtx.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -21,8 +21,8 @@
 #ifndef DDPPROF_PROBE_H
 #define DDPPROF_PROBE_H
 
-#include "phase.h"
-#include "trace_writer.h"
+#include "probes/phase.h"
+#include "probes/trace_writer.h"
 
 #include <stddef.h>
 #include <stdint.h>

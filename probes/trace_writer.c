@@ -1,9 +1,9 @@
 /* trace_writer.c — the per-rank trace file: row formatting, the buffer, flushing, and the
  * fatal-signal handler that writes the buffered whole rows (see trace_writer.h for the
  * ownership protocol between threads and the handler). */
-#include "trace_writer.h"
+#include "probes/trace_writer.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <csv.h>
 #include <errno.h>

@@ -28,7 +28,7 @@
 #ifndef DDPPROF_TRACE_WRITER_H
 #define DDPPROF_TRACE_WRITER_H
 
-#include "phase.h"
+#include "probes/phase.h"
 
 #include <stddef.h>
 #include <stdint.h>

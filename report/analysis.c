@@ -1,15 +1,15 @@
 /* analysis.c — phase statistics, interval unions (overlap, exposed communication, idle),
  * per-bucket all-reduce figures, stragglers and speedup (see analysis.h and FORMULAS.md).
  * Work is linear in the rows apart from sorts; temporaries are freed per rank. */
-#include "analysis.h"
+#include "report/analysis.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "sort.h"
+#include "common/error.h"
+#include "report/sort.h"
 
 const char *const seg_names[SEG_COUNT] = {"data", "forward", "backward", "optimizer",
                                           "exposed comm", "other"};

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run.h"
+#include "report/run.h"
 
 /* The stacked-bar segments of the phase breakdown (per step, inside step ranges). */
 enum seg { SEG_DATA, SEG_FORWARD, SEG_BACKWARD, SEG_OPTIMIZER, SEG_EXPOSED, SEG_OTHER, SEG_COUNT };

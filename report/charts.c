@@ -1,6 +1,6 @@
 /* charts.c — SVG charts and the self-contained HTML page (see charts.h).  Plain SVG 1.1
  * drawn by hand: rectangles, lines and text, system sans-serif fonts, <title> tooltips. */
-#include "charts.h"
+#include "report/charts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define CHART_W 1000
 #define LABEL_W 190

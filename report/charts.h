@@ -5,8 +5,8 @@
 #ifndef DDPPROF_REPORT_CHARTS_H
 #define DDPPROF_REPORT_CHARTS_H
 
-#include "analysis.h"
-#include "table.h"
+#include "report/analysis.h"
+#include "report/table.h"
 
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
  * in the page in the order given.  Returns 0, or -1 after error_set() naming the file. */

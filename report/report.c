@@ -1,18 +1,18 @@
 /* report.c — report_run (see report.h): read the runs, analyse them, then write and print
  * the tables, the timeline and the charts. */
-#include "report.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analysis.h"
-#include "charts.h"
-#include "error.h"
-#include "run.h"
-#include "table.h"
-#include "timeline.h"
+#include "report/analysis.h"
+#include "report/charts.h"
+#include "common/error.h"
+#include "report/run.h"
+#include "report/table.h"
+#include "report/timeline.h"
 
 #define TERMINAL_MAX_ROWS 200
 #define STRAGGLERS_SHOWN 10

@@ -5,7 +5,7 @@
  * its commas here, anything else (quoted kernel names, a line cut short, odd line ends)
  * goes through libcsv's streaming csv_parse.  Measured with scripts/bench-report on a
  * 2-core VM: libcsv alone read about 1.3M rows/s, the fast path for plain lines 2-3M. */
-#include "run.h"
+#include "report/run.h"
 
 #include <csv.h>
 #include <dirent.h>
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define RUN_READ_CHUNK (1u << 20)
 

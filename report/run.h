@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strpool.h"
+#include "report/strpool.h"
 
 enum run_clock { RUN_CLOCK_HOST, RUN_CLOCK_DEVICE, RUN_CLOCK_CUPTI };
 

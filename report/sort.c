@@ -1,12 +1,12 @@
 /* sort.c — radix sort (see sort.h): 16-bit digits, the four histograms counted in one
  * pass, digits shared by every key skipped; small arrays go to insertion sort. */
-#include "sort.h"
+#include "report/sort.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define SORT_SMALL 64
 

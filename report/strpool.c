@@ -1,11 +1,11 @@
 /* strpool.c — string interning (see strpool.h): word-at-a-time hashing, linear probing,
  * one growing character buffer. */
-#include "strpool.h"
+#include "report/strpool.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* 8 bytes at a time: trace strings are short, and this runs for three fields per row. */
 static uint64_t strpool_hash(const char *s, size_t len)

@@ -1,5 +1,5 @@
 /* table.c — result tables (see table.h). */
-#include "table.h"
+#include "report/table.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 void table_init(struct table *t, const char *title, const char *file,
                 const struct table_col *cols, int ncols)

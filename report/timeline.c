@@ -2,14 +2,14 @@
  * and rank, one thread per lane, one complete ("X") event per trace row.  Written through
  * a hand-rolled buffer with each distinct string escaped once, so a million rows take well
  * under a second. */
-#include "timeline.h"
+#include "report/timeline.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct jw {
     FILE *f;

@@ -10,7 +10,7 @@
 #ifndef DDPPROF_REPORT_TIMELINE_H
 #define DDPPROF_REPORT_TIMELINE_H
 
-#include "run.h"
+#include "report/run.h"
 
 /* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
 int timeline_write(const struct runset *rs, const char *path);

@@ -1,10 +1,10 @@
 /* test_amp.c — mixed precision pieces without a GPU: the autocast rounding (the helper and
  * the backend slot) on known fp16/bf16 values, and the GradScaler's unscale, inf check,
  * backoff and growth. */
-#include "backend.h"
-#include "kernel_math.h"
-#include "params.h"
-#include "scaler.h"
+#include "backend/backend.h"
+#include "backend/kernel_math.h"
+#include "nn/params.h"
+#include "nn/scaler.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
  *  2. fp16 training reaches an accuracy within 1 point of fp32 at the same seed and steps;
  *  3. a run resumed from its epoch-1 checkpoint ends bit-identical to one that never
  *     stopped, on 1 rank (fp32) and on 2 ranks (fp16 with the GradScaler). */
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "testutil.h"
 
 #include <math.h>

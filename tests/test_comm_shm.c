@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "comm_shm.h"
-#include "error.h"
-#include "kernel_math.h"
+#include "comm/comm.h"
+#include "comm/comm_shm.h"
+#include "common/error.h"
+#include "common/half.h"
 #include "testutil.h"
 
 #define MAX_WORLD 4
@@ -100,68 +100,68 @@ static double ref_round(float x, int mant_bits, int min_exp, double max_finite)
 static void test_half_known_values(void)
 {
     /* fp16 */
-    CHECK(km_f32_to_f16_bits(1.0f) == 0x3c00, "1.0 -> %#x", km_f32_to_f16_bits(1.0f));
-    CHECK(km_f32_to_f16_bits(-2.0f) == 0xc000, "-2.0 -> %#x", km_f32_to_f16_bits(-2.0f));
-    CHECK(km_f32_to_f16_bits(0.0f) == 0x0000, "0");
-    CHECK(km_f32_to_f16_bits(-0.0f) == 0x8000, "-0 keeps its sign");
-    CHECK(km_f32_to_f16_bits(65504.0f) == 0x7bff, "max half");
-    CHECK(km_f32_to_f16_bits(65519.0f) == 0x7bff, "65519 rounds down to max half");
-    CHECK(km_f32_to_f16_bits(65520.0f) == 0x7c00, "65520 is the tie above max: to inf");
-    CHECK(km_f32_to_f16_bits(-65520.0f) == 0xfc00, "-65520 -> -inf");
-    CHECK(km_f32_to_f16_bits(1e30f) == 0x7c00, "huge -> inf");
-    CHECK(km_f32_to_f16_bits(INFINITY) == 0x7c00, "inf");
-    CHECK(km_f32_to_f16_bits(-INFINITY) == 0xfc00, "-inf");
-    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -14)) == 0x0400, "smallest normal");
-    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -24)) == 0x0001, "smallest subnormal 2^-24");
-    CHECK(km_f32_to_f16_bits(ldexpf(1.0f, -25)) == 0x0000, "2^-25 ties to even: 0");
-    CHECK(km_f32_to_f16_bits(ldexpf(1.5f, -25)) == 0x0001, "1.5*2^-25 rounds up to 2^-24");
-    CHECK(km_f32_to_f16_bits(ldexpf(3.0f, -25)) == 0x0002, "3*2^-25 ties to even: 2*2^-24");
-    CHECK(km_f32_to_f16_bits(ldexpf(1023.5f, -24)) == 0x0400,
+    CHECK(half_f32_to_f16(1.0f) == 0x3c00, "1.0 -> %#x", half_f32_to_f16(1.0f));
+    CHECK(half_f32_to_f16(-2.0f) == 0xc000, "-2.0 -> %#x", half_f32_to_f16(-2.0f));
+    CHECK(half_f32_to_f16(0.0f) == 0x0000, "0");
+    CHECK(half_f32_to_f16(-0.0f) == 0x8000, "-0 keeps its sign");
+    CHECK(half_f32_to_f16(65504.0f) == 0x7bff, "max half");
+    CHECK(half_f32_to_f16(65519.0f) == 0x7bff, "65519 rounds down to max half");
+    CHECK(half_f32_to_f16(65520.0f) == 0x7c00, "65520 is the tie above max: to inf");
+    CHECK(half_f32_to_f16(-65520.0f) == 0xfc00, "-65520 -> -inf");
+    CHECK(half_f32_to_f16(1e30f) == 0x7c00, "huge -> inf");
+    CHECK(half_f32_to_f16(INFINITY) == 0x7c00, "inf");
+    CHECK(half_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
+    CHECK(half_f32_to_f16(ldexpf(1.0f, -14)) == 0x0400, "smallest normal");
+    CHECK(half_f32_to_f16(ldexpf(1.0f, -24)) == 0x0001, "smallest subnormal 2^-24");
+    CHECK(half_f32_to_f16(ldexpf(1.0f, -25)) == 0x0000, "2^-25 ties to even: 0");
+    CHECK(half_f32_to_f16(ldexpf(1.5f, -25)) == 0x0001, "1.5*2^-25 rounds up to 2^-24");
+    CHECK(half_f32_to_f16(ldexpf(3.0f, -25)) == 0x0002, "3*2^-25 ties to even: 2*2^-24");
+    CHECK(half_f32_to_f16(ldexpf(1023.5f, -24)) == 0x0400,
           "largest subnormal + half ulp ties to even: smallest normal");
-    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(1.0f, -11)) == 0x3c00, "1+2^-11 ties to even: 1");
-    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(3.0f, -11)) == 0x3c02, "1+3*2^-11 ties up: 1+2^-9");
-    CHECK(km_f32_to_f16_bits(1.0f + ldexpf(1.0f, -11) + ldexpf(1.0f, -20)) == 0x3c01,
+    CHECK(half_f32_to_f16(1.0f + ldexpf(1.0f, -11)) == 0x3c00, "1+2^-11 ties to even: 1");
+    CHECK(half_f32_to_f16(1.0f + ldexpf(3.0f, -11)) == 0x3c02, "1+3*2^-11 ties up: 1+2^-9");
+    CHECK(half_f32_to_f16(1.0f + ldexpf(1.0f, -11) + ldexpf(1.0f, -20)) == 0x3c01,
           "just above the tie rounds up");
-    uint16_t qnan = km_f32_to_f16_bits(NAN);
+    uint16_t qnan = half_f32_to_f16(NAN);
     CHECK((qnan & 0x7c00) == 0x7c00 && (qnan & 0x3ff), "nan stays nan: %#x", qnan);
-    uint16_t snan = km_f32_to_f16_bits(bits_f32(0x7f800001u)); /* payload only in low bits */
+    uint16_t snan = half_f32_to_f16(bits_f32(0x7f800001u)); /* payload only in low bits */
     CHECK((snan & 0x7c00) == 0x7c00 && (snan & 0x200), "signalling nan -> quiet nan: %#x", snan);
-    CHECK(km_f32_to_f16_bits(bits_f32(0xffc00000u)) & 0x8000, "nan keeps its sign");
+    CHECK(half_f32_to_f16(bits_f32(0xffc00000u)) & 0x8000, "nan keeps its sign");
 
-    CHECK(km_f16_bits_to_f32(0x3c00) == 1.0f, "0x3c00 -> 1");
-    CHECK(km_f16_bits_to_f32(0x7bff) == 65504.0f, "0x7bff -> 65504");
-    CHECK(km_f16_bits_to_f32(0x0001) == ldexpf(1.0f, -24), "0x0001 -> 2^-24");
-    CHECK(km_f16_bits_to_f32(0x03ff) == ldexpf(1023.0f, -24), "largest subnormal");
-    CHECK(km_f16_bits_to_f32(0x7c00) == INFINITY, "inf");
-    CHECK(f32_bits(km_f16_bits_to_f32(0x8000)) == 0x80000000u, "-0");
-    CHECK(isnan(km_f16_bits_to_f32(0x7e00)), "nan");
+    CHECK(half_f16_to_f32(0x3c00) == 1.0f, "0x3c00 -> 1");
+    CHECK(half_f16_to_f32(0x7bff) == 65504.0f, "0x7bff -> 65504");
+    CHECK(half_f16_to_f32(0x0001) == ldexpf(1.0f, -24), "0x0001 -> 2^-24");
+    CHECK(half_f16_to_f32(0x03ff) == ldexpf(1023.0f, -24), "largest subnormal");
+    CHECK(half_f16_to_f32(0x7c00) == INFINITY, "inf");
+    CHECK(f32_bits(half_f16_to_f32(0x8000)) == 0x80000000u, "-0");
+    CHECK(isnan(half_f16_to_f32(0x7e00)), "nan");
 
     /* bf16 */
-    CHECK(km_f32_to_bf16_bits(1.0f) == 0x3f80, "bf16 1.0");
-    CHECK(km_f32_to_bf16_bits(1.0f + ldexpf(1.0f, -8)) == 0x3f80, "bf16 1+2^-8 ties to even: 1");
-    CHECK(km_f32_to_bf16_bits(1.0f + ldexpf(3.0f, -8)) == 0x3f82,
+    CHECK(half_f32_to_bf16(1.0f) == 0x3f80, "bf16 1.0");
+    CHECK(half_f32_to_bf16(1.0f + ldexpf(1.0f, -8)) == 0x3f80, "bf16 1+2^-8 ties to even: 1");
+    CHECK(half_f32_to_bf16(1.0f + ldexpf(3.0f, -8)) == 0x3f82,
           "bf16 1+3*2^-8 ties up to 1+2^-6");
-    CHECK(km_f32_to_bf16_bits(bits_f32(0x3f808001u)) == 0x3f81, "bf16 above the tie rounds up");
-    CHECK(km_f32_to_bf16_bits(bits_f32(0x7f7fffffu)) == 0x7f80, "bf16 FLT_MAX rounds to inf");
-    CHECK(km_f32_to_bf16_bits(bits_f32(0x7f7f7fffu)) == 0x7f7f, "bf16 below the tie stays max");
-    CHECK(km_f32_to_bf16_bits(-INFINITY) == 0xff80, "bf16 -inf");
-    CHECK(km_f32_to_bf16_bits(bits_f32(0x00018000u)) == 0x0002, "bf16 subnormal tie to even");
-    CHECK(km_f32_to_bf16_bits(-0.0f) == 0x8000, "bf16 -0");
-    uint16_t bnan = km_f32_to_bf16_bits(bits_f32(0x7f800001u)); /* would round to inf */
+    CHECK(half_f32_to_bf16(bits_f32(0x3f808001u)) == 0x3f81, "bf16 above the tie rounds up");
+    CHECK(half_f32_to_bf16(bits_f32(0x7f7fffffu)) == 0x7f80, "bf16 FLT_MAX rounds to inf");
+    CHECK(half_f32_to_bf16(bits_f32(0x7f7f7fffu)) == 0x7f7f, "bf16 below the tie stays max");
+    CHECK(half_f32_to_bf16(-INFINITY) == 0xff80, "bf16 -inf");
+    CHECK(half_f32_to_bf16(bits_f32(0x00018000u)) == 0x0002, "bf16 subnormal tie to even");
+    CHECK(half_f32_to_bf16(-0.0f) == 0x8000, "bf16 -0");
+    uint16_t bnan = half_f32_to_bf16(bits_f32(0x7f800001u)); /* would round to inf */
     CHECK((bnan & 0x7f80) == 0x7f80 && (bnan & 0x7f), "bf16 nan stays nan: %#x", bnan);
-    CHECK(km_bf16_bits_to_f32(0x3f80) == 1.0f && km_bf16_bits_to_f32(0xc040) == -3.0f,
+    CHECK(half_bf16_to_f32(0x3f80) == 1.0f && half_bf16_to_f32(0xc040) == -3.0f,
           "bf16 -> f32");
 
     /* every fp16 pattern: to f32 and back is the identity (NaN: stays NaN) */
     int bad16 = 0, badb16 = 0;
     for (uint32_t h = 0; h < 0x10000u; h++) {
-        float f = km_f16_bits_to_f32((uint16_t)h);
-        uint16_t back = km_f32_to_f16_bits(f);
+        float f = half_f16_to_f32((uint16_t)h);
+        uint16_t back = half_f32_to_f16(f);
         int nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
         if (nan ? !(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff)) : back != h)
             bad16++;
-        float g = km_bf16_bits_to_f32((uint16_t)h);
-        uint16_t bback = km_f32_to_bf16_bits(g);
+        float g = half_bf16_to_f32((uint16_t)h);
+        uint16_t bback = half_f32_to_bf16(g);
         int bnan16 = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
         if (bnan16 ? !isnan(g) || (bback & 0x7fff) <= 0x7f80 : bback != h)
             badb16++;
@@ -180,11 +180,11 @@ static void test_half_known_values(void)
         float f = bits_f32(u);
         if (isnan(f))
             continue;
-        float h = km_f16_bits_to_f32(km_f32_to_f16_bits(f));
+        float h = half_f16_to_f32(half_f32_to_f16(f));
         double r16 = ref_round(f, 10, -14, 65504.0);
         if (f32_bits(h) != f32_bits((float)r16))
             mis16++;
-        float b = km_bf16_bits_to_f32(km_f32_to_bf16_bits(f));
+        float b = half_bf16_to_f32(half_f32_to_bf16(f));
         double rb = ref_round(f, 7, -126, (double)bits_f32(0x7f7f0000u));
         if (f32_bits(b) != f32_bits((float)rb))
             misb++;
@@ -192,7 +192,7 @@ static void test_half_known_values(void)
         _Float16 native = (_Float16)f;
         uint16_t nb;
         memcpy(&nb, &native, sizeof nb);
-        if (nb != km_f32_to_f16_bits(f))
+        if (nb != half_f32_to_f16(f))
             mis_native++;
 #endif
     }
@@ -307,7 +307,7 @@ static void rank_input16(uint16_t *x, size_t n, int rank, uint64_t tag, enum com
     float *f = malloc((n ? n : 1) * sizeof *f);
     rank_input(f, n, rank, tag);
     for (size_t i = 0; i < n; i++) /* scaled so fp16 sums have rounding to do */
-        x[i] = dt == COMM_F16 ? km_f32_to_f16_bits(f[i] * 300.0f) : km_f32_to_bf16_bits(f[i]);
+        x[i] = dt == COMM_F16 ? half_f32_to_f16(f[i] * 300.0f) : half_f32_to_bf16(f[i]);
     free(f);
 }
 
@@ -331,12 +331,12 @@ static void ref_sum_16(uint16_t *out, size_t n, int world, uint64_t tag, enum co
     for (int k = 0; k < world; k++) {
         rank_input16(x, n, k, tag, dt);
         for (size_t i = 0; i < n; i++) {
-            float v = dt == COMM_F16 ? km_f16_bits_to_f32(x[i]) : km_bf16_bits_to_f32(x[i]);
+            float v = dt == COMM_F16 ? half_f16_to_f32(x[i]) : half_bf16_to_f32(x[i]);
             acc[i] = k ? acc[i] + v : v;
         }
     }
     for (size_t i = 0; i < n; i++)
-        out[i] = dt == COMM_F16 ? km_f32_to_f16_bits(acc[i]) : km_f32_to_bf16_bits(acc[i]);
+        out[i] = dt == COMM_F16 ? half_f32_to_f16(acc[i]) : half_f32_to_bf16(acc[i]);
     free(x);
     free(acc);
 }

@@ -5,11 +5,11 @@
  * running statistics, the parameters after two SGD steps (momentum, weight decay) and
  * the eval-mode logits.  Loading the same state_dict here (the --init path) must
  * reproduce all of them. */
-#include "backend.h"
-#include "checkpoint.h"
-#include "model.h"
-#include "safetensors.h"
-#include "sgd.h"
+#include "backend/backend.h"
+#include "io/checkpoint.h"
+#include "nn/model.h"
+#include "io/safetensors.h"
+#include "nn/sgd.h"
 #include "testutil.h"
 
 #include <math.h>

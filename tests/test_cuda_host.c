@@ -4,10 +4,10 @@
  * convolution and pooling layer of the ConvNet and of ResNet18 (CIFAR and ImageNet stems),
  * in fp32, fp16 and bf16, against conv2d_shape_init / pool2d_shape_init and the PyTorch
  * formula.  Skips (77) in a build without CUDA. */
-#include "backend.h"
-#include "comm.h"
-#include "cuda.h"
-#include "error.h"
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "cuda/cuda_api.h"
+#include "common/error.h"
 #include "testutil.h"
 
 #include <stdio.h>

@@ -3,10 +3,10 @@
  * toolkit): rank 1 receives exactly rank 0's 128 bytes, a second exchange under the next
  * key carries a fresh id, a value of the wrong size is refused with a one-line error, and a
  * missing id times out naming the key instead of hanging.  Skips (77) without CUDA. */
-#include "cuda.h"
-#include "error.h"
-#include "store.h"
-#include "launcher.h"
+#include "cuda/cuda_api.h"
+#include "common/error.h"
+#include "comm/store.h"
+#include "launch/launcher.h"
 #include "testutil.h"
 
 #include <netinet/in.h>

@@ -2,7 +2,7 @@
  * build without CUDA) fails cleanly: a non-zero exit status, not a signal, nothing on
  * stdout, and exactly one line on stderr that says GPU or CUDA.  Also --gpu with a device
  * list.  Skips (77) where a GPU is present: the GPU suites cover that machine. */
-#include "cuda.h"
+#include "cuda/cuda_api.h"
 #include "testutil.h"
 
 #include <errno.h>

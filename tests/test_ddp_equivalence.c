@@ -6,7 +6,7 @@
  * batch out across the ranks, SyncBatchNorm normalises with the global statistics, and the
  * bucket all-reduce averages the gradients.  Checked for N = 2 and 3, with one bucket and
  * with several, by running the real `ddpprof` binary. */
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -12,12 +12,12 @@
  * CUDA must not be initialised before fork(), so all GPU work happens in forked children;
  * the parent only counts devices through one child and collects exit statuses.  Skips (77)
  * without CUDA or a GPU. */
-#include "backend.h"
-#include "comm.h"
-#include "cuda.h"
-#include "error.h"
-#include "store.h"
-#include "launcher.h"
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "cuda/cuda_api.h"
+#include "common/error.h"
+#include "comm/store.h"
+#include "launch/launcher.h"
 #include "testutil.h"
 
 #include <math.h>

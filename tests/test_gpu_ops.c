@@ -15,9 +15,9 @@
  * libm differences (expf, sqrt in double is exact on both).  Reductions differ in
  * summation order (CPU: 16 float lanes then double; GPU: double throughout), GEMMs and
  * convolutions in algorithm. */
-#include "backend.h"
-#include "cuda.h"
-#include "error.h"
+#include "backend/backend.h"
+#include "cuda/cuda_api.h"
+#include "common/error.h"
 #include "testutil.h"
 
 #include <math.h>

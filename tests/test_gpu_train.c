@@ -14,13 +14,13 @@
  * picks (possibly FFT or Winograd, ~1e-4 of a tensor's range), then two BatchNorms divide
  * by the batch's std; 1e-3 of each tensor's largest value covers that, while a wrong
  * index, sign or missing term is an O(1) error. */
-#include "backend.h"
-#include "checkpoint.h"
-#include "cuda.h"
-#include "error.h"
-#include "model.h"
-#include "safetensors.h"
-#include "sgd.h"
+#include "backend/backend.h"
+#include "io/checkpoint.h"
+#include "cuda/cuda_api.h"
+#include "common/error.h"
+#include "nn/model.h"
+#include "io/safetensors.h"
+#include "nn/sgd.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "error.h"
-#include "idx.h"
+#include "common/error.h"
+#include "data/idx.h"
 #include "testutil.h"
 
 #define FASHION_DIR "/usr/share/datasets/fashion-mnist"

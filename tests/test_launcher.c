@@ -9,9 +9,9 @@
  * command line carries a marker unique to this test run, and /proc is searched for it.
  * This process is a child subreaper, so orphans would land here and be counted, not lost.
  * dist_env_read is checked on a table of environments. */
-#include "dist_env.h"
-#include "error.h"
-#include "launcher.h"
+#include "launch/dist_env.h"
+#include "common/error.h"
+#include "launch/launcher.h"
 #include "testutil.h"
 
 #include <dirent.h>

@@ -9,11 +9,11 @@
  * steps with the dynamic tool (NVTX_INJECTION64_PATH=libddpprof_nvtx_inject.so), as an
  * end-to-end test of the real trainer would; their captures must pass the check and be
  * identical.  Skipped (77) when the build has no NVTX3 headers. */
-#include "error.h"
-#include "nvtx.h"
-#include "nvtx_capture.h"
-#include "phase.h"
-#include "probe.h"
+#include "common/error.h"
+#include "probes/nvtx.h"
+#include "probes/tools/nvtx_capture.h"
+#include "probes/phase.h"
+#include "probes/probe.h"
 #include "testutil.h"
 
 #include <ftw.h>

@@ -4,7 +4,7 @@
  * process; nvtx_capture_check then asserts the domain, registered names, categories,
  * colours, step payloads and the nesting step > [data] forward backward optimizer with one
  * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets. */
-#include "nvtx_capture.h"
+#include "probes/tools/nvtx_capture.h"
 #include "testutil.h"
 
 #include <dirent.h>

@@ -23,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "error.h"
-#include "kernel_math.h"
+#include "backend/backend.h"
+#include "common/error.h"
+#include "backend/kernel_math.h"
 #include "testutil.h"
 
 static uint64_t seed = 0x9e3779b97f4a7c15ULL;

@@ -5,8 +5,9 @@
  * asymmetric one-way delays give samples; the estimate must pick the tightest round trip,
  * compute remote - (send + recv) / 2 exactly, and land within rtt / 2 of the true offset.
  * Unusable samples are skipped; no usable sample is an error. */
-#include "clock.h"
-#include "error.h"
+#include "common/clock.h"
+#include "probes/clock_offset.h"
+#include "common/error.h"
 #include "testutil.h"
 
 #include <stdint.h>

@@ -5,12 +5,12 @@
  * including records that arrive before their correlation, in the same or a later batch,
  * records with no correlation at all, and names that must be copied.  The CUPTI start
  * itself must say "unavailable" in one line here (no GPU or driver, or no CUDA build). */
-#include "activity.h"
-#include "correlation.h"
-#include "error.h"
-#include "gpu.h"
+#include "probes/activity.h"
+#include "probes/correlation.h"
+#include "common/error.h"
+#include "probes/gpu.h"
 #include "testutil.h"
-#include "trace_writer.h"
+#include "probes/trace_writer.h"
 
 #include <csv.h>
 #include <ftw.h>

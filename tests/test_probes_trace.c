@@ -9,11 +9,11 @@
  * and loses none it had committed; a handler installed before the writer is chained and
  * the writer stays usable; --trace off creates nothing; a training-like sequence of probe
  * calls gives the expected, nested host rows. */
-#include "clock.h"
-#include "error.h"
-#include "probe.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "probes/probe.h"
 #include "testutil.h"
-#include "trace_writer.h"
+#include "probes/trace_writer.h"
 
 #include <csv.h>
 #include <errno.h>

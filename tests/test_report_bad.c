@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "report.h"
+#include "common/error.h"
+#include "report/report.h"
 #include "testutil.h"
 
 static char *root;

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "report.h"
+#include "common/error.h"
+#include "report/report.h"
 #include "testutil.h"
-#include "trace_writer.h"
+#include "probes/trace_writer.h"
 
 static void add(struct trace_writer *w, int rank, int step, enum probe_phase ph, int bucket,
                 enum trace_clock clock, long start_us, long end_us, uint64_t bytes,

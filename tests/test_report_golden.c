@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "report.h"
+#include "common/error.h"
+#include "report/report.h"
 #include "testutil.h"
 
 static void write_file(const char *dir, const char *name, const char *text)

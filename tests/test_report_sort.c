@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
-#include "sort.h"
+#include "report/analysis.h"
+#include "report/sort.h"
 #include "testutil.h"
 
 struct rec {

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "safetensors.h"
+#include "common/error.h"
+#include "io/safetensors.h"
 #include "testutil.h"
 
 static char tmpdir[4096];

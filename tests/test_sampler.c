@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "rng.h"
-#include "sampler.h"
+#include "common/error.h"
+#include "common/rng.h"
+#include "data/sampler.h"
 #include "testutil.h"
 
 /* Parse the numbers after " : " on line into a new array; *count gets their number. */

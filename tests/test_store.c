@@ -5,10 +5,10 @@
  * Then the failure paths, each bounded in time: a missing key times out naming the key, a
  * busy port says so, a client without a server gives up, a server that dies mid-call is
  * an error (not a hang or SIGPIPE), and the server's destroy waits for the other ranks. */
-#include "store.h"
+#include "comm/store.h"
 
-#include "error.h"
-#include "launcher.h"
+#include "common/error.h"
+#include "launch/launcher.h"
 #include "testutil.h"
 
 #include <errno.h>

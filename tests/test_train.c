@@ -3,11 +3,11 @@
  * 1. train_run on the first 2,000 training samples for 4 epochs (252 steps at batch 32)
  *    must lower the loss substantially (metrics.csv) and write meta.csv and a checkpoint;
  * 2. a checkpoint saved and loaded into a fresh model gives bit-identical eval output. */
-#include "backend.h"
-#include "checkpoint.h"
-#include "idx.h"
-#include "model.h"
-#include "sgd.h"
+#include "backend/backend.h"
+#include "io/checkpoint.h"
+#include "data/idx.h"
+#include "nn/model.h"
+#include "nn/sgd.h"
 #include "testutil.h"
 #include "train.h"
 

@@ -1,7 +1,7 @@
 /* cli.c — option parsing for the trainer (see cli.h). */
 #include "cli.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <math.h>

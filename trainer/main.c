@@ -3,12 +3,12 @@
  * Library code returns status codes with a one-line message (error.h); this is the only
  * place that prints it and exits. */
 #include "cli.h"
-#include "dist_env.h"
-#include "error.h"
-#include "cuda.h"
-#include "launcher.h"
-#include "report.h"
-#include "runlog.h"
+#include "launch/dist_env.h"
+#include "common/error.h"
+#include "cuda/cuda_api.h"
+#include "launch/launcher.h"
+#include "report/report.h"
+#include "probes/runlog.h"
 #include "train.h"
 
 #include <limits.h>

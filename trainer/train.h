@@ -6,8 +6,8 @@
 #ifndef DDPPROF_TRAIN_H
 #define DDPPROF_TRAIN_H
 
-#include "backend.h"
-#include "probe.h"
+#include "backend/backend.h"
+#include "probes/probe.h"
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* cupti_buffers.c — CUPTI's activity-buffer manager: 4 MiB buffers handed to CUPTI on
  * request, completed buffers read record by record into struct activity_record and fed
  * to the activity processing (probes/activity.c), dropped records counted. */
-#include "cupti_internal.h"
+#include "probes/cuda/cupti_internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * e.g. nsys, owns CUPTI) and a table of (domain, callback id, handler).  The probes need
  * only the resource domain: when a context is about to be destroyed, its activity
  * buffers are flushed so its records are not lost. */
-#include "cupti_internal.h"
+#include "probes/cuda/cupti_internal.h"
 
 #include <stddef.h>
 

@@ -4,9 +4,9 @@
  * activity timestamp CLOCK_MONOTONIC nanoseconds, the clock of the host rows, so cupti
  * rows need no conversion (TRACE.md: clock cupti is the same clock as host).  Must be
  * registered before any activity kind is enabled. */
-#include "cupti_internal.h"
+#include "probes/cuda/cupti_internal.h"
 
-#include "clock.h"
+#include "common/clock.h"
 
 static uint64_t CUPTIAPI cupti_clock_now(void)
 {

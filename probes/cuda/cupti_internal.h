@@ -6,7 +6,7 @@
 #ifndef DDPPROF_CUPTI_INTERNAL_H
 #define DDPPROF_CUPTI_INTERNAL_H
 
-#include "activity.h"
+#include "probes/activity.h"
 
 #include <cupti.h>
 #include <stddef.h>

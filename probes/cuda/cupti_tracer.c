@@ -5,10 +5,10 @@
  * then the timestamp callback (before any activity kind is enabled, so every record is
  * on clock_now_ns), then the buffer callbacks, then the kinds.  Without a
  * device or driver nothing of CUPTI is touched: cudaGetDeviceCount says so first. */
-#include "cupti_internal.h"
+#include "probes/cuda/cupti_internal.h"
 
-#include "error.h"
-#include "gpu.h"
+#include "common/error.h"
+#include "probes/gpu.h"
 
 #include <cuda_runtime_api.h>
 #include <stdatomic.h>

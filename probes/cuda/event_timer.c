@@ -1,9 +1,9 @@
 /* event_timer.c — CUDA event pairs around ranges on one stream, resolved without
  * stalling the step, on the host clock (see gpu.h). */
-#include "gpu.h"
+#include "probes/gpu.h"
 
-#include "clock.h"
-#include "error.h"
+#include "common/clock.h"
+#include "common/error.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* stubs.c — probes/gpu.h for builds without CUDA: CUPTI and CUDA events are unavailable,
  * said once by the caller (probe.c); everything else in the probes works. */
-#include "gpu.h"
+#include "probes/gpu.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stdio.h>
 

@@ -5,9 +5,9 @@
  * and each process that emits NVTX writes <dir>/nvtx.<pid>.csv at exit (see
  * probes/nvtx_capture.h; read them back with nvtx_capture_load).  Without
  * DDPPROF_NVTX_CAPTURE it refuses to attach.  Only InitializeInjectionNvtx2 is exported. */
-#include "nvtx_capture.h"
+#include "probes/tools/nvtx_capture.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <limits.h>
 #include <stdio.h>

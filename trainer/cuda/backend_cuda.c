@@ -16,13 +16,13 @@
  *
  * Half precision (the AMP fast path) plugs in through enum cuda_dtype: the convolution
  * plans and the GEMM helper already take an element type; the fp32 slots pass CUDA_DT_F32. */
-#include "backend.h"
-#include "backend_cuda.h"
-#include "cuda.h"
-#include "cuda_check.h"
-#include "cudnn_desc.h"
-#include "error.h"
-#include "kernels.h"
+#include "backend/backend.h"
+#include "cuda/backend_cuda.h"
+#include "cuda/cuda_api.h"
+#include "common/cuda_check.h"
+#include "cuda/cudnn_desc.h"
+#include "common/error.h"
+#include "cuda/kernels.h"
 
 #include <math.h>
 #include <stdarg.h>

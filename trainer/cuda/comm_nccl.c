@@ -11,14 +11,14 @@
  *
  * The host cannot time a collective, so wait() reports a zero comm_span; the probes time
  * NCCL work with CUDA events on the comm stream. */
-#include "comm.h"
+#include "comm/comm.h"
 
-#include "backend.h"
-#include "backend_cuda.h"
-#include "cuda.h"
-#include "cuda_check.h"
-#include "error.h"
-#include "store.h"
+#include "backend/backend.h"
+#include "cuda/backend_cuda.h"
+#include "cuda/cuda_api.h"
+#include "common/cuda_check.h"
+#include "common/error.h"
+#include "comm/store.h"
 
 #include <inttypes.h>
 #include <sched.h>

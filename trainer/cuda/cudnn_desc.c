@@ -1,10 +1,10 @@
 /* cudnn_desc.c — cuDNN descriptors and output shapes of convolution and pooling layers
  * (see cudnn_desc.h), and the host-only shape queries declared in cuda.h. */
-#include "cudnn_desc.h"
+#include "cuda/cudnn_desc.h"
 
-#include "cuda.h"
-#include "cuda_check.h"
-#include "error.h"
+#include "cuda/cuda_api.h"
+#include "common/cuda_check.h"
+#include "common/error.h"
 
 #include <string.h>
 

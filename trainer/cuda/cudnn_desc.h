@@ -9,7 +9,7 @@
 
 #include <cudnn.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

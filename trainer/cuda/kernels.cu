@@ -5,11 +5,11 @@
  * CPU backend's formula (backend_cpu.c) and takes its per-element math from
  * kernel_math.h; reductions accumulate in double in a fixed order, so they are
  * deterministic and at least as accurate as the CPU's. */
-#include "kernels.h"
+#include "cuda/kernels.h"
 
 #include <math.h>
 
-#include "kernel_math.h"
+#include "backend/kernel_math.h"
 
 #define THREADS 256
 #define WARPS (THREADS / 32)

@@ -1,7 +1,7 @@
 /* stubs.c — the CUDA entry points of a build without the CUDA toolkit (see cuda.h). */
-#include "cuda.h"
+#include "cuda/cuda_api.h"
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <string.h>

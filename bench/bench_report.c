@@ -1,0 +1,182 @@
+/* bench_report.c — ddpprof-bench-report: writes a synthetic run directory of any size and
+ * times the report on it, for scripts/bench-report (reader speed in rows/s, peak memory).
+ *
+ *   ddpprof-bench-report gen DIR RANKS ROWS_PER_RANK   write DIR/{meta,metrics,rankN.trace}.csv
+ *   ddpprof-bench-report load DIR                      read the traces only
+ *   ddpprof-bench-report run DIR OUT                   the whole report (no terminal output)
+ *
+ * load and run print one line: rows, wall and CPU seconds, rows per wall second and peak
+ * RSS (VmHWM of this process, so run one measurement per process). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "report/report.h"
+#include "report/run.h"
+
+static uint64_t bench_rng = 0x9e3779b97f4a7c15ull;
+
+static int64_t bench_jitter(int64_t mean)
+{
+    bench_rng ^= bench_rng << 13;
+    bench_rng ^= bench_rng >> 7;
+    bench_rng ^= bench_rng << 17;
+    return mean * 9 / 10 + (int64_t)(bench_rng % (uint64_t)(mean / 5 + 1));
+}
+
+static double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double bench_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static long bench_hwm_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* One step is 8 rows: data, forward, backward, 3 bucket all-reduces, optimizer, step. */
+static int bench_gen(const char *dir, int ranks, long rows_per_rank)
+{
+    static const int64_t bucket_bytes[3] = {1048576, 4194304, 2097152};
+    long steps = rows_per_rank / 8;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return perror(path), 1;
+    fprintf(f, "key,value\nmodel,synthetic\nmode,ddp\ndevice,cpu\nworld_size,%d\nbatch_size,32\n"
+               "global_batch_size,%d\nepochs,1\namp,off\ntrain_samples,%ld\nfinal_accuracy,0.5\n"
+               "steps,%ld\nwall_s,%.3f\n",
+            ranks, 32 * ranks, steps * 32 * ranks, steps, (double)steps * 0.01 + 1);
+    for (int r = 0; r < ranks; r++)
+        fprintf(f, "clock_offset_ns.rank%d,%d\n", r, r * 1000);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    if (!(f = fopen(path, "w")))
+        return perror(path), 1;
+    fputs("step,epoch,loss,lr,images\n", f);
+    for (long s = 1; s <= steps; s++)
+        fprintf(f, "%ld,1,2.3,0.0001,%d\n", s, 32 * ranks);
+    fclose(f);
+    for (int r = 0; r < ranks; r++) {
+        snprintf(path, sizeof path, "%s/rank%d.trace.csv", dir, r);
+        if (!(f = fopen(path, "w")))
+            return perror(path), 1;
+        static char buf[1 << 20];
+        setvbuf(f, buf, _IOFBF, sizeof buf);
+        fputs("rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n", f);
+        int64_t t = 1000000000000 - r * 1000;
+        for (long s = 1; s <= steps; s++) {
+            int64_t t0 = t, d = bench_jitter(500000), fw = bench_jitter(2000000);
+            int64_t bw = bench_jitter(4000000), opt = bench_jitter(300000);
+            fprintf(f, "%d,%ld,1,data,-1,host,%lld,%lld,0,data,range,2\n", r, s, (long long)t,
+                    (long long)(t + d));
+            t += d;
+            fprintf(f, "%d,%ld,1,forward,-1,host,%lld,%lld,0,forward,range,0\n", r, s,
+                    (long long)t, (long long)(t + fw));
+            t += fw;
+            int64_t ar = t + bw / 3;
+            for (int b = 0; b < 3; b++) {
+                int64_t dur = bench_jitter(1500000);
+                fprintf(f, "%d,%ld,1,allreduce,%d,host,%lld,%lld,%lld,allreduce.b%d,range,1\n",
+                        r, s, b, (long long)ar, (long long)(ar + dur), (long long)bucket_bytes[b],
+                        b);
+                ar += dur;
+            }
+            fprintf(f, "%d,%ld,1,backward,-1,host,%lld,%lld,0,backward,range,0\n", r, s,
+                    (long long)t, (long long)(t + bw));
+            t = (t + bw > ar ? t + bw : ar);
+            fprintf(f, "%d,%ld,1,optimizer,-1,host,%lld,%lld,0,optimizer,range,0\n", r, s,
+                    (long long)t, (long long)(t + opt));
+            t += opt;
+            fprintf(f, "%d,%ld,1,step,-1,host,%lld,%lld,0,step,range,0\n", r, s, (long long)t0,
+                    (long long)t);
+            t += 10000;
+        }
+        if (fclose(f) != 0)
+            return perror(path), 1;
+    }
+    return 0;
+}
+
+static long bench_count_rows(const char *dir)
+{
+    long rows = 0;
+    for (int r = 0;; r++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank%d.trace.csv", dir, r);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        static char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            for (size_t i = 0; i < n; i++)
+                rows += buf[i] == '\n';
+        rows--; /* the header */
+        fclose(f);
+    }
+    return rows;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && strcmp(argv[1], "gen") == 0)
+        return bench_gen(argv[2], atoi(argv[3]), atol(argv[4]));
+    int load = argc == 3 && strcmp(argv[1], "load") == 0;
+    if (!load && !(argc == 4 && strcmp(argv[1], "run") == 0)) {
+        fprintf(stderr, "usage: %s gen DIR RANKS ROWS_PER_RANK | load DIR | run DIR OUT\n",
+                argv[0]);
+        return 2;
+    }
+    long rows = bench_count_rows(argv[2]);
+    double t0 = bench_now(), c0 = bench_cpu_s();
+    int rc;
+    if (load) {
+        struct runset rs;
+        runset_init(&rs);
+        rc = runset_add_dir(&rs, argv[2]);
+        runset_free(&rs);
+    } else {
+        const char *dirs[] = {argv[2]};
+        rc = report_run(dirs, 1, argv[3], NULL);
+    }
+    double s = bench_now() - t0, cpu = bench_cpu_s() - c0;
+    if (rc < 0) {
+        fprintf(stderr, "ddpprof-bench-report: %s\n", error_get());
+        return 1;
+    }
+    printf("%-6s %9ld rows  %6.3f s (cpu %6.3f s)  %5.2f M rows/s  peak RSS %7.1f MiB  "
+           "(%.0f B/row)\n",
+           load ? "load" : "report", rows, s, cpu, (double)rows / s / 1e6,
+           (double)bench_hwm_kib() / 1024.0, (double)bench_hwm_kib() * 1024.0 / (double)rows);
+    return 0;
+}

@@ -1,0 +1,1346 @@
+/* backend_cpu.c — the CPU backend: the reference implementation of struct backend and the
+ * oracle the CUDA backend is tested against.
+ *
+ * Convolution is im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of
+ * a chunk sit side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when
+ * one image's P*Q is small, and the chunk is sized to stay in a core's L2 cache.  Linear
+ * layers are sgemm calls.  Batch norm, ReLU, max pooling, the loss and SGD are plain loops
+ * written so the compiler vectorises them (reductions keep 16 float partial sums and
+ * combine them in double).  Per-element SGD and batch-norm-backward math comes from
+ * kernel_math.h, shared with the CUDA kernels.
+ *
+ * Threads: the backend runs `threads` threads of its own (the caller plus workers) and
+ * keeps OpenBLAS single-threaded inside each: convolutions split the batch, the other ops
+ * split channels, planes or elements.  A reduction never crosses a split except conv2d's
+ * dw, whose per-thread parts are added in thread order, so results are bit-for-bit
+ * repeatable for a given thread count.  openblas_set_num_threads(1) is process-wide.
+ *
+ * The backend owns a grow-on-demand workspace for the im2col buffers and its threads, so
+ * slots on one backend must not run concurrently (the trainer calls them from one thread),
+ * and a process that forks must create its backends after the fork. */
+#include "backend/backend.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "backend/kernel_math.h"
+
+/* Most floats one thread's convolution chunk may use for its columns and its (K, nb*P*Q)
+ * GEMM operand: 1.5 MiB, so both stay in a core's L2 cache between im2col and the GEMM. */
+#define CPU_CONV_CHUNK_FLOATS ((size_t)384 << 10)
+
+/* independent partial sums per reduction: enough to fill the vector registers and hide
+ * the latency of the adds */
+#define CPU_LANES 16
+
+/* GCC turns short copy and zeroing loops into memset/memcpy calls, which cost more than
+ * the few vector stores they replace in im2col; this keeps them inline.  (Building the hot
+ * loops for AVX2/AVX-512 as well was measured and gained nothing: they are bound by L2
+ * traffic, not by vector width.) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CPU_INLINE_STORES __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CPU_INLINE_STORES
+#endif
+
+/* The backend's worker threads.  cpu_pool_run(pool, m, fn, arg) runs fn(arg, t) for
+ * t = 0..m-1, t = 0 on the calling thread, and returns when all are done.  Between jobs a
+ * worker spins for up to CPU_SPIN_NS before sleeping on the condition variable, and the
+ * caller spins as long for the workers to finish: a training step issues dozens of jobs a
+ * few microseconds apart, and a futex wake-up costs more than most of them. */
+#define CPU_SPIN_NS 50000L
+
+struct cpu_pool {
+    int threads; /* including the caller */
+    int started; /* workers actually created */
+    pthread_t *tid;
+    pthread_mutex_t mu; /* guards sleeping: generation and quit change under it */
+    pthread_cond_t wake, done;
+    atomic_ulong generation; /* bumped for each job */
+    atomic_int running;      /* workers still inside the current job */
+    atomic_int quit;
+    int active; /* threads taking part in the current job */
+    void (*fn)(void *arg, int t);
+    void *arg;
+};
+
+struct cpu_worker_arg {
+    struct cpu_pool *pool;
+    int t;
+};
+
+struct cpu_backend {
+    struct backend ops; /* first, so a struct backend * is a struct cpu_backend * */
+    float *ws;          /* workspace, ws_floats long, contents undefined between slots */
+    size_t ws_floats;
+    struct cpu_pool pool;
+    struct cpu_worker_arg *worker_args;
+};
+
+/* ------------------------------------------------------------------ worker threads */
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* spin until *v != old (returns 1) or CPU_SPIN_NS pass (returns 0) */
+static int cpu_spin_ulong(atomic_ulong *v, unsigned long old)
+{
+    const long start = cpu_now_ns();
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) != old)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+            return 0;
+    }
+}
+
+static int cpu_spin_zero(atomic_int *v)
+{
+    const long start = cpu_now_ns();
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(v, memory_order_acquire) == 0)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+            return 0;
+    }
+}
+
+static void *cpu_pool_worker(void *p)
+{
+    const struct cpu_worker_arg *wa = p;
+    struct cpu_pool *pool = wa->pool;
+    unsigned long seen = 0;
+    for (;;) {
+        if (!cpu_spin_ulong(&pool->generation, seen)) {
+            pthread_mutex_lock(&pool->mu);
+            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->quit))
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->quit))
+            return NULL;
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        if (wa->t < pool->active)
+            pool->fn(pool->arg, wa->t);
+        if (atomic_fetch_sub(&pool->running, 1) == 1) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
+    }
+}
+
+static void cpu_pool_run(struct cpu_pool *pool, int m, void (*fn)(void *arg, int t), void *arg)
+{
+    if (m <= 1 || pool->started == 0) {
+        for (int t = 0; t < m; t++)
+            fn(arg, t);
+        return;
+    }
+    pool->fn = fn;
+    pool->arg = arg;
+    pool->active = m;
+    atomic_store(&pool->running, pool->started);
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    fn(arg, 0);
+    if (!cpu_spin_zero(&pool->running)) {
+        pthread_mutex_lock(&pool->mu);
+        while (atomic_load(&pool->running) > 0)
+            pthread_cond_wait(&pool->done, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+static void cpu_pool_stop(struct cpu_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    atomic_store(&pool->quit, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < pool->started; i++)
+        pthread_join(pool->tid[i], NULL);
+    free(pool->tid);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done);
+    pthread_mutex_destroy(&pool->mu);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static void *cpu_alloc(struct backend *be, size_t bytes)
+{
+    (void)be;
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p)
+        error_set("cpu backend: cannot allocate %zu bytes: free memory or use a smaller batch",
+                  bytes);
+    return p;
+}
+
+static void cpu_free(struct backend *be, void *ptr)
+{
+    (void)be;
+    free(ptr);
+}
+
+static void cpu_copy(struct backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes)
+        memmove(dst, src, bytes);
+}
+
+static void cpu_zero(struct backend *be, void *dst, size_t bytes)
+{
+    (void)be;
+    if (bytes)
+        memset(dst, 0, bytes);
+}
+
+static void cpu_synchronize(struct backend *be) { (void)be; }
+
+/* the workspace, at least `floats` long; NULL if it cannot grow (the old one is kept) */
+static float *cpu_workspace(struct cpu_backend *cb, size_t floats)
+{
+    if (floats <= cb->ws_floats)
+        return cb->ws;
+    size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    float *ws = aligned_alloc(64, bytes);
+    if (!ws)
+        return NULL;
+    free(cb->ws);
+    cb->ws = ws;
+    cb->ws_floats = bytes / sizeof(float);
+    return ws;
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+static double cpu_sum(const float *x, size_t m)
+{
+    float acc[CPU_LANES] = {0};
+    size_t i = 0;
+    for (; i + CPU_LANES <= m; i += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++)
+            acc[l] += x[i + l];
+    double s = 0.0;
+    for (; i < m; i++)
+        s += x[i];
+    for (int l = 0; l < CPU_LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* sum((x - mean)^2) */
+static double cpu_sum_sq_dev(const float *x, size_t m, float mean)
+{
+    float acc[CPU_LANES] = {0};
+    size_t i = 0;
+    for (; i + CPU_LANES <= m; i += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++) {
+            float d = x[i + l] - mean;
+            acc[l] += d * d;
+        }
+    double s = 0.0;
+    for (; i < m; i++) {
+        double d = (double)x[i] - mean;
+        s += d * d;
+    }
+    for (int l = 0; l < CPU_LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* sum(dy) and sum(dy * (x - mean)) */
+static void cpu_sum_dy_xmu(const float *dy, const float *x, size_t m, float mean, double *s_dy,
+                           double *s_dy_xmu)
+{
+    float a[CPU_LANES] = {0}, b[CPU_LANES] = {0};
+    size_t i = 0;
+    for (; i + CPU_LANES <= m; i += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++) {
+            a[l] += dy[i + l];
+            b[l] += dy[i + l] * (x[i + l] - mean);
+        }
+    double sa = 0.0, sb = 0.0;
+    for (; i < m; i++) {
+        sa += dy[i];
+        sb += (double)dy[i] * ((double)x[i] - mean);
+    }
+    for (int l = 0; l < CPU_LANES; l++) {
+        sa += a[l];
+        sb += b[l];
+    }
+    *s_dy += sa;
+    *s_dy_xmu += sb;
+}
+
+/* ------------------------------------------------------------------ convolution */
+
+/* Output positions o in [0, out) whose input index o*stride - pad + off lies in [0, in):
+ * [*lo, *hi). */
+static void conv_valid_range(int off, int pad, int stride, int in, int out, int *lo, int *hi)
+{
+    int l = pad - off <= 0 ? 0 : (pad - off + stride - 1) / stride;
+    int t = in - 1 + pad - off;
+    int h = t < 0 ? 0 : t / stride + 1;
+    if (h > out)
+        h = out;
+    if (l > h)
+        l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* Stride 1 with Q == W (a "same" convolution, the common case): output position
+ * j = p*Q + q of kernel tap (r, s) reads input position j + d, d = (r - pad)*W + (s - pad),
+ * so a column plane is the input plane shifted by d.  Of the run [a, b) from the first to
+ * the last real tap (both inside the image), the positions whose column q wraps around a
+ * row edge are padding; mask (S, P*Q), built once per call, is 1 where column j % Q is a
+ * real tap for kernel column s.  Returns 0 when the shortcut does not apply. */
+static int conv_is_shifted(const struct conv2d_shape *cs)
+{
+    return cs->stride == 1 && cs->q == cs->w;
+}
+
+static void conv_build_mask(const struct conv2d_shape *cs, int32_t *mask)
+{
+    const size_t pq = (size_t)cs->p * cs->q;
+    for (int s = 0; s < cs->s; s++) {
+        int q_lo, q_hi;
+        conv_valid_range(s, cs->pad, 1, cs->w, cs->q, &q_lo, &q_hi);
+        for (size_t j = 0; j < pq; j++) {
+            const int q = (int)(j % (size_t)cs->q);
+            mask[s * pq + j] = q >= q_lo && q < q_hi;
+        }
+    }
+}
+
+/* out[j] = j in [a, b) && mask[j] ? in[j] : 0 for j in [0, m); in is read only in [a, b) */
+CPU_INLINE_STORES static void conv_masked_copy(float *out, const float *in, const int32_t *mask,
+                                               size_t a, size_t b, size_t m)
+{
+    for (size_t j = 0; j < a; j++)
+        out[j] = 0.0f;
+    for (size_t j = a; j < b; j++) {
+        const float v = in[j];
+        out[j] = mask[j] ? v : 0.0f;
+    }
+    for (size_t j = b; j < m; j++)
+        out[j] = 0.0f;
+}
+
+/* acc[j] += mask[j] ? src[j] : 0 for j in [a, b) */
+static void conv_masked_add(float *acc, const float *src, const int32_t *mask, size_t a, size_t b)
+{
+    for (size_t j = a; j < b; j++) {
+        const float v = src[j];
+        acc[j] += mask[j] ? v : 0.0f;
+    }
+}
+
+/* col (C*R*S, nb*P*Q) from x (nb,C,H,W): row (c,r,s), column img*P*Q + p*Q + q holds
+ * x[img][c][p*stride - pad + r][q*stride - pad + s], zero outside the image.  mask is
+ * conv_build_mask's when conv_is_shifted, else NULL. */
+CPU_INLINE_STORES static void conv_im2col(const struct conv2d_shape *cs, int nb, const float *x,
+                                          const int32_t *mask, float *col)
+{
+    const int H = cs->h, W = cs->w, P = cs->p, Q = cs->q, st = cs->stride, pad = cs->pad;
+    const size_t pq = (size_t)P * Q, ld = (size_t)nb * pq, hw = (size_t)H * W;
+    for (int c = 0; c < cs->c; c++)
+        for (int r = 0; r < cs->r; r++) {
+            int p_lo, p_hi;
+            conv_valid_range(r, pad, st, H, P, &p_lo, &p_hi);
+            for (int s = 0; s < cs->s; s++) {
+                int q_lo, q_hi;
+                conv_valid_range(s, pad, st, W, Q, &q_lo, &q_hi);
+                float *row = col + ((size_t)(c * cs->r + r) * cs->s + s) * ld;
+                if (p_lo >= p_hi || q_lo >= q_hi) { /* this tap never touches the image */
+                    for (size_t j = 0; j < ld; j++)
+                        row[j] = 0.0f;
+                    continue;
+                }
+                if (mask) {
+                    const size_t a = (size_t)p_lo * Q + q_lo, b = (size_t)(p_hi - 1) * Q + q_hi;
+                    const ptrdiff_t d = (ptrdiff_t)(r - pad) * W + (s - pad);
+                    for (int img = 0; img < nb; img++)
+                        conv_masked_copy(row + img * pq,
+                                         x + ((size_t)img * cs->c + c) * hw + d,
+                                         mask + s * pq, a, b, pq);
+                    continue;
+                }
+                const int nq = q_hi - q_lo;
+                for (int img = 0; img < nb; img++) {
+                    const float *plane = x + ((size_t)img * cs->c + c) * hw;
+                    float *out = row + img * pq;
+                    for (size_t j = 0; j < (size_t)p_lo * Q; j++)
+                        out[j] = 0.0f;
+                    for (int p = p_lo; p < p_hi; p++) {
+                        float *o = out + (size_t)p * Q;
+                        const float *in =
+                            plane + (size_t)(p * st - pad + r) * W + (q_lo * st - pad + s);
+                        for (int q = 0; q < q_lo; q++)
+                            o[q] = 0.0f;
+                        for (int j = 0; j < nq; j++)
+                            o[q_lo + j] = in[j * st];
+                        for (int q = q_hi; q < Q; q++)
+                            o[q] = 0.0f;
+                    }
+                    for (size_t j = (size_t)p_hi * Q; j < pq; j++)
+                        out[j] = 0.0f;
+                }
+            }
+        }
+}
+
+/* dx (nb,C,H,W) = col2im(col): the adjoint of conv_im2col (overwrites dx) */
+static void conv_col2im(const struct conv2d_shape *cs, int nb, const float *col,
+                        const int32_t *mask, float *dx)
+{
+    const int H = cs->h, W = cs->w, P = cs->p, Q = cs->q, st = cs->stride, pad = cs->pad;
+    const size_t pq = (size_t)P * Q, ld = (size_t)nb * pq, hw = (size_t)H * W;
+    memset(dx, 0, (size_t)nb * cs->c * hw * sizeof(float));
+    for (int c = 0; c < cs->c; c++)
+        for (int r = 0; r < cs->r; r++) {
+            int p_lo, p_hi;
+            conv_valid_range(r, pad, st, H, P, &p_lo, &p_hi);
+            for (int s = 0; s < cs->s; s++) {
+                int q_lo, q_hi;
+                conv_valid_range(s, pad, st, W, Q, &q_lo, &q_hi);
+                if (p_lo >= p_hi || q_lo >= q_hi)
+                    continue;
+                const float *row = col + ((size_t)(c * cs->r + r) * cs->s + s) * ld;
+                if (mask) {
+                    const size_t a = (size_t)p_lo * Q + q_lo, b = (size_t)(p_hi - 1) * Q + q_hi;
+                    const ptrdiff_t d = (ptrdiff_t)(r - pad) * W + (s - pad);
+                    for (int img = 0; img < nb; img++)
+                        conv_masked_add(dx + ((size_t)img * cs->c + c) * hw + d, row + img * pq,
+                                        mask + s * pq, a, b);
+                    continue;
+                }
+                const int nq = q_hi - q_lo;
+                for (int img = 0; img < nb; img++) {
+                    float *plane = dx + ((size_t)img * cs->c + c) * hw;
+                    const float *src = row + img * pq;
+                    for (int p = p_lo; p < p_hi; p++) {
+                        const float *o = src + (size_t)p * Q + q_lo;
+                        float *in = plane + (size_t)(p * st - pad + r) * W + (q_lo * st - pad + s);
+                        for (int j = 0; j < nq; j++)
+                            in[j * st] += o[j];
+                    }
+                }
+            }
+        }
+}
+
+/* One convolution call's work: the n images in chunks of nb, the chunks split into
+ * contiguous runs, one run per thread.  Thread t's workspace is ws + t*ws_stride: col
+ * (C*R*S, nb*P*Q), then mat (K, nb*P*Q), then (backward, t > 0) its partial dw (K, C*R*S);
+ * thread 0 accumulates into dw itself and the partials are added in thread order, so the
+ * result is deterministic for a given thread count.  mask (shared, after the threads'
+ * parts) is conv_build_mask's or NULL. */
+struct conv_job {
+    const struct conv2d_shape *cs;
+    const float *x, *w, *b, *dy;
+    float *y, *dx, *dw;
+    int nb, chunks, per_thread, threads;
+    size_t ws_stride;
+    float *ws;
+    const int32_t *mask;
+};
+
+/* Plan chunks and threads, reserve the workspace and build the mask; 0, or -1 when not
+ * even one image's buffers fit in memory. */
+static int conv_plan(struct cpu_backend *cb, const struct conv2d_shape *cs, int backward,
+                     struct conv_job *job)
+{
+    const size_t crs = (size_t)cs->c * cs->r * cs->s, pq = (size_t)cs->p * cs->q;
+    const size_t per_image = (crs + (size_t)cs->k) * pq;
+    const size_t mask_floats = conv_is_shifted(cs) ? (size_t)cs->s * pq : 0;
+    size_t cap = CPU_CONV_CHUNK_FLOATS / per_image;
+    if (cap < 1)
+        cap = 1;
+    int chunks = (int)(((size_t)cs->n + cap - 1) / cap);
+    int threads = cb->pool.threads < chunks ? cb->pool.threads : chunks;
+    if (cs->n >= cb->pool.threads) { /* equal chunks, as many per thread */
+        threads = cb->pool.threads;
+        chunks = (chunks + threads - 1) / threads * threads;
+    }
+    for (;;) {
+        const int nb = (cs->n + chunks - 1) / chunks;
+        chunks = (cs->n + nb - 1) / nb;
+        const int per_thread = (chunks + threads - 1) / threads;
+        threads = (chunks + per_thread - 1) / per_thread;
+        size_t stride = (crs + (size_t)cs->k) * nb * pq;
+        if (backward)
+            stride += (size_t)cs->k * crs;
+        stride = (stride + 15) & ~(size_t)15; /* keep every thread's part 64-byte aligned */
+        if (cpu_workspace(cb, stride * threads + mask_floats)) {
+            int32_t *mask = NULL;
+            if (mask_floats) {
+                mask = (int32_t *)(cb->ws + stride * threads);
+                conv_build_mask(cs, mask);
+            }
+            *job = (struct conv_job){.cs = cs, .nb = nb, .chunks = chunks,
+                                     .per_thread = per_thread, .threads = threads,
+                                     .ws_stride = stride, .ws = cb->ws, .mask = mask};
+            return 0;
+        }
+        if (nb == 1 && threads == 1)
+            return -1;
+        chunks = cs->n; /* out of memory: one image at a time on one thread */
+        threads = 1;
+    }
+}
+
+static void conv_forward_task(void *arg, int t)
+{
+    const struct conv_job *job = arg;
+    const struct conv2d_shape *cs = job->cs;
+    const int K = cs->k, crs = cs->c * cs->r * cs->s;
+    const size_t pq = (size_t)cs->p * cs->q, chw = (size_t)cs->c * cs->h * cs->w;
+    float *col = job->ws + t * job->ws_stride;
+    float *mat = col + (size_t)crs * job->nb * pq;
+    const int c_end = (t + 1) * job->per_thread < job->chunks ? (t + 1) * job->per_thread
+                                                              : job->chunks;
+    for (int ch = t * job->per_thread; ch < c_end; ch++) {
+        const int i0 = ch * job->nb;
+        const int m = cs->n - i0 < job->nb ? cs->n - i0 : job->nb;
+        const size_t ld = (size_t)m * pq;
+        float *yi = job->y + (size_t)i0 * K * pq;
+        conv_im2col(cs, m, job->x + (size_t)i0 * chw, job->mask, col);
+        /* one image: its (K, P*Q) output is already NCHW, so the GEMM writes y directly */
+        float *out = m == 1 ? yi : mat;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, (int)ld, crs, 1.0f, job->w,
+                    crs, col, (int)ld, 0.0f, out, (int)ld);
+        for (int img = 0; img < m; img++)
+            for (int k = 0; k < K; k++) {
+                const float *src = out + (size_t)k * ld + img * pq;
+                float *dst = yi + ((size_t)img * K + k) * pq;
+                const float bias = job->b ? job->b[k] : 0.0f;
+                for (size_t j = 0; j < pq; j++)
+                    dst[j] = src[j] + bias;
+            }
+    }
+}
+
+static void conv_backward_task(void *arg, int t)
+{
+    const struct conv_job *job = arg;
+    const struct conv2d_shape *cs = job->cs;
+    const int K = cs->k, crs = cs->c * cs->r * cs->s;
+    const size_t pq = (size_t)cs->p * cs->q, chw = (size_t)cs->c * cs->h * cs->w;
+    float *col = job->ws + t * job->ws_stride;
+    float *mat = col + (size_t)crs * job->nb * pq;
+    float *dw = t == 0 ? job->dw : mat + (size_t)K * job->nb * pq;
+    const int c_begin = t * job->per_thread;
+    const int c_end = c_begin + job->per_thread < job->chunks ? c_begin + job->per_thread
+                                                              : job->chunks;
+    for (int ch = c_begin; ch < c_end; ch++) {
+        const int i0 = ch * job->nb;
+        const int m = cs->n - i0 < job->nb ? cs->n - i0 : job->nb;
+        const size_t ld = (size_t)m * pq;
+        const float *dyi = job->dy + (size_t)i0 * K * pq;
+        /* dy of the chunk as (K, m*P*Q); for one image that is dy itself */
+        const float *dym = dyi;
+        if (m > 1) {
+            for (int img = 0; img < m; img++)
+                for (int k = 0; k < K; k++)
+                    memcpy(mat + (size_t)k * ld + img * pq, dyi + ((size_t)img * K + k) * pq,
+                           pq * sizeof(float));
+            dym = mat;
+        }
+        if (job->dw) {
+            conv_im2col(cs, m, job->x + (size_t)i0 * chw, job->mask, col);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, crs, (int)ld, 1.0f, dym,
+                        (int)ld, col, (int)ld, ch > c_begin ? 1.0f : 0.0f, dw, crs);
+        }
+        if (job->dx) {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, (int)ld, K, 1.0f, job->w,
+                        crs, dym, (int)ld, 0.0f, col, (int)ld);
+            conv_col2im(cs, m, col, job->mask, job->dx + (size_t)i0 * chw);
+        }
+    }
+}
+
+/* Direct loops, used only when the workspace cannot be allocated: slow but needs no
+ * memory, so a void slot still computes the right answer. */
+static void conv_forward_direct(const struct conv2d_shape *cs, const float *x, const float *w,
+                                const float *b, float *y)
+{
+    const int C = cs->c, H = cs->h, W = cs->w, R = cs->r, S = cs->s, P = cs->p, Q = cs->q;
+    for (int i = 0; i < cs->n; i++)
+        for (int k = 0; k < cs->k; k++)
+            for (int p = 0; p < P; p++)
+                for (int q = 0; q < Q; q++) {
+                    double acc = b ? b[k] : 0.0;
+                    for (int c = 0; c < C; c++)
+                        for (int r = 0; r < R; r++) {
+                            int ih = p * cs->stride - cs->pad + r;
+                            if (ih < 0 || ih >= H)
+                                continue;
+                            for (int s = 0; s < S; s++) {
+                                int iw = q * cs->stride - cs->pad + s;
+                                if (iw >= 0 && iw < W)
+                                    acc += (double)x[(((size_t)i * C + c) * H + ih) * W + iw] *
+                                           w[(((size_t)k * C + c) * R + r) * S + s];
+                            }
+                        }
+                    y[(((size_t)i * cs->k + k) * P + p) * Q + q] = (float)acc;
+                }
+}
+
+static void conv_backward_direct(const struct conv2d_shape *cs, const float *x, const float *w,
+                                 const float *dy, float *dx, float *dw)
+{
+    const int C = cs->c, H = cs->h, W = cs->w, R = cs->r, S = cs->s, P = cs->p, Q = cs->q;
+    if (dx)
+        memset(dx, 0, (size_t)cs->n * C * H * W * sizeof(float));
+    if (dw)
+        memset(dw, 0, (size_t)cs->k * C * R * S * sizeof(float));
+    for (int i = 0; i < cs->n; i++)
+        for (int k = 0; k < cs->k; k++)
+            for (int p = 0; p < P; p++)
+                for (int q = 0; q < Q; q++) {
+                    float g = dy[(((size_t)i * cs->k + k) * P + p) * Q + q];
+                    for (int c = 0; c < C; c++)
+                        for (int r = 0; r < R; r++) {
+                            int ih = p * cs->stride - cs->pad + r;
+                            if (ih < 0 || ih >= H)
+                                continue;
+                            for (int s = 0; s < S; s++) {
+                                int iw = q * cs->stride - cs->pad + s;
+                                if (iw < 0 || iw >= W)
+                                    continue;
+                                size_t xi = (((size_t)i * C + c) * H + ih) * W + iw;
+                                size_t wi = (((size_t)k * C + c) * R + r) * S + s;
+                                if (dx)
+                                    dx[xi] += g * w[wi];
+                                if (dw)
+                                    dw[wi] += g * x[xi];
+                            }
+                        }
+                }
+}
+
+static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, const float *x,
+                               const float *w, const float *b, float *y)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    struct conv_job job;
+    if (conv_plan(cb, cs, 0, &job) < 0) {
+        conv_forward_direct(cs, x, w, b, y);
+        return;
+    }
+    job.x = x;
+    job.w = w;
+    job.b = b;
+    job.y = y;
+    cpu_pool_run(&cb->pool, job.threads, conv_forward_task, &job);
+}
+
+static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs,
+                                const float *x, const float *w, const float *dy, float *dx,
+                                float *dw, float *db)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    const int K = cs->k;
+    const size_t pq = (size_t)cs->p * cs->q, krs = (size_t)K * cs->c * cs->r * cs->s;
+    if (db)
+        for (int k = 0; k < K; k++) {
+            double s = 0.0;
+            for (int i = 0; i < cs->n; i++)
+                s += cpu_sum(dy + ((size_t)i * K + k) * pq, pq);
+            db[k] = (float)s;
+        }
+    if (!dx && !dw)
+        return;
+    struct conv_job job;
+    if (conv_plan(cb, cs, 1, &job) < 0) {
+        conv_backward_direct(cs, x, w, dy, dx, dw);
+        return;
+    }
+    job.x = x;
+    job.w = w;
+    job.dy = dy;
+    job.dx = dx;
+    job.dw = dw;
+    cpu_pool_run(&cb->pool, job.threads, conv_backward_task, &job);
+    if (dw) /* add the other threads' partial dw, in thread order */
+        for (int t = 1; t < job.threads; t++) {
+            const float *part = job.ws + t * job.ws_stride +
+                                ((size_t)cs->c * cs->r * cs->s + K) * job.nb * pq;
+            for (size_t j = 0; j < krs; j++)
+                dw[j] += part[j];
+        }
+}
+
+/* ------------------------------------------------------------------ parallel loops */
+
+/* Elementwise and per-channel ops split [0, items) into one contiguous range per thread
+ * when they touch at least this many floats; below it, waking the workers costs more
+ * than it saves.  Every reduction stays inside one range, so results do not depend on
+ * the number of threads. */
+#define CPU_PARALLEL_FLOATS ((size_t)32 << 10)
+
+typedef void (*cpu_range_fn)(const void *ctx, size_t lo, size_t hi);
+
+struct cpu_range_job {
+    cpu_range_fn body;
+    const void *ctx;
+    size_t items;
+    int parts;
+};
+
+static void cpu_range_task(void *arg, int t)
+{
+    const struct cpu_range_job *job = arg;
+    const size_t lo = job->items * t / job->parts, hi = job->items * (t + 1) / job->parts;
+    if (lo < hi)
+        job->body(job->ctx, lo, hi);
+}
+
+static void cpu_parallel_for(struct backend *be, size_t items, size_t floats, cpu_range_fn body,
+                             const void *ctx)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    int parts = floats >= CPU_PARALLEL_FLOATS ? cb->pool.threads : 1;
+    if ((size_t)parts > items)
+        parts = (int)items;
+    if (parts <= 1) {
+        if (items)
+            body(ctx, 0, items);
+        return;
+    }
+    struct cpu_range_job job = {.body = body, .ctx = ctx, .items = items, .parts = parts};
+    cpu_pool_run(&cb->pool, parts, cpu_range_task, &job);
+}
+
+/* ------------------------------------------------------------------ batch norm */
+
+/* the arguments of every batch-norm slot, named as in backend.h; x etc. are (n,c,hw) */
+struct bn_args {
+    int n, c, hw;
+    const float *x, *dy, *mean, *invstd, *weight, *bias, *sum_dy, *sum_dy_xmu, *running_var;
+    float eps, count;
+    float *y, *dx, *out_mean, *out_invstd, *out_sum_dy, *out_sum_dy_xmu, *dweight, *dbias;
+};
+
+/* channels [lo, hi) */
+static void bn_stats_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct bn_args *a = ctx;
+    const double count = (double)a->n * a->hw;
+    for (size_t ch = lo; ch < hi; ch++) {
+        double s = 0.0;
+        for (int i = 0; i < a->n; i++)
+            s += cpu_sum(a->x + ((size_t)i * a->c + ch) * a->hw, (size_t)a->hw);
+        const float mu = (float)(s / count);
+        double ss = 0.0;
+        for (int i = 0; i < a->n; i++)
+            ss += cpu_sum_sq_dev(a->x + ((size_t)i * a->c + ch) * a->hw, (size_t)a->hw, mu);
+        a->out_mean[ch] = mu;
+        a->out_invstd[ch] = (float)(1.0 / sqrt(ss / count + a->eps));
+    }
+}
+
+static void cpu_batchnorm_stats(struct backend *be, int n, int c, int hw, const float *x,
+                                float eps, float *mean, float *invstd)
+{
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .eps = eps, .out_mean = mean,
+                              .out_invstd = invstd};
+    cpu_parallel_for(be, (size_t)c, (size_t)n * c * hw, bn_stats_range, &a);
+}
+
+/* torch.batch_norm_gather_stats_with_counts: Chan's parallel merge of (mean, biased var,
+ * count) over ranks; ranks with count <= 0 contribute nothing, and with no samples at all
+ * the running statistics are left alone. */
+static void cpu_batchnorm_gather_stats(struct backend *be, int world, int c, const float *means,
+                                       const float *invstds, const float *counts,
+                                       float momentum, float eps, float *running_mean,
+                                       float *running_var, float *mean, float *invstd)
+{
+    (void)be;
+    for (int ch = 0; ch < c; ch++)
+        km_bn_gather_channel(world, c, ch, means, invstds, counts, momentum, eps, running_mean,
+                             running_var, mean, invstd);
+}
+
+/* planes [lo, hi) of y = (x - mean) * invstd * weight + bias; eval mode passes the running
+ * mean as mean and invstd = NULL, running_var and eps instead */
+static void bn_affine_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct bn_args *a = ctx;
+    for (size_t pl = lo; pl < hi; pl++) {
+        const size_t ch = pl % (size_t)a->c, off = pl * a->hw;
+        const float is = a->invstd ? a->invstd[ch]
+                                   : (float)(1.0 / sqrt((double)a->running_var[ch] + a->eps));
+        const float mu = a->mean[ch], sc = is * (a->weight ? a->weight[ch] : 1.0f);
+        const float sh = a->bias ? a->bias[ch] : 0.0f;
+        const float *xi = a->x + off;
+        float *yi = a->y + off;
+        for (int j = 0; j < a->hw; j++)
+            yi[j] = (xi[j] - mu) * sc + sh;
+    }
+}
+
+static void cpu_batchnorm_elemt(struct backend *be, int n, int c, int hw, const float *x,
+                                const float *mean, const float *invstd, const float *weight,
+                                const float *bias, float *y)
+{
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .mean = mean, .invstd = invstd,
+                              .weight = weight, .bias = bias, .y = y};
+    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
+}
+
+static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, const float *x,
+                                       const float *running_mean, const float *running_var,
+                                       float eps, const float *weight, const float *bias,
+                                       float *y)
+{
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .mean = running_mean,
+                              .running_var = running_var, .eps = eps, .weight = weight,
+                              .bias = bias, .y = y};
+    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
+}
+
+/* channels [lo, hi) */
+static void bn_backward_reduce_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct bn_args *a = ctx;
+    for (size_t ch = lo; ch < hi; ch++) {
+        double s_dy = 0.0, s_dy_xmu = 0.0;
+        for (int i = 0; i < a->n; i++) {
+            const size_t off = ((size_t)i * a->c + ch) * a->hw;
+            cpu_sum_dy_xmu(a->dy + off, a->x + off, (size_t)a->hw, a->mean[ch], &s_dy,
+                           &s_dy_xmu);
+        }
+        a->out_sum_dy[ch] = (float)s_dy;
+        a->out_sum_dy_xmu[ch] = (float)s_dy_xmu;
+        if (a->dweight)
+            a->dweight[ch] = (float)(s_dy_xmu * a->invstd[ch]);
+        if (a->dbias)
+            a->dbias[ch] = (float)s_dy;
+    }
+}
+
+static void cpu_batchnorm_backward_reduce(struct backend *be, int n, int c, int hw,
+                                          const float *dy, const float *x, const float *mean,
+                                          const float *invstd, float *sum_dy, float *sum_dy_xmu,
+                                          float *dweight, float *dbias)
+{
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dy = dy, .x = x, .mean = mean,
+                              .invstd = invstd, .out_sum_dy = sum_dy,
+                              .out_sum_dy_xmu = sum_dy_xmu, .dweight = dweight, .dbias = dbias};
+    cpu_parallel_for(be, (size_t)c, (size_t)2 * n * c * hw, bn_backward_reduce_range, &a);
+}
+
+/* planes [lo, hi); dx may alias dy */
+static void bn_backward_elemt_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct bn_args *a = ctx;
+    for (size_t pl = lo; pl < hi; pl++) {
+        const size_t ch = pl % (size_t)a->c, off = pl * a->hw;
+        const float mu = a->mean[ch], is = a->invstd[ch];
+        const float wt = a->weight ? a->weight[ch] : 1.0f;
+        const float mdy = a->sum_dy[ch] / a->count, mdyx = a->sum_dy_xmu[ch] / a->count;
+        const float *dyi = a->dy + off, *xi = a->x + off;
+        float *dxi = a->dx + off;
+        for (int j = 0; j < a->hw; j++)
+            dxi[j] = km_bn_backward_elemt(dyi[j], xi[j], mu, is, wt, mdy, mdyx);
+    }
+}
+
+static void cpu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw,
+                                         const float *dy, const float *x, const float *mean,
+                                         const float *invstd, const float *weight,
+                                         const float *sum_dy, const float *sum_dy_xmu,
+                                         float count, float *dx)
+{
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dy = dy, .x = x, .mean = mean,
+                              .invstd = invstd, .weight = weight, .sum_dy = sum_dy,
+                              .sum_dy_xmu = sum_dy_xmu, .count = count, .dx = dx};
+    cpu_parallel_for(be, (size_t)n * c, (size_t)3 * n * c * hw, bn_backward_elemt_range, &a);
+}
+
+/* ------------------------------------------------------------------ activations, pooling */
+
+/* the arguments of the elementwise slots: x, y, dy, dx, alpha; the optimizer's too */
+struct ew_args {
+    const float *x, *y, *dy;
+    float *out, *buf;
+    float alpha, lr, momentum, dampening, weight_decay;
+    int nesterov, first;
+};
+
+static void relu_forward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = a->x[i] > 0.0f ? a->x[i] : 0.0f;
+}
+
+static void cpu_relu_forward(struct backend *be, size_t n, const float *x, float *y)
+{
+    const struct ew_args a = {.x = x, .out = y};
+    cpu_parallel_for(be, n, 2 * n, relu_forward_range, &a);
+}
+
+static void relu_backward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    for (size_t i = lo; i < hi; i++) {
+        const float g = a->dy[i]; /* loaded unconditionally, so the loop vectorises */
+        a->out[i] = a->y[i] > 0.0f ? g : 0.0f;
+    }
+}
+
+static void cpu_relu_backward(struct backend *be, size_t n, const float *y, const float *dy,
+                              float *dx)
+{
+    const struct ew_args a = {.y = y, .dy = dy, .out = dx};
+    cpu_parallel_for(be, n, 3 * n, relu_backward_range, &a);
+}
+
+/* Max pooling: the first maximum in window order wins and a NaN is taken (as PyTorch's
+ * CPU kernel).  The selects are branch-free: on real data the comparison is a coin flip. */
+static inline void pool_take(float v, int32_t idx, float *bv, int32_t *best)
+{
+    const int take = (v > *bv) | (v != v);
+    *bv = take ? v : *bv;
+    *best = take ? idx : *best;
+}
+
+/* the ConvNet's 2x2 stride-2 window, unrolled so the loop over q vectorises */
+static void pool_plane_2x2(const float *xp, int W, int P, int Q, float *yp, int32_t *ap)
+{
+    for (int p = 0; p < P; p++) {
+        const float *r0 = xp + (size_t)2 * p * W, *r1 = r0 + W;
+        const int32_t base = 2 * p * W;
+        float *yr = yp + (size_t)p * Q;
+        int32_t *ar = ap + (size_t)p * Q;
+        for (int q = 0; q < Q; q++) {
+            const int32_t i0 = base + 2 * q;
+            float bv = r0[2 * q];
+            int32_t best = i0;
+            pool_take(r0[2 * q + 1], i0 + 1, &bv, &best);
+            pool_take(r1[2 * q], i0 + W, &bv, &best);
+            pool_take(r1[2 * q + 1], i0 + W + 1, &bv, &best);
+            yr[q] = bv;
+            ar[q] = best;
+        }
+    }
+}
+
+struct pool_args {
+    const struct pool2d_shape *ps;
+    const float *x, *dy;
+    const int32_t *argmax_in;
+    float *y, *dx;
+    int32_t *argmax;
+};
+
+/* planes [lo, hi) */
+static void pool_forward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct pool_args *a = ctx;
+    const struct pool2d_shape *ps = a->ps;
+    const int H = ps->h, W = ps->w, P = ps->p, Q = ps->q, K = ps->kernel, st = ps->stride;
+    for (size_t pl = lo; pl < hi; pl++) {
+        const float *xp = a->x + pl * H * W;
+        float *yp = a->y + pl * P * Q;
+        int32_t *ap = a->argmax + pl * P * Q;
+        if (K == 2 && st == 2) {
+            pool_plane_2x2(xp, W, P, Q, yp, ap);
+            continue;
+        }
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                int32_t best = p * st * W + q * st;
+                float bv = xp[best];
+                for (int i = 0; i < K; i++)
+                    for (int j = 0; j < K; j++) {
+                        const int idx = (p * st + i) * W + q * st + j;
+                        pool_take(xp[idx], idx, &bv, &best);
+                    }
+                yp[p * Q + q] = bv;
+                ap[p * Q + q] = best;
+            }
+    }
+}
+
+static void cpu_maxpool2d_forward(struct backend *be, const struct pool2d_shape *ps,
+                                  const float *x, float *y, int32_t *argmax)
+{
+    const struct pool_args a = {.ps = ps, .x = x, .y = y, .argmax = argmax};
+    const size_t planes = (size_t)ps->n * ps->c;
+    cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_forward_range, &a);
+}
+
+/* planes [lo, hi) */
+static void pool_backward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct pool_args *a = ctx;
+    const size_t hw = (size_t)a->ps->h * a->ps->w, pq = (size_t)a->ps->p * a->ps->q;
+    memset(a->dx + lo * hw, 0, (hi - lo) * hw * sizeof(float));
+    for (size_t pl = lo; pl < hi; pl++) {
+        float *dxp = a->dx + pl * hw;
+        const float *dyp = a->dy + pl * pq;
+        const int32_t *ap = a->argmax_in + pl * pq;
+        for (size_t j = 0; j < pq; j++)
+            dxp[ap[j]] += dyp[j];
+    }
+}
+
+static void cpu_maxpool2d_backward(struct backend *be, const struct pool2d_shape *ps,
+                                   const float *dy, const int32_t *argmax, float *dx)
+{
+    const struct pool_args a = {.ps = ps, .dy = dy, .argmax_in = argmax, .dx = dx};
+    const size_t planes = (size_t)ps->n * ps->c;
+    cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_backward_range, &a);
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static void cpu_linear_forward(struct backend *be, int n, int in, int out, const float *x,
+                               const float *w, const float *b, float *y)
+{
+    (void)be;
+    if (b)
+        for (int i = 0; i < n; i++)
+            memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in,
+                b ? 1.0f : 0.0f, y, out);
+}
+
+static void cpu_linear_backward(struct backend *be, int n, int in, int out, const float *x,
+                                const float *w, const float *dy, float *dx, float *dw,
+                                float *db)
+{
+    (void)be;
+    if (dx) /* (n,in) = dy (n,out) w (out,in) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w,
+                    in, 0.0f, dx, in);
+    if (dw) /* (out,in) = dy^T (out,n) x (n,in) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in,
+                    0.0f, dw, in);
+    if (db)
+        for (int o = 0; o < out; o++) {
+            double s = 0.0;
+            for (int i = 0; i < n; i++)
+                s += dy[(size_t)i * out + o];
+            db[o] = (float)s;
+        }
+}
+
+/* ------------------------------------------------------------------ loss, metrics */
+
+/* A label outside [0, c) makes the loss NaN (and its dlogits row the plain softmax / n), so
+ * a bad data set shows up in the loss instead of reading out of bounds. */
+static float cpu_softmax_xent(struct backend *be, int n, int c, const float *logits,
+                              const int32_t *labels, float *dlogits)
+{
+    (void)be;
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float *row = logits + (size_t)i * c;
+        float mx = row[0];
+        for (int j = 1; j < c; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        double s = 0.0;
+        for (int j = 0; j < c; j++)
+            s += expf(row[j] - mx);
+        const int32_t lab = labels[i];
+        const int ok = lab >= 0 && lab < c;
+        total += ok ? (double)mx + log(s) - row[lab] : NAN;
+        if (dlogits) {
+            float *d = dlogits + (size_t)i * c;
+            const double inv = 1.0 / (s * n);
+            for (int j = 0; j < c; j++)
+                d[j] = (float)(expf(row[j] - mx) * inv);
+            if (ok)
+                d[lab] -= 1.0f / (float)n;
+        }
+    }
+    return (float)(total / n);
+}
+
+static int cpu_count_correct(struct backend *be, int n, int c, const float *logits,
+                             const int32_t *labels)
+{
+    (void)be;
+    int correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *row = logits + (size_t)i * c;
+        int best = 0;
+        for (int j = 1; j < c; j++)
+            if (row[j] > row[best])
+                best = j;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
+/* ------------------------------------------------------------------ elementwise, optimizer */
+
+static void scale_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = a->alpha * a->x[i];
+}
+
+static void cpu_scale(struct backend *be, size_t n, float alpha, const float *src, float *dst)
+{
+    const struct ew_args a = {.x = src, .out = dst, .alpha = alpha};
+    cpu_parallel_for(be, n, 2 * n, scale_range, &a);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+/* fp16 rounding with the F16C conversion instructions (IEEE round to nearest even, the
+ * same results as km_round_amp for every finite value and inf; 8 elements at a time).
+ * Chosen at run time: a build for any x86-64 still runs where F16C is missing. */
+__attribute__((target("avx,f16c"))) static void round_f16_f16c(const float *x, float *out,
+                                                               size_t lo, size_t hi)
+{
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < hi; i++)
+        out[i] = km_round_amp(x[i], AMP_F16);
+}
+
+/* CPUID leaf 1: F16C (ECX bit 29) and AVX (bit 28) with the OS saving the AVX state
+ * (OSXSAVE, bit 27, and XCR0 bits 1-2); cpuid.h works with gcc and clang alike. */
+static int cpu_has_f16c(void)
+{
+    static int has = -1; /* benign race: every thread computes the same answer */
+    if (has < 0) {
+        unsigned a, b, c, d;
+        int ok = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) && (c >> 28 & 1) &&
+                 (c >> 27 & 1);
+        if (ok) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 6) == 6;
+        }
+        has = ok;
+    }
+    return has;
+}
+#else
+static void round_f16_f16c(const float *x, float *out, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        out[i] = km_round_amp(x[i], AMP_F16);
+}
+
+static int cpu_has_f16c(void) { return 0; }
+#endif
+
+/* mixed precision: x = src, out = dst, first = the amp_dtype */
+static void round_amp_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    if (a->first == AMP_F16 && cpu_has_f16c()) {
+        round_f16_f16c(a->x, a->out, lo, hi);
+        return;
+    }
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = km_round_amp(a->x[i], a->first);
+}
+
+static void cpu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
+                          float *dst)
+{
+    const struct ew_args a = {.x = src, .out = dst, .first = (int)dt};
+    cpu_parallel_for(be, n, 2 * n, round_amp_range, &a);
+}
+
+/* out = g, alpha = inv_scale; a range that meets a non-finite result raises *found */
+struct unscale_args {
+    struct ew_args ew;
+    atomic_int *found;
+};
+
+static void unscale_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct unscale_args *a = ctx;
+    int found = 0;
+    for (size_t i = lo; i < hi; i++)
+        a->ew.out[i] = km_unscale(a->ew.out[i], a->ew.alpha, &found);
+    if (found)
+        atomic_store(a->found, 1);
+}
+
+static int cpu_unscale_check(struct backend *be, size_t n, float *g, float inv_scale)
+{
+    atomic_int found;
+    atomic_init(&found, 0);
+    const struct unscale_args a = {.ew = {.out = g, .alpha = inv_scale}, .found = &found};
+    cpu_parallel_for(be, n, 2 * n, unscale_range, &a);
+    return atomic_load(&found);
+}
+
+/* x = grad, out = param */
+static void sgd_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    if (!a->buf) { /* no momentum: km_sgd_update never touches its buffer */
+        float unused = 0.0f;
+        for (size_t i = lo; i < hi; i++)
+            a->out[i] = km_sgd_update(a->out[i], a->x[i], &unused, a->lr, 0.0f, a->dampening,
+                                      a->weight_decay, a->nesterov, a->first);
+        return;
+    }
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = km_sgd_update(a->out[i], a->x[i], &a->buf[i], a->lr, a->momentum,
+                                  a->dampening, a->weight_decay, a->nesterov, a->first);
+}
+
+static void cpu_sgd_step(struct backend *be, size_t n, float *param, const float *grad,
+                         float *buf, float lr, float momentum, float dampening,
+                         float weight_decay, int nesterov, int first)
+{
+    const struct ew_args a = {.x = grad, .out = param, .buf = momentum != 0.0f ? buf : NULL,
+                              .lr = lr, .momentum = momentum, .dampening = dampening,
+                              .weight_decay = weight_decay, .nesterov = nesterov,
+                              .first = first};
+    cpu_parallel_for(be, n, 3 * n, sgd_range, &a);
+}
+
+static void cpu_destroy(struct backend *be)
+{
+    struct cpu_backend *cb = (struct cpu_backend *)be;
+    if (!cb)
+        return;
+    cpu_pool_stop(&cb->pool);
+    free(cb->worker_args);
+    free(cb->ws);
+    free(cb);
+}
+
+static const struct backend cpu_backend_ops = {
+    .name = "cpu",
+    /* memory: host malloc; upload/download are plain copies */
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_synchronize, /* everything is synchronous */
+    /* convolution: im2col/col2im + sgemm over chunks of images */
+    .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_backward = cpu_conv2d_backward,
+    /* batch norm: SyncBatchNorm decomposition */
+    .batchnorm_stats = cpu_batchnorm_stats,
+    .batchnorm_gather_stats = cpu_batchnorm_gather_stats,
+    .batchnorm_elemt = cpu_batchnorm_elemt,
+    .batchnorm_forward_eval = cpu_batchnorm_forward_eval,
+    .batchnorm_backward_reduce = cpu_batchnorm_backward_reduce,
+    .batchnorm_backward_elemt = cpu_batchnorm_backward_elemt,
+    /* activations and pooling */
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .maxpool2d_forward = cpu_maxpool2d_forward,
+    .maxpool2d_backward = cpu_maxpool2d_backward,
+    /* linear: sgemm */
+    .linear_forward = cpu_linear_forward,
+    .linear_backward = cpu_linear_backward,
+    /* loss and metrics */
+    .softmax_xent = cpu_softmax_xent,
+    .count_correct = cpu_count_correct,
+    /* elementwise and optimizer */
+    .scale = cpu_scale,
+    /* mixed precision: kernel_math.h's rounding and unscale per element */
+    .round_amp = cpu_round_amp,
+    .unscale_check = cpu_unscale_check,
+    .sgd_step = cpu_sgd_step,
+    .destroy = cpu_destroy,
+};
+
+/* The backend splits the work itself, so every GEMM runs single-threaded inside one of its
+ * threads.  The library default (threads = 0) is OpenBLAS's own thread count
+ * (OPENBLAS_NUM_THREADS or the number of cores), read once before it is set to 1. */
+static pthread_once_t cpu_blas_once = PTHREAD_ONCE_INIT;
+static int cpu_default_threads = 1;
+
+static void cpu_blas_init(void)
+{
+    const int n = openblas_get_num_threads();
+    cpu_default_threads = n > 0 ? n : 1;
+    openblas_set_num_threads(1);
+}
+
+struct backend *backend_cpu_create(int threads)
+{
+    if (threads < 0) {
+        error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
+                  threads);
+        return NULL;
+    }
+    pthread_once(&cpu_blas_once, cpu_blas_init);
+    if (threads == 0)
+        threads = cpu_default_threads;
+    struct cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        error_set("backend_cpu_create: out of memory allocating the backend");
+        return NULL;
+    }
+    cb->ops = cpu_backend_ops;
+    struct cpu_pool *pool = &cb->pool;
+    pool->threads = threads;
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->running, 0);
+    atomic_init(&pool->quit, 0);
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    pool->tid = calloc((size_t)threads, sizeof *pool->tid);
+    cb->worker_args = calloc((size_t)threads, sizeof *cb->worker_args);
+    if (!pool->tid || !cb->worker_args) {
+        error_set("backend_cpu_create: out of memory allocating %d worker threads", threads);
+        cpu_destroy(&cb->ops);
+        return NULL;
+    }
+    for (int t = 1; t < threads; t++) {
+        cb->worker_args[t] = (struct cpu_worker_arg){.pool = pool, .t = t};
+        int rc = pthread_create(&pool->tid[t - 1], NULL, cpu_pool_worker, &cb->worker_args[t]);
+        if (rc != 0) {
+            error_set("backend_cpu_create: cannot start worker thread %d of %d (%s): use "
+                      "fewer threads",
+                      t, threads, strerror(rc));
+            cpu_destroy(&cb->ops);
+            return NULL;
+        }
+        pool->started++;
+    }
+    return &cb->ops;
+}

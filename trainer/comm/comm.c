@@ -1,0 +1,24 @@
+/* comm.c — transport-independent helpers of struct comm (see comm.h). */
+#include "comm/comm.h"
+
+#include "common/error.h"
+
+int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
+{
+    struct comm_work *w = c->allreduce_async(c, buf, count, dt);
+    if (!w)
+        return -1;
+    return c->wait(c, w, NULL);
+}
+
+size_t comm_dtype_size(enum comm_dtype dt)
+{
+    switch (dt) {
+    case COMM_F32:
+        return 4;
+    case COMM_F16:
+    case COMM_BF16:
+        return 2;
+    }
+    return 0; /* not a dtype: callers treat 0 as invalid */
+}

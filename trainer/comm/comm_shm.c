@@ -1,0 +1,988 @@
+/* comm_shm.c — the shm transport of struct comm (see comm_shm.h).
+ *
+ * Segment layout (one mapping shared by all ranks):
+ *
+ *   struct shm_header            magic (published last by rank 0), geometry, attach count
+ *                                and gate, the abort flag and the first failing rank's message
+ *   struct shm_rank[world]       one 128-byte-aligned record per rank: its barrier counter
+ *                                (a futex word), pid and pid namespace (to see it die), its
+ *                                state (attached / left) and the collective it is entering
+ *   data: slot[2][world]         chunk_bytes (= max_bytes/2) per slot, two parities
+ *
+ * Synchronisation is a counter barrier: a rank arriving at its n-th barrier stores n in its
+ * counter (release) and waits until every other counter reaches n (acquire): spin briefly,
+ * then sleep on the peer's counter with a futex, waking every few ms to look for an abort, a
+ * peer that left or died, and the timeout.  Counters never differ by more than one, so a
+ * 32-bit wrap-safe comparison suffices.
+ *
+ * Every collective writes its descriptor (seq, op, count, dtype, root) before its first
+ * barrier and checks everyone's after it, so ranks issuing different collectives fail at
+ * once.  Chunks alternate between the two slot parities, which makes one barrier per chunk
+ * enough for broadcast, reduce and all-gather and two for all-reduce (reduce-scatter into
+ * rank 0's slot, then everyone copies the result out): a slot of parity p is rewritten only
+ * after a barrier that every reader of its previous contents has passed.
+ *
+ * The comm thread owns the barrier counter, the chunk parity and the descriptors; the
+ * caller's threads only queue work and wait on it (mutex + condition variables). */
+#include "comm/comm_shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/half.h"
+
+#define SHM_MAGIC 0x3130736d68737064ull /* "dpshms01" */
+#define SHM_VERSION 1u
+#define SHM_MAX_WORLD 4096
+#define SHM_MIN_BYTES 256
+#define SHM_ALIGN 64            /* slot and share alignment, bytes */
+#define SHM_SPIN 256            /* polls before sleeping on a futex */
+#define SHM_SLICE_NS 20000000L  /* longest futex sleep between checks: 20 ms */
+#define SHM_LIVENESS_NS 100000000LL /* how often a waited-for peer's pid is checked: 100 ms */
+#define SHM_ACC_BLOCK 1024      /* fp32 accumulator block of the reductions, elements */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define shm_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define shm_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define shm_cpu_relax() ((void)0)
+#endif
+
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
+               "shm comm needs address-free lock-free atomics in shared memory");
+
+enum shm_state { SHM_ABSENT = 0, SHM_ATTACHED = 1, SHM_LEFT = 2 };
+enum shm_op { SHM_BROADCAST, SHM_ALLREDUCE, SHM_REDUCE, SHM_ALLGATHER, SHM_BARRIER };
+
+/* The collective a rank is entering; written by its owner before the first barrier. */
+struct shm_desc {
+    uint64_t seq, count;
+    int32_t op, dtype, root, pad;
+};
+
+struct shm_rank {
+    _Alignas(128) _Atomic uint32_t arrive; /* barriers reached (futex word) */
+    _Atomic uint32_t sleepers;             /* peers asleep on arrive */
+    _Atomic uint32_t state;                /* enum shm_state */
+    int32_t pid;
+    uint64_t start_time;          /* /proc/pid/stat starttime: guards against pid reuse */
+    uint64_t pidns_dev, pidns_ino; /* pid checks only between ranks of one pid namespace */
+    struct shm_desc desc[2];       /* by the parity of seq */
+};
+
+struct shm_header {
+    _Atomic uint64_t magic; /* SHM_MAGIC once rank 0 has initialised everything */
+    uint32_t version, world;
+    uint64_t max_bytes, chunk_bytes, data_offset, total_bytes;
+    _Atomic uint32_t attached;  /* ranks attached */
+    _Atomic uint32_t gate;      /* 1 once all attached and the name is gone (futex word) */
+    _Atomic int32_t abort_claim; /* -1, or the first rank that failed (claims abort_msg) */
+    _Atomic int32_t abort_rank;  /* -1, or that rank once abort_msg is written */
+    char abort_msg[512];         /* its error message, for the peers' messages */
+    struct shm_rank ranks[];    /* world entries */
+};
+
+struct comm_work {
+    struct comm_work *next;                 /* queue order */
+    struct comm_work *live_prev, *live_next; /* issued, not yet waited */
+    enum shm_op op;
+    void *buf;
+    const void *send;
+    size_t count;
+    enum comm_dtype dt;
+    int root;
+    uint64_t seq;
+    int done, status;
+    int64_t start_ns, end_ns; /* when the comm thread ran it (CLOCK_MONOTONIC) */
+    char msg[1024]; /* the comm thread's error message when status is -1 */
+};
+
+struct shm_comm {
+    struct comm base; /* first: struct comm * converts to struct shm_comm * */
+    char name[NAME_MAX + 1];
+    int timeout_ms;
+    struct shm_header *hdr;
+    size_t map_bytes;
+    unsigned char *data;
+    size_t chunk_bytes;
+    uint64_t pidns_dev, pidns_ino;
+
+    /* comm thread only */
+    uint32_t epoch;         /* barriers passed */
+    uint64_t chunks;        /* chunks moved; its parity picks the slot set */
+    int check_pending;      /* next barrier is the collective's first: compare descriptors */
+    char failure[1024];     /* the first error, repeated by every later call */
+
+    /* shared with the callers, under mu */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    struct comm_work *head, *tail, *live;
+    uint64_t issued; /* seq of the last collective issued */
+    int stopping, failed;
+    _Atomic int cancel; /* destroy: the running collective gives up at once */
+};
+
+static const char *shm_op_name(int op)
+{
+    switch (op) {
+    case SHM_BROADCAST:
+        return "broadcast";
+    case SHM_ALLREDUCE:
+        return "all-reduce";
+    case SHM_REDUCE:
+        return "reduce";
+    case SHM_ALLGATHER:
+        return "all-gather";
+    case SHM_BARRIER:
+        return "barrier";
+    }
+    return "?";
+}
+
+static const char *shm_dtype_name(int dt)
+{
+    switch (dt) {
+    case COMM_F32:
+        return "f32";
+    case COMM_F16:
+        return "f16";
+    case COMM_BF16:
+        return "bf16";
+    }
+    return "?";
+}
+
+static int64_t shm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void shm_futex_wake(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep while *word == val, at most ns (spurious and early wake-ups are fine). */
+static void shm_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+/* /proc/<pid>/stat: the state letter and starttime (field 22).  0 when read, 1 when the
+ * process does not exist, -1 when unknown (no /proc, unreadable). */
+static int shm_proc_stat(int pid, char *state, uint64_t *start_time)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH ? 1 : -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    text[n] = '\0';
+    char *p = strrchr(text, ')'); /* the command name may hold spaces and parentheses */
+    if (!p || p[1] != ' ' || !p[2])
+        return -1;
+    *state = p[2];
+    p += 3;
+    for (int field = 4; field < 22; field++) { /* skip ppid .. itrealvalue */
+        p = strchr(p, ' ');
+        if (!p)
+            return -1;
+        p++;
+    }
+    *start_time = strtoull(p, NULL, 10);
+    return 0;
+}
+
+/* 1 when rank k's process is known to be gone (exited, killed, zombie, pid reused). */
+static int shm_peer_dead(const struct shm_comm *c, int k)
+{
+    const struct shm_rank *r = &c->hdr->ranks[k];
+    if (!c->pidns_ino || r->pidns_ino != c->pidns_ino || r->pidns_dev != c->pidns_dev ||
+        r->pid <= 0)
+        return 0; /* another pid namespace (or no /proc): only the timeout can tell */
+    char state;
+    uint64_t start_time;
+    int rc = shm_proc_stat(r->pid, &state, &start_time);
+    if (rc != 0)
+        return rc == 1;
+    return state == 'Z' || state == 'X' || (r->start_time && start_time != r->start_time);
+}
+
+/* "comm shm: rank R in all-reduce #S (count N)" */
+static void shm_where(const struct shm_comm *c, const struct comm_work *w, char *out, size_t cap)
+{
+    snprintf(out, cap, "comm shm: rank %d in %s #%llu (count %zu)", c->base.rank,
+             shm_op_name(w->op), (unsigned long long)w->seq, w->count);
+}
+
+/* Give up on the communicator: later calls fail, and the peers are told not to wait. */
+static void shm_abort_segment(struct shm_comm *c, const char *why)
+{
+    struct shm_header *h = c->hdr;
+    int32_t none = -1;
+    if (atomic_compare_exchange_strong(&h->abort_claim, &none, c->base.rank)) {
+        snprintf(h->abort_msg, sizeof h->abort_msg, "%s", why);
+        atomic_store(&h->abort_rank, c->base.rank);
+    }
+    for (uint32_t k = 0; k < h->world; k++) /* the header's world: validated, or the creator's */
+        shm_futex_wake(&h->ranks[k].arrive);
+    shm_futex_wake(&h->gate);
+}
+
+static int shm_fail_dead(const struct shm_comm *c, const struct comm_work *w, int k)
+{
+    char where[256];
+    shm_where(c, w, where, sizeof where);
+    return error_set("%s: rank %d (pid %d) died (did it crash or get killed?)", where, k,
+                     (int)c->hdr->ranks[k].pid);
+}
+
+static int shm_fail_aborted(const struct shm_comm *c, const struct comm_work *w, int aborted)
+{
+    char where[256];
+    shm_where(c, w, where, sizeof where);
+    return error_set("%s: rank %d gave up on the communicator first: %s", where, aborted,
+                     c->hdr->abort_msg);
+}
+
+static int shm_arrived(const struct shm_comm *c, int k, uint32_t target)
+{
+    return (int32_t)(atomic_load(&c->hdr->ranks[k].arrive) - target) >= 0;
+}
+
+static int shm_fail_timeout(const struct shm_comm *c, const struct comm_work *w, uint32_t target)
+{
+    char missing[256] = "";
+    size_t len = 0;
+    int n = 0;
+    for (int k = 0; k < c->base.world; k++) {
+        if (k == c->base.rank || shm_arrived(c, k, target))
+            continue;
+        if (len < sizeof missing - 16)
+            len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", n ? ", " : "", k);
+        n++;
+    }
+    return error_set("comm shm: rank %d timed out after %.1f s in %s #%llu (count %zu): "
+                     "rank%s %s did not arrive (did a rank skip a collective or die?)",
+                     c->base.rank, c->timeout_ms / 1000.0, shm_op_name(w->op),
+                     (unsigned long long)w->seq, w->count, n == 1 ? "" : "s", missing);
+}
+
+/* Compare every rank's descriptor of this collective with ours. */
+static int shm_check_descs(const struct shm_comm *c, const struct comm_work *w)
+{
+    int par = (int)(w->seq & 1);
+    const struct shm_desc *me = &c->hdr->ranks[c->base.rank].desc[par];
+    for (int k = 0; k < c->base.world; k++) {
+        const struct shm_desc *d = &c->hdr->ranks[k].desc[par];
+        if (d->seq == me->seq && d->op == me->op && d->count == me->count &&
+            d->dtype == me->dtype && d->root == me->root)
+            continue;
+        return error_set("comm shm: rank %d in %s #%llu (count %zu, %s, root %d) but rank %d is "
+                         "in %s #%llu (count %llu, %s, root %d): all ranks must issue the same "
+                         "collectives in the same order", c->base.rank, shm_op_name(w->op),
+                         (unsigned long long)w->seq, w->count, shm_dtype_name(me->dtype),
+                         me->root, k, shm_op_name(d->op), (unsigned long long)d->seq,
+                         (unsigned long long)d->count, shm_dtype_name(d->dtype), d->root);
+    }
+    return 0;
+}
+
+/* Wait (bounded) until rank k has reached barrier `target`. */
+static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, uint32_t target,
+                         int64_t *deadline)
+{
+    struct shm_rank *r = &c->hdr->ranks[k];
+    for (int i = 0; i < SHM_SPIN; i++) {
+        if (shm_arrived(c, k, target))
+            return 0;
+        shm_cpu_relax();
+    }
+    int64_t now = shm_now_ns();
+    if (!*deadline)
+        *deadline = now + (int64_t)c->timeout_ms * 1000000LL;
+    int64_t next_liveness = now;
+    char where[256];
+    for (;;) {
+        uint32_t seen = atomic_load(&r->arrive);
+        if ((int32_t)(seen - target) >= 0)
+            return 0;
+        if (atomic_load(&c->cancel)) {
+            shm_where(c, w, where, sizeof where);
+            return error_set("%s: the communicator was destroyed while the collective ran",
+                             where);
+        }
+        int32_t aborted = atomic_load(&c->hdr->abort_rank);
+        if (aborted >= 0 && aborted != c->base.rank) {
+            if (shm_peer_dead(c, k) && !shm_arrived(c, k, target)) /* the root cause, if so */
+                return shm_fail_dead(c, w, k);
+            return shm_fail_aborted(c, w, aborted);
+        }
+        if (atomic_load(&r->state) == SHM_LEFT && !shm_arrived(c, k, target)) {
+            shm_where(c, w, where, sizeof where);
+            return error_set("%s: rank %d destroyed its communicator before finishing this "
+                             "collective (did it skip a collective or stop early?)", where, k);
+        }
+        if (now >= next_liveness) {
+            if (shm_peer_dead(c, k) && !shm_arrived(c, k, target))
+                return shm_fail_dead(c, w, k);
+            next_liveness = now + SHM_LIVENESS_NS;
+        }
+        if (now >= *deadline)
+            return shm_fail_timeout(c, w, target);
+        int64_t nap = *deadline - now;
+        if (nap > SHM_SLICE_NS)
+            nap = SHM_SLICE_NS;
+        atomic_fetch_add(&r->sleepers, 1);
+        if (atomic_load(&r->arrive) == seen)
+            shm_futex_wait(&r->arrive, seen, nap);
+        atomic_fetch_sub(&r->sleepers, 1);
+        now = shm_now_ns();
+    }
+}
+
+/* One barrier among all ranks; the collective's first also checks the descriptors. */
+static int shm_barrier_wait(struct shm_comm *c, const struct comm_work *w)
+{
+    struct shm_rank *me = &c->hdr->ranks[c->base.rank];
+    uint32_t target = ++c->epoch;
+    atomic_store(&me->arrive, target);
+    if (atomic_load(&me->sleepers))
+        shm_futex_wake(&me->arrive);
+    int64_t deadline = 0; /* set on the first sleep: the timeout counts from there */
+    for (int k = 0; k < c->base.world; k++)
+        if (k != c->base.rank && shm_wait_peer(c, w, k, target, &deadline) < 0)
+            return -1;
+    if (c->check_pending) { /* first: a mismatch is the more useful message */
+        c->check_pending = 0;
+        if (shm_check_descs(c, w) < 0)
+            return -1;
+    }
+    int32_t aborted = atomic_load(&c->hdr->abort_rank);
+    if (aborted >= 0 && aborted != c->base.rank)
+        return shm_fail_aborted(c, w, aborted);
+    return 0;
+}
+
+static unsigned char *shm_slot(const struct shm_comm *c, uint64_t parity, int k)
+{
+    return c->data + ((size_t)(parity & 1) * (size_t)c->base.world + (size_t)k) * c->chunk_bytes;
+}
+
+/* out[i] = sum over ranks 0..world-1, in that order, of slot k's element i, for i in [lo, hi);
+ * fp16/bf16 are summed in fp32 and rounded once.  out may be rank 0's slot itself. */
+static void shm_reduce_range(const struct shm_comm *c, uint64_t parity, enum comm_dtype dt,
+                             size_t lo, size_t hi, void *out)
+{
+    float acc[SHM_ACC_BLOCK];
+    int world = c->base.world;
+    for (size_t b = lo; b < hi; b += SHM_ACC_BLOCK) {
+        size_t n = hi - b < SHM_ACC_BLOCK ? hi - b : SHM_ACC_BLOCK;
+        if (dt == COMM_F32) {
+            const float *s0 = (const float *)shm_slot(c, parity, 0) + b;
+            for (size_t i = 0; i < n; i++)
+                acc[i] = s0[i];
+            for (int k = 1; k < world; k++) {
+                const float *s = (const float *)shm_slot(c, parity, k) + b;
+                for (size_t i = 0; i < n; i++)
+                    acc[i] += s[i];
+            }
+            memcpy((float *)out + b, acc, n * sizeof(float));
+        } else {
+            int half = dt == COMM_F16;
+            const uint16_t *s0 = (const uint16_t *)shm_slot(c, parity, 0) + b;
+            for (size_t i = 0; i < n; i++)
+                acc[i] = half ? half_f16_to_f32(s0[i]) : half_bf16_to_f32(s0[i]);
+            for (int k = 1; k < world; k++) {
+                const uint16_t *s = (const uint16_t *)shm_slot(c, parity, k) + b;
+                if (half)
+                    for (size_t i = 0; i < n; i++)
+                        acc[i] += half_f16_to_f32(s[i]);
+                else
+                    for (size_t i = 0; i < n; i++)
+                        acc[i] += half_bf16_to_f32(s[i]);
+            }
+            uint16_t *o = (uint16_t *)out + b;
+            for (size_t i = 0; i < n; i++)
+                o[i] = half ? half_f32_to_f16(acc[i]) : half_f32_to_bf16(acc[i]);
+        }
+    }
+}
+
+/* Execute one collective (comm thread). */
+static int shm_run(struct shm_comm *c, struct comm_work *w)
+{
+    int world = c->base.world, me = c->base.rank;
+    size_t es = comm_dtype_size(w->dt);
+    size_t per_chunk = c->chunk_bytes / es;
+    size_t nchunks = w->count ? (w->count + per_chunk - 1) / per_chunk : 1;
+    unsigned char *buf = w->buf;
+
+    if (world == 1) { /* nothing to exchange; a sum of one term is that term */
+        if (w->op == SHM_ALLGATHER && w->count && w->buf != w->send)
+            memmove(w->buf, w->send, w->count * es);
+        return 0;
+    }
+
+    struct shm_desc *d = &c->hdr->ranks[me].desc[w->seq & 1];
+    d->seq = w->seq;
+    d->count = w->count;
+    d->op = (int32_t)w->op;
+    d->dtype = (int32_t)w->dt;
+    d->root = w->root;
+    c->check_pending = 1;
+
+    if (w->op == SHM_BARRIER)
+        return shm_barrier_wait(c, w);
+
+    for (size_t ci = 0; ci < nchunks; ci++) {
+        size_t off = ci * per_chunk;
+        size_t n = w->count - off < per_chunk ? w->count - off : per_chunk;
+        size_t bytes = n * es;
+        uint64_t p = c->chunks++;
+        switch (w->op) {
+        case SHM_BROADCAST:
+            if (me == w->root && bytes)
+                memcpy(shm_slot(c, p, me), buf + off * es, bytes);
+            if (shm_barrier_wait(c, w) < 0)
+                return -1;
+            if (me != w->root && bytes)
+                memcpy(buf + off * es, shm_slot(c, p, w->root), bytes);
+            break;
+        case SHM_REDUCE:
+            if (bytes)
+                memcpy(shm_slot(c, p, me), buf + off * es, bytes);
+            if (shm_barrier_wait(c, w) < 0)
+                return -1;
+            if (me == w->root)
+                shm_reduce_range(c, p, w->dt, 0, n, buf + off * es);
+            break;
+        case SHM_ALLGATHER: {
+            const unsigned char *send = w->send;
+            if (bytes)
+                memcpy(shm_slot(c, p, me), send + off * es, bytes);
+            if (shm_barrier_wait(c, w) < 0)
+                return -1;
+            for (int k = 0; k < world && bytes; k++)
+                memcpy(buf + ((size_t)k * w->count + off) * es, shm_slot(c, p, k), bytes);
+            break;
+        }
+        case SHM_ALLREDUCE: {
+            if (bytes)
+                memcpy(shm_slot(c, p, me), buf + off * es, bytes);
+            if (shm_barrier_wait(c, w) < 0)
+                return -1;
+            /* reduce-scatter: this rank sums its share into rank 0's slot */
+            size_t align = SHM_ALIGN / es;
+            size_t share = ((n + (size_t)world - 1) / (size_t)world + align - 1) / align * align;
+            size_t lo = (size_t)me * share < n ? (size_t)me * share : n;
+            size_t hi = n - lo < share ? n : lo + share;
+            shm_reduce_range(c, p, w->dt, lo, hi, shm_slot(c, p, 0));
+            if (shm_barrier_wait(c, w) < 0)
+                return -1;
+            if (bytes)
+                memcpy(buf + off * es, shm_slot(c, p, 0), bytes);
+            break;
+        }
+        case SHM_BARRIER:
+            break;
+        }
+    }
+    return 0;
+}
+
+static void *shm_thread_main(void *arg)
+{
+    struct shm_comm *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->head && !c->stopping)
+            pthread_cond_wait(&c->work_cv, &c->mu);
+        if (c->stopping)
+            break; /* queued work is dropped: destroy frees it */
+        struct comm_work *w = c->head;
+        c->head = w->next;
+        if (!c->head)
+            c->tail = NULL;
+        int failed = c->failed;
+        pthread_mutex_unlock(&c->mu);
+
+        int rc;
+        if (failed) {
+            char where[256];
+            shm_where(c, w, where, sizeof where);
+            rc = error_set("%s: not run, the communicator failed earlier (destroy it): %s",
+                           where, c->failure);
+        } else {
+            w->start_ns = shm_now_ns();
+            rc = shm_run(c, w);
+            w->end_ns = shm_now_ns();
+            if (rc < 0) {
+                snprintf(c->failure, sizeof c->failure, "%s", error_get());
+                if (!atomic_load(&c->cancel))
+                    shm_abort_segment(c, c->failure);
+            }
+        }
+
+        pthread_mutex_lock(&c->mu);
+        if (rc < 0) {
+            c->failed = 1;
+            snprintf(w->msg, sizeof w->msg, "%s", error_get());
+        }
+        w->status = rc;
+        w->done = 1;
+        pthread_cond_broadcast(&c->done_cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Validate and queue one collective; the handle, or NULL + error_set. */
+static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf,
+                                   const void *send, size_t count, enum comm_dtype dt, int root)
+{
+    int me = c->base.rank, world = c->base.world;
+    size_t es = comm_dtype_size(dt);
+    if (!es) {
+        error_set("comm shm: rank %d: %s with dtype %d: not a comm_dtype (COMM_F32, COMM_F16, "
+                  "COMM_BF16)", me, shm_op_name(op), (int)dt);
+        return NULL;
+    }
+    if (op == SHM_BROADCAST || op == SHM_REDUCE) {
+        if (root < 0 || root >= world) {
+            error_set("comm shm: rank %d: %s with root %d: the root must be a rank in 0..%d",
+                      me, shm_op_name(op), root, world - 1);
+            return NULL;
+        }
+    }
+    size_t total = op == SHM_ALLGATHER ? (size_t)world : 1;
+    if (count > SIZE_MAX / es / total) {
+        error_set("comm shm: rank %d: %s of %zu elements overflows size_t", me, shm_op_name(op),
+                  count);
+        return NULL;
+    }
+    if (count && (!buf || (op == SHM_ALLGATHER && !send))) {
+        error_set("comm shm: rank %d: %s of %zu elements with a NULL buffer", me,
+                  shm_op_name(op), count);
+        return NULL;
+    }
+    struct comm_work *w = calloc(1, sizeof *w);
+    if (!w) {
+        error_set("comm shm: rank %d: out of memory queueing a %s", me, shm_op_name(op));
+        return NULL;
+    }
+    w->op = op;
+    w->buf = buf;
+    w->send = send;
+    w->count = count;
+    w->dt = dt;
+    w->root = root;
+    pthread_mutex_lock(&c->mu);
+    w->seq = ++c->issued;
+    if (c->tail)
+        c->tail->next = w;
+    else
+        c->head = w;
+    c->tail = w;
+    w->live_next = c->live;
+    if (c->live)
+        c->live->live_prev = w;
+    c->live = w;
+    pthread_cond_signal(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+    return w;
+}
+
+static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *span)
+{
+    struct shm_comm *c = (struct shm_comm *)base;
+    if (!w)
+        return error_set("comm shm: rank %d: wait on a NULL handle (did allreduce_async fail?)",
+                         base->rank);
+    pthread_mutex_lock(&c->mu);
+    while (!w->done) /* bounded: every wait of the comm thread has the timeout */
+        pthread_cond_wait(&c->done_cv, &c->mu);
+    if (w->live_prev)
+        w->live_prev->live_next = w->live_next;
+    else
+        c->live = w->live_next;
+    if (w->live_next)
+        w->live_next->live_prev = w->live_prev;
+    pthread_mutex_unlock(&c->mu);
+    int rc = w->status;
+    if (rc < 0)
+        error_set("%s", w->msg);
+    if (span) {
+        span->start_ns = w->start_ns;
+        span->end_ns = w->end_ns;
+    }
+    free(w);
+    return rc;
+}
+
+static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const void *send,
+                          size_t count, enum comm_dtype dt, int root)
+{
+    struct comm_work *w = shm_issue(c, op, buf, send, count, dt, root);
+    return w ? shm_wait(&c->base, w, NULL) : -1;
+}
+
+static int shm_broadcast(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
+{
+    return shm_issue_wait((struct shm_comm *)base, SHM_BROADCAST, buf, NULL, count, dt, root);
+}
+
+static struct comm_work *shm_allreduce_async(struct comm *base, void *buf, size_t count,
+                                             enum comm_dtype dt)
+{
+    return shm_issue((struct shm_comm *)base, SHM_ALLREDUCE, buf, NULL, count, dt, -1);
+}
+
+static int shm_reduce(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
+{
+    return shm_issue_wait((struct shm_comm *)base, SHM_REDUCE, buf, NULL, count, dt, root);
+}
+
+static int shm_allgather(struct comm *base, const void *send, void *recv, size_t count,
+                         enum comm_dtype dt)
+{
+    return shm_issue_wait((struct shm_comm *)base, SHM_ALLGATHER, recv, send, count, dt, -1);
+}
+
+static int shm_barrier(struct comm *base)
+{
+    return shm_issue_wait((struct shm_comm *)base, SHM_BARRIER, NULL, NULL, 0, COMM_F32, -1);
+}
+
+static void shm_destroy(struct comm *base)
+{
+    struct shm_comm *c = (struct shm_comm *)base;
+    if (!c)
+        return;
+    if (c->thread_started) {
+        pthread_mutex_lock(&c->mu);
+        c->stopping = 1;
+        pthread_cond_signal(&c->work_cv);
+        pthread_mutex_unlock(&c->mu);
+        atomic_store(&c->cancel, 1);
+    }
+    if (c->hdr) { /* peers waiting for this rank fail now instead of at their timeout */
+        atomic_store(&c->hdr->ranks[base->rank].state, SHM_LEFT);
+        for (int k = 0; k < base->world; k++)
+            shm_futex_wake(&c->hdr->ranks[k].arrive);
+        shm_futex_wake(&c->hdr->gate);
+    }
+    if (c->thread_started)
+        pthread_join(c->thread, NULL);
+    while (c->live) { /* handles nobody waited for */
+        struct comm_work *w = c->live;
+        c->live = w->live_next;
+        free(w);
+    }
+    if (c->hdr)
+        munmap(c->hdr, c->map_bytes);
+    pthread_cond_destroy(&c->done_cv);
+    pthread_cond_destroy(&c->work_cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* Fill this rank's record (pid, pid namespace, start time) and claim the rank. */
+static int shm_register(struct shm_comm *c)
+{
+    struct shm_rank *r = &c->hdr->ranks[c->base.rank];
+    uint32_t absent = SHM_ABSENT;
+    if (!atomic_compare_exchange_strong(&r->state, &absent, SHM_ATTACHED))
+        return error_set("comm shm: rank %d: another process (pid %d) already joined shm "
+                         "segment %s as rank %d (two ranks with the same RANK?)",
+                         c->base.rank, (int)r->pid, c->name, c->base.rank);
+    r->pid = (int32_t)getpid();
+    char state;
+    uint64_t start_time;
+    r->start_time = shm_proc_stat(getpid(), &state, &start_time) == 0 ? start_time : 0;
+    r->pidns_dev = c->pidns_dev;
+    r->pidns_ino = c->pidns_ino;
+    return 0;
+}
+
+static size_t shm_header_bytes(int world)
+{
+    size_t bytes = sizeof(struct shm_header) + (size_t)world * sizeof(struct shm_rank);
+    return (bytes + 4095) / 4096 * 4096;
+}
+
+/* All ranks are in: remove the name (nothing can leak from now on), then let everyone go. */
+static void shm_open_gate(struct shm_comm *c)
+{
+    shm_unlink(c->name);
+    atomic_store(&c->hdr->gate, 1);
+    shm_futex_wake(&c->hdr->gate);
+}
+
+/* Rank 0: create, size, reserve and initialise the segment, then publish it. */
+static int shm_segment_create(struct shm_comm *c, size_t max_bytes)
+{
+    int world = c->base.world;
+    size_t data_offset = shm_header_bytes(world);
+    if (c->chunk_bytes > (SIZE_MAX - data_offset) / 2 / (size_t)world)
+        return error_set("comm shm: rank 0: max_bytes %zu times world %d overflows", max_bytes,
+                         world);
+    size_t total = data_offset + 2 * (size_t)world * c->chunk_bytes;
+    int fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return error_set("comm shm: rank 0 cannot create shm segment %s: it already exists "
+                             "(another run using the same name, or a leftover: remove "
+                             "/dev/shm%s)", c->name, c->name);
+        return error_set("comm shm: rank 0 cannot create shm segment %s: %s", c->name,
+                         strerror(errno));
+    }
+    int rc = ftruncate(fd, (off_t)total) < 0 ? errno : posix_fallocate(fd, 0, (off_t)total);
+    if (rc) {
+        close(fd);
+        shm_unlink(c->name);
+        return error_set("comm shm: rank 0 cannot reserve %.1f MiB for shm segment %s: %s "
+                         "(lower max_bytes, or enlarge /dev/shm, e.g. docker --shm-size)",
+                         total / 1048576.0, c->name, strerror(rc));
+    }
+    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        shm_unlink(c->name);
+        return error_set("comm shm: rank 0 cannot map shm segment %s (%zu bytes): %s", c->name,
+                         total, strerror(map_errno));
+    }
+    c->hdr = map;
+    c->map_bytes = total;
+    c->data = (unsigned char *)map + data_offset;
+    struct shm_header *h = c->hdr; /* fresh pages are zero: counters, states, descriptors */
+    h->version = SHM_VERSION;
+    h->world = (uint32_t)world;
+    h->max_bytes = max_bytes;
+    h->chunk_bytes = c->chunk_bytes;
+    h->data_offset = data_offset;
+    h->total_bytes = total;
+    atomic_store(&h->abort_claim, -1);
+    atomic_store(&h->abort_rank, -1);
+    if (shm_register(c) < 0) { /* cannot happen on a fresh segment; keep the rule anyway */
+        shm_unlink(c->name);
+        munmap(c->hdr, c->map_bytes);
+        c->hdr = NULL;
+        return -1;
+    }
+    atomic_store(&h->attached, 1);
+    atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
+    return 0;
+}
+
+/* Other ranks: wait until rank 0 has published the segment, map and check it, register. */
+static int shm_segment_attach(struct shm_comm *c, size_t max_bytes, int64_t deadline)
+{
+    int64_t nap_ns = 1000000; /* 1 ms, growing to 10 ms */
+    for (;;) {
+        int fd = shm_open(c->name, O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct shm_header)) {
+                void *map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 fd, 0);
+                if (map != MAP_FAILED) {
+                    struct shm_header *h = map;
+                    if (atomic_load_explicit(&h->magic, memory_order_acquire) == SHM_MAGIC) {
+                        close(fd);
+                        c->hdr = h;
+                        c->map_bytes = (size_t)st.st_size;
+                        break;
+                    }
+                    munmap(map, (size_t)st.st_size);
+                }
+            } /* else: size 0, rank 0 has not sized it yet */
+            close(fd);
+        } else if (errno != ENOENT) {
+            return error_set("comm shm: rank %d cannot open shm segment %s: %s", c->base.rank,
+                             c->name, strerror(errno));
+        }
+        int64_t now = shm_now_ns();
+        if (now >= deadline)
+            return error_set("comm shm: rank %d timed out after %.1f s waiting for rank 0 to "
+                             "create shm segment %s (is rank 0 running, with the same segment "
+                             "name?)", c->base.rank, c->timeout_ms / 1000.0, c->name);
+        struct timespec ts = {0, (long)(nap_ns < deadline - now ? nap_ns : deadline - now)};
+        nanosleep(&ts, NULL);
+        if (nap_ns < 10000000)
+            nap_ns += 1000000;
+    }
+    struct shm_header *h = c->hdr;
+    if (h->version != SHM_VERSION || h->world != (uint32_t)c->base.world ||
+        h->max_bytes != max_bytes || h->chunk_bytes != c->chunk_bytes ||
+        h->total_bytes != c->map_bytes ||
+        h->data_offset != shm_header_bytes(c->base.world)) {
+        error_set("comm shm: rank %d: shm segment %s was created for world %u, max_bytes %llu "
+                  "(version %u) but this rank has world %d, max_bytes %zu (version %u): all ranks "
+                  "must agree", c->base.rank, c->name, h->world,
+                  (unsigned long long)h->max_bytes, h->version, c->base.world, max_bytes,
+                  SHM_VERSION);
+        if (h->version == SHM_VERSION && shm_header_bytes((int)h->world) <= c->map_bytes)
+            shm_abort_segment(c, error_get()); /* the run cannot work: fail the others now */
+        shm_unlink(c->name);
+        munmap(c->hdr, c->map_bytes);
+        c->hdr = NULL;
+        return -1;
+    }
+    c->data = (unsigned char *)h + h->data_offset;
+    if (shm_register(c) < 0) {
+        shm_abort_segment(c, error_get());
+        shm_unlink(c->name);
+        munmap(c->hdr, c->map_bytes);
+        c->hdr = NULL;
+        return -1;
+    }
+    if (atomic_fetch_add(&h->attached, 1) + 1 == (uint32_t)c->base.world)
+        shm_open_gate(c); /* the last rank in */
+    return 0;
+}
+
+/* The attach barrier: every rank waits until all `world` have registered and the name is
+ * gone, so that no rank returns from create while the segment can still leak. */
+static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
+{
+    struct shm_header *h = c->hdr;
+    for (;;) {
+        int32_t aborted = atomic_load(&h->abort_rank); /* first: a late gate is no success */
+        if (aborted >= 0 && aborted != c->base.rank)
+            return error_set("comm shm: rank %d: rank %d gave up while attaching to shm segment "
+                             "%s: %s", c->base.rank, aborted, c->name, h->abort_msg);
+        if (atomic_load(&h->gate))
+            return 0;
+        int64_t now = shm_now_ns();
+        if (now >= deadline) {
+            char missing[256] = "";
+            size_t len = 0;
+            int count = 0;
+            for (int k = 0; k < c->base.world; k++) {
+                if (atomic_load(&h->ranks[k].state) != SHM_ABSENT)
+                    continue;
+                if (len < sizeof missing - 16)
+                    len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d",
+                                            count ? ", " : "", k);
+                count++;
+            }
+            return error_set("comm shm: rank %d timed out after %.1f s waiting for rank%s %s to "
+                             "attach to shm segment %s (were all ranks started, with the same "
+                             "segment name and world size?)", c->base.rank,
+                             c->timeout_ms / 1000.0, count == 1 ? "" : "s", missing, c->name);
+        }
+        int64_t nap = deadline - now < SHM_SLICE_NS ? deadline - now : SHM_SLICE_NS;
+        shm_futex_wait(&h->gate, 0, nap);
+    }
+}
+
+struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
+                             int timeout_ms)
+{
+    if (world < 1 || world > SHM_MAX_WORLD || rank < 0 || rank >= world) {
+        error_set("comm shm: rank %d of world %d: need 1 <= world <= %d and 0 <= rank < world",
+                  rank, world, SHM_MAX_WORLD);
+        return NULL;
+    }
+    if (timeout_ms <= 0) {
+        error_set("comm shm: rank %d: timeout_ms %d must be > 0", rank, timeout_ms);
+        return NULL;
+    }
+    if (max_bytes < SHM_MIN_BYTES) {
+        error_set("comm shm: rank %d: max_bytes %zu is below the minimum %d", rank, max_bytes,
+                  SHM_MIN_BYTES);
+        return NULL;
+    }
+    const char *base_name = segment_name && segment_name[0] == '/' ? segment_name + 1
+                                                                     : segment_name;
+    if (!base_name || !*base_name || strchr(base_name, '/') || strlen(base_name) >= NAME_MAX) {
+        error_set("comm shm: rank %d: segment name \"%s\" must be one path component of 1..%d "
+                  "characters, e.g. /ddpprof-1234", rank, segment_name ? segment_name : "(null)",
+                  NAME_MAX - 1);
+        return NULL;
+    }
+    struct shm_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        error_set("comm shm: rank %d: out of memory", rank);
+        return NULL;
+    }
+    c->base.name = "shm";
+    c->base.rank = rank;
+    c->base.world = world;
+    c->base.broadcast = shm_broadcast;
+    c->base.allreduce_async = shm_allreduce_async;
+    c->base.wait = shm_wait;
+    c->base.reduce = shm_reduce;
+    c->base.allgather = shm_allgather;
+    c->base.barrier = shm_barrier;
+    c->base.destroy = shm_destroy;
+    snprintf(c->name, sizeof c->name, "/%s", base_name);
+    c->timeout_ms = timeout_ms;
+    c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->work_cv, NULL);
+    pthread_cond_init(&c->done_cv, NULL);
+    struct stat ns;
+    if (stat("/proc/self/ns/pid", &ns) == 0) {
+        c->pidns_dev = (uint64_t)ns.st_dev;
+        c->pidns_ino = (uint64_t)ns.st_ino;
+    }
+
+    int64_t deadline = shm_now_ns() + (int64_t)timeout_ms * 1000000LL;
+    int rc = rank == 0 ? shm_segment_create(c, max_bytes)
+                       : shm_segment_attach(c, max_bytes, deadline);
+    if (rc == 0 && world == 1)
+        shm_open_gate(c); /* nobody else will attach */
+    if (rc == 0 && shm_wait_attached(c, deadline) < 0) {
+        shm_abort_segment(c, error_get());
+        shm_unlink(c->name); /* not everyone came: nobody else may remove the name */
+        rc = -1;
+    }
+    if (rc == 0) {
+        /* the comm thread takes no signals: they stay with the caller's threads */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int err = pthread_create(&c->thread, NULL, shm_thread_main, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (err) {
+            error_set("comm shm: rank %d cannot start its comm thread: %s", rank, strerror(err));
+            shm_abort_segment(c, error_get());
+            rc = -1;
+        } else {
+            c->thread_started = 1;
+        }
+    }
+    if (rc < 0) {
+        shm_destroy(&c->base);
+        return NULL;
+    }
+    return &c->base;
+}

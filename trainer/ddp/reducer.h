@@ -1,0 +1,55 @@
+/* reducer.h — DDP's gradient reducer, as PyTorch's Reducer.
+ *
+ * Gradients are assigned to buckets in reverse parameter order (the order backward
+ * produces them): the first bucket closes at first_cap_bytes (1 MiB in PyTorch), the rest
+ * at cap_bytes (--bucket-cap-mb, 25 MiB by default).  In backward, each gradient is
+ * divided by the world size as it is copied into its bucket; when a bucket's last
+ * gradient arrives its all-reduce is launched asynchronously, in bucket order, so it
+ * overlaps the rest of backward.  reducer_finish waits for every bucket and copies the
+ * averaged gradients back into the parameters' grads before the optimizer step. */
+#ifndef DDPPROF_REDUCER_H
+#define DDPPROF_REDUCER_H
+
+#include "nn/layers.h"
+#include "nn/params.h"
+
+#include <stddef.h>
+
+struct comm;
+struct comm_span;
+struct reducer;
+
+/* Observer for the probes, called on the rank's thread: launching right before a
+ * bucket's all-reduce is issued, issued right after, finished when its wait returned with
+ * when the transport ran it (span zero where the transport cannot tell from the host).
+ * Any may be NULL. */
+struct reducer_observer {
+    void (*launching)(void *ctx, int bucket, size_t bytes);
+    void (*issued)(void *ctx, int bucket);
+    void (*finished)(void *ctx, int bucket, size_t bytes, const struct comm_span *span);
+    void *ctx;
+};
+
+/* NULL + error_set on failure.  params and comm must outlive the reducer. */
+struct reducer *reducer_create(struct param_table *params, struct comm *comm,
+                               size_t first_cap_bytes, size_t cap_bytes);
+
+/* The hook to pass to model->backward. */
+struct grad_hook reducer_hook(struct reducer *r);
+
+void reducer_set_observer(struct reducer *r, struct reducer_observer obs);
+
+/* Wait for every bucket and write the averaged gradients back; 0 or -1 (error_set).
+ * Every bucket must have been launched (every parameter's gradient reported). */
+int reducer_finish(struct reducer *r);
+
+int reducer_bucket_count(const struct reducer *r);
+/* parameters and bytes in bucket b */
+void reducer_bucket_info(const struct reducer *r, int b, int *params, size_t *bytes);
+
+void reducer_destroy(struct reducer *r);
+
+/* Broadcast every parameter and buffer (counters too) from rank 0, as DDP does at start. */
+int ddp_broadcast_state(struct param_table *params, struct comm *comm);
+
+#endif

@@ -1,0 +1,196 @@
+/* convnet.c — the PyTorch DDP tutorial's ConvNet:
+ *   layer1 = Conv2d(1,16,5,pad 2) BatchNorm2d(16) ReLU MaxPool2d(2)
+ *   layer2 = Conv2d(16,32,5,pad 2) BatchNorm2d(32) ReLU MaxPool2d(2)
+ *   fc     = Linear(7*7*32, 10)
+ * with PyTorch's parameter names (layer1.0.weight, layer1.1.running_var, fc.bias, ...). */
+#include "nn/model.h"
+
+#include "common/error.h"
+#include "common/rng.h"
+
+#include <stdlib.h>
+
+struct convnet {
+    struct conv2d conv1, conv2;
+    struct batchnorm bn1, bn2;
+    struct linear fc;
+    int cap;                  /* batch capacity of the buffers below */
+    int n;                    /* batch of the last forward */
+    struct conv2d_shape cs1, cs2;
+    struct pool2d_shape ps1, ps2;
+    const float *x;           /* input of the last forward (caller's memory) */
+    float *c1, *a1, *p1;      /* conv1 out (n,16,28,28), bn+relu (same), pool (n,16,14,14) */
+    float *c2, *a2, *p2;      /* conv2 out (n,32,14,14), bn+relu (same), pool (n,32,7,7) */
+    int32_t *arg1, *arg2;     /* pooling argmax */
+    float *logits;            /* (n,10) */
+    float *g_big, *g_big2;    /* backward scratch, (n,16,28,28) each */
+    float *x_half;            /* the input rounded to the autocast type (n,1,28,28) */
+};
+
+static void convnet_free_buffers(struct backend *be, struct convnet *c)
+{
+    void *bufs[] = {c->c1, c->a1, c->p1, c->c2, c->a2, c->p2, c->arg1, c->arg2,
+                    c->logits, c->g_big, c->g_big2, c->x_half};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        be->free(be, bufs[i]);
+    c->c1 = c->a1 = c->p1 = c->c2 = c->a2 = c->p2 = c->logits = c->g_big = c->g_big2 = NULL;
+    c->x_half = NULL;
+    c->arg1 = c->arg2 = NULL;
+    c->cap = 0;
+}
+
+static int convnet_reserve(struct model *m, struct convnet *c, int n)
+{
+    if (n <= c->cap)
+        return 0;
+    struct backend *be = m->be;
+    convnet_free_buffers(be, c);
+    size_t big = (size_t)n * 16 * 28 * 28, mid = (size_t)n * 32 * 14 * 14;
+    size_t p1 = (size_t)n * 16 * 14 * 14, p2 = (size_t)n * 32 * 7 * 7;
+    size_t f = sizeof(float);
+    c->c1 = be->alloc(be, big * f);
+    c->a1 = be->alloc(be, big * f);
+    c->p1 = be->alloc(be, p1 * f);
+    c->c2 = be->alloc(be, mid * f);
+    c->a2 = be->alloc(be, mid * f);
+    c->p2 = be->alloc(be, p2 * f);
+    c->arg1 = be->alloc(be, p1 * sizeof(int32_t));
+    c->arg2 = be->alloc(be, p2 * sizeof(int32_t));
+    c->logits = be->alloc(be, (size_t)n * 10 * f);
+    c->g_big = be->alloc(be, big * f);
+    c->g_big2 = be->alloc(be, big * f);
+    c->x_half = be->alloc(be, (size_t)n * 28 * 28 * f);
+    if (!c->c1 || !c->a1 || !c->p1 || !c->c2 || !c->a2 || !c->p2 || !c->arg1 || !c->arg2 ||
+        !c->logits || !c->g_big || !c->g_big2 || !c->x_half) {
+        convnet_free_buffers(be, c);
+        return error_wrap("convnet: activations for batch %d", n);
+    }
+    c->cap = n;
+    return 0;
+}
+
+static int convnet_forward(struct model *m, const float *x, int n, int train,
+                           const float **logits)
+{
+    struct convnet *c = m->impl;
+    struct backend *be = m->be;
+    if (convnet_reserve(m, c, n) || conv2d_shape_for(&c->conv1, n, 28, 28, &c->cs1) ||
+        conv2d_shape_for(&c->conv2, n, 14, 14, &c->cs2))
+        return -1;
+    c->ps1 = (struct pool2d_shape){.n = n, .c = 16, .h = 28, .w = 28, .kernel = 2, .stride = 2};
+    c->ps2 = (struct pool2d_shape){.n = n, .c = 32, .h = 14, .w = 14, .kernel = 2, .stride = 2};
+    if (pool2d_shape_init(&c->ps1) || pool2d_shape_init(&c->ps2))
+        return -1;
+    c->n = n;
+    if (m->amp) { /* autocast casts the input of the first conv */
+        be->round_amp(be, (size_t)n * 28 * 28, m->amp, x, c->x_half);
+        x = c->x_half;
+    }
+    c->x = x;
+
+    conv2d_forward(be, &c->conv1, &c->cs1, x, c->c1);
+    if (batchnorm_forward(be, &c->bn1, n, 28 * 28, c->c1, c->a1, train))
+        return -1;
+    be->relu_forward(be, (size_t)n * 16 * 28 * 28, c->a1, c->a1);
+    be->maxpool2d_forward(be, &c->ps1, c->a1, c->p1, c->arg1);
+
+    conv2d_forward(be, &c->conv2, &c->cs2, c->p1, c->c2);
+    if (batchnorm_forward(be, &c->bn2, n, 14 * 14, c->c2, c->a2, train))
+        return -1;
+    be->relu_forward(be, (size_t)n * 32 * 14 * 14, c->a2, c->a2);
+    be->maxpool2d_forward(be, &c->ps2, c->a2, c->p2, c->arg2);
+
+    linear_forward(be, &c->fc, n, c->p2, c->logits);
+    *logits = c->logits;
+    return 0;
+}
+
+static int convnet_backward(struct model *m, const float *dlogits, const struct grad_hook *hook)
+{
+    struct convnet *c = m->impl;
+    struct backend *be = m->be;
+    int n = c->n;
+    size_t mid = (size_t)n * 32 * 14 * 14, big = (size_t)n * 16 * 28 * 28;
+    float *g_p2 = c->g_big2; /* (n,1568) */
+    float *g_a2 = c->g_big;  /* (n,32,14,14), then dx of bn2 in place */
+    float *g_p1 = c->g_big2; /* (n,16,14,14), free again once g_p2 is consumed */
+    float *g_a1 = c->g_big;  /* (n,16,28,28), free again once g_a2 is consumed */
+
+    if (linear_backward(be, &c->fc, n, c->p2, dlogits, g_p2, hook))
+        return -1;
+    be->maxpool2d_backward(be, &c->ps2, g_p2, c->arg2, g_a2);
+    be->relu_backward(be, mid, c->a2, g_a2, g_a2);
+    if (batchnorm_backward(be, &c->bn2, n, 14 * 14, c->c2, g_a2, g_a2, hook))
+        return -1;
+    if (conv2d_backward(be, &c->conv2, &c->cs2, c->p1, g_a2, g_p1, hook))
+        return -1;
+    be->maxpool2d_backward(be, &c->ps1, g_p1, c->arg1, g_a1);
+    be->relu_backward(be, big, c->a1, g_a1, g_a1);
+    if (batchnorm_backward(be, &c->bn1, n, 28 * 28, c->c1, g_a1, g_a1, hook))
+        return -1;
+    return conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook);
+}
+
+static void convnet_set_sync_bn(struct model *m, struct comm *comm)
+{
+    struct convnet *c = m->impl;
+    c->bn1.sync = comm;
+    c->bn2.sync = comm;
+}
+
+static int convnet_set_amp(struct model *m, enum amp_dtype amp)
+{
+    struct convnet *c = m->impl;
+    m->amp = amp;
+    c->bn1.amp = c->bn2.amp = amp;
+    if (conv2d_set_amp(m->be, &c->conv1, amp) || conv2d_set_amp(m->be, &c->conv2, amp) ||
+        linear_set_amp(m->be, &c->fc, amp))
+        return error_wrap("convnet autocast");
+    return 0;
+}
+
+static void convnet_destroy(struct model *m)
+{
+    if (!m)
+        return;
+    struct convnet *c = m->impl;
+    if (c) {
+        convnet_free_buffers(m->be, c);
+        batchnorm_free(m->be, &c->bn1);
+        batchnorm_free(m->be, &c->bn2);
+        conv2d_free(m->be, &c->conv1);
+        conv2d_free(m->be, &c->conv2);
+        linear_free(m->be, &c->fc);
+        free(c);
+    }
+    params_free(&m->params);
+    free(m);
+}
+
+struct model *convnet_create(struct backend *be, uint64_t seed)
+{
+    struct model *m = calloc(1, sizeof *m);
+    struct convnet *c = calloc(1, sizeof *c);
+    if (!m || !c) {
+        free(m);
+        free(c);
+        return error_set("convnet: out of memory"), NULL;
+    }
+    *m = (struct model){.name = "convnet", .be = be, .in_c = 1, .in_h = 28, .in_w = 28,
+                        .classes = 10, .forward = convnet_forward,
+                        .backward = convnet_backward, .set_sync_bn = convnet_set_sync_bn,
+                        .set_amp = convnet_set_amp,
+                        .destroy = convnet_destroy, .impl = c};
+    params_init(&m->params, be);
+    struct rng rng;
+    rng_seed(&rng, seed);
+    if (conv2d_init(&c->conv1, &m->params, "layer1.0", 1, 16, 5, 1, 2, 1, &rng) ||
+        batchnorm_init(&c->bn1, &m->params, "layer1.1", 16) ||
+        conv2d_init(&c->conv2, &m->params, "layer2.0", 16, 32, 5, 1, 2, 1, &rng) ||
+        batchnorm_init(&c->bn2, &m->params, "layer2.1", 32) ||
+        linear_init(&c->fc, &m->params, "fc", 7 * 7 * 32, 10, &rng)) {
+        convnet_destroy(m);
+        return NULL;
+    }
+    return m;
+}

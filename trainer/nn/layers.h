@@ -1,0 +1,90 @@
+/* layers.h — the layers the models are built from: Conv2d, BatchNorm2d (optionally
+ * synchronised across ranks, as nn.SyncBatchNorm), Linear.
+ *
+ * A layer registers its tensors in the model's param_table under PyTorch's names and
+ * initialises them with PyTorch's default distributions.  Forward and backward call the
+ * backend; backward writes the parameter gradients and then reports each one, in reverse
+ * parameter order, to the grad hook (the DDP reducer's "gradient ready" signal). */
+#ifndef DDPPROF_LAYERS_H
+#define DDPPROF_LAYERS_H
+
+#include "backend/backend.h"
+#include "nn/params.h"
+
+struct comm;
+struct rng;
+
+/* Called once per trainable parameter as soon as its gradient is final. */
+struct grad_hook {
+    int (*ready)(void *ctx, struct param *p); /* 0 or -1 (error_set) */
+    void *ctx;
+};
+
+int grad_hook_fire(const struct grad_hook *h, struct param *p);
+
+/* nn.Conv2d(in, out, kernel, stride, padding, bias) */
+struct conv2d {
+    int in, out, kernel, stride, pad;
+    struct param *weight, *bias; /* bias NULL without bias */
+    enum amp_dtype amp;          /* autocast: half weights and outputs (layer_set_amp) */
+    float *w_half, *b_half;      /* the weights as the half type, for this step */
+};
+
+int conv2d_init(struct conv2d *l, struct param_table *t, const char *prefix, int in, int out,
+                int kernel, int stride, int pad, int bias, struct rng *rng);
+/* the shape of this layer applied to x (n, in, h, w); -1 (error_set) if it does not fit */
+int conv2d_shape_for(const struct conv2d *l, int n, int h, int w, struct conv2d_shape *cs);
+void conv2d_forward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
+                    const float *x, float *y);
+/* dx may be NULL (first layer) */
+int conv2d_backward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
+                    const float *x, const float *dy, float *dx, const struct grad_hook *hook);
+
+/* nn.BatchNorm2d(c) with eps 1e-5, momentum 0.1; SyncBatchNorm when sync != NULL and its
+ * world > 1 (set after init, e.g. by DDP). */
+struct batchnorm {
+    int c;
+    float eps, momentum;
+    struct param *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
+    struct comm *sync;
+    /* device scratch: saved mean/invstd (c each), gathered stats, backward sums */
+    float *mean, *invstd, *gather, *sums;
+    int gather_world;
+    float count; /* global elements per channel in the last training forward */
+    enum amp_dtype amp; /* autocast: output and input gradient rounded to the half type */
+};
+
+int batchnorm_init(struct batchnorm *l, struct param_table *t, const char *prefix, int c);
+/* x, y (n, c, hw); y may alias x.  train selects batch statistics (and updates running
+ * statistics and num_batches_tracked); eval uses the running statistics. */
+int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, const float *x,
+                      float *y, int train);
+/* x is the forward input; dx may alias dy */
+int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, const float *x,
+                       const float *dy, float *dx, const struct grad_hook *hook);
+void batchnorm_free(struct backend *be, struct batchnorm *l);
+
+/* nn.Linear(in, out) */
+struct linear {
+    int in, out;
+    struct param *weight, *bias;
+    enum amp_dtype amp;
+    float *w_half, *b_half;
+};
+
+int linear_init(struct linear *l, struct param_table *t, const char *prefix, int in, int out,
+                struct rng *rng);
+void linear_forward(struct backend *be, const struct linear *l, int n, const float *x, float *y);
+int linear_backward(struct backend *be, const struct linear *l, int n, const float *x,
+                    const float *dy, float *dx, const struct grad_hook *hook);
+
+/* Autocast (torch.autocast) for a layer: conv and linear compute from half-rounded
+ * weights and round their outputs and input gradients; batch norm keeps fp32 statistics
+ * and parameters and rounds its output and input gradient.  The weight gradients stay
+ * fp32 storage (the cast's backward is exact).  0 or -1 (error_set). */
+int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp);
+int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp);
+void conv2d_free(struct backend *be, struct conv2d *l);
+void linear_free(struct backend *be, struct linear *l);
+
+#endif

@@ -1,0 +1,46 @@
+/* model.h — a trainable model: its named tensors and its forward/backward.
+ *
+ * Models are written once against struct backend and layers.h.  model_create() picks one
+ * by name ("convnet"); the returned model owns its parameters and activation buffers,
+ * which grow to the largest batch seen.  Activations live until the next forward, so
+ * backward must follow the forward it differentiates. */
+#ifndef DDPPROF_MODEL_H
+#define DDPPROF_MODEL_H
+
+#include "nn/layers.h"
+#include "nn/params.h"
+
+#include <stdint.h>
+
+struct model {
+    const char *name;
+    struct backend *be;
+    struct param_table params;
+    int in_c, in_h, in_w, classes; /* input (n, in_c, in_h, in_w) -> logits (n, classes) */
+
+    /* x (n, in_c, in_h, in_w) on the device -> *logits (n, classes), owned by the model.
+     * train selects batch statistics in BatchNorm. */
+    int (*forward)(struct model *m, const float *x, int n, int train, const float **logits);
+    /* from dlogits (n, classes) of the last forward: every parameter's grad, each reported
+     * to hook (may be NULL) as soon as it is final */
+    int (*backward)(struct model *m, const float *dlogits, const struct grad_hook *hook);
+    /* make every BatchNorm a SyncBatchNorm over comm (NULL: back to local) */
+    void (*set_sync_bn)(struct model *m, struct comm *comm);
+    /* autocast every conv, linear and batch norm (and the input) to amp; 0 or -1 */
+    int (*set_amp)(struct model *m, enum amp_dtype amp);
+    enum amp_dtype amp;
+    void (*destroy)(struct model *m);
+    void *impl;
+};
+
+/* "convnet" (the tutorial's ConvNet for 1x28x28 inputs, 10 classes).  Parameters are
+ * initialised with PyTorch's default distributions from seed.  NULL + error_set for an
+ * unknown name (the message lists the known ones). */
+struct model *model_create(const char *name, struct backend *be, uint64_t seed);
+
+/* the names model_create accepts, comma-separated */
+const char *model_names(void);
+
+struct model *convnet_create(struct backend *be, uint64_t seed);
+
+#endif

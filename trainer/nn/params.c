@@ -1,0 +1,130 @@
+/* params.c — the named-tensor table of a model (see params.h). */
+#include "nn/params.h"
+
+#include "backend/backend.h"
+#include "common/error.h"
+#include "common/rng.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void params_init(struct param_table *t, struct backend *be)
+{
+    memset(t, 0, sizeof *t);
+    t->be = be;
+}
+
+struct param *params_add(struct param_table *t, const char *prefix, const char *leaf,
+                         enum param_kind kind, int ndim, const int *shape)
+{
+    if (ndim < 0 || ndim > PARAM_MAX_DIMS)
+        return error_set("params: %s.%s has %d dimensions (at most %d)", prefix, leaf, ndim,
+                         PARAM_MAX_DIMS),
+               NULL;
+    if (t->count == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        struct param **items = realloc(t->items, (size_t)cap * sizeof *items);
+        if (!items)
+            return error_set("params: out of memory"), NULL;
+        t->items = items;
+        t->cap = cap;
+    }
+    struct param *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set("params: out of memory"), NULL;
+    int len = snprintf(p->name, sizeof p->name, "%s%s%s", prefix, *prefix ? "." : "", leaf);
+    if (len < 0 || (size_t)len >= sizeof p->name) {
+        free(p);
+        return error_set("params: name %s.%s is too long", prefix, leaf), NULL;
+    }
+    p->kind = kind;
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= (size_t)shape[i];
+    }
+    p->index = -1;
+    if (kind != PARAM_COUNTER) {
+        p->data = t->be->alloc(t->be, p->numel * sizeof(float));
+        if (!p->data) {
+            error_wrap("params: allocating %s", p->name);
+            free(p);
+            return NULL;
+        }
+    }
+    if (kind == PARAM_TRAINABLE) {
+        p->grad = t->be->alloc(t->be, p->numel * sizeof(float));
+        if (!p->grad) {
+            error_wrap("params: allocating the gradient of %s", p->name);
+            t->be->free(t->be, p->data);
+            free(p);
+            return NULL;
+        }
+        p->index = t->trainable++;
+    }
+    t->items[t->count++] = p;
+    return p;
+}
+
+struct param *params_find(const struct param_table *t, const char *name)
+{
+    for (int i = 0; i < t->count; i++)
+        if (strcmp(t->items[i]->name, name) == 0)
+            return t->items[i];
+    return NULL;
+}
+
+struct param *params_trainable(const struct param_table *t, int i)
+{
+    for (int j = 0; j < t->count; j++)
+        if (t->items[j]->index == i)
+            return t->items[j];
+    return NULL;
+}
+
+size_t params_trainable_numel(const struct param_table *t)
+{
+    size_t n = 0;
+    for (int i = 0; i < t->count; i++)
+        if (t->items[i]->kind == PARAM_TRAINABLE)
+            n += t->items[i]->numel;
+    return n;
+}
+
+int params_fill_uniform(struct param *p, struct backend *be, float bound, struct rng *r)
+{
+    float *host = malloc(p->numel * sizeof *host);
+    if (!host)
+        return error_set("params: out of memory initialising %s", p->name);
+    rng_fill_uniform(r, host, p->numel, -bound, bound);
+    be->upload(be, p->data, host, p->numel * sizeof *host);
+    free(host);
+    return 0;
+}
+
+int params_fill_const(struct param *p, struct backend *be, float value)
+{
+    float *host = malloc(p->numel * sizeof *host);
+    if (!host)
+        return error_set("params: out of memory initialising %s", p->name);
+    for (size_t i = 0; i < p->numel; i++)
+        host[i] = value;
+    be->upload(be, p->data, host, p->numel * sizeof *host);
+    free(host);
+    return 0;
+}
+
+void params_free(struct param_table *t)
+{
+    for (int i = 0; i < t->count; i++) {
+        struct param *p = t->items[i];
+        t->be->free(t->be, p->data);
+        t->be->free(t->be, p->grad);
+        free(p);
+    }
+    free(t->items);
+    t->items = NULL;
+    t->count = t->trainable = t->cap = 0;
+}

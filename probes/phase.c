@@ -1,22 +1,22 @@
-/* phase.c — the per-phase table: names, NVTX colours and categories, trace lanes. */
+/* phase.c — the per-phase table: NVTX colours and categories, trace lanes; the names are
+ * the trace format's (probes/trace_format.h). */
 #include "probes/phase.h"
 
 #include <string.h>
 
 static const struct {
-    const char *name;
     uint32_t color; /* 0xAARRGGBB, distinct hues that read well on Nsight's dark theme */
-    int stream;
+    enum trace_lane stream;
 } phase_table[PROBE_PHASE_COUNT] = {
-    [PROBE_STEP] = {"step", 0xFF9E9E9Eu, 0},
-    [PROBE_DATA] = {"data", 0xFF8E44ADu, 2},
-    [PROBE_FORWARD] = {"forward", 0xFF2E86DEu, 0},
-    [PROBE_BACKWARD] = {"backward", 0xFFE67E22u, 0},
-    [PROBE_ALLREDUCE] = {"allreduce", 0xFF27AE60u, 1},
-    [PROBE_OPTIMIZER] = {"optimizer", 0xFFC0392Bu, 0},
-    [PROBE_EVAL] = {"eval", 0xFF16A085u, 0},
-    [PROBE_BARRIER] = {"barrier", 0xFF7F8C8Du, 0},
-    [PROBE_SETUP] = {"setup", 0xFF34495Eu, 0},
+    [PROBE_STEP] = {0xFF9E9E9Eu, TRACE_LANE_COMPUTE},
+    [PROBE_DATA] = {0xFF8E44ADu, TRACE_LANE_DATA},
+    [PROBE_FORWARD] = {0xFF2E86DEu, TRACE_LANE_COMPUTE},
+    [PROBE_BACKWARD] = {0xFFE67E22u, TRACE_LANE_COMPUTE},
+    [PROBE_ALLREDUCE] = {0xFF27AE60u, TRACE_LANE_COMM},
+    [PROBE_OPTIMIZER] = {0xFFC0392Bu, TRACE_LANE_COMPUTE},
+    [PROBE_EVAL] = {0xFF16A085u, TRACE_LANE_COMPUTE},
+    [PROBE_BARRIER] = {0xFF7F8C8Du, TRACE_LANE_COMPUTE},
+    [PROBE_SETUP] = {0xFF34495Eu, TRACE_LANE_COMPUTE},
 };
 
 static int phase_valid(enum probe_phase ph)
@@ -26,15 +26,12 @@ static int phase_valid(enum probe_phase ph)
 
 const char *phase_name(enum probe_phase ph)
 {
-    return phase_valid(ph) ? phase_table[ph].name : "?";
+    return phase_valid(ph) ? trace_phase_name((int)ph) : "?";
 }
 
 int phase_from_name(const char *name)
 {
-    for (int i = 0; i < PROBE_PHASE_COUNT; i++)
-        if (strcmp(name, phase_table[i].name) == 0)
-            return i;
-    return -1;
+    return trace_phase_of(name, strlen(name));
 }
 
 uint32_t phase_color(enum probe_phase ph)
@@ -49,5 +46,5 @@ uint32_t phase_category(enum probe_phase ph)
 
 int phase_stream(enum probe_phase ph)
 {
-    return phase_valid(ph) ? phase_table[ph].stream : 0;
+    return phase_valid(ph) ? (int)phase_table[ph].stream : TRACE_LANE_COMPUTE;
 }

@@ -2,29 +2,24 @@
  *
  * One table shared by the trace writer (phase column, lane), NVTX (registered name,
  * colour, category) and CUPTI attribution (external correlation ids), so a phase looks
- * the same in the trace, in Nsight Systems and in the kernel attribution.  The names are
- * the `phase` column values of probes/TRACE.md. */
+ * the same in the trace, in Nsight Systems and in the kernel attribution.  The phases and
+ * their names are those of the trace's `phase` column (probes/trace_format.h). */
 #ifndef DDPPROF_PHASE_H
 #define DDPPROF_PHASE_H
 
 #include <stdint.h>
 
+#include "probes/trace_format.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum probe_phase {
-    PROBE_STEP = 0,   /* one optimizer step: contains data, forward, backward, optimizer */
-    PROBE_DATA,       /* loading / copying a batch */
-    PROBE_FORWARD,
-    PROBE_BACKWARD,
-    PROBE_ALLREDUCE,  /* one DDP bucket's all-reduce (probe_bucket_*), never pushed */
-    PROBE_OPTIMIZER,
-    PROBE_EVAL,
-    PROBE_BARRIER,
-    PROBE_SETUP,      /* outside training steps; also CUPTI activity launched outside any range */
-    PROBE_PHASE_COUNT
-};
+/* PROBE_STEP, PROBE_DATA, ... PROBE_SETUP: the phases of probes/trace_format.h, same
+ * order and values (what each one covers is said there). */
+#define PROBE_PHASE_ENUM_(id, name) PROBE_##id = TRACE_PHASE_##id,
+enum probe_phase { TRACE_PHASES(PROBE_PHASE_ENUM_) PROBE_PHASE_COUNT = TRACE_PHASE_COUNT };
+#undef PROBE_PHASE_ENUM_
 
 /* "step", "data", ... (TRACE.md's phase column); "?" for an out-of-range value. */
 const char *phase_name(enum probe_phase ph);
@@ -38,7 +33,7 @@ uint32_t phase_color(enum probe_phase ph);
 /* NVTX category of the phase: phase + 1 (category 0 means "none" in NVTX). */
 uint32_t phase_category(enum probe_phase ph);
 
-/* Trace lane (TRACE.md's stream column) of the phase's host and device rows:
+/* Trace lane (enum trace_lane, the stream column) of the phase's host and device rows:
  * 1 for allreduce, 2 for data, 0 for everything else. */
 int phase_stream(enum probe_phase ph);
 

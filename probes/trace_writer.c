@@ -47,9 +47,6 @@ struct trace_writer {
 /* ------------------------------------------------------------------------------------ */
 /* formatting                                                                            */
 
-static const char *const tw_clock_names[] = {"host", "device", "cupti"};
-static const char *const tw_kind_names[] = {"range", "kernel", "memcpy", "memset", "sync"};
-
 static char *tw_put_str(char *p, const char *s)
 {
     size_t n = strlen(s);
@@ -97,8 +94,8 @@ size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
     for (size_t i = 0; i < len && !quote; i++)
         quote = name[i] == ',' || name[i] == '"' || name[i] == '\r' || name[i] == '\n';
     int64_t end = r->end_ns < r->start_ns ? r->start_ns : r->end_ns;
-    unsigned clk = (unsigned)r->clock < 3 ? (unsigned)r->clock : 0;
-    unsigned kind = (unsigned)r->kind < 5 ? (unsigned)r->kind : 0;
+    int clk = (unsigned)r->clock < TRACE_CLOCK_COUNT ? (int)r->clock : TRACE_CLOCK_HOST;
+    int kind = (unsigned)r->kind < TRACE_KIND_COUNT ? (int)r->kind : TRACE_KIND_RANGE;
 
     char *p = buf;
     p = tw_put_i64(p, r->rank);
@@ -111,7 +108,7 @@ size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
     *p++ = ',';
     p = tw_put_i64(p, r->bucket);
     *p++ = ',';
-    p = tw_put_str(p, tw_clock_names[clk]);
+    p = tw_put_str(p, trace_clock_name(clk));
     *p++ = ',';
     p = tw_put_i64(p, r->start_ns);
     *p++ = ',';
@@ -126,7 +123,7 @@ size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
         p += len;
     }
     *p++ = ',';
-    p = tw_put_str(p, tw_kind_names[kind]);
+    p = tw_put_str(p, trace_kind_name(kind));
     *p++ = ',';
     p = tw_put_i64(p, r->stream);
     *p++ = '\n';
@@ -419,7 +416,7 @@ struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_b
         error_set("trace writer: out of memory for a %zu-byte buffer", flush_bytes);
         return NULL;
     }
-    if ((size_t)snprintf(w->path, sizeof w->path, "%s/rank%d.trace.csv", dir, rank) >=
+    if ((size_t)snprintf(w->path, sizeof w->path, "%s/" TRACE_FILE_FORMAT, dir, rank) >=
         sizeof w->path) {
         error_set("trace writer: run directory path too long: %s", dir);
         goto fail;

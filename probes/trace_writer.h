@@ -1,6 +1,7 @@
 /* trace_writer.h — rankN.trace.csv: buffered, thread-safe, whole rows only, signal-safe.
  *
- * Writes the columns of probes/TRACE.md through libcsv quoting.  Rows are formatted into
+ * Writes the format of probes/trace_format.h (explained in probes/TRACE.md), quoting names
+ * as libcsv does.  Rows are formatted into
  * a memory buffer (no allocation per row) and written with write(2) in whole rows when
  * the buffer passes its threshold, at trace_writer_flush/close, and from a handler for
  * SIGSEGV, SIGBUS, SIGABRT, SIGTERM and SIGINT, so a crash loses at most the rows still in
@@ -29,6 +30,7 @@
 #define DDPPROF_TRACE_WRITER_H
 
 #include "probes/phase.h"
+#include "probes/trace_format.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,16 +39,7 @@
 extern "C" {
 #endif
 
-enum trace_clock { TRACE_CLOCK_HOST = 0, TRACE_CLOCK_DEVICE, TRACE_CLOCK_CUPTI };
-enum trace_kind {
-    TRACE_KIND_RANGE = 0,
-    TRACE_KIND_KERNEL,
-    TRACE_KIND_MEMCPY,
-    TRACE_KIND_MEMSET,
-    TRACE_KIND_SYNC
-};
-
-/* One row of TRACE.md.  name NULL means the phase name; names longer than
+/* One row of the trace (probes/TRACE.md).  name NULL means the phase name; names longer than
  * TRACE_NAME_MAX bytes are cut there.  end_ns < start_ns is written as end_ns = start_ns. */
 struct trace_row {
     int rank;
@@ -67,14 +60,12 @@ struct trace_row {
 typedef void (*trace_emit_fn)(void *ctx, const struct trace_row *row);
 
 #define TRACE_FLUSH_BYTES_DEFAULT (256u * 1024u)
-#define TRACE_NAME_MAX 1024
 #define TRACE_ROW_MAX 4096 /* bound on one formatted row (name quoted at worst) */
-#define TRACE_HEADER "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n"
 
 struct trace_writer;
 
-/* Create (truncate) dir/rank<rank>.trace.csv and write its header line at once.
- * flush_bytes: buffer threshold (0: TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
+/* Create (truncate) dir/rank<rank>.trace.csv (TRACE_FILE_FORMAT) and write its header
+ * line (TRACE_HEADER) at once.  flush_bytes: buffer threshold (0: TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
  * NULL + error_set (cannot create the file, out of memory, more than 16 writers open). */
 struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "common/error.h"
+#include "probes/trace_format.h"
 #include "report/report.h"
 #include "report/run.h"
 
@@ -77,7 +78,7 @@ static int bench_gen(const char *dir, int ranks, long rows_per_rank)
                "steps,%ld\nwall_s,%.3f\n",
             ranks, 32 * ranks, steps * 32 * ranks, steps, (double)steps * 0.01 + 1);
     for (int r = 0; r < ranks; r++)
-        fprintf(f, "clock_offset_ns.rank%d,%d\n", r, r * 1000);
+        fprintf(f, TRACE_META_CLOCK_OFFSET_FORMAT ",%d\n", r, r * 1000);
     fclose(f);
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     if (!(f = fopen(path, "w")))
@@ -87,12 +88,12 @@ static int bench_gen(const char *dir, int ranks, long rows_per_rank)
         fprintf(f, "%ld,1,2.3,0.0001,%d\n", s, 32 * ranks);
     fclose(f);
     for (int r = 0; r < ranks; r++) {
-        snprintf(path, sizeof path, "%s/rank%d.trace.csv", dir, r);
+        snprintf(path, sizeof path, "%s/" TRACE_FILE_FORMAT, dir, r);
         if (!(f = fopen(path, "w")))
             return perror(path), 1;
         static char buf[1 << 20];
         setvbuf(f, buf, _IOFBF, sizeof buf);
-        fputs("rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n", f);
+        fputs(TRACE_HEADER, f);
         int64_t t = 1000000000000 - r * 1000;
         for (long s = 1; s <= steps; s++) {
             int64_t t0 = t, d = bench_jitter(500000), fw = bench_jitter(2000000);
@@ -132,7 +133,7 @@ static long bench_count_rows(const char *dir)
     long rows = 0;
     for (int r = 0;; r++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/rank%d.trace.csv", dir, r);
+        snprintf(path, sizeof path, "%s/" TRACE_FILE_FORMAT, dir, r);
         FILE *f = fopen(path, "r");
         if (!f)
             break;

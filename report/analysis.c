@@ -9,16 +9,20 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "probes/trace_format.h"
 #include "report/sort.h"
 
 const char *const seg_names[SEG_COUNT] = {"data", "forward", "backward", "optimizer",
                                           "exposed comm", "other"};
 
-/* The phases of probes/TRACE.md in report order; others follow, by name. */
-enum { KP_STEP, KP_DATA, KP_FORWARD, KP_BACKWARD, KP_ALLREDUCE, KP_OPTIMIZER, KP_BARRIER,
-       KP_EVAL, KP_SETUP, KP_COUNT };
-static const char *const analysis_known[KP_COUNT] = {
-    "step", "data", "forward", "backward", "allreduce", "optimizer", "barrier", "eval", "setup"};
+/* The phases of the trace format (probes/trace_format.h) in report order (FORMULAS.md);
+ * other phase names follow, by name. */
+static const enum trace_phase analysis_order[] = {
+    TRACE_PHASE_STEP,      TRACE_PHASE_DATA,      TRACE_PHASE_FORWARD,
+    TRACE_PHASE_BACKWARD,  TRACE_PHASE_ALLREDUCE, TRACE_PHASE_OPTIMIZER,
+    TRACE_PHASE_BARRIER,   TRACE_PHASE_EVAL,      TRACE_PHASE_SETUP};
+_Static_assert(sizeof analysis_order / sizeof *analysis_order == TRACE_PHASE_COUNT,
+               "every phase of the trace format has its place in the report order");
 
 struct ivl {
     int64_t s, e;
@@ -29,7 +33,7 @@ struct analysis_ctx {
     int *dense;           /* labels id -> dense phase index, or -1 */
     uint32_t *dense_label; /* dense phase index -> labels id */
     int ndense;
-    int known[KP_COUNT]; /* dense index of each known phase, or -1 */
+    int known[TRACE_PHASE_COUNT]; /* dense index of each phase of the format, or -1 */
     uint32_t range_kind; /* labels id of "range" */
 };
 
@@ -192,11 +196,12 @@ static int analysis_ctx_init(struct analysis_ctx *c, const struct runset *rs)
         }
     for (uint32_t id = 0; id < nl; id++)
         c->dense[id] = -1;
-    for (int k = 0; k < KP_COUNT; k++) {
-        uint32_t id = strpool_find(&rs->labels, analysis_known[k]);
-        c->known[k] = -1;
+    for (int k = 0; k < TRACE_PHASE_COUNT; k++) {
+        enum trace_phase ph = analysis_order[k];
+        uint32_t id = strpool_find(&rs->labels, trace_phase_name(ph));
+        c->known[ph] = -1;
         if (id != STRPOOL_NONE && used[id]) {
-            c->known[k] = c->ndense;
+            c->known[ph] = c->ndense;
             c->dense[id] = c->ndense;
             c->dense_label[c->ndense++] = id;
         }
@@ -209,7 +214,7 @@ static int analysis_ctx_init(struct analysis_ctx *c, const struct runset *rs)
             sizeof *c->dense_label, cmp_label_name, (void *)&rs->labels);
     for (int d = first_other; d < c->ndense; d++)
         c->dense[c->dense_label[d]] = d;
-    c->range_kind = strpool_find(&rs->labels, "range");
+    c->range_kind = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
     free(used);
     return 0;
 }
@@ -266,12 +271,12 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
 
     /* select rows: ranges, on the device clock where this rank has device rows of the phase */
     for (size_t r = 0; r < t->n; r++)
-        if (rows[r].kind == c->range_kind && rows[r].clock == RUN_CLOCK_DEVICE)
+        if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
             dev[c->dense[rows[r].phase]] = 1;
 #define SELECTED(row)                                                                        \
     ((row).kind == c->range_kind &&                                                          \
-     ((row).clock == RUN_CLOCK_DEVICE ||                                                   \
-      ((row).clock == RUN_CLOCK_HOST && !dev[c->dense[(row).phase]])))
+     ((row).clock == TRACE_CLOCK_DEVICE ||                                                   \
+      ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
     for (size_t r = 0; r < t->n; r++)
         if (SELECTED(rows[r]))
             first[c->dense[rows[r].phase] + 1]++;
@@ -319,7 +324,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         ps->p50_ns = analysis_percentile(dur, m, 50);
         ps->p95_ns = analysis_percentile(dur, m, 95);
         ps->max_ns = dur[m - 1];
-        if (p == K[KP_STEP]) {
+        if (p == K[TRACE_PHASE_STEP]) {
             out->step_ns = malloc(m * sizeof *out->step_ns);
             if (!out->step_ns)
                 goto oom;
@@ -327,15 +332,16 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             out->nsteps = m;
             out->step_total_ns = ps->total_ns;
         }
-        static const int seg_phase[SEG_EXPOSED] = {KP_DATA, KP_FORWARD, KP_BACKWARD, KP_OPTIMIZER};
+        static const int seg_phase[SEG_EXPOSED] = {TRACE_PHASE_DATA, TRACE_PHASE_FORWARD,
+                                                   TRACE_PHASE_BACKWARD, TRACE_PHASE_OPTIMIZER};
         for (int s = 0; s < SEG_EXPOSED; s++)
             if (p == K[seg_phase[s]])
                 out->seg_ns[s] = ps->in_steps_ns;
     }
 
     /* unions: compute, communication, steps */
-    int cph[3] = {K[KP_FORWARD], K[KP_BACKWARD], K[KP_OPTIMIZER]};
-    int aph[1] = {K[KP_ALLREDUCE]}, sph[1] = {K[KP_STEP]}, bph[1] = {K[KP_BACKWARD]};
+    int cph[3] = {K[TRACE_PHASE_FORWARD], K[TRACE_PHASE_BACKWARD], K[TRACE_PHASE_OPTIMIZER]};
+    int aph[1] = {K[TRACE_PHASE_ALLREDUCE]}, sph[1] = {K[TRACE_PHASE_STEP]}, bph[1] = {K[TRACE_PHASE_BACKWARD]};
     size_t nc = analysis_count(first, cph, 3), na = analysis_count(first, aph, 1);
     size_t ns = analysis_count(first, sph, 1), nb = analysis_count(first, bph, 1);
     compute = malloc((nc + 1) * sizeof *compute);
@@ -365,8 +371,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     out->seg_ns[SEG_OTHER] = other > 0 ? other : 0;
 
     /* all-reduce rows for the bucket table: time, and the part under this rank's backward */
-    if (K[KP_ALLREDUCE] >= 0) {
-        for (size_t i = first[K[KP_ALLREDUCE]]; i < first[K[KP_ALLREDUCE] + 1]; i++) {
+    if (K[TRACE_PHASE_ALLREDUCE] >= 0) {
+        for (size_t i = first[K[TRACE_PHASE_ALLREDUCE]]; i < first[K[TRACE_PHASE_ALLREDUCE] + 1]; i++) {
             const struct run_row *row = &rows[idx[i]];
             if (row->bucket < 0)
                 continue;
@@ -386,7 +392,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     if (!marks)
         goto oom;
     for (int k = 0; k < 2; k++) {
-        int p = k == 0 ? K[KP_STEP] : K[KP_BACKWARD];
+        int p = k == 0 ? K[TRACE_PHASE_STEP] : K[TRACE_PHASE_BACKWARD];
         if (p < 0)
             continue;
         for (size_t i = first[p]; i < first[p + 1]; i++) {

@@ -281,17 +281,6 @@ static int run_metrics_row(void *ctx, char **f, int nf, long line)
 
 /* ---- rankN.trace.csv ---- */
 
-enum trace_col {
-    TC_RANK, TC_STEP, TC_EPOCH, TC_PHASE, TC_BUCKET, TC_CLOCK, TC_START, TC_END, TC_BYTES,
-    TC_NAME, TC_KIND, TC_STREAM, TC_COUNT
-};
-
-static const char *const trace_col_names[TC_COUNT] = {
-    "rank", "step", "epoch", "phase", "bucket", "clock", "start_ns", "end_ns", "bytes",
-    "name", "kind", "stream"};
-
-#define TRACE_HEADER "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream"
-
 struct trace_parse {
     const char *path;
     int rank;
@@ -303,9 +292,9 @@ struct trace_parse {
     int field;    /* index of the next field in the current row */
     int header;   /* the header row is being read */
     int ncols;    /* fields per row, from the header */
-    signed char *colmap; /* file column -> enum trace_col, or -1 (ignored column) */
-    int cap_cols;
-    int have[TC_COUNT];
+    signed char *colmap; /* file column -> enum trace_column, or -1 (ignored column) */
+    size_t cap_cols;
+    int have[TRACE_COL_COUNT];
     struct run_row cur;
     int64_t cur_rank;
     long rows_ended;  /* rows (not blank lines) completed: tells when libcsv finished one */
@@ -314,6 +303,16 @@ struct trace_parse {
     int failed;       /* error_set() was called: stop */
 };
 
+/* "is not host, device or cupti": the values of the clock column, from the format */
+static void trace_clock_choices(char *buf, size_t cap)
+{
+    size_t len = 0;
+    for (int c = 0; c < TRACE_CLOCK_COUNT && len < cap; c++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+                                c == 0 ? "is not " : c + 1 < TRACE_CLOCK_COUNT ? ", " : " or ",
+                                trace_clock_name(c));
+}
+
 static void trace_field_bad(struct trace_parse *t, const char *what, const void *s, size_t len)
 {
     if (t->bad)
@@ -321,7 +320,8 @@ static void trace_field_bad(struct trace_parse *t, const char *what, const void 
     t->bad = 1;
     int n = len > 40 ? 40 : (int)len;
     snprintf(t->badmsg, sizeof t->badmsg, "column %s: '%.*s%s' %s",
-             trace_col_names[t->colmap[t->field]], n, (const char *)s, len > 40 ? "..." : "", what);
+             trace_column_name(t->colmap[t->field]), n, (const char *)s, len > 40 ? "..." : "",
+             what);
 }
 
 static void trace_on_field(void *sv, size_t len, void *data)
@@ -335,9 +335,9 @@ static void trace_on_field(void *sv, size_t len, void *data)
     if (t->header) {
         for (size_t i = 0; i < len; i++)
             t->lines_done += s[i] == '\n';
-        if (t->field == t->cap_cols) {
-            int cap = t->cap_cols ? t->cap_cols * 2 : 16;
-            signed char *m = realloc(t->colmap, (size_t)cap);
+        if (t->field == (int)t->cap_cols) {
+            size_t cap = t->cap_cols ? t->cap_cols * 2 : 16;
+            signed char *m = realloc(t->colmap, cap);
             if (!m) {
                 t->failed = 1;
                 error_set("%s line 1: out of memory reading the header", t->path);
@@ -346,14 +346,11 @@ static void trace_on_field(void *sv, size_t len, void *data)
             t->colmap = m;
             t->cap_cols = cap;
         }
-        int col = -1;
-        for (int c = 0; c < TC_COUNT; c++)
-            if (strlen(trace_col_names[c]) == len && memcmp(trace_col_names[c], s, len) == 0)
-                col = c;
+        int col = trace_column_of(s, len);
         if (col >= 0 && t->have[col]) {
             t->failed = 1;
             error_set("%s line 1: column '%s' appears twice in the header", t->path,
-                      trace_col_names[col]);
+                      trace_column_name(col));
             return;
         }
         if (col >= 0)
@@ -368,69 +365,68 @@ static void trace_on_field(void *sv, size_t len, void *data)
     int64_t v;
     struct run_row *r = &t->cur;
     switch (t->colmap[t->field]) {
-    case TC_RANK:
-    case TC_STEP:
-    case TC_EPOCH:
-    case TC_BUCKET:
-    case TC_STREAM:
+    case TRACE_COL_RANK:
+    case TRACE_COL_STEP:
+    case TRACE_COL_EPOCH:
+    case TRACE_COL_BUCKET:
+    case TRACE_COL_STREAM:
         if (run_parse_i64(s, len, &v) < 0 || v < INT32_MIN || v > INT32_MAX) {
             trace_field_bad(t, "is not a 32-bit integer", s, len);
             break;
         }
         switch (t->colmap[t->field]) {
-        case TC_RANK: t->cur_rank = v; break;
-        case TC_STEP: r->step = (int32_t)v; break;
-        case TC_EPOCH: r->epoch = (int32_t)v; break;
-        case TC_BUCKET: r->bucket = (int32_t)v; break;
+        case TRACE_COL_RANK: t->cur_rank = v; break;
+        case TRACE_COL_STEP: r->step = (int32_t)v; break;
+        case TRACE_COL_EPOCH: r->epoch = (int32_t)v; break;
+        case TRACE_COL_BUCKET: r->bucket = (int32_t)v; break;
         default: r->stream = (int32_t)v; break;
         }
         break;
-    case TC_START:
-    case TC_END:
-    case TC_BYTES:
+    case TRACE_COL_START:
+    case TRACE_COL_END:
+    case TRACE_COL_BYTES:
         if (run_parse_i64(s, len, &v) < 0) {
             trace_field_bad(t, "is not an integer", s, len);
             break;
         }
-        if (t->colmap[t->field] == TC_BYTES) {
+        if (t->colmap[t->field] == TRACE_COL_BYTES) {
             if (v < 0)
                 trace_field_bad(t, "is negative", s, len);
             r->bytes = v;
         } else if ((v > 0 && t->offset_ns > INT64_MAX - v) ||
                    (v < 0 && t->offset_ns < INT64_MIN - v)) {
             trace_field_bad(t, "overflows with the clock offset", s, len);
-        } else if (t->colmap[t->field] == TC_START) {
+        } else if (t->colmap[t->field] == TRACE_COL_START) {
             r->start_ns = v + t->offset_ns;
         } else {
             r->end_ns = v + t->offset_ns;
         }
         break;
-    case TC_CLOCK:
-        if (len == 4 && memcmp(s, "host", 4) == 0)
-            r->clock = RUN_CLOCK_HOST;
-        else if (len == 6 && memcmp(s, "device", 6) == 0)
-            r->clock = RUN_CLOCK_DEVICE;
-        else if (len == 5 && memcmp(s, "cupti", 5) == 0)
-            r->clock = RUN_CLOCK_CUPTI;
-        else
-            trace_field_bad(t, "is not host, device or cupti", s, len);
+    case TRACE_COL_CLOCK:
+        if ((v = trace_clock_of(s, len)) >= 0) {
+            r->clock = (uint8_t)v;
+        } else {
+            char what[96];
+            trace_clock_choices(what, sizeof what);
+            trace_field_bad(t, what, s, len);
+        }
         break;
-    case TC_PHASE:
-    case TC_KIND:
-    case TC_NAME: {
+    case TRACE_COL_PHASE:
+    case TRACE_COL_KIND:
+    case TRACE_COL_NAME: {
         if (len && memchr(s, '\n', len)) /* a quoted line break: keep line numbers right */
             for (size_t i = 0; i < len; i++)
                 t->lines_done += s[i] == '\n';
-        struct strpool *pool = t->colmap[t->field] == TC_NAME ? t->names : t->labels;
+        struct strpool *pool = t->colmap[t->field] == TRACE_COL_NAME ? t->names : t->labels;
         uint32_t id = strpool_intern(pool, s, len);
         if (id == STRPOOL_NONE) {
             t->failed = 1;
             error_wrap("%s line %ld", t->path, t->row_line);
             return;
         }
-        if (t->colmap[t->field] == TC_NAME)
+        if (t->colmap[t->field] == TRACE_COL_NAME)
             r->name = id;
-        else if (t->colmap[t->field] == TC_PHASE)
+        else if (t->colmap[t->field] == TRACE_COL_PHASE)
             r->phase = id;
         else
             r->kind = id;
@@ -444,11 +440,11 @@ static void trace_on_field(void *sv, size_t len, void *data)
 
 static int trace_header_done(struct trace_parse *t)
 {
-    for (int c = 0; c < TC_COUNT; c++)
+    for (int c = 0; c < TRACE_COL_COUNT; c++)
         if (!t->have[c])
             return error_set("%s line 1: no column '%s' in the header (probes/TRACE.md: "
-                             TRACE_HEADER ")",
-                             t->path, trace_col_names[c]);
+                             TRACE_COLUMNS_CSV ")",
+                             t->path, trace_column_name(c));
     t->ncols = t->field;
     t->header = 0;
     return 0;
@@ -626,7 +622,7 @@ int trace_load(struct strpool *names, struct strpool *labels, const char *path, 
         report_warn("%s line %ld: last line ends inside a quoted field (truncated write?): dropped",
                     path, t.lines_done + 1);
     if (rc == 0 && !t.failed && t.header)
-        rc = error_set("%s: empty file: expected the header line " TRACE_HEADER
+        rc = error_set("%s: empty file: expected the header line " TRACE_COLUMNS_CSV
                        " (probes/TRACE.md); rerun the training or delete the file to report the "
                        "other ranks",
                        path);
@@ -690,7 +686,7 @@ static int run_highest_rank_file(const char *dir)
     struct dirent *e;
     while ((e = readdir(d))) {
         int n, used = 0;
-        if (sscanf(e->d_name, "rank%d.trace.csv%n", &n, &used) == 1 && used > 0 &&
+        if (sscanf(e->d_name, TRACE_FILE_FORMAT "%n", &n, &used) == 1 && used > 0 &&
             e->d_name[used] == '\0' && n >= 0 && n < 65536 && n > hi)
             hi = n;
     }
@@ -706,7 +702,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
     int missing_offsets = 0;
     for (int rank = 0; rank < r->world_size; rank++) {
         char name[64];
-        snprintf(name, sizeof name, "rank%d.trace.csv", rank);
+        snprintf(name, sizeof name, TRACE_FILE_FORMAT, rank);
         char *path = run_path_join(r->dir, name);
         if (!path)
             return -1;
@@ -715,7 +711,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
             continue;
         }
         int64_t offset = 0;
-        snprintf(name, sizeof name, "clock_offset_ns.rank%d", rank);
+        snprintf(name, sizeof name, TRACE_META_CLOCK_OFFSET_FORMAT, rank);
         const char *off = run_meta(r, name);
         if (off && run_parse_i64(off, strlen(off), &offset) < 0) {
             free(path);

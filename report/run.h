@@ -1,5 +1,6 @@
 /* run.h — the report's input: run directories read into memory.  A run is one directory
- * with meta.csv, metrics.csv and rankN.trace.csv per rank (the contract is probes/TRACE.md);
+ * with meta.csv, metrics.csv and rankN.trace.csv per rank (the contract is probes/TRACE.md,
+ * its format probes/trace_format.h, the one header of probes/ the report includes);
  * a parent directory holding baseline/ and ddp/ runs expands into both.  Trace rows are
  * flat structs with interned strings, shifted onto rank 0's clock as they are read, so
  * memory is linear in the rows. */
@@ -9,9 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/trace_format.h"
 #include "report/strpool.h"
-
-enum run_clock { RUN_CLOCK_HOST, RUN_CLOCK_DEVICE, RUN_CLOCK_CUPTI };
 
 /* One trace row; 56 bytes. */
 struct run_row {
@@ -21,7 +21,7 @@ struct run_row {
     uint32_t name;  /* id in runset.names */
     uint32_t phase; /* id in runset.labels */
     uint32_t kind;  /* id in runset.labels */
-    uint8_t clock;  /* enum run_clock */
+    uint8_t clock;  /* enum trace_clock */
 };
 
 /* The rows of one rank's trace file, in file order. */

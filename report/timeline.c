@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "probes/trace_format.h"
 
 struct jw {
     FILE *f;
@@ -169,19 +170,21 @@ static int timeline_tid(const struct run_row *r)
     int s = r->stream;
     if (s < 0 || s > 99998)
         s = (int)((unsigned)s % 99999u);
-    return (r->clock == RUN_CLOCK_HOST ? 1 : r->clock == RUN_CLOCK_DEVICE ? 100001 : 200001) + s;
+    return (r->clock == TRACE_CLOCK_HOST ? 1 : r->clock == TRACE_CLOCK_DEVICE ? 100001 : 200001) + s;
 }
 
+/* "host compute", "device comm", "host stream 7", "cuda stream 13": the clock and lane
+ * names of the trace format (probes/trace_format.h) */
 static void timeline_thread_name(int tid, char *out, size_t size)
 {
-    static const char *const lanes[3] = {"compute", "comm", "data"};
     int base = tid >= 200001 ? 200001 : tid >= 100001 ? 100001 : 1, s = tid - base;
+    const char *clock = trace_clock_name(base == 1 ? TRACE_CLOCK_HOST : TRACE_CLOCK_DEVICE);
     if (base == 200001)
         snprintf(out, size, "cuda stream %d", s);
-    else if (s < 3)
-        snprintf(out, size, "%s %s", base == 1 ? "host" : "device", lanes[s]);
+    else if (s < TRACE_LANE_COUNT)
+        snprintf(out, size, "%s %s", clock, trace_lane_name(s));
     else
-        snprintf(out, size, "%s stream %d", base == 1 ? "host" : "device", s);
+        snprintf(out, size, "%s stream %d", clock, s);
 }
 
 /* The distinct lanes of a rank: an open-addressing set of tids (all >= 1; 0 is empty). */
@@ -318,7 +321,7 @@ int timeline_write(const struct runset *rs, const char *path)
             }
             free(tids);
 
-            uint32_t range = strpool_find(&rs->labels, "range");
+            uint32_t range = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
             for (size_t r = 0; r < t->n; r++) {
                 const struct run_row *row = &t->rows[r];
                 size_t nn, np, nk = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 #include "probes/trace_format.h"
 #include "report/sort.h"
 
@@ -57,23 +58,16 @@ struct step_mark {
     int64_t t_ns;
 };
 
-struct growbuf {
-    void *p;
-    size_t n, cap, size;
+/* The all-reduce rows and the step entries of a run's ranks, grown by appending. */
+struct bucket_list {
+    struct bucket_entry *v;
+    size_t n, cap;
 };
 
-static void *growbuf_push(struct growbuf *g)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 64;
-        void *p = realloc(g->p, cap * g->size);
-        if (!p)
-            return NULL;
-        g->p = p;
-        g->cap = cap;
-    }
-    return (char *)g->p + g->size * g->n++;
-}
+struct step_list {
+    struct step_entry *v;
+    size_t n, cap;
+};
 
 int64_t analysis_percentile(const int64_t *sorted, size_t n, int p)
 {
@@ -253,7 +247,7 @@ static size_t analysis_count(const size_t *first, const int *phases, int nphases
 
 /* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
-                         struct rank_stat *out, struct growbuf *buckets, struct growbuf *steps)
+                         struct rank_stat *out, struct bucket_list *buckets, struct step_list *steps)
 {
     const struct run_row *rows = t->rows;
     int nd = c->ndense;
@@ -376,9 +370,9 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             const struct run_row *row = &rows[idx[i]];
             if (row->bucket < 0)
                 continue;
-            struct bucket_entry *b = growbuf_push(buckets);
-            if (!b)
+            if (VEC_RESERVE(buckets->v, buckets->cap, buckets->n + 1))
                 goto oom;
+            struct bucket_entry *b = &buckets->v[buckets->n++];
             b->bucket = row->bucket;
             b->dur_ns = row->end_ns - row->start_ns;
             b->hidden_ns = ivl_overlap_one(bwd, nb, row->start_ns, row->end_ns);
@@ -422,9 +416,9 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             }
         }
         if (has_start && has_ready) {
-            struct step_entry *e = growbuf_push(steps);
-            if (!e)
+            if (VEC_RESERVE(steps->v, steps->cap, steps->n + 1))
                 goto oom;
+            struct step_entry *e = &steps->v[steps->n++];
             e->step = (int32_t)marks[i].step;
             e->rank = t->rank;
             e->key = (int64_t)e->step * 4294967296LL + t->rank;
@@ -468,9 +462,9 @@ static int meta_number(const struct run *r, const char *key, double *out)
     return 1;
 }
 
-static int analysis_buckets(struct run_stat *st, struct growbuf *g)
+static int analysis_buckets(struct run_stat *st, struct bucket_list *g)
 {
-    struct bucket_entry *e = g->p;
+    struct bucket_entry *e = g->v;
     if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct bucket_entry, bucket)) < 0)
         return error_wrap("%s", st->run->dir);
     size_t nb = 0;
@@ -502,9 +496,9 @@ static int analysis_buckets(struct run_stat *st, struct growbuf *g)
     return 0;
 }
 
-static int analysis_steps(struct run_stat *st, struct growbuf *g)
+static int analysis_steps(struct run_stat *st, struct step_list *g)
 {
-    struct step_entry *e = g->p;
+    struct step_entry *e = g->v;
     if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct step_entry, key)) < 0)
         return error_wrap("%s", st->run->dir);
     st->steps = calloc(g->n + 1, sizeof *st->steps);
@@ -634,16 +628,16 @@ struct run_stat *analysis_run(const struct runset *rs)
             break;
         }
         s->nranks = r->nranks;
-        struct growbuf buckets = {.size = sizeof(struct bucket_entry)};
-        struct growbuf steps = {.size = sizeof(struct step_entry)};
+        struct bucket_list buckets = {0};
+        struct step_list steps = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)
             rc = analysis_rank(&c, &r->ranks[k], &s->ranks[k], &buckets, &steps);
         if (rc == 0)
             rc = analysis_buckets(s, &buckets);
         if (rc == 0)
             rc = analysis_steps(s, &steps);
-        free(buckets.p);
-        free(steps.p);
+        free(buckets.v);
+        free(steps.v);
         analysis_throughput(s);
     }
     analysis_ctx_free(&c);

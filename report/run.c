@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 
 #define RUN_READ_CHUNK (1u << 20)
 
@@ -96,12 +97,14 @@ struct run_rows {
     void *ctx;
     char *buf; /* the current row's fields, NUL-separated */
     size_t len, cap;
-    size_t *offs;
-    int nfields, cap_fields;
+    size_t *offs; /* field -> offset in buf */
+    size_t cap_offs;
+    int nfields;
     long lines_done, row_line;
     int prev_cr;
     int failed;
-    char **ptrs;
+    char **ptrs; /* field -> its string, for fn */
+    size_t cap_ptrs;
 };
 
 static void run_rows_field(void *s, size_t len, void *data)
@@ -114,24 +117,11 @@ static void run_rows_field(void *s, size_t len, void *data)
         r->row_line = r->lines_done + 1;
     for (size_t i = 0; i < len; i++)
         r->lines_done += f[i] == '\n';
-    if (r->len + len + 1 > r->cap || r->nfields == r->cap_fields) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + len + 1)
-            cap *= 2;
-        int cap_fields = r->cap_fields ? r->cap_fields * 2 : 16;
-        char *buf = realloc(r->buf, cap);
-        size_t *offs = buf ? realloc(r->offs, (size_t)cap_fields * sizeof *offs) : NULL;
-        if (buf)
-            r->buf = buf;
-        if (offs)
-            r->offs = offs;
-        if (!buf || !offs) {
-            r->failed = 1;
-            error_set("%s line %ld: out of memory reading a row", r->path, r->row_line);
-            return;
-        }
-        r->cap = cap;
-        r->cap_fields = cap_fields;
+    if (VEC_RESERVE(r->buf, r->cap, r->len + len + 1) ||
+        VEC_RESERVE(r->offs, r->cap_offs, (size_t)r->nfields + 1)) {
+        r->failed = 1;
+        error_set("%s line %ld: out of memory reading a row", r->path, r->row_line);
+        return;
     }
     r->offs[r->nfields++] = r->len;
     if (len)
@@ -157,16 +147,14 @@ static void run_rows_end(int c, void *data)
     } else {
         r->lines_done++;
         r->prev_cr = c == '\r';
-        char **ptrs = realloc(r->ptrs, (size_t)r->nfields * sizeof *ptrs);
-        if (!ptrs) {
+        if (VEC_RESERVE(r->ptrs, r->cap_ptrs, (size_t)r->nfields)) {
             r->failed = 1;
             error_set("%s line %ld: out of memory reading a row", r->path, r->row_line);
             return;
         }
-        r->ptrs = ptrs;
         for (int i = 0; i < r->nfields; i++)
-            ptrs[i] = r->buf + r->offs[i];
-        if (r->fn(r->ctx, ptrs, r->nfields, r->row_line) < 0)
+            r->ptrs[i] = r->buf + r->offs[i];
+        if (r->fn(r->ctx, r->ptrs, r->nfields, r->row_line) < 0)
             r->failed = 1;
     }
     r->nfields = 0;
@@ -224,10 +212,9 @@ static int run_meta_row(void *ctx, char **f, int nf, long line)
     if (nf < 2)
         return error_set("%s/meta.csv line %ld: %d field(s), expected key,value", run->dir, line,
                          nf);
-    struct meta_kv *m = realloc(run->meta, (run->nmeta + 1) * sizeof *m);
-    if (!m)
+    if (VEC_RESERVE(run->meta, run->cap_meta, run->nmeta + 1))
         return error_set("%s/meta.csv line %ld: out of memory", run->dir, line);
-    run->meta = m;
+    struct meta_kv *m = run->meta;
     m[run->nmeta].key = run_strdup(f[0]);
     m[run->nmeta].value = run_strdup(f[1]);
     if (!m[run->nmeta].key || !m[run->nmeta].value) {
@@ -335,16 +322,10 @@ static void trace_on_field(void *sv, size_t len, void *data)
     if (t->header) {
         for (size_t i = 0; i < len; i++)
             t->lines_done += s[i] == '\n';
-        if (t->field == (int)t->cap_cols) {
-            size_t cap = t->cap_cols ? t->cap_cols * 2 : 16;
-            signed char *m = realloc(t->colmap, cap);
-            if (!m) {
-                t->failed = 1;
-                error_set("%s line 1: out of memory reading the header", t->path);
-                return;
-            }
-            t->colmap = m;
-            t->cap_cols = cap;
+        if (VEC_RESERVE(t->colmap, t->cap_cols, (size_t)t->field + 1)) {
+            t->failed = 1;
+            error_set("%s line 1: out of memory reading the header", t->path);
+            return;
         }
         int col = trace_column_of(s, len);
         if (col >= 0 && t->have[col]) {
@@ -453,15 +434,9 @@ static int trace_header_done(struct trace_parse *t)
 static int trace_append(struct trace_parse *t)
 {
     struct rank_trace *o = t->out;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 1024;
-        struct run_row *rows = realloc(o->rows, cap * sizeof *rows);
-        if (!rows)
-            return error_set("%s line %ld: out of memory growing to %zu rows", t->path,
-                             t->row_line, cap);
-        o->rows = rows;
-        o->cap = cap;
-    }
+    if (VEC_RESERVE(o->rows, o->cap, o->n + 1))
+        return error_set("%s line %ld: out of memory growing to %zu rows", t->path,
+                         t->row_line, o->n + 1);
     o->rows[o->n++] = t->cur;
     return 0;
 }
@@ -749,10 +724,8 @@ static int run_load_traces(struct runset *rs, struct run *r)
 
 static int run_load(struct runset *rs, const char *dir)
 {
-    struct run *runs = realloc(rs->runs, (size_t)(rs->n + 1) * sizeof *runs);
-    if (!runs)
+    if (VEC_RESERVE(rs->runs, rs->cap_runs, (size_t)rs->n + 1))
         return error_set("report: out of memory adding run %s", dir);
-    rs->runs = runs;
     struct run *r = &rs->runs[rs->n++];
     memset(r, 0, sizeof *r);
     r->dir = run_strdup(dir);
@@ -820,6 +793,7 @@ int runset_add_dir(struct runset *rs, const char *dir)
     if (!d)
         return error_set("%s: cannot list the directory (%s)", dir, strerror(errno));
     char **subs = NULL;
+    size_t cap_subs = 0;
     int nsubs = 0, rc = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
@@ -830,13 +804,11 @@ int runset_add_dir(struct runset *rs, const char *dir)
         if (!m) {
             rc = -1;
         } else if (run_is_file(m)) {
-            char **s = realloc(subs, (size_t)(nsubs + 1) * sizeof *s);
             char *name = run_strdup(e->d_name);
-            if (!s || !name) {
+            if (!name || VEC_RESERVE(subs, cap_subs, (size_t)nsubs + 1)) {
                 free(name);
                 rc = error_set("report: out of memory listing %s", dir);
             } else {
-                subs = s;
                 subs[nsubs++] = name;
             }
         }

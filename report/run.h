@@ -41,7 +41,7 @@ struct run {
     char *dir;   /* the run directory */
     char *label; /* short unique name: "baseline", "ddp", or the directory's name */
     struct meta_kv *meta; /* meta.csv in file order (a repeated key: the last one counts) */
-    size_t nmeta;
+    size_t nmeta, cap_meta;
     int world_size;            /* meta.csv world_size, else the highest rank file + 1 */
     struct rank_trace *ranks;  /* the ranks whose trace was found, in rank order */
     int nranks;
@@ -53,6 +53,7 @@ struct run {
 struct runset {
     struct run *runs;
     int n;
+    size_t cap_runs;
     struct strpool names;  /* trace `name` values */
     struct strpool labels; /* trace `phase` and `kind` values */
     char *default_out;     /* the first directory given: the run itself, or the parent */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 
 /* 8 bytes at a time: trace strings are short, and this runs for three fields per row. */
 static uint64_t strpool_hash(const char *s, size_t len)
@@ -89,31 +90,14 @@ uint32_t strpool_intern(struct strpool *p, const char *s, size_t len)
         error_set("string pool: too many distinct strings in the traces");
         return STRPOOL_NONE;
     }
-    if (p->len + len + 1 > p->cap) {
-        size_t cap = p->cap ? p->cap : 4096;
-        while (cap < p->len + len + 1)
-            cap *= 2;
-        char *buf = realloc(p->buf, cap);
-        if (!buf) {
-            error_set("string pool: out of memory growing to %zu bytes", cap);
-            return STRPOOL_NONE;
-        }
-        p->buf = buf;
-        p->cap = cap;
+    if (VEC_RESERVE(p->buf, p->cap, p->len + len + 1)) {
+        error_set("string pool: out of memory growing to %zu bytes", p->len + len + 1);
+        return STRPOOL_NONE;
     }
-    if (p->n == p->cap_ids) {
-        uint32_t cap_ids = p->cap_ids ? p->cap_ids * 2 : 64;
-        size_t *offs = realloc(p->offs, (size_t)cap_ids * sizeof *offs);
-        if (offs)
-            p->offs = offs;
-        uint32_t *lens = offs ? realloc(p->lens, (size_t)cap_ids * sizeof *lens) : NULL;
-        if (lens)
-            p->lens = lens;
-        if (!offs || !lens) {
-            error_set("string pool: out of memory growing to %u strings", cap_ids);
-            return STRPOOL_NONE;
-        }
-        p->cap_ids = cap_ids;
+    if (VEC_RESERVE(p->offs, p->cap_offs, (size_t)p->n + 1) ||
+        VEC_RESERVE(p->lens, p->cap_lens, (size_t)p->n + 1)) {
+        error_set("string pool: out of memory growing to %u strings", p->n + 1);
+        return STRPOOL_NONE;
     }
     uint32_t id = p->n++;
     p->offs[id] = p->len;

@@ -14,7 +14,8 @@ struct strpool {
     size_t len, cap;
     size_t *offs;       /* id -> offset in buf */
     uint32_t *lens;     /* id -> length */
-    uint32_t n, cap_ids;
+    size_t cap_offs, cap_lens;
+    uint32_t n;
     uint32_t *slots;    /* open-addressing hash table of id + 1 (0 = empty) */
     uint32_t nslots;    /* a power of two */
 };

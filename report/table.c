@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 
 void table_init(struct table *t, const char *title, const char *file,
                 const struct table_col *cols, int ncols)
@@ -25,22 +26,16 @@ void table_free(struct table *t)
     free(t->text);
     t->cells = NULL;
     t->text = NULL;
-    t->nrows = t->cap = t->tlen = t->tcap = 0;
+    t->nrows = t->cap_cells = t->tlen = t->tcap = 0;
 }
 
 void table_add_row(struct table *t)
 {
     if (t->failed)
         return;
-    if (t->nrows == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        size_t *cells = realloc(t->cells, cap * (size_t)t->ncols * sizeof *cells);
-        if (!cells) {
-            t->failed = 1;
-            return;
-        }
-        t->cells = cells;
-        t->cap = cap;
+    if (VEC_RESERVE(t->cells, t->cap_cells, (t->nrows + 1) * (size_t)t->ncols)) {
+        t->failed = 1;
+        return;
     }
     memset(&t->cells[t->nrows * (size_t)t->ncols], 0, (size_t)t->ncols * sizeof *t->cells);
     t->nrows++;
@@ -59,17 +54,9 @@ void table_set(struct table *t, int col, const char *fmt, ...)
         t->failed = 1;
         return;
     }
-    if (t->tlen + (size_t)n + 1 > t->tcap) {
-        size_t cap = t->tcap ? t->tcap : 4096;
-        while (cap < t->tlen + (size_t)n + 1)
-            cap *= 2;
-        char *text = realloc(t->text, cap);
-        if (!text) {
-            t->failed = 1;
-            return;
-        }
-        t->text = text;
-        t->tcap = cap;
+    if (VEC_RESERVE(t->text, t->tcap, t->tlen + (size_t)n + 1)) {
+        t->failed = 1;
+        return;
     }
     if ((size_t)n < sizeof small) {
         memcpy(t->text + t->tlen, small, (size_t)n + 1);

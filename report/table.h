@@ -21,7 +21,7 @@ struct table {
     const struct table_col *cols;
     int ncols;
     size_t *cells; /* nrows * ncols offsets into text, + 1 (0: empty cell) */
-    size_t nrows, cap;
+    size_t nrows, cap_cells; /* cap_cells: room in cells, in cells */
     char *text;    /* every cell's string, NUL-terminated, back to back */
     size_t tlen, tcap;
     int failed; /* out of memory while filling: table_write_csv fails */

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "probes/trace_format.h"
 #include "report/report.h"
@@ -29,13 +29,6 @@ static int64_t bench_jitter(int64_t mean)
     bench_rng ^= bench_rng >> 7;
     bench_rng ^= bench_rng << 17;
     return mean * 9 / 10 + (int64_t)(bench_rng % (uint64_t)(mean / 5 + 1));
-}
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static double bench_cpu_s(void)
@@ -159,7 +152,7 @@ int main(int argc, char **argv)
         return 2;
     }
     long rows = bench_count_rows(argv[2]);
-    double t0 = bench_now(), c0 = bench_cpu_s();
+    double t0 = clock_now_s(), c0 = bench_cpu_s();
     int rc;
     if (load) {
         struct runset rs;
@@ -170,7 +163,7 @@ int main(int argc, char **argv)
         const char *dirs[] = {argv[2]};
         rc = report_run(dirs, 1, argv[3], NULL);
     }
-    double s = bench_now() - t0, cpu = bench_cpu_s() - c0;
+    double s = clock_now_s() - t0, cpu = bench_cpu_s() - c0;
     if (rc < 0) {
         fprintf(stderr, "ddpprof-bench-report: %s\n", error_get());
         return 1;

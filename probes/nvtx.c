@@ -2,6 +2,7 @@
 #include "probes/nvtx.h"
 
 #include "common/error.h"
+#include "common/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 struct nvtx_ranges {
     nvtxDomainHandle_t domain;
     nvtxStringHandle_t phase_str[PROBE_PHASE_COUNT];
-    nvtxStringHandle_t *bucket_str; /* registered "allreduce.bN", grown on first use */
-    int nbucket_str;
+    nvtxStringHandle_t *bucket_str; /* registered "allreduce.bN" (NULL: not yet), grown on
+                                       first use */
+    size_t cap_bucket_str;
 };
 
 int nvtx_compiled(void)
@@ -69,15 +71,12 @@ static nvtxStringHandle_t nvtx_bucket_string(struct nvtx_ranges *n, int bucket)
 {
     if (bucket < 0 || bucket >= NVTX_MAX_REGISTERED_BUCKETS)
         return NULL;
-    if (bucket >= n->nbucket_str) {
-        int want = bucket + 1 > 2 * n->nbucket_str ? bucket + 1 : 2 * n->nbucket_str;
-        nvtxStringHandle_t *s = realloc(n->bucket_str, (size_t)want * sizeof *s);
-        if (!s)
+    if ((size_t)bucket >= n->cap_bucket_str) {
+        size_t old = n->cap_bucket_str;
+        if (VEC_RESERVE(n->bucket_str, n->cap_bucket_str, (size_t)bucket + 1))
             return NULL;
-        for (int i = n->nbucket_str; i < want; i++)
-            s[i] = NULL;
-        n->bucket_str = s;
-        n->nbucket_str = want;
+        for (size_t i = old; i < n->cap_bucket_str; i++)
+            n->bucket_str[i] = NULL;
     }
     if (!n->bucket_str[bucket]) {
         char name[32];

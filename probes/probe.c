@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "probes/correlation.h"
 #include "common/error.h"
+#include "common/vec.h"
 #include "probes/gpu.h"
 #include "probes/nvtx.h"
 
@@ -39,8 +40,8 @@ struct probe {
     int epoch;
     struct probe_frame stack[PROBE_MAX_DEPTH];
     int depth, overflow;
-    struct probe_bucket *buckets;
-    int nbuckets;
+    struct probe_bucket *buckets; /* by bucket id, grown on first use */
+    size_t nbuckets;
     struct trace_writer *w;
     struct nvtx_ranges *nvtx;
     struct activity_proc *ap;
@@ -150,7 +151,7 @@ int probe_set_comm_stream(struct probe *p, void *stream)
     if (!t)
         return error_wrap("probes (rank %d, communication stream)", p->rank);
     if (p->ev_comm) {
-        for (int b = 0; b < p->nbuckets; b++)
+        for (size_t b = 0; b < p->nbuckets; b++)
             p->buckets[b].ev_slot = -1; /* pairs of the old timer are drained below */
         event_timer_drain(p->ev_comm, trace_writer_emit, p->w);
         event_timer_destroy(p->ev_comm);
@@ -236,16 +237,13 @@ static struct probe_bucket *probe_bucket_get(struct probe *p, int bucket)
 {
     if (bucket < 0)
         return NULL;
-    if (bucket >= p->nbuckets) {
-        int want = bucket + 1 > 2 * p->nbuckets ? bucket + 1 : 2 * p->nbuckets;
-        struct probe_bucket *b = realloc(p->buckets, (size_t)want * sizeof *b);
-        if (!b)
+    if ((size_t)bucket >= p->nbuckets) {
+        size_t old = p->nbuckets;
+        if (VEC_RESERVE(p->buckets, p->nbuckets, (size_t)bucket + 1))
             return NULL;
-        memset(b + p->nbuckets, 0, (size_t)(want - p->nbuckets) * sizeof *b);
-        for (int i = p->nbuckets; i < want; i++)
-            b[i].ev_slot = -1;
-        p->buckets = b;
-        p->nbuckets = want;
+        memset(p->buckets + old, 0, (p->nbuckets - old) * sizeof *p->buckets);
+        for (size_t i = old; i < p->nbuckets; i++)
+            p->buckets[i].ev_slot = -1;
     }
     return &p->buckets[bucket];
 }
@@ -283,7 +281,7 @@ void probe_bucket_launch(struct probe *p, int bucket, uint64_t bytes)
 
 void probe_bucket_issued(struct probe *p, int bucket)
 {
-    if (!p || p->mode == PROBE_OFF || bucket < 0 || bucket >= p->nbuckets)
+    if (!p || p->mode == PROBE_OFF || bucket < 0 || (size_t)bucket >= p->nbuckets)
         return;
     struct probe_bucket *b = &p->buckets[bucket];
     if (b->corr_pushed) {
@@ -309,7 +307,8 @@ void probe_bucket_range(struct probe *p, int bucket, uint64_t bytes, int64_t sta
     if (!p || p->mode == PROBE_OFF)
         return;
     int64_t now = clock_now_ns();
-    struct probe_bucket *b = bucket >= 0 && bucket < p->nbuckets ? &p->buckets[bucket] : NULL;
+    struct probe_bucket *b =
+        bucket >= 0 && (size_t)bucket < p->nbuckets ? &p->buckets[bucket] : NULL;
     int64_t step = p->step, epoch = p->epoch, launch_ns = now;
     if (b && b->open) {
         probe_bucket_issued(p, bucket); /* in case the caller did not */
@@ -401,7 +400,7 @@ int probe_destroy(struct probe *p)
             nvtx_ranges_pop(p->nvtx);
             p->unbalanced++;
         }
-        for (int b = 0; b < p->nbuckets; b++) {
+        for (size_t b = 0; b < p->nbuckets; b++) {
             if (!p->buckets[b].open)
                 continue;
             if (p->buckets[b].corr_pushed)

@@ -3,6 +3,7 @@
 #include "probes/tools/nvtx_capture.h"
 
 #include "common/error.h"
+#include "common/vec.h"
 #include "probes/phase.h"
 
 #include <csv.h>
@@ -32,14 +33,8 @@ static void cap_copy(char *dst, const char *src)
 /* Append one event (filled by the caller through the returned pointer, under cap_mu). */
 static struct nvtx_capture_event *cap_append(enum nvtx_capture_op op, const char *domain)
 {
-    if (cap_count == cap_cap) {
-        size_t want = cap_cap ? 2 * cap_cap : 1024;
-        struct nvtx_capture_event *e = realloc(cap_events, want * sizeof *e);
-        if (!e)
-            return NULL;
-        cap_events = e;
-        cap_cap = want;
-    }
+    if (VEC_RESERVE(cap_events, cap_cap, cap_count + 1))
+        return NULL;
     struct nvtx_capture_event *e = &cap_events[cap_count++];
     memset(e, 0, sizeof *e);
     e->op = op;
@@ -366,15 +361,9 @@ static void cap_load_row(int c, void *data)
         l->bad = l->line;
         return;
     }
-    if (l->n == l->cap) {
-        size_t want = l->cap ? 2 * l->cap : 1024;
-        struct nvtx_capture_event *e = realloc(l->ev, want * sizeof *e);
-        if (!e) {
-            l->bad = l->line;
-            return;
-        }
-        l->ev = e;
-        l->cap = want;
+    if (VEC_RESERVE(l->ev, l->cap, l->n + 1)) {
+        l->bad = l->line;
+        return;
     }
     struct nvtx_capture_event *e = &l->ev[l->n];
     memset(e, 0, sizeof *e);

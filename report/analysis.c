@@ -1,6 +1,9 @@
 /* analysis.c — phase statistics, interval unions (overlap, exposed communication, idle),
  * per-bucket all-reduce figures, stragglers and speedup (see analysis.h and FORMULAS.md).
- * Work is linear in the rows apart from sorts; temporaries are freed per rank. */
+ * Each rank is analysed in five steps (analysis_rank): select the rows that count, phase
+ * statistics, overlap unions, bucket entries, step marks; the run's buckets and steps are
+ * then joined over its ranks.  Work is linear in the rows apart from sorts; temporaries
+ * are freed per step. */
 #include "report/analysis.h"
 
 #include <stddef.h>
@@ -164,6 +167,119 @@ static int64_t ivl_overlap_one(const struct ivl *u, size_t n, int64_t s, int64_t
     return sum;
 }
 
+/* ---- the formulas of report/FORMULAS.md, one function each ---- */
+
+double analysis_mean_ns(int64_t total_ns, size_t count)
+{
+    return (double)total_ns / (double)count;
+}
+
+/* exposed_comm_ms: |M| - |M ∩ C| for the merged unions M (communication), C (compute) */
+static int64_t analysis_exposed_ns(const struct ivl *m, size_t nm, const struct ivl *c,
+                                   size_t nc)
+{
+    return ivl_len(m, nm) - ivl_inter(m, nm, c, nc);
+}
+
+/* idle_ms: |S| - |S ∩ (C ∪ M)| for the merged unions S (steps) and C ∪ M */
+static int64_t analysis_idle_ns(const struct ivl *s, size_t ns, const struct ivl *cm,
+                                size_t ncm)
+{
+    return ivl_len(s, ns) - ivl_inter(s, ns, cm, ncm);
+}
+
+/* The chart's last segments: exposed comm, and other = the step time less every other
+ * segment (not below 0).  The phase segments and exposed_ns are set. */
+static void analysis_segments(struct rank_stat *r)
+{
+    r->seg_ns[SEG_EXPOSED] = r->exposed_ns;
+    int64_t other = r->step_total_ns;
+    for (int s = 0; s < SEG_OTHER; s++)
+        other -= r->seg_ns[s];
+    r->seg_ns[SEG_OTHER] = other > 0 ? other : 0;
+}
+
+int analysis_pct_of_step(const struct rank_stat *r, const struct phase_stat *ps, double *pct)
+{
+    if (!ps->in_steps || r->step_total_ns <= 0)
+        return 0;
+    *pct = 100.0 * (double)ps->in_steps_ns / (double)r->step_total_ns;
+    return 1;
+}
+
+int analysis_overlap_pct(const struct rank_stat *r, double *pct)
+{
+    if (r->comm_ns <= 0)
+        return 0;
+    *pct = 100.0 * (double)(r->comm_ns - r->exposed_ns) / (double)r->comm_ns;
+    return 1;
+}
+
+int analysis_algbw(const struct bucket_stat *b, double *gbps)
+{
+    double mean_ns = analysis_mean_ns(b->total_ns, b->count);
+    if (!(mean_ns > 0))
+        return 0;
+    *gbps = (double)b->bytes / mean_ns; /* bytes per ns = GB/s */
+    return 1;
+}
+
+double analysis_busbw(double algbw_gbps, int world_size)
+{
+    return algbw_gbps * 2.0 * (world_size - 1) / world_size;
+}
+
+int analysis_pct_hidden(const struct bucket_stat *b, double *pct)
+{
+    if (b->total_ns <= 0)
+        return 0;
+    *pct = 100.0 * (double)b->hidden_ns / (double)b->total_ns;
+    return 1;
+}
+
+/* stragglers.csv for one step: e[0..n) are the entries of its ranks (n >= 2), in rank
+ * order.  The slowest rank is the one whose gradients were ready last (the lowest rank on
+ * a tie); skew = max - min of compute_r; wait = Σ (ready_slowest - ready_r). */
+static void analysis_straggler(const struct step_entry *e, size_t n, struct step_stat *s)
+{
+    s->step = e[0].step;
+    s->ranks = (int)n;
+    size_t slow = 0;
+    s->max_compute_ns = s->min_compute_ns = e[0].compute_ns;
+    for (size_t k = 0; k < n; k++) {
+        if (e[k].ready_ns > e[slow].ready_ns)
+            slow = k;
+        if (e[k].compute_ns > s->max_compute_ns)
+            s->max_compute_ns = e[k].compute_ns;
+        if (e[k].compute_ns < s->min_compute_ns)
+            s->min_compute_ns = e[k].compute_ns;
+    }
+    s->slowest_rank = e[slow].rank;
+    s->skew_ns = s->max_compute_ns - s->min_compute_ns;
+    for (size_t k = 0; k < n; k++)
+        s->wait_ns += e[slow].ready_ns - e[k].ready_ns;
+}
+
+double analysis_images_per_s(int64_t images, double seconds)
+{
+    return (double)images / seconds;
+}
+
+double analysis_speedup(double images_per_s, double baseline_images_per_s)
+{
+    return images_per_s / baseline_images_per_s;
+}
+
+double analysis_efficiency(double speedup, int world_size)
+{
+    return speedup / world_size;
+}
+
+double analysis_seg_ms_per_step(const struct rank_stat *r, enum seg s)
+{
+    return (double)r->seg_ns[s] * 1e-6 / (double)r->nsteps;
+}
+
 static int cmp_label_name(const void *a, const void *b, void *pool)
 {
     return strcmp(strpool_get(pool, *(const uint32_t *)a), strpool_get(pool, *(const uint32_t *)b));
@@ -219,51 +335,82 @@ static void analysis_ctx_free(struct analysis_ctx *c)
     free(c->dense_label);
 }
 
-/* The intervals of the selected rows of the given dense phases into v; returns the count. */
-static size_t analysis_fill(const struct run_row *rows, const size_t *idx, const size_t *first,
-                            const int *phases, int nphases, struct ivl *v)
+/* ---- one rank: analysis_rank and its five steps ---- */
+
+/* The selected rows of one rank (FORMULAS.md "Which rows count"), grouped by dense phase:
+ * t->rows[idx[i]] for i in first[p] .. first[p + 1] - 1 are those of dense phase p. */
+struct rank_sel {
+    const struct rank_trace *t;
+    size_t *first; /* ndense + 1 entries */
+    size_t *idx;
+};
+
+static int analysis_oom(const struct rank_trace *t)
 {
+    return error_set("%s: out of memory analysing %zu rows", t->path, t->n);
+}
+
+/* The number of selected rows of the given dense phases (-1: absent, skipped). */
+static size_t analysis_count(const struct rank_sel *sel, const int *phases, int nphases)
+{
+    size_t n = 0;
+    for (int k = 0; k < nphases; k++)
+        if (phases[k] >= 0)
+            n += sel->first[phases[k] + 1] - sel->first[phases[k]];
+    return n;
+}
+
+/* The intervals of the selected rows of the given dense phases into v; returns the count. */
+static size_t analysis_fill(const struct rank_sel *sel, const int *phases, int nphases,
+                            struct ivl *v)
+{
+    const struct run_row *rows = sel->t->rows;
     size_t n = 0;
     for (int k = 0; k < nphases; k++) {
         if (phases[k] < 0)
             continue;
-        for (size_t i = first[phases[k]]; i < first[phases[k] + 1]; i++) {
-            v[n].s = rows[idx[i]].start_ns;
-            v[n].e = rows[idx[i]].end_ns;
+        for (size_t i = sel->first[phases[k]]; i < sel->first[phases[k] + 1]; i++) {
+            v[n].s = rows[sel->idx[i]].start_ns;
+            v[n].e = rows[sel->idx[i]].end_ns;
             n++;
         }
     }
     return n;
 }
 
-static size_t analysis_count(const size_t *first, const int *phases, int nphases)
+/* The merged union of the selected rows of the given dense phases: a new array in *out
+ * (the caller frees it) of *n intervals.  0, or -1 after error_set(). */
+static int analysis_union(const struct rank_sel *sel, const int *phases, int nphases,
+                          struct ivl **out, size_t *n)
 {
-    size_t n = 0;
-    for (int k = 0; k < nphases; k++)
-        if (phases[k] >= 0)
-            n += first[phases[k] + 1] - first[phases[k]];
-    return n;
+    struct ivl *v = malloc((analysis_count(sel, phases, nphases) + 1) * sizeof *v);
+    if (!v)
+        return analysis_oom(sel->t);
+    int err = 0;
+    *n = ivl_merge(v, analysis_fill(sel, phases, nphases, v), &err);
+    if (err) {
+        free(v);
+        return error_wrap("%s", sel->t->path);
+    }
+    *out = v;
+    return 0;
 }
 
-/* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
-static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
-                         struct rank_stat *out, struct bucket_list *buckets, struct step_list *steps)
+/* Step 1, which rows count: ranges, on the device clock where this rank has device rows of
+ * the phase, else on the host clock.  Fills sel (free sel->first and sel->idx). */
+static int analysis_select(const struct analysis_ctx *c, const struct rank_trace *t,
+                           struct rank_sel *sel)
 {
     const struct run_row *rows = t->rows;
     int nd = c->ndense;
-    const int *K = c->known;
-    out->rank = t->rank;
+    sel->t = t;
+    sel->first = calloc((size_t)nd + 2, sizeof *sel->first);
+    sel->idx = NULL;
     char *dev = calloc((size_t)nd + 1, 1);
-    size_t *first = calloc((size_t)nd + 2, sizeof *first);
-    size_t *idx = NULL, *fill = NULL;
-    int64_t *dur = NULL;
-    struct ivl *compute = NULL, *comm = NULL, *stepv = NULL, *bwd = NULL, *both = NULL;
-    struct step_mark *marks = NULL;
+    size_t *fill = NULL;
     int rc = -1;
-    if (!dev || !first)
-        goto oom;
-
-    /* select rows: ranges, on the device clock where this rank has device rows of the phase */
+    if (!sel->first || !dev)
+        goto done;
     for (size_t r = 0; r < t->n; r++)
         if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
             dev[c->dense[rows[r].phase]] = 1;
@@ -273,30 +420,48 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
       ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
     for (size_t r = 0; r < t->n; r++)
         if (SELECTED(rows[r]))
-            first[c->dense[rows[r].phase] + 1]++;
+            sel->first[c->dense[rows[r].phase] + 1]++;
     for (int p = 0; p < nd; p++)
-        first[p + 1] += first[p];
-    size_t nsel = first[nd];
-    idx = malloc((nsel + 1) * sizeof *idx);
+        sel->first[p + 1] += sel->first[p];
+    sel->idx = malloc((sel->first[nd] + 1) * sizeof *sel->idx);
     fill = malloc(((size_t)nd + 1) * sizeof *fill);
-    if (!idx || !fill)
-        goto oom;
-    memcpy(fill, first, (size_t)nd * sizeof *fill);
+    if (!sel->idx || !fill)
+        goto done;
+    memcpy(fill, sel->first, (size_t)nd * sizeof *fill);
     for (size_t r = 0; r < t->n; r++)
         if (SELECTED(rows[r]))
-            idx[fill[c->dense[rows[r].phase]]++] = r;
+            sel->idx[fill[c->dense[rows[r].phase]]++] = r;
 #undef SELECTED
+    rc = 0;
+done:
+    free(dev);
+    free(fill);
+    return rc < 0 ? analysis_oom(t) : 0;
+}
 
-    /* phase statistics */
+/* Step 2, phase statistics (phases.csv), the step durations and the in-step time of the
+ * chart's phase segments. */
+static int analysis_phase_stats(const struct analysis_ctx *c, const struct rank_sel *sel,
+                                struct rank_stat *out)
+{
+    static const enum trace_phase seg_phase[SEG_EXPOSED] = {
+        [SEG_DATA] = TRACE_PHASE_DATA, [SEG_FORWARD] = TRACE_PHASE_FORWARD,
+        [SEG_BACKWARD] = TRACE_PHASE_BACKWARD, [SEG_OPTIMIZER] = TRACE_PHASE_OPTIMIZER};
+    const struct run_row *rows = sel->t->rows;
+    const size_t *first = sel->first;
+    int nd = c->ndense;
     size_t maxc = 0;
     for (int p = 0; p < nd; p++)
         if (first[p + 1] - first[p] > maxc)
             maxc = first[p + 1] - first[p];
-    dur = malloc((maxc + 1) * sizeof *dur);
+    int64_t *dur = malloc((maxc + 1) * sizeof *dur);
     out->phases = calloc((size_t)nd + 1, sizeof *out->phases);
-    if (!dur || !out->phases)
-        goto oom;
-    for (int p = 0; p < nd; p++) {
+    if (!dur || !out->phases) {
+        free(dur);
+        return analysis_oom(sel->t);
+    }
+    int rc = 0;
+    for (int p = 0; p < nd && rc == 0; p++) {
         size_t m = first[p + 1] - first[p];
         if (m == 0)
             continue;
@@ -304,7 +469,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         ps->phase = c->dense_label[p];
         ps->count = m;
         for (size_t i = 0; i < m; i++) {
-            const struct run_row *row = &rows[idx[first[p] + i]];
+            const struct run_row *row = &rows[sel->idx[first[p] + i]];
             dur[i] = row->end_ns - row->start_ns;
             ps->total_ns += dur[i];
             if (row->step >= 1) {
@@ -312,85 +477,113 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
                 ps->in_steps = 1;
             }
         }
-        if (sort_by_i64(dur, m, sizeof *dur, 0) < 0)
-            goto fail;
-        ps->mean_ns = (double)ps->total_ns / (double)m;
+        if (sort_by_i64(dur, m, sizeof *dur, 0) < 0) {
+            rc = error_wrap("%s", sel->t->path);
+            break;
+        }
+        ps->mean_ns = analysis_mean_ns(ps->total_ns, m);
         ps->p50_ns = analysis_percentile(dur, m, 50);
         ps->p95_ns = analysis_percentile(dur, m, 95);
         ps->max_ns = dur[m - 1];
-        if (p == K[TRACE_PHASE_STEP]) {
+        if (p == c->known[TRACE_PHASE_STEP]) {
             out->step_ns = malloc(m * sizeof *out->step_ns);
-            if (!out->step_ns)
-                goto oom;
+            if (!out->step_ns) {
+                rc = analysis_oom(sel->t);
+                break;
+            }
             memcpy(out->step_ns, dur, m * sizeof *dur);
             out->nsteps = m;
             out->step_total_ns = ps->total_ns;
         }
-        static const int seg_phase[SEG_EXPOSED] = {TRACE_PHASE_DATA, TRACE_PHASE_FORWARD,
-                                                   TRACE_PHASE_BACKWARD, TRACE_PHASE_OPTIMIZER};
         for (int s = 0; s < SEG_EXPOSED; s++)
-            if (p == K[seg_phase[s]])
+            if (p == c->known[seg_phase[s]])
                 out->seg_ns[s] = ps->in_steps_ns;
     }
+    free(dur);
+    return rc;
+}
 
-    /* unions: compute, communication, steps */
+/* Step 3, overlap.csv: the unions C (compute), M (communication) and S (steps), and from
+ * them exposed communication, idle time and the chart's last two segments. */
+static int analysis_overlap(const struct analysis_ctx *c, const struct rank_sel *sel,
+                            struct rank_stat *out)
+{
+    const int *K = c->known;
     int cph[3] = {K[TRACE_PHASE_FORWARD], K[TRACE_PHASE_BACKWARD], K[TRACE_PHASE_OPTIMIZER]};
-    int aph[1] = {K[TRACE_PHASE_ALLREDUCE]}, sph[1] = {K[TRACE_PHASE_STEP]}, bph[1] = {K[TRACE_PHASE_BACKWARD]};
-    size_t nc = analysis_count(first, cph, 3), na = analysis_count(first, aph, 1);
-    size_t ns = analysis_count(first, sph, 1), nb = analysis_count(first, bph, 1);
-    compute = malloc((nc + 1) * sizeof *compute);
-    comm = malloc((na + 1) * sizeof *comm);
-    stepv = malloc((ns + 1) * sizeof *stepv);
-    bwd = malloc((nb + 1) * sizeof *bwd);
-    both = malloc((nc + na + 1) * sizeof *both);
-    if (!compute || !comm || !stepv || !bwd || !both)
-        goto oom;
-    int err = 0;
-    nc = ivl_merge(compute, analysis_fill(rows, idx, first, cph, 3, compute), &err);
-    na = ivl_merge(comm, analysis_fill(rows, idx, first, aph, 1, comm), &err);
-    ns = ivl_merge(stepv, analysis_fill(rows, idx, first, sph, 1, stepv), &err);
-    nb = ivl_merge(bwd, analysis_fill(rows, idx, first, bph, 1, bwd), &err);
-    if (err)
-        goto fail;
-    size_t nu = ivl_union2(compute, nc, comm, na, both);
-    out->compute_ns = ivl_len(compute, nc);
-    out->comm_ns = ivl_len(comm, na);
-    out->exposed_ns = out->comm_ns - ivl_inter(comm, na, compute, nc);
-    out->step_union_ns = ivl_len(stepv, ns);
-    out->idle_ns = out->step_union_ns - ivl_inter(stepv, ns, both, nu);
-    out->seg_ns[SEG_EXPOSED] = out->exposed_ns;
-    int64_t other = out->step_total_ns;
-    for (int s = 0; s < SEG_OTHER; s++)
-        other -= out->seg_ns[s];
-    out->seg_ns[SEG_OTHER] = other > 0 ? other : 0;
-
-    /* all-reduce rows for the bucket table: time, and the part under this rank's backward */
-    if (K[TRACE_PHASE_ALLREDUCE] >= 0) {
-        for (size_t i = first[K[TRACE_PHASE_ALLREDUCE]]; i < first[K[TRACE_PHASE_ALLREDUCE] + 1]; i++) {
-            const struct run_row *row = &rows[idx[i]];
-            if (row->bucket < 0)
-                continue;
-            if (VEC_RESERVE(buckets->v, buckets->cap, buckets->n + 1))
-                goto oom;
-            struct bucket_entry *b = &buckets->v[buckets->n++];
-            b->bucket = row->bucket;
-            b->dur_ns = row->end_ns - row->start_ns;
-            b->hidden_ns = ivl_overlap_one(bwd, nb, row->start_ns, row->end_ns);
-            b->bytes = row->bytes;
-        }
+    int mph[1] = {K[TRACE_PHASE_ALLREDUCE]}, sph[1] = {K[TRACE_PHASE_STEP]};
+    struct ivl *compute = NULL, *comm = NULL, *steps = NULL, *both = NULL;
+    size_t nc = 0, nm = 0, ns = 0;
+    int rc = analysis_union(sel, cph, 3, &compute, &nc);
+    if (rc == 0)
+        rc = analysis_union(sel, mph, 1, &comm, &nm);
+    if (rc == 0)
+        rc = analysis_union(sel, sph, 1, &steps, &ns);
+    if (rc == 0 && !(both = malloc((nc + nm + 1) * sizeof *both)))
+        rc = analysis_oom(sel->t);
+    if (rc == 0) {
+        size_t nu = ivl_union2(compute, nc, comm, nm, both);
+        out->compute_ns = ivl_len(compute, nc);
+        out->comm_ns = ivl_len(comm, nm);
+        out->exposed_ns = analysis_exposed_ns(comm, nm, compute, nc);
+        out->step_union_ns = ivl_len(steps, ns);
+        out->idle_ns = analysis_idle_ns(steps, ns, both, nu);
+        analysis_segments(out);
     }
+    free(compute);
+    free(comm);
+    free(steps);
+    free(both);
+    return rc;
+}
 
-    /* per step: start of the step range, end of the last backward range */
-    size_t nm = analysis_count(first, sph, 1) + analysis_count(first, bph, 1), m = 0;
-    marks = malloc((nm + 1) * sizeof *marks);
+/* Step 4, buckets.csv: one entry per all-reduce row with its time and the part of it under
+ * this rank's backward ranges. */
+static int analysis_rank_buckets(const struct analysis_ctx *c, const struct rank_sel *sel,
+                                 struct bucket_list *buckets)
+{
+    int ar = c->known[TRACE_PHASE_ALLREDUCE], bph[1] = {c->known[TRACE_PHASE_BACKWARD]};
+    if (ar < 0)
+        return 0;
+    struct ivl *bwd = NULL;
+    size_t nb = 0;
+    if (analysis_union(sel, bph, 1, &bwd, &nb) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = sel->first[ar]; i < sel->first[ar + 1]; i++) {
+        const struct run_row *row = &sel->t->rows[sel->idx[i]];
+        if (row->bucket < 0)
+            continue;
+        if (VEC_RESERVE(buckets->v, buckets->cap, buckets->n + 1)) {
+            rc = analysis_oom(sel->t);
+            break;
+        }
+        struct bucket_entry *b = &buckets->v[buckets->n++];
+        b->bucket = row->bucket;
+        b->dur_ns = row->end_ns - row->start_ns;
+        b->hidden_ns = ivl_overlap_one(bwd, nb, row->start_ns, row->end_ns);
+        b->bytes = row->bytes;
+    }
+    free(bwd);
+    return rc;
+}
+
+/* Step 5, stragglers.csv: per step of this rank, the start of its step range and the end
+ * of its last backward range (compute_r = ready_r - start_r). */
+static int analysis_rank_steps(const struct analysis_ctx *c, const struct rank_sel *sel,
+                               struct step_list *steps)
+{
+    int sph[1] = {c->known[TRACE_PHASE_STEP]}, bph[1] = {c->known[TRACE_PHASE_BACKWARD]};
+    size_t m = 0;
+    struct step_mark *marks =
+        malloc((analysis_count(sel, sph, 1) + analysis_count(sel, bph, 1) + 1) * sizeof *marks);
     if (!marks)
-        goto oom;
+        return analysis_oom(sel->t);
     for (int k = 0; k < 2; k++) {
-        int p = k == 0 ? K[TRACE_PHASE_STEP] : K[TRACE_PHASE_BACKWARD];
+        int p = k == 0 ? sph[0] : bph[0];
         if (p < 0)
             continue;
-        for (size_t i = first[p]; i < first[p + 1]; i++) {
-            const struct run_row *row = &rows[idx[i]];
+        for (size_t i = sel->first[p]; i < sel->first[p + 1]; i++) {
+            const struct run_row *row = &sel->t->rows[sel->idx[i]];
             if (row->step < 1)
                 continue;
             marks[m].step = row->step;
@@ -399,9 +592,10 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             m++;
         }
     }
+    int rc = 0;
     if (sort_by_i64(marks, m, sizeof *marks, offsetof(struct step_mark, step)) < 0)
-        goto fail;
-    for (size_t i = 0; i < m;) {
+        rc = error_wrap("%s", sel->t->path);
+    for (size_t i = 0; i < m && rc == 0;) {
         size_t j = i;
         int has_start = 0, has_ready = 0;
         int64_t start = 0, ready = 0;
@@ -416,36 +610,41 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
             }
         }
         if (has_start && has_ready) {
-            if (VEC_RESERVE(steps->v, steps->cap, steps->n + 1))
-                goto oom;
+            if (VEC_RESERVE(steps->v, steps->cap, steps->n + 1)) {
+                rc = analysis_oom(sel->t);
+                break;
+            }
             struct step_entry *e = &steps->v[steps->n++];
             e->step = (int32_t)marks[i].step;
-            e->rank = t->rank;
-            e->key = (int64_t)e->step * 4294967296LL + t->rank;
+            e->rank = sel->t->rank;
+            e->key = (int64_t)e->step * 4294967296LL + sel->t->rank;
             e->compute_ns = ready - start;
             e->ready_ns = ready;
         }
         i = j;
     }
-    rc = 0;
-    goto done;
-oom:
-    error_set("%s: out of memory analysing %zu rows", t->path, t->n);
-    goto done;
-fail:
-    error_wrap("%s", t->path);
-done:
-    free(dev);
-    free(first);
-    free(idx);
-    free(fill);
-    free(dur);
-    free(compute);
-    free(comm);
-    free(stepv);
-    free(bwd);
-    free(both);
     free(marks);
+    return rc;
+}
+
+/* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
+static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
+                         struct rank_stat *out, struct bucket_list *buckets,
+                         struct step_list *steps)
+{
+    struct rank_sel sel;
+    out->rank = t->rank;
+    int rc = analysis_select(c, t, &sel);
+    if (rc == 0)
+        rc = analysis_phase_stats(c, &sel, out);
+    if (rc == 0)
+        rc = analysis_overlap(c, &sel, out);
+    if (rc == 0)
+        rc = analysis_rank_buckets(c, &sel, buckets);
+    if (rc == 0)
+        rc = analysis_rank_steps(c, &sel, steps);
+    free(sel.first);
+    free(sel.idx);
     return rc;
 }
 
@@ -508,25 +707,8 @@ static int analysis_steps(struct run_stat *st, struct step_list *g)
         size_t j = i;
         while (j < g->n && e[j].step == e[i].step)
             j++;
-        if (j - i >= 2) {
-            struct step_stat *s = &st->steps[st->nsteps++];
-            s->step = e[i].step;
-            s->ranks = (int)(j - i);
-            size_t slow = i;
-            s->max_compute_ns = s->min_compute_ns = e[i].compute_ns;
-            for (size_t k = i; k < j; k++) {
-                if (e[k].ready_ns > e[slow].ready_ns)
-                    slow = k;
-                if (e[k].compute_ns > s->max_compute_ns)
-                    s->max_compute_ns = e[k].compute_ns;
-                if (e[k].compute_ns < s->min_compute_ns)
-                    s->min_compute_ns = e[k].compute_ns;
-            }
-            s->slowest_rank = e[slow].rank;
-            s->skew_ns = s->max_compute_ns - s->min_compute_ns;
-            for (size_t k = i; k < j; k++)
-                s->wait_ns += e[slow].ready_ns - e[k].ready_ns;
-        }
+        if (j - i >= 2) /* steps with fewer than 2 ranks are left out */
+            analysis_straggler(&e[i], j - i, &st->steps[st->nsteps++]);
         i = j;
     }
     return 0;
@@ -568,14 +750,14 @@ static void analysis_throughput(struct run_stat *st)
             report_warn("%s: no step ranges in the traces: train_s is wall_s", r->dir);
     }
     if (st->has_images && st->has_train && st->train_s > 0) {
-        st->images_per_s = (double)st->images / st->train_s;
+        st->images_per_s = analysis_images_per_s(st->images, st->train_s);
         st->has_ips = 1;
     }
 }
 
-/* speedup = this run's images/s over the baseline's: both on train_s when both have step
- * ranges, else both on wall_s. */
-static void analysis_speedup(const struct runset *rs, struct run_stat *st)
+/* speedup and efficiency of every run against the baseline: images/s over the baseline's,
+ * both on train_s when both have step ranges, else both on wall_s. */
+static void analysis_against_baseline(const struct runset *rs, struct run_stat *st)
 {
     int b = analysis_baseline(rs);
     if (b < 0) {
@@ -593,12 +775,12 @@ static void analysis_speedup(const struct runset *rs, struct run_stat *st)
             ips_base = base->images_per_s;
         } else if (s->has_images && base->has_images && s->has_wall && base->has_wall &&
                    s->wall_s > 0 && base->wall_s > 0) {
-            ips = (double)s->images / s->wall_s;
-            ips_base = (double)base->images / base->wall_s;
+            ips = analysis_images_per_s(s->images, s->wall_s);
+            ips_base = analysis_images_per_s(base->images, base->wall_s);
         }
         if (ips > 0 && ips_base > 0) {
-            s->speedup = ips / ips_base;
-            s->efficiency = s->speedup / s->run->world_size;
+            s->speedup = analysis_speedup(ips, ips_base);
+            s->efficiency = analysis_efficiency(s->speedup, s->run->world_size);
             s->has_speedup = 1;
         }
     }
@@ -645,7 +827,7 @@ struct run_stat *analysis_run(const struct runset *rs)
         analysis_free(st, rs->n);
         return NULL;
     }
-    analysis_speedup(rs, st);
+    analysis_against_baseline(rs, st);
     return st;
 }
 

@@ -1,5 +1,7 @@
 /* analysis.h — the numbers behind every table and chart, computed from the runs' trace
- * rows.  Every formula is defined once in report/FORMULAS.md; this is its implementation.
+ * rows.  Every formula is defined once in report/FORMULAS.md; this is its implementation,
+ * one function per formula (declared below, or static in analysis.c where only the
+ * analysis needs it), and report.c and charts.c only format what these return.
  * Which rows count: kind "range" rows; per rank and phase, the `device` clock rows when the
  * rank has any for that phase (GPU time), else the `host` rows.  CUPTI rows (kernels,
  * memcpy, ...) only go to the timeline. */
@@ -69,11 +71,51 @@ struct run_stat {
 struct run_stat *analysis_run(const struct runset *rs);
 void analysis_free(struct run_stat *st, int n);
 
-/* Nearest-rank percentile of sorted[0..n): the value at 1-based rank ceil(p * n / 100),
- * p in 1..100; 0 when n == 0. */
-int64_t analysis_percentile(const int64_t *sorted, size_t n, int p);
-
 /* The index of the baseline run (mode "baseline", else world size 1), or -1. */
 int analysis_baseline(const struct runset *rs);
+
+/* ---- the formulas of report/FORMULAS.md, one function each ----
+ * Those that return int: 1 and *out set when the figure is defined, 0 (the empty field)
+ * when it is not. */
+
+/* p50_ms, p95_ms (and the chart's p5..p75): nearest-rank percentile of sorted[0..n), the
+ * value at 1-based rank ceil(p * n / 100), p in 1..100; 0 when n == 0. */
+int64_t analysis_percentile(const int64_t *sorted, size_t n, int p);
+
+/* mean_ms of phases.csv and buckets.csv, in ns: total_ns / count (count > 0). */
+double analysis_mean_ns(int64_t total_ns, size_t count);
+
+/* phases.csv pct_of_step: 100 · the phase's time inside steps / the rank's step time;
+ * undefined when the phase has no rows inside steps or the rank no step ranges. */
+int analysis_pct_of_step(const struct rank_stat *r, const struct phase_stat *ps, double *pct);
+
+/* overlap.csv overlap_pct: 100 · |M ∩ C| / |M|; undefined when |M| = 0. */
+int analysis_overlap_pct(const struct rank_stat *r, double *pct);
+
+/* buckets.csv algbw_GBps: bytes / mean time of one all-reduce (bytes per ns = GB/s);
+ * undefined when that time is 0. */
+int analysis_algbw(const struct bucket_stat *b, double *gbps);
+
+/* buckets.csv busbw_GBps: algbw · 2(n-1)/n for n = world_size (nccl-tests' all-reduce bus
+ * bandwidth); 0 for n = 1. */
+double analysis_busbw(double algbw_gbps, int world_size);
+
+/* buckets.csv pct_hidden: 100 · all-reduce time under backward / all-reduce time;
+ * undefined when the time is 0. */
+int analysis_pct_hidden(const struct bucket_stat *b, double *pct);
+
+/* speedup.csv images_per_s: images / seconds (train_s, or wall_s for the speedup of a run
+ * without step ranges). */
+double analysis_images_per_s(int64_t images, double seconds);
+
+/* speedup.csv speedup: images/s over the baseline's images/s. */
+double analysis_speedup(double images_per_s, double baseline_images_per_s);
+
+/* speedup.csv efficiency: speedup / world_size (1.0 = linear scaling). */
+double analysis_efficiency(double speedup, int world_size);
+
+/* The phase chart: mean ms per step of segment s, its total / the rank's step ranges
+ * (r->nsteps > 0). */
+double analysis_seg_ms_per_step(const struct rank_stat *r, enum seg s);
 
 #endif

@@ -93,7 +93,7 @@ static void chart_phases(FILE *f, const struct runset *rs, const struct run_stat
                 const struct rank_stat *r = &st[i].ranks[k];
                 double sum = 0;
                 for (int s = 0; s < SEG_COUNT; s++)
-                    sum += ms(r->seg_ns[s]) / (double)r->nsteps;
+                    sum += analysis_seg_ms_per_step(r, (enum seg)s);
                 if (sum > max)
                     max = sum;
                 bars++;
@@ -122,7 +122,7 @@ static void chart_phases(FILE *f, const struct runset *rs, const struct run_stat
             double y = top + row++ * ROW_H, x = LABEL_W, total = 0;
             chart_label(f, y + BAR_H - 4, rs->runs[i].label, r->rank);
             for (int s = 0; s < SEG_COUNT; s++) {
-                double v = ms(r->seg_ns[s]) / (double)r->nsteps, w = PLOT_W * v / max;
+                double v = analysis_seg_ms_per_step(r, (enum seg)s), w = PLOT_W * v / max;
                 total += v;
                 if (v <= 0)
                     continue;

@@ -71,6 +71,7 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
             const struct rank_stat *r = &st[i].ranks[k];
             for (int p = 0; p < r->nphases; p++) {
                 const struct phase_stat *ps = &r->phases[p];
+                double pct;
                 table_add_row(t);
                 table_set(t, 0, "%s", rs->runs[i].label);
                 table_set(t, 1, "%d", r->rank);
@@ -81,9 +82,8 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 table_set(t, 6, "%.3f", ms(ps->p50_ns));
                 table_set(t, 7, "%.3f", ms(ps->p95_ns));
                 table_set(t, 8, "%.3f", ms(ps->max_ns));
-                if (ps->in_steps && r->step_total_ns > 0)
-                    table_set(t, 9, "%.2f",
-                              100.0 * (double)ps->in_steps_ns / (double)r->step_total_ns);
+                if (analysis_pct_of_step(r, ps, &pct))
+                    table_set(t, 9, "%.2f", pct);
             }
         }
 }
@@ -94,7 +94,7 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
         int n = rs->runs[i].world_size;
         for (size_t b = 0; b < st[i].nbuckets; b++) {
             const struct bucket_stat *bs = &st[i].buckets[b];
-            double mean_ns = (double)bs->total_ns / (double)bs->count;
+            double algbw, pct;
             table_add_row(t);
             table_set(t, 0, "%s", rs->runs[i].label);
             table_set(t, 1, "%d", n);
@@ -103,14 +103,13 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
                 table_set(t, 3, "%lld", (long long)bs->params);
             table_set(t, 4, "%lld", (long long)bs->bytes);
             table_set(t, 5, "%zu", bs->count);
-            table_set(t, 6, "%.3f", mean_ns * 1e-6);
-            if (mean_ns > 0) {
-                double algbw = (double)bs->bytes / mean_ns; /* bytes per ns = GB/s */
+            table_set(t, 6, "%.3f", analysis_mean_ns(bs->total_ns, bs->count) * 1e-6);
+            if (analysis_algbw(bs, &algbw)) {
                 table_set(t, 7, "%.3f", algbw);
-                table_set(t, 8, "%.3f", algbw * 2.0 * (n - 1) / n);
+                table_set(t, 8, "%.3f", analysis_busbw(algbw, n));
             }
-            if (bs->total_ns > 0)
-                table_set(t, 9, "%.2f", 100.0 * (double)bs->hidden_ns / (double)bs->total_ns);
+            if (analysis_pct_hidden(bs, &pct))
+                table_set(t, 9, "%.2f", pct);
         }
     }
 }
@@ -120,6 +119,7 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < st[i].nranks; k++) {
             const struct rank_stat *r = &st[i].ranks[k];
+            double pct;
             table_add_row(t);
             table_set(t, 0, "%s", rs->runs[i].label);
             table_set(t, 1, "%d", r->rank);
@@ -127,9 +127,8 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             table_set(t, 3, "%.3f", ms(r->compute_ns));
             table_set(t, 4, "%.3f", ms(r->comm_ns));
             table_set(t, 5, "%.3f", ms(r->exposed_ns));
-            if (r->comm_ns > 0)
-                table_set(t, 6, "%.2f",
-                          100.0 * (double)(r->comm_ns - r->exposed_ns) / (double)r->comm_ns);
+            if (analysis_overlap_pct(r, &pct))
+                table_set(t, 6, "%.2f", pct);
             table_set(t, 7, "%.3f", ms(r->idle_ns));
         }
 }

@@ -17,39 +17,77 @@
 #define TERMINAL_MAX_ROWS 200
 #define STRAGGLERS_SHOWN 10
 
-static const struct table_col phases_cols[] = {
-    {"run", "run", "", 1},          {"rank", "rank", "", 0},       {"phase", "phase", "", 1},
-    {"count", "count", "", 0},      {"total_ms", "total", "ms", 0}, {"mean_ms", "mean", "ms", 0},
-    {"p50_ms", "p50", "ms", 0},     {"p95_ms", "p95", "ms", 0},     {"max_ms", "max", "ms", 0},
-    {"pct_of_step", "of step", "%", 0}};
+/* The columns of each table: an enum naming them, then their spec in the same order
+ * (designated initialisers: each spec sits at its column's index). */
+enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
+                  PH_MAX, PH_PCT_OF_STEP, PH_NCOLS };
+static const struct table_col phases_cols[PH_NCOLS] = {
+    [PH_RUN] = {"run", "run", "", 1},
+    [PH_RANK] = {"rank", "rank", "", 0},
+    [PH_PHASE] = {"phase", "phase", "", 1},
+    [PH_COUNT] = {"count", "count", "", 0},
+    [PH_TOTAL] = {"total_ms", "total", "ms", 0},
+    [PH_MEAN] = {"mean_ms", "mean", "ms", 0},
+    [PH_P50] = {"p50_ms", "p50", "ms", 0},
+    [PH_P95] = {"p95_ms", "p95", "ms", 0},
+    [PH_MAX] = {"max_ms", "max", "ms", 0},
+    [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0}};
 
-static const struct table_col buckets_cols[] = {
-    {"run", "run", "", 1},           {"world_size", "ranks", "", 0},
-    {"bucket", "bucket", "", 0},     {"params", "params", "", 0},
-    {"bytes", "size", "B", 0},       {"count", "calls", "", 0},
-    {"mean_ms", "time", "ms", 0},    {"algbw_GBps", "algbw", "GB/s", 0},
-    {"busbw_GBps", "busbw", "GB/s", 0}, {"pct_hidden", "hidden", "%", 0}};
+enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
+                   BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_NCOLS };
+static const struct table_col buckets_cols[BU_NCOLS] = {
+    [BU_RUN] = {"run", "run", "", 1},
+    [BU_WORLD_SIZE] = {"world_size", "ranks", "", 0},
+    [BU_BUCKET] = {"bucket", "bucket", "", 0},
+    [BU_PARAMS] = {"params", "params", "", 0},
+    [BU_BYTES] = {"bytes", "size", "B", 0},
+    [BU_COUNT] = {"count", "calls", "", 0},
+    [BU_MEAN] = {"mean_ms", "time", "ms", 0},
+    [BU_ALGBW] = {"algbw_GBps", "algbw", "GB/s", 0},
+    [BU_BUSBW] = {"busbw_GBps", "busbw", "GB/s", 0},
+    [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0}};
 
-static const struct table_col overlap_cols[] = {
-    {"run", "run", "", 1},          {"rank", "rank", "", 0},
-    {"step_ms", "step", "ms", 0},   {"compute_ms", "compute", "ms", 0},
-    {"comm_ms", "comm", "ms", 0},   {"exposed_comm_ms", "exposed comm", "ms", 0},
-    {"overlap_pct", "overlap", "%", 0}, {"idle_ms", "idle", "ms", 0}};
+enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
+                   OV_IDLE, OV_NCOLS };
+static const struct table_col overlap_cols[OV_NCOLS] = {
+    [OV_RUN] = {"run", "run", "", 1},
+    [OV_RANK] = {"rank", "rank", "", 0},
+    [OV_STEP] = {"step_ms", "step", "ms", 0},
+    [OV_COMPUTE] = {"compute_ms", "compute", "ms", 0},
+    [OV_COMM] = {"comm_ms", "comm", "ms", 0},
+    [OV_EXPOSED_COMM] = {"exposed_comm_ms", "exposed comm", "ms", 0},
+    [OV_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
+    [OV_IDLE] = {"idle_ms", "idle", "ms", 0}};
 
-static const struct table_col stragglers_cols[] = {
-    {"run", "run", "", 1},          {"step", "step", "", 0},
-    {"ranks", "ranks", "", 0},      {"slowest_rank", "slowest", "rank", 0},
-    {"max_compute_ms", "max compute", "ms", 0}, {"min_compute_ms", "min compute", "ms", 0},
-    {"skew_ms", "skew", "ms", 0},   {"wait_ms", "wait", "ms", 0}};
+enum stragglers_col { ST_RUN, ST_STEP, ST_RANKS, ST_SLOWEST_RANK, ST_MAX_COMPUTE,
+                      ST_MIN_COMPUTE, ST_SKEW, ST_WAIT, ST_NCOLS };
+static const struct table_col stragglers_cols[ST_NCOLS] = {
+    [ST_RUN] = {"run", "run", "", 1},
+    [ST_STEP] = {"step", "step", "", 0},
+    [ST_RANKS] = {"ranks", "ranks", "", 0},
+    [ST_SLOWEST_RANK] = {"slowest_rank", "slowest", "rank", 0},
+    [ST_MAX_COMPUTE] = {"max_compute_ms", "max compute", "ms", 0},
+    [ST_MIN_COMPUTE] = {"min_compute_ms", "min compute", "ms", 0},
+    [ST_SKEW] = {"skew_ms", "skew", "ms", 0},
+    [ST_WAIT] = {"wait_ms", "wait", "ms", 0}};
 
-static const struct table_col speedup_cols[] = {
-    {"run", "run", "", 1},          {"mode", "mode", "", 1},
-    {"device", "device", "", 1},    {"world_size", "ranks", "", 0},
-    {"amp", "amp", "", 1},          {"epochs", "epochs", "", 0},
-    {"images", "images", "", 0},    {"wall_s", "wall", "s", 0},
-    {"train_s", "train", "s", 0},   {"images_per_s", "throughput", "img/s", 0},
-    {"speedup", "speedup", "x", 0}, {"efficiency", "efficiency", "", 0},
-    {"final_accuracy", "accuracy", "", 0}};
+enum speedup_col { SP_RUN, SP_MODE, SP_DEVICE, SP_WORLD_SIZE, SP_AMP, SP_EPOCHS, SP_IMAGES,
+                   SP_WALL, SP_TRAIN, SP_IMAGES_PER_S, SP_SPEEDUP, SP_EFFICIENCY,
+                   SP_FINAL_ACCURACY, SP_NCOLS };
+static const struct table_col speedup_cols[SP_NCOLS] = {
+    [SP_RUN] = {"run", "run", "", 1},
+    [SP_MODE] = {"mode", "mode", "", 1},
+    [SP_DEVICE] = {"device", "device", "", 1},
+    [SP_WORLD_SIZE] = {"world_size", "ranks", "", 0},
+    [SP_AMP] = {"amp", "amp", "", 1},
+    [SP_EPOCHS] = {"epochs", "epochs", "", 0},
+    [SP_IMAGES] = {"images", "images", "", 0},
+    [SP_WALL] = {"wall_s", "wall", "s", 0},
+    [SP_TRAIN] = {"train_s", "train", "s", 0},
+    [SP_IMAGES_PER_S] = {"images_per_s", "throughput", "img/s", 0},
+    [SP_SPEEDUP] = {"speedup", "speedup", "x", 0},
+    [SP_EFFICIENCY] = {"efficiency", "efficiency", "", 0},
+    [SP_FINAL_ACCURACY] = {"final_accuracy", "accuracy", "", 0}};
 
 #define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -73,17 +111,17 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 const struct phase_stat *ps = &r->phases[p];
                 double pct;
                 table_add_row(t);
-                table_set(t, 0, "%s", rs->runs[i].label);
-                table_set(t, 1, "%d", r->rank);
-                table_set(t, 2, "%s", strpool_get(&rs->labels, ps->phase));
-                table_set(t, 3, "%zu", ps->count);
-                table_set(t, 4, "%.3f", ms(ps->total_ns));
-                table_set(t, 5, "%.3f", ps->mean_ns * 1e-6);
-                table_set(t, 6, "%.3f", ms(ps->p50_ns));
-                table_set(t, 7, "%.3f", ms(ps->p95_ns));
-                table_set(t, 8, "%.3f", ms(ps->max_ns));
+                table_set(t, PH_RUN, "%s", rs->runs[i].label);
+                table_set(t, PH_RANK, "%d", r->rank);
+                table_set(t, PH_PHASE, "%s", strpool_get(&rs->labels, ps->phase));
+                table_set(t, PH_COUNT, "%zu", ps->count);
+                table_set(t, PH_TOTAL, "%.3f", ms(ps->total_ns));
+                table_set(t, PH_MEAN, "%.3f", ps->mean_ns * 1e-6);
+                table_set(t, PH_P50, "%.3f", ms(ps->p50_ns));
+                table_set(t, PH_P95, "%.3f", ms(ps->p95_ns));
+                table_set(t, PH_MAX, "%.3f", ms(ps->max_ns));
                 if (analysis_pct_of_step(r, ps, &pct))
-                    table_set(t, 9, "%.2f", pct);
+                    table_set(t, PH_PCT_OF_STEP, "%.2f", pct);
             }
         }
 }
@@ -96,20 +134,20 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             const struct bucket_stat *bs = &st[i].buckets[b];
             double algbw, pct;
             table_add_row(t);
-            table_set(t, 0, "%s", rs->runs[i].label);
-            table_set(t, 1, "%d", n);
-            table_set(t, 2, "%d", bs->bucket);
+            table_set(t, BU_RUN, "%s", rs->runs[i].label);
+            table_set(t, BU_WORLD_SIZE, "%d", n);
+            table_set(t, BU_BUCKET, "%d", bs->bucket);
             if (bs->params >= 0)
-                table_set(t, 3, "%lld", (long long)bs->params);
-            table_set(t, 4, "%lld", (long long)bs->bytes);
-            table_set(t, 5, "%zu", bs->count);
-            table_set(t, 6, "%.3f", analysis_mean_ns(bs->total_ns, bs->count) * 1e-6);
+                table_set(t, BU_PARAMS, "%lld", (long long)bs->params);
+            table_set(t, BU_BYTES, "%lld", (long long)bs->bytes);
+            table_set(t, BU_COUNT, "%zu", bs->count);
+            table_set(t, BU_MEAN, "%.3f", analysis_mean_ns(bs->total_ns, bs->count) * 1e-6);
             if (analysis_algbw(bs, &algbw)) {
-                table_set(t, 7, "%.3f", algbw);
-                table_set(t, 8, "%.3f", analysis_busbw(algbw, n));
+                table_set(t, BU_ALGBW, "%.3f", algbw);
+                table_set(t, BU_BUSBW, "%.3f", analysis_busbw(algbw, n));
             }
             if (analysis_pct_hidden(bs, &pct))
-                table_set(t, 9, "%.2f", pct);
+                table_set(t, BU_PCT_HIDDEN, "%.2f", pct);
         }
     }
 }
@@ -121,29 +159,29 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             const struct rank_stat *r = &st[i].ranks[k];
             double pct;
             table_add_row(t);
-            table_set(t, 0, "%s", rs->runs[i].label);
-            table_set(t, 1, "%d", r->rank);
-            table_set(t, 2, "%.3f", ms(r->step_union_ns));
-            table_set(t, 3, "%.3f", ms(r->compute_ns));
-            table_set(t, 4, "%.3f", ms(r->comm_ns));
-            table_set(t, 5, "%.3f", ms(r->exposed_ns));
+            table_set(t, OV_RUN, "%s", rs->runs[i].label);
+            table_set(t, OV_RANK, "%d", r->rank);
+            table_set(t, OV_STEP, "%.3f", ms(r->step_union_ns));
+            table_set(t, OV_COMPUTE, "%.3f", ms(r->compute_ns));
+            table_set(t, OV_COMM, "%.3f", ms(r->comm_ns));
+            table_set(t, OV_EXPOSED_COMM, "%.3f", ms(r->exposed_ns));
             if (analysis_overlap_pct(r, &pct))
-                table_set(t, 6, "%.2f", pct);
-            table_set(t, 7, "%.3f", ms(r->idle_ns));
+                table_set(t, OV_OVERLAP, "%.2f", pct);
+            table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
         }
 }
 
 static void report_straggler_row(struct table *t, const char *label, const struct step_stat *s)
 {
     table_add_row(t);
-    table_set(t, 0, "%s", label);
-    table_set(t, 1, "%d", s->step);
-    table_set(t, 2, "%d", s->ranks);
-    table_set(t, 3, "%d", s->slowest_rank);
-    table_set(t, 4, "%.3f", ms(s->max_compute_ns));
-    table_set(t, 5, "%.3f", ms(s->min_compute_ns));
-    table_set(t, 6, "%.3f", ms(s->skew_ns));
-    table_set(t, 7, "%.3f", ms(s->wait_ns));
+    table_set(t, ST_RUN, "%s", label);
+    table_set(t, ST_STEP, "%d", s->step);
+    table_set(t, ST_RANKS, "%d", s->ranks);
+    table_set(t, ST_SLOWEST_RANK, "%d", s->slowest_rank);
+    table_set(t, ST_MAX_COMPUTE, "%.3f", ms(s->max_compute_ns));
+    table_set(t, ST_MIN_COMPUTE, "%.3f", ms(s->min_compute_ns));
+    table_set(t, ST_SKEW, "%.3f", ms(s->skew_ns));
+    table_set(t, ST_WAIT, "%.3f", ms(s->wait_ns));
 }
 
 static void report_stragglers(const struct runset *rs, const struct run_stat *st, struct table *t)
@@ -193,25 +231,25 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st, s
         const struct run *r = &rs->runs[i];
         const struct run_stat *s = &st[i];
         table_add_row(t);
-        table_set(t, 0, "%s", r->label);
-        table_set(t, 1, "%s", meta_or_empty(r, "mode"));
-        table_set(t, 2, "%s", meta_or_empty(r, "device"));
-        table_set(t, 3, "%d", r->world_size);
-        table_set(t, 4, "%s", meta_or_empty(r, "amp"));
-        table_set(t, 5, "%s", meta_or_empty(r, "epochs"));
+        table_set(t, SP_RUN, "%s", r->label);
+        table_set(t, SP_MODE, "%s", meta_or_empty(r, "mode"));
+        table_set(t, SP_DEVICE, "%s", meta_or_empty(r, "device"));
+        table_set(t, SP_WORLD_SIZE, "%d", r->world_size);
+        table_set(t, SP_AMP, "%s", meta_or_empty(r, "amp"));
+        table_set(t, SP_EPOCHS, "%s", meta_or_empty(r, "epochs"));
         if (s->has_images)
-            table_set(t, 6, "%lld", (long long)s->images);
+            table_set(t, SP_IMAGES, "%lld", (long long)s->images);
         if (s->has_wall)
-            table_set(t, 7, "%.3f", s->wall_s);
+            table_set(t, SP_WALL, "%.3f", s->wall_s);
         if (s->has_train)
-            table_set(t, 8, "%.3f", s->train_s);
+            table_set(t, SP_TRAIN, "%.3f", s->train_s);
         if (s->has_ips)
-            table_set(t, 9, "%.1f", s->images_per_s);
+            table_set(t, SP_IMAGES_PER_S, "%.1f", s->images_per_s);
         if (s->has_speedup) {
-            table_set(t, 10, "%.3f", s->speedup);
-            table_set(t, 11, "%.3f", s->efficiency);
+            table_set(t, SP_SPEEDUP, "%.3f", s->speedup);
+            table_set(t, SP_EFFICIENCY, "%.3f", s->efficiency);
         }
-        table_set(t, 12, "%s", meta_or_empty(r, "final_accuracy"));
+        table_set(t, SP_FINAL_ACCURACY, "%s", meta_or_empty(r, "final_accuracy"));
     }
 }
 

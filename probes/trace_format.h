@@ -12,7 +12,6 @@
 #define DDPPROF_TRACE_FORMAT_H
 
 #include <stddef.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,74 +102,112 @@ enum trace_kind { TRACE_KINDS(TRACE_KIND_ENUM_) TRACE_KIND_COUNT };
 enum trace_lane { TRACE_LANES(TRACE_LANE_ENUM_) TRACE_LANE_COUNT };
 #undef TRACE_LANE_ENUM_
 
-/* ---- names: the column's text for a value, NULL for an out-of-range value ---- */
-#define TRACE_NAME_ENTRY_(id, name) name,
+/* ---- names: each list as a table of (text, length), so the reader's lookups compare
+ * lengths first (they run for every row's clock field) ---- */
+struct trace_name {
+    const char *s;
+    size_t len;
+};
 
-static inline const char *trace_column_name(int col)
+#define TRACE_NAME_ENTRY_(id, name) {name, sizeof(name) - 1},
+
+static inline const struct trace_name *trace_column_names(void)
 {
-    static const char *const names[] = {
+    static const struct trace_name names[] = {
         TRACE_COLUMNS(TRACE_NAME_ENTRY_, TRACE_NAME_ENTRY_)};
-    return col >= 0 && col < TRACE_COL_COUNT ? names[col] : NULL;
+    return names;
 }
 
-static inline const char *trace_phase_name(int phase)
+static inline const struct trace_name *trace_phase_names(void)
 {
-    static const char *const names[] = {TRACE_PHASES(TRACE_NAME_ENTRY_)};
-    return phase >= 0 && phase < TRACE_PHASE_COUNT ? names[phase] : NULL;
+    static const struct trace_name names[] = {TRACE_PHASES(TRACE_NAME_ENTRY_)};
+    return names;
 }
 
-static inline const char *trace_clock_name(int clock)
+static inline const struct trace_name *trace_clock_names(void)
 {
-    static const char *const names[] = {TRACE_CLOCKS(TRACE_NAME_ENTRY_)};
-    return clock >= 0 && clock < TRACE_CLOCK_COUNT ? names[clock] : NULL;
+    static const struct trace_name names[] = {TRACE_CLOCKS(TRACE_NAME_ENTRY_)};
+    return names;
 }
 
-static inline const char *trace_kind_name(int kind)
+static inline const struct trace_name *trace_kind_names(void)
 {
-    static const char *const names[] = {TRACE_KINDS(TRACE_NAME_ENTRY_)};
-    return kind >= 0 && kind < TRACE_KIND_COUNT ? names[kind] : NULL;
+    static const struct trace_name names[] = {TRACE_KINDS(TRACE_NAME_ENTRY_)};
+    return names;
 }
 
-static inline const char *trace_lane_name(int lane)
+static inline const struct trace_name *trace_lane_names(void)
 {
-    static const char *const names[] = {TRACE_LANES(TRACE_NAME_ENTRY_)};
-    return lane >= 0 && lane < TRACE_LANE_COUNT ? names[lane] : NULL;
+    static const struct trace_name names[] = {TRACE_LANES(TRACE_NAME_ENTRY_)};
+    return names;
 }
 
 #undef TRACE_NAME_ENTRY_
 
-/* The value among the first count whose name (name_of) is s[0..len), or -1.
- * s need not be NUL-terminated.  Use through the four lookups below. */
-static inline int trace_value_of(const char *(*name_of)(int), int count, const char *s,
-                                 size_t len)
+/* The column's text for a value (enum trace_column, trace_phase, trace_clock, trace_kind,
+ * trace_lane); NULL for an out-of-range value. */
+static inline const char *trace_column_name(int v)
+{
+    return v >= 0 && v < TRACE_COL_COUNT ? trace_column_names()[v].s : NULL;
+}
+
+static inline const char *trace_phase_name(int v)
+{
+    return v >= 0 && v < TRACE_PHASE_COUNT ? trace_phase_names()[v].s : NULL;
+}
+
+static inline const char *trace_clock_name(int v)
+{
+    return v >= 0 && v < TRACE_CLOCK_COUNT ? trace_clock_names()[v].s : NULL;
+}
+
+static inline const char *trace_kind_name(int v)
+{
+    return v >= 0 && v < TRACE_KIND_COUNT ? trace_kind_names()[v].s : NULL;
+}
+
+static inline const char *trace_lane_name(int v)
+{
+    return v >= 0 && v < TRACE_LANE_COUNT ? trace_lane_names()[v].s : NULL;
+}
+
+/* The index in names[0..count) of s[0..len) (need not be NUL-terminated), or -1.  The
+ * names are a few bytes long: compared inline, byte by byte, not through memcmp. */
+static inline int trace_name_find(const struct trace_name *names, int count, const char *s,
+                                  size_t len)
 {
     for (int v = 0; v < count; v++) {
-        const char *n = name_of(v);
-        if (strlen(n) == len && memcmp(n, s, len) == 0)
+        if (names[v].len != len)
+            continue;
+        size_t i = 0;
+        while (i < len && names[v].s[i] == s[i])
+            i++;
+        if (i == len)
             return v;
     }
     return -1;
 }
 
-/* enum trace_column / trace_phase / trace_clock / trace_kind of a name, or -1 */
+/* The value (enum trace_column / trace_phase / trace_clock / trace_kind) named s[0..len),
+ * or -1. */
 static inline int trace_column_of(const char *s, size_t len)
 {
-    return trace_value_of(trace_column_name, TRACE_COL_COUNT, s, len);
+    return trace_name_find(trace_column_names(), TRACE_COL_COUNT, s, len);
 }
 
 static inline int trace_phase_of(const char *s, size_t len)
 {
-    return trace_value_of(trace_phase_name, TRACE_PHASE_COUNT, s, len);
+    return trace_name_find(trace_phase_names(), TRACE_PHASE_COUNT, s, len);
 }
 
 static inline int trace_clock_of(const char *s, size_t len)
 {
-    return trace_value_of(trace_clock_name, TRACE_CLOCK_COUNT, s, len);
+    return trace_name_find(trace_clock_names(), TRACE_CLOCK_COUNT, s, len);
 }
 
 static inline int trace_kind_of(const char *s, size_t len)
 {
-    return trace_value_of(trace_kind_name, TRACE_KIND_COUNT, s, len);
+    return trace_name_find(trace_kind_names(), TRACE_KIND_COUNT, s, len);
 }
 
 #ifdef __cplusplus

@@ -65,7 +65,8 @@ typedef void (*trace_emit_fn)(void *ctx, const struct trace_row *row);
 struct trace_writer;
 
 /* Create (truncate) dir/rank<rank>.trace.csv (TRACE_FILE_FORMAT) and write its header
- * line (TRACE_HEADER) at once.  flush_bytes: buffer threshold (0: TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
+ * line (TRACE_HEADER) at once.  flush_bytes: buffer threshold (0:
+ * TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
  * NULL + error_set (cannot create the file, out of memory, more than 16 writers open). */
 struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes);
 

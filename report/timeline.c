@@ -170,7 +170,8 @@ static int timeline_tid(const struct run_row *r)
     int s = r->stream;
     if (s < 0 || s > 99998)
         s = (int)((unsigned)s % 99999u);
-    return (r->clock == TRACE_CLOCK_HOST ? 1 : r->clock == TRACE_CLOCK_DEVICE ? 100001 : 200001) + s;
+    int base = r->clock == TRACE_CLOCK_HOST ? 1 : r->clock == TRACE_CLOCK_DEVICE ? 100001 : 200001;
+    return base + s;
 }
 
 /* "host compute", "device comm", "host stream 7", "cuda stream 13": the clock and lane

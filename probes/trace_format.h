@@ -54,16 +54,16 @@ enum trace_column { TRACE_COLUMNS(TRACE_COL_ENUM_, TRACE_COL_ENUM_) TRACE_COL_CO
 
 /* ---- the phase column, in enum probe_phase order (probes/phase.h) ---- */
 #define TRACE_PHASES(X)                                                                      \
-    X(STEP, "step")           /* one optimizer step: contains data, forward, backward,    \
+    X(STEP, "step")           /* one optimizer step: contains data, forward, backward,       \
                                  optimizer */                                                \
-    X(DATA, "data")           /* loading / copying a batch */                               \
+    X(DATA, "data")           /* loading / copying a batch */                                \
     X(FORWARD, "forward")                                                                    \
     X(BACKWARD, "backward")                                                                  \
-    X(ALLREDUCE, "allreduce") /* one DDP bucket's all-reduce (bucket column set) */         \
+    X(ALLREDUCE, "allreduce") /* one DDP bucket's all-reduce (bucket column set) */          \
     X(OPTIMIZER, "optimizer")                                                                \
     X(EVAL, "eval")                                                                          \
     X(BARRIER, "barrier")                                                                    \
-    X(SETUP, "setup")         /* outside training steps; also CUPTI activity launched      \
+    X(SETUP, "setup")         /* outside training steps; also CUPTI activity launched        \
                                  outside any range */
 
 #define TRACE_PHASE_ENUM_(id, name) TRACE_PHASE_##id,
@@ -72,8 +72,8 @@ enum trace_phase { TRACE_PHASES(TRACE_PHASE_ENUM_) TRACE_PHASE_COUNT };
 
 /* ---- the clock column ---- */
 #define TRACE_CLOCKS(X)                                                                      \
-    X(HOST, "host")     /* CLOCK_MONOTONIC of the rank's host */                            \
-    X(DEVICE, "device") /* CUDA events, converted to the host clock */                      \
+    X(HOST, "host")     /* CLOCK_MONOTONIC of the rank's host */                             \
+    X(DEVICE, "device") /* CUDA events, converted to the host clock */                       \
     X(CUPTI, "cupti")   /* CUPTI activity timestamps, same clock as host */
 
 #define TRACE_CLOCK_ENUM_(id, name) TRACE_CLOCK_##id,
@@ -82,7 +82,7 @@ enum trace_clock { TRACE_CLOCKS(TRACE_CLOCK_ENUM_) TRACE_CLOCK_COUNT };
 
 /* ---- the kind column ---- */
 #define TRACE_KINDS(X)                                                                       \
-    X(RANGE, "range") /* a probe range */                                                   \
+    X(RANGE, "range") /* a probe range */                                                    \
     X(KERNEL, "kernel")                                                                      \
     X(MEMCPY, "memcpy")                                                                      \
     X(MEMSET, "memset")                                                                      \
@@ -94,8 +94,8 @@ enum trace_kind { TRACE_KINDS(TRACE_KIND_ENUM_) TRACE_KIND_COUNT };
 
 /* ---- the stream column of range rows: lanes (CUPTI rows hold the CUDA stream id) ---- */
 #define TRACE_LANES(X)                                                                       \
-    X(COMPUTE, "compute") /* the training thread / compute stream */                        \
-    X(COMM, "comm")       /* the comm thread / NCCL stream: allreduce rows */               \
+    X(COMPUTE, "compute") /* the training thread / compute stream */                         \
+    X(COMM, "comm")       /* the comm thread / NCCL stream: allreduce rows */                \
     X(DATA, "data")       /* data loading: data rows */
 
 #define TRACE_LANE_ENUM_(id, name) TRACE_LANE_##id,

@@ -396,8 +396,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     po.run_dir = o->out_dir ? o->out_dir : ".";
     po.mode = o->out_dir ? o->trace : PROBE_OFF;
     po.gpu = o->ngpus > 0;
-    po.compute_stream = backend_cuda_compute_stream(r->be); /* NULL on CPU */
-    po.comm_stream = r->comm ? comm_nccl_stream(r->comm) : NULL;
+    po.compute_stream = r->be->stream(r->be); /* NULL on CPU */
+    po.comm_stream = r->comm ? r->comm->stream(r->comm) : NULL;
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
         return error_wrap("rank %d: probes", r->rank);
@@ -455,7 +455,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
     float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
-    if (r->o->ngpus && backend_cuda_status(be)) /* softmax_xent synced: covers the step so far */
+    if (be->status(be)) /* softmax_xent synced: covers the step so far */
         return -1;
     probe_pop(r->probe);
     probe_push(r->probe, PROBE_BACKWARD);

@@ -9,7 +9,7 @@
  * download, synchronize and free.
  *
  * Slots return void, so a failing CUDA, cuDNN or cuBLAS call is recorded as the backend's
- * first error (backend_cuda_status), and later slots still run; a failed backend's loss is
+ * first error (the status slot), and later slots still run; a failed backend's loss is
  * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
  * (cudnnFind*) instead of cuDNN's heuristics.
@@ -161,11 +161,6 @@ cudaStream_t backend_cuda_stream(const struct backend *be)
     return ((const struct cuda_backend *)be)->stream;
 }
 
-void *backend_cuda_compute_stream(struct backend *be)
-{
-    return backend_cuda_is(be) ? (void *)((struct cuda_backend *)be)->stream : NULL;
-}
-
 int backend_cuda_bind(const struct backend *be)
 {
     const struct cuda_backend *cb = (const struct cuda_backend *)be;
@@ -173,23 +168,6 @@ int backend_cuda_bind(const struct backend *be)
     if (cudaGetDevice(&cur) == cudaSuccess && cur == cb->device)
         return 0;
     return CHECK_CUDA(cudaSetDevice(cb->device));
-}
-
-int backend_cuda_status(struct backend *be)
-{
-    if (!backend_cuda_is(be))
-        return error_set("backend_cuda_status: backend '%s' is not a CUDA backend",
-                         be ? be->name : "(null)");
-    struct cuda_backend *cb = (struct cuda_backend *)be;
-    if (!cb->failed) {
-        /* a fault of work already finished shows up here without waiting */
-        cudaError_t e = cudaStreamQuery(cb->stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady)
-            cb_cuda(cb, "device work", e, "cudaStreamQuery(stream)", __FILE__, __LINE__);
-    }
-    if (cb->failed)
-        return error_set("%s", cb->first_error);
-    return 0;
 }
 
 int cuda_info_get(int device, struct cuda_info *info)
@@ -261,6 +239,24 @@ static double *cb_scratch(struct cuda_backend *cb, size_t doubles, const char *o
     }
     return cb->scratch;
 }
+
+/* ------------------------------------------------------------------ state slots */
+
+static int cu_status(struct backend *be)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!cb->failed) {
+        /* a fault of work already finished shows up here without waiting */
+        cudaError_t e = cudaStreamQuery(cb->stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+            cb_cuda(cb, "device work", e, "cudaStreamQuery(stream)", __FILE__, __LINE__);
+    }
+    if (cb->failed)
+        return error_set("%s", cb->first_error);
+    return 0;
+}
+
+static void *cu_stream(struct backend *be) { return ((struct cuda_backend *)be)->stream; }
 
 /* ------------------------------------------------------------------ memory slots */
 
@@ -967,6 +963,10 @@ static const struct backend cuda_backend_ops = {
     .copy = cu_copy,
     .zero = cu_zero,
     .synchronize = cu_synchronize,
+    /* state: the first error kept by any slot (or found by querying the stream), and the
+     * compute stream */
+    .status = cu_status,
+    .stream = cu_stream,
     /* convolution: cuDNN, algorithms cached per shape; bias gradient by our reduction */
     .conv2d_forward = cu_conv2d_forward,
     .conv2d_backward = cu_conv2d_backward,

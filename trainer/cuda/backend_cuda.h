@@ -1,6 +1,5 @@
-/* backend_cuda.h — what the NCCL comm (and later the CUDA probes and the data loader)
- * need from a CUDA backend: its device and its compute stream.  Internal to the CUDA
- * build; the rest of the program uses cuda.h. */
+/* backend_cuda.h — what the NCCL comm needs from a CUDA backend: its device and its
+ * compute stream.  Internal to the CUDA build; the rest of the program uses cuda_api.h. */
 #ifndef DDPPROF_BACKEND_CUDA_H
 #define DDPPROF_BACKEND_CUDA_H
 

@@ -153,7 +153,7 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
         if (strcmp(a, "--cpu") == 0) {
             if (cli_parse_long(a, v, 1, 1024, &n))
                 return -1;
-            c->cpu_ranks = (int)n;
+            t->cpu_ranks = (int)n;
         } else if (strcmp(a, "--gpu") == 0) {
             c->gpu_list = v;
             if (cli_parse_gpu_list(v, t))
@@ -262,9 +262,9 @@ int cli_parse(struct cli *c, int argc, char **argv, int first)
             return error_set("unknown option '%s' (see ddpprof --help)", a);
         }
     }
-    if (c->cpu_ranks && c->gpu_list)
+    if (t->cpu_ranks && c->gpu_list)
         return error_set("--cpu and --gpu exclude each other: pick one");
-    int ranks = t->ngpus ? t->ngpus : c->cpu_ranks;
+    int ranks = t->ngpus ? t->ngpus : t->cpu_ranks;
     if (!c->mode_given && ranks > 1)
         t->mode = TRAIN_DDP;
     if (!c->amp_given) /* the tutorial: DDP + AMP, the baseline in fp32 */

@@ -9,7 +9,6 @@
 
 struct cli {
     struct train_opts train;
-    int cpu_ranks;           /* --cpu N (0: not given) */
     const char *gpu_list;    /* --gpu LIST (NULL: not given) */
     int mode_given;          /* --mode was on the command line */
     int amp_given;           /* --amp was on the command line */

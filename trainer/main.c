@@ -5,7 +5,7 @@
 #include "cli.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
-#include "cuda/cuda_api.h"
+#include "device.h"
 #include "launch/launcher.h"
 #include "report/report.h"
 #include "probes/runlog.h"
@@ -95,7 +95,7 @@ static int launch_workers(struct cli *c, int argc, char **argv, const char *out_
     char *words;
     char **run = wrap_argv(wargv, &words);
     struct launch_opts lo = {
-        .nprocs = c->train.ngpus ? c->train.ngpus : c->cpu_ranks > 0 ? c->cpu_ranks : 1,
+        .nprocs = device_ranks(&c->train),
         .master_addr = c->master_addr,
         .master_port = c->master_port,
         .argv = run,
@@ -113,7 +113,7 @@ static int cmd_train(int argc, char **argv)
     struct cli c;
     if (cli_parse(&c, argc, argv, 2))
         return fail();
-    if (c.train.ngpus && train_check_gpus(&c.train))
+    if (device_check(&c.train))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -213,39 +213,23 @@ static int cmd_main(int argc, char **argv)
     free(check);
     if (bad)
         return fail();
-    if (c.train.ngpus && train_check_gpus(&c.train))
+    if (device_check(&c.train))
         return fail();
 
-    char devices[256];
+    if (!c.train.ngpus && !c.train.cpu_ranks) {
+        char note[512];
+        device_pick(&c.train, note, sizeof note);
+        printf("%s\n", note);
+    }
+    char devices[256], first_dev[32];
     if (c.train.ngpus) {
         format_gpu_list(devices, sizeof devices, c.train.gpus, c.train.ngpus);
-    } else if (c.cpu_ranks) {
-        snprintf(devices, sizeof devices, "%d", c.cpu_ranks);
+        snprintf(first_dev, sizeof first_dev, "%d", c.train.gpus[0]);
     } else {
-        int count = cuda_device_count();
-        error_clear();
-        if (count > 0) {
-            c.train.ngpus = count < TRAIN_MAX_GPUS ? count : TRAIN_MAX_GPUS;
-            for (int i = 0; i < c.train.ngpus; i++)
-                c.train.gpus[i] = i;
-            format_gpu_list(devices, sizeof devices, c.train.gpus, c.train.ngpus);
-            printf("ddpprof: using GPU%s %s (no --gpu or --cpu given)\n", count > 1 ? "s" : "",
-                   devices);
-        } else {
-            long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            c.cpu_ranks = cores >= 2 ? 2 : 1;
-            snprintf(devices, sizeof devices, "%d", c.cpu_ranks);
-            printf("ddpprof: no GPU found: using %d CPU rank%s (no --gpu or --cpu given)\n",
-                   c.cpu_ranks, c.cpu_ranks > 1 ? "s" : "");
-        }
+        snprintf(devices, sizeof devices, "%d", c.train.cpu_ranks);
+        snprintf(first_dev, sizeof first_dev, "1");
     }
     const char *dev_opt = c.train.ngpus ? "--gpu" : "--cpu";
-    char first_dev[32];
-    if (c.train.ngpus)
-        snprintf(first_dev, sizeof first_dev, "%d", c.train.gpus[0]);
-    else
-        snprintf(first_dev, sizeof first_dev, "1");
-
     char out[4096], sub[4200];
     if (c.train.out_dir)
         snprintf(out, sizeof out, "%s", c.train.out_dir);

@@ -124,8 +124,13 @@ static void test_pick(void)
 {
     struct train_opts o;
     memset(&o, 0, sizeof o);
-    char note[256];
-    device_pick(&o, note, sizeof note);
+    char note[256] = "";
+    o.cpu_ranks = 3;
+    CHECK(device_pick(&o, note, sizeof note) == 0 && o.cpu_ranks == 3 && o.ngpus == 0,
+          "--cpu 3 given, yet the auto-pick changed it to %d CPU ranks, %d GPUs", o.cpu_ranks,
+          o.ngpus);
+    o.cpu_ranks = 0;
+    CHECK(device_pick(&o, note, sizeof note) == 1, "no device given and nothing picked");
     CHECK((o.ngpus > 0) != (o.cpu_ranks > 0), "picked %d GPUs and %d CPU ranks", o.ngpus,
           o.cpu_ranks);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -51,8 +51,10 @@ static void device_format_gpus(char *buf, size_t cap, const int *gpus, int n)
     }
 }
 
-void device_pick(struct train_opts *o, char *note, size_t cap)
+int device_pick(struct train_opts *o, char *note, size_t cap)
 {
+    if (o->ngpus || o->cpu_ranks)
+        return 0;
     int count = cuda_device_count();
     error_clear(); /* a build without CUDA: no GPU, not an error */
     if (count > 0) {
@@ -64,13 +66,14 @@ void device_pick(struct train_opts *o, char *note, size_t cap)
         device_format_gpus(list, sizeof list, o->gpus, o->ngpus);
         snprintf(note, cap, "ddpprof: using GPU%s %s (no --gpu or --cpu given)",
                  count > 1 ? "s" : "", list);
-        return;
+        return 1;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->ngpus = 0;
     o->cpu_ranks = cores >= 2 ? 2 : 1;
     snprintf(note, cap, "ddpprof: no GPU found: using %d CPU rank%s (no --gpu or --cpu given)",
              o->cpu_ranks, o->cpu_ranks > 1 ? "s" : "");
+    return 1;
 }
 
 void device_keep_first(struct train_opts *o)

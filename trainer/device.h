@@ -35,10 +35,11 @@ int device_ranks(const struct train_opts *o);
  * -1 (error_set) with one line naming the device and how many there are.  0 for CPU ranks. */
 int device_check(const struct train_opts *o);
 
-/* The main job without --cpu or --gpu: every visible GPU (at most TRAIN_MAX_GPUS), else 2
- * CPU ranks (1 on a single core).  Fills o's GPUs or CPU ranks and writes one line saying
- * what it picked, without a newline, into note. */
-void device_pick(struct train_opts *o, char *note, size_t cap);
+/* The main job's devices when o names none (no --cpu, no --gpu): every visible GPU (at
+ * most TRAIN_MAX_GPUS), else 2 CPU ranks (1 on a single core).  Returns 1 after filling
+ * o's GPUs or CPU ranks and writing one line saying what it picked, without a newline,
+ * into note; 0, changing nothing, when o names devices. */
+int device_pick(struct train_opts *o, char *note, size_t cap);
 
 /* Keep only the first device of o (the main job's baseline): its first GPU, or 1 CPU rank. */
 void device_keep_first(struct train_opts *o);

@@ -162,11 +162,9 @@ static int cmd_main(int argc, char **argv)
         return cli_usage(stdout), 0;
     if (device_check(&c.train))
         return fail();
-    if (!c.train.ngpus && !c.train.cpu_ranks) {
-        char note[512];
-        device_pick(&c.train, note, sizeof note);
+    char note[512];
+    if (device_pick(&c.train, note, sizeof note))
         printf("%s\n", note);
-    }
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return fail();

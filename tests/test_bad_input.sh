@@ -2,7 +2,8 @@
 # test_bad_input.sh — every kind of bad input is one clear line on stderr and a non-zero
 # exit, and nothing is left half-written: missing data directory, wrong IDX magic,
 # truncated file, image/label count mismatch, corrupt gzip, unknown model, bad numbers
-# on the command line, unwritable output directory, malformed safetensors header.
+# on the command line, unwritable output directory, malformed safetensors header.  And
+# --help / -h after any command is the usage on stdout with exit 0.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
@@ -71,6 +72,30 @@ expect_error bad-normalize "--normalize" "${common[@]}" --normalize 0.5
 expect_error unknown-option "unknown option '--bogus'" "${common[@]}" --bogus 1
 expect_error missing-value "--lr needs a value" "${common[@]}" --lr
 expect_error unknown-command "unknown command 'trian'" trian
+expect_error main-mode "--mode: 'bogus' is not both, baseline or ddp" --mode bogus
+expect_error train-mode "--mode: 'both' is not baseline or ddp" train --mode both
+
+# expect_usage NAME ARGS... : exit 0, the usage on stdout, nothing on stderr
+expect_usage() {
+  local name=$1; shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  local rc=$?
+  if [ $rc -eq 0 ] && grep -q '^usage: ddpprof' "$tmp/out" && grep -q -- '--resume CKPT' "$tmp/out" &&
+     [ ! -s "$tmp/err" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $rc, wanted the usage on stdout and exit 0:"
+    sed 's/^/  | /' "$tmp/err"
+  fi
+}
+expect_usage help --help
+expect_usage h -h
+expect_usage train-help train --help
+expect_usage train-h train --epochs 2 -h
+expect_usage worker-help worker --help
+expect_usage report-help report --help
+expect_usage main-help --cpu 2 --help
 
 touch "$tmp/file"
 expect_error unwritable-out "cannot create|not a directory" "${common[@]}" --data "$tmp/ok" --out "$tmp/file/run"

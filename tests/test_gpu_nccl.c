@@ -112,10 +112,8 @@ static int world1(int unused)
     CHECK(strcmp(c->name, "nccl") == 0 && c->rank == 0 && c->world == 1, "comm %s %d/%d",
           c->name, c->rank, c->world);
     /* the probes time each on its own stream */
-    CHECK(comm_nccl_stream(c) != NULL && backend_cuda_compute_stream(be) != NULL &&
-              comm_nccl_stream(c) != backend_cuda_compute_stream(be),
-          "comm stream %p, compute stream %p", comm_nccl_stream(c),
-          backend_cuda_compute_stream(be));
+    CHECK(c->stream(c) != NULL && be->stream(be) != NULL && c->stream(c) != be->stream(be),
+          "comm stream %p, compute stream %p", c->stream(c), be->stream(be));
     const size_t n = 1 << 20;
     float *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back);
     uint64_t seed = 99;
@@ -166,7 +164,7 @@ static int world1(int unused)
     be->download(be, hb, b, sizeof hb);
     CHECK(memcmp(hh, hb, sizeof hh) == 0, "fp16 allreduce changed a world-1 buffer");
     CHECK(c->wait(c, NULL, NULL) == -1, "wait(NULL) succeeded");
-    CHECK(backend_cuda_status(be) == 0, "backend: %s", error_get());
+    CHECK(be->status(be) == 0, "backend: %s", error_get());
 
     be->free(be, a);
     be->free(be, b);

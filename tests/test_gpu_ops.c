@@ -4,7 +4,7 @@
  * the ConvNet's and ResNet18's (CIFAR) plus odd ones (odd sizes, overlapping and gapped
  * pooling windows, NULL optional arguments, in-place calls, NaN, ties, bad labels).
  * Convolutions run twice: with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1
- * (cudnnFind*).  A deliberately failing op must show up in backend_cuda_status.
+ * (cudnnFind*).  A deliberately failing op must show up in the backend's status slot.
  *
  * Prints a table of the worst error per op; with DDPPROF_GPU_OPS_REPORT=FILE also writes
  * it there (scripts/gpu-check puts it in results/).  Skips (77) without CUDA or a GPU.
@@ -104,7 +104,7 @@ static double max_abs_of(const float *x, size_t n)
 
 static void status_ok(const char *after)
 {
-    CHECK(backend_cuda_status(gpu) == 0, "after %s: %s", after, error_get());
+    CHECK(gpu->status(gpu) == 0, "after %s: %s", after, error_get());
 }
 
 /* ------------------------------------------------------------------ paired buffers */
@@ -697,7 +697,7 @@ static void test_failure_is_reported(void)
     CHECK(bad != NULL, "second backend: %s", error_get());
     if (!bad)
         return;
-    CHECK(backend_cuda_status(bad) == 0, "fresh backend: %s", error_get());
+    CHECK(bad->status(bad) == 0, "fresh backend: %s", error_get());
     /* a stride cuDNN refuses (documented BAD_PARAM): the slot cannot return an error, the
      * status must */
     struct conv2d_shape cs = {.n = 1, .c = 1, .h = 8, .w = 8, .k = 1, .r = 3, .s = 3,
@@ -705,7 +705,7 @@ static void test_failure_is_reported(void)
     float *x = bad->alloc(bad, 64 * 4), *w = bad->alloc(bad, 9 * 4), *y = bad->alloc(bad, 64 * 4);
     int32_t *lab = bad->alloc(bad, 4);
     bad->conv2d_forward(bad, &cs, x, w, NULL, y);
-    CHECK(backend_cuda_status(bad) == -1, "a refused convolution left the status clean");
+    CHECK(bad->status(bad) == -1, "a refused convolution left the status clean");
     const char *msg = error_get();
     CHECK(strstr(msg, "conv2d_forward") && !strchr(msg, '\n'),
           "status message does not name the op on one line: '%s'", msg);

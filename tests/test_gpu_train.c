@@ -139,7 +139,7 @@ static void test_golden(struct backend *be)
     }
     CHECK(m->forward(m, xd, n, 0, &logits) == 0, "eval forward: %s", error_get());
     check_golden(be, "eval_logits", logits, (size_t)n * 10, RANGE_TOL, 0.0);
-    CHECK(backend_cuda_status(be) == 0, "golden run: %s", error_get());
+    CHECK(be->status(be) == 0, "golden run: %s", error_get());
 
     sgd_free(&opt);
     be->free(be, xd);
@@ -246,7 +246,7 @@ static void test_against_cpu(struct backend *gpu)
     const int cc = cpu->count_correct(cpu, cap, 10, lgc, c.y);
     const int cg = gpu->count_correct(gpu, cap, 10, lgg, g.y);
     CHECK(abs(cc - cg) <= 2, "eval correct: gpu %d, cpu %d of %d", cg, cc, cap);
-    CHECK(backend_cuda_status(gpu) == 0, "gpu vs cpu run: %s", error_get());
+    CHECK(gpu->status(gpu) == 0, "gpu vs cpu run: %s", error_get());
     free(x);
     side_free(&c);
     side_free(&g);
@@ -278,7 +278,7 @@ static void time_training(struct backend *gpu)
     const double dt = now_s() - t0;
     printf("ConvNet training on the GPU, batch %d: %.0f images/s (%.3f ms/step)\n", n,
            steps * n / dt, 1e3 * dt / steps);
-    CHECK(backend_cuda_status(gpu) == 0, "timing run: %s", error_get());
+    CHECK(gpu->status(gpu) == 0, "timing run: %s", error_get());
     free(x);
     side_free(&g);
 }

@@ -1,64 +1,262 @@
-/* cli.c — option parsing for the trainer (see cli.h). */
+/* cli.c — the option table, and the parsing, usage text and child argv it drives (see
+ * cli.h). */
 #include "cli.h"
 
 #include "common/error.h"
+#include "device.h"
+#include "launch/launcher.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *cli_usage(void)
+enum cli_kind {
+    CLI_FLAG,   /* no value: sets an int field to flag_value */
+    CLI_INT,    /* an integer in [min, max] into an int, long or uint64_t field */
+    CLI_DOUBLE, /* a number in [min, max] into a float or double field; with scale, into an
+                   int field as round(value * scale) */
+    CLI_STRING, /* a const char * pointing into argv */
+    CLI_ENUM,   /* one of choices, into an int-sized enum field */
+    CLI_LIST,   /* device numbers "0,1,3" into an int array, their count into field2 */
+    CLI_PAIR,   /* "MEAN,STD" into two float fields (field and field2) */
+};
+
+struct cli_choice {
+    const char *name;
+    int value;
+};
+
+#define CLI_ALL (CLI_MAIN | CLI_TRAIN | CLI_WORKER)
+
+struct cli_option {
+    const char *name;     /* "--epochs" */
+    const char *alias;    /* "-e", or NULL */
+    enum cli_kind kind;
+    unsigned commands;    /* the commands that take it: CLI_MAIN | CLI_TRAIN | CLI_WORKER */
+    size_t offset, size;  /* the field in struct cli */
+    size_t offset2;       /* CLI_LIST: the count (int); CLI_PAIR: the second float */
+    double min, max;      /* CLI_INT, CLI_DOUBLE */
+    double scale;         /* CLI_DOUBLE into an int field: stored units per 1 (0: none) */
+    int flag_value;       /* CLI_FLAG */
+    const struct cli_choice *choices; /* CLI_ENUM, ended by a NULL name */
+    const char *metavar;  /* "N", "DIR" (CLI_ENUM: made from the choices) */
+    const char *dflt;     /* the default in words where the value alone would mislead;
+                             NULL: the value in cli_defaults; "": no default shown */
+    int always;           /* in every child argv: its default depends on other options */
+    int local;            /* never in a child argv (--help) */
+    const char *group;
+    const char *help;
+};
+
+#define FIELD(f) .offset = offsetof(struct cli, f), .size = sizeof(((struct cli *)0)->f)
+#define FIELD2(f) .offset2 = offsetof(struct cli, f)
+
+static const struct cli_choice runs_choices[] = {
+    {"both", CLI_RUNS_BOTH}, {"baseline", CLI_RUNS_BASELINE}, {"ddp", CLI_RUNS_DDP}, {NULL, 0}};
+static const struct cli_choice mode_choices[] = {
+    {"baseline", TRAIN_BASELINE}, {"ddp", TRAIN_DDP}, {NULL, 0}};
+static const struct cli_choice amp_choices[] = {
+    {"fp16", AMP_F16}, {"bf16", AMP_BF16}, {"off", AMP_OFF}, {NULL, 0}};
+static const struct cli_choice trace_choices[] = {
+    {"off", PROBE_OFF}, {"nvtx", PROBE_NVTX}, {"full", PROBE_FULL}, {NULL, 0}};
+
+_Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
+                   sizeof(enum amp_dtype) == sizeof(int) &&
+                   sizeof(enum probe_mode) == sizeof(int),
+               "CLI_ENUM stores an int");
+
+#define G_DEV "devices"
+#define G_TRAIN "training"
+#define G_OUT "output"
+#define G_AMP "mixed precision"
+#define G_DDP "DDP"
+#define G_OTHER "other"
+
+/* in --help order, grouped */
+static const struct cli_option cli_options[] = {
+    {"--cpu", NULL, CLI_INT, CLI_ALL, FIELD(train.cpu_ranks), .min = 1, .max = 1024,
+     .metavar = "N", .group = G_DEV,
+     .dflt = "1 for train; the main job takes every GPU, else 2 CPU ranks, 1 on one core",
+     .help = "N CPU ranks"},
+    {"--gpu", NULL, CLI_LIST, CLI_ALL, FIELD(train.gpus), FIELD2(train.ngpus), .max = 1023,
+     .metavar = "LIST", .group = G_DEV,
+     .help = "GPUs, e.g. 0,1 (needs a CUDA build and a GPU)"},
+    {"--mode", NULL, CLI_ENUM, CLI_MAIN, FIELD(runs), .choices = runs_choices, .group = G_DEV,
+     .help = "the fp32 baseline on one device, the DDP run on all of them, or both"},
+    {"--mode", NULL, CLI_ENUM, CLI_TRAIN | CLI_WORKER, FIELD(train.mode),
+     .choices = mode_choices, .always = 1, .group = G_DEV,
+     .dflt = "ddp when N > 1, else baseline; a worker is always ddp",
+     .help = "single-process fp32 baseline, or DDP over the ranks"},
+
+    {"--model", NULL, CLI_STRING, CLI_ALL, FIELD(train.model), .metavar = "NAME",
+     .group = G_TRAIN, .help = "the model to train"},
+    {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.epochs), .min = 1, .max = 1000000,
+     .metavar = "N", .group = G_TRAIN, .help = "epochs"},
+    {"--batch-size", "-b", CLI_INT, CLI_ALL, FIELD(train.batch_size), .min = 1, .max = 65536,
+     .metavar = "N", .group = G_TRAIN, .help = "batch size per rank"},
+    {"--lr", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.lr), .min = 0.0, .max = 1e6,
+     .metavar = "X", .group = G_TRAIN, .help = "SGD learning rate"},
+    {"--momentum", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.momentum), .min = 0.0, .max = 1.0,
+     .metavar = "X", .group = G_TRAIN, .help = "SGD momentum"},
+    {"--weight-decay", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.weight_decay), .min = 0.0,
+     .max = 1e6, .metavar = "X", .group = G_TRAIN, .help = "SGD weight decay"},
+    {"--seed", NULL, CLI_INT, CLI_ALL, FIELD(train.seed), .min = 0, .max = 0x7fffffff,
+     .metavar = "N", .group = G_TRAIN, .help = "shuffling and initialisation seed"},
+    {"--no-shuffle", NULL, CLI_FLAG, CLI_ALL, FIELD(train.shuffle), .flag_value = 0,
+     .group = G_TRAIN, .help = "keep the data set order"},
+    {"--limit", NULL, CLI_INT, CLI_ALL, FIELD(train.limit), .min = 1, .max = 0x7fffffff,
+     .metavar = "N", .dflt = "all", .group = G_TRAIN,
+     .help = "train on the first N samples only"},
+    {"--test-limit", NULL, CLI_INT, CLI_ALL, FIELD(train.test_limit), .min = 1,
+     .max = 0x7fffffff, .metavar = "N", .dflt = "all", .group = G_TRAIN,
+     .help = "test on the first N samples only"},
+    {"--data", NULL, CLI_STRING, CLI_ALL, FIELD(train.data_dir), .metavar = "DIR",
+     .group = G_TRAIN, .help = "IDX data directory"},
+    {"--normalize", NULL, CLI_PAIR, CLI_ALL, FIELD(train.norm_mean), FIELD2(train.norm_std),
+     .metavar = "MEAN,STD", .group = G_TRAIN,
+     .help = "normalise pixels after scaling to [0,1]"},
+    {"--init", NULL, CLI_STRING, CLI_ALL, FIELD(train.init_path), .metavar = "FILE",
+     .group = G_TRAIN, .help = "start from a safetensors state_dict (PyTorch names)"},
+    {"--resume", NULL, CLI_STRING, CLI_ALL, FIELD(train.resume_path), .metavar = "CKPT",
+     .group = G_TRAIN,
+     .help = "continue from a checkpoint.safetensors of an earlier run"},
+    {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.threads), .min = 1, .max = 1024,
+     .metavar = "N", .dflt = "cores / ranks", .group = G_TRAIN,
+     .help = "CPU threads per rank"},
+
+    {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.out_dir), .metavar = "DIR",
+     .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},
+    {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.quiet), .flag_value = 1, .group = G_OUT,
+     .help = "no progress lines"},
+    {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.trace), .choices = trace_choices,
+     .group = G_OUT, .help = "probes: nothing, NVTX + host trace, + CUDA events/CUPTI"},
+
+    {"--amp", NULL, CLI_ENUM, CLI_ALL, FIELD(train.amp), .choices = amp_choices, .always = 1,
+     .dflt = "fp16 for ddp, off for baseline", .group = G_AMP,
+     .help = "autocast conv/linear; in the main job it applies to the DDP run, the baseline "
+             "stays fp32"},
+    {"--loss-scale-init", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_init), .min = 1e-30,
+     .max = 1e30, .metavar = "X", .group = G_AMP, .help = "GradScaler initial scale"},
+    {"--loss-scale-growth", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_growth), .min = 1.0,
+     .max = 1e6, .metavar = "X", .group = G_AMP, .help = "growth factor"},
+    {"--loss-scale-backoff", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_backoff),
+     .min = 1e-6, .max = 1.0, .metavar = "X", .group = G_AMP, .help = "backoff factor"},
+    {"--loss-scale-interval", NULL, CLI_INT, CLI_ALL, FIELD(train.scale_interval), .min = 1,
+     .max = 0x7fffffff, .metavar = "N", .group = G_AMP,
+     .help = "clean steps before growing"},
+
+    {"--bucket-cap-mb", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.bucket_cap_mb), .min = 1e-6,
+     .max = 1e6, .metavar = "X", .group = G_DDP,
+     .help = "gradient bucket cap in MiB, fractions allowed"},
+    {"--no-sync-bn", NULL, CLI_FLAG, CLI_ALL, FIELD(train.sync_bn), .flag_value = 0,
+     .group = G_DDP, .help = "keep BatchNorm local instead of SyncBatchNorm"},
+    {"--timeout", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.timeout_ms), .min = 0.001,
+     .max = 1e6, .scale = 1000.0, .metavar = "S", .group = G_DDP,
+     .help = "seconds any collective or rendezvous may wait"},
+    {"--master-addr", NULL, CLI_STRING, CLI_ALL, FIELD(master_addr), .metavar = "A",
+     .group = G_DDP, .help = "rendezvous host"},
+    {"--master-port", NULL, CLI_INT, CLI_ALL, FIELD(master_port), .min = 1, .max = 65535,
+     .metavar = "P", .dflt = "a free one", .group = G_DDP, .help = "rendezvous port"},
+
+    {"--help", "-h", CLI_FLAG, CLI_ALL, FIELD(help), .flag_value = 1, .local = 1,
+     .group = G_OTHER,
+     .help = "this text, also after train, worker or report"},
+};
+
+#define CLI_NOPTIONS ((int)(sizeof cli_options / sizeof cli_options[0]))
+_Static_assert(sizeof cli_options / sizeof cli_options[0] <= 64, "struct cli.given has 64 bits");
+
+void cli_defaults(struct cli *c)
 {
-    return "usage: ddpprof train [options]      train on this machine (baseline, or DDP with --mode ddp)\n"
-           "       ddpprof worker [options]     one DDP rank, environment from torchrun/mpirun/Slurm\n"
-           "       ddpprof [--cpu N | --gpu LIST] [--mode both|baseline|ddp] [options]\n"
-           "                                    the main job: fp32 baseline on one device, DDP+AMP\n"
-           "                                    on all, then the report (no device: GPUs, else CPU ranks)\n"
-           "       ddpprof report RUN_DIR... [--out DIR]   remake the tables from traces\n"
-           "       ddpprof --version | --help\n"
-           "\n"
-           "devices:\n"
-           "  --cpu N                 N CPU ranks (default 1)\n"
-           "  --gpu LIST              GPUs, e.g. 0,1 (needs a CUDA build and a GPU)\n"
-           "  --mode baseline|ddp     single-process fp32 baseline, or DDP over the ranks\n"
-           "                          (default: ddp when N > 1, else baseline)\n"
-           "training:\n"
-           "  --model NAME            convnet (default)\n"
-           "  -e, --epochs N          epochs (default 3)\n"
-           "  -b, --batch-size N      batch size per rank (default 32)\n"
-           "  --lr X                  SGD learning rate (default 1e-4)\n"
-           "  --momentum X            SGD momentum (default 0)\n"
-           "  --weight-decay X        SGD weight decay (default 0)\n"
-           "  --seed N                shuffling and initialisation seed (default 0)\n"
-           "  --no-shuffle            keep the data set order\n"
-           "  --limit N               train on the first N samples only\n"
-           "  --test-limit N          test on the first N samples only\n"
-           "  --data DIR              IDX data directory (default /usr/share/datasets/fashion-mnist)\n"
-           "  --normalize MEAN,STD    normalise pixels after scaling to [0,1]\n"
-           "  --init FILE             start from a safetensors state_dict (PyTorch names)\n"
-           "  --threads N             CPU threads per rank (default cores / ranks)\n"
-           "output:\n"
-           "  --out DIR               run directory (default results/<date>-<time>-<model>)\n"
-           "  --quiet                 no progress lines\n"
-           "  --trace off|nvtx|full   probes: nothing, NVTX + host trace, + CUDA events/CUPTI\n"
-           "                          (default full)\n"
-           "mixed precision:\n"
-           "  --amp fp16|bf16|off     autocast conv/linear (default: fp16 for ddp, off for baseline)\n"
-           "  --loss-scale-init X     GradScaler initial scale (default 65536)\n"
-           "  --loss-scale-growth X   growth factor (default 2)\n"
-           "  --loss-scale-backoff X  backoff factor (default 0.5)\n"
-           "  --loss-scale-interval N clean steps before growing (default 2000)\n"
-           "  --resume CKPT           continue from a checkpoint.safetensors of an earlier run\n"
-           "DDP:\n"
-           "  --bucket-cap-mb X       gradient bucket cap in MiB, fractions allowed (default 25)\n"
-           "  --no-sync-bn            keep BatchNorm local (default: SyncBatchNorm)\n"
-           "  --timeout S             seconds any collective or rendezvous may wait (default 300)\n"
-           "  --master-addr A         rendezvous host (default 127.0.0.1)\n"
-           "  --master-port P         rendezvous port (default: a free one)\n";
+    memset(c, 0, sizeof *c);
+    train_opts_default(&c->train);
+    c->runs = CLI_RUNS_BOTH;
+    c->master_addr = LAUNCHER_DEFAULT_ADDR;
 }
 
-int cli_parse_long(const char *opt, const char *s, long min, long max, long *out)
+/* ------------------------------------------------------------------ the table */
+
+static int cli_takes(const struct cli_option *o, enum cli_command cmd)
+{
+    return (o->commands & (unsigned)cmd) != 0;
+}
+
+/* the index of the option spelt a (name or alias) that cmd takes, or -1 */
+static int cli_find(const char *a, enum cli_command cmd)
+{
+    for (int i = 0; i < CLI_NOPTIONS; i++) {
+        const struct cli_option *o = &cli_options[i];
+        if (cli_takes(o, cmd) &&
+            (strcmp(a, o->name) == 0 || (o->alias && strcmp(a, o->alias) == 0)))
+            return i;
+    }
+    return -1;
+}
+
+static int cli_given(const struct cli *c, const char *name, enum cli_command cmd)
+{
+    int i = cli_find(name, cmd);
+    return i >= 0 && (c->given >> i & 1);
+}
+
+static void cli_mark(struct cli *c, const char *name, enum cli_command cmd, int given)
+{
+    int i = cli_find(name, cmd);
+    if (i < 0)
+        return;
+    if (given)
+        c->given |= (uint64_t)1 << i;
+    else
+        c->given &= ~((uint64_t)1 << i);
+}
+
+static void *cli_field(struct cli *c, size_t offset) { return (char *)c + offset; }
+
+static const void *cli_cfield(const struct cli *c, size_t offset)
+{
+    return (const char *)c + offset;
+}
+
+static int64_t cli_get_int(const struct cli *c, const struct cli_option *o)
+{
+    if (o->size == sizeof(int)) {
+        int v;
+        memcpy(&v, cli_cfield(c, o->offset), sizeof v);
+        return v;
+    }
+    int64_t v; /* long or uint64_t, never above 0x7fffffff here */
+    memcpy(&v, cli_cfield(c, o->offset), sizeof v);
+    return v;
+}
+
+static void cli_set_int(struct cli *c, const struct cli_option *o, int64_t v)
+{
+    if (o->size == sizeof(int)) {
+        int w = (int)v;
+        memcpy(cli_field(c, o->offset), &w, sizeof w);
+    } else {
+        memcpy(cli_field(c, o->offset), &v, sizeof v);
+    }
+}
+
+/* a CLI_DOUBLE field without scale */
+static double cli_get_real(const struct cli *c, const struct cli_option *o)
+{
+    if (o->size == sizeof(float)) {
+        float f;
+        memcpy(&f, cli_cfield(c, o->offset), sizeof f);
+        return f;
+    }
+    double d;
+    memcpy(&d, cli_cfield(c, o->offset), sizeof d);
+    return d;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+static int cli_parse_long(const char *opt, const char *s, long min, long max, long *out)
 {
     char *end;
     errno = 0;
@@ -69,7 +267,8 @@ int cli_parse_long(const char *opt, const char *s, long min, long max, long *out
     return 0;
 }
 
-int cli_parse_double(const char *opt, const char *s, double min, double max, double *out)
+static int cli_parse_double(const char *opt, const char *s, double min, double max,
+                            double *out)
 {
     char *end;
     errno = 0;
@@ -80,196 +279,389 @@ int cli_parse_double(const char *opt, const char *s, double min, double max, dou
     return 0;
 }
 
-static int cli_parse_normalize(const char *s, float *mean, float *std)
+/* "MEAN,STD" */
+static int cli_parse_pair(const char *opt, const char *s, float *mean, float *std)
 {
-    char buf[128];
+    char buf[128], what[160];
     const char *comma = strchr(s, ',');
     if (!comma || strlen(s) >= sizeof buf)
-        return error_set("--normalize: '%s' is not MEAN,STD (e.g. 0.1307,0.3081)", s);
+        return error_set("%s: '%s' is not MEAN,STD (e.g. 0.1307,0.3081)", opt, s);
     memcpy(buf, s, (size_t)(comma - s));
     buf[comma - s] = '\0';
-    double m, d;
-    if (cli_parse_double("--normalize mean", buf, -1e6, 1e6, &m) ||
-        cli_parse_double("--normalize std", comma + 1, 1e-12, 1e6, &d))
+    double m = 0.0, d = 1.0;
+    snprintf(what, sizeof what, "%s mean", opt);
+    if (cli_parse_double(what, buf, -1e6, 1e6, &m))
+        return -1;
+    snprintf(what, sizeof what, "%s std", opt);
+    if (cli_parse_double(what, comma + 1, 1e-12, 1e6, &d))
         return -1;
     *mean = (float)m;
     *std = (float)d;
     return 0;
 }
 
-/* "0,1,3" -> t->gpus; ranges are not supported (nvidia-smi style lists are) */
-static int cli_parse_gpu_list(const char *s, struct train_opts *t)
+/* "0,1,3" -> list, *n; ranges are not supported (nvidia-smi style lists are) */
+static int cli_parse_list(const char *opt, const char *s, long max, int *list, int *n)
 {
     char buf[512];
     if (strlen(s) >= sizeof buf || !*s)
-        return error_set("--gpu: '%s' is not a list of device numbers like 0,1", s);
+        return error_set("%s: '%s' is not a list of device numbers like 0,1", opt, s);
     strcpy(buf, s);
-    t->ngpus = 0;
+    *n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         long id = 0;
-        if (t->ngpus == TRAIN_MAX_GPUS)
-            return error_set("--gpu: more than %d devices", TRAIN_MAX_GPUS);
-        if (cli_parse_long("--gpu", tok, 0, 1023, &id))
+        if (*n == TRAIN_MAX_GPUS)
+            return error_set("%s: more than %d devices", opt, TRAIN_MAX_GPUS);
+        if (cli_parse_long(opt, tok, 0, max, &id))
             return -1;
-        for (int i = 0; i < t->ngpus; i++)
-            if (t->gpus[i] == id)
-                return error_set("--gpu: device %ld is listed twice in '%s'", id, s);
-        t->gpus[t->ngpus++] = (int)id;
+        for (int i = 0; i < *n; i++)
+            if (list[i] == id)
+                return error_set("%s: device %ld is listed twice in '%s'", opt, id, s);
+        list[(*n)++] = (int)id;
     }
-    if (t->ngpus == 0)
-        return error_set("--gpu: '%s' is not a list of device numbers like 0,1", s);
+    if (*n == 0)
+        return error_set("%s: '%s' is not a list of device numbers like 0,1", opt, s);
     return 0;
 }
 
-int cli_parse(struct cli *c, int argc, char **argv, int first)
+/* "a, b or c" */
+static void cli_choice_list(const struct cli_choice *ch, const char *sep, const char *last,
+                            char *buf, size_t cap)
 {
-    memset(c, 0, sizeof *c);
-    train_opts_default(&c->train);
-    struct train_opts *t = &c->train;
-    c->master_addr = "127.0.0.1";
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        /* flags without a value */
-        if (strcmp(a, "--no-shuffle") == 0) {
-            t->shuffle = 0;
-            continue;
-        }
-        if (strcmp(a, "--no-sync-bn") == 0) {
-            t->sync_bn = 0;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            t->quiet = 1;
-            continue;
-        }
-        if (a[0] != '-')
-            return error_set("unexpected argument '%s' (see ddpprof --help)", a);
-        if (i + 1 >= argc)
-            return error_set("%s needs a value (see ddpprof --help)", a);
-        const char *v = argv[++i];
-        long n = 0;
-        double d = 0.0;
-        if (strcmp(a, "--cpu") == 0) {
-            if (cli_parse_long(a, v, 1, 1024, &n))
-                return -1;
-            c->cpu_ranks = (int)n;
-        } else if (strcmp(a, "--gpu") == 0) {
-            c->gpu_list = v;
-            if (cli_parse_gpu_list(v, t))
-                return -1;
-        } else if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "baseline") == 0)
-                t->mode = TRAIN_BASELINE;
-            else if (strcmp(v, "ddp") == 0)
-                t->mode = TRAIN_DDP;
-            else
-                return error_set("--mode: '%s' is not baseline or ddp", v);
-            c->mode_given = 1;
-        } else if (strcmp(a, "--amp") == 0) {
-            if (strcmp(v, "fp16") == 0)
-                t->amp = AMP_F16;
-            else if (strcmp(v, "bf16") == 0)
-                t->amp = AMP_BF16;
-            else if (strcmp(v, "off") == 0)
-                t->amp = AMP_OFF;
-            else
-                return error_set("--amp: '%s' is not fp16, bf16 or off", v);
-            c->amp_given = 1;
-        } else if (strcmp(a, "--loss-scale-init") == 0) {
-            if (cli_parse_double(a, v, 1e-30, 1e30, &d))
-                return -1;
-            t->scale_init = (float)d;
-        } else if (strcmp(a, "--loss-scale-growth") == 0) {
-            if (cli_parse_double(a, v, 1.0, 1e6, &d))
-                return -1;
-            t->scale_growth = (float)d;
-        } else if (strcmp(a, "--loss-scale-backoff") == 0) {
-            if (cli_parse_double(a, v, 1e-6, 1.0, &d))
-                return -1;
-            t->scale_backoff = (float)d;
-        } else if (strcmp(a, "--loss-scale-interval") == 0) {
-            if (cli_parse_long(a, v, 1, 0x7fffffffL, &n))
-                return -1;
-            t->scale_interval = (int)n;
-        } else if (strcmp(a, "--trace") == 0) {
-            if (probe_mode_parse(v, &t->trace))
-                return error_wrap("--trace");
-        } else if (strcmp(a, "--resume") == 0) {
-            t->resume_path = v;
-        } else if (strcmp(a, "--model") == 0) {
-            t->model = v;
-        } else if (strcmp(a, "--epochs") == 0 || strcmp(a, "-e") == 0) {
-            if (cli_parse_long(a, v, 1, 1000000, &n))
-                return -1;
-            t->epochs = (int)n;
-        } else if (strcmp(a, "--batch-size") == 0 || strcmp(a, "-b") == 0) {
-            if (cli_parse_long(a, v, 1, 65536, &n))
-                return -1;
-            t->batch_size = (int)n;
-        } else if (strcmp(a, "--lr") == 0) {
-            if (cli_parse_double(a, v, 0.0, 1e6, &d))
-                return -1;
-            t->lr = (float)d;
-        } else if (strcmp(a, "--momentum") == 0) {
-            if (cli_parse_double(a, v, 0.0, 1.0, &d))
-                return -1;
-            t->momentum = (float)d;
-        } else if (strcmp(a, "--weight-decay") == 0) {
-            if (cli_parse_double(a, v, 0.0, 1e6, &d))
-                return -1;
-            t->weight_decay = (float)d;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (cli_parse_long(a, v, 0, 0x7fffffffL, &n))
-                return -1;
-            t->seed = (uint64_t)n;
-        } else if (strcmp(a, "--limit") == 0) {
-            if (cli_parse_long(a, v, 1, 0x7fffffffL, &n))
-                return -1;
-            t->limit = n;
-        } else if (strcmp(a, "--test-limit") == 0) {
-            if (cli_parse_long(a, v, 1, 0x7fffffffL, &n))
-                return -1;
-            t->test_limit = n;
-        } else if (strcmp(a, "--data") == 0) {
-            t->data_dir = v;
-        } else if (strcmp(a, "--normalize") == 0) {
-            if (cli_parse_normalize(v, &t->norm_mean, &t->norm_std))
-                return -1;
-        } else if (strcmp(a, "--out") == 0) {
-            t->out_dir = v;
-        } else if (strcmp(a, "--init") == 0) {
-            t->init_path = v;
-        } else if (strcmp(a, "--threads") == 0) {
-            if (cli_parse_long(a, v, 1, 1024, &n))
-                return -1;
-            t->threads = (int)n;
-        } else if (strcmp(a, "--bucket-cap-mb") == 0) {
-            if (cli_parse_double(a, v, 1e-6, 1e6, &d))
-                return -1;
-            t->bucket_cap_mb = d;
-        } else if (strcmp(a, "--timeout") == 0) {
-            if (cli_parse_double(a, v, 0.001, 1e6, &d))
-                return -1;
-            t->timeout_ms = (int)(d * 1000.0);
-        } else if (strcmp(a, "--master-addr") == 0) {
-            c->master_addr = v;
-        } else if (strcmp(a, "--master-port") == 0) {
-            if (cli_parse_long(a, v, 1, 65535, &n))
-                return -1;
-            c->master_port = (int)n;
-        } else {
-            return error_set("unknown option '%s' (see ddpprof --help)", a);
-        }
+    size_t at = 0;
+    int n = 0;
+    while (ch[n].name)
+        n++;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at < cap; i++) {
+        int w = snprintf(buf + at, cap - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep,
+                         ch[i].name);
+        if (w < 0)
+            break;
+        at += (size_t)w;
     }
-    if (c->cpu_ranks && c->gpu_list)
-        return error_set("--cpu and --gpu exclude each other: pick one");
-    int ranks = t->ngpus ? t->ngpus : c->cpu_ranks;
-    if (!c->mode_given && ranks > 1)
+}
+
+/* option o, spelt opt, takes the value v (NULL for a flag) */
+static int cli_set(struct cli *c, const struct cli_option *o, const char *opt, const char *v)
+{
+    long n = 0;
+    double d = 0.0;
+    switch (o->kind) {
+    case CLI_FLAG:
+        cli_set_int(c, o, o->flag_value);
+        return 0;
+    case CLI_INT:
+        if (cli_parse_long(opt, v, (long)o->min, (long)o->max, &n))
+            return -1;
+        cli_set_int(c, o, n);
+        return 0;
+    case CLI_DOUBLE:
+        if (cli_parse_double(opt, v, o->min, o->max, &d))
+            return -1;
+        if (o->scale > 0.0) {
+            cli_set_int(c, o, llround(d * o->scale));
+        } else if (o->size == sizeof(float)) {
+            float f = (float)d;
+            memcpy(cli_field(c, o->offset), &f, sizeof f);
+        } else {
+            memcpy(cli_field(c, o->offset), &d, sizeof d);
+        }
+        return 0;
+    case CLI_STRING:
+        memcpy(cli_field(c, o->offset), &v, sizeof v);
+        return 0;
+    case CLI_ENUM:
+        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
+            if (strcmp(v, ch->name) == 0) {
+                cli_set_int(c, o, ch->value);
+                return 0;
+            }
+        char names[128];
+        cli_choice_list(o->choices, ", ", " or ", names, sizeof names);
+        return error_set("%s: '%s' is not %s", opt, v, names);
+    case CLI_LIST:
+        return cli_parse_list(opt, v, (long)o->max, cli_field(c, o->offset),
+                              cli_field(c, o->offset2));
+    case CLI_PAIR:
+        return cli_parse_pair(opt, v, cli_field(c, o->offset), cli_field(c, o->offset2));
+    }
+    return error_set("%s: option kind %d unknown", opt, (int)o->kind);
+}
+
+/* The defaults that depend on other options, once every option is known. */
+static int cli_resolve(struct cli *c, enum cli_command cmd)
+{
+    struct train_opts *t = &c->train;
+    int ranks = device_ranks(t);
+    if (cmd == CLI_WORKER)
+        t->mode = TRAIN_DDP; /* one rank of a DDP job */
+    else if (!cli_given(c, "--mode", CLI_TRAIN) && ranks > 1)
         t->mode = TRAIN_DDP;
-    if (!c->amp_given) /* the tutorial: DDP + AMP, the baseline in fp32 */
+    if (!cli_given(c, "--amp", cmd)) /* the tutorial: DDP + AMP, the baseline in fp32 */
         t->amp = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
-    if (t->mode == TRAIN_BASELINE && ranks > 1)
+    if (cmd == CLI_TRAIN && t->mode == TRAIN_BASELINE && ranks > 1)
         return error_set("--mode baseline runs one process: give one device (or --mode ddp)");
     return 0;
+}
+
+int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int first)
+{
+    cli_defaults(c);
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        int k = cli_find(a, cmd);
+        if (k < 0) {
+            if (a[0] != '-')
+                return error_set("unexpected argument '%s' (see ddpprof --help)", a);
+            return error_set("unknown option '%s' (see ddpprof --help)", a);
+        }
+        const struct cli_option *o = &cli_options[k];
+        const char *v = NULL;
+        if (o->kind != CLI_FLAG) {
+            if (i + 1 >= argc)
+                return error_set("%s needs a value (see ddpprof --help)", a);
+            v = argv[++i];
+        }
+        if (cli_set(c, o, a, v))
+            return -1;
+        c->given |= (uint64_t)1 << k;
+    }
+    if (c->help)
+        return 0;
+    if (c->train.cpu_ranks && c->train.ngpus)
+        return error_set("--cpu and --gpu exclude each other: pick one");
+    return cli_resolve(c, cmd);
+}
+
+int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, struct cli *run)
+{
+    *run = *c;
+    if (mode == TRAIN_BASELINE) {
+        device_keep_first(&run->train);
+        cli_mark(run, "--amp", CLI_TRAIN, 0); /* the baseline stays fp32 */
+    }
+    run->train.mode = mode;
+    cli_mark(run, "--mode", CLI_TRAIN, 1);
+    run->train.out_dir = out;
+    return cli_resolve(run, CLI_TRAIN);
+}
+
+/* ------------------------------------------------------------------ values as text */
+
+/* The shortest text that reads back as v: as a float when is_float, as round(x * scale)
+ * when scale > 0 (v is then that integer), else as the double v.  A float or a scaled
+ * value that is a whole number is exact in the double x, so "%.0f" reads back as it. */
+static void cli_format_real(char *buf, size_t cap, double v, int is_float, double scale)
+{
+    double x = scale > 0.0 ? v / scale : v;
+    if (x == floor(x) && fabs(x) < 1e15) { /* whole numbers without an exponent: 300 */
+        snprintf(buf, cap, "%.0f", x);
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, x);
+        double back = strtod(buf, NULL);
+        if (scale > 0.0 ? (double)llround(back * scale) == v
+                        : is_float ? (float)back == (float)v : back == v)
+            return;
+    }
+}
+
+/* The value of option o in c as the command line spells it; 0 when it has none (an unset
+ * string, an empty list) and for flags. */
+static int cli_format(const struct cli *c, const struct cli_option *o, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    switch (o->kind) {
+    case CLI_FLAG:
+        return 0;
+    case CLI_INT:
+        snprintf(buf, cap, "%lld", (long long)cli_get_int(c, o));
+        return 1;
+    case CLI_DOUBLE:
+        if (o->scale > 0.0)
+            cli_format_real(buf, cap, (double)cli_get_int(c, o), 0, o->scale);
+        else
+            cli_format_real(buf, cap, cli_get_real(c, o), o->size == sizeof(float), 0.0);
+        return 1;
+    case CLI_STRING: {
+        const char *s;
+        memcpy(&s, cli_cfield(c, o->offset), sizeof s);
+        if (!s)
+            return 0;
+        snprintf(buf, cap, "%s", s);
+        return 1;
+    }
+    case CLI_ENUM: {
+        int64_t v = cli_get_int(c, o);
+        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
+            if (ch->value == v) {
+                snprintf(buf, cap, "%s", ch->name);
+                return 1;
+            }
+        snprintf(buf, cap, "%lld", (long long)v);
+        return 1;
+    }
+    case CLI_LIST: {
+        const int *list = cli_cfield(c, o->offset);
+        int n;
+        memcpy(&n, cli_cfield(c, o->offset2), sizeof n);
+        size_t at = 0;
+        for (int i = 0; i < n && at < cap; i++) {
+            int w = snprintf(buf + at, cap - at, "%s%d", i ? "," : "", list[i]);
+            if (w < 0)
+                break;
+            at += (size_t)w;
+        }
+        return n > 0;
+    }
+    case CLI_PAIR: {
+        float a, b;
+        char ta[40], tb[40];
+        memcpy(&a, cli_cfield(c, o->offset), sizeof a);
+        memcpy(&b, cli_cfield(c, o->offset2), sizeof b);
+        cli_format_real(ta, sizeof ta, a, 1, 0.0);
+        cli_format_real(tb, sizeof tb, b, 1, 0.0);
+        snprintf(buf, cap, "%s,%s", ta, tb);
+        return 1;
+    }
+    }
+    return 0;
+}
+
+/* 1 when o has another value in c than in the defaults d */
+static int cli_differs(const struct cli *c, const struct cli *d, const struct cli_option *o)
+{
+    if (o->kind == CLI_FLAG)
+        return cli_get_int(c, o) != cli_get_int(d, o);
+    char a[1024], b[1024];
+    int ha = cli_format(c, o, a, sizeof a), hb = cli_format(d, o, b, sizeof b);
+    return ha != hb || strcmp(a, b) != 0;
+}
+
+/* ------------------------------------------------------------------ child argv */
+
+void cli_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+static int cli_push(char **argv, int *n, const char *s)
+{
+    if (!(argv[*n] = strdup(s)))
+        return -1;
+    (*n)++;
+    return 0;
+}
+
+char **cli_argv(const struct cli *c, enum cli_command to, const char *prog)
+{
+    struct cli d;
+    cli_defaults(&d);
+    char **argv = calloc(2 * (size_t)CLI_NOPTIONS + 3, sizeof *argv);
+    int n = 0, bad = !argv || cli_push(argv, &n, prog);
+    if (!bad && to != CLI_MAIN)
+        bad = cli_push(argv, &n, to == CLI_TRAIN ? "train" : "worker");
+    for (int i = 0; i < CLI_NOPTIONS && !bad; i++) {
+        const struct cli_option *o = &cli_options[i];
+        char value[1024];
+        if (!cli_takes(o, to) || o->local || (!o->always && !cli_differs(c, &d, o)))
+            continue;
+        if (o->kind == CLI_FLAG) {
+            if (cli_get_int(c, o) == o->flag_value)
+                bad = cli_push(argv, &n, o->name);
+        } else if (cli_format(c, o, value, sizeof value)) {
+            bad = cli_push(argv, &n, o->name) || cli_push(argv, &n, value);
+        }
+    }
+    if (bad) {
+        cli_argv_free(argv);
+        error_set("out of memory for a command line of %d options", CLI_NOPTIONS);
+        return NULL;
+    }
+    return argv;
+}
+
+/* ------------------------------------------------------------------ usage */
+
+#define USAGE_INDENT 26
+#define USAGE_WIDTH 92
+
+/* text from column col on, words wrapped at USAGE_WIDTH onto lines indented USAGE_INDENT */
+static void cli_usage_wrap(FILE *out, const char *text, int col)
+{
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        if (!len)
+            break;
+        if (col > USAGE_INDENT && col + 1 + (int)len > USAGE_WIDTH) {
+            fprintf(out, "\n%*s", USAGE_INDENT, "");
+            col = USAGE_INDENT;
+        } else if (col > USAGE_INDENT) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)len, p);
+        col += (int)len;
+        p += len;
+    }
+    fputc('\n', out);
+}
+
+void cli_usage(FILE *out)
+{
+    fputs("usage: ddpprof train [options]      train on this machine (baseline, or DDP with "
+          "--mode ddp)\n"
+          "       ddpprof worker [options]     one DDP rank, environment from "
+          "torchrun/mpirun/Slurm\n"
+          "       ddpprof [--cpu N | --gpu LIST] [--mode both|baseline|ddp] [options]\n"
+          "                                    the main job: fp32 baseline on one device, "
+          "DDP+AMP\n"
+          "                                    on all, then the report (no device: GPUs, else "
+          "CPU ranks)\n"
+          "       ddpprof report RUN_DIR... [--out DIR]   remake the tables from traces\n"
+          "       ddpprof --version | --help\n"
+          "\n"
+          "options (the main job, train and worker take them all, except where marked):\n",
+          out);
+    struct cli d;
+    cli_defaults(&d);
+    const char *group = NULL;
+    for (int i = 0; i < CLI_NOPTIONS; i++) {
+        const struct cli_option *o = &cli_options[i];
+        if (!group || strcmp(group, o->group) != 0)
+            fprintf(out, "%s:\n", group = o->group);
+        char meta[128], left[192], text[512], value[1024];
+        if (o->kind == CLI_ENUM)
+            cli_choice_list(o->choices, "|", "|", meta, sizeof meta);
+        else
+            snprintf(meta, sizeof meta, "%s", o->metavar ? o->metavar : "");
+        snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "",
+                 o->alias ? ", " : "", o->name, meta[0] ? " " : "", meta);
+        int col = (int)strlen(left);
+        fputs(left, out);
+        if (col < USAGE_INDENT) {
+            fprintf(out, "%*s", USAGE_INDENT - col, "");
+        } else {
+            fprintf(out, "\n%*s", USAGE_INDENT, "");
+        }
+        const char *who = o->commands == CLI_MAIN                  ? "main job: "
+                          : o->commands == (CLI_TRAIN | CLI_WORKER) ? "train, worker: "
+                                                                    : "";
+        size_t at = (size_t)snprintf(text, sizeof text, "%s%s", who, o->help);
+        if (o->dflt && o->dflt[0])
+            snprintf(text + at, sizeof text - at, " (default: %s)", o->dflt);
+        else if (!o->dflt && cli_format(&d, o, value, sizeof value))
+            snprintf(text + at, sizeof text - at, " (default %s)", value);
+        cli_usage_wrap(out, text, USAGE_INDENT);
+    }
 }

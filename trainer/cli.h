@@ -1,31 +1,64 @@
-/* cli.h — command-line parsing for `ddpprof train` and `ddpprof worker`.
+/* cli.h — the command line, described once.
  *
- * Strict: every number must parse completely and lie in range, every option must be
- * known; a bad one is one error line naming the option, the value and what is allowed. */
+ * One table in cli.c (name, short alias, kind, field, bounds, default, help, group) drives
+ * parsing, the --help text (defaults printed from cli_defaults, not written by hand) and
+ * the argv of every child process (cli_argv): the main job starts `train` runs, `train`
+ * starts `worker` ranks, and each child parses back exactly its parent's options.
+ *
+ * Commands: the main job (`ddpprof [options]`), `ddpprof train` and `ddpprof worker` take
+ * the same options, except --mode: the main job's says which runs to make
+ * (both|baseline|ddp), train's and worker's how to train (baseline|ddp).
+ *
+ * Strict: every number must parse completely and lie in range, every option must be known
+ * to the command; a bad one is one error line naming the option, the value and what is
+ * allowed.  The defaults that depend on others (mode ddp with more than one rank; amp fp16
+ * for ddp, off for baseline; a worker is always ddp) are applied in one place, after every
+ * option was read. */
 #ifndef DDPPROF_CLI_H
 #define DDPPROF_CLI_H
 
 #include "train.h"
 
+#include <stdint.h>
+#include <stdio.h>
+
+enum cli_command { CLI_MAIN = 1, CLI_TRAIN = 2, CLI_WORKER = 4 };
+
+/* the main job's --mode: which runs it makes */
+enum cli_runs { CLI_RUNS_BOTH, CLI_RUNS_BASELINE, CLI_RUNS_DDP };
+
 struct cli {
     struct train_opts train;
-    int cpu_ranks;           /* --cpu N (0: not given) */
-    const char *gpu_list;    /* --gpu LIST (NULL: not given) */
-    int mode_given;          /* --mode was on the command line */
-    int amp_given;           /* --amp was on the command line */
+    enum cli_runs runs;      /* main job --mode both|baseline|ddp */
     const char *master_addr; /* --master-addr (launcher) */
-    int master_port;         /* --master-port (launcher; 0: pick a free one) */
+    int master_port;         /* --master-port (launcher; 0: a free one) */
+    int help;                /* -h or --help was given: print cli_usage, do nothing else */
+    uint64_t given;          /* bit i: option i of the table was on the command line */
 };
 
-/* Parse argv[first..argc) into c (defaults from train_opts_default first).  0 or -1
- * (error_set).  Strings point into argv. */
-int cli_parse(struct cli *c, int argc, char **argv, int first);
+/* Every option at its default (train_opts_default for the training options). */
+void cli_defaults(struct cli *c);
 
-/* The usage text. */
-const char *cli_usage(void);
+/* Parse argv[first..argc) as command cmd into c: defaults, then every option in order (a
+ * later one wins), then the defaults that depend on others.  0 or -1 (error_set).  Strings
+ * point into argv. */
+int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int first);
 
-/* Strict number parsing, shared by the tools: "'x' is not ..." errors name the option. */
-int cli_parse_long(const char *opt, const char *s, long min, long max, long *out);
-int cli_parse_double(const char *opt, const char *s, double min, double max, double *out);
+/* The options of one run of the main job (mode TRAIN_BASELINE or TRAIN_DDP) in run: c's,
+ * with the baseline on c's first device only, run directory out, and --amp applying to the
+ * DDP run only: the baseline stays fp32 (the tutorial's baseline, which the speedup table
+ * compares with).  0 or -1 (error_set).  run's strings point where c's do, and to out. */
+int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, struct cli *run);
+
+/* The argv of a child process running `to` with c's options: {prog, "train" or "worker"
+ * (nothing for the main job), options..., NULL}.  It holds every option `to` takes whose
+ * value differs from its default, and always --mode and --amp (their defaults depend on
+ * the devices), so cli_parse(to) of it gives back c's options exactly.  Strings are copies;
+ * free with cli_argv_free.  NULL + error_set when out of memory. */
+char **cli_argv(const struct cli *c, enum cli_command to, const char *prog);
+void cli_argv_free(char **argv);
+
+/* The usage text, with every option of the table and its default. */
+void cli_usage(FILE *out);
 
 #endif

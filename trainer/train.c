@@ -10,8 +10,7 @@
 #include "common/clock.h"
 #include "probes/clock_offset.h"
 #include "comm/comm.h"
-#include "comm/comm_shm.h"
-#include "cuda/cuda_api.h"
+#include "device.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
 #include "data/idx.h"
@@ -24,7 +23,6 @@
 #include "comm/store.h"
 
 #include <cblas.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,29 +55,15 @@ void train_opts_default(struct train_opts *o)
     };
 }
 
-int train_check_gpus(const struct train_opts *o)
-{
-    int count = cuda_device_count();
-    if (count < 0)
-        return -1;
-    for (int i = 0; i < o->ngpus; i++)
-        if (o->gpus[i] >= count)
-            return error_set("--gpu: device %d does not exist (%d CUDA device%s visible%s)",
-                             o->gpus[i], count, count == 1 ? "" : "s",
-                             count ? "" : ": no GPU or no driver; use --cpu N");
-    return 0;
-}
-
 struct rank {
     const struct train_opts *o;
     int rank, world, local_rank, local_world;
-    struct backend *be;
+    struct device dev; /* backend, comm, CPU binding */
     struct model *m;
     struct sgd opt;
     struct grad_scaler scaler;
     int start_epoch; /* epochs already done (resume) */
     struct store *store;
-    struct comm *comm;
     struct reducer *red;
     struct idx_dataset train, test;
     float *x_host, *x_dev, *dlogits, *scalars; /* scalars: 2 floats on the device */
@@ -92,7 +76,6 @@ struct rank {
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
     int tty;                   /* stderr is a terminal: draw a progress bar */
-    char cpus[256];            /* the CPUs this rank is bound to ("" when not bound) */
 };
 
 /* Fault injection for the failure tests only:
@@ -134,8 +117,9 @@ static int rank_load_batch(struct rank *r, const struct idx_dataset *d, const in
     if (idx_to_float(d, idx, n, o->norm_mean, o->norm_std, r->x_host, r->y_host))
         return -1;
     size_t img = (size_t)d->rows * (size_t)d->cols;
-    r->be->upload(r->be, r->x_dev, r->x_host, (size_t)n * img * sizeof(float));
-    r->be->upload(r->be, r->y_dev, r->y_host, (size_t)n * sizeof(int32_t));
+    struct backend *be = r->dev.be;
+    be->upload(be, r->x_dev, r->x_host, (size_t)n * img * sizeof(float));
+    be->upload(be, r->y_dev, r->y_host, (size_t)n * sizeof(int32_t));
     return 0;
 }
 
@@ -205,61 +189,19 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     if (!r->store)
         return error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
                           env->master_port);
-    char name[64];
-    size_t len = 0;
-    if (r->rank == 0) {
-        snprintf(name, sizeof name, "/ddpprof-%d-%d", (int)getpid(), env->master_port);
-        if (store_set(r->store, "shm_name", name, strlen(name) + 1))
-            return -1;
-    } else if (store_get(r->store, "shm_name", name, sizeof name, &len)) {
-        return error_wrap("rank %d", r->rank);
-    }
-    if (o->ngpus)
-        r->comm = comm_nccl_create(r->be, r->store, r->rank, r->world, o->timeout_ms);
-    else
-        r->comm = comm_shm_create(r->rank, r->world, name, 4u << 20, o->timeout_ms);
-    if (!r->comm)
-        return error_wrap("rank %d", r->rank);
-    if (ddp_broadcast_state(&r->m->params, r->comm))
+    if (device_comm_open(&r->dev, r->store, r->rank, r->world, env->master_port))
+        return -1;
+    if (ddp_broadcast_state(&r->m->params, r->dev.comm))
         return -1;
     if (o->sync_bn)
-        r->m->set_sync_bn(r->m, r->comm);
+        r->m->set_sync_bn(r->m, r->dev.comm);
     size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0);
     if (cap < sizeof(float))
         cap = sizeof(float);
-    r->red = reducer_create(&r->m->params, r->comm, 1u << 20, cap);
+    r->red = reducer_create(&r->m->params, r->dev.comm, 1u << 20, cap);
     if (!r->red)
         return -1;
     return rank_align_clock(r);
-}
-
-/* CPU ranks sharing a host each get their own block of `threads` CPUs from the allowed
- * set (like mpirun --bind-to core), so a rank's comm thread and compute never land on
- * another rank's core: measured ~8% faster DDP epochs on 2 cores.  Skipped (nothing
- * pinned) when the blocks do not fit.  Writes the CPU list into cpus (for meta.csv). */
-static void rank_bind_cpus(struct rank *r, char *cpus, size_t cap)
-{
-    cpus[0] = '\0';
-    cpu_set_t allowed, mine;
-    if (r->o->ngpus || r->local_world < 2 || sched_getaffinity(0, sizeof allowed, &allowed))
-        return;
-    int count = CPU_COUNT(&allowed), want = r->o->threads;
-    if (want < 1 || r->local_world * want > count)
-        return;
-    CPU_ZERO(&mine);
-    int seen = 0, first = r->local_rank * want, at = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE && seen < first + want; cpu++) {
-        if (!CPU_ISSET(cpu, &allowed))
-            continue;
-        if (seen++ < first)
-            continue;
-        CPU_SET(cpu, &mine);
-        at += snprintf(cpus + at, cap - (size_t)at, "%s%d", at ? " " : "", cpu);
-        if ((size_t)at >= cap)
-            break;
-    }
-    if (sched_setaffinity(0, sizeof mine, &mine))
-        cpus[0] = '\0';
 }
 
 static void rank_write_meta(struct rank *r)
@@ -270,22 +212,9 @@ static void rank_write_meta(struct rank *r)
     struct runlog *l = &r->log;
     runlog_meta(l, "model", "%s", o->model);
     runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
-    runlog_meta(l, "device", "%s", o->ngpus ? "cuda" : "cpu");
-    struct cuda_info ci;
-    if (o->ngpus && cuda_info_get(o->gpus[0], &ci) == 0) {
-        runlog_meta(l, "gpu", "%s", ci.device_name);
-        runlog_meta(l, "gpu_compute_capability", "%d.%d", ci.cc_major, ci.cc_minor);
-        runlog_meta(l, "cuda_driver", "%d", ci.driver_version);
-        runlog_meta(l, "cuda_runtime", "%d", ci.runtime_version);
-        runlog_meta(l, "cudnn", "%zu", ci.cudnn_version);
-        runlog_meta(l, "cublas", "%d", ci.cublas_version);
-        runlog_meta(l, "nccl", "%d", ci.nccl_version);
-    }
-    runlog_meta(l, "backend", "%s", r->be->name);
-    runlog_meta(l, "comm", "%s", r->comm ? r->comm->name : "none");
+    device_write_meta(&r->dev, l);
     runlog_meta(l, "world_size", "%d", r->world);
     runlog_meta(l, "threads_per_rank", "%d", o->threads);
-    runlog_meta(l, "cpu_binding", "%s", r->cpus[0] ? r->cpus : "none");
     runlog_meta(l, "data", "%s", o->data_dir);
     runlog_meta(l, "train_samples", "%d", r->train.n);
     runlog_meta(l, "test_samples", "%d", r->test.n);
@@ -340,19 +269,10 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         r->train.n = (int)o->limit;
     if (o->test_limit > 0 && o->test_limit < r->test.n)
         r->test.n = (int)o->test_limit;
-    rank_bind_cpus(r, r->cpus, sizeof r->cpus); /* before the backend starts its threads */
-    if (o->ngpus) {
-        int local = r->local_rank < o->ngpus ? r->local_rank : -1;
-        if (local < 0)
-            return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", r->rank,
-                             r->local_rank, o->ngpus);
-        r->be = backend_cuda_create(o->gpus[local]);
-    } else {
-        r->be = backend_cpu_create(o->threads);
-    }
-    if (!r->be)
+    if (device_open(&r->dev, o, r->rank, r->local_rank, r->local_world))
         return -1;
-    if (!(r->m = model_create(o->model, r->be, o->seed)))
+    struct backend *be = r->dev.be;
+    if (!(r->m = model_create(o->model, be, o->seed)))
         return -1;
     if (r->train.rows != r->m->in_h || r->train.cols != r->m->in_w)
         return error_set("%s: images are %dx%d but model %s takes %dx%d", o->data_dir,
@@ -379,10 +299,10 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     r->y_host = malloc((size_t)b * sizeof(int32_t));
     r->indices = malloc(((size_t)(r->train.n > r->test.n ? r->train.n : r->test.n) + 1) *
                         sizeof(int64_t));
-    r->x_dev = r->be->alloc(r->be, (size_t)b * img * sizeof(float));
-    r->y_dev = r->be->alloc(r->be, (size_t)b * sizeof(int32_t));
-    r->dlogits = r->be->alloc(r->be, (size_t)b * r->m->classes * sizeof(float));
-    r->scalars = r->be->alloc(r->be, 2 * sizeof(float));
+    r->x_dev = be->alloc(be, (size_t)b * img * sizeof(float));
+    r->y_dev = be->alloc(be, (size_t)b * sizeof(int32_t));
+    r->dlogits = be->alloc(be, (size_t)b * r->m->classes * sizeof(float));
+    r->scalars = be->alloc(be, 2 * sizeof(float));
     if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
         !r->scalars)
         return error_set("rank %d: out of memory for batch %d", r->rank, b);
@@ -395,9 +315,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     po.rank = r->rank;
     po.run_dir = o->out_dir ? o->out_dir : ".";
     po.mode = o->out_dir ? o->trace : PROBE_OFF;
-    po.gpu = o->ngpus > 0;
-    po.compute_stream = backend_cuda_compute_stream(r->be); /* NULL on CPU */
-    po.comm_stream = r->comm ? comm_nccl_stream(r->comm) : NULL;
+    device_probe_opts(&r->dev, &po);
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
         return error_wrap("rank %d: probes", r->rank);
@@ -414,11 +332,12 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
  * Returns -1 (error_set) when meta.csv or metrics.csv could not be completed on disk. */
 static int rank_teardown(struct rank *r, int failed)
 {
-    if (r->be) {
-        r->be->free(r->be, r->x_dev);
-        r->be->free(r->be, r->y_dev);
-        r->be->free(r->be, r->dlogits);
-        r->be->free(r->be, r->scalars);
+    struct backend *be = r->dev.be;
+    if (be) {
+        be->free(be, r->x_dev);
+        be->free(be, r->y_dev);
+        be->free(be, r->dlogits);
+        be->free(be, r->scalars);
     }
     if (r->probe && probe_destroy(r->probe) && !failed)
         fprintf(stderr, "ddpprof: rank %d: trace: %s\n", r->rank, error_get());
@@ -427,14 +346,12 @@ static int rank_teardown(struct rank *r, int failed)
     sgd_free(&r->opt);
     if (r->m)
         r->m->destroy(r->m);
-    if (r->comm)
-        r->comm->destroy(r->comm);
+    device_comm_close(&r->dev);
     if (r->store && failed)
         store_abort(r->store);
     else if (r->store)
         store_destroy(r->store);
-    if (r->be)
-        r->be->destroy(r->be);
+    device_close(&r->dev);
     idx_free(&r->train);
     idx_free(&r->test);
     free(r->x_host);
@@ -449,13 +366,13 @@ static int rank_teardown(struct rank *r, int failed)
 static int rank_step(struct rank *r, int n, struct step_metrics *sm)
 {
     struct model *m = r->m;
-    struct backend *be = r->be;
+    struct backend *be = r->dev.be;
     const float *logits;
     probe_push(r->probe, PROBE_FORWARD);
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
     float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
-    if (r->o->ngpus && backend_cuda_status(be)) /* softmax_xent synced: covers the step so far */
+    if (be->status(be)) /* softmax_xent synced: covers the step so far */
         return -1;
     probe_pop(r->probe);
     probe_push(r->probe, PROBE_BACKWARD);
@@ -481,12 +398,12 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (r->red) { /* the loss for metrics.csv: the global mean */
         float mean = l / (float)r->world;
         be->upload(be, r->scalars, &mean, sizeof mean);
-        if (comm_allreduce(r->comm, r->scalars, 1, COMM_F32))
+        if (comm_allreduce(r->dev.comm, r->scalars, 1, COMM_F32))
             return error_wrap("all-reducing the loss");
         be->download(be, &l, r->scalars, sizeof l);
     }
     sm->loss = l;
-    if (scaler_unscale(&r->scaler, &m->params, r->comm, r->scalars, &sm->found_inf))
+    if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && sgd_step(&r->opt))
         return -1;
@@ -559,6 +476,7 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
 static int rank_evaluate(struct rank *r, double *accuracy)
 {
     const struct train_opts *o = r->o;
+    struct backend *be = r->dev.be;
     struct sampler s;
     if (sampler_init(&s, r->test.n, r->world, r->rank, 0, 0, 0) || sampler_indices(&s, r->indices))
         return -1;
@@ -570,14 +488,15 @@ static int rank_evaluate(struct rank *r, double *accuracy)
         if (rank_load_batch(r, &r->test, r->indices + at, n) ||
             r->m->forward(r->m, r->x_dev, n, 0, &logits))
             return error_wrap("evaluation");
-        correct += r->be->count_correct(r->be, n, r->m->classes, logits, r->y_dev);
+        correct += be->count_correct(be, n, r->m->classes, logits, r->y_dev);
     }
     float tally[2] = {(float)count, (float)correct};
-    if (r->comm) {
-        r->be->upload(r->be, r->scalars, tally, sizeof tally);
-        if (r->comm->reduce(r->comm, r->scalars, 2, COMM_F32, 0))
+    struct comm *comm = r->dev.comm;
+    if (comm) {
+        be->upload(be, r->scalars, tally, sizeof tally);
+        if (comm->reduce(comm, r->scalars, 2, COMM_F32, 0))
             return error_wrap("reducing the test accuracy");
-        r->be->download(r->be, tally, r->scalars, sizeof tally);
+        be->download(be, tally, r->scalars, sizeof tally);
     }
     *accuracy = tally[0] > 0 ? (double)tally[1] / (double)tally[0] : 0.0;
     return 0;

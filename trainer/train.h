@@ -40,6 +40,7 @@ struct train_opts {
     int scale_interval;
     const char *resume_path; /* --resume CKPT: continue that run's state */
     enum probe_mode trace;   /* --trace off|nvtx|full */
+    int cpu_ranks;           /* --cpu N: CPU ranks (0: not given) */
     int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */
     int gpus[TRAIN_MAX_GPUS];
 };
@@ -47,10 +48,6 @@ struct train_opts {
 /* Default options (the seed's: convnet, 3 epochs, batch 32, lr 1e-4, SGD without momentum,
  * Fashion-MNIST, shuffled with seed 0). */
 void train_opts_default(struct train_opts *o);
-
-/* Check that every device of o->gpus exists (and that this build has CUDA) before
- * anything starts: 0, or -1 with one line naming the device and how many there are. */
-int train_check_gpus(const struct train_opts *o);
 
 /* Run training as described by o on this rank (env NULL: world 1).  0 or -1 (error_set). */
 int train_run(const struct train_opts *o, const struct dist_env *env);

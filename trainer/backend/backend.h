@@ -2,7 +2,7 @@
  *
  * Every device-specific operation of the trainer is a slot in struct backend.  Layers,
  * models, DDP and AMP are written once against this table; `cpu` (backend_cpu.c, the
- * reference and the oracle) and `cuda` (backend_cuda.c, later) fill it.  Pointers named
+ * reference and the oracle) and `cuda` (trainer/cuda/backend_cuda.c) fill it.  Pointers named
  * x, y, w, dy, ... are device pointers of the backend that owns them (host memory for
  * cpu).  Layouts are PyTorch's: activations NCHW, conv weights (K,C,R,S), linear weights
  * (OUT,IN), all contiguous fp32 unless a slot says otherwise.
@@ -56,6 +56,17 @@ struct backend {
     void (*copy)(struct backend *be, void *dst, const void *src, size_t bytes);
     void (*zero)(struct backend *be, void *dst, size_t bytes);
     void (*synchronize)(struct backend *be); /* wait for all queued work */
+
+    /* --- state --- */
+    /* 0 while every op queued so far succeeded; else -1 and error_set with the backend's
+     * first asynchronous error (op, file, line, library error).  Work still running on the
+     * device is not waited for: call after a sync point (softmax_xent, download,
+     * synchronize) to cover everything before it.  cpu: always 0 (its slots run
+     * synchronously and report nothing later). */
+    int (*status)(struct backend *be);
+    /* The stream every slot is queued on (a cudaStream_t as void *, so callers need no CUDA
+     * headers), owned by the backend, for the probes' CUDA events and CUPTI; NULL on cpu. */
+    void *(*stream)(struct backend *be);
 
     /* --- convolution (cross-correlation, as PyTorch) --- */
     /* y (n,k,p,q) = conv(x (n,c,h,w), w (k,c,r,s)) + b (k); b may be NULL */

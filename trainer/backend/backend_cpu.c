@@ -221,6 +221,10 @@ static void cpu_zero(struct backend *be, void *dst, size_t bytes)
 
 static void cpu_synchronize(struct backend *be) { (void)be; }
 
+static int cpu_status(struct backend *be) { return (void)be, 0; }
+
+static void *cpu_stream(struct backend *be) { return (void)be, NULL; }
+
 /* the workspace, at least `floats` long; NULL if it cannot grow (the old one is kept) */
 static float *cpu_workspace(struct cpu_backend *cb, size_t floats)
 {
@@ -1256,6 +1260,9 @@ static const struct backend cpu_backend_ops = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .synchronize = cpu_synchronize, /* everything is synchronous */
+    /* state: nothing runs asynchronously, there is no stream */
+    .status = cpu_status,
+    .stream = cpu_stream,
     /* convolution: im2col/col2im + sgemm over chunks of images */
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,

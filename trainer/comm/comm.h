@@ -1,8 +1,8 @@
 /* comm.h — the collectives ops table (struct comm).
  *
  * One implementation per transport: `shm` (comm_shm.c) for CPU ranks on one node, driven
- * by a comm thread so all-reduce overlaps backward; `nccl` later for GPUs.  Buffers are
- * device pointers of the rank's backend (host memory for shm).  Every wait has the
+ * by a comm thread so all-reduce overlaps backward; `nccl` (trainer/cuda/comm_nccl.c) for
+ * GPUs.  Buffers are device pointers of the rank's backend (host memory for shm).  Every wait has the
  * timeout given at creation; a timeout is an error (error_set) naming the rank, the
  * collective and its sequence number, never a hang.
  *
@@ -47,6 +47,9 @@ struct comm {
     int (*allgather)(struct comm *c, const void *send, void *recv, size_t count,
                      enum comm_dtype dt);
     int (*barrier)(struct comm *c);
+    /* The stream the collectives run on (a cudaStream_t as void *, owned by the comm), for
+     * the probes' all-reduce timing; NULL for shm. */
+    void *(*stream)(struct comm *c);
     void (*destroy)(struct comm *c); /* waits for nothing; releases everything */
 };
 

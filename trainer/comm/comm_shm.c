@@ -679,6 +679,8 @@ static int shm_barrier(struct comm *base)
     return shm_issue_wait((struct shm_comm *)base, SHM_BARRIER, NULL, NULL, 0, COMM_F32, -1);
 }
 
+static void *shm_stream(struct comm *base) { return (void)base, NULL; }
+
 static void shm_destroy(struct comm *base)
 {
     struct shm_comm *c = (struct shm_comm *)base;
@@ -942,6 +944,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     c->base.reduce = shm_reduce;
     c->base.allgather = shm_allgather;
     c->base.barrier = shm_barrier;
+    c->base.stream = shm_stream;
     c->base.destroy = shm_destroy;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;

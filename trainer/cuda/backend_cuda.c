@@ -2,14 +2,14 @@
  * backend (backend_cpu.c) as its oracle.
  *
  * Everything runs in order on one non-blocking compute stream per backend: cuDNN for
- * convolution (forward, backward data, backward filter; an algorithm list and workspace
- * size cached per shape and element type, strict fp32 math without TF32), cuBLAS GEMM for
- * linear layers, and the kernels of kernels.cu for everything else.  The host waits only
- * where a slot returns a value (softmax_xent, count_correct, unscale_check), in
+ * convolution (forward, backward data, backward filter, through the plans of conv_plan.c:
+ * algorithms cached per shape and element type, strict fp32 math without TF32), cuBLAS
+ * GEMM for linear layers, and the kernels of kernels.cu for everything else.  The host
+ * waits only where a slot returns a value (softmax_xent, count_correct, unscale_check), in
  * download, synchronize and free.
  *
  * Slots return void, so a failing CUDA, cuDNN or cuBLAS call is recorded as the backend's
- * first error (backend_cuda_status), and later slots still run; a failed backend's loss is
+ * first error (the status slot), and later slots still run; a failed backend's loss is
  * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
  * (cudnnFind*) instead of cuDNN's heuristics.
@@ -20,6 +20,7 @@
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_api.h"
 #include "common/cuda_check.h"
+#include "cuda/conv_plan.h"
 #include "cuda/cudnn_desc.h"
 #include "common/error.h"
 #include "cuda/kernels.h"
@@ -33,42 +34,16 @@
 /* Pinned staging for uploads: two halves used in turn, each guarded by an event, so an
  * upload returns at once and its host buffer may be reused immediately. */
 #define STAGE_HALF_BYTES ((size_t)4 << 20)
-/* Most workspace one convolution algorithm may ask for. */
-#define CONV_WS_LIMIT ((size_t)1 << 30)
-#define CONV_MAX_CANDIDATES 16
-
-enum conv_dir { CONV_FWD = 0, CONV_BWD_DATA = 1, CONV_BWD_FILTER = 2 };
-static const char *const conv_dir_name[] = {"forward", "backward data", "backward filter"};
-
-/* The algorithms worth trying for one direction of one shape, best first; `next` skips
- * those that failed when run. */
-struct conv_algos {
-    int ready;
-    int count, next;
-    int algo[CONV_MAX_CANDIDATES];
-    size_t ws[CONV_MAX_CANDIDATES];
-};
-
-struct conv_plan {
-    struct conv2d_shape cs; /* key (with dt) */
-    enum cuda_dtype dt;
-    struct cudnn_conv_desc d;
-    struct conv_algos dir[3];
-};
-
 struct cuda_backend {
     struct backend ops; /* first: a struct backend * is a struct cuda_backend * */
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
     cudnnHandle_t cudnn;
-    int find_algos; /* DDPPROF_CUDNN_BENCHMARK=1 */
-    int sync_each;  /* DDPPROF_CUDA_SYNC=1 */
+    int sync_each; /* DDPPROF_CUDA_SYNC=1 */
 
-    void *ws; /* cuDNN workspace */
-    size_t ws_bytes;
-    double *scratch; /* reductions and per-row losses */
-    size_t scratch_doubles;
+    struct conv_plans *conv;    /* cuDNN plans and their workspace (conv_plan.h) */
+    struct cuda_buffer scratch; /* doubles: reductions and per-row losses */
     float *dev_loss;    /* 1 float */
     int *dev_ints;      /* 2 ints: correct count, found-inf flag */
     void *host_scalars; /* pinned, 64 bytes */
@@ -76,9 +51,6 @@ struct cuda_backend {
     cudaEvent_t stage_done[2];
     int stage_half;
     size_t stage_off;
-
-    struct conv_plan **plans;
-    int nplans, cap_plans;
 
     int failed;
     char first_error[1024];
@@ -161,11 +133,6 @@ cudaStream_t backend_cuda_stream(const struct backend *be)
     return ((const struct cuda_backend *)be)->stream;
 }
 
-void *backend_cuda_compute_stream(struct backend *be)
-{
-    return backend_cuda_is(be) ? (void *)((struct cuda_backend *)be)->stream : NULL;
-}
-
 int backend_cuda_bind(const struct backend *be)
 {
     const struct cuda_backend *cb = (const struct cuda_backend *)be;
@@ -173,23 +140,6 @@ int backend_cuda_bind(const struct backend *be)
     if (cudaGetDevice(&cur) == cudaSuccess && cur == cb->device)
         return 0;
     return CHECK_CUDA(cudaSetDevice(cb->device));
-}
-
-int backend_cuda_status(struct backend *be)
-{
-    if (!backend_cuda_is(be))
-        return error_set("backend_cuda_status: backend '%s' is not a CUDA backend",
-                         be ? be->name : "(null)");
-    struct cuda_backend *cb = (struct cuda_backend *)be;
-    if (!cb->failed) {
-        /* a fault of work already finished shows up here without waiting */
-        cudaError_t e = cudaStreamQuery(cb->stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady)
-            cb_cuda(cb, "device work", e, "cudaStreamQuery(stream)", __FILE__, __LINE__);
-    }
-    if (cb->failed)
-        return error_set("%s", cb->first_error);
-    return 0;
 }
 
 int cuda_info_get(int device, struct cuda_info *info)
@@ -226,41 +176,60 @@ int cuda_info_get(int device, struct cuda_info *info)
 
 /* ------------------------------------------------------------------ device buffers */
 
-/* Grow *buf to at least bytes (contents not kept).  Queued work may still use the old
- * buffer, so the stream is drained before it is freed. */
-static int cb_grow(struct cuda_backend *cb, void **buf, size_t *have, size_t bytes)
+int cuda_buffer_reserve(struct cuda_buffer *b, cudaStream_t stream, int device, size_t bytes)
 {
-    if (bytes == 0 || (bytes <= *have && *buf))
+    if (bytes == 0 || (bytes <= b->bytes && b->ptr))
         return 0;
     bytes = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1); /* whole MiB */
-    if (*buf) {
-        if (CHECK_CUDA(cudaStreamSynchronize(cb->stream)) || CHECK_CUDA(cudaFree(*buf)))
+    if (b->ptr) {
+        if (CHECK_CUDA(cudaStreamSynchronize(stream)) || CHECK_CUDA(cudaFree(b->ptr)))
             return -1;
-        *buf = NULL;
-        *have = 0;
+        b->ptr = NULL;
+        b->bytes = 0;
     }
-    if (CHECK_CUDA(cudaMalloc(buf, bytes))) {
+    if (CHECK_CUDA(cudaMalloc(&b->ptr, bytes))) {
         (void)cudaGetLastError();
-        *buf = NULL;
-        return error_wrap("CUDA backend: %zu bytes of scratch on device %d", bytes, cb->device);
+        b->ptr = NULL;
+        return error_wrap("CUDA backend: %zu bytes of scratch on device %d", bytes, device);
     }
-    *have = bytes;
+    b->bytes = bytes;
     return 0;
+}
+
+void cuda_buffer_free(struct cuda_buffer *b)
+{
+    cudaFree(b->ptr);
+    b->ptr = NULL;
+    b->bytes = 0;
 }
 
 static double *cb_scratch(struct cuda_backend *cb, size_t doubles, const char *op)
 {
-    size_t have = cb->scratch_doubles * sizeof(double);
-    void *p = cb->scratch;
-    const int rc = cb_grow(cb, &p, &have, (doubles ? doubles : 1) * sizeof(double));
-    cb->scratch = p;
-    cb->scratch_doubles = have / sizeof(double);
-    if (rc) {
+    if (cuda_buffer_reserve(&cb->scratch, cb->stream, cb->device,
+                            (doubles ? doubles : 1) * sizeof(double))) {
         cb_record(cb, op);
         return NULL;
     }
-    return cb->scratch;
+    return cb->scratch.ptr;
 }
+
+/* ------------------------------------------------------------------ state slots */
+
+static int cu_status(struct backend *be)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    if (!cb->failed) {
+        /* a fault of work already finished shows up here without waiting */
+        cudaError_t e = cudaStreamQuery(cb->stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+            cb_cuda(cb, "device work", e, "cudaStreamQuery(stream)", __FILE__, __LINE__);
+    }
+    if (cb->failed)
+        return error_set("%s", cb->first_error);
+    return 0;
+}
+
+static void *cu_stream(struct backend *be) { return ((struct cuda_backend *)be)->stream; }
 
 /* ------------------------------------------------------------------ memory slots */
 
@@ -363,220 +332,6 @@ static void cu_synchronize(struct backend *be)
     CB_CUDA(cb, "synchronize", cudaStreamSynchronize(cb->stream));
 }
 
-/* ------------------------------------------------------------------ convolution plans */
-
-static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
-{
-    for (int i = 0; i < a->count; i++)
-        if (a->algo[i] == algo)
-            return 0;
-    if (a->count == CONV_MAX_CANDIDATES || ws > CONV_WS_LIMIT)
-        return 0;
-    a->algo[a->count] = algo;
-    a->ws[a->count] = ws;
-    a->count++;
-    return 1;
-}
-
-/* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
- * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
- * only as a fallback: the descriptor's FMA math type still applies when they run. */
-static int conv_class(enum cuda_dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
-{
-    const int tf32 = dt == CUDA_DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
-                                           m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
-    return 2 * tf32 + (det != CUDNN_DETERMINISTIC);
-}
-
-/* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos)
- * within each preference class (conv_class), each with its workspace size. */
-static int conv_choose_fwd(struct cuda_backend *cb, struct conv_plan *pl)
-{
-    cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
-    int max = 0, got = 0;
-    const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cb->cudnn, &max)))
-        return -1;
-    if (max > CONV_MAX_CANDIDATES)
-        max = CONV_MAX_CANDIDATES;
-    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(
-                             cb->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf))
-                       : CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
-                             cb->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf)))
-        return -1;
-    struct conv_algos *a = &pl->dir[CONV_FWD];
-    for (int pass = 0; pass < 4; pass++)
-        for (int i = 0; i < got; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnGetConvolutionForwardWorkspaceSize(cb->cudnn, d->x, d->w, d->conv, d->y,
-                                                        perf[i].algo,
-                                                        &ws) != CUDNN_STATUS_SUCCESS)
-                continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
-        }
-    return 0;
-}
-
-static int conv_choose_bwd_data(struct cuda_backend *cb, struct conv_plan *pl)
-{
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_MAX_CANDIDATES];
-    int max = 0, got = 0;
-    const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cb->cudnn, &max)))
-        return -1;
-    if (max > CONV_MAX_CANDIDATES)
-        max = CONV_MAX_CANDIDATES;
-    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(
-                             cb->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf))
-                       : CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                             cb->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf)))
-        return -1;
-    struct conv_algos *a = &pl->dir[CONV_BWD_DATA];
-    for (int pass = 0; pass < 4; pass++)
-        for (int i = 0; i < got; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnGetConvolutionBackwardDataWorkspaceSize(cb->cudnn, d->w, d->y, d->conv,
-                                                             d->x, perf[i].algo,
-                                                             &ws) != CUDNN_STATUS_SUCCESS)
-                continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
-        }
-    return 0;
-}
-
-static int conv_choose_bwd_filter(struct cuda_backend *cb, struct conv_plan *pl)
-{
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_MAX_CANDIDATES];
-    int max = 0, got = 0;
-    const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cb->cudnn, &max)))
-        return -1;
-    if (max > CONV_MAX_CANDIDATES)
-        max = CONV_MAX_CANDIDATES;
-    if (cb->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(
-                             cb->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf))
-                       : CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                             cb->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf)))
-        return -1;
-    struct conv_algos *a = &pl->dir[CONV_BWD_FILTER];
-    for (int pass = 0; pass < 4; pass++)
-        for (int i = 0; i < got; i++) {
-            size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnGetConvolutionBackwardFilterWorkspaceSize(cb->cudnn, d->x, d->y, d->conv,
-                                                               d->w, perf[i].algo,
-                                                               &ws) != CUDNN_STATUS_SUCCESS)
-                continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
-        }
-    return 0;
-}
-
-static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "x (%d,%d,%d,%d) w (%d,%d,%d,%d) pad %d stride %d", cs->n, cs->c, cs->h,
-             cs->w, cs->k, cs->c, cs->r, cs->s, cs->pad, cs->stride);
-}
-
-/* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
-static struct conv_plan *conv_plan_get(struct cuda_backend *cb, const struct conv2d_shape *cs,
-                                       enum cuda_dtype dt, enum conv_dir dir)
-{
-    struct conv_plan *pl = NULL;
-    for (int i = 0; i < cb->nplans && !pl; i++) {
-        const struct conv2d_shape *k = &cb->plans[i]->cs;
-        if (cb->plans[i]->dt == dt && k->n == cs->n && k->c == cs->c && k->h == cs->h &&
-            k->w == cs->w && k->k == cs->k && k->r == cs->r && k->s == cs->s &&
-            k->pad == cs->pad && k->stride == cs->stride)
-            pl = cb->plans[i];
-    }
-    if (!pl) {
-        if (cb->nplans == cb->cap_plans) {
-            int cap = cb->cap_plans ? 2 * cb->cap_plans : 16;
-            struct conv_plan **p = realloc(cb->plans, (size_t)cap * sizeof *p);
-            if (!p) {
-                error_set("CUDA backend: out of memory for convolution plans");
-                return NULL;
-            }
-            cb->plans = p;
-            cb->cap_plans = cap;
-        }
-        pl = calloc(1, sizeof *pl);
-        if (!pl) {
-            error_set("CUDA backend: out of memory for a convolution plan");
-            return NULL;
-        }
-        pl->cs = *cs;
-        pl->dt = dt;
-        if (cudnn_conv_desc_init(&pl->d, cs, dt)) {
-            free(pl);
-            return NULL;
-        }
-        cb->plans[cb->nplans++] = pl;
-    }
-    struct conv_algos *a = &pl->dir[dir];
-    if (!a->ready) {
-        int rc = dir == CONV_FWD        ? conv_choose_fwd(cb, pl)
-                 : dir == CONV_BWD_DATA ? conv_choose_bwd_data(cb, pl)
-                                        : conv_choose_bwd_filter(cb, pl);
-        if (rc)
-            return NULL;
-        a->ready = 1;
-    }
-    if (a->next >= a->count) {
-        char shape[160];
-        conv_shape_text(cs, shape, sizeof shape);
-        error_set("cuDNN has no usable %s algorithm for conv %s (%d candidates, all failed or "
-                  "need more than %zu MiB of workspace)",
-                  conv_dir_name[dir], shape, a->count, CONV_WS_LIMIT >> 20);
-        return NULL;
-    }
-    return pl;
-}
-
-/* Run direction dir of pl with its best candidate that works: one that fails (status, or
- * no memory for its workspace) is dropped for good and the next one tried. */
-static int conv_run(struct cuda_backend *cb, struct conv_plan *pl, enum conv_dir dir,
-                    const void *x, const void *w, const void *dy_or_y, void *out)
-{
-    struct conv_algos *a = &pl->dir[dir];
-    const struct cudnn_conv_desc *d = &pl->d;
-    const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
-    for (; a->next < a->count; a->next++) {
-        const int i = a->next;
-        if (cb_grow(cb, &cb->ws, &cb->ws_bytes, a->ws[i])) {
-            st = CUDNN_STATUS_ALLOC_FAILED;
-            continue;
-        }
-        if (dir == CONV_FWD)
-            st = cudnnConvolutionForward(cb->cudnn, &one, d->x, x, d->w, w, d->conv,
-                                         (cudnnConvolutionFwdAlgo_t)a->algo[i], cb->ws,
-                                         a->ws[i], &zero, d->y, out);
-        else if (dir == CONV_BWD_DATA)
-            st = cudnnConvolutionBackwardData(cb->cudnn, &one, d->w, w, d->y, dy_or_y, d->conv,
-                                              (cudnnConvolutionBwdDataAlgo_t)a->algo[i], cb->ws,
-                                              a->ws[i], &zero, d->x, out);
-        else
-            st = cudnnConvolutionBackwardFilter(cb->cudnn, &one, d->x, x, d->y, dy_or_y,
-                                                d->conv,
-                                                (cudnnConvolutionBwdFilterAlgo_t)a->algo[i],
-                                                cb->ws, a->ws[i], &zero, d->w, out);
-        if (st == CUDNN_STATUS_SUCCESS)
-            return 0;
-    }
-    char shape[160];
-    conv_shape_text(&pl->cs, shape, sizeof shape);
-    CHECK_CUDNN(st);
-    return error_wrap("conv %s %s: every cuDNN algorithm failed, the last one with",
-                      conv_dir_name[dir], shape);
-}
-
 /* ------------------------------------------------------------------ convolution slots */
 
 static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, const float *x,
@@ -586,8 +341,7 @@ static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs,
     const char *op = "conv2d_forward";
     if (cb_begin(cb, op))
         return;
-    struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_FWD);
-    if (!pl || conv_run(cb, pl, CONV_FWD, x, w, NULL, y)) {
+    if (conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_FWD, x, w, NULL, y)) {
         cb_record(cb, op);
         return;
     }
@@ -613,19 +367,13 @@ static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs
             CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dy, db, ws)))
             return;
     }
-    if (dx) {
-        struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_BWD_DATA);
-        if (!pl || conv_run(cb, pl, CONV_BWD_DATA, NULL, w, dy, dx)) {
-            cb_record(cb, op);
-            return;
-        }
+    if (dx && conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_BWD_DATA, NULL, w, dy, dx)) {
+        cb_record(cb, op);
+        return;
     }
-    if (dw) {
-        struct conv_plan *pl = conv_plan_get(cb, cs, CUDA_DT_F32, CONV_BWD_FILTER);
-        if (!pl || conv_run(cb, pl, CONV_BWD_FILTER, x, NULL, dy, dw)) {
-            cb_record(cb, op);
-            return;
-        }
+    if (dw && conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_BWD_FILTER, x, NULL, dy, dw)) {
+        cb_record(cb, op);
+        return;
     }
     cb_end(cb, op);
 }
@@ -932,17 +680,12 @@ static void cu_destroy(struct backend *be)
         cudaSetDevice(cb->device);
     if (cb->stream)
         cudaStreamSynchronize(cb->stream);
-    for (int i = 0; i < cb->nplans; i++) {
-        cudnn_conv_desc_free(&cb->plans[i]->d);
-        free(cb->plans[i]);
-    }
-    free(cb->plans);
+    conv_plans_free(cb->conv);
     if (cb->cudnn)
         cudnnDestroy(cb->cudnn);
     if (cb->cublas)
         cublasDestroy(cb->cublas);
-    cudaFree(cb->ws);
-    cudaFree(cb->scratch);
+    cuda_buffer_free(&cb->scratch);
     cudaFree(cb->dev_loss);
     cudaFree(cb->dev_ints);
     for (int i = 0; i < 2; i++)
@@ -967,6 +710,10 @@ static const struct backend cuda_backend_ops = {
     .copy = cu_copy,
     .zero = cu_zero,
     .synchronize = cu_synchronize,
+    /* state: the first error kept by any slot (or found by querying the stream), and the
+     * compute stream */
+    .status = cu_status,
+    .stream = cu_stream,
     /* convolution: cuDNN, algorithms cached per shape; bias gradient by our reduction */
     .conv2d_forward = cu_conv2d_forward,
     .conv2d_backward = cu_conv2d_backward,
@@ -1033,13 +780,14 @@ struct backend *backend_cuda_create(int device)
     }
     cb->ops = cuda_backend_ops;
     cb->device = device;
-    cb->find_algos = env_flag("DDPPROF_CUDNN_BENCHMARK");
     cb->sync_each = env_flag("DDPPROF_CUDA_SYNC");
     if (CHECK_CUDA(cudaSetDevice(device)) ||
         CHECK_CUDA(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) ||
         CHECK_CUBLAS(cublasCreate(&cb->cublas)) ||
         CHECK_CUBLAS(cublasSetStream(cb->cublas, cb->stream)) ||
         CHECK_CUDNN(cudnnCreate(&cb->cudnn)) || CHECK_CUDNN(cudnnSetStream(cb->cudnn, cb->stream)) ||
+        !(cb->conv = conv_plans_create(cb->cudnn, cb->stream, device,
+                                       env_flag("DDPPROF_CUDNN_BENCHMARK"))) ||
         CHECK_CUDA(cudaMalloc((void **)&cb->dev_loss, sizeof(float))) ||
         CHECK_CUDA(cudaMalloc((void **)&cb->dev_ints, 2 * sizeof(int))) ||
         CHECK_CUDA(cudaMallocHost(&cb->host_scalars, 64)) ||

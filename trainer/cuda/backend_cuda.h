@@ -1,6 +1,6 @@
-/* backend_cuda.h — what the NCCL comm (and later the CUDA probes and the data loader)
- * need from a CUDA backend: its device and its compute stream.  Internal to the CUDA
- * build; the rest of the program uses cuda.h. */
+/* backend_cuda.h — what the NCCL comm and the convolution plans need from the CUDA
+ * backend: its device and compute stream, and the device buffer that grows on demand.
+ * Internal to the CUDA build; the rest of the program uses cuda_api.h. */
 #ifndef DDPPROF_BACKEND_CUDA_H
 #define DDPPROF_BACKEND_CUDA_H
 
@@ -22,6 +22,16 @@ cudaStream_t backend_cuda_stream(const struct backend *be);
 
 /* Make be's device current on the calling thread.  0 or -1 (error_set). */
 int backend_cuda_bind(const struct backend *be);
+
+/* A device buffer on one device that grows on demand, in whole MiB; contents are not kept.
+ * Work queued on stream may still use the old buffer, so reserve drains the stream before
+ * freeing it.  A zeroed struct is empty.  0, or -1 (error_set) with the buffer empty. */
+struct cuda_buffer {
+    void *ptr;
+    size_t bytes;
+};
+int cuda_buffer_reserve(struct cuda_buffer *b, cudaStream_t stream, int device, size_t bytes);
+void cuda_buffer_free(struct cuda_buffer *b);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-_Static_assert(NCCL_UNIQUE_ID_BYTES == 128, "cuda.h passes the NCCL unique id as 128 bytes");
+_Static_assert(NCCL_UNIQUE_ID_BYTES == 128, "cuda_api.h passes the NCCL unique id as 128 bytes");
 
 /* Host polling of a collective: spin this long, then sleep POLL_SLEEP_NS between queries. */
 #define POLL_SPIN_NS 2000000LL
@@ -325,10 +325,7 @@ static void nccl_destroy(struct comm *c)
     free(nc);
 }
 
-void *comm_nccl_stream(struct comm *c)
-{
-    return c && c->destroy == nccl_destroy ? (void *)((struct nccl_comm *)c)->stream : NULL;
-}
+static void *nccl_stream(struct comm *c) { return ((struct nccl_comm *)c)->stream; }
 
 /* ------------------------------------------------------------------ creation */
 
@@ -364,6 +361,7 @@ static const struct comm nccl_comm_ops = {
     .reduce = nccl_reduce,
     .allgather = nccl_allgather,
     .barrier = nccl_barrier,
+    .stream = nccl_stream,
     .destroy = nccl_destroy,
 };
 

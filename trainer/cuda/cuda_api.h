@@ -1,4 +1,4 @@
-/* cuda.h — constructors of the CUDA backend and the NCCL comm, and the host-side CUDA
+/* cuda_api.h — constructors of the CUDA backend and the NCCL comm, and the host-side CUDA
  * queries (versions, shapes, unique-id exchange) the rest of the program and the tests use.
  *
  * Defined in trainer/cuda/ when the build found the CUDA toolkit (with cuDNN, NCCL,
@@ -29,33 +29,19 @@ int cuda_device_count(void);
  * error_set (no CUDA build, no such device, no driver): one line saying which and what to
  * do.  Slots may be called from any thread (each makes the backend's device current), but
  * not concurrently.  A failing CUDA/cuDNN/cuBLAS call inside a slot (slots return void) is
- * kept as the backend's first error: see backend_cuda_status. */
+ * kept as the backend's first error, which its status slot returns (backend.h); a failed
+ * backend's softmax_xent returns NaN.  Its stream slot is the non-blocking stream every
+ * slot is queued on. */
 struct backend *backend_cuda_create(int device);
-
-/* 0 while every op queued on a CUDA backend so far succeeded; else -1 and error_set with
- * the first failure (op, file, line, library error).  Work still running on the device is
- * not waited for: call after a sync point (softmax_xent, download, synchronize) to cover
- * everything before it.  A failed backend's softmax_xent returns NaN.  -1 also for a
- * backend that is not "cuda". */
-int backend_cuda_status(struct backend *be);
-
-/* The stream every slot of a CUDA backend is queued on (a cudaStream_t, as void * so the
- * caller needs no CUDA headers), for the probes' CUDA events and CUPTI: events recorded
- * on the legacy default stream would not wait for it.  NULL for any other backend. */
-void *backend_cuda_compute_stream(struct backend *be);
 
 /* The NCCL comm for rank/world: rank 0 creates the unique id and publishes it in the
  * store under "nccl_id" (the n-th communicator of a process under "nccl_id.n"), the others
  * read it; then all ranks meet at a store barrier and create the communicator on be's
  * device.  store may be NULL only when world == 1.  be is this rank's CUDA backend (its
- * compute stream orders the collectives).  NULL + error_set. */
+ * compute stream orders the collectives).  The comm's stream slot is its own stream, which
+ * the collectives run on.  NULL + error_set. */
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,
                               int timeout_ms);
-
-/* The stream an NCCL comm runs its collectives on (cudaStream_t as void *; created by
- * comm_nccl_create, valid until destroy), for the probes' all-reduce timing.  NULL for any
- * other comm. */
-void *comm_nccl_stream(struct comm *c);
 
 /* The unique-id half of comm_nccl_create: rank 0 calls ncclGetUniqueId (no device needed)
  * and store_set(key); other ranks store_get(key).  id receives the 128 bytes. */

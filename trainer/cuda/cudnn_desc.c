@@ -1,5 +1,5 @@
 /* cudnn_desc.c — cuDNN descriptors and output shapes of convolution and pooling layers
- * (see cudnn_desc.h), and the host-only shape queries declared in cuda.h. */
+ * (see cudnn_desc.h), and the host-only shape queries declared in cuda_api.h. */
 #include "cuda/cudnn_desc.h"
 
 #include "cuda/cuda_api.h"

@@ -1,4 +1,4 @@
-/* stubs.c — the CUDA entry points of a build without the CUDA toolkit (see cuda.h). */
+/* stubs.c — the CUDA entry points of a build without the CUDA toolkit (see cuda_api.h). */
 #include "cuda/cuda_api.h"
 
 #include "common/error.h"
@@ -18,24 +18,6 @@ struct backend *backend_cuda_create(int device)
 {
     (void)device;
     return error_set("%s", no_cuda), NULL;
-}
-
-int backend_cuda_status(struct backend *be)
-{
-    (void)be;
-    return error_set("%s", no_cuda);
-}
-
-void *backend_cuda_compute_stream(struct backend *be)
-{
-    (void)be;
-    return NULL;
-}
-
-void *comm_nccl_stream(struct comm *c)
-{
-    (void)c;
-    return NULL;
 }
 
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,

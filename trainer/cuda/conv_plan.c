@@ -1,0 +1,285 @@
+/* conv_plan.c — cuDNN convolution plans and algorithm choice (see conv_plan.h). */
+#include "cuda/conv_plan.h"
+
+#include "common/cuda_check.h"
+#include "common/error.h"
+#include "common/vec.h"
+#include "cuda/backend_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Most workspace one convolution algorithm may ask for. */
+#define CONV_WS_LIMIT ((size_t)1 << 30)
+#define CONV_MAX_CANDIDATES 16
+
+static const char *const conv_dir_name[] = {"forward", "backward data", "backward filter"};
+
+/* The algorithms worth trying for one direction of one shape, best first; `next` skips
+ * those that failed when run. */
+struct conv_algos {
+    int ready;
+    int count, next;
+    int algo[CONV_MAX_CANDIDATES];
+    size_t ws[CONV_MAX_CANDIDATES];
+};
+
+struct conv_plan {
+    struct conv2d_shape cs; /* key (with dt) */
+    enum cuda_dtype dt;
+    struct cudnn_conv_desc d;
+    struct conv_algos dir[3];
+};
+
+struct conv_plans {
+    cudnnHandle_t cudnn;   /* the backend's */
+    cudaStream_t stream;   /* cudnn's stream */
+    int device;
+    int find_algos;        /* DDPPROF_CUDNN_BENCHMARK=1 */
+    struct cuda_buffer ws; /* the workspace every algorithm runs with */
+    struct conv_plan **plans;
+    size_t nplans, cap_plans;
+};
+
+struct conv_plans *conv_plans_create(cudnnHandle_t cudnn, cudaStream_t stream, int device,
+                                     int find_algos)
+{
+    struct conv_plans *cp = calloc(1, sizeof *cp);
+    if (!cp) {
+        error_set("CUDA backend: out of memory for convolution plans");
+        return NULL;
+    }
+    cp->cudnn = cudnn;
+    cp->stream = stream;
+    cp->device = device;
+    cp->find_algos = find_algos;
+    return cp;
+}
+
+void conv_plans_free(struct conv_plans *cp)
+{
+    if (!cp)
+        return;
+    for (size_t i = 0; i < cp->nplans; i++) {
+        cudnn_conv_desc_free(&cp->plans[i]->d);
+        free(cp->plans[i]);
+    }
+    free(cp->plans);
+    cuda_buffer_free(&cp->ws);
+    free(cp);
+}
+
+static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
+{
+    for (int i = 0; i < a->count; i++)
+        if (a->algo[i] == algo)
+            return 0;
+    if (a->count == CONV_MAX_CANDIDATES || ws > CONV_WS_LIMIT)
+        return 0;
+    a->algo[a->count] = algo;
+    a->ws[a->count] = ws;
+    a->count++;
+    return 1;
+}
+
+/* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
+ * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
+ * only as a fallback: the descriptor's FMA math type still applies when they run. */
+static int conv_class(enum cuda_dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
+{
+    const int tf32 = dt == CUDA_DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
+                                           m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    return 2 * tf32 + (det != CUDNN_DETERMINISTIC);
+}
+
+/* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos)
+ * within each preference class (conv_class), each with its workspace size. */
+static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cp->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cp->find_algos ? CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(
+                             cp->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
+                             cp->cudnn, d->x, d->w, d->conv, d->y, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_FWD];
+    for (int pass = 0; pass < 4; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnGetConvolutionForwardWorkspaceSize(cp->cudnn, d->x, d->w, d->conv, d->y,
+                                                        perf[i].algo,
+                                                        &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static int conv_choose_bwd_data(struct conv_plans *cp, struct conv_plan *pl)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cp->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cp->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(
+                             cp->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                             cp->cudnn, d->w, d->y, d->conv, d->x, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_BWD_DATA];
+    for (int pass = 0; pass < 4; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnGetConvolutionBackwardDataWorkspaceSize(cp->cudnn, d->w, d->y, d->conv,
+                                                             d->x, perf[i].algo,
+                                                             &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static int conv_choose_bwd_filter(struct conv_plans *cp, struct conv_plan *pl)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_MAX_CANDIDATES];
+    int max = 0, got = 0;
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cp->cudnn, &max)))
+        return -1;
+    if (max > CONV_MAX_CANDIDATES)
+        max = CONV_MAX_CANDIDATES;
+    if (cp->find_algos ? CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(
+                             cp->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf))
+                       : CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                             cp->cudnn, d->x, d->y, d->conv, d->w, max, &got, perf)))
+        return -1;
+    struct conv_algos *a = &pl->dir[CONV_BWD_FILTER];
+    for (int pass = 0; pass < 4; pass++)
+        for (int i = 0; i < got; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnGetConvolutionBackwardFilterWorkspaceSize(cp->cudnn, d->x, d->y, d->conv,
+                                                               d->w, perf[i].algo,
+                                                               &ws) != CUDNN_STATUS_SUCCESS)
+                continue;
+            conv_algos_add(a, (int)perf[i].algo, ws);
+        }
+    return 0;
+}
+
+static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "x (%d,%d,%d,%d) w (%d,%d,%d,%d) pad %d stride %d", cs->n, cs->c, cs->h,
+             cs->w, cs->k, cs->c, cs->r, cs->s, cs->pad, cs->stride);
+}
+
+/* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
+static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2d_shape *cs,
+                                       enum cuda_dtype dt, enum conv_dir dir)
+{
+    struct conv_plan *pl = NULL;
+    for (size_t i = 0; i < cp->nplans && !pl; i++) {
+        const struct conv2d_shape *k = &cp->plans[i]->cs;
+        if (cp->plans[i]->dt == dt && k->n == cs->n && k->c == cs->c && k->h == cs->h &&
+            k->w == cs->w && k->k == cs->k && k->r == cs->r && k->s == cs->s &&
+            k->pad == cs->pad && k->stride == cs->stride)
+            pl = cp->plans[i];
+    }
+    if (!pl) {
+        if (VEC_RESERVE(cp->plans, cp->cap_plans, cp->nplans + 1)) {
+            error_set("CUDA backend: out of memory for convolution plans");
+            return NULL;
+        }
+        pl = calloc(1, sizeof *pl);
+        if (!pl) {
+            error_set("CUDA backend: out of memory for a convolution plan");
+            return NULL;
+        }
+        pl->cs = *cs;
+        pl->dt = dt;
+        if (cudnn_conv_desc_init(&pl->d, cs, dt)) {
+            free(pl);
+            return NULL;
+        }
+        cp->plans[cp->nplans++] = pl;
+    }
+    struct conv_algos *a = &pl->dir[dir];
+    if (!a->ready) {
+        int rc = dir == CONV_FWD        ? conv_choose_fwd(cp, pl)
+                 : dir == CONV_BWD_DATA ? conv_choose_bwd_data(cp, pl)
+                                        : conv_choose_bwd_filter(cp, pl);
+        if (rc)
+            return NULL;
+        a->ready = 1;
+    }
+    if (a->next >= a->count) {
+        char shape[160];
+        conv_shape_text(cs, shape, sizeof shape);
+        error_set("cuDNN has no usable %s algorithm for conv %s (%d candidates, all failed or "
+                  "need more than %zu MiB of workspace)",
+                  conv_dir_name[dir], shape, a->count, CONV_WS_LIMIT >> 20);
+        return NULL;
+    }
+    return pl;
+}
+
+/* Run direction dir of pl with its best candidate that works: one that fails (status, or
+ * no memory for its workspace) is dropped for good and the next one tried. */
+static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir dir,
+                    const void *x, const void *w, const void *dy, void *out)
+{
+    struct conv_algos *a = &pl->dir[dir];
+    const struct cudnn_conv_desc *d = &pl->d;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+    for (; a->next < a->count; a->next++) {
+        const int i = a->next;
+        if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
+            st = CUDNN_STATUS_ALLOC_FAILED;
+            continue;
+        }
+        if (dir == CONV_FWD)
+            st = cudnnConvolutionForward(cp->cudnn, &one, d->x, x, d->w, w, d->conv,
+                                         (cudnnConvolutionFwdAlgo_t)a->algo[i], cp->ws.ptr,
+                                         a->ws[i], &zero, d->y, out);
+        else if (dir == CONV_BWD_DATA)
+            st = cudnnConvolutionBackwardData(cp->cudnn, &one, d->w, w, d->y, dy, d->conv,
+                                              (cudnnConvolutionBwdDataAlgo_t)a->algo[i],
+                                              cp->ws.ptr, a->ws[i], &zero, d->x, out);
+        else
+            st = cudnnConvolutionBackwardFilter(cp->cudnn, &one, d->x, x, d->y, dy,
+                                                d->conv,
+                                                (cudnnConvolutionBwdFilterAlgo_t)a->algo[i],
+                                                cp->ws.ptr, a->ws[i], &zero, d->w, out);
+        if (st == CUDNN_STATUS_SUCCESS)
+            return 0;
+    }
+    char shape[160];
+    conv_shape_text(&pl->cs, shape, sizeof shape);
+    CHECK_CUDNN(st);
+    return error_wrap("conv %s %s: every cuDNN algorithm failed, the last one with",
+                      conv_dir_name[dir], shape);
+}
+
+int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum cuda_dtype dt,
+                   enum conv_dir dir, const void *x, const void *w, const void *dy, void *out)
+{
+    struct conv_plan *pl = conv_plan_get(cp, cs, dt, dir);
+    if (!pl)
+        return -1;
+    return conv_run(cp, pl, dir, x, w, dy, out);
+}

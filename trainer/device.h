@@ -1,0 +1,74 @@
+/* device.h — where the ranks compute and how they talk: the one place that decides
+ * between CPU ranks and GPUs.
+ *
+ * From the options (--cpu N or --gpu LIST) it checks the GPUs before anything starts,
+ * picks the main job's devices when none were named, and for one rank: binds a CPU rank
+ * to its own cores, creates the backend (cpu, or cuda on the rank's GPU) and the comm
+ * (shm, or NCCL through the rendezvous store), gives the probes their streams and writes
+ * the device lines of meta.csv.  Nothing else in the trainer includes cuda/cuda_api.h or
+ * asks whether a rank has a GPU: the rest talks to the backend and comm tables. */
+#ifndef DDPPROF_DEVICE_H
+#define DDPPROF_DEVICE_H
+
+#include "train.h"
+
+#include <stddef.h>
+
+struct comm;
+struct probe_opts;
+struct runlog;
+struct store;
+
+/* One rank's devices.  Owns be and comm (device_comm_close, device_close). */
+struct device {
+    struct backend *be; /* this rank's backend */
+    struct comm *comm;  /* NULL until device_comm_open (a single process has none) */
+    int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
+    int timeout_ms;     /* of every collective of comm */
+    char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
+};
+
+/* How many ranks o asks for: the GPUs of --gpu, else --cpu N, else 1. */
+int device_ranks(const struct train_opts *o);
+
+/* Before anything starts: every device of --gpu exists (and this build has CUDA).  0, or
+ * -1 (error_set) with one line naming the device and how many there are.  0 for CPU ranks. */
+int device_check(const struct train_opts *o);
+
+/* The main job's devices when o names none (no --cpu, no --gpu): every visible GPU (at
+ * most TRAIN_MAX_GPUS), else 2 CPU ranks (1 on a single core).  Returns 1 after filling
+ * o's GPUs or CPU ranks and writing one line saying what it picked, without a newline,
+ * into note; 0, changing nothing, when o names devices. */
+int device_pick(struct train_opts *o, char *note, size_t cap);
+
+/* Keep only the first device of o (the main job's baseline): its first GPU, or 1 CPU rank. */
+void device_keep_first(struct train_opts *o);
+
+/* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
+void device_describe(const struct train_opts *o, char *buf, size_t cap);
+
+/* Rank local_rank of local_world on this host: bind a CPU rank to its own block of
+ * o->threads cores when the blocks fit (before the backend starts its threads), then
+ * create the backend: the cuda one on o->gpus[local_rank], or the cpu one with o->threads
+ * threads.  0, or -1 (error_set) with nothing left open. */
+int device_open(struct device *d, const struct train_opts *o, int rank, int local_rank,
+                int local_world);
+
+/* The comm of rank of world over store (the rendezvous at port, which names the shm
+ * segment): NCCL on a GPU, else shm, whose segment name rank 0 publishes in the store as
+ * "shm_name".  0 or -1 (error_set). */
+int device_comm_open(struct device *d, struct store *store, int rank, int world, int port);
+
+/* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */
+void device_probe_opts(const struct device *d, struct probe_opts *po);
+
+/* The device lines of meta.csv: device, the GPU and its libraries' versions, backend,
+ * comm and cpu_binding. */
+void device_write_meta(const struct device *d, struct runlog *log);
+
+/* Destroy the comm (it waits for nothing); device_close also the backend (and the comm,
+ * if still open).  Both may be called again, and on a device that never opened. */
+void device_comm_close(struct device *d);
+void device_close(struct device *d);
+
+#endif

@@ -64,8 +64,8 @@ struct probe;
  * CUDA event timers failing is also an error (a GPU rank whose stream does not work). */
 struct probe *probe_create(const struct probe_opts *o);
 
-/* The stream the all-reduces run on, known only once the comm exists (NCCL: comm_nccl_stream),
- * instead of probe_opts.comm_stream.  From then on each bucket also gets a device row.
+/* The stream the all-reduces run on (the comm's stream slot), known only once the comm
+ * exists, instead of probe_opts.comm_stream.  From then on each bucket also gets a device row.
  * Does nothing unless the probe is in full mode on a GPU, or for a NULL stream.  0, or -1
  * with error_set (CUDA error). */
 int probe_set_comm_stream(struct probe *p, void *stream);

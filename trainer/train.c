@@ -17,6 +17,7 @@
 #include "nn/model.h"
 #include "ddp/reducer.h"
 #include "probes/runlog.h"
+#include "probes/trace_format.h"
 #include "data/sampler.h"
 #include "nn/scaler.h"
 #include "nn/sgd.h"
@@ -161,7 +162,7 @@ static int rank_record_clocks(struct rank *r)
         val[len < sizeof val ? len : sizeof val - 1] = '\0';
         if (sscanf(val, "%lld %lld", &off, &rtt) != 2)
             return error_set("rank %d published a malformed clock offset '%s'", k, val);
-        snprintf(key, sizeof key, "clock_offset_ns.rank%d", k);
+        snprintf(key, sizeof key, TRACE_META_CLOCK_OFFSET_FORMAT, k);
         runlog_meta(&r->log, key, "%lld", off);
         snprintf(key, sizeof key, "clock_rtt_ns.rank%d", k);
         runlog_meta(&r->log, key, "%lld", rtt);

@@ -4,6 +4,7 @@
  * key carries a fresh id, a value of the wrong size is refused with a one-line error, and a
  * missing id times out naming the key instead of hanging.  Skips (77) without CUDA. */
 #include "cuda/cuda_api.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "comm/store.h"
 #include "launch/launcher.h"
@@ -99,8 +100,7 @@ int main(void)
             CHECK(0, "rank 1 did not finish within 30 s");
             break;
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(10);
     }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 1 failed (status 0x%x)", status);
     if (s)

@@ -26,8 +26,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "backend/kernel_math.h"
 
@@ -92,34 +92,27 @@ static void cpu_relax(void)
 #endif
 }
 
-static long cpu_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* spin until *v != old (returns 1) or CPU_SPIN_NS pass (returns 0) */
 static int cpu_spin_ulong(atomic_ulong *v, unsigned long old)
 {
-    const long start = cpu_now_ns();
+    const int64_t start = clock_now_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) != old)
             return 1;
         cpu_relax();
-        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+        if (i % 64 == 0 && clock_now_ns() - start > CPU_SPIN_NS)
             return 0;
     }
 }
 
 static int cpu_spin_zero(atomic_int *v)
 {
-    const long start = cpu_now_ns();
+    const int64_t start = clock_now_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) == 0)
             return 1;
         cpu_relax();
-        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+        if (i % 64 == 0 && clock_now_ns() - start > CPU_SPIN_NS)
             return 0;
     }
 }

@@ -26,9 +26,6 @@
 
 enum store_io { STORE_IO_OK, STORE_IO_TIMEOUT, STORE_IO_CLOSED, STORE_IO_ERROR, STORE_IO_REPLY };
 
-/* deadlines are milliseconds on the project's clock */
-static int64_t store_now_ms(void) { return clock_now_ns() / 1000000; }
-
 struct store_round {
     struct store_round *next;
     int64_t round;
@@ -46,7 +43,7 @@ struct store {
 static enum store_io store_poll_fd(int fd, short events, int64_t deadline_ms)
 {
     for (;;) {
-        int64_t left = deadline_ms - store_now_ms();
+        int64_t left = deadline_ms - clock_now_ms();
         if (left <= 0)
             return STORE_IO_TIMEOUT;
         struct pollfd p = {.fd = fd, .events = events};
@@ -237,7 +234,7 @@ static int store_connect(struct store *s, int64_t deadline_ms)
             store_disconnect(s);
             last_errno = ECONNRESET;
         }
-        int64_t left = deadline_ms - store_now_ms();
+        int64_t left = deadline_ms - clock_now_ms();
         if (left <= 0) {
             error_set("store: could not connect to rank 0's store at %s:%d within %.1f s "
                       "(rank %d of %d; last error: %s; is rank 0 running?)",
@@ -285,7 +282,7 @@ static enum store_io store_call(struct store *s, int op, const char *key, const 
                   len, STORE_VALUE_MAX);
         return STORE_IO_REPLY;
     }
-    int64_t deadline = store_now_ms() + s->timeout_ms;
+    int64_t deadline = clock_now_ms() + s->timeout_ms;
     if (s->fd < 0 && store_connect(s, deadline) < 0)
         return STORE_IO_CLOSED;
 
@@ -393,7 +390,7 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
         free(s);
         return NULL;
     }
-    if (store_connect(s, store_now_ms() + timeout_ms) < 0) {
+    if (store_connect(s, clock_now_ms() + timeout_ms) < 0) {
         if (s->server)
             store_server_stop(s->server, 0);
         free(s);

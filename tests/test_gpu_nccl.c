@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "comm/store.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -32,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST "127.0.0.1"
+#define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define TIMEOUT_MS 60000
 #define SHORT_TIMEOUT_MS 3000
 

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -24,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST "127.0.0.1"
+#define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define BIG_BYTES (1u << 20) /* the largest value the store takes */
 
 

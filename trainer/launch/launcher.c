@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "launch/dist_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -492,7 +493,7 @@ int launcher_run(const struct launch_opts *o)
         return -1;
     if (port < 1 || port > 65535)
         return error_set("launcher: master port %d is not in 1..65535", port);
-    const char *addr = o->master_addr && *o->master_addr ? o->master_addr : LAUNCHER_DEFAULT_ADDR;
+    const char *addr = o->master_addr && *o->master_addr ? o->master_addr : DIST_ENV_DEFAULT_ADDR;
 
     struct launcher_state st = {.n = o->nprocs,
                                 .grace_ms =

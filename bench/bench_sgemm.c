@@ -5,14 +5,8 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "common/clock.h"
 
 int main(int argc, char **argv)
 {
@@ -34,11 +28,11 @@ int main(int argc, char **argv)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
                     c, n); /* warm-up */
         int reps = n <= 512 ? 20 : n <= 1024 ? 5 : 2;
-        double t0 = now_s();
+        double t0 = clock_now_s();
         for (int r = 0; r < reps; r++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n,
                         0.0f, c, n);
-        double gflops = 2.0 * n * n * (double)n * reps / (now_s() - t0) / 1e9;
+        double gflops = 2.0 * n * n * (double)n * reps / (clock_now_s() - t0) / 1e9;
         if (gflops > best)
             best = gflops;
         free(a);

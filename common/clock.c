@@ -1,4 +1,5 @@
-/* clock.c — CLOCK_MONOTONIC in nanoseconds and seconds, and a millisecond sleep. */
+/* clock.c — CLOCK_MONOTONIC in nanoseconds, milliseconds and seconds, and a millisecond
+ * sleep. */
 #include "common/clock.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@ int64_t clock_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts); /* cannot fail for CLOCK_MONOTONIC on Linux */
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+int64_t clock_now_ms(void) { return clock_now_ns() / 1000000; }
 
 double clock_now_s(void) { return 1e-9 * (double)clock_now_ns(); }
 

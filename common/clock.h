@@ -16,6 +16,9 @@ extern "C" {
 /* CLOCK_MONOTONIC now, in nanoseconds.  Async-signal-safe, never fails. */
 int64_t clock_now_ns(void);
 
+/* the same in whole milliseconds (rounded down), for poll() deadlines */
+int64_t clock_now_ms(void);
+
 /* the same in seconds */
 double clock_now_s(void);
 

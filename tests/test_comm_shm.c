@@ -23,6 +23,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_shm.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/half.h"
 #include "testutil.h"
@@ -47,20 +48,6 @@ struct rank_report {
     int passed, failed;
 };
 static struct rank_report *reports; /* MAP_SHARED, MAX_WORLD entries */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-    }
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* fp16 / bf16 helpers                                                                       */
@@ -252,7 +239,7 @@ static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, i
         }
     }
     int status[MAX_WORLD], done[MAX_WORLD] = {0}, left = world;
-    double give_up = now_s() + CASE_LIMIT_S;
+    double give_up = clock_now_s() + CASE_LIMIT_S;
     while (left > 0) {
         for (int r = 0; r < world; r++) {
             if (done[r])
@@ -263,7 +250,7 @@ static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, i
                 left--;
             }
         }
-        if (left && now_s() > give_up) {
+        if (left && clock_now_s() > give_up) {
             CHECK(0, "case %d: ranks still running after %d s: hung", case_number, CASE_LIMIT_S);
             for (int r = 0; r < world; r++)
                 if (!done[r]) {
@@ -275,7 +262,7 @@ static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, i
             left = 0;
         }
         if (left)
-            sleep_ms(5);
+            clock_sleep_ms(5);
     }
     for (int r = 0; r < world; r++) {
         if (r == killed_rank) {
@@ -546,9 +533,9 @@ static void skip_rank(int rank, int world, const void *arg)
     rank_input(x, 1024, rank, 7);
     CHECK(comm_allreduce(c, x, 1024, COMM_F32) == 0, "all-reduce #1: %s", error_get());
     if (rank == 0) {
-        double t0 = now_s();
+        double t0 = clock_now_s();
         int rc = comm_allreduce(c, x, 1024, COMM_F32);
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         const char *msg = error_get();
         show(rank, msg);
         CHECK(rc == -1, "rank 0: all-reduce #2 without rank 1 succeeded");
@@ -562,14 +549,14 @@ static void skip_rank(int rank, int world, const void *arg)
         CHECK(rc == -1 && contains(error_get(), "failed earlier") &&
                   contains(error_get(), "barrier #3") && contains(error_get(), "timed out"),
               "rank 0: call after the failure: %s", error_get());
-        sleep_ms(2500); /* stay attached while rank 1 comes back */
+        clock_sleep_ms(2500); /* stay attached while rank 1 comes back */
     } else {
-        sleep_ms(2000);
-        double t0 = now_s();
+        clock_sleep_ms(2000);
+        double t0 = clock_now_s();
         /* its #2: rank 0 gave up on its #2 meanwhile, but had arrived at its first barrier,
          * so rank 1 passes that barrier and sees what rank 0 was in */
         int rc = c->barrier(c);
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         show(rank, error_get());
         CHECK(rc == -1 && contains(error_get(), "rank 1 in barrier #2") &&
                   contains(error_get(), "rank 0 is in all-reduce #2 (count 1024"),
@@ -592,9 +579,9 @@ static void mismatch_rank(int rank, int world, const void *arg)
         return;
     float x[64];
     rank_input(x, 64, rank, 3);
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int rc = rank == 0 ? c->broadcast(c, x, 64, COMM_F32, 0) : comm_allreduce(c, x, 64, COMM_F32);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     const char *msg = error_get();
     show(rank, msg);
     CHECK(rc == -1, "rank %d: mismatched collectives succeeded", rank);
@@ -624,12 +611,12 @@ static void kill_rank(int rank, int world, const void *arg)
     if (rank == world - 1) {
         struct comm_work *w = c->allreduce_async(c, x, n, COMM_F32);
         CHECK(w != NULL, "allreduce_async: %s", error_get());
-        sleep_ms(3); /* let the comm thread get into the chunks */
+        clock_sleep_ms(3); /* let the comm thread get into the chunks */
         raise(SIGKILL);
     }
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int rc = comm_allreduce(c, x, n, COMM_F32);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     const char *msg = error_get();
     show(rank, msg);
     CHECK(rc == -1, "rank %d: all-reduce with a killed rank succeeded", rank);
@@ -655,9 +642,9 @@ static void leave_rank(int rank, int world, const void *arg)
         c->destroy(c);
         return;
     }
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int rc = c->barrier(c);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     show(rank, error_get());
     CHECK(rc == -1 && contains(error_get(), "rank 0 in barrier #1") &&
               contains(error_get(), "rank 1 destroyed its communicator"),
@@ -679,17 +666,17 @@ static void destroy_in_flight_rank(int rank, int world, const void *arg)
     if (rank == 1) {
         struct comm_work *w = c->allreduce_async(c, x, 1000, COMM_F32);
         CHECK(w != NULL, "allreduce_async: %s", error_get());
-        sleep_ms(50); /* the comm thread is now waiting for rank 0 */
-        double t0 = now_s();
+        clock_sleep_ms(50); /* the comm thread is now waiting for rank 0 */
+        double t0 = clock_now_s();
         c->destroy(c); /* frees w too */
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         CHECK(dt < 1.0, "rank 1: destroy took %.3f s with work in flight (timeout 10 s)", dt);
         return;
     }
-    sleep_ms(300);
-    double t0 = now_s();
+    clock_sleep_ms(300);
+    double t0 = clock_now_s();
     int rc = comm_allreduce(c, x, 1000, COMM_F32);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     show(rank, error_get());
     CHECK(rc == -1 && contains(error_get(), "rank 0 in all-reduce #1 (count 1000)") &&
               contains(error_get(), "rank 1 destroyed its communicator"),
@@ -703,9 +690,9 @@ static void world_mismatch_rank(int rank, int world, const void *arg)
 {
     (void)arg;
     (void)world;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     struct comm *c = comm_shm_create(rank, rank == 0 ? 2 : 3, segment, SMALL_SLOT, TIMEOUT_MS);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     show(rank, error_get());
     CHECK(c == NULL, "rank %d: create with mismatched world sizes succeeded", rank);
     if (rank == 1)
@@ -723,9 +710,9 @@ static void test_attach_failures(void)
 {
     /* rank 1 with no rank 0: times out naming the segment */
     case_begin("rank 1 waits for a segment nobody creates");
-    double t0 = now_s();
+    double t0 = clock_now_s();
     struct comm *c = comm_shm_create(1, 2, segment, SMALL_SLOT, SHORT_TIMEOUT_MS);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     CHECK(c == NULL, "rank 1 attached to nothing");
     CHECK(contains(error_get(), "rank 1 timed out after 0.5 s waiting for rank 0") &&
               contains(error_get(), segment),
@@ -735,9 +722,9 @@ static void test_attach_failures(void)
 
     /* rank 0 with nobody else: times out naming the missing ranks, removes the segment */
     case_begin("rank 0 waits for ranks that never come");
-    t0 = now_s();
+    t0 = clock_now_s();
     c = comm_shm_create(0, 3, segment, SMALL_SLOT, SHORT_TIMEOUT_MS);
-    dt = now_s() - t0;
+    dt = clock_now_s() - t0;
     CHECK(c == NULL, "rank 0 of 3 created alone");
     CHECK(contains(error_get(), "waiting for ranks 1, 2 to attach") &&
               contains(error_get(), segment),

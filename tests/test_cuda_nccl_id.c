@@ -4,8 +4,10 @@
  * key carries a fresh id, a value of the wrong size is refused with a one-line error, and a
  * missing id times out naming the key instead of hanging.  Skips (77) without CUDA. */
 #include "cuda/cuda_api.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "comm/store.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -19,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST "127.0.0.1"
+#define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define STORE_TIMEOUT_MS 5000
 
 
@@ -99,8 +101,7 @@ int main(void)
             CHECK(0, "rank 1 did not finish within 30 s");
             break;
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(10);
     }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 1 failed (status 0x%x)", status);
     if (s)

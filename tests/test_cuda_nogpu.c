@@ -2,6 +2,8 @@
  * build without CUDA) fails cleanly: a non-zero exit status, not a signal, nothing on
  * stdout, and exactly one line on stderr that says GPU or CUDA.  Also --gpu with a device
  * list.  Skips (77) where a GPU is present: the GPU suites cover that machine. */
+#include "common/clock.h"
+#include "common/vec.h"
 #include "cuda/cuda_api.h"
 #include "testutil.h"
 
@@ -20,11 +22,11 @@
 /* the whole of fd into a malloc'd string */
 static char *slurp(int fd)
 {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
+    size_t cap = 0, len = 0;
+    char *buf = NULL;
     for (;;) {
-        if (len + 1 >= cap)
-            buf = realloc(buf, cap *= 2);
+        if (VEC_RESERVE(buf, cap, len + 4096))
+            abort();
         ssize_t r = read(fd, buf + len, cap - len - 1);
         if (r < 0 && errno == EINTR)
             continue;
@@ -66,8 +68,7 @@ static int run(char *const argv[], char **out, char **err)
             status = -1;
             break;
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(10);
     }
     lseek(fo, 0, SEEK_SET);
     lseek(fe, 0, SEEK_SET);

@@ -15,8 +15,10 @@
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "cuda/cuda_api.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "comm/store.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -31,16 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST "127.0.0.1"
+#define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define TIMEOUT_MS 60000
 #define SHORT_TIMEOUT_MS 3000
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 
 /* run fn(arg) in a child; its exit status (-1 if it had to be killed after limit_s) */
@@ -56,34 +51,32 @@ static int run_child(int (*fn)(int), int arg, double limit_s, pid_t *pid_out)
         return 0;
     }
     int status = 0;
-    const double end = now_s() + limit_s;
+    const double end = clock_now_s() + limit_s;
     for (;;) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (now_s() > end) {
+        if (clock_now_s() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(10);
     }
 }
 
 static int wait_child(pid_t pid, double limit_s)
 {
     int status = 0;
-    const double end = now_s() + limit_s;
+    const double end = clock_now_s() + limit_s;
     for (;;) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (now_s() > end) {
+        if (clock_now_s() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(10);
     }
 }
 
@@ -249,11 +242,11 @@ static int world2_rank(int rank)
 
     /* the timeout: rank 1 does not take part; rank 0 must give up, naming itself */
     if (rank == 0) {
-        const double t0 = now_s();
+        const double t0 = clock_now_s();
         struct comm_work *lost = c->allreduce_async(c, a, n, COMM_F32);
         CHECK(lost != NULL, "rank 0 lone allreduce: %s", error_get());
         const int rc = lost ? c->wait(c, lost, NULL) : -1;
-        const double dt = now_s() - t0;
+        const double dt = clock_now_s() - t0;
         const char *msg = error_get();
         CHECK(rc == -1, "a collective rank 1 never joined completed");
         CHECK(dt < SHORT_TIMEOUT_MS / 1000.0 + 10.0, "timeout took %.1f s (limit %d ms)", dt,

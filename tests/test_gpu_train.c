@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "io/checkpoint.h"
 #include "cuda/cuda_api.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "nn/model.h"
 #include "io/safetensors.h"
@@ -32,13 +33,6 @@
 #define RANGE_TOL 1e-3 /* of the largest |value| of the tensor: see the file comment */
 
 static struct st_file *expect;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* got (n floats, host) against want: |got - want| <= rel_range * max|want| + rtol |want| */
 static void check_close(const char *what, const float *got, const float *want, size_t n,
@@ -271,11 +265,11 @@ static void time_training(struct backend *gpu)
     double t0 = 0.0;
     for (int s = 0; s < warm + steps; s++) {
         if (s == warm)
-            t0 = now_s();
+            t0 = clock_now_s();
         side_step(&g, x, y, n);
     }
     gpu->synchronize(gpu);
-    const double dt = now_s() - t0;
+    const double dt = clock_now_s() - t0;
     printf("ConvNet training on the GPU, batch %d: %.0f images/s (%.3f ms/step)\n", n,
            steps * n / dt, 1e3 * dt / steps);
     CHECK(gpu->status(gpu) == 0, "timing run: %s", error_get());

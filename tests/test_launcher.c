@@ -10,7 +10,9 @@
  * This process is a child subreaper, so orphans would land here and be counted, not lost.
  * dist_env_read is checked on a table of environments. */
 #include "launch/dist_env.h"
+#include "common/clock.h"
 #include "common/error.h"
+#include "common/vec.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -30,19 +32,6 @@
 static char *tmp;       /* this run's temp directory */
 static char marker[64]; /* "60.<pid>": `sleep 60.<pid>` and every worker's sh -c line */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -51,7 +40,7 @@ static char *read_text(const char *path)
     char *buf = NULL;
     size_t cap = 0, len = 0;
     for (;;) {
-        if (cap - len < 4096 && !(buf = realloc(buf, cap = cap * 2 + 8192)))
+        if (VEC_RESERVE(buf, cap, len + 4096))
             abort();
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         if (!n)
@@ -110,14 +99,14 @@ static void reap_orphans(void)
 /* No marked process may remain: they get up to settle_s to vanish (SIGKILL delivery). */
 static void check_none_left(const char *what, double settle_s)
 {
-    double end = now_s() + settle_s;
+    double end = clock_now_s() + settle_s;
     int n;
-    while ((n = count_marked(0)) > 0 && now_s() < end)
-        sleep_ms(20);
+    while ((n = count_marked(0)) > 0 && clock_now_s() < end)
+        clock_sleep_ms(20);
     CHECK(n == 0, "%s: %d worker process(es) still running", what, n);
     if (n)
         count_marked(1);
-    sleep_ms(20);
+    clock_sleep_ms(20);
     reap_orphans();
 }
 
@@ -156,17 +145,17 @@ static pid_t launcher_start(const struct launch_opts *o)
 /* Wait up to limit_s for the launcher child; -1 if it had to be killed. */
 static int launcher_wait(pid_t pid, double limit_s)
 {
-    double end = now_s() + limit_s;
+    double end = clock_now_s() + limit_s;
     int status;
     for (;;) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return status;
-        if (now_s() > end) {
+        if (clock_now_s() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
         }
-        sleep_ms(5);
+        clock_sleep_ms(5);
     }
 }
 
@@ -179,9 +168,9 @@ static int exit_code(int status)
 static int launcher_run_captured(const struct launch_opts *o, char **out, char **err,
                                  double *elapsed_s)
 {
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int st = launcher_wait(launcher_start(o), 20.0);
-    *elapsed_s = now_s() - t0;
+    *elapsed_s = clock_now_s() - t0;
     char p[512];
     path_of(p, sizeof p, "out.txt");
     *out = read_text(p);
@@ -193,16 +182,16 @@ static int launcher_run_captured(const struct launch_opts *o, char **out, char *
 /* Wait until tmp/pid.<rank> exists for each listed rank (the workers are up). */
 static int wait_pid_files(const int *ranks, int n, double limit_s)
 {
-    double end = now_s() + limit_s;
+    double end = clock_now_s() + limit_s;
     for (int i = 0; i < n; i++) {
         char p[512], name[32];
         snprintf(name, sizeof name, "pid.%d", ranks[i]);
         path_of(p, sizeof p, name);
         struct stat sb;
         while (stat(p, &sb) < 0 || sb.st_size == 0) {
-            if (now_s() > end)
+            if (clock_now_s() > end)
                 return -1;
-            sleep_ms(10);
+            clock_sleep_ms(10);
         }
     }
     return 0;
@@ -367,10 +356,10 @@ static void check_launcher_signalled(int sig, int want_code)
     pid_t pid = launcher_start(&o);
     static const int ranks[] = {0, 1, 2};
     CHECK(wait_pid_files(ranks, 3, 5.0) == 0, "workers did not start within 5 s");
-    double t0 = now_s();
+    double t0 = clock_now_s();
     kill(pid, sig);
     int st = launcher_wait(pid, 10.0);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     CHECK(exit_code(st) == want_code && dt < 5.0, "signal %d: launcher status 0x%x after %.2f s",
           sig, st, dt);
     char p[512];
@@ -409,10 +398,10 @@ static void check_launcher_killed(void)
     CHECK(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "launcher status 0x%x", st);
     for (int r = 0; r < 2; r++) {
         int wst = -1;
-        double end = now_s() + 3.0;
+        double end = clock_now_s() + 3.0;
         pid_t got = 0;
-        while ((got = waitpid(workers[r], &wst, WNOHANG)) == 0 && now_s() < end)
-            sleep_ms(10);
+        while ((got = waitpid(workers[r], &wst, WNOHANG)) == 0 && clock_now_s() < end)
+            clock_sleep_ms(10);
         CHECK(got == workers[r] && WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
               "orphaned rank %d (pid %d): waitpid %d, status 0x%x (want killed by 9)", r,
               (int)workers[r], (int)got, wst);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "backend/kernel_math.h"
 #include "testutil.h"
@@ -968,13 +969,6 @@ static void test_amp_slots(void)
 
 /* ------------------------------------------------------------------ timing */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The ConvNet's second convolution at batch 32: informational only (shared machines and
  * sanitizer builds make any time meaningless as an assertion). */
 static void time_conv2(void)
@@ -991,12 +985,12 @@ static void time_conv2(void)
     be->conv2d_forward(be, &cs, x, w, b, y); /* warm-up: grows the workspace */
     be->conv2d_backward(be, &cs, x, w, y, dx, dw, db);
     const int iters = 100;
-    const double t0 = now_s();
+    const double t0 = clock_now_s();
     for (int i = 0; i < iters; i++) {
         be->conv2d_forward(be, &cs, x, w, b, y);
         be->conv2d_backward(be, &cs, x, w, y, dx, dw, db);
     }
-    const double per = (now_s() - t0) / iters;
+    const double per = (clock_now_s() - t0) / iters;
     const double flop = 3.0 * 2.0 * cs.n * cs.k * cs.p * cs.q * cs.c * cs.r * cs.s;
     printf("note: conv 16->32 5x5 pad 2 on 14x14, n=32, forward+backward (dx,dw,db), 2 threads: "
            "%.3f ms/iter, %.0f images/s, %.1f GFLOP/s (informational, not asserted)\n",

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/rng.h"
+#include "common/vec.h"
 #include "data/sampler.h"
 #include "testutil.h"
 
@@ -19,15 +20,15 @@ static int64_t *parse_list(const char *line, int64_t *count)
     if (!p)
         return NULL;
     p += 3;
-    size_t cap = 16;
-    int64_t *v = malloc(cap * sizeof *v);
+    size_t cap = 0;
+    int64_t *v = NULL;
     char *end;
     for (;;) {
+        if (VEC_RESERVE(v, cap, (size_t)*count + 1))
+            abort();
         long long x = strtoll(p, &end, 10);
         if (end == p)
             break;
-        if ((size_t)*count == cap)
-            v = realloc(v, (cap *= 2) * sizeof *v);
         v[(*count)++] = x;
         p = end;
     }

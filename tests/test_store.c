@@ -7,7 +7,9 @@
  * an error (not a hang or SIGPIPE), and the server's destroy waits for the other ranks. */
 #include "comm/store.h"
 
+#include "common/clock.h"
 #include "common/error.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "testutil.h"
 
@@ -23,39 +25,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST "127.0.0.1"
+#define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define BIG_BYTES (1u << 20) /* the largest value the store takes */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
 
 
 /* Wait for pid up to limit_s; kill it if it overstays.  Returns its wait status, or -1 if
  * it had to be killed. */
 static int wait_bounded(pid_t pid, double limit_s)
 {
-    double end = now_s() + limit_s;
+    double end = clock_now_s() + limit_s;
     int status;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid)
             return status;
-        if (now_s() > end) {
+        if (clock_now_s() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
         }
-        sleep_ms(5);
+        clock_sleep_ms(5);
     }
 }
 
@@ -98,7 +87,7 @@ static void rank_body(struct store *s, int rank, int world)
 
     /* wait/get block until a later set */
     if (rank == 0) {
-        sleep_ms(50);
+        clock_sleep_ms(50);
         CHECK(store_set(s, "late", "here", 4) == 0, "set late: %s", error_get());
     }
     CHECK(store_wait(s, "late") == 0, "rank %d wait: %s", rank, error_get());
@@ -203,17 +192,17 @@ static void check_missing_key_times_out(void)
         return;
     char buf[16];
     size_t len;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int rc = store_get(s, "shm_name", buf, sizeof buf, &len);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     /* 300 ms timeout: at least ~that long, and well under 1.5 s even on a loaded 2-core box */
     CHECK(rc == -1 && dt >= 0.25 && dt < 1.5, "get of a missing key: rc %d after %.3f s", rc, dt);
     const char *e = error_get();
     CHECK(strstr(e, "timed out after 0.3 s") && strstr(e, "'shm_name'") && strstr(e, "rank 0 of 1"),
           "message: %s", e);
-    t0 = now_s();
+    t0 = clock_now_s();
     rc = store_wait(s, "nobody_sets_this");
-    dt = now_s() - t0;
+    dt = clock_now_s() - t0;
     CHECK(rc == -1 && dt >= 0.25 && dt < 1.5 && strstr(error_get(), "'nobody_sets_this'"),
           "wait: rc %d after %.3f s: %s", rc, dt, error_get());
     /* the store is still usable after a timeout (the client reconnects) */
@@ -224,10 +213,10 @@ static void check_missing_key_times_out(void)
     CHECK(store_set(s, "text", "abc", 3) == 0, "set: %s", error_get());
     CHECK(store_add(s, "text", 1, NULL) == -1 && strstr(error_get(), "'text'"),
           "add on non-counter: %s", error_get());
-    t0 = now_s();
+    t0 = clock_now_s();
     store_destroy(s);
-    CHECK(now_s() - t0 < 0.2, "destroy of a world-1 store took %.3f s (nobody to wait for)",
-          now_s() - t0);
+    CHECK(clock_now_s() - t0 < 0.2, "destroy of a world-1 store took %.3f s (nobody to wait for)",
+          clock_now_s() - t0);
 }
 
 static void check_barrier_times_out(void)
@@ -237,9 +226,9 @@ static void check_barrier_times_out(void)
     CHECK(s != NULL, "store_create: %s", error_get());
     if (!s)
         return;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     int rc = store_barrier(s, "lonely");
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     CHECK(rc == -1 && dt >= 0.25 && dt < 1.5, "barrier alone: rc %d after %.3f s", rc, dt);
     CHECK(strstr(error_get(), "barrier 'lonely'") && strstr(error_get(), "1 of 2"), "message: %s",
           error_get());
@@ -249,9 +238,9 @@ static void check_barrier_times_out(void)
     CHECK(c == NULL && strstr(error_get(), "WORLD_SIZE=3") && strstr(error_get(), "WORLD_SIZE=2"),
           "world mismatch: %s", c ? "accepted" : error_get());
     store_destroy(c);
-    t0 = now_s();
+    t0 = clock_now_s();
     store_destroy(s); /* rank 1 never joined: waits out the 300 ms timeout, no longer */
-    dt = now_s() - t0;
+    dt = clock_now_s() - t0;
     CHECK(dt < 1.5, "destroy waited %.3f s with a 300 ms timeout", dt);
 }
 
@@ -276,9 +265,9 @@ static void check_busy_port(void)
 static void check_no_server(void)
 {
     int port = launcher_free_port();
-    double t0 = now_s();
+    double t0 = clock_now_s();
     struct store *s = store_create(HOST, port, 0, 1, 2, 300);
-    double dt = now_s() - t0;
+    double dt = clock_now_s() - t0;
     CHECK(s == NULL && dt >= 0.25 && dt < 2.0, "no server: %s after %.3f s",
           s ? "connected" : "failed", dt);
     char want[64];
@@ -299,7 +288,7 @@ static void check_server_dies(void)
         struct store *s = store_create(HOST, port, 1, 0, 2, 5000);
         if (!s || store_barrier(s, "up") < 0)
             _exit(1);
-        sleep_ms(200); /* let rank 1 leave the barrier and park on its get */
+        clock_sleep_ms(200); /* let rank 1 leave the barrier and park on its get */
         _exit(0);      /* gone without store_destroy, as a crashed rank 0 */
     }
     struct store *s = store_create(HOST, port, 0, 1, 2, 2000);
@@ -308,9 +297,9 @@ static void check_server_dies(void)
         CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
         char buf[8];
         size_t len;
-        double t0 = now_s();
+        double t0 = clock_now_s();
         int rc = store_get(s, "never", buf, sizeof buf, &len);
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         /* rank 0 exits 0.2 s after the barrier and its close is seen at once; the bound
          * leaves room for slow exits under sanitizers (~1 s seen with TSan) and still lies
          * below the 2 s timeout, so a timeout cannot pass for a detected close */
@@ -335,7 +324,7 @@ static void check_server_dies_idle(void)
         struct store *s = store_create(HOST, port, 1, 0, 2, 5000);
         if (!s || store_barrier(s, "up") < 0)
             _exit(1);
-        sleep_ms(100);
+        clock_sleep_ms(100);
         _exit(0);
     }
     struct store *s = store_create(HOST, port, 0, 1, 2, 1000);
@@ -366,7 +355,7 @@ static void check_destroy_waits(void)
         struct store *s = store_create(HOST, port, 0, 1, 2, 5000);
         if (!s || store_barrier(s, "up") < 0)
             _exit(1);
-        sleep_ms(300);
+        clock_sleep_ms(300);
         char buf[8];
         size_t len;
         int ok = store_set(s, "still", "up", 2) == 0 &&
@@ -378,9 +367,9 @@ static void check_destroy_waits(void)
     CHECK(s != NULL, "server: %s", error_get());
     if (s) {
         CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
-        double t0 = now_s();
+        double t0 = clock_now_s();
         store_destroy(s);
-        double dt = now_s() - t0;
+        double dt = clock_now_s() - t0;
         /* rank 1 keeps using the store for 300 ms after the barrier */
         CHECK(dt >= 0.25 && dt < 4.0, "destroy returned after %.3f s", dt);
     }

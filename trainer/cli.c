@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "device.h"
+#include "launch/dist_env.h"
 #include "launch/launcher.h"
 
 #include <errno.h>
@@ -173,7 +174,7 @@ void cli_defaults(struct cli *c)
     memset(c, 0, sizeof *c);
     train_opts_default(&c->train);
     c->runs = CLI_RUNS_BOTH;
-    c->master_addr = LAUNCHER_DEFAULT_ADDR;
+    c->master_addr = DIST_ENV_DEFAULT_ADDR;
 }
 
 /* ------------------------------------------------------------------ the table */

@@ -14,11 +14,13 @@
  * split channels, planes or elements.  A reduction never crosses a split except conv2d's
  * dw, whose per-thread parts are added in thread order, so results are bit-for-bit
  * repeatable for a given thread count.  openblas_set_num_threads(1) is process-wide.
+ * backend_cpu_create_chunked (backend_cpu.h) lets a test force odd, uneven splits.
  *
  * The backend owns a grow-on-demand workspace for the im2col buffers and its threads, so
  * slots on one backend must not run concurrently (the trainer calls them from one thread),
  * and a process that forks must create its backends after the fork. */
 #include "backend/backend.h"
+#include "backend/backend_cpu.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -26,8 +28,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "backend/kernel_math.h"
 
@@ -58,6 +60,9 @@
 
 struct cpu_pool {
     int threads; /* including the caller */
+    int chunk;   /* test knob (backend_cpu_create_chunked): > 0 splits every loop into
+                    pieces of chunk items, and convolutions into chunks of at most chunk
+                    images, whatever the size; 0: the sizes below decide */
     int started; /* workers actually created */
     pthread_t *tid;
     pthread_mutex_t mu; /* guards sleeping: generation and quit change under it */
@@ -92,34 +97,27 @@ static void cpu_relax(void)
 #endif
 }
 
-static long cpu_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* spin until *v != old (returns 1) or CPU_SPIN_NS pass (returns 0) */
 static int cpu_spin_ulong(atomic_ulong *v, unsigned long old)
 {
-    const long start = cpu_now_ns();
+    const int64_t start = clock_now_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) != old)
             return 1;
         cpu_relax();
-        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+        if (i % 64 == 0 && clock_now_ns() - start > CPU_SPIN_NS)
             return 0;
     }
 }
 
 static int cpu_spin_zero(atomic_int *v)
 {
-    const long start = cpu_now_ns();
+    const int64_t start = clock_now_ns();
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(v, memory_order_acquire) == 0)
             return 1;
         cpu_relax();
-        if (i % 64 == 0 && cpu_now_ns() - start > CPU_SPIN_NS)
+        if (i % 64 == 0 && clock_now_ns() - start > CPU_SPIN_NS)
             return 0;
     }
 }
@@ -484,6 +482,8 @@ static int conv_plan(struct cpu_backend *cb, const struct conv2d_shape *cs, int 
     const size_t per_image = (crs + (size_t)cs->k) * pq;
     const size_t mask_floats = conv_is_shifted(cs) ? (size_t)cs->s * pq : 0;
     size_t cap = CPU_CONV_CHUNK_FLOATS / per_image;
+    if (cb->pool.chunk > 0 && cap > (size_t)cb->pool.chunk)
+        cap = (size_t)cb->pool.chunk;
     if (cap < 1)
         cap = 1;
     int chunks = (int)(((size_t)cs->n + cap - 1) / cap);
@@ -706,7 +706,8 @@ static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *c
 /* Elementwise and per-channel ops split [0, items) into one contiguous range per thread
  * when they touch at least this many floats; below it, waking the workers costs more
  * than it saves.  Every reduction stays inside one range, so results do not depend on
- * the number of threads. */
+ * the number of threads.  (With the chunk knob, pieces of pool.chunk items are dealt to
+ * the threads round-robin instead, at any size.) */
 #define CPU_PARALLEL_FLOATS ((size_t)32 << 10)
 
 typedef void (*cpu_range_fn)(const void *ctx, size_t lo, size_t hi);
@@ -716,11 +717,18 @@ struct cpu_range_job {
     const void *ctx;
     size_t items;
     int parts;
+    size_t chunk; /* 0: part t is one contiguous range; else pieces t, t+parts, ... */
 };
 
 static void cpu_range_task(void *arg, int t)
 {
     const struct cpu_range_job *job = arg;
+    if (job->chunk) {
+        const size_t stride = (size_t)job->parts * job->chunk;
+        for (size_t lo = (size_t)t * job->chunk; lo < job->items; lo += stride)
+            job->body(job->ctx, lo, job->items - lo < job->chunk ? job->items : lo + job->chunk);
+        return;
+    }
     const size_t lo = job->items * t / job->parts, hi = job->items * (t + 1) / job->parts;
     if (lo < hi)
         job->body(job->ctx, lo, hi);
@@ -730,15 +738,18 @@ static void cpu_parallel_for(struct backend *be, size_t items, size_t floats, cp
                              const void *ctx)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
-    int parts = floats >= CPU_PARALLEL_FLOATS ? cb->pool.threads : 1;
-    if ((size_t)parts > items)
-        parts = (int)items;
-    if (parts <= 1) {
+    const size_t chunk = cb->pool.chunk > 0 ? (size_t)cb->pool.chunk : 0;
+    const size_t pieces = chunk ? (items + chunk - 1) / chunk : items;
+    int parts = chunk || floats >= CPU_PARALLEL_FLOATS ? cb->pool.threads : 1;
+    if ((size_t)parts > pieces)
+        parts = (int)pieces;
+    if (parts <= 1 && !chunk) {
         if (items)
             body(ctx, 0, items);
         return;
     }
-    struct cpu_range_job job = {.body = body, .ctx = ctx, .items = items, .parts = parts};
+    struct cpu_range_job job = {.body = body, .ctx = ctx, .items = items, .parts = parts,
+                                .chunk = chunk};
     cpu_pool_run(&cb->pool, parts, cpu_range_task, &job);
 }
 
@@ -1306,11 +1317,19 @@ static void cpu_blas_init(void)
     openblas_set_num_threads(1);
 }
 
-struct backend *backend_cpu_create(int threads)
+struct backend *backend_cpu_create(int threads) { return backend_cpu_create_chunked(threads, 0); }
+
+struct backend *backend_cpu_create_chunked(int threads, int chunk)
 {
     if (threads < 0) {
         error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
                   threads);
+        return NULL;
+    }
+    if (chunk < 0) {
+        error_set("backend_cpu_create_chunked: chunk %d: use 0 (sized by the backend) or a "
+                  "positive count",
+                  chunk);
         return NULL;
     }
     pthread_once(&cpu_blas_once, cpu_blas_init);
@@ -1324,6 +1343,7 @@ struct backend *backend_cpu_create(int threads)
     cb->ops = cpu_backend_ops;
     struct cpu_pool *pool = &cb->pool;
     pool->threads = threads;
+    pool->chunk = chunk;
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->running, 0);
     atomic_init(&pool->quit, 0);

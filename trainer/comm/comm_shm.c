@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/half.h"
 
@@ -168,13 +169,6 @@ static const char *shm_dtype_name(int dt)
         return "bf16";
     }
     return "?";
-}
-
-static int64_t shm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void shm_futex_wake(_Atomic uint32_t *word)
@@ -323,7 +317,7 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
             return 0;
         shm_cpu_relax();
     }
-    int64_t now = shm_now_ns();
+    int64_t now = clock_now_ns();
     if (!*deadline)
         *deadline = now + (int64_t)c->timeout_ms * 1000000LL;
     int64_t next_liveness = now;
@@ -362,7 +356,7 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
         if (atomic_load(&r->arrive) == seen)
             shm_futex_wait(&r->arrive, seen, nap);
         atomic_fetch_sub(&r->sleepers, 1);
-        now = shm_now_ns();
+        now = clock_now_ns();
     }
 }
 
@@ -539,9 +533,9 @@ static void *shm_thread_main(void *arg)
             rc = error_set("%s: not run, the communicator failed earlier (destroy it): %s",
                            where, c->failure);
         } else {
-            w->start_ns = shm_now_ns();
+            w->start_ns = clock_now_ns();
             rc = shm_run(c, w);
-            w->end_ns = shm_now_ns();
+            w->end_ns = clock_now_ns();
             if (rc < 0) {
                 snprintf(c->failure, sizeof c->failure, "%s", error_get());
                 if (!atomic_load(&c->cancel))
@@ -806,7 +800,7 @@ static int shm_segment_create(struct shm_comm *c, size_t max_bytes)
 /* Other ranks: wait until rank 0 has published the segment, map and check it, register. */
 static int shm_segment_attach(struct shm_comm *c, size_t max_bytes, int64_t deadline)
 {
-    int64_t nap_ns = 1000000; /* 1 ms, growing to 10 ms */
+    int nap_ms = 1; /* growing to 10 ms */
     for (;;) {
         int fd = shm_open(c->name, O_RDWR | O_CLOEXEC, 0600);
         if (fd >= 0) {
@@ -830,15 +824,15 @@ static int shm_segment_attach(struct shm_comm *c, size_t max_bytes, int64_t dead
             return error_set("comm shm: rank %d cannot open shm segment %s: %s", c->base.rank,
                              c->name, strerror(errno));
         }
-        int64_t now = shm_now_ns();
+        int64_t now = clock_now_ns();
         if (now >= deadline)
             return error_set("comm shm: rank %d timed out after %.1f s waiting for rank 0 to "
                              "create shm segment %s (is rank 0 running, with the same segment "
                              "name?)", c->base.rank, c->timeout_ms / 1000.0, c->name);
-        struct timespec ts = {0, (long)(nap_ns < deadline - now ? nap_ns : deadline - now)};
-        nanosleep(&ts, NULL);
-        if (nap_ns < 10000000)
-            nap_ns += 1000000;
+        const int64_t left_ms = (deadline - now + 999999) / 1000000; /* >= 1 */
+        clock_sleep_ms(nap_ms < left_ms ? nap_ms : (int)left_ms);
+        if (nap_ms < 10)
+            nap_ms++;
     }
     struct shm_header *h = c->hdr;
     if (h->version != SHM_VERSION || h->world != (uint32_t)c->base.world ||
@@ -882,7 +876,7 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
                              "%s: %s", c->base.rank, aborted, c->name, h->abort_msg);
         if (atomic_load(&h->gate))
             return 0;
-        int64_t now = shm_now_ns();
+        int64_t now = clock_now_ns();
         if (now >= deadline) {
             char missing[256] = "";
             size_t len = 0;
@@ -958,7 +952,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
         c->pidns_ino = (uint64_t)ns.st_ino;
     }
 
-    int64_t deadline = shm_now_ns() + (int64_t)timeout_ms * 1000000LL;
+    int64_t deadline = clock_now_ns() + (int64_t)timeout_ms * 1000000LL;
     int rc = rank == 0 ? shm_segment_create(c, max_bytes)
                        : shm_segment_attach(c, max_bytes, deadline);
     if (rc == 0 && world == 1)

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 
 /* Limits past which a header is taken as garbage rather than a data set. */
 #define IDX_MAX_N 100000000LL          /* samples */
@@ -144,23 +145,19 @@ static int idx_read_file(const char *path, uint32_t magic, int ndim, int64_t dim
      * file fails as "truncated" without allocating them first. */
     size_t want = (size_t)total, have = 0, cap = 0;
     while (have < want) {
-        if (have == cap) {
-            size_t ncap = cap ? cap * 2 : (size_t)IDX_READ_CHUNK;
-            if (ncap > want)
-                ncap = want;
-            uint8_t *nbuf = realloc(buf, ncap);
-            if (!nbuf) {
-                error_set("%s: out of memory for %zu bytes of data", path, ncap);
-                goto fail;
-            }
-            buf = nbuf;
-            cap = ncap;
+        /* fill up to end, which doubles from IDX_READ_CHUNK and stops at want */
+        size_t end = have ? have * 2 : (size_t)IDX_READ_CHUNK;
+        if (end > want)
+            end = want;
+        if (VEC_RESERVE(buf, cap, end)) {
+            error_set("%s: out of memory for %zu bytes of data", path, end);
+            goto fail;
         }
-        long long r = idx_read_exact(f, path, buf + have, cap - have);
+        long long r = idx_read_exact(f, path, buf + have, end - have);
         if (r < 0)
             goto fail;
         have += (size_t)r;
-        if (have < cap)
+        if (have < end)
             break;
     }
     if (have < want) {

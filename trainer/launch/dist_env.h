@@ -12,6 +12,7 @@
 extern "C" {
 #endif
 
+/* rank 0's host when MASTER_ADDR is unset (and the launcher's default): this machine */
 #define DIST_ENV_DEFAULT_ADDR "127.0.0.1"
 #define DIST_ENV_DEFAULT_PORT 29500
 

@@ -7,7 +7,9 @@
  * worker leads its own process group, so stopping it also stops what it forked. */
 #include "launch/launcher.h"
 
+#include "common/clock.h"
 #include "common/error.h"
+#include "launch/dist_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +23,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -78,13 +79,6 @@ static void launcher_on_signal(int sig)
         (void)r; /* a full pipe already wakes us */
     }
     errno = saved;
-}
-
-static int64_t launcher_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int launcher_free_port(void)
@@ -217,7 +211,7 @@ static void launcher_signal_worker(const struct launcher_worker *w, int sig)
 static void launcher_begin_stop(struct launcher_state *st)
 {
     st->stopping = 1;
-    st->kill_at_ms = launcher_now_ms() + st->grace_ms;
+    st->kill_at_ms = clock_now_ms() + st->grace_ms;
     st->stopped_others = st->alive;
     for (int r = 0; r < st->n; r++)
         if (st->w[r].alive)
@@ -437,7 +431,7 @@ static int launcher_start(struct launcher_state *st, const struct launch_opts *o
  * still hold them; give it LAUNCHER_DRAIN_MS, then SIGKILL the worker's process group. */
 static void launcher_drain(struct launcher_state *st, struct pollfd *pfds)
 {
-    int64_t until = launcher_now_ms() + LAUNCHER_DRAIN_MS;
+    int64_t until = clock_now_ms() + LAUNCHER_DRAIN_MS;
     int escalated = 0;
     for (;;) {
         int open = 0;
@@ -445,7 +439,7 @@ static void launcher_drain(struct launcher_state *st, struct pollfd *pfds)
             open += (st->w[r].streams[0].fd >= 0) + (st->w[r].streams[1].fd >= 0);
         if (!open)
             return;
-        int64_t left = until - launcher_now_ms();
+        int64_t left = until - clock_now_ms();
         if (left <= 0 && escalated)
             break;
         if (left <= 0) {
@@ -453,7 +447,7 @@ static void launcher_drain(struct launcher_state *st, struct pollfd *pfds)
                 if (st->w[r].streams[0].fd >= 0 || st->w[r].streams[1].fd >= 0)
                     kill(-st->w[r].pid, SIGKILL);
             escalated = 1;
-            until = launcher_now_ms() + LAUNCHER_DRAIN_KILL_MS;
+            until = clock_now_ms() + LAUNCHER_DRAIN_KILL_MS;
             continue;
         }
         launcher_poll(st, pfds, (int)left);
@@ -469,7 +463,7 @@ static void launcher_supervise(struct launcher_state *st, struct pollfd *pfds)
     while (st->alive > 0) {
         int timeout = 500; /* a safety net: SIGCHLD and signals wake the poll sooner */
         if (st->stopping && !st->killed) {
-            int64_t left = st->kill_at_ms - launcher_now_ms();
+            int64_t left = st->kill_at_ms - clock_now_ms();
             timeout = left < 0 ? 0 : left < timeout ? (int)left : timeout;
         }
         launcher_poll(st, pfds, timeout);
@@ -484,7 +478,7 @@ static void launcher_supervise(struct launcher_state *st, struct pollfd *pfds)
             else if (!st->killed)
                 launcher_kill_all(st); /* asked again while stopping: no more grace */
         }
-        if (st->stopping && !st->killed && launcher_now_ms() >= st->kill_at_ms)
+        if (st->stopping && !st->killed && clock_now_ms() >= st->kill_at_ms)
             launcher_kill_all(st);
     }
 }
@@ -499,7 +493,7 @@ int launcher_run(const struct launch_opts *o)
         return -1;
     if (port < 1 || port > 65535)
         return error_set("launcher: master port %d is not in 1..65535", port);
-    const char *addr = o->master_addr && *o->master_addr ? o->master_addr : LAUNCHER_DEFAULT_ADDR;
+    const char *addr = o->master_addr && *o->master_addr ? o->master_addr : DIST_ENV_DEFAULT_ADDR;
 
     struct launcher_state st = {.n = o->nprocs,
                                 .grace_ms =

@@ -11,12 +11,12 @@
 extern "C" {
 #endif
 
-#define LAUNCHER_DEFAULT_ADDR "127.0.0.1"
 #define LAUNCHER_DEFAULT_GRACE_MS 3000
 
 struct launch_opts {
     int nprocs;              /* workers to start (>= 1), ranks 0..nprocs-1, all local */
-    const char *master_addr; /* MASTER_ADDR for the workers; NULL = "127.0.0.1" */
+    const char *master_addr; /* MASTER_ADDR for the workers; NULL =
+                                DIST_ENV_DEFAULT_ADDR (this machine) */
     int master_port;         /* MASTER_PORT; 0 = a free port (launcher_free_port) */
     char *const *argv;       /* worker command line, NULL-terminated; argv[0] is a path that
                                 is exec'd as is (no PATH search), e.g. /proc/self/exe resolved */

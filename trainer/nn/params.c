@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "common/rng.h"
+#include "common/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +23,8 @@ struct param *params_add(struct param_table *t, const char *prefix, const char *
         return error_set("params: %s.%s has %d dimensions (at most %d)", prefix, leaf, ndim,
                          PARAM_MAX_DIMS),
                NULL;
-    if (t->count == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 16;
-        struct param **items = realloc(t->items, (size_t)cap * sizeof *items);
-        if (!items)
-            return error_set("params: out of memory"), NULL;
-        t->items = items;
-        t->cap = cap;
-    }
+    if (VEC_RESERVE(t->items, t->cap, (size_t)t->count + 1))
+        return error_set("params: out of memory"), NULL;
     struct param *p = calloc(1, sizeof *p);
     if (!p)
         return error_set("params: out of memory"), NULL;
@@ -126,5 +121,6 @@ void params_free(struct param_table *t)
     }
     free(t->items);
     t->items = NULL;
-    t->count = t->trainable = t->cap = 0;
+    t->count = t->trainable = 0;
+    t->cap = 0;
 }

@@ -38,7 +38,7 @@ struct param_table {
     struct backend *be;
     struct param **items;      /* state_dict order; each entry owned by the table */
     int count, trainable;
-    int cap;
+    size_t cap;                /* items' capacity (common/vec.h) */
 };
 
 void params_init(struct param_table *t, struct backend *be);

@@ -1,0 +1,993 @@
+/* test_backend_ops.c — the backend-parity driver, as ggml's test-backend-ops: every slot of
+ * struct backend runs on a reference and a candidate backend on the same random inputs,
+ * and the candidate's result is compared with the reference's under a per-op error limit
+ * whose reason is written next to it.  Prints one line per op (the worst error over its
+ * cases) with OK or FAILED; with DDPPROF_BACKEND_OPS_REPORT=FILE also writes that table
+ * there (scripts/gpu-check puts it in results/).
+ *
+ * usage: test_backend_ops [PAIR]     (or PAIR in $DDPPROF_BACKEND_OPS_PAIR)
+ *   cpu1-vs-cpuN  runs on every build.  Reference: the CPU backend on 1 thread.
+ *                 Candidate: the CPU backend on CAND_THREADS threads with every parallel
+ *                 loop split into CAND_CHUNK-item pieces and every convolution into
+ *                 CAND_CHUNK-image chunks (backend_cpu_create_chunked), so each thread
+ *                 takes several uneven pieces.  Where the CPU backend says its results do
+ *                 not depend on its threads (every op but the convolutions' GEMMs), they
+ *                 must be equal bit for bit; convolutions must repeat bit for bit on the
+ *                 candidate (the backend's "repeatable for a given thread count").
+ *   cpu-vs-cuda   Reference: the CPU backend (the oracle).  Candidate: the CUDA backend
+ *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
+ *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
+ *                 a deliberately failing op must show up in the backend's status slot.
+ *
+ * The reference is always a CPU backend, so its buffers are host memory and are read
+ * directly; the candidate's are downloaded.  Shapes are the ConvNet's and ResNet18's
+ * (CIFAR) plus odd ones (odd sizes and batches, overlapping and gapped pooling windows,
+ * NULL optional arguments, in-place calls, NaN, ties, bad labels).
+ *
+ * Tolerance vocabulary (cpu-vs-cuda): "exact" ops do the same IEEE operations in the same
+ * order on both sides (selections, one multiply, or the kernel_math.h formula compiled
+ * without contraction on both: the CUDA build uses --fmad=false); ULP-level tolerances
+ * cover libm differences (expf, sqrt in double is exact on both).  Reductions differ in
+ * summation order (CPU: 16 float lanes then double; GPU: double throughout), GEMMs and
+ * convolutions in algorithm. */
+#include "backend/backend.h"
+#include "backend/backend_cpu.h"
+#include "common/error.h"
+#include "cuda/cuda_api.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ULP 1.1920929e-7 /* 2^-23: one float ulp relative to the value */
+
+/* the cpu1-vs-cpuN candidate: an odd number of threads and an odd piece size, so that
+ * pieces do not line up with threads, vector widths or planes */
+#define CAND_THREADS 3
+#define CAND_CHUNK 3
+
+enum pair_kind { PAIR_CPU_SPLIT, PAIR_CPU_CUDA };
+
+static enum pair_kind pair;
+static const char *pair_name;
+static struct backend *ref, *cand;
+static uint64_t seed = 0x2545f4914f6cdd1dULL;
+
+/* ------------------------------------------------------------------ tolerances */
+
+/* |cand - ref| <= atol + rtol |ref| per element; {0, 0} asks for equality */
+struct tol {
+    double atol, rtol;
+};
+
+/* The limit of an op the CPU backend computes identically whatever its threads and pieces
+ * (each reduction stays inside one piece, backend_cpu.c): equality, bit for bit, between
+ * the two CPU backends; against CUDA the limit given (its reason is at the call). */
+static struct tol tol_split_free(double cuda_atol, double cuda_rtol)
+{
+    if (pair == PAIR_CPU_SPLIT)
+        return (struct tol){0.0, 0.0};
+    return (struct tol){cuda_atol, cuda_rtol};
+}
+
+/* ------------------------------------------------------------------ the table */
+
+struct op_row {
+    char op[64];
+    double max_abs;   /* largest |cand - ref| */
+    double ref;       /* largest |ref| */
+    double worst;     /* largest error / tolerance (<= 1 passes) */
+    int failed;
+};
+static struct op_row rows[400];
+static int nrows;
+
+static void record(const char *op, double max_abs, double ref_abs, double worst)
+{
+    struct op_row *r = NULL;
+    for (int i = 0; i < nrows && !r; i++)
+        if (strcmp(rows[i].op, op) == 0)
+            r = &rows[i];
+    if (!r && nrows < (int)(sizeof rows / sizeof rows[0])) {
+        r = &rows[nrows++];
+        snprintf(r->op, sizeof r->op, "%s", op);
+    }
+    if (!r)
+        return;
+    r->max_abs = fmax(r->max_abs, max_abs);
+    r->ref = fmax(r->ref, ref_abs);
+    r->worst = isnan(worst) || worst > r->worst ? worst : r->worst;
+    r->failed |= !(worst <= 1.0);
+}
+
+/* Candidate result got against reference result want: worst of |got - want| / (atol +
+ * rtol |want|).  NaN must meet NaN and inf the same inf.  Between the two CPU backends an
+ * equality limit means the same bits (so -0 against +0 or another NaN fails too). */
+static void compare(const char *op, const char *what, const float *got, const float *want,
+                    size_t n, struct tol t)
+{
+    double worst = 0.0, max_abs = 0.0, ref_abs = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double g = got[i], w = want[i];
+        double r;
+        if (isnan(w) || isnan(g) || isinf(w) || isinf(g)) {
+            r = (isnan(w) && isnan(g)) || g == w ? 0.0 : INFINITY;
+        } else {
+            const double d = fabs(g - w), tol = t.atol + t.rtol * fabs(w);
+            max_abs = fmax(max_abs, d);
+            ref_abs = fmax(ref_abs, fabs(w));
+            r = d == 0.0 ? 0.0 : tol > 0.0 ? d / tol : INFINITY;
+        }
+        if (r > worst) {
+            worst = r;
+            at = i;
+        }
+    }
+    CHECK(worst <= 1.0,
+          "%s %s: element %zu of %zu: %s %.9g, %s %.9g (%.3g of the tolerance atol %.3g "
+          "rtol %.3g)",
+          op, what, at, n, cand->name, n ? (double)got[at] : 0.0, ref->name,
+          n ? (double)want[at] : 0.0, worst, t.atol, t.rtol);
+    if (pair == PAIR_CPU_SPLIT && t.atol == 0.0 && t.rtol == 0.0) {
+        size_t differ = 0, first = 0;
+        for (size_t i = n; i-- > 0;)
+            if (memcmp(&got[i], &want[i], sizeof got[i]) != 0) {
+                differ++;
+                first = i;
+            }
+        CHECK(differ == 0,
+              "%s %s: %zu of %zu results differ in their bits between 1 and %d threads "
+              "(first at %zu: %a vs %a), but the CPU backend claims they do not depend on "
+              "threads",
+              op, what, differ, n, CAND_THREADS, first, n ? (double)got[first] : 0.0,
+              n ? (double)want[first] : 0.0);
+        if (differ)
+            worst = INFINITY;
+    }
+    record(op, max_abs, ref_abs, worst);
+}
+
+static double max_abs_of(const float *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i]))
+            m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+/* the candidate has not failed inside a slot (slots return void: CUDA keeps the first
+ * failure as the backend's status; the CPU backend's slots cannot fail, its status is 0) */
+static void status_ok(const char *after)
+{
+    CHECK(cand->status(cand) == 0, "after %s: %s", after, error_get());
+}
+
+/* ------------------------------------------------------------------ paired buffers */
+
+/* the same data in reference memory (r, host memory: the reference is a CPU backend) and
+ * candidate memory (c) */
+struct buf {
+    size_t bytes;
+    void *r, *c;
+};
+
+static struct buf buf_new(size_t bytes, const void *init)
+{
+    struct buf b = {.bytes = bytes, .r = ref->alloc(ref, bytes), .c = cand->alloc(cand, bytes)};
+    if (!b.r || !b.c) {
+        fprintf(stderr, "out of memory for %zu bytes: %s\n", bytes, error_get());
+        exit(1);
+    }
+    if (init) {
+        memcpy(b.r, init, bytes);
+        cand->upload(cand, b.c, init, bytes);
+    }
+    return b;
+}
+
+static struct buf buf_rand(size_t n, float lo, float hi)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    test_fill_uniform(h, n, lo, hi, &seed);
+    struct buf b = buf_new(n * sizeof(float), h);
+    free(h);
+    return b;
+}
+
+/* the candidate's copy, downloaded (caller frees) */
+static void *buf_cand(const struct buf *b)
+{
+    void *h = malloc(b->bytes ? b->bytes : 1);
+    cand->download(cand, h, b->c, b->bytes);
+    return h;
+}
+
+static void buf_free(struct buf *b)
+{
+    ref->free(ref, b->r);
+    cand->free(cand, b->c);
+    b->r = b->c = NULL;
+}
+
+/* compare a float buffer's two copies */
+static void compare_buf(const char *op, const char *what, const struct buf *b, struct tol t)
+{
+    float *g = buf_cand(b);
+    compare(op, what, g, b->r, b->bytes / sizeof(float), t);
+    free(g);
+}
+
+/* the candidate's copy of b holds exactly the bits of earlier (a repeat of the same call) */
+static void check_repeat(const char *op, const char *what, const struct buf *b,
+                         const void *earlier)
+{
+    void *now = buf_cand(b);
+    CHECK(memcmp(now, earlier, b->bytes) == 0,
+          "%s %s: a second identical call on the %s backend gave other bits", op, what,
+          cand->name);
+    free(now);
+}
+
+#define R(b) ((float *)(b).r)
+#define C(b) ((float *)(b).c)
+#define NF(b) ((b).bytes / sizeof(float))
+
+/* ------------------------------------------------------------------ memory */
+
+static void test_memory(void)
+{
+    /* alloc is zero-filled */
+    const size_t n = 300000;
+    float *d = cand->alloc(cand, n * sizeof(float));
+    float *h = malloc(n * sizeof(float));
+    CHECK(d != NULL, "alloc: %s", error_get());
+    cand->download(cand, h, d, n * sizeof(float));
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++)
+        nonzero += h[i] != 0.0f;
+    CHECK(nonzero == 0, "alloc: %zu of %zu floats not zero", nonzero, n);
+    void *empty = cand->alloc(cand, 0);
+    CHECK(empty != NULL, "alloc(0) returned NULL: %s", error_get());
+    cand->free(cand, empty);
+    cand->free(cand, NULL);
+    record("alloc/free", (double)nonzero, 0.0, nonzero || !empty ? INFINITY : 0.0);
+
+    /* many small uploads through the staging halves, each host buffer overwritten right
+     * after its upload returns (the contract: the source may be reused at once) */
+    const size_t chunk = 4096, chunks = n / chunk; /* 16 KiB each, 1.1 MiB a round */
+    float *src = malloc(chunk * sizeof(float));
+    float *want = malloc(n * sizeof(float));
+    for (int round = 0; round < 10; round++) /* 11.4 MiB: both 4 MiB halves reused */
+        for (size_t k = 0; k < chunks; k++) {
+            test_fill_uniform(src, chunk, -1.0f, 1.0f, &seed);
+            memcpy(want + k * chunk, src, chunk * sizeof(float));
+            cand->upload(cand, d + k * chunk, src, chunk * sizeof(float));
+            memset(src, 0xff, chunk * sizeof(float)); /* NaN if the copy read it late */
+        }
+    cand->download(cand, h, d, chunks * chunk * sizeof(float));
+    /* copies: exact, bit for bit */
+    compare("upload/download", "staged 16 KiB uploads", h, want, chunks * chunk,
+            (struct tol){0.0, 0.0});
+
+    /* one upload bigger than a staging half, then copy and zero */
+    const size_t big = (size_t)3 << 20; /* 12 MiB */
+    float *hb = malloc(big * sizeof(float)), *back = malloc(big * sizeof(float));
+    test_fill_uniform(hb, big, -5.0f, 5.0f, &seed);
+    float *db = cand->alloc(cand, big * sizeof(float));
+    float *dc = cand->alloc(cand, big * sizeof(float));
+    cand->upload(cand, db, hb, big * sizeof(float));
+    cand->copy(cand, dc, db, big * sizeof(float));
+    cand->zero(cand, dc + 100, 1000 * sizeof(float));
+    cand->synchronize(cand);
+    cand->download(cand, back, dc, big * sizeof(float));
+    memset(hb + 100, 0, 1000 * sizeof(float));
+    compare("copy/zero/synchronize", "12 MiB upload, copy, zero", back, hb, big,
+            (struct tol){0.0, 0.0});
+    cand->free(cand, db);
+    cand->free(cand, dc);
+    cand->free(cand, d);
+    free(h);
+    free(src);
+    free(want);
+    free(hb);
+    free(back);
+    status_ok("memory");
+}
+
+/* ------------------------------------------------------------------ convolution */
+
+struct conv_case {
+    const char *name;
+    int n, c, h, k, r, pad, stride, bias;
+};
+
+static const struct conv_case conv_cases[] = {
+    {"convnet layer1.0", 16, 1, 28, 16, 5, 2, 1, 1},
+    {"convnet layer2.0", 16, 16, 14, 32, 5, 2, 1, 1},
+    {"resnet conv1 (CIFAR)", 4, 3, 32, 64, 3, 1, 1, 0},
+    {"resnet layer2.0.conv1", 4, 64, 32, 128, 3, 1, 2, 0},
+    {"resnet layer2.0.downsample", 4, 64, 32, 128, 1, 0, 2, 0},
+    {"resnet layer4.0.conv1", 2, 256, 8, 512, 3, 1, 2, 0},
+    {"resnet layer4.x.conv2", 2, 512, 4, 512, 3, 1, 1, 0},
+    {"odd 15x15 stride 2", 3, 16, 15, 8, 3, 1, 2, 1},
+    {"7x7 stride 2 stem", 2, 3, 32, 64, 7, 3, 2, 1},
+    {"odd batch of 17", 17, 3, 12, 8, 3, 1, 1, 1}, /* 3-image chunks, the last one of 2 */
+};
+
+static void conv_check(const struct conv_case *k, const char *mode)
+{
+    struct conv2d_shape cs = {.n = k->n, .c = k->c, .h = k->h, .w = k->h, .k = k->k, .r = k->r,
+                              .s = k->r, .pad = k->pad, .stride = k->stride};
+    CHECK(conv2d_shape_init(&cs) == 0, "%s: %s", k->name, error_get());
+    const size_t nx = (size_t)cs.n * cs.c * cs.h * cs.w, nw = (size_t)cs.k * cs.c * cs.r * cs.s;
+    const size_t ny = (size_t)cs.n * cs.k * cs.p * cs.q;
+    struct buf x = buf_rand(nx, -1.0f, 1.0f), w = buf_rand(nw, -0.5f, 0.5f);
+    struct buf b = buf_rand((size_t)cs.k, -0.5f, 0.5f), dy = buf_rand(ny, -1.0f, 1.0f);
+    struct buf y = buf_new(ny * sizeof(float), NULL), dx = buf_new(nx * sizeof(float), NULL);
+    struct buf dw = buf_new(nw * sizeof(float), NULL), db = buf_new((size_t)cs.k * 4, NULL);
+    ref->conv2d_forward(ref, &cs, R(x), R(w), k->bias ? R(b) : NULL, R(y));
+    cand->conv2d_forward(cand, &cs, C(x), C(w), k->bias ? C(b) : NULL, C(y));
+    ref->conv2d_backward(ref, &cs, R(x), R(w), R(dy), R(dx), R(dw), k->bias ? R(db) : NULL);
+    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), C(dx), C(dw), k->bias ? C(db) : NULL);
+    /* cpu-vs-cuda: cuDNN may choose FFT or Winograd algorithms, whose rounding error
+     * reaches ~1e-4 of the output's range (and direct sums over up to 4608 products
+     * ~1e-5); a wrong index, sign or missing term is an O(1) error.  So 1e-3 of the
+     * largest |output|.
+     * cpu1-vs-cpuN: chunks of CAND_CHUNK images change the GEMMs' widths (forward, dx)
+     * and how dw's sum over images is split between threads (partials added in thread
+     * order): float reassociation of sums of up to 12544 terms, ~5e-7 of the largest
+     * |output| measured and ~2e-6 as a random-walk bound; 1e-5 of it allowed. */
+    const double frac = pair == PAIR_CPU_SPLIT ? 1e-5 : 1e-3;
+    char op[64];
+    snprintf(op, sizeof op, "conv2d_forward%s", mode);
+    compare_buf(op, k->name, &y, (struct tol){frac * max_abs_of(R(y), ny), 0.0});
+    snprintf(op, sizeof op, "conv2d_backward dx%s", mode);
+    compare_buf(op, k->name, &dx, (struct tol){frac * max_abs_of(R(dx), nx), 0.0});
+    snprintf(op, sizeof op, "conv2d_backward dw%s", mode);
+    compare_buf(op, k->name, &dw, (struct tol){frac * max_abs_of(R(dw), nw), 0.0});
+    if (k->bias) {
+        /* cpu-vs-cuda: sums of n*p*q values in double on both sides (CPU: float lanes
+         * first): ~1e-6.  The CPU backend sums db on the calling thread: equal. */
+        snprintf(op, sizeof op, "conv2d_backward db%s", mode);
+        compare_buf(op, k->name, &db,
+                    tol_split_free(1e-5 * max_abs_of(R(db), (size_t)cs.k), 1e-5));
+    }
+    /* the CPU backend's claim: for a given thread count (and split) the same bits every
+     * time; checked with a second forward, and the two backward calls below */
+    void *y1 = NULL, *dx1 = NULL, *dw1 = NULL;
+    if (pair == PAIR_CPU_SPLIT) {
+        y1 = buf_cand(&y);
+        dx1 = buf_cand(&dx);
+        dw1 = buf_cand(&dw);
+        cand->zero(cand, C(y), y.bytes);
+        cand->conv2d_forward(cand, &cs, C(x), C(w), k->bias ? C(b) : NULL, C(y));
+        check_repeat("conv2d_forward", k->name, &y, y1);
+    }
+    /* dx only, then dw only (the first layer passes dx NULL) */
+    cand->zero(cand, C(dw), dw.bytes);
+    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), NULL, C(dw), NULL);
+    snprintf(op, sizeof op, "conv2d_backward dw%s", mode);
+    compare_buf(op, "dx NULL", &dw, (struct tol){frac * max_abs_of(R(dw), nw), 0.0});
+    if (dw1)
+        check_repeat("conv2d_backward dw", "dx NULL", &dw, dw1);
+    cand->zero(cand, C(dx), dx.bytes);
+    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), C(dx), NULL, NULL);
+    snprintf(op, sizeof op, "conv2d_backward dx%s", mode);
+    compare_buf(op, "dw NULL", &dx, (struct tol){frac * max_abs_of(R(dx), nx), 0.0});
+    if (dx1)
+        check_repeat("conv2d_backward dx", "dw NULL", &dx, dx1);
+    free(y1);
+    free(dx1);
+    free(dw1);
+    struct buf *all[] = {&x, &w, &b, &dy, &y, &dx, &dw, &db};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok(k->name);
+}
+
+static void test_conv(const char *mode)
+{
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
+        conv_check(&conv_cases[i], mode);
+}
+
+/* ------------------------------------------------------------------ batch norm */
+
+static void bn_check(int n, int c, int hw, int affine)
+{
+    const size_t m = (size_t)n * c * hw;
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%d,%d,%d)%s", n, c, hw, affine ? "" : " no affine");
+    /* an offset per channel, so mean and variance differ between channels */
+    float *hx = malloc(m * sizeof(float));
+    for (size_t i = 0; i < m; i++) {
+        const int ch = (int)((i / (size_t)hw) % (size_t)c);
+        hx[i] = (float)(ch % 7) - 3.0f + 2.0f * (float)test_uniform(&seed);
+    }
+    struct buf x = buf_new(m * sizeof(float), hx);
+    free(hx);
+    struct buf dy = buf_rand(m, -1.0f, 1.0f), wt = buf_rand((size_t)c, 0.5f, 1.5f);
+    struct buf bias = buf_rand((size_t)c, -0.5f, 0.5f);
+    struct buf mean = buf_new((size_t)c * 4, NULL), invstd = buf_new((size_t)c * 4, NULL);
+    struct buf y = buf_new(m * 4, NULL), dx = buf_new(m * 4, NULL);
+    struct buf sums = buf_new((size_t)c * 8, NULL), dwt = buf_new((size_t)c * 4, NULL);
+    struct buf dbias = buf_new((size_t)c * 4, NULL);
+    const float eps = 1e-5f;
+
+    ref->batchnorm_stats(ref, n, c, hw, R(x), eps, R(mean), R(invstd));
+    cand->batchnorm_stats(cand, n, c, hw, C(x), eps, C(mean), C(invstd));
+    /* means of up to 78400 values: the CPU's float lanes lose ~1e-6 relative to the
+     * values' size (|x| <= 4); invstd from a two-pass variance, ~1e-6 relative */
+    compare_buf("batchnorm_stats mean", shape, &mean, tol_split_free(4e-6 * 4.0, 1e-6));
+    compare_buf("batchnorm_stats invstd", shape, &invstd, tol_split_free(0.0, 1e-5));
+    /* the rest of the chain runs on identical statistics: copy the reference's over */
+    cand->upload(cand, mean.c, mean.r, mean.bytes);
+    cand->upload(cand, invstd.c, invstd.r, invstd.bytes);
+
+    const float *w_r = affine ? R(wt) : NULL, *w_c = affine ? C(wt) : NULL;
+    const float *b_r = affine ? R(bias) : NULL, *b_c = affine ? C(bias) : NULL;
+    ref->batchnorm_elemt(ref, n, c, hw, R(x), R(mean), R(invstd), w_r, b_r, R(y));
+    cand->batchnorm_elemt(cand, n, c, hw, C(x), C(mean), C(invstd), w_c, b_c, C(y));
+    /* (x - mean) * (invstd * w) + b in the same order and rounding on both: exact; 2 ulp of
+     * the output range allowed for a compiler's different (but legal) evaluation */
+    compare_buf("batchnorm_elemt", shape, &y, tol_split_free(2 * ULP * max_abs_of(R(y), m), 0.0));
+
+    /* eval: the running statistics as (mean, var); invstd in double on both sides */
+    struct buf rvar = buf_rand((size_t)c, 0.2f, 3.0f);
+    ref->batchnorm_forward_eval(ref, n, c, hw, R(x), R(mean), R(rvar), eps, w_r, b_r, R(y));
+    cand->batchnorm_forward_eval(cand, n, c, hw, C(x), C(mean), C(rvar), eps, w_c, b_c, C(y));
+    compare_buf("batchnorm_forward_eval", shape, &y,
+                tol_split_free(2 * ULP * max_abs_of(R(y), m), 0.0));
+
+    ref->batchnorm_backward_reduce(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), R(sums),
+                                   R(sums) + c, affine ? R(dwt) : NULL, affine ? R(dbias) : NULL);
+    cand->batchnorm_backward_reduce(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), C(sums),
+                                    C(sums) + c, affine ? C(dwt) : NULL,
+                                    affine ? C(dbias) : NULL);
+    /* sums of n*hw terms of size <= 4: the CPU's float lanes (hw/16 terms each) lose
+     * ~hw/16 ulp of the sum of |terms| <= 4*n*hw; 1e-6 of that bound is ~10x that */
+    const double l1 = 4.0 * n * hw;
+    compare_buf("batchnorm_backward_reduce", shape, &sums, tol_split_free(1e-6 * l1, 1e-6));
+    if (affine) {
+        compare_buf("batchnorm_backward_reduce dweight", shape, &dwt,
+                    tol_split_free(4e-6 * l1, 1e-6));
+        compare_buf("batchnorm_backward_reduce dbias", shape, &dbias,
+                    tol_split_free(1e-6 * l1, 1e-6));
+    }
+    cand->upload(cand, sums.c, sums.r, sums.bytes);
+
+    const float count = (float)n * (float)hw;
+    ref->batchnorm_backward_elemt(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), w_r, R(sums),
+                                  R(sums) + c, count, R(dx));
+    cand->batchnorm_backward_elemt(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), w_c,
+                                   C(sums), C(sums) + c, count, C(dx));
+    /* km_bn_backward_elemt on both, no contraction: exact up to 4 ulp of the range */
+    compare_buf("batchnorm_backward_elemt", shape, &dx,
+                tol_split_free(4 * ULP * max_abs_of(R(dx), m), 0.0));
+    /* in place: dx aliases dy */
+    ref->batchnorm_backward_elemt(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), w_r, R(sums),
+                                  R(sums) + c, count, R(dy));
+    cand->batchnorm_backward_elemt(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), w_c,
+                                   C(sums), C(sums) + c, count, C(dy));
+    compare_buf("batchnorm_backward_elemt", "in place", &dy,
+                tol_split_free(4 * ULP * max_abs_of(R(dy), m), 0.0));
+    struct buf *all[] = {&x, &dy, &wt, &bias, &mean, &invstd, &y, &dx, &sums, &dwt, &dbias, &rvar};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok("batch norm");
+}
+
+static void test_batchnorm_gather(void)
+{
+    const int world = 3, c = 37;
+    float *h = malloc((size_t)world * c * sizeof(float));
+    test_fill_uniform(h, (size_t)world * c, -2.0f, 2.0f, &seed);
+    struct buf means = buf_new((size_t)world * c * 4, h);
+    test_fill_uniform(h, (size_t)world * c, 0.3f, 3.0f, &seed);
+    struct buf invstds = buf_new((size_t)world * c * 4, h);
+    free(h);
+    const float counts_h[3] = {6272.0f, 0.0f, 1568.0f}; /* a rank with no samples */
+    struct buf counts = buf_new(sizeof counts_h, counts_h);
+    struct buf rmean = buf_rand((size_t)c, -1.0f, 1.0f), rvar = buf_rand((size_t)c, 0.5f, 2.0f);
+    struct buf mean = buf_new((size_t)c * 4, NULL), invstd = buf_new((size_t)c * 4, NULL);
+    ref->batchnorm_gather_stats(ref, world, c, R(means), R(invstds), R(counts), 0.1f, 1e-5f,
+                                R(rmean), R(rvar), R(mean), R(invstd));
+    cand->batchnorm_gather_stats(cand, world, c, C(means), C(invstds), C(counts), 0.1f, 1e-5f,
+                                 C(rmean), C(rvar), C(mean), C(invstd));
+    /* the same IEEE double arithmetic on both sides (no contraction), rounded once to
+     * float: equal; 1 ulp relative, 2 ulp of the range near zero, for safety */
+#define GATHER_TOL(b) tol_split_free(2 * ULP * max_abs_of(R(b), (size_t)c), ULP)
+    compare_buf("batchnorm_gather_stats", "mean", &mean, GATHER_TOL(mean));
+    compare_buf("batchnorm_gather_stats", "invstd", &invstd, GATHER_TOL(invstd));
+    compare_buf("batchnorm_gather_stats", "running_mean", &rmean, GATHER_TOL(rmean));
+    compare_buf("batchnorm_gather_stats", "running_var", &rvar, GATHER_TOL(rvar));
+    /* running statistics may be NULL */
+    cand->batchnorm_gather_stats(cand, world, c, C(means), C(invstds), C(counts), 0.1f, 1e-5f,
+                                 NULL, NULL, C(mean), C(invstd));
+    compare_buf("batchnorm_gather_stats", "no running stats", &invstd, GATHER_TOL(invstd));
+#undef GATHER_TOL
+    struct buf *all[] = {&means, &invstds, &counts, &rmean, &rvar, &mean, &invstd};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok("batchnorm_gather_stats");
+}
+
+static void test_batchnorm(void)
+{
+    bn_check(16, 16, 784, 1); /* ConvNet bn1 at batch 16 */
+    bn_check(16, 32, 196, 1); /* ConvNet bn2 */
+    bn_check(4, 512, 16, 1);  /* ResNet layer4: many channels, tiny planes */
+    bn_check(3, 5, 7, 0);     /* odd sizes, no weight and bias */
+    test_batchnorm_gather();
+}
+
+/* ------------------------------------------------------------------ ReLU, pooling */
+
+static void test_relu(void)
+{
+    const size_t n = 1000003; /* not a multiple of any block size */
+    float *h = malloc(n * sizeof(float));
+    test_fill_uniform(h, n, -1.0f, 1.0f, &seed);
+    h[0] = NAN;
+    h[1] = -0.0f;
+    h[2] = 0.0f;
+    h[3] = INFINITY;
+    h[4] = -INFINITY;
+    struct buf x = buf_new(n * 4, h), y = buf_new(n * 4, NULL), dy = buf_rand(n, -1.0f, 1.0f);
+    free(h);
+    /* selections: exact */
+    const struct tol exact = {0.0, 0.0};
+    ref->relu_forward(ref, n, R(x), R(y));
+    cand->relu_forward(cand, n, C(x), C(y));
+    compare_buf("relu_forward", "1000003 with nan/inf/-0", &y, exact);
+    ref->relu_backward(ref, n, R(y), R(dy), R(dy)); /* in place, as the ConvNet calls it */
+    cand->relu_backward(cand, n, C(y), C(dy), C(dy));
+    compare_buf("relu_backward", "in place", &dy, exact);
+    ref->relu_forward(ref, n, R(x), R(x));
+    cand->relu_forward(cand, n, C(x), C(x));
+    compare_buf("relu_forward", "in place", &x, exact);
+    buf_free(&x);
+    buf_free(&y);
+    buf_free(&dy);
+    status_ok("relu");
+}
+
+static void pool_check(int n, int c, int h, int kernel, int stride, int ties)
+{
+    struct pool2d_shape ps = {.n = n, .c = c, .h = h, .w = h, .kernel = kernel, .stride = stride};
+    CHECK(pool2d_shape_init(&ps) == 0, "pool: %s", error_get());
+    char shape[80];
+    snprintf(shape, sizeof shape, "(%d,%d,%d,%d) k%d s%d%s", n, c, h, h, kernel, stride,
+             ties ? " ties+nan" : "");
+    const size_t nx = (size_t)n * c * h * h, ny = (size_t)n * c * ps.p * ps.q;
+    float *hx = malloc(nx * sizeof(float));
+    test_fill_uniform(hx, nx, -1.0f, 1.0f, &seed);
+    if (ties) { /* few distinct values: the first maximum must win; some NaN windows */
+        for (size_t i = 0; i < nx; i++)
+            hx[i] = floorf(hx[i] * 2.0f);
+        for (size_t i = 7; i < nx; i += 97)
+            hx[i] = NAN;
+    }
+    struct buf x = buf_new(nx * 4, hx), y = buf_new(ny * 4, NULL);
+    free(hx);
+    struct buf am = buf_new(ny * 4, NULL), dy = buf_rand(ny, -1.0f, 1.0f);
+    struct buf dx = buf_rand(nx, 5.0f, 6.0f); /* garbage: backward must overwrite it */
+    ref->maxpool2d_forward(ref, &ps, R(x), R(y), am.r);
+    cand->maxpool2d_forward(cand, &ps, C(x), C(y), am.c);
+    /* selection of one input: exact, argmax identical */
+    compare_buf("maxpool2d_forward", shape, &y, (struct tol){0.0, 0.0});
+    int32_t *ag = buf_cand(&am);
+    size_t diff = 0;
+    for (size_t i = 0; i < ny; i++)
+        diff += ag[i] != ((int32_t *)am.r)[i];
+    CHECK(diff == 0, "maxpool2d_forward %s: %zu of %zu argmax differ", shape, diff, ny);
+    record("maxpool2d_forward argmax", (double)diff, 0.0, diff ? INFINITY : 0.0);
+    free(ag);
+    ref->maxpool2d_backward(ref, &ps, R(dy), am.r, R(dx));
+    cand->maxpool2d_backward(cand, &ps, C(dy), am.c, C(dx));
+    /* the same float additions in the same (output) order: exact */
+    compare_buf("maxpool2d_backward", shape, &dx, (struct tol){0.0, 0.0});
+    struct buf *all[] = {&x, &y, &am, &dy, &dx};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok("maxpool");
+}
+
+static void test_pool(void)
+{
+    pool_check(16, 16, 28, 2, 2, 0); /* ConvNet */
+    pool_check(16, 32, 14, 2, 2, 1);
+    pool_check(4, 8, 9, 3, 2, 1); /* overlapping windows, floor mode */
+    pool_check(2, 3, 8, 2, 3, 0); /* gaps between windows */
+    pool_check(3, 5, 7, 2, 2, 1); /* odd input: the last row and column are dropped */
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static void linear_check(int n, int in, int out, int bias)
+{
+    char shape[64];
+    snprintf(shape, sizeof shape, "n%d in%d out%d%s", n, in, out, bias ? "" : " no bias");
+    struct buf x = buf_rand((size_t)n * in, -1.0f, 1.0f);
+    struct buf w = buf_rand((size_t)out * in, -0.1f, 0.1f);
+    struct buf b = buf_rand((size_t)out, -0.5f, 0.5f);
+    struct buf dy = buf_rand((size_t)n * out, -1.0f, 1.0f);
+    struct buf y = buf_new((size_t)n * out * 4, NULL), dx = buf_new((size_t)n * in * 4, NULL);
+    struct buf dw = buf_new((size_t)out * in * 4, NULL), db = buf_new((size_t)out * 4, NULL);
+    ref->linear_forward(ref, n, in, out, R(x), R(w), bias ? R(b) : NULL, R(y));
+    cand->linear_forward(cand, n, in, out, C(x), C(w), bias ? C(b) : NULL, C(y));
+    ref->linear_backward(ref, n, in, out, R(x), R(w), R(dy), R(dx), R(dw), bias ? R(db) : NULL);
+    cand->linear_backward(cand, n, in, out, C(x), C(w), C(dy), C(dx), C(dw),
+                          bias ? C(db) : NULL);
+    /* fp32 GEMMs (no TF32 on either side) summing up to 1568 products in different
+     * orders: ~sqrt(K) ulp of the range, 1e-5 of the largest |output| is >10x that.  The
+     * CPU backend runs each GEMM on the calling thread: equal. */
+#define GEMM_TOL(b) tol_split_free(1e-5 * max_abs_of(R(b), NF(b)) + 1e-7, 0.0)
+    compare_buf("linear_forward", shape, &y, GEMM_TOL(y));
+    compare_buf("linear_backward dx", shape, &dx, GEMM_TOL(dx));
+    compare_buf("linear_backward dw", shape, &dw, GEMM_TOL(dw));
+    if (bias) /* column sums in double on both sides, in row order: 1 ulp */
+        compare_buf("linear_backward db", shape, &db, tol_split_free(0.0, ULP));
+    cand->linear_backward(cand, n, in, out, C(x), C(w), C(dy), NULL, C(dw), NULL);
+    compare_buf("linear_backward dw", "dx NULL", &dw, GEMM_TOL(dw));
+#undef GEMM_TOL
+    struct buf *all[] = {&x, &w, &b, &dy, &y, &dx, &dw, &db};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok("linear");
+}
+
+static void test_linear(void)
+{
+    linear_check(100, 1568, 10, 1); /* ConvNet fc */
+    linear_check(128, 512, 10, 1);  /* ResNet fc */
+    linear_check(3, 7, 5, 0);
+}
+
+/* ------------------------------------------------------------------ loss, metric */
+
+static void xent_check(int n, int c, int bad_label)
+{
+    char shape[64];
+    snprintf(shape, sizeof shape, "n%d c%d%s", n, c, bad_label ? " bad label" : "");
+    struct buf logits = buf_rand((size_t)n * c, -4.0f, 4.0f);
+    int32_t *lab = malloc((size_t)n * sizeof *lab);
+    for (int i = 0; i < n; i++)
+        lab[i] = (int32_t)(test_uniform(&seed) * c);
+    if (bad_label)
+        lab[n / 2] = c; /* out of range: NaN loss, plain softmax row */
+    struct buf labels = buf_new((size_t)n * 4, lab);
+    free(lab);
+    struct buf d = buf_new((size_t)n * c * 4, NULL);
+    const float lr = ref->softmax_xent(ref, n, c, R(logits), labels.r, R(d));
+    const float lc = cand->softmax_xent(cand, n, c, C(logits), labels.c, C(d));
+    /* per-row terms in double from expf (glibc < 1 ulp, CUDA <= 2 ulp): ~3 ulp of the
+     * exp sum, ~4e-7 absolute in log(sum); 1e-6 of the loss (~2.3).  The CPU backend
+     * computes the loss on the calling thread: equal. */
+    compare("softmax_xent loss", shape, &lc, &lr, 1, tol_split_free(0.0, 1e-6));
+    CHECK(!bad_label || isnan(lc), "softmax_xent %s: loss %g, want NaN", shape, (double)lc);
+    /* dlogits = expf(..) / (sum * n): the expf ulps again (~3.5 ulp relative), and at the
+     * label minus 1/n, where that error is up to 3.5 ulp of 1/n absolute: 8 ulp of both */
+    compare_buf("softmax_xent dlogits", shape, &d, tol_split_free(8 * ULP / n, 8 * ULP));
+    const float lc2 = cand->softmax_xent(cand, n, c, C(logits), labels.c, NULL);
+    CHECK(lc2 == lc || (isnan(lc2) && isnan(lc)), "softmax_xent without dlogits: %g vs %g",
+          (double)lc2, (double)lc);
+    buf_free(&logits);
+    buf_free(&labels);
+    buf_free(&d);
+    status_ok("softmax_xent");
+}
+
+static void test_count_correct(void)
+{
+    const int n = 257, c = 10;
+    float *h = malloc((size_t)n * c * sizeof(float));
+    test_fill_uniform(h, (size_t)n * c, -2.0f, 2.0f, &seed);
+    for (int i = 0; i < n * c; i++)
+        h[i] = floorf(h[i]); /* ties: the first maximum counts */
+    h[3 * c] = NAN;          /* a NaN first element, and one later */
+    h[5 * c + 4] = NAN;
+    int32_t *lab = malloc((size_t)n * sizeof *lab);
+    for (int i = 0; i < n; i++)
+        lab[i] = (int32_t)(test_uniform(&seed) * c);
+    struct buf logits = buf_new((size_t)n * c * 4, h), labels = buf_new((size_t)n * 4, lab);
+    const int cr = ref->count_correct(ref, n, c, R(logits), labels.r);
+    const int cc = cand->count_correct(cand, n, c, C(logits), labels.c);
+    CHECK(cr == cc, "count_correct: %s %d, %s %d", cand->name, cc, ref->name, cr);
+    record("count_correct", fabs((double)cc - cr), cr, cc == cr ? 0.0 : INFINITY);
+    free(h);
+    free(lab);
+    buf_free(&logits);
+    buf_free(&labels);
+    status_ok("count_correct");
+}
+
+/* ------------------------------------------------------------------ elementwise, optimizer */
+
+static void test_scale(void)
+{
+    /* one multiply: exact */
+    const size_t sizes[] = {500001, 7}; /* many pieces per thread; fewer pieces than threads */
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t n = sizes[k];
+        struct buf x = buf_rand(n, -3.0f, 3.0f), y = buf_new(n * 4, NULL);
+        ref->scale(ref, n, 0.37f, R(x), R(y));
+        cand->scale(cand, n, 0.37f, C(x), C(y));
+        compare_buf("scale", "out of place", &y, (struct tol){0.0, 0.0});
+        ref->scale(ref, n, -1.0f / 3.0f, R(x), R(x));
+        cand->scale(cand, n, -1.0f / 3.0f, C(x), C(x));
+        compare_buf("scale", "in place", &x, (struct tol){0.0, 0.0});
+        buf_free(&x);
+        buf_free(&y);
+    }
+    status_ok("scale");
+}
+
+static void test_sgd(void)
+{
+    const size_t n = 100003;
+    struct sgd_case {
+        const char *name;
+        float lr, momentum, dampening, wd;
+        int nesterov;
+    } cases[] = {
+        {"plain", 0.05f, 0.0f, 0.0f, 0.0f, 0},
+        {"momentum, weight decay", 0.05f, 0.9f, 0.0f, 1e-3f, 0},
+        {"nesterov", 0.01f, 0.9f, 0.0f, 1e-4f, 1},
+        {"dampening", 0.1f, 0.8f, 0.25f, 0.0f, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct sgd_case *s = &cases[k];
+        struct buf p = buf_rand(n, -1.0f, 1.0f), g = buf_rand(n, -1.0f, 1.0f);
+        struct buf m = buf_new(n * 4, NULL);
+        for (int step = 0; step < 3; step++) {
+            float *buf_r = s->momentum != 0.0f ? R(m) : NULL;
+            float *buf_c = s->momentum != 0.0f ? C(m) : NULL;
+            ref->sgd_step(ref, n, R(p), R(g), buf_r, s->lr, s->momentum, s->dampening, s->wd,
+                          s->nesterov, step == 0);
+            cand->sgd_step(cand, n, C(p), C(g), buf_c, s->lr, s->momentum, s->dampening, s->wd,
+                           s->nesterov, step == 0);
+        }
+        /* km_sgd_update on both without contraction: exact; 2 ulp of |p| allowed */
+        compare_buf("sgd_step param", s->name, &p,
+                    tol_split_free(2 * ULP * max_abs_of(R(p), n), 0.0));
+        if (s->momentum != 0.0f)
+            compare_buf("sgd_step momentum", s->name, &m,
+                        tol_split_free(2 * ULP * max_abs_of(R(m), n), 0.0));
+        buf_free(&p);
+        buf_free(&g);
+        buf_free(&m);
+    }
+    status_ok("sgd_step");
+}
+
+static void test_amp(void)
+{
+    const size_t n = 200000;
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) { /* magnitudes from 2^-30 to 2^20: subnormal fp16 to inf */
+        const double e = -30.0 + 50.0 * test_uniform(&seed);
+        h[i] = (float)(pow(2.0, e) * (test_uniform(&seed) < 0.5 ? -1.0 : 1.0));
+    }
+    h[0] = NAN;
+    h[1] = INFINITY;
+    h[2] = 65504.0f;
+    h[3] = 65520.0f; /* the fp16 tie that rounds to inf */
+    struct buf x = buf_new(n * 4, h), y = buf_new(n * 4, NULL);
+    for (int dt = AMP_F16; dt <= AMP_BF16; dt++) {
+        ref->round_amp(ref, n, (enum amp_dtype)dt, R(x), R(y));
+        cand->round_amp(cand, n, (enum amp_dtype)dt, C(x), C(y));
+        /* pure bit manipulation in kernel_math.h: exact, bit for bit */
+        float *g = buf_cand(&y);
+        CHECK(memcmp(g, y.r, n * 4) == 0, "round_amp %s: bits differ",
+              dt == AMP_F16 ? "fp16" : "bf16");
+        compare(dt == AMP_F16 ? "round_amp fp16" : "round_amp bf16", "2^-30..2^20", g, R(y), n,
+                (struct tol){0.0, 0.0});
+        free(g);
+    }
+    /* unscale: one multiply per element, and the flag */
+    test_fill_uniform(h, n, -1e4f, 1e4f, &seed);
+    for (int bad = 0; bad < 3; bad++) {
+        if (bad == 1)
+            h[n / 3] = INFINITY;
+        if (bad == 2) {
+            h[n / 3] = 1.0f;
+            h[n - 1] = NAN;
+        }
+        struct buf gr = buf_new(n * 4, h);
+        const int fr = ref->unscale_check(ref, n, R(gr), 1.0f / 65536.0f);
+        const int fc = cand->unscale_check(cand, n, C(gr), 1.0f / 65536.0f);
+        CHECK(fr == (bad != 0) && fc == fr, "unscale_check case %d: %s %d, %s %d", bad,
+              cand->name, fc, ref->name, fr);
+        record("unscale_check found_inf", fabs((double)fc - fr), 1.0, fc == fr ? 0.0 : INFINITY);
+        compare_buf("unscale_check", "values", &gr, (struct tol){0.0, 0.0});
+        buf_free(&gr);
+    }
+    free(h);
+    buf_free(&x);
+    buf_free(&y);
+    status_ok("amp");
+}
+
+/* ------------------------------------------------------------------ failure reporting */
+
+/* cpu-vs-cuda only: a slot that fails on the device must show in its status slot */
+/* status and stream: a clean backend reports 0; the CPU backend has no stream (NULL), a CUDA
+ * backend the stream its slots are queued on (not NULL).  Recorded as a row so the
+ * coverage check sees both slots. */
+static void test_status_stream(void)
+{
+    int ok = ref->status(ref) == 0 && cand->status(cand) == 0;
+    CHECK(ok, "a fresh backend's status is not 0: %s", error_get());
+    int want_stream = pair == PAIR_CPU_CUDA;
+    CHECK(ref->stream(ref) == NULL, "the CPU reference has a stream");
+    CHECK((cand->stream(cand) != NULL) == want_stream, "candidate %s: stream %p", cand->name,
+          cand->stream(cand));
+    ok = ok && (cand->stream(cand) != NULL) == want_stream;
+    record("status/stream", 0.0, 0.0, ok ? 0.0 : 2.0);
+}
+
+static void test_failure_is_reported(void)
+{
+    struct backend *bad = backend_cuda_create(0);
+    CHECK(bad != NULL, "second backend: %s", error_get());
+    if (!bad)
+        return;
+    CHECK(bad->status(bad) == 0, "fresh backend: %s", error_get());
+    /* a stride cuDNN refuses (documented BAD_PARAM): the slot cannot return an error, the
+     * status must */
+    struct conv2d_shape cs = {.n = 1, .c = 1, .h = 8, .w = 8, .k = 1, .r = 3, .s = 3,
+                              .pad = 0, .stride = 0, .p = 6, .q = 6};
+    float *x = bad->alloc(bad, 64 * 4), *w = bad->alloc(bad, 9 * 4), *y = bad->alloc(bad, 64 * 4);
+    int32_t *lab = bad->alloc(bad, 4);
+    bad->conv2d_forward(bad, &cs, x, w, NULL, y);
+    CHECK(bad->status(bad) == -1, "a refused convolution left the status clean");
+    const char *msg = error_get();
+    CHECK(strstr(msg, "conv2d_forward") && !strchr(msg, '\n'),
+          "status message does not name the op on one line: '%s'", msg);
+    printf("deliberate failure reported as: %s\n", msg);
+    const float loss = bad->softmax_xent(bad, 1, 2, y, lab, NULL);
+    CHECK(isnan(loss), "a failed backend's loss is %g, want NaN", (double)loss);
+    bad->free(bad, x);
+    bad->free(bad, w);
+    bad->free(bad, y);
+    bad->free(bad, lab);
+    bad->destroy(bad);
+    status_ok("another backend's failure"); /* failures stay with their backend */
+}
+
+/* ------------------------------------------------------------------ coverage, table */
+
+/* Every slot of struct backend but destroy (which ends each run) has a row whose op names
+ * it: the slot's name as a word of the op, words split at spaces and slashes
+ * ("conv2d_backward dw (find)", "copy/zero/synchronize").  A new slot needs its test. */
+static void check_coverage(void)
+{
+    static const char *const slots[] = {
+        "alloc", "free", "upload", "download", "copy", "zero", "synchronize", "status", "stream",
+        "conv2d_forward", "conv2d_backward", "batchnorm_stats", "batchnorm_gather_stats",
+        "batchnorm_elemt", "batchnorm_forward_eval", "batchnorm_backward_reduce",
+        "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
+        "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
+        "count_correct", "scale", "round_amp", "unscale_check", "sgd_step",
+    };
+    for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++) {
+        const size_t len = strlen(slots[s]);
+        int found = 0;
+        for (int i = 0; i < nrows && !found; i++) {
+            const char *word = rows[i].op;
+            for (;;) {
+                const size_t wlen = strcspn(word, " /");
+                if (wlen == len && strncmp(word, slots[s], len) == 0)
+                    found = 1;
+                if (found || !word[wlen])
+                    break;
+                word += wlen + 1;
+            }
+        }
+        CHECK(found, "slot %s was never compared", slots[s]);
+    }
+}
+
+static void print_table(FILE *f)
+{
+    fprintf(f, "%-40s %12s %12s %10s %s\n", "op", "max|cand-ref|", "max|ref|", "err/tol",
+            "result");
+    for (int i = 0; i < nrows; i++)
+        fprintf(f, "%-40s %12.3g %12.3g %10.3g %s\n", rows[i].op, rows[i].max_abs, rows[i].ref,
+                rows[i].worst, rows[i].failed ? "FAILED" : "OK");
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    pair_name = argc > 1 ? argv[1] : getenv("DDPPROF_BACKEND_OPS_PAIR");
+    if (!pair_name || !*pair_name)
+        pair_name = "cpu1-vs-cpuN";
+    if (strcmp(pair_name, "cpu1-vs-cpuN") == 0) {
+        pair = PAIR_CPU_SPLIT;
+    } else if (strcmp(pair_name, "cpu-vs-cuda") == 0) {
+        pair = PAIR_CPU_CUDA;
+    } else {
+        fprintf(stderr, "test_backend_ops: unknown pair '%s': use cpu1-vs-cpuN or cpu-vs-cuda\n",
+                pair_name);
+        return 2;
+    }
+
+    if (pair == PAIR_CPU_CUDA) {
+        if (!cuda_build_enabled())
+            test_skip("this build has no CUDA (toolkit not found or -DDDPPROF_CUDA=OFF)");
+        if (cuda_device_count() == 0)
+            test_skip("no CUDA device (no GPU or no driver): the cpu-vs-cuda pair needs one");
+        struct cuda_info info;
+        if (cuda_info_get(0, &info) == 0)
+            printf("device 0: %s, compute capability %d.%d, %d SMs, %.1f GiB; driver %d, "
+                   "runtime %d, cuDNN %zu, cuBLAS %d\n",
+                   info.device_name, info.cc_major, info.cc_minor, info.sm_count,
+                   (double)info.memory_bytes / (1 << 30), info.driver_version,
+                   info.runtime_version, info.cudnn_version, info.cublas_version);
+        ref = backend_cpu_create(0);
+        cand = backend_cuda_create(0);
+        printf("pair %s: reference cpu (library default threads), candidate cuda (device 0)\n",
+               pair_name);
+    } else {
+        ref = backend_cpu_create(1);
+        cand = backend_cpu_create_chunked(CAND_THREADS, CAND_CHUNK);
+        printf("pair %s: reference cpu (1 thread), candidate cpu (%d threads, loops in "
+               "%d-item pieces, convolutions in %d-image chunks)\n",
+               pair_name, CAND_THREADS, CAND_CHUNK, CAND_CHUNK);
+    }
+    CHECK(ref && cand, "backends: %s", error_get());
+    if (!ref || !cand)
+        return test_finish();
+
+    test_status_stream();
+    test_memory();
+    test_conv("");
+    test_batchnorm();
+    test_relu();
+    test_pool();
+    test_linear();
+    xent_check(100, 10, 0);
+    xent_check(7, 1000, 0);
+    xent_check(33, 10, 1);
+    test_count_correct();
+    test_scale();
+    test_sgd();
+    test_amp();
+
+    if (pair == PAIR_CPU_CUDA) {
+        test_failure_is_reported();
+        /* convolutions again, algorithms chosen by timing them */
+        setenv("DDPPROF_CUDNN_BENCHMARK", "1", 1);
+        struct backend *heur = cand;
+        cand = backend_cuda_create(0);
+        CHECK(cand != NULL, "benchmark-mode backend: %s", error_get());
+        if (cand) {
+            test_conv(" (find)");
+            cand->destroy(cand);
+        }
+        cand = heur;
+        unsetenv("DDPPROF_CUDNN_BENCHMARK");
+    }
+    check_coverage();
+
+    print_table(stdout);
+    const char *path = getenv("DDPPROF_BACKEND_OPS_REPORT");
+    if (path && *path) {
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL, "cannot write %s", path);
+        if (f) {
+            print_table(f);
+            fclose(f);
+        }
+    }
+    cand->destroy(cand);
+    ref->destroy(ref);
+    return test_finish();
+}

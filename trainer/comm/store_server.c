@@ -1,0 +1,583 @@
+/* store_server.c — the rendezvous store's server (see store_server.h), as c10d's
+ * TCPStore's.
+ *
+ * One thread in rank 0's process, a poll() loop over the listening socket, a wake pipe
+ * (store_server_stop) and every client connection, all non-blocking.  Keys live in a
+ * chained hash table.  A GET or WAIT for a missing key parks the connection as a waiter
+ * until a SET or ADD creates the key.  Messages as store_wire.h says. */
+#include "comm/store_server.h"
+
+#include "comm/store_wire.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/vec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STORE_BUCKETS 1024
+
+/* Strict decimal int64 parse of a stored counter value. */
+static int store_parse_counter(const uint8_t *val, uint32_t len, int64_t *out)
+{
+    char text[32];
+    if (len == 0 || len >= sizeof text)
+        return -1;
+    memcpy(text, val, len);
+    text[len] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || end != text + len) /* also rejects embedded zero bytes */
+        return -1;
+    *out = v;
+    return 0;
+}
+
+struct store_entry {
+    struct store_entry *next;
+    char *key;
+    uint8_t *val;
+    uint32_t len;
+};
+
+struct store_conn {
+    int fd;
+    int rank; /* -1 until HELLO */
+    int dead; /* closed at the end of this loop turn */
+    uint8_t *in;
+    size_t in_len, in_cap;
+    uint8_t *out;
+    size_t out_off, out_len, out_cap;
+    int wait_op; /* STORE_OP_GET or STORE_OP_WAIT while parked on wait_key, else 0 */
+    char wait_key[STORE_KEY_MAX + 1];
+};
+
+struct store_server {
+    int listen_fd;
+    int wake[2]; /* store_server_stop writes a byte to stop the thread */
+    int world, host_rank;
+    pthread_t thread;
+    struct store_conn **conns;
+    size_t nconns, conns_cap;
+    struct pollfd *pfds;
+    size_t pfds_cap;
+    struct store_entry *table[STORE_BUCKETS];
+
+    /* shared with store_server_stop, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int *rank_conns;      /* open connections per rank */
+    char *rank_seen;      /* rank ever said HELLO */
+    int others_connected; /* open connections of ranks other than host_rank */
+    int others_seen;      /* distinct ranks other than host_rank that ever connected */
+    int stopped;          /* the thread left its loop (failure or stop) */
+};
+
+static size_t store_hash(const char *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)(h % STORE_BUCKETS);
+}
+
+static struct store_entry *store_table_find(struct store_server *srv, const char *key)
+{
+    for (struct store_entry *e = srv->table[store_hash(key)]; e; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    return NULL;
+}
+
+/* Insert or overwrite; takes a copy of val.  -1 on allocation failure. */
+static int store_table_put(struct store_server *srv, const char *key, const uint8_t *val,
+                           uint32_t len)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -1;
+    if (len)
+        memcpy(copy, val, len);
+    struct store_entry *e = store_table_find(srv, key);
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e || !(e->key = strdup(key))) {
+            free(e);
+            free(copy);
+            return -1;
+        }
+        size_t b = store_hash(key);
+        e->next = srv->table[b];
+        srv->table[b] = e;
+    }
+    free(e->val);
+    e->val = copy;
+    e->len = len;
+    return 0;
+}
+
+static void store_table_free(struct store_server *srv)
+{
+    for (size_t b = 0; b < STORE_BUCKETS; b++) {
+        struct store_entry *e = srv->table[b];
+        while (e) {
+            struct store_entry *next = e->next;
+            free(e->key);
+            free(e->val);
+            free(e);
+            e = next;
+        }
+        srv->table[b] = NULL;
+    }
+}
+
+/* Queue a reply on c.  Allocation failure kills the connection (the client then sees a
+ * closed connection, an error, not a hang). */
+static void store_conn_reply(struct store_conn *c, int status, const void *data, uint32_t len)
+{
+    size_t need = c->out_len + STORE_REPLY_HEADER + len;
+    if (VEC_RESERVE(c->out, c->out_cap, need)) {
+        c->dead = 1;
+        return;
+    }
+    uint8_t *h = c->out + c->out_len;
+    store_wire_put_reply(h, status, len);
+    if (len)
+        memcpy(h + STORE_REPLY_HEADER, data, len);
+    c->out_len = need;
+}
+
+static void store_conn_error(struct store_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void store_conn_error(struct store_conn *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    store_conn_reply(c, STORE_REPLY_ERROR, msg, (uint32_t)strlen(msg));
+}
+
+/* Answer every connection parked on key, now that it exists. */
+static void store_wake_waiters(struct store_server *srv, const char *key,
+                               const struct store_entry *e)
+{
+    for (size_t i = 0; i < srv->nconns; i++) {
+        struct store_conn *w = srv->conns[i];
+        if (!w->wait_op || w->dead || strcmp(w->wait_key, key) != 0)
+            continue;
+        if (w->wait_op == STORE_OP_GET)
+            store_conn_reply(w, STORE_REPLY_OK, e->val, e->len);
+        else
+            store_conn_reply(w, STORE_REPLY_OK, NULL, 0);
+        w->wait_op = 0;
+    }
+}
+
+static void store_server_hello(struct store_server *srv, struct store_conn *c, const uint8_t *val,
+                               uint32_t len)
+{
+    if (len != 8) {
+        store_conn_error(c, "store: malformed hello (%u bytes); is this a ddpprof store?", len);
+        return;
+    }
+    int rank = (int)store_wire_get_u32(val), world = (int)store_wire_get_u32(val + 4);
+    if (world != srv->world) {
+        store_conn_error(c,
+                         "store: rank %d joined with WORLD_SIZE=%d but rank %d's store has "
+                         "WORLD_SIZE=%d (every rank needs the same world size)",
+                         rank, world, srv->host_rank, srv->world);
+        return;
+    }
+    if (rank < 0 || rank >= srv->world || c->rank >= 0) {
+        store_conn_error(c, "store: bad hello from rank %d of %d", rank, world);
+        return;
+    }
+    c->rank = rank;
+    pthread_mutex_lock(&srv->mu);
+    srv->rank_conns[rank]++;
+    if (rank != srv->host_rank) {
+        srv->others_connected++;
+        if (!srv->rank_seen[rank])
+            srv->others_seen++;
+    }
+    srv->rank_seen[rank] = 1;
+    pthread_mutex_unlock(&srv->mu);
+    store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
+}
+
+static void store_server_request(struct store_server *srv, struct store_conn *c, int op,
+                                 const char *key, const uint8_t *val, uint32_t len)
+{
+    if (op == STORE_OP_HELLO) {
+        store_server_hello(srv, c, val, len);
+        return;
+    }
+    if (c->rank < 0) {
+        store_conn_error(c, "store: request before hello; is this a ddpprof store client?");
+        return;
+    }
+    struct store_entry *e;
+    switch (op) {
+    case STORE_OP_SET:
+        if (store_table_put(srv, key, val, len) < 0) {
+            store_conn_error(c, "store: out of memory storing key '%s' (%u bytes) on rank %d", key,
+                             len, srv->host_rank);
+            return;
+        }
+        store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
+        store_wake_waiters(srv, key, store_table_find(srv, key));
+        return;
+    case STORE_OP_GET:
+    case STORE_OP_WAIT:
+        e = store_table_find(srv, key);
+        if (!e) {
+            c->wait_op = op;
+            snprintf(c->wait_key, sizeof c->wait_key, "%s", key);
+        } else if (op == STORE_OP_GET) {
+            store_conn_reply(c, STORE_REPLY_OK, e->val, e->len);
+        } else {
+            store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
+        }
+        return;
+    case STORE_OP_ADD: {
+        if (len != 8) {
+            store_conn_error(c, "store: malformed add on key '%s'", key);
+            return;
+        }
+        int64_t cur = 0, delta = store_wire_get_i64(val);
+        e = store_table_find(srv, key);
+        if (e && store_parse_counter(e->val, e->len, &cur) < 0) {
+            store_conn_error(c, "store: add on key '%s', which holds a %u-byte non-counter value",
+                             key, e->len);
+            return;
+        }
+        int64_t sum = (int64_t)((uint64_t)cur + (uint64_t)delta);
+        char text[32];
+        int n = snprintf(text, sizeof text, "%" PRId64, sum);
+        if (store_table_put(srv, key, (const uint8_t *)text, (uint32_t)n) < 0) {
+            store_conn_error(c, "store: out of memory on add to key '%s'", key);
+            return;
+        }
+        uint8_t out[8];
+        store_wire_put_i64(out, sum);
+        store_conn_reply(c, STORE_REPLY_OK, out, 8);
+        store_wake_waiters(srv, key, store_table_find(srv, key));
+        return;
+    }
+    case STORE_OP_TIME: { /* the host rank's CLOCK_MONOTONIC, for clock alignment */
+        uint8_t out[8];
+        store_wire_put_i64(out, clock_now_ns());
+        store_conn_reply(c, STORE_REPLY_OK, out, 8);
+        return;
+    }
+    default: store_conn_error(c, "store: unknown request %d", op); return;
+    }
+}
+
+/* Serve the complete requests buffered on c, until it parks on a missing key.  Returns
+ * 1 if anything was served. */
+static int store_conn_serve(struct store_server *srv, struct store_conn *c)
+{
+    int served = 0;
+    size_t off = 0;
+    while (!c->dead && !c->wait_op && c->in_len - off >= STORE_REQ_HEADER) {
+        const uint8_t *h = c->in + off;
+        int op = h[0];
+        uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
+        if (klen > STORE_KEY_MAX || vlen > STORE_VALUE_MAX) {
+            c->dead = 1; /* not our protocol: the client is told by the close */
+            break;
+        }
+        if (c->in_len - off < STORE_REQ_HEADER + klen + vlen)
+            break;
+        char key[STORE_KEY_MAX + 1];
+        memcpy(key, h + STORE_REQ_HEADER, klen);
+        key[klen] = '\0';
+        store_server_request(srv, c, op, key, h + STORE_REQ_HEADER + klen, vlen);
+        off += STORE_REQ_HEADER + klen + vlen;
+        served = 1;
+    }
+    if (off) {
+        memmove(c->in, c->in + off, c->in_len - off);
+        c->in_len -= off;
+    }
+    return served;
+}
+
+static void store_conn_read(struct store_conn *c)
+{
+    for (;;) {
+        if (c->in_cap - c->in_len < 65536) { /* room for 64 KiB more */
+            const size_t need = c->in_len + 65536;
+            if (need > 2 * (size_t)STORE_REQ_MAX + 131072) {
+                c->dead = 1; /* a client flooding requests without reading replies */
+                return;
+            }
+            if (VEC_RESERVE(c->in, c->in_cap, need)) {
+                c->dead = 1;
+                return;
+            }
+        }
+        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->dead = 1; /* EOF or reset */
+        return;
+    }
+}
+
+static void store_conn_flush(struct store_conn *c)
+{
+    while (!c->dead && c->out_off < c->out_len) {
+        ssize_t n =
+            send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        } else {
+            c->dead = 1;
+            return;
+        }
+    }
+    if (c->out_off == c->out_len)
+        c->out_off = c->out_len = 0;
+}
+
+static void store_conn_close(struct store_server *srv, struct store_conn *c)
+{
+    close(c->fd);
+    if (c->rank >= 0) {
+        pthread_mutex_lock(&srv->mu);
+        srv->rank_conns[c->rank]--;
+        if (c->rank != srv->host_rank)
+            srv->others_connected--;
+        pthread_cond_broadcast(&srv->cv);
+        pthread_mutex_unlock(&srv->mu);
+    }
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+static int store_server_accept(struct store_server *srv)
+{
+    for (;;) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                return 0; /* try again on the next turn */
+            return -1;
+        }
+        store_wire_nodelay(fd);
+        struct store_conn *c = calloc(1, sizeof *c);
+        if (c && VEC_RESERVE(srv->conns, srv->conns_cap, srv->nconns + 1)) {
+            free(c);
+            c = NULL;
+        }
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->rank = -1;
+        srv->conns[srv->nconns++] = c;
+    }
+}
+
+static void *store_server_main(void *arg)
+{
+    struct store_server *srv = arg;
+    for (;;) {
+        size_t n = 2 + srv->nconns;
+        if (VEC_RESERVE(srv->pfds, srv->pfds_cap, n))
+            break; /* out of memory: stop serving; clients see closed connections */
+        struct pollfd *pfds = srv->pfds;
+        pfds[0] = (struct pollfd){.fd = srv->wake[0], .events = POLLIN};
+        pfds[1] = (struct pollfd){.fd = srv->listen_fd, .events = POLLIN};
+        for (size_t i = 0; i < srv->nconns; i++) {
+            struct store_conn *c = srv->conns[i];
+            pfds[2 + i] = (struct pollfd){
+                .fd = c->fd, .events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0))};
+        }
+        if (poll(pfds, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pfds[0].revents)
+            break;
+        size_t polled = srv->nconns; /* accept appends after these */
+        for (size_t i = 0; i < polled; i++) {
+            struct store_conn *c = srv->conns[i];
+            if (pfds[2 + i].revents & (POLLIN | POLLHUP | POLLERR))
+                store_conn_read(c);
+            if (pfds[2 + i].revents & POLLOUT)
+                store_conn_flush(c);
+        }
+        if (pfds[1].revents && store_server_accept(srv) < 0)
+            break;
+        /* a SET may unpark a waiter whose own next request is then served, and so on */
+        for (int progress = 1; progress;) {
+            progress = 0;
+            for (size_t i = 0; i < srv->nconns; i++)
+                progress |= store_conn_serve(srv, srv->conns[i]);
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < srv->nconns; i++) {
+            struct store_conn *c = srv->conns[i];
+            store_conn_flush(c);
+            if (c->dead)
+                store_conn_close(srv, c);
+            else
+                srv->conns[kept++] = c;
+        }
+        srv->nconns = kept;
+    }
+    for (size_t i = 0; i < srv->nconns; i++)
+        store_conn_close(srv, srv->conns[i]);
+    srv->nconns = 0;
+    pthread_mutex_lock(&srv->mu);
+    srv->stopped = 1;
+    pthread_cond_broadcast(&srv->cv);
+    pthread_mutex_unlock(&srv->mu);
+    return NULL;
+}
+
+static void store_server_free(struct store_server *srv)
+{
+    if (!srv)
+        return;
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    if (srv->wake[0] >= 0)
+        close(srv->wake[0]);
+    if (srv->wake[1] >= 0)
+        close(srv->wake[1]);
+    store_table_free(srv);
+    free(srv->conns);
+    free(srv->pfds);
+    free(srv->rank_conns);
+    free(srv->rank_seen);
+    pthread_cond_destroy(&srv->cv);
+    pthread_mutex_destroy(&srv->mu);
+    free(srv);
+}
+
+struct store_server *store_server_start(int port, int rank, int world)
+{
+    struct store_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        error_set("store: out of memory starting the server on port %d", port);
+        return NULL;
+    }
+    srv->listen_fd = srv->wake[0] = srv->wake[1] = -1;
+    srv->world = world;
+    srv->host_rank = rank;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&srv->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&srv->mu, NULL);
+    srv->rank_conns = calloc((size_t)world, sizeof *srv->rank_conns);
+    srv->rank_seen = calloc((size_t)world, 1);
+    if (!srv->rank_conns || !srv->rank_seen) {
+        error_set("store: out of memory starting the server for %d ranks", world);
+        goto fail;
+    }
+    srv->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (srv->listen_fd < 0) {
+        error_set("store: cannot create the server socket: %s", strerror(errno));
+        goto fail;
+    }
+    int one = 1;
+    setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_port = htons((uint16_t)port),
+                               .sin_addr.s_addr = htonl(INADDR_ANY)};
+    if (bind(srv->listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        if (errno == EADDRINUSE)
+            error_set("store: port %d on this host is busy (another run? pick --master-port or "
+                      "leave it unset to get a free one)",
+                      port);
+        else
+            error_set("store: cannot listen on port %d: %s (pick another --master-port)", port,
+                      strerror(errno));
+        goto fail;
+    }
+    if (listen(srv->listen_fd, 512) < 0) {
+        error_set("store: cannot listen on port %d: %s", port, strerror(errno));
+        goto fail;
+    }
+    if (pipe2(srv->wake, O_CLOEXEC) < 0) {
+        error_set("store: cannot create the server's wake pipe: %s", strerror(errno));
+        goto fail;
+    }
+    /* signals are for the application's threads, not the server's poll loop */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&srv->thread, NULL, store_server_main, srv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        error_set("store: cannot start the server thread: %s", strerror(err));
+        goto fail;
+    }
+    return srv;
+fail:
+    store_server_free(srv);
+    return NULL;
+}
+
+void store_server_stop(struct store_server *srv, int64_t deadline_ns)
+{
+    pthread_mutex_lock(&srv->mu);
+    while (!srv->stopped && (srv->others_connected > 0 || srv->others_seen < srv->world - 1)) {
+        int64_t left = deadline_ns - clock_now_ns();
+        if (left <= 0)
+            break;
+        /* the absolute time on the condition variable's clock (CLOCK_MONOTONIC, set in
+         * store_server_start), as pthread_cond_timedwait wants it */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + left % 1000000000;
+        ts.tv_sec += (time_t)(left / 1000000000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
+    }
+    pthread_mutex_unlock(&srv->mu);
+    char c = 1;
+    while (write(srv->wake[1], &c, 1) < 0 && errno == EINTR)
+        ;
+    pthread_join(srv->thread, NULL);
+    store_server_free(srv);
+}

@@ -1,0 +1,42 @@
+/* store_wire.h — the rendezvous store's message encoding, shared by its server
+ * (store_server.c) and its client (store.c); internal to trainer/comm/store*.
+ *
+ * Wire format (integers little-endian):
+ *   request: op u8, key length u16, value length u32, key bytes, value bytes
+ *   reply:   status u8 (0 ok, 1 error), length u32, bytes (value, counter, or error text)
+ *   HELLO's value is rank u32 + world u32; ADD's value and reply are an int64.
+ * Counters are stored as decimal text, so get() of a counter key reads "3". */
+#ifndef DDPPROF_STORE_WIRE_H
+#define DDPPROF_STORE_WIRE_H
+
+#include <stdint.h>
+
+#define STORE_KEY_MAX 255
+#define STORE_VALUE_MAX (1u << 20)
+#define STORE_REQ_HEADER 7   /* op u8, key length u16, value length u32 */
+#define STORE_REPLY_HEADER 5 /* status u8, length u32 */
+#define STORE_REQ_MAX (STORE_REQ_HEADER + STORE_KEY_MAX + STORE_VALUE_MAX)
+
+enum store_op { STORE_OP_HELLO = 1, STORE_OP_SET, STORE_OP_GET, STORE_OP_ADD, STORE_OP_WAIT,
+                STORE_OP_TIME };
+enum store_status { STORE_REPLY_OK = 0, STORE_REPLY_ERROR = 1 };
+
+/* little-endian integers at p */
+void store_wire_put_u16(uint8_t *p, uint32_t v);
+void store_wire_put_u32(uint8_t *p, uint32_t v);
+void store_wire_put_i64(uint8_t *p, int64_t v);
+uint32_t store_wire_get_u16(const uint8_t *p);
+uint32_t store_wire_get_u32(const uint8_t *p);
+int64_t store_wire_get_i64(const uint8_t *p);
+
+/* the STORE_REQ_HEADER bytes at h of a request with a klen-byte key and a vlen-byte value */
+void store_wire_put_request(uint8_t *h, int op, uint32_t klen, uint32_t vlen);
+
+/* the STORE_REPLY_HEADER bytes at h of a reply with len bytes after it */
+void store_wire_put_reply(uint8_t *h, int status, uint32_t len);
+
+/* TCP_NODELAY on a store connection (either end): every message is small and waits for
+ * its answer, so Nagle's delay would be pure latency */
+void store_wire_nodelay(int fd);
+
+#endif

@@ -86,7 +86,10 @@ void probe_pop(struct probe *p);
  *   probe_bucket_launch  right before the asynchronous all-reduce is issued: starts the
  *                        NVTX range "allreduce.bN", remembers the host time and step, and
  *                        on a GPU pushes the bucket's correlation id and records the start
- *                        event on comm_stream;
+ *                        event on comm_stream.  The caller must have made comm_stream wait
+ *                        for the compute stream already (the comm's order slot; the DDP
+ *                        reducer does), else the device row also spans the rest of
+ *                        backward that the all-reduce waits for;
  *   probe_bucket_issued  right after it was issued: pops the correlation id and records
  *                        the end event (a no-op on CPU);
  *   probe_bucket_range   when its wait returned: ends the NVTX range and writes the host

@@ -50,6 +50,13 @@ struct comm {
     /* The stream the collectives run on (a cudaStream_t as void *, owned by the comm), for
      * the probes' all-reduce timing; NULL for shm. */
     void *(*stream)(struct comm *c);
+    /* Optional (NULL where the comm has no stream of its own).  Makes stream() wait for the
+     * work queued so far on the backend's compute stream, so that what is queued on
+     * stream() from now on, the probes' start event first, runs when the next collective
+     * can start rather than while backward is still computing its input.  The DDP reducer
+     * calls it right before a bucket's launch is observed; collectives order themselves
+     * anyway (a second wait on the same point costs nothing).  0 or -1 (error_set). */
+    int (*order)(struct comm *c);
     void (*destroy)(struct comm *c); /* waits for nothing; releases everything */
 };
 

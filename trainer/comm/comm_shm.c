@@ -939,6 +939,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     c->base.allgather = shm_allgather;
     c->base.barrier = shm_barrier;
     c->base.stream = shm_stream;
+    c->base.order = NULL; /* no stream: a collective runs on host memory the caller owns */
     c->base.destroy = shm_destroy;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;

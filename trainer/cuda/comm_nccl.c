@@ -106,6 +106,14 @@ static int nc_begin(struct nccl_comm *nc, const char *what)
     return 0;
 }
 
+/* The order slot: the same wait, ahead of the collective, so that the probes' start event
+ * recorded next on nc->stream follows it (the collective then waits again on an event
+ * that is already complete by the time the stream reaches it). */
+static int nccl_order(struct comm *c)
+{
+    return nc_begin((struct nccl_comm *)c, "stream ordering");
+}
+
 /* The handle of the collective just enqueued (NULL + error_set). */
 static struct comm_work *nc_finish(struct nccl_comm *nc, const char *what, size_t count)
 {
@@ -362,6 +370,7 @@ static const struct comm nccl_comm_ops = {
     .allgather = nccl_allgather,
     .barrier = nccl_barrier,
     .stream = nccl_stream,
+    .order = nccl_order,
     .destroy = nccl_destroy,
 };
 

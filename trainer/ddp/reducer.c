@@ -39,6 +39,12 @@ static int reducer_launch_ready(struct reducer *r)
         int b = r->next_launch;
         struct bucket *bk = &r->buckets[b];
         size_t bytes = bk->numel * sizeof(float);
+        /* the comm's stream waits for backward first, so the probes' start event (queued
+         * on that stream by launching) marks when the all-reduce can run, not when it was
+         * queued behind the rest of backward */
+        if (r->comm->order && r->comm->order(r->comm))
+            return error_wrap("DDP bucket %d all-reduce (%zu bytes): ordering after backward",
+                              b, bytes);
         if (r->obs.launching)
             r->obs.launching(r->obs.ctx, b, bytes);
         bk->work = r->comm->allreduce_async(r->comm, bk->buf, bk->numel, COMM_F32);

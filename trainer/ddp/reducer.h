@@ -20,9 +20,11 @@ struct comm_span;
 struct reducer;
 
 /* Observer for the probes, called on the rank's thread: launching right before a
- * bucket's all-reduce is issued, issued right after, finished when its wait returned with
- * when the transport ran it (span zero where the transport cannot tell from the host).
- * Any may be NULL. */
+ * bucket's all-reduce is issued (after the comm's order slot, where it has one, made the
+ * comm's stream wait for the gradients queued so far, so a start event recorded there
+ * times the all-reduce and not the rest of backward), issued right after, finished when
+ * its wait returned with when the transport ran it (span zero where the transport cannot
+ * tell from the host).  Any may be NULL. */
 struct reducer_observer {
     void (*launching)(void *ctx, int bucket, size_t bytes);
     void (*issued)(void *ctx, int bucket);

@@ -1,0 +1,252 @@
+/* test_reducer.c — the DDP reducer's calls into the comm and the probes, in order, with a
+ * fake comm that logs every call (no GPU, no peers).
+ *
+ * What it guards: a bucket's all-reduce is timed on the GPU by a CUDA event pair that the
+ * probes record on the comm's stream when the reducer reports `launching`.  That start
+ * event must come after the comm's stream was made to wait for the compute stream (the
+ * comm's order slot); recorded before, it completes as soon as the comm stream is idle
+ * and the bucket's device row spans the rest of backward (issue 11, defect 2).  The fake
+ * comm keeps "ordered since the last collective" and the observer asserts it at every
+ * launch.  Also: the full call sequence per bucket, the averaged gradients written back,
+ * a comm without an order slot (shm), and an order slot that fails. */
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "common/error.h"
+#include "ddp/reducer.h"
+#include "nn/layers.h"
+#include "nn/params.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NPARAMS 3
+#define PARAM_NUMEL 16 /* 64 bytes: with 64-byte caps every parameter is its own bucket */
+#define LOG_MAX 64
+
+struct fake_comm {
+    struct comm ops;
+    char log[LOG_MAX][32];
+    int n;
+    int ordered;     /* order() called since the last collective was issued */
+    int fail_order;  /* order() fails */
+    int launch_seen_unordered; /* observer: a launch was observed before order() */
+};
+
+struct comm_work {
+    int bucket;
+};
+
+static void fc_log(struct fake_comm *fc, const char *fmt, int v)
+{
+    if (fc->n < LOG_MAX)
+        snprintf(fc->log[fc->n++], sizeof fc->log[0], fmt, v);
+}
+
+static int fc_order(struct comm *c)
+{
+    struct fake_comm *fc = (struct fake_comm *)c;
+    fc_log(fc, "order", 0);
+    if (fc->fail_order)
+        return error_set("fake comm: stream ordering failed");
+    fc->ordered = 1;
+    return 0;
+}
+
+/* world 2 where the other rank holds the same values: the sum doubles the buffer */
+static struct comm_work *fc_allreduce_async(struct comm *c, void *buf, size_t count,
+                                            enum comm_dtype dt)
+{
+    struct fake_comm *fc = (struct fake_comm *)c;
+    fc_log(fc, "allreduce %d", (int)count);
+    fc->ordered = 0; /* the collective consumed the ordering */
+    if (dt == COMM_F32)
+        for (size_t i = 0; i < count; i++)
+            ((float *)buf)[i] *= 2.0f;
+    return calloc(1, sizeof(struct comm_work));
+}
+
+static int fc_wait(struct comm *c, struct comm_work *w, struct comm_span *span)
+{
+    struct fake_comm *fc = (struct fake_comm *)c;
+    fc_log(fc, "wait", 0);
+    if (span)
+        span->start_ns = span->end_ns = 0;
+    free(w);
+    return 0;
+}
+
+static void *fc_stream(struct comm *c)
+{
+    (void)c;
+    return NULL;
+}
+
+static void fake_comm_init(struct fake_comm *fc, int with_order)
+{
+    memset(fc, 0, sizeof *fc);
+    fc->ops.name = "fake";
+    fc->ops.rank = 0;
+    fc->ops.world = 2;
+    fc->ops.allreduce_async = fc_allreduce_async;
+    fc->ops.wait = fc_wait;
+    fc->ops.stream = fc_stream;
+    fc->ops.order = with_order ? fc_order : NULL;
+}
+
+/* the probes' side of the observer, logging into the comm's log */
+static void obs_launching(void *ctx, int bucket, size_t bytes)
+{
+    struct fake_comm *fc = ctx;
+    (void)bytes;
+    if (fc->ops.order && !fc->ordered)
+        fc->launch_seen_unordered++;
+    fc_log(fc, "launching %d", bucket);
+}
+
+static void obs_issued(void *ctx, int bucket) { fc_log(ctx, "issued %d", bucket); }
+
+static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_span *span)
+{
+    (void)bytes, (void)span;
+    fc_log(ctx, "finished %d", bucket);
+}
+
+static int log_is(const struct fake_comm *fc, const char *const *want, int n)
+{
+    if (fc->n != n)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(fc->log[i], want[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static void log_print(const struct fake_comm *fc)
+{
+    for (int i = 0; i < fc->n; i++)
+        printf("  %2d %s\n", i, fc->log[i]);
+}
+
+/* 3 parameters of 16 floats, gradients p*100 + i */
+static int make_params(struct param_table *t, struct backend *be)
+{
+    params_init(t, be);
+    for (int p = 0; p < NPARAMS; p++) {
+        char leaf[16];
+        snprintf(leaf, sizeof leaf, "w%d", p);
+        int shape[1] = {PARAM_NUMEL};
+        struct param *q = params_add(t, "", leaf, PARAM_TRAINABLE, 1, shape);
+        if (!q)
+            return -1;
+        float g[PARAM_NUMEL];
+        for (int i = 0; i < PARAM_NUMEL; i++)
+            g[i] = (float)(p * 100 + i);
+        be->upload(be, q->grad, g, sizeof g);
+    }
+    return 0;
+}
+
+/* backward reports gradients in reverse parameter order */
+static int run_backward(struct reducer *r, struct param_table *t)
+{
+    struct grad_hook h = reducer_hook(r);
+    for (int p = NPARAMS - 1; p >= 0; p--)
+        if (h.ready(h.ctx, params_trainable(t, p)))
+            return -1;
+    return 0;
+}
+
+static void test_order_before_launch(int with_order)
+{
+    struct backend *be = backend_cpu_create(1);
+    CHECK(be != NULL, "cpu backend: %s", error_get());
+    if (!be)
+        return;
+    struct param_table t;
+    CHECK(make_params(&t, be) == 0, "params: %s", error_get());
+    struct fake_comm fc;
+    fake_comm_init(&fc, with_order);
+    struct reducer *r = reducer_create(&t, &fc.ops, 64, 64);
+    CHECK(r != NULL, "reducer: %s", error_get());
+    if (!r) {
+        params_free(&t);
+        be->destroy(be);
+        return;
+    }
+    CHECK(reducer_bucket_count(r) == NPARAMS, "%d buckets, want %d", reducer_bucket_count(r),
+          NPARAMS);
+    reducer_set_observer(r, (struct reducer_observer){obs_launching, obs_issued, obs_finished,
+                                                      &fc});
+    for (int step = 0; step < 2; step++) {
+        fc.n = 0;
+        CHECK(run_backward(r, &t) == 0, "backward: %s", error_get());
+        CHECK(reducer_finish(r) == 0, "finish: %s", error_get());
+        static const char *const with[] = {
+            "order",       "launching 0", "allreduce 16", "issued 0",
+            "order",       "launching 1", "allreduce 16", "issued 1",
+            "order",       "launching 2", "allreduce 16", "issued 2",
+            "wait",        "finished 0",  "wait",         "finished 1",
+            "wait",        "finished 2"};
+        static const char *const without[] = {
+            "launching 0", "allreduce 16", "issued 0",   "launching 1", "allreduce 16",
+            "issued 1",    "launching 2",  "allreduce 16", "issued 2",  "wait",
+            "finished 0",  "wait",         "finished 1", "wait",        "finished 2"};
+        int ok = with_order ? log_is(&fc, with, sizeof with / sizeof with[0])
+                            : log_is(&fc, without, sizeof without / sizeof without[0]);
+        CHECK(ok, "step %d, comm %s order slot: unexpected call sequence", step,
+              with_order ? "with" : "without");
+        if (!ok)
+            log_print(&fc);
+    }
+    CHECK(fc.launch_seen_unordered == 0,
+          "%d launch(es) observed before the comm stream waited for backward: the device "
+          "row would span the rest of backward",
+          fc.launch_seen_unordered);
+    /* averaged: grad / world, summed over 2 equal ranks: the gradient itself */
+    int bad = 0;
+    for (int p = 0; p < NPARAMS; p++) {
+        float g[PARAM_NUMEL];
+        be->download(be, g, params_trainable(&t, p)->grad, sizeof g);
+        for (int i = 0; i < PARAM_NUMEL; i++)
+            bad += g[i] != (float)(p * 100 + i);
+    }
+    CHECK(bad == 0, "%d averaged gradients wrong", bad);
+    reducer_destroy(r);
+    params_free(&t);
+    be->destroy(be);
+}
+
+static void test_order_fails(void)
+{
+    struct backend *be = backend_cpu_create(1);
+    if (!be)
+        return;
+    struct param_table t;
+    CHECK(make_params(&t, be) == 0, "params: %s", error_get());
+    struct fake_comm fc;
+    fake_comm_init(&fc, 1);
+    fc.fail_order = 1;
+    struct reducer *r = reducer_create(&t, &fc.ops, 64, 64);
+    if (r) {
+        reducer_set_observer(r, (struct reducer_observer){obs_launching, obs_issued,
+                                                          obs_finished, &fc});
+        CHECK(run_backward(r, &t) == -1, "a failed ordering launched anyway");
+        CHECK(strstr(error_get(), "bucket 0") && strstr(error_get(), "ordering failed"),
+              "error names the bucket and the cause: '%s'", error_get());
+        static const char *const want[] = {"order"};
+        CHECK(log_is(&fc, want, 1), "nothing after the failed order (%d calls)", fc.n);
+        reducer_destroy(r);
+    }
+    params_free(&t);
+    be->destroy(be);
+}
+
+int main(void)
+{
+    test_order_before_launch(1);
+    test_order_before_launch(0);
+    test_order_fails();
+    return test_finish();
+}

@@ -4,10 +4,17 @@
  * issue order, zero comm_span, and the stream ordering that lets all-reduce overlap
  * backward: a collective reads what the compute stream wrote just before it (no host sync
  * in between), and compute work queued right after wait() sees the collective's result.
+ * World 1 also: a wait for a collective queued behind ~100 ms of compute sleeps instead
+ * of polling (the comm's cudaEventQuery calls are counted by an interposer below: a
+ * handful per wait, not thousands), and a collective that can never run (its stream is
+ * held by cuStreamWaitValue32 on a host flag) times out naming rank, collective and
+ * sequence number, after which a wait for a collective issued before the abort fails at
+ * once instead of hanging.
  * World 2 (two GPUs, two processes, the store on localhost): sums, broadcast from rank 1,
  * reduce to rank 1, all-gather in rank order, barrier, many overlapping all-reduces; then
  * rank 1 skips an all-reduce and rank 0's wait must fail within its timeout naming rank,
- * collective and sequence number, after which the aborted comm fails at once.
+ * collective and sequence number, after which the aborted comm fails at once, waits for
+ * collectives issued before the abort included.
  *
  * CUDA must not be initialised before fork(), so all GPU work happens in forked children;
  * the parent only counts devices through one child and collects exit statuses.  Skips (77)
@@ -22,8 +29,11 @@
 #include "launch/launcher.h"
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +46,66 @@
 #define HOST DIST_ENV_DEFAULT_ADDR /* this machine */
 #define TIMEOUT_MS 60000
 #define SHORT_TIMEOUT_MS 3000
+
+/* ------------------------------------------------------------------ CUDA without headers
+ * This file compiles in CPU builds too (it skips there), so the few CUDA entry points it
+ * calls directly are looked up at run time with their C signatures. */
+
+/* Counting interposer: the NCCL comm's calls to cudaEventQuery bind to this definition
+ * (an executable's own symbol wins over libcudart's), which counts them and forwards to
+ * the real one.  A wait that polls calls it thousands of times a second. */
+static _Atomic long event_queries;
+int cudaEventQuery(void *event);
+int cudaEventQuery(void *event)
+{
+    static int (*real)(void *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "cudaEventQuery");
+    atomic_fetch_add(&event_queries, 1);
+    return real ? real(event) : 999; /* 999: cudaErrorUnknown */
+}
+
+/* a host flag the GPU can read, and a stream held until it becomes 1 */
+struct stream_hold {
+    volatile unsigned *flag; /* pinned, mapped host memory */
+    void *dev_flag;
+};
+
+static void *cuda_sym(const char *lib, const char *name)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen(lib, RTLD_NOW);
+    return h ? dlsym(h, name) : NULL;
+}
+
+/* 0, or -1 when this machine cannot hold a stream (no stream memory operations) */
+static int stream_hold(struct stream_hold *h, void *stream)
+{
+    int (*host_alloc)(void **, size_t, unsigned) = NULL;
+    int (*dev_ptr)(void **, void *, unsigned) = NULL;
+    int (*wait_value)(void *, unsigned long long, unsigned, unsigned) = NULL;
+    *(void **)&host_alloc = dlsym(RTLD_DEFAULT, "cudaHostAlloc");
+    *(void **)&dev_ptr = dlsym(RTLD_DEFAULT, "cudaHostGetDevicePointer");
+    *(void **)&wait_value = cuda_sym("libcuda.so.1", "cuStreamWaitValue32_v2");
+    if (!wait_value)
+        *(void **)&wait_value = cuda_sym("libcuda.so.1", "cuStreamWaitValue32");
+    void *p = NULL;
+    if (!host_alloc || !dev_ptr || !wait_value || host_alloc(&p, 64, 2 /* mapped */) ||
+        dev_ptr(&h->dev_flag, p, 0))
+        return -1;
+    h->flag = p;
+    *h->flag = 0;
+    /* CU_STREAM_WAIT_VALUE_GEQ (0): the stream waits until *flag >= 1 */
+    return wait_value(stream, (unsigned long long)(uintptr_t)h->dev_flag, 1, 0) ? -1 : 0;
+}
+
+/* let the held stream go (the flag stays allocated until the process exits) */
+static void stream_release(struct stream_hold *h)
+{
+    if (h->flag)
+        *h->flag = 1;
+}
 
 
 /* run fn(arg) in a child; its exit status (-1 if it had to be killed after limit_s) */
@@ -145,6 +215,34 @@ static int world1(int unused)
         bad += back[i] != 3.0f * h[i] * 16.0f;
     CHECK(bad == 0, "4 x (scale 2, allreduce): %zu of %zu wrong", bad, n);
 
+    /* the host wait sleeps: an all-reduce queued behind ~100 ms of compute is waited for
+     * with a few event queries (20 ms slices), not a polling loop */
+    const size_t big_n = (size_t)1 << 26; /* 256 MiB: each scale is GPU-bound, not launch-bound */
+    float *big = be->alloc(be, big_n * sizeof(float));
+    CHECK(big != NULL, "256 MiB scratch: %s", error_get());
+    for (int reps = 32, tries = 0; big && tries < 6; tries++, reps *= 2) {
+        for (int k = 0; k < reps; k++)
+            be->scale(be, big_n, 1.0f, big, big);
+        struct comm_work *slow = c->allreduce_async(c, a, n, COMM_F32);
+        CHECK(slow != NULL, "allreduce behind compute: %s", error_get());
+        if (!slow)
+            break;
+        atomic_store(&event_queries, 0);
+        const double t0 = clock_now_s();
+        CHECK(c->wait(c, slow, NULL) == 0, "wait behind compute: %s", error_get());
+        const double ms = (clock_now_s() - t0) * 1e3;
+        const long queries = atomic_load(&event_queries);
+        if (ms < 80.0 && tries < 5)
+            continue; /* the GPU was too quick for this much work: queue more */
+        printf("wait behind %d scale ops: %.0f ms, %ld cudaEventQuery calls\n", reps, ms,
+               queries);
+        CHECK(queries <= 4 + (long)(ms / 10.0),
+              "the wait polled: %ld event queries in %.0f ms (20 ms slices allow ~%ld)",
+              queries, ms, 2 + (long)(ms / 20.0));
+        break;
+    }
+    be->free(be, big);
+
     CHECK(c->broadcast(c, a, n, COMM_F32, 0) == 0, "broadcast: %s", error_get());
     CHECK(c->reduce(c, a, n, COMM_F32, 0) == 0, "reduce: %s", error_get());
     CHECK(c->barrier(c) == 0, "barrier: %s", error_get());
@@ -165,6 +263,58 @@ static int world1(int unused)
     free(h);
     free(back);
     c->destroy(c);
+    be->destroy(be);
+    return test_finish();
+}
+
+/* ------------------------------------------------------------------ world 1: timeout */
+
+/* A collective that cannot run times out; then every wait fails at once. */
+static int world1_timeout(int unused)
+{
+    (void)unused;
+    struct backend *be = backend_cuda_create(0);
+    CHECK(be != NULL, "backend: %s", error_get());
+    if (!be)
+        return test_finish();
+    const int timeout_ms = 1000;
+    struct comm *c = comm_nccl_create(be, NULL, 0, 1, timeout_ms);
+    CHECK(c != NULL, "nccl comm: %s", error_get());
+    if (!c) {
+        be->destroy(be);
+        return test_finish();
+    }
+    float *a = be->alloc(be, 4096 * sizeof(float));
+    struct stream_hold hold = {0};
+    if (stream_hold(&hold, c->stream(c)) != 0) {
+        printf("cannot hold a stream here (no cuStreamWaitValue32): timeout case not run\n");
+    } else {
+        struct comm_work *first = c->allreduce_async(c, a, 4096, COMM_F32);
+        struct comm_work *second = c->allreduce_async(c, a, 4096, COMM_F32);
+        CHECK(first && second, "allreduce behind a held stream: %s", error_get());
+        const double t0 = clock_now_s();
+        const int rc = first ? c->wait(c, first, NULL) : 0;
+        const double dt = clock_now_s() - t0;
+        const char *msg = error_get();
+        CHECK(rc == -1, "a collective behind a held stream completed");
+        CHECK(dt >= timeout_ms / 1000.0 * 0.9 && dt < timeout_ms / 1000.0 + 5.0,
+              "timed out after %.2f s (timeout %d ms)", dt, timeout_ms);
+        CHECK(strstr(msg, "rank 0") && strstr(msg, "allreduce #1") &&
+                  strstr(msg, "did not complete within"),
+              "timeout message lacks rank/collective/sequence: '%s'", msg);
+        printf("world-1 timeout after %.2f s: %s\n", dt, msg);
+        const double t1 = clock_now_s();
+        CHECK(second && c->wait(c, second, NULL) == -1 && strstr(error_get(), "aborted"),
+              "a wait after the abort did not fail: '%s'", error_get());
+        CHECK(clock_now_s() - t1 < 0.5, "a wait after the abort took %.2f s",
+              clock_now_s() - t1);
+        CHECK(c->barrier(c) == -1 && strstr(error_get(), "aborted"),
+              "the aborted comm still works: '%s'", error_get());
+        stream_release(&hold);
+    }
+    c->destroy(c);
+    be->synchronize(be);
+    be->free(be, a);
     be->destroy(be);
     return test_finish();
 }
@@ -244,7 +394,8 @@ static int world2_rank(int rank)
     if (rank == 0) {
         const double t0 = clock_now_s();
         struct comm_work *lost = c->allreduce_async(c, a, n, COMM_F32);
-        CHECK(lost != NULL, "rank 0 lone allreduce: %s", error_get());
+        struct comm_work *late = c->allreduce_async(c, a, n, COMM_F32);
+        CHECK(lost != NULL && late != NULL, "rank 0 lone allreduces: %s", error_get());
         const int rc = lost ? c->wait(c, lost, NULL) : -1;
         const double dt = clock_now_s() - t0;
         const char *msg = error_get();
@@ -256,6 +407,12 @@ static int world2_rank(int rank)
         printf("rank 0 timeout after %.1f s: %s\n", dt, msg);
         CHECK(c->barrier(c) == -1 && strstr(error_get(), "aborted"),
               "the aborted comm still works: '%s'", error_get());
+        const double t1 = clock_now_s();
+        CHECK(late && c->wait(c, late, NULL) == -1 && strstr(error_get(), "aborted"),
+              "a wait for a collective issued before the abort did not fail: '%s'",
+              error_get());
+        CHECK(clock_now_s() - t1 < 0.5, "a wait after the abort took %.2f s",
+              clock_now_s() - t1);
         CHECK(store_set(s, "timed_out", "1", 1) == 0, "store: %s", error_get());
     } else {
         CHECK(store_wait(s, "timed_out") == 0, "rank 1 waiting: %s", error_get());
@@ -281,6 +438,8 @@ int main(void)
 
     int rc = run_child(world1, 0, 120.0, NULL);
     CHECK(rc == 0, "world 1 failed (status %d; its messages are above)", rc);
+    rc = run_child(world1_timeout, 0, 60.0, NULL);
+    CHECK(rc == 0, "world 1 timeout case failed (status %d; its messages are above)", rc);
     if (count >= 2) {
         port2 = launcher_free_port();
         pid_t p0, p1;

@@ -3,11 +3,21 @@
  * One NCCL communicator per process, created from a unique id that rank 0 publishes in
  * the rendezvous store.  Collectives run on the comm's own high-priority stream, ordered
  * after everything already queued on the backend's compute stream by an event, so a
- * bucket's all-reduce overlaps the rest of backward.  wait() makes the compute stream wait
- * for the collective (device side) and also polls it from the host: a collective that
- * fails (ncclCommGetAsyncError) or outlives the timeout aborts the communicator and
- * becomes an error naming the rank, the collective and its sequence number, instead of a
- * hang.  After an abort every call fails at once.
+ * bucket's all-reduce overlaps the rest of backward (the order slot does that ordering
+ * ahead of time, for the probes' start event).
+ *
+ * wait() makes the compute stream wait for the collective (device side) and also waits
+ * for it on the host, without spinning: a host function queued on a private watch stream
+ * behind the collective's event signals a condition variable, which the host waits on in
+ * 20 ms slices, checking ncclCommGetAsyncError and the event's status between slices (so
+ * CUPTI sees a handful of calls per wait, not a query loop).  A collective that fails or
+ * outlives the timeout aborts the communicator (ncclCommAbort) and becomes an error naming
+ * the rank, the collective and its sequence number, instead of a hang.  After an abort
+ * every call fails at once, waits for collectives issued before it included.
+ *
+ * destroy: an idle, healthy communicator is finalized (ncclCommFinalize, which flushes
+ * and waits for NCCL's own work to quiesce) and then destroyed; one with work queued or
+ * an error is aborted.
  *
  * The host cannot time a collective, so wait() reports a zero comm_span; the probes time
  * NCCL work with CUDA events on the comm stream. */
@@ -21,7 +31,7 @@
 #include "comm/store.h"
 
 #include <inttypes.h>
-#include <sched.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +39,8 @@
 
 _Static_assert(NCCL_UNIQUE_ID_BYTES == 128, "cuda_api.h passes the NCCL unique id as 128 bytes");
 
-/* Host polling of a collective: spin this long, then sleep POLL_SLEEP_NS between queries. */
-#define POLL_SPIN_NS 2000000LL
-#define POLL_SLEEP_NS 100000L
+/* A host wait sleeps at most this long between looks at NCCL's and the event's status. */
+#define WAIT_SLICE_NS 20000000LL
 
 struct comm_work {
     cudaEvent_t done; /* recorded on the comm stream after the collective */
@@ -45,6 +54,7 @@ struct nccl_comm {
     struct comm ops; /* first: a struct comm * is a struct nccl_comm * */
     struct backend *be;
     cudaStream_t compute, stream;
+    cudaStream_t watch; /* host functions that wake waiters, behind each waited event */
     ncclComm_t nccl;
     int timeout_ms;
     uint64_t seq;
@@ -162,7 +172,87 @@ static int nc_call_failed(struct nccl_comm *nc, const char *what)
     return -1;
 }
 
-/* Compute stream waits for w on the device; the host polls w with the timeout. */
+/* The wake-up of one host wait: a host function queued behind the collective sets done.
+ * Shared by the waiter and CUDA's callback thread, freed by whichever lets go last: after
+ * a timeout the host function runs when the aborted collective drains (or never, on a
+ * hung device: then this small struct is leaked, once per failed wait). */
+struct nc_signal {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+    int done, refs;
+};
+
+static struct nc_signal *nc_signal_create(void)
+{
+    struct nc_signal *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    s->refs = 2; /* the waiter and the host function */
+    return s;
+}
+
+/* Let go of s (under its lock the last one out frees it). */
+static void nc_signal_release(struct nc_signal *s)
+{
+    pthread_mutex_lock(&s->mu);
+    const int left = --s->refs;
+    pthread_mutex_unlock(&s->mu);
+    if (left == 0) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+    }
+}
+
+/* The host function (CUDA's callback thread; no CUDA calls allowed here). */
+static void CUDART_CB nc_signal_fire(void *arg)
+{
+    struct nc_signal *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->done = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    nc_signal_release(s);
+}
+
+/* NCCL's view between slices: 0, or -1 after error_set + abort. */
+static int nc_check_async(struct nccl_comm *nc, const struct comm_work *w)
+{
+    ncclResult_t st = ncclSuccess;
+    if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
+        st = ncclInternalError;
+    if (st == ncclSuccess || st == ncclInProgress)
+        return 0;
+    const char *last = ncclGetLastError(nc->nccl);
+    error_set("rank %d: nccl %s #%" PRIu64 " (%zu elements) failed: %s%s%s; communicator "
+              "aborted (did another rank fail?)",
+              nc->ops.rank, w->what, w->seq, w->count, ncclGetErrorString(st),
+              last && last[0] ? ": " : "", last ? last : "");
+    return nc_break(nc);
+}
+
+/* The event's status: 1 complete, 0 not yet, -1 after error_set + abort (a device error). */
+static int nc_query(struct nccl_comm *nc, const struct comm_work *w)
+{
+    cudaError_t e = cudaEventQuery(w->done);
+    if (e == cudaSuccess)
+        return 1;
+    if (e == cudaErrorNotReady)
+        return 0;
+    cuda_check_cuda(e, "cudaEventQuery(done)", __FILE__, __LINE__);
+    error_wrap("rank %d: nccl %s #%" PRIu64 " (%zu elements) failed on the device", nc->ops.rank,
+               w->what, w->seq, w->count);
+    return nc_break(nc);
+}
+
+/* Compute stream waits for w on the device; the host sleeps until w completes, an error
+ * shows, or the timeout. */
 static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
 {
     const int rank = nc->ops.rank;
@@ -171,45 +261,52 @@ static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
                          w->what, w->seq, nc->broken_msg);
     if (backend_cuda_bind(nc->be) || CHECK_CUDA(cudaStreamWaitEvent(nc->compute, w->done, 0)))
         return error_wrap("rank %d: nccl %s #%" PRIu64, rank, w->what, w->seq);
-    const int64_t start = now_ns(), limit = (int64_t)nc->timeout_ms * 1000000LL;
-    for (unsigned i = 0;; i++) {
-        cudaError_t e = cudaEventQuery(w->done);
-        if (e == cudaSuccess)
-            return 0;
-        if (e != cudaErrorNotReady) {
-            cuda_check_cuda(e, "cudaEventQuery(done)", __FILE__, __LINE__);
-            error_wrap("rank %d: nccl %s #%" PRIu64 " (%zu elements) failed on the device", rank,
-                       w->what, w->seq, w->count);
-            return nc_break(nc);
+    int q = nc_query(nc, w); /* already done (often, for all but the last bucket) */
+    if (q != 0)
+        return q > 0 ? 0 : -1;
+    struct nc_signal *sig = nc_signal_create();
+    if (!sig) {
+        error_set("rank %d: nccl %s #%" PRIu64 ": out of memory", rank, w->what, w->seq);
+        return nc_break(nc);
+    }
+    if (CHECK_CUDA(cudaStreamWaitEvent(nc->watch, w->done, 0)) ||
+        CHECK_CUDA(cudaLaunchHostFunc(nc->watch, nc_signal_fire, sig))) {
+        free(sig); /* the host function was not queued: nobody else holds it */
+        error_wrap("rank %d: nccl %s #%" PRIu64, rank, w->what, w->seq);
+        return nc_break(nc);
+    }
+    const int64_t deadline = now_ns() + (int64_t)nc->timeout_ms * 1000000LL;
+    int rc = 0;
+    for (;;) {
+        int64_t until = now_ns() + WAIT_SLICE_NS;
+        if (until > deadline)
+            until = deadline;
+        pthread_mutex_lock(&sig->mu);
+        if (!sig->done) {
+            struct timespec ts = {(time_t)(until / 1000000000LL), (long)(until % 1000000000LL)};
+            pthread_cond_timedwait(&sig->cv, &sig->mu, &ts); /* spurious wake-ups: loop */
         }
-        if (i % 64 == 0) {
-            ncclResult_t st = ncclSuccess;
-            if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
-                st = ncclInternalError;
-            if (st != ncclSuccess && st != ncclInProgress) {
-                const char *last = ncclGetLastError(nc->nccl);
-                error_set("rank %d: nccl %s #%" PRIu64 " (%zu elements) failed: %s%s%s; "
-                          "communicator aborted (did another rank fail?)",
-                          rank, w->what, w->seq, w->count, ncclGetErrorString(st),
-                          last && last[0] ? ": " : "", last ? last : "");
-                return nc_break(nc);
-            }
+        const int done = sig->done;
+        pthread_mutex_unlock(&sig->mu);
+        if (done)
+            break;
+        if (nc_check_async(nc, w) || (q = nc_query(nc, w)) < 0) {
+            rc = -1;
+            break;
         }
-        const int64_t elapsed = now_ns() - start;
-        if (elapsed > limit) {
+        if (q > 0) /* complete; the host function is on its way */
+            break;
+        if (now_ns() >= deadline) {
             error_set("rank %d: nccl %s #%" PRIu64 " (%zu elements) did not complete within %d "
                       "ms: another rank is stuck, slow or gone (or issued different "
                       "collectives); communicator aborted",
                       rank, w->what, w->seq, w->count, nc->timeout_ms);
-            return nc_break(nc);
-        }
-        if (elapsed < POLL_SPIN_NS) {
-            sched_yield();
-        } else {
-            struct timespec ts = {0, POLL_SLEEP_NS};
-            nanosleep(&ts, NULL);
+            rc = nc_break(nc);
+            break;
         }
     }
+    nc_signal_release(sig);
+    return rc;
 }
 
 /* enqueue + wait, for the blocking collectives */
@@ -300,8 +397,28 @@ static int nccl_barrier(struct comm *c)
     return nc_complete(nc, nc_finish(nc, what, 1));
 }
 
-/* Waits for nothing: a communicator with work still queued or an error is aborted, an
- * idle healthy one destroyed (a local operation without ncclCommFinalize). */
+/* After ncclCommFinalize: wait (up to the timeout) for the communicator to leave
+ * ncclInProgress.  1 when it is quiescent and healthy, else 0. */
+static int nc_finalized(struct nccl_comm *nc)
+{
+    const int64_t deadline = now_ns() + (int64_t)nc->timeout_ms * 1000000LL;
+    for (;;) {
+        ncclResult_t st = ncclSuccess;
+        if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
+            return 0;
+        if (st != ncclInProgress)
+            return st == ncclSuccess;
+        if (now_ns() >= deadline)
+            return 0;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Waits for nothing of the device: a communicator with work queued or an error is
+ * aborted; an idle healthy one is finalized (NCCL flushes its own work; a blocking
+ * communicator returns from ncclCommFinalize once quiescent), then destroyed, or aborted
+ * if finalizing fails or does not settle within the timeout. */
 static void nccl_destroy(struct comm *c)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
@@ -313,10 +430,12 @@ static void nccl_destroy(struct comm *c)
         const int idle = nc->stream && cudaStreamQuery(nc->stream) == cudaSuccess;
         if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
             st = ncclInternalError;
-        if (idle && st == ncclSuccess)
+        if (idle && st == ncclSuccess && ncclCommFinalize(nc->nccl) == ncclSuccess &&
+            nc_finalized(nc))
             ncclCommDestroy(nc->nccl);
         else
             ncclCommAbort(nc->nccl);
+        nc->nccl = NULL;
     }
     while (nc->free_list) {
         struct comm_work *w = nc->free_list;
@@ -329,6 +448,8 @@ static void nccl_destroy(struct comm *c)
     cudaFree(nc->barrier_buf);
     if (nc->stream)
         cudaStreamDestroy(nc->stream);
+    if (nc->watch) /* host functions still queued run when their events complete */
+        cudaStreamDestroy(nc->watch);
     (void)cudaGetLastError();
     free(nc);
 }
@@ -423,6 +544,7 @@ struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank,
     if (backend_cuda_bind(be) ||
         CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest)) ||
         CHECK_CUDA(cudaStreamCreateWithPriority(&nc->stream, cudaStreamNonBlocking, greatest)) ||
+        CHECK_CUDA(cudaStreamCreateWithFlags(&nc->watch, cudaStreamNonBlocking)) ||
         CHECK_CUDA(cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) ||
         CHECK_CUDA(cudaMalloc((void **)&nc->barrier_buf, sizeof(float))) ||
         CHECK_CUDA(cudaMemsetAsync(nc->barrier_buf, 0, sizeof(float), nc->compute)))

@@ -162,6 +162,12 @@ void activity_proc_add(struct activity_proc *ap, const struct activity_record *r
             activity_wait(ap, r);
         break;
     }
+    case ACTIVITY_API:
+        if (r->subkind == ACTIVITY_API_DRIVER)
+            ap->st.api_driver++;
+        else
+            ap->st.api_runtime++;
+        break;
     default:
         ap->st.other++;
         break;

@@ -7,6 +7,9 @@
  * rows (clock cupti, kind kernel/memcpy/memset/sync, stream = CUDA stream id) attributed
  * to the phase, step, epoch and bucket of the probe range that launched them.
  *
+ * Runtime and driver API records only count (stats): CUPTI emits the external-correlation
+ * record of a call only along with the call's own record, which is why they are enabled.
+ *
  * Records may arrive before their correlation record (CUPTI fills buffers per context
  * and stream).  Such a record waits (its name copied) and is retried at the end of every
  * batch (activity_proc_end_batch, once per completed CUPTI buffer); after
@@ -32,8 +35,12 @@ enum activity_kind {
     ACTIVITY_MEMSET,
     ACTIVITY_SYNC,
     ACTIVITY_EXTERNAL_CORRELATION,
+    ACTIVITY_API,  /* a runtime or driver API call: counted, not written */
     ACTIVITY_OTHER /* counted, not written */
 };
+
+/* ACTIVITY_API's subkind: which API the call belongs to */
+enum activity_api_domain { ACTIVITY_API_RUNTIME = 1, ACTIVITY_API_DRIVER = 2 };
 
 /* Mirrors of CUpti_ActivityMemcpyKind and CUpti_ActivitySynchronizationType (same values;
  * probes/cuda checks that at compile time). */
@@ -66,7 +73,9 @@ struct activity_record {
     uint64_t start_ns, end_ns;
     uint32_t stream_id;       /* ACTIVITY_NO_STREAM when none: written as -1 */
     uint64_t bytes;           /* memcpy, memset */
-    int subkind;              /* memcpy: activity_memcpy_kind; sync: activity_sync_type */
+    int subkind;              /* memcpy: activity_memcpy_kind; sync: activity_sync_type;
+                                 api: activity_api_domain */
+    uint32_t cbid;            /* api: the call's CUPTI callback id (cupti_*_cbid.h) */
     const char *name;         /* kernel name, borrowed for the call (copied if it waits) */
     uint64_t external_id;     /* ACTIVITY_EXTERNAL_CORRELATION: our id for correlation_id */
 };
@@ -80,6 +89,8 @@ struct activity_stats {
     uint64_t rows;         /* rows emitted */
     uint64_t attributed;   /* rows with the range that launched them */
     uint64_t unattributed; /* rows written as phase setup */
+    uint64_t api_runtime;  /* runtime API calls (not written) */
+    uint64_t api_driver;   /* driver API calls (not written): NCCL's, cuDNN's, cuBLAS's launches */
     uint64_t other;        /* records of kinds we do not write */
 };
 

@@ -17,9 +17,10 @@ extern "C" {
 #endif
 
 /* ---- CUPTI activity tracing (probes/cuda/cupti_*.c) ----
- * Kernels (concurrent), memcpy, memset, synchronization, external correlation and
- * runtime API records (the last only make CUPTI emit the correlation records) in 4 MiB
- * buffers; CUPTI's timestamps come from clock_now_ns (cuptiActivityRegisterTimestampCallback),
+ * Kernels (concurrent), memcpy, memset, synchronization, external correlation, runtime
+ * and driver API records (the last two only make CUPTI emit the correlation records: a
+ * kernel that NCCL, cuDNN or cuBLAS launches through the driver API, cuLaunchKernelEx, is
+ * correlated only through the driver call's record) in 4 MiB buffers; CUPTI's timestamps come from clock_now_ns (cuptiActivityRegisterTimestampCallback),
  * so cupti rows share the host rows' clock.  Completed buffers are converted to
  * struct activity_record and fed to the activity_proc given at start (on CUPTI's thread
  * or inside cupti_tracer_flush).  One tracer per process. */

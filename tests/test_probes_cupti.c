@@ -3,8 +3,13 @@
  * correlation) fed to the correlation map and the record processing
  * (probes/correlation.c, probes/activity.c) must give the expected attributed rows —
  * including records that arrive before their correlation, in the same or a later batch,
- * records with no correlation at all, and names that must be copied.  The CUPTI start
- * itself must say "unavailable" in one line here (no GPU or driver, or no CUDA build). */
+ * records with no correlation at all, and names that must be copied.  A DDP step as CUPTI
+ * writes it with driver-API records on: cuDNN kernels launched by cuLaunchKernel and NCCL
+ * kernels launched by cuLaunchKernelEx land in their step, phase and bucket, and a
+ * driver launch without its record (driver records off: issue 11, defect 3) does not.
+ * The CUPTI start itself must say "unavailable" in one line here (no GPU or driver, or no
+ * CUDA build).  tests/test_probes_cupti_records.c (CUDA builds) feeds real CUPTI record
+ * structs through the conversion and checks which kinds the tracer enables. */
 #include "probes/activity.h"
 #include "probes/correlation.h"
 #include "common/error.h"
@@ -211,6 +216,112 @@ static void test_attribution(void)
     activity_proc_destroy(ap);
 }
 
+/* CUPTI callback ids (cupti_driver_cbid.h, cupti_runtime_cbid.h; activity.c only counts them) */
+#define CBID_cuLaunchKernel 307
+#define CBID_cuLaunchKernelEx 652
+#define CBID_cudaLaunchKernel 211
+#define CBID_cudaEventRecord 135
+#define CBID_cudaStreamWaitEvent 147
+
+static struct activity_record api(int domain, uint32_t cbid, uint32_t cid, uint64_t t0)
+{
+    return (struct activity_record){.kind = ACTIVITY_API, .subkind = domain, .cbid = cbid,
+                                    .correlation_id = cid, .start_ns = t0, .end_ns = t0 + 5,
+                                    .stream_id = ACTIVITY_NO_STREAM};
+}
+
+/* One DDP step (step 5, epoch 1) with two buckets as CUPTI delivers it with RUNTIME and
+ * DRIVER records enabled: the kernels' buffer completes first, the API side later. */
+static void test_driver_launches(void)
+{
+    static struct sink s;
+    s.n = 0;
+    struct activity_proc *ap = activity_proc_create(1, sink_emit, &s);
+    CHECK(ap != NULL, "create");
+    if (!ap)
+        return;
+    const uint64_t bwd = corr_encode(PROBE_BACKWARD, 5, 1, -1);
+    const uint64_t b0 = corr_encode(PROBE_ALLREDUCE, 5, 1, 0);
+    const uint64_t b1 = corr_encode(PROBE_ALLREDUCE, 5, 1, 1);
+    struct activity_record r;
+
+    /* batch 1: the GPU side.  cuDNN's kernel (cuLaunchKernel 601), our relu (runtime
+     * cudaLaunchKernel 600), NCCL's kernels for buckets 0 and 1 (cuLaunchKernelEx 612,
+     * 622) on the comm stream 21, and a driver launch whose driver record CUPTI did not
+     * write (699): with driver records off, every NCCL kernel looked like that one. */
+    r = kernel(600, "relu_backward_kernel", 1000, 13);
+    activity_proc_add(ap, &r);
+    r = kernel(601, "sm90_xmma_wgrad_implicit_gemm_f32f32_cudnn", 1100, 13);
+    activity_proc_add(ap, &r);
+    r = kernel(612, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1200, 21);
+    activity_proc_add(ap, &r);
+    r = kernel(622, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)",
+               1300, 21);
+    activity_proc_add(ap, &r);
+    r = kernel(699, "ncclDevKernel_AllReduce_Sum_f32_RING_LL_orphan", 1400, 21);
+    activity_proc_add(ap, &r);
+    activity_proc_end_batch(ap);
+    CHECK(s.n == 0, "kernels wait for their correlation: %d rows written early", s.n);
+
+    /* batch 2: the host side, in call order, each API record preceded by its
+     * external-correlation record (cuptiActivityPushExternalCorrelationId's contract) */
+    r = ext(600, bwd);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_RUNTIME, CBID_cudaLaunchKernel, 600, 990);
+    activity_proc_add(ap, &r);
+    r = ext(601, bwd);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_DRIVER, CBID_cuLaunchKernel, 601, 1000);
+    activity_proc_add(ap, &r);
+    /* bucket 0: the comm's ordering (runtime, in backward), then NCCL's launch */
+    r = ext(610, bwd);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_RUNTIME, CBID_cudaEventRecord, 610, 1010);
+    activity_proc_add(ap, &r);
+    r = ext(611, b0);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_RUNTIME, CBID_cudaStreamWaitEvent, 611, 1020);
+    activity_proc_add(ap, &r);
+    r = ext(612, b0);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_DRIVER, CBID_cuLaunchKernelEx, 612, 1030);
+    activity_proc_add(ap, &r);
+    /* bucket 1 */
+    r = ext(622, b1);
+    activity_proc_add(ap, &r);
+    r = api(ACTIVITY_API_DRIVER, CBID_cuLaunchKernelEx, 622, 1040);
+    activity_proc_add(ap, &r);
+    activity_proc_end_batch(ap);
+
+    const struct trace_row *k;
+    k = find(&s, "relu_backward_kernel");
+    CHECK(attributed_to(k, PROBE_BACKWARD, 5, 1, -1), "runtime launch: backward step 5");
+    k = find(&s, "sm90_xmma_wgrad_implicit_gemm_f32f32_cudnn");
+    CHECK(attributed_to(k, PROBE_BACKWARD, 5, 1, -1),
+          "cuDNN's driver launch: backward step 5, no bucket");
+    k = find(&s, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    CHECK(attributed_to(k, PROBE_ALLREDUCE, 5, 1, 0) && k->stream == 21 && k->start_ns == 1200,
+          "NCCL's cuLaunchKernelEx: allreduce step 5 bucket 0 on the comm stream");
+    k = find(&s, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)");
+    CHECK(attributed_to(k, PROBE_ALLREDUCE, 5, 1, 1), "NCCL's second launch: bucket 1");
+    /* the orphan waited through ACTIVITY_MAX_WAIT_BATCHES (2) batches, then gave up */
+    CHECK(s.n == 5, "4 attributed rows and the orphan: %d rows", s.n);
+    k = find(&s, "ncclDevKernel_AllReduce_Sum_f32_RING_LL_orphan");
+    CHECK(attributed_to(k, PROBE_SETUP, 0, 0, -1),
+          "a driver launch without its record cannot be attributed (setup, step 0)");
+
+    struct activity_stats st;
+    activity_proc_stats(ap, &st);
+    CHECK(st.api_driver == 3 && st.api_runtime == 3 && st.attributed == 4 &&
+              st.unattributed == 1 && st.other == 0 && st.rows == 5,
+          "stats: api driver %llu runtime %llu, attributed %llu unattributed %llu other %llu "
+          "rows %llu",
+          (unsigned long long)st.api_driver, (unsigned long long)st.api_runtime,
+          (unsigned long long)st.attributed, (unsigned long long)st.unattributed,
+          (unsigned long long)st.other, (unsigned long long)st.rows);
+    activity_proc_destroy(ap);
+}
+
 /* more waiting records than the waiting room: the oldest are written unattributed */
 static void test_overflow(void)
 {
@@ -331,6 +442,7 @@ int main(void)
 {
     test_encode();
     test_attribution();
+    test_driver_launches();
     test_overflow();
     test_writer();
     test_unavailable();

@@ -73,6 +73,19 @@ int cupti_record_convert(const CUpti_Activity *rec, struct activity_record *out)
         out->subkind = (int)s->type;
         return 1;
     }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
+        out->kind = ACTIVITY_API;
+        out->subkind = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ? ACTIVITY_API_DRIVER
+                                                               : ACTIVITY_API_RUNTIME;
+        out->cbid = a->cbid;
+        out->correlation_id = a->correlationId;
+        out->start_ns = a->start;
+        out->end_ns = a->end;
+        out->stream_id = ACTIVITY_NO_STREAM;
+        return 1;
+    }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         const CUpti_ActivityExternalCorrelation *e = (const CUpti_ActivityExternalCorrelation *)rec;
         if (e->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)

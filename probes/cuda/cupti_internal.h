@@ -14,6 +14,15 @@
 
 #define CUPTI_BUFFER_BYTES (4u << 20) /* per activity buffer */
 
+/* The activity kinds cupti_tracer_start enables, in order (DRIVER among them: kernels
+ * that NCCL, cuDNN and cuBLAS launch through the driver API are correlated only through
+ * the driver call's record), and the driver and runtime calls whose records it switches
+ * off again (queries that launch nothing). */
+extern const CUpti_ActivityKind cupti_tracer_kinds[];
+extern const size_t cupti_tracer_nkinds;
+extern const CUpti_CallbackId cupti_tracer_quiet_driver[], cupti_tracer_quiet_runtime[];
+extern const size_t cupti_tracer_nquiet_driver, cupti_tracer_nquiet_runtime;
+
 /* One line for a CUPTI status: "CUPTI_ERROR_...: text". */
 const char *cupti_result_text(CUptiResult r);
 

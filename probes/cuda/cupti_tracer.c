@@ -3,8 +3,16 @@
  * Start order matters: first the callback subscriber (CUPTI allows one, so this is where
  * "another tool such as nsys holds CUPTI" shows, before we change anything of CUPTI's),
  * then the timestamp callback (before any activity kind is enabled, so every record is
- * on clock_now_ns), then the buffer callbacks, then the kinds.  Without a
- * device or driver nothing of CUPTI is touched: cudaGetDeviceCount says so first. */
+ * on clock_now_ns), then the buffer callbacks, then the kinds, then the per-call opt-outs.
+ * Without a device or driver nothing of CUPTI is touched: cudaGetDeviceCount says so first.
+ *
+ * Correlation: CUPTI writes an external-correlation record for an API call made inside a
+ * pushed range only when it writes an activity record for that call.  Kernels launched
+ * through the runtime carry the runtime call's correlation id, but NCCL, cuDNN and cuBLAS
+ * launch through the driver API (cuLaunchKernel, cuLaunchKernelEx): those kernels are
+ * correlated only through the driver call's record.  So both RUNTIME and DRIVER records
+ * are enabled (as kineto does), and the per-call queries that launch nothing and that
+ * libraries make by the thousand are switched off again (tracer_quiet_*). */
 #include "probes/cuda/cupti_internal.h"
 
 #include "common/error.h"
@@ -15,14 +23,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* RUNTIME records are not written: enabling them is what makes CUPTI emit the
- * external-correlation records for runtime calls inside a pushed range. */
-static const CUpti_ActivityKind tracer_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+/* RUNTIME and DRIVER records are not written as rows (activity.c counts them): enabling
+ * them is what makes CUPTI emit the external-correlation records for the runtime and
+ * driver calls inside a pushed range. */
+const CUpti_ActivityKind cupti_tracer_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,               CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
 };
-#define TRACER_NKINDS (sizeof tracer_kinds / sizeof tracer_kinds[0])
+const size_t cupti_tracer_nkinds = sizeof cupti_tracer_kinds / sizeof cupti_tracer_kinds[0];
+
+/* Calls that launch nothing, made per op by cuDNN, cuBLAS, NCCL and our backend: no
+ * records for them (best effort: a CUPTI that refuses keeps recording them). */
+const CUpti_CallbackId cupti_tracer_quiet_driver[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,          CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,           CUPTI_DRIVER_TRACE_CBID_cuCtxGetFlags,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetStreamPriorityRange,
+    CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,     CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,      CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuFuncGetAttribute,       CUPTI_DRIVER_TRACE_CBID_cuFuncGetParamInfo,
+    CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,    CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes,
+    CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,         CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,            CUPTI_DRIVER_TRACE_CBID_cuEventQuery,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo,   CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCtx,
+};
+const size_t cupti_tracer_nquiet_driver =
+    sizeof cupti_tracer_quiet_driver / sizeof cupti_tracer_quiet_driver[0];
+const CUpti_CallbackId cupti_tracer_quiet_runtime[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+};
+const size_t cupti_tracer_nquiet_runtime =
+    sizeof cupti_tracer_quiet_runtime / sizeof cupti_tracer_quiet_runtime[0];
 
 struct cupti_tracer {
     struct activity_proc *ap;
@@ -42,7 +85,7 @@ const char *cupti_result_text(CUptiResult r)
 static void tracer_disable(struct cupti_tracer *t)
 {
     while (t->kinds_enabled > 0)
-        cuptiActivityDisable(tracer_kinds[--t->kinds_enabled]);
+        cuptiActivityDisable(cupti_tracer_kinds[--t->kinds_enabled]);
 }
 
 struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, size_t why_cap)
@@ -82,9 +125,9 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
         step = "cuptiActivityRegisterCallbacks";
         r = cupti_buffers_register(ap);
     }
-    while (r == CUPTI_SUCCESS && t->kinds_enabled < TRACER_NKINDS) {
+    while (r == CUPTI_SUCCESS && t->kinds_enabled < cupti_tracer_nkinds) {
         step = "cuptiActivityEnable";
-        r = cuptiActivityEnable(tracer_kinds[t->kinds_enabled]);
+        r = cuptiActivityEnable(cupti_tracer_kinds[t->kinds_enabled]);
         if (r == CUPTI_SUCCESS)
             t->kinds_enabled++;
     }
@@ -93,6 +136,11 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
                  step, cupti_result_text(r));
         goto fail;
     }
+    /* after the kinds: enabling a kind resets its per-call settings */
+    for (size_t i = 0; i < cupti_tracer_nquiet_driver; i++)
+        cuptiActivityEnableDriverApi(cupti_tracer_quiet_driver[i], 0);
+    for (size_t i = 0; i < cupti_tracer_nquiet_runtime; i++)
+        cuptiActivityEnableRuntimeApi(cupti_tracer_quiet_runtime[i], 0);
     return t;
 fail:
     tracer_disable(t);

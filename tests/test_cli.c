@@ -153,6 +153,13 @@ static void test_rich_round_trip(void)
     CHECK(c.runs == CLI_RUNS_BASELINE, "main --mode baseline: runs %d", (int)c.runs);
     check_round_trip(&c, CLI_MAIN, "main -> main");
     check_round_trip(&c, CLI_TRAIN, "main -> train");
+
+    /* a GPU listed twice: two ranks share it (host-staged collectives, device.c) */
+    char *shared[] = {"--gpu", "0,0", "--mode", "ddp", NULL};
+    CHECK(parse(&c, CLI_TRAIN, shared) == 0, "--gpu 0,0: %s", error_get());
+    CHECK(c.train.ngpus == 2 && c.train.gpus[0] == 0 && c.train.gpus[1] == 0,
+          "--gpu 0,0: %d ranks on GPUs %d %d", c.train.ngpus, c.train.gpus[0], c.train.gpus[1]);
+    check_round_trip(&c, CLI_WORKER, "shared GPU: train -> worker");
 }
 
 static void test_defaults_round_trip(void)
@@ -266,8 +273,8 @@ static void test_errors(void)
     check_error(CLI_TRAIN, h, "--cpu and --gpu exclude each other");
     char *i[] = {"--cpu", "2", "--mode", "baseline", NULL};
     check_error(CLI_TRAIN, i, "--mode baseline runs one process");
-    char *j[] = {"--gpu", "0,0", NULL};
-    check_error(CLI_TRAIN, j, "--gpu: device 0 is listed twice in '0,0'");
+    char *j[] = {"--gpu", "0,x", NULL};
+    check_error(CLI_TRAIN, j, "--gpu: 'x' is not an integer in [0, 1023]");
     char *k[] = {"--normalize", "0.5", NULL};
     check_error(CLI_TRAIN, k, "--normalize: '0.5' is not MEAN,STD");
     char *l[] = {"stray", NULL};

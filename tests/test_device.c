@@ -5,7 +5,11 @@
  * 3. its comm over a store (world 1): shm, with no stream, its segment name published in
  *    the store as "shm_name";
  * 4. --gpu where this machine has no such GPU: one error line, before anything starts;
- * 5. the main job's auto-pick: every GPU, else 2 CPU ranks (1 on one core). */
+ * 5. the main job's auto-pick: every GPU, else 2 CPU ranks (1 on one core);
+ * 6. ranks sharing a GPU (--gpu 0,0): every rank's comm is shm with host staging through
+ *    its backend ("shm-staged"), not NCCL; shown here with the cpu backend standing in for
+ *    the GPU's (the staging itself is tested in test_comm_staged). */
+#include "backend/backend.h"
 #include "comm/comm.h"
 #include "comm/store.h"
 #include "common/error.h"
@@ -141,11 +145,65 @@ static void test_pick(void)
     printf("%s\n", note);
 }
 
+static void test_shared_gpu(void)
+{
+    struct train_opts o;
+    memset(&o, 0, sizeof o);
+    CHECK(!device_gpus_shared(&o), "CPU ranks share a GPU");
+    o.ngpus = 2;
+    o.gpus[0] = 0;
+    o.gpus[1] = 1;
+    CHECK(!device_gpus_shared(&o), "--gpu 0,1 shares a GPU");
+    o.gpus[1] = 0;
+    CHECK(device_gpus_shared(&o), "--gpu 0,0 shares none");
+    o.ngpus = 3;
+    o.gpus[0] = 1, o.gpus[1] = 0, o.gpus[2] = 1;
+    CHECK(device_gpus_shared(&o), "--gpu 1,0,1 shares none (every rank must pick shm)");
+    char words[64];
+    o.ngpus = 2;
+    o.gpus[0] = o.gpus[1] = 0;
+    CHECK(device_ranks(&o) == 2, "--gpu 0,0: %d ranks", device_ranks(&o));
+    device_describe(&o, words, sizeof words);
+    CHECK(strcmp(words, "GPU 0,0") == 0, "--gpu 0,0 described as '%s'", words);
+
+    /* the comm of a rank on a shared GPU: its backend is the cpu one here */
+    struct device d;
+    memset(&d, 0, sizeof d);
+    d.be = backend_cpu_create(1);
+    d.gpu = 0;
+    d.gpu_shared = 1;
+    d.timeout_ms = 10000;
+    CHECK(d.be != NULL, "cpu backend: %s", error_get());
+    int port = launcher_free_port();
+    struct store *st = d.be && port > 0 ? store_create("127.0.0.1", port, 1, 0, 1, 10000) : NULL;
+    CHECK(st != NULL, "store on port %d: %s", port, error_get());
+    if (st) {
+        CHECK(device_comm_open(&d, st, 0, 1, port) == 0, "shared-GPU comm: %s", error_get());
+        if (d.comm) {
+            CHECK(strcmp(d.comm->name, "shm-staged") == 0 && d.comm->world == 1 &&
+                      d.comm->stream(d.comm) == NULL && d.comm->order == NULL,
+                  "comm %s of %d", d.comm->name, d.comm->world);
+            float host[5] = {1, 2, 3, 4, 5}, back[5] = {0};
+            float *buf = d.be->alloc(d.be, sizeof host);
+            d.be->upload(d.be, buf, host, sizeof host);
+            CHECK(comm_allreduce(d.comm, buf, 5, COMM_F32) == 0, "staged all-reduce: %s",
+                  error_get());
+            d.be->download(d.be, back, buf, sizeof back);
+            CHECK(memcmp(host, back, sizeof host) == 0, "world-1 all-reduce changed the data");
+            d.be->free(d.be, buf);
+        }
+        device_comm_close(&d);
+        store_destroy(st);
+    }
+    device_close(&d);
+}
+
 int main(void)
 {
     test_counts_and_words();
     test_cpu_rank();
     test_missing_gpu();
     test_pick();
+    test_shared_gpu();
     return test_finish();
 }

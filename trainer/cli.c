@@ -83,7 +83,9 @@ static const struct cli_option cli_options[] = {
      .help = "N CPU ranks"},
     {"--gpu", NULL, CLI_LIST, CLI_ALL, FIELD(train.gpus), FIELD2(train.ngpus), .max = 1023,
      .metavar = "LIST", .group = G_DEV,
-     .help = "GPUs, e.g. 0,1 (needs a CUDA build and a GPU)"},
+     .help = "GPUs, one rank each, e.g. 0,1 (needs a CUDA build and a GPU); a GPU listed "
+             "twice, e.g. 0,0, runs two ranks on it with host-staged shm collectives "
+             "instead of NCCL"},
     {"--mode", NULL, CLI_ENUM, CLI_MAIN, FIELD(runs), .choices = runs_choices, .group = G_DEV,
      .help = "the fp32 baseline on one device, the DDP run on all of them, or both"},
     {"--mode", NULL, CLI_ENUM, CLI_TRAIN | CLI_WORKER, FIELD(train.mode),
@@ -301,7 +303,9 @@ static int cli_parse_pair(const char *opt, const char *s, float *mean, float *st
     return 0;
 }
 
-/* "0,1,3" -> list, *n; ranges are not supported (nvidia-smi style lists are) */
+/* "0,1,3" -> list, *n; ranges are not supported (nvidia-smi style lists are).  A device
+ * may be listed more than once: one rank per entry, so "0,0" runs two ranks on device 0
+ * (they share it through host-staged collectives, trainer/device.c). */
 static int cli_parse_list(const char *opt, const char *s, long max, int *list, int *n)
 {
     char buf[512];
@@ -316,9 +320,6 @@ static int cli_parse_list(const char *opt, const char *s, long max, int *list, i
             return error_set("%s: more than %d devices", opt, TRAIN_MAX_GPUS);
         if (cli_parse_long(opt, tok, 0, max, &id))
             return -1;
-        for (int i = 0; i < *n; i++)
-            if (list[i] == id)
-                return error_set("%s: device %ld is listed twice in '%s'", opt, id, s);
         list[(*n)++] = (int)id;
     }
     if (*n == 0)

@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "comm/comm_shm.h"
+#include "comm/comm_staged.h"
 #include "comm/store.h"
 #include "common/error.h"
 #include "cuda/cuda_api.h"
@@ -21,6 +22,15 @@
 int device_ranks(const struct train_opts *o)
 {
     return o->ngpus ? o->ngpus : o->cpu_ranks > 0 ? o->cpu_ranks : 1;
+}
+
+int device_gpus_shared(const struct train_opts *o)
+{
+    for (int i = 0; i < o->ngpus; i++)
+        for (int j = 0; j < i; j++)
+            if (o->gpus[i] == o->gpus[j])
+                return 1;
+    return 0;
 }
 
 int device_check(const struct train_opts *o)
@@ -136,6 +146,7 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
             return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", rank,
                              local_rank, o->ngpus);
         d->gpu = o->gpus[local_rank];
+        d->gpu_shared = device_gpus_shared(o);
         d->be = backend_cuda_create(d->gpu);
     } else {
         device_bind_cpus(o->threads, local_rank, local_world, d->cpus, sizeof d->cpus);
@@ -144,9 +155,24 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     return d->be ? 0 : -1;
 }
 
+/* the backend's copies as the staged comm's (called on the rank's thread only) */
+static int device_stage_download(void *ctx, void *host_dst, const void *dev_src, size_t bytes)
+{
+    struct backend *be = ctx;
+    be->download(be, host_dst, dev_src, bytes);
+    return be->status(be); /* download waited for the device: covers everything queued */
+}
+
+static int device_stage_upload(void *ctx, void *dev_dst, const void *host_src, size_t bytes)
+{
+    struct backend *be = ctx;
+    be->upload(be, dev_dst, host_src, bytes);
+    return be->status(be);
+}
+
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
 {
-    if (d->gpu >= 0) {
+    if (d->gpu >= 0 && !d->gpu_shared) {
         d->comm = comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
     } else {
         char name[64];
@@ -160,6 +186,10 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
         }
         name[rank == 0 ? strlen(name) : len] = '\0';
         d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
+        if (d->comm && d->gpu >= 0) { /* device buffers: through host copies */
+            const struct comm_stage stage = {device_stage_download, device_stage_upload, d->be};
+            d->comm = comm_staged_create(d->comm, &stage);
+        }
     }
     return d->comm ? 0 : error_wrap("rank %d", rank);
 }

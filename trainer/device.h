@@ -6,7 +6,13 @@
  * to its own cores, creates the backend (cpu, or cuda on the rank's GPU) and the comm
  * (shm, or NCCL through the rendezvous store), gives the probes their streams and writes
  * the device lines of meta.csv.  Nothing else in the trainer includes cuda/cuda_api.h or
- * asks whether a rank has a GPU: the rest talks to the backend and comm tables. */
+ * asks whether a rank has a GPU: the rest talks to the backend and comm tables.
+ *
+ * Ranks sharing a GPU: --gpu may list a device more than once (0,0: two ranks on GPU 0).
+ * NCCL refuses two ranks on one device, so such a job uses the shm comm with host staging
+ * on every rank (comm/comm_staged.h: device buffers copied through host memory with the
+ * backend's download and upload, as PyTorch's gloo does with CUDA tensors), which lets
+ * the multi-rank reducer and SyncBatchNorm run on the CUDA backend of a 1-GPU machine. */
 #ifndef DDPPROF_DEVICE_H
 #define DDPPROF_DEVICE_H
 
@@ -24,12 +30,17 @@ struct device {
     struct backend *be; /* this rank's backend */
     struct comm *comm;  /* NULL until device_comm_open (a single process has none) */
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
+    int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
     char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
 };
 
 /* How many ranks o asks for: the GPUs of --gpu, else --cpu N, else 1. */
 int device_ranks(const struct train_opts *o);
+
+/* 1 when --gpu lists a device more than once (ranks share a GPU), else 0.  A property of
+ * the whole job, so that every rank picks the same comm. */
+int device_gpus_shared(const struct train_opts *o);
 
 /* Before anything starts: every device of --gpu exists (and this build has CUDA).  0, or
  * -1 (error_set) with one line naming the device and how many there are.  0 for CPU ranks. */
@@ -56,7 +67,8 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
 
 /* The comm of rank of world over store (the rendezvous at port, which names the shm
  * segment): NCCL on a GPU, else shm, whose segment name rank 0 publishes in the store as
- * "shm_name".  0 or -1 (error_set). */
+ * "shm_name"; shm with host staging through the backend ("shm-staged") on GPUs that ranks
+ * share.  0 or -1 (error_set). */
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port);
 
 /* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */

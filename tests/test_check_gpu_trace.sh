@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test_check_gpu_trace.sh — scripts/check-gpu-trace, the judge scripts/gpu-check applies to
+# the GPU traces of the main job, tested on synthetic run directories (no GPU needed, so
+# that its first GPU run does not find a bug in the judge): a well-formed 2-rank DDP trace
+# passes every check, and each defect the checks exist for fails its own check — a kernel
+# outside its step, a bucket without its device row, a kernel launched outside every range,
+# an NCCL kernel without its bucket, an all-reduce device row that starts during backward
+# (long before its NCCL kernel), no GPU rows at all.  A 1-rank run skips the NCCL checks.
+# Skips (77) without python3.
+set -u
+src=${DDPPROF_SOURCE_DIR:-$(dirname "$0")/..}
+checker=$src/scripts/check-gpu-trace
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+
+# make_run DIR WORLD DEFECT: a DDP run of 2 steps and 2 buckets per rank (times in us on
+# each rank's clock), with one defect injected (none, kernel-outside, no-device-bucket,
+# setup-kernel, nccl-no-bucket, early-device-row, no-gpu)
+make_run() {
+  python3 - "$@" <<'EOF'
+import os, sys
+run, world, defect = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+os.makedirs(run, exist_ok=True)
+with open(os.path.join(run, "meta.csv"), "w") as f:
+    f.write(f"key,value\nmode,ddp\nworld_size,{world}\nbuckets,2\n")
+for rank in range(world):
+    rows = []
+    def row(step, phase, bucket, clock, a, b, name, kind="range", stream=0):
+        rows.append(f"{rank},{step},1,{phase},{bucket},{clock},{int(a*1000)},{int(b*1000)},0,{name},{kind},{stream}")
+    for s in (1, 2):
+        t = 10000 * s
+        row(s, "step", -1, "host", t, t + 9000, "step")
+        row(s, "forward", -1, "host", t + 100, t + 3000, "forward")
+        row(s, "backward", -1, "host", t + 3000, t + 6000, "backward")
+        row(s, "optimizer", -1, "host", t + 8000, t + 8900, "optimizer")
+        row(s, "forward", -1, "device", t + 150, t + 3100, "forward")
+        row(s, "backward", -1, "device", t + 3100, t + 6200, "backward")
+        row(s, "optimizer", -1, "device", t + 8050, t + 9400, "optimizer")  # trails the host step
+        kt = t + 20000 if (defect == "kernel-outside" and s == 1) else t + 200
+        row(s, "forward", -1, "cupti", kt, kt + 50, "conv_fwd_kernel", "kernel", 7)
+        row(s, "setup" if (defect == "setup-kernel" and s == 2) else "backward", -1, "cupti",
+            t + 3200, t + 3300, "sm90_xmma_wgrad", "kernel", 7)
+        for b in (0, 1):
+            la = t + 4000 + 1000 * b               # launched during backward
+            row(s, "allreduce", b, "host", la, t + 7500 + 100 * b, f"allreduce.b{b}", stream=1)
+            ds = t + 4500 + 1000 * b               # when the comm stream had the gradients
+            if defect == "early-device-row":
+                ds = la + 1
+            if not (defect == "no-device-bucket" and s == 2 and b == 1):
+                row(s, "allreduce", b, "device", ds, t + 7000 + 100 * b, f"allreduce.b{b}", stream=1)
+            if world > 1:
+                nb = -1 if (defect == "nccl-no-bucket" and b == 0) else b
+                row(s, "allreduce", nb, "cupti", t + 4510 + 1000 * b, t + 6900 + 100 * b,
+                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", 21)
+    row(2, "eval", -1, "host", 29500, 31000, "eval")  # the host waits for the device here
+    if defect == "no-gpu":
+        rows = [r for r in rows if ",host," in r]
+    with open(os.path.join(run, f"rank{rank}.trace.csv"), "w") as f:
+        f.write("rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n")
+        f.write("\n".join(rows) + "\n")
+EOF
+}
+
+# expect DEFECT WORLD CHECK STATUS: the run with DEFECT gives STATUS on CHECK
+expect() {
+  local defect=$1 world=$2 name=$3 want=$4 dir=$tmp/$1-$2 out
+  [ -d "$dir" ] || make_run "$dir" "$world" "$defect"
+  out=$(python3 "$checker" "$dir" 2>&1)
+  check "$defect-$world-$name" "$(echo "$out" | grep -q "^$want $name:"; echo $?)" \
+    "want $want $name; got: $(echo "$out" | grep -E "^[A-Z]+ $name:" || echo "$out")"
+}
+
+for c in gpu-rows in-steps buckets attribution nccl-kernels allreduce-rows; do
+  expect none 2 "$c" PASS
+done
+make_run "$tmp/clean" 2 none
+python3 "$checker" "$tmp/clean" >/dev/null 2>&1
+check clean-exit "$?" "a clean run directory does not exit 0"
+
+expect kernel-outside 2 in-steps FAIL
+expect no-device-bucket 2 buckets FAIL
+expect setup-kernel 2 attribution FAIL
+expect nccl-no-bucket 2 nccl-kernels FAIL
+expect early-device-row 2 allreduce-rows FAIL
+expect no-gpu 2 gpu-rows FAIL
+expect none 1 nccl-kernels SKIP
+expect none 1 allreduce-rows PASS
+make_run "$tmp/bad" 2 setup-kernel
+python3 "$checker" "$tmp/bad" >/dev/null 2>&1
+rc=$?
+check bad-exit "$([ "$rc" -eq 1 ]; echo $?)" "a failing run gave exit $rc"
+python3 "$checker" "$tmp/nowhere" >/dev/null 2>&1
+rc=$?
+check missing-exit "$([ "$rc" -eq 2 ]; echo $?)" "a missing run directory gave exit $rc"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

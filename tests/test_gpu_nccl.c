@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <signal.h>
@@ -105,6 +106,21 @@ static void stream_release(struct stream_hold *h)
 {
     if (h->flag)
         *h->flag = 1;
+}
+
+/* A thread that lets the stream go after delay_ms, in case ncclCommAbort waits for the
+ * held stream (then the abort returns late instead of never). */
+struct release_later {
+    struct stream_hold *h;
+    int delay_ms;
+};
+
+static void *release_later_main(void *arg)
+{
+    struct release_later *r = arg;
+    clock_sleep_ms(r->delay_ms);
+    stream_release(r->h);
+    return NULL;
 }
 
 
@@ -292,13 +308,17 @@ static int world1_timeout(int unused)
         struct comm_work *first = c->allreduce_async(c, a, 4096, COMM_F32);
         struct comm_work *second = c->allreduce_async(c, a, 4096, COMM_F32);
         CHECK(first && second, "allreduce behind a held stream: %s", error_get());
+        struct release_later rl = {&hold, timeout_ms + 3000};
+        pthread_t releaser;
+        const int started = pthread_create(&releaser, NULL, release_later_main, &rl) == 0;
         const double t0 = clock_now_s();
         const int rc = first ? c->wait(c, first, NULL) : 0;
         const double dt = clock_now_s() - t0;
         const char *msg = error_get();
         CHECK(rc == -1, "a collective behind a held stream completed");
         CHECK(dt >= timeout_ms / 1000.0 * 0.9 && dt < timeout_ms / 1000.0 + 5.0,
-              "timed out after %.2f s (timeout %d ms)", dt, timeout_ms);
+              "timed out after %.2f s (timeout %d ms; %.1f s means the abort waited for the "
+              "held stream)", dt, timeout_ms, timeout_ms / 1000.0 + 3.0);
         CHECK(strstr(msg, "rank 0") && strstr(msg, "allreduce #1") &&
                   strstr(msg, "did not complete within"),
               "timeout message lacks rank/collective/sequence: '%s'", msg);
@@ -310,7 +330,10 @@ static int world1_timeout(int unused)
               clock_now_s() - t1);
         CHECK(c->barrier(c) == -1 && strstr(error_get(), "aborted"),
               "the aborted comm still works: '%s'", error_get());
-        stream_release(&hold);
+        if (started)
+            pthread_join(releaser, NULL);
+        else
+            stream_release(&hold);
     }
     c->destroy(c);
     be->synchronize(be);

@@ -252,6 +252,8 @@ static int world1(int unused)
             continue; /* the GPU was too quick for this much work: queue more */
         printf("wait behind %d scale ops: %.0f ms, %ld cudaEventQuery calls\n", reps, ms,
                queries);
+        CHECK(queries >= 1, "the cudaEventQuery interposer saw no call: this check is blind "
+              "here (cudart bound directly?)");
         CHECK(queries <= 4 + (long)(ms / 10.0),
               "the wait polled: %ld event queries in %.0f ms (20 ms slices allow ~%ld)",
               queries, ms, 2 + (long)(ms / 20.0));

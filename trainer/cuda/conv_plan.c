@@ -26,7 +26,7 @@ struct conv_algos {
 
 struct conv_plan {
     struct conv2d_shape cs; /* key (with dt) */
-    enum cuda_dtype dt;
+    enum dtype dt;
     struct cudnn_conv_desc d;
     struct conv_algos dir[3];
 };
@@ -85,9 +85,9 @@ static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
 /* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
  * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
  * only as a fallback: the descriptor's FMA math type still applies when they run. */
-static int conv_class(enum cuda_dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
+static int conv_class(enum dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
 {
-    const int tf32 = dt == CUDA_DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
+    const int tf32 = dt == DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
                                            m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
     return 2 * tf32 + (det != CUDNN_DETERMINISTIC);
 }
@@ -189,7 +189,7 @@ static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap
 
 /* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
 static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2d_shape *cs,
-                                       enum cuda_dtype dt, enum conv_dir dir)
+                                       enum dtype dt, enum conv_dir dir)
 {
     struct conv_plan *pl = NULL;
     for (size_t i = 0; i < cp->nplans && !pl; i++) {
@@ -275,7 +275,7 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
                       conv_dir_name[dir], shape);
 }
 
-int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum cuda_dtype dt,
+int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum dtype dt,
                    enum conv_dir dir, const void *x, const void *w, const void *dy, void *out)
 {
     struct conv_plan *pl = conv_plan_get(cp, cs, dt, dir);

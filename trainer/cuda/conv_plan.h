@@ -38,7 +38,7 @@ void conv_plans_free(struct conv_plans *p);
  *   CONV_BWD_FILTER  out dw (k,c,r,s) from x and dy
  * (arguments a direction does not read may be NULL).  The plan of (cs, dt) is made on
  * first use.  0, or -1 (error_set) naming the direction, the shape and cuDNN's error. */
-int conv_plans_run(struct conv_plans *p, const struct conv2d_shape *cs, enum cuda_dtype dt,
+int conv_plans_run(struct conv_plans *p, const struct conv2d_shape *cs, enum dtype dt,
                    enum conv_dir dir, const void *x, const void *w, const void *dy, void *out);
 
 #ifdef __cplusplus

@@ -3,9 +3,11 @@
  * a direction with the best one that works.
  *
  * Candidates come from cuDNN's heuristics (or, with find_algos, from timing them:
- * cudnnFind*), deterministic ones first and fp32 results that report TF32 math last; an
- * algorithm that fails when run (its status, or no memory for its workspace) is dropped
- * for good and the next one tried.  Internal to trainer/cuda/. */
+ * cudnnFind*), deterministic ones first and fp32 results that report TF32 math last, each
+ * run with its math type (fp32: strict FMA; fp16/bf16: tensor cores where cuDNN ranked
+ * them so).  An algorithm that fails when run with a cuDNN error is dropped for good and
+ * the next one tried; one that cannot get its workspace memory is skipped for that call
+ * only (conv_algos.h).  Internal to trainer/cuda/. */
 #ifndef DDPPROF_CONV_PLAN_H
 #define DDPPROF_CONV_PLAN_H
 

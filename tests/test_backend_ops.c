@@ -18,6 +18,9 @@
  *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
  *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
  *                 a deliberately failing op must show up in the backend's status slot.
+ * On both pairs the candidate's own reductions (batch-norm statistics and sums, the
+ * convolution's bias gradient), which both backends claim deterministic, must repeat bit
+ * for bit on a second call.
  *
  * The reference is always a CPU backend, so its buffers are host memory and are read
  * directly; the candidate's are downloaded.  Shapes are the ConvNet's and ResNet18's
@@ -455,6 +458,11 @@ static void conv_check(const struct conv_case *k, const char *mode, enum dtype d
         snprintf(op, sizeof op, "conv2d_backward db%s", mode);
         compare_buf(op_dt(op, dt, row, sizeof row), k->name, &db,
                     tol_split_free(1e-5 * max_abs_of(R(db), (size_t)cs.k), 1e-5 + hu));
+        /* the bias gradient is the backends' own deterministic reduction: repeatable */
+        void *db1 = buf_cand(&db);
+        cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), NULL, NULL, C(db));
+        check_repeat("conv2d_backward db", k->name, &db, db1);
+        free(db1);
     }
     /* the CPU backend's claim: for a given thread count (and split) the same bits every
      * time; checked with a second forward, and the two backward calls below */
@@ -540,6 +548,15 @@ static void bn_check(int n, int c, int hw, int affine, enum dtype dt)
                 tol_split_free(4e-6 * 4.0, 1e-6));
     compare_buf(op_dt("batchnorm_stats invstd", dt, row, sizeof row), shape, &invstd,
                 tol_split_free(0.0, 1e-5));
+    /* both backends claim deterministic reductions (kernels.h: a fixed split summed in a
+     * fixed order; backend_cpu.c: repeatable for a given thread count): a second call
+     * gives the same bits */
+    void *mean1 = buf_cand(&mean), *invstd1 = buf_cand(&invstd);
+    cand->batchnorm_stats(cand, n, c, hw, dt, C(x), eps, C(mean), C(invstd));
+    check_repeat("batchnorm_stats mean", shape, &mean, mean1);
+    check_repeat("batchnorm_stats invstd", shape, &invstd, invstd1);
+    free(mean1);
+    free(invstd1);
     /* the rest of the chain runs on identical statistics: copy the reference's over */
     buf_sync(&mean);
     buf_sync(&invstd);
@@ -571,6 +588,11 @@ static void bn_check(int n, int c, int hw, int affine, enum dtype dt)
     const double l1 = 4.0 * n * hw;
     compare_buf(op_dt("batchnorm_backward_reduce", dt, row, sizeof row), shape, &sums,
                 tol_split_free(1e-6 * l1, 1e-6));
+    void *sums1 = buf_cand(&sums);
+    cand->batchnorm_backward_reduce(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd),
+                                    C(sums), C(sums) + c, NULL, NULL);
+    check_repeat("batchnorm_backward_reduce", shape, &sums, sums1);
+    free(sums1);
     if (affine) {
         compare_buf(op_dt("batchnorm_backward_reduce dweight", dt, row, sizeof row), shape,
                     &dwt, tol_split_free(4e-6 * l1, 1e-6));

@@ -9,8 +9,8 @@
  *     worked out by hand.  (5) softmax_xent and count_correct on a small known case.
  * Also the memory slots, the shape helpers, the mixed-precision slots on a size that
  * runs on both threads, and (6) the CPU's emulation of half tensors: each op of a half
- * type against its fp32 op with the outputs rounded, exactly.  Last, an informational timing of the ConvNet's second convolution
- * (never asserted).
+ * type against its fp32 op with the outputs rounded, exactly.  Last, an informational
+ * timing of the ConvNet's second convolution (never asserted).
  *
  * Tolerances for fp32 ops against double references: the float slots accumulate at most
  * ~10^4 products, so their rounding error stays below ~1e-6 of the largest value involved
@@ -481,10 +481,10 @@ static void bn_check(int n, int c, int hw)
     fd_gradient(bn_loss, &ctx, x, m, gx);
     fd_gradient(bn_loss, &ctx, wt, c, gw);
     fd_gradient(bn_loss, &ctx, bi, c, gb);
-    be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, sum_dy, sum_dy_xmu,
-                                  dwt, dbi);
-    be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, fwt, sum_dy, sum_dy_xmu,
-                                 count, fdx);
+    be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, sum_dy,
+                                  sum_dy_xmu, dwt, dbi);
+    be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, fwt, sum_dy,
+                                 sum_dy_xmu, count, fdx);
     check_close("batchnorm dx", shape, fdx, gx, m);
     check_close("batchnorm dweight", shape, dwt, gw, c);
     check_close("batchnorm dbias", shape, dbi, gb, c);

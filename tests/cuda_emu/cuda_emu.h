@@ -147,7 +147,10 @@ struct __nv_bfloat16 {
 static inline float __half2float(__half h) { return half_f16_to_f32(h.x); }
 static inline __half __float2half_rn(float f) { return __half{half_f32_to_f16(f)}; }
 static inline float __bfloat162float(__nv_bfloat16 b) { return half_bf16_to_f32(b.x); }
-static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16{half_f32_to_bf16(f)}; }
+static inline __nv_bfloat16 __float2bfloat16_rn(float f)
+{
+    return __nv_bfloat16{half_f32_to_bf16(f)};
+}
 
 /* ------------------------------------------------------------------ launches */
 

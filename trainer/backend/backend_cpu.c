@@ -536,8 +536,9 @@ static void conv_col2im(const struct conv2d_shape *cs, int nb, const float *col,
 
 /* One convolution call's work: the n images in chunks of nb, the chunks split into
  * contiguous runs, one run per thread.  dt is the tensors' type: outputs are rounded to
- * it (forward: the convolution, then again after the bias is added).  Thread t's workspace is ws + t*ws_stride: col
- * (C*R*S, nb*P*Q), then mat (K, nb*P*Q), then (backward, t > 0) its partial dw (K, C*R*S);
+ * it (forward: the convolution, then again after the bias is added).  Thread t's
+ * workspace is ws + t*ws_stride: col (C*R*S, nb*P*Q), then mat (K, nb*P*Q), then
+ * (backward, t > 0) its partial dw (K, C*R*S);
  * thread 0 accumulates into dw itself and the partials are added in thread order, so the
  * result is deterministic for a given thread count.  mask (shared, after the threads'
  * parts) is conv_build_mask's or NULL. */
@@ -966,8 +967,8 @@ static void cpu_batchnorm_elemt(struct backend *be, int n, int c, int hw, enum d
                                 const void *x, const float *mean, const float *invstd,
                                 const float *weight, const float *bias, void *y)
 {
-    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = mean, .invstd = invstd,
-                              .weight = weight, .bias = bias, .y = y};
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = mean,
+                              .invstd = invstd, .weight = weight, .bias = bias, .y = y};
     cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
 }
 

@@ -476,8 +476,8 @@ static void cu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw
     const char *op = "batchnorm_backward_elemt";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_backward_elemt(cb->stream, n, c, hw, dt, dy, x, mean, invstd, weight, sum_dy,
-                                       sum_dy_xmu, count, dx)))
+                kern_bn_backward_elemt(cb->stream, n, c, hw, dt, dy, x, mean, invstd, weight,
+                                       sum_dy, sum_dy_xmu, count, dx)))
         return;
     cb_end(cb, op);
 }

@@ -1,6 +1,7 @@
 /* test_amp.c — mixed precision pieces without a GPU: the autocast rounding (the helper and
- * the backend slot) on known fp16/bf16 values, and the GradScaler's unscale, inf check,
- * backoff and growth. */
+ * the backend slot) on known fp16/bf16 values, the GradScaler's unscale, inf check,
+ * backoff and growth, and that its check is one fused pass with one read-back however
+ * many parameters there are (issue 11: it used to read back once per parameter). */
 #include "backend/backend.h"
 #include "backend/kernel_math.h"
 #include "nn/params.h"
@@ -8,6 +9,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static float pow2(int e) { return ldexpf(1.0f, e); }
@@ -130,11 +132,100 @@ static void test_scaler(struct backend *be)
     params_free(&t);
 }
 
+/* A backend that forwards to the CPU one and counts the slots a host wait hides behind on
+ * a device (download) and the unscale passes; the scaler uses no other slots. */
+struct counting {
+    struct backend ops; /* first: the slots receive this */
+    struct backend *cpu;
+    int downloads, unscales, tensors, allocs;
+};
+
+static void *count_alloc(struct backend *be, size_t bytes)
+{
+    struct counting *c = (struct counting *)be;
+    c->allocs++;
+    return c->cpu->alloc(c->cpu, bytes);
+}
+
+static void count_free(struct backend *be, void *p)
+{
+    struct counting *c = (struct counting *)be;
+    c->cpu->free(c->cpu, p);
+}
+
+static void count_upload(struct backend *be, void *dst, const void *src, size_t bytes)
+{
+    struct counting *c = (struct counting *)be;
+    c->cpu->upload(c->cpu, dst, src, bytes);
+}
+
+static void count_download(struct backend *be, void *dst, const void *src, size_t bytes)
+{
+    struct counting *c = (struct counting *)be;
+    c->downloads++;
+    c->cpu->download(c->cpu, dst, src, bytes);
+}
+
+static void count_unscale(struct backend *be, int count, float *const *grads,
+                          const size_t *numels, float inv_scale, float *found_inf)
+{
+    struct counting *c = (struct counting *)be;
+    c->unscales++;
+    c->tensors += count;
+    c->cpu->unscale(c->cpu, count, grads, numels, inv_scale, found_inf);
+}
+
+static void test_scaler_one_wait(struct backend *cpu)
+{
+    struct counting c = {.ops = {.name = "counting", .alloc = count_alloc, .free = count_free,
+                                 .upload = count_upload, .download = count_download,
+                                 .unscale = count_unscale},
+                         .cpu = cpu};
+    struct backend *be = &c.ops;
+    struct param_table t;
+    params_init(&t, be);
+    struct param *p[10];
+    for (int i = 0; i < 10; i++) {
+        int shape[1] = {1 + 37 * i};
+        char leaf[8];
+        snprintf(leaf, sizeof leaf, "w%d", i);
+        p[i] = params_add(&t, "", leaf, i == 4 ? PARAM_BUFFER : PARAM_TRAINABLE, 1, shape);
+        CHECK(p[i] != NULL, "param %d", i);
+    }
+    float *scratch = be->alloc(be, sizeof(float));
+    struct grad_scaler s;
+    scaler_init(&s, 1);
+    for (int bad = 0; bad < 2; bad++) {
+        for (int i = 0; i < 10; i++)
+            if (p[i]->grad)
+                for (size_t j = 0; j < p[i]->numel; j++)
+                    p[i]->grad[j] = bad && i == 8 && j == 5 ? INFINITY : (float)j;
+        c.downloads = c.unscales = c.tensors = 0;
+        int found = -1;
+        CHECK(scaler_unscale(&s, &t, NULL, scratch, &found) == 0 && found == bad,
+              "found_inf %d, want %d", found, bad);
+        CHECK(c.unscales == 1 && c.tensors == 9,
+              "%d unscale passes over %d tensors, want one over the 9 trainable", c.unscales,
+              c.tensors);
+        CHECK(c.downloads == 1, "%d read-backs of found_inf in one step, want 1", c.downloads);
+        CHECK(p[9]->grad[2] == 2.0f / 65536.0f, "gradients unscaled");
+    }
+    /* without a scratch float the scaler allocates one for the call, and frees it */
+    c.allocs = c.downloads = 0;
+    int found = -1;
+    CHECK(scaler_unscale(&s, &t, NULL, NULL, &found) == 0 && found == 1 && c.allocs == 1 &&
+              c.downloads == 1,
+          "no scratch: found %d, %d allocations, %d read-backs", found, c.allocs, c.downloads);
+    be->free(be, scratch);
+    params_free(&t);
+}
+
 int main(void)
 {
     struct backend *be = backend_cpu_create(1);
     test_rounding(be);
     test_scaler(be);
+    test_scaler_one_wait(be);
     be->destroy(be);
     return test_finish();
 }

@@ -18,21 +18,34 @@
  *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
  *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
  *                 a deliberately failing op must show up in the backend's status slot.
+ * On both pairs the candidate's own reductions (batch-norm statistics and sums, the
+ * convolution's bias gradient), which both backends claim deterministic, must repeat bit
+ * for bit on a second call.
  *
  * The reference is always a CPU backend, so its buffers are host memory and are read
  * directly; the candidate's are downloaded.  Shapes are the ConvNet's and ResNet18's
  * (CIFAR) plus odd ones (odd sizes and batches, overlapping and gapped pooling windows,
- * NULL optional arguments, in-place calls, NaN, ties, bad labels).
+ * NULL optional arguments, in-place calls, NaN, ties, bad labels).  Every op that takes a
+ * dtype runs in fp32, fp16 and bf16 (its rows say which): the inputs are values of the
+ * type, the CPU stores them as fp32 and the CUDA backend as 2-byte halves, converted here
+ * on upload and download.  The cpu-vs-cuda pair adds sizes beyond one pass of the CUDA
+ * kernels' grids (16384 blocks of 256 threads: 4194304 elements) and per-channel
+ * reductions over more than 1M elements, which the CPU pair skips for time.
  *
  * Tolerance vocabulary (cpu-vs-cuda): "exact" ops do the same IEEE operations in the same
  * order on both sides (selections, one multiply, or the kernel_math.h formula compiled
  * without contraction on both: the CUDA build uses --fmad=false); ULP-level tolerances
  * cover libm differences (expf, sqrt in double is exact on both).  Reductions differ in
  * summation order (CPU: 16 float lanes then double; GPU: double throughout), GEMMs and
- * convolutions in algorithm. */
+ * convolutions in algorithm.  A half output is the fp32 result rounded once (twice for
+ * a convolution with bias), so where the fp32 results may differ the rounded ones may
+ * differ by one spacing of the type (HALF_ULP, relative) per rounding; where the fp32
+ * results are equal the halves are too. */
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
 #include "common/error.h"
+#include "common/half.h"
+#include "backend/kernel_math.h"
 #include "cuda/cuda_api.h"
 #include "testutil.h"
 
@@ -42,6 +55,9 @@
 #include <string.h>
 
 #define ULP 1.1920929e-7 /* 2^-23: one float ulp relative to the value */
+/* the largest spacing of a half type relative to the value: 2^-10 (fp16, 10 mantissa
+ * bits), 2^-7 (bf16, 7); 0 for fp32 */
+#define HALF_ULP(dt) ((dt) == DT_F16 ? 0x1p-10 : (dt) == DT_BF16 ? 0x1p-7 : 0.0)
 
 /* the cpu1-vs-cpuN candidate: an odd number of threads and an odd piece size, so that
  * pieces do not line up with threads, vector widths or planes */
@@ -169,19 +185,50 @@ static void status_ok(const char *after)
 /* ------------------------------------------------------------------ paired buffers */
 
 /* the same data in reference memory (r, host memory: the reference is a CPU backend) and
- * candidate memory (c) */
+ * candidate memory (c).  A typed buffer holds n values of dt: the reference stores them
+ * as floats (bytes = 4n), the candidate as its dtype_size says (cbytes); a raw buffer
+ * (buf_new) is bytes of anything, the same on both. */
 struct buf {
-    size_t bytes;
+    size_t bytes, cbytes;
+    size_t n;      /* typed: the number of values; raw: bytes / 4 */
+    enum dtype dt; /* typed: the values' type; raw: DT_F32 */
+    int typed;
     void *r, *c;
 };
 
-static struct buf buf_new(size_t bytes, const void *init)
+static const char *dt_name(enum dtype dt)
 {
-    struct buf b = {.bytes = bytes, .r = ref->alloc(ref, bytes), .c = cand->alloc(cand, bytes)};
+    return dt == DT_F16 ? "fp16" : dt == DT_BF16 ? "bf16" : "fp32";
+}
+
+/* the candidate's bytes of n floats of dt (half storage: bit patterns) from host floats */
+static void *to_cand(const float *v, size_t n, enum dtype dt, size_t cbytes)
+{
+    void *h = malloc(cbytes ? cbytes : 1);
+    if (cbytes == n * sizeof(float)) {
+        memcpy(h, v, cbytes);
+        return h;
+    }
+    uint16_t *u = h;
+    for (size_t i = 0; i < n; i++)
+        u[i] = dt == DT_BF16 ? half_f32_to_bf16(v[i]) : half_f32_to_f16(v[i]);
+    return h;
+}
+
+static struct buf buf_alloc(size_t bytes, size_t cbytes)
+{
+    struct buf b = {.bytes = bytes, .cbytes = cbytes, .n = bytes / sizeof(float),
+                    .dt = DT_F32, .r = ref->alloc(ref, bytes), .c = cand->alloc(cand, cbytes)};
     if (!b.r || !b.c) {
         fprintf(stderr, "out of memory for %zu bytes: %s\n", bytes, error_get());
         exit(1);
     }
+    return b;
+}
+
+static struct buf buf_new(size_t bytes, const void *init)
+{
+    struct buf b = buf_alloc(bytes, bytes);
     if (init) {
         memcpy(b.r, init, bytes);
         cand->upload(cand, b.c, init, bytes);
@@ -189,20 +236,57 @@ static struct buf buf_new(size_t bytes, const void *init)
     return b;
 }
 
-static struct buf buf_rand(size_t n, float lo, float hi)
+/* the reference's values copied over to the candidate (typed: converted to its storage) */
+static void buf_sync(const struct buf *b)
+{
+    if (!b->typed) {
+        cand->upload(cand, b->c, b->r, b->bytes);
+        return;
+    }
+    void *h = to_cand(b->r, b->n, b->dt, b->cbytes);
+    cand->upload(cand, b->c, h, b->cbytes);
+    free(h);
+}
+
+/* n values of dt, from init rounded to dt (NULL: zeros) */
+static struct buf buf_new_dt(size_t n, enum dtype dt, const float *init)
+{
+    struct buf b = buf_alloc(n * sizeof(float), n * cand->dtype_size(cand, dt));
+    b.typed = 1;
+    b.dt = dt;
+    b.n = n;
+    if (init) {
+        for (size_t i = 0; i < n; i++)
+            ((float *)b.r)[i] = km_round_amp(init[i], (int)dt);
+        buf_sync(&b);
+    }
+    return b;
+}
+
+static struct buf buf_rand_dt(size_t n, enum dtype dt, float lo, float hi)
 {
     float *h = malloc((n ? n : 1) * sizeof *h);
     test_fill_uniform(h, n, lo, hi, &seed);
-    struct buf b = buf_new(n * sizeof(float), h);
+    struct buf b = buf_new_dt(n, dt, h);
     free(h);
     return b;
 }
 
-/* the candidate's copy, downloaded (caller frees) */
+static struct buf buf_rand(size_t n, float lo, float hi) { return buf_rand_dt(n, DT_F32, lo, hi); }
+
+/* the candidate's copy, downloaded, as the reference holds it: floats for a typed buffer
+ * (caller frees) */
 static void *buf_cand(const struct buf *b)
 {
-    void *h = malloc(b->bytes ? b->bytes : 1);
-    cand->download(cand, h, b->c, b->bytes);
+    void *raw = malloc(b->cbytes ? b->cbytes : 1);
+    cand->download(cand, raw, b->c, b->cbytes);
+    if (!b->typed || b->cbytes == b->bytes)
+        return raw;
+    float *h = malloc(b->bytes ? b->bytes : 1);
+    const uint16_t *u = raw;
+    for (size_t i = 0; i < b->n; i++)
+        h[i] = b->dt == DT_BF16 ? half_bf16_to_f32(u[i]) : half_f16_to_f32(u[i]);
+    free(raw);
     return h;
 }
 
@@ -217,7 +301,7 @@ static void buf_free(struct buf *b)
 static void compare_buf(const char *op, const char *what, const struct buf *b, struct tol t)
 {
     float *g = buf_cand(b);
-    compare(op, what, g, b->r, b->bytes / sizeof(float), t);
+    compare(op, what, g, b->r, b->n, t);
     free(g);
 }
 
@@ -232,9 +316,19 @@ static void check_repeat(const char *op, const char *what, const struct buf *b,
     free(now);
 }
 
+/* "op" for fp32, "op fp16" / "op bf16" for the half types: one row per op and type */
+static const char *op_dt(const char *op, enum dtype dt, char *buf, size_t cap)
+{
+    if (dt == DT_F32)
+        snprintf(buf, cap, "%s", op);
+    else
+        snprintf(buf, cap, "%s %s", op, dt_name(dt));
+    return buf;
+}
+
 #define R(b) ((float *)(b).r)
 #define C(b) ((float *)(b).c)
-#define NF(b) ((b).bytes / sizeof(float))
+#define NF(b) ((b).n)
 
 /* ------------------------------------------------------------------ memory */
 
@@ -318,21 +412,23 @@ static const struct conv_case conv_cases[] = {
     {"odd batch of 17", 17, 3, 12, 8, 3, 1, 1, 1}, /* 3-image chunks, the last one of 2 */
 };
 
-static void conv_check(const struct conv_case *k, const char *mode)
+static void conv_check(const struct conv_case *k, const char *mode, enum dtype dt)
 {
     struct conv2d_shape cs = {.n = k->n, .c = k->c, .h = k->h, .w = k->h, .k = k->k, .r = k->r,
                               .s = k->r, .pad = k->pad, .stride = k->stride};
     CHECK(conv2d_shape_init(&cs) == 0, "%s: %s", k->name, error_get());
     const size_t nx = (size_t)cs.n * cs.c * cs.h * cs.w, nw = (size_t)cs.k * cs.c * cs.r * cs.s;
     const size_t ny = (size_t)cs.n * cs.k * cs.p * cs.q;
-    struct buf x = buf_rand(nx, -1.0f, 1.0f), w = buf_rand(nw, -0.5f, 0.5f);
-    struct buf b = buf_rand((size_t)cs.k, -0.5f, 0.5f), dy = buf_rand(ny, -1.0f, 1.0f);
-    struct buf y = buf_new(ny * sizeof(float), NULL), dx = buf_new(nx * sizeof(float), NULL);
-    struct buf dw = buf_new(nw * sizeof(float), NULL), db = buf_new((size_t)cs.k * 4, NULL);
-    ref->conv2d_forward(ref, &cs, R(x), R(w), k->bias ? R(b) : NULL, R(y));
-    cand->conv2d_forward(cand, &cs, C(x), C(w), k->bias ? C(b) : NULL, C(y));
-    ref->conv2d_backward(ref, &cs, R(x), R(w), R(dy), R(dx), R(dw), k->bias ? R(db) : NULL);
-    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), C(dx), C(dw), k->bias ? C(db) : NULL);
+    struct buf x = buf_rand_dt(nx, dt, -1.0f, 1.0f), w = buf_rand_dt(nw, dt, -0.5f, 0.5f);
+    struct buf b = buf_rand_dt((size_t)cs.k, dt, -0.5f, 0.5f);
+    struct buf dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
+    struct buf y = buf_new_dt(ny, dt, NULL), dx = buf_new_dt(nx, dt, NULL);
+    struct buf dw = buf_new_dt(nw, dt, NULL), db = buf_new_dt((size_t)cs.k, dt, NULL);
+    ref->conv2d_forward(ref, &cs, dt, R(x), R(w), k->bias ? R(b) : NULL, R(y));
+    cand->conv2d_forward(cand, &cs, dt, C(x), C(w), k->bias ? C(b) : NULL, C(y));
+    ref->conv2d_backward(ref, &cs, dt, R(x), R(w), R(dy), R(dx), R(dw), k->bias ? R(db) : NULL);
+    cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), C(dx), C(dw),
+                          k->bias ? C(db) : NULL);
     /* cpu-vs-cuda: cuDNN may choose FFT or Winograd algorithms, whose rounding error
      * reaches ~1e-4 of the output's range (and direct sums over up to 4608 products
      * ~1e-5); a wrong index, sign or missing term is an O(1) error.  So 1e-3 of the
@@ -340,21 +436,33 @@ static void conv_check(const struct conv_case *k, const char *mode)
      * cpu1-vs-cpuN: chunks of CAND_CHUNK images change the GEMMs' widths (forward, dx)
      * and how dw's sum over images is split between threads (partials added in thread
      * order): float reassociation of sums of up to 12544 terms, ~5e-7 of the largest
-     * |output| measured and ~2e-6 as a random-walk bound; 1e-5 of it allowed. */
-    const double frac = pair == PAIR_CPU_SPLIT ? 1e-5 : 1e-3;
-    char op[64];
+     * |output| measured and ~2e-6 as a random-walk bound; 1e-5 of it allowed.
+     * Half types: those fp32 differences may move a rounding by one spacing (HALF_ULP
+     * relative); the forward rounds the convolution before it adds the bias, so there
+     * the spacing is that of the convolution, which may be far larger than the output
+     * where the bias cancels it: HALF_ULP of the range. */
+    const double frac = pair == PAIR_CPU_SPLIT ? 1e-5 : 1e-3, hu = HALF_ULP(dt);
+    char op[64], row[80];
     snprintf(op, sizeof op, "conv2d_forward%s", mode);
-    compare_buf(op, k->name, &y, (struct tol){frac * max_abs_of(R(y), ny), 0.0});
+    compare_buf(op_dt(op, dt, row, sizeof row), k->name, &y,
+                (struct tol){(frac + hu) * max_abs_of(R(y), ny), hu});
     snprintf(op, sizeof op, "conv2d_backward dx%s", mode);
-    compare_buf(op, k->name, &dx, (struct tol){frac * max_abs_of(R(dx), nx), 0.0});
+    compare_buf(op_dt(op, dt, row, sizeof row), k->name, &dx,
+                (struct tol){frac * max_abs_of(R(dx), nx), hu});
     snprintf(op, sizeof op, "conv2d_backward dw%s", mode);
-    compare_buf(op, k->name, &dw, (struct tol){frac * max_abs_of(R(dw), nw), 0.0});
+    compare_buf(op_dt(op, dt, row, sizeof row), k->name, &dw,
+                (struct tol){frac * max_abs_of(R(dw), nw), hu});
     if (k->bias) {
         /* cpu-vs-cuda: sums of n*p*q values in double on both sides (CPU: float lanes
          * first): ~1e-6.  The CPU backend sums db on the calling thread: equal. */
         snprintf(op, sizeof op, "conv2d_backward db%s", mode);
-        compare_buf(op, k->name, &db,
-                    tol_split_free(1e-5 * max_abs_of(R(db), (size_t)cs.k), 1e-5));
+        compare_buf(op_dt(op, dt, row, sizeof row), k->name, &db,
+                    tol_split_free(1e-5 * max_abs_of(R(db), (size_t)cs.k), 1e-5 + hu));
+        /* the bias gradient is the backends' own deterministic reduction: repeatable */
+        void *db1 = buf_cand(&db);
+        cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), NULL, NULL, C(db));
+        check_repeat("conv2d_backward db", k->name, &db, db1);
+        free(db1);
     }
     /* the CPU backend's claim: for a given thread count (and split) the same bits every
      * time; checked with a second forward, and the two backward calls below */
@@ -363,21 +471,23 @@ static void conv_check(const struct conv_case *k, const char *mode)
         y1 = buf_cand(&y);
         dx1 = buf_cand(&dx);
         dw1 = buf_cand(&dw);
-        cand->zero(cand, C(y), y.bytes);
-        cand->conv2d_forward(cand, &cs, C(x), C(w), k->bias ? C(b) : NULL, C(y));
+        cand->zero(cand, C(y), y.cbytes);
+        cand->conv2d_forward(cand, &cs, dt, C(x), C(w), k->bias ? C(b) : NULL, C(y));
         check_repeat("conv2d_forward", k->name, &y, y1);
     }
     /* dx only, then dw only (the first layer passes dx NULL) */
-    cand->zero(cand, C(dw), dw.bytes);
-    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), NULL, C(dw), NULL);
+    cand->zero(cand, C(dw), dw.cbytes);
+    cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), NULL, C(dw), NULL);
     snprintf(op, sizeof op, "conv2d_backward dw%s", mode);
-    compare_buf(op, "dx NULL", &dw, (struct tol){frac * max_abs_of(R(dw), nw), 0.0});
+    compare_buf(op_dt(op, dt, row, sizeof row), "dx NULL", &dw,
+                (struct tol){frac * max_abs_of(R(dw), nw), hu});
     if (dw1)
         check_repeat("conv2d_backward dw", "dx NULL", &dw, dw1);
-    cand->zero(cand, C(dx), dx.bytes);
-    cand->conv2d_backward(cand, &cs, C(x), C(w), C(dy), C(dx), NULL, NULL);
+    cand->zero(cand, C(dx), dx.cbytes);
+    cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), C(dx), NULL, NULL);
     snprintf(op, sizeof op, "conv2d_backward dx%s", mode);
-    compare_buf(op, "dw NULL", &dx, (struct tol){frac * max_abs_of(R(dx), nx), 0.0});
+    compare_buf(op_dt(op, dt, row, sizeof row), "dw NULL", &dx,
+                (struct tol){frac * max_abs_of(R(dx), nx), hu});
     if (dx1)
         check_repeat("conv2d_backward dx", "dw NULL", &dx, dx1);
     free(y1);
@@ -389,18 +499,26 @@ static void conv_check(const struct conv_case *k, const char *mode)
     status_ok(k->name);
 }
 
+/* cpu-vs-cuda only: a 1x1 convolution whose bias gradient sums 1146880 values per channel
+ * (the chunked per-channel reduction over more than 1M elements) */
+static const struct conv_case conv_big_case = {"1x1 on 70x2x128x128", 70, 2, 128, 3, 1, 0, 1, 1};
+
 static void test_conv(const char *mode)
 {
-    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
-        conv_check(&conv_cases[i], mode);
+    for (int dt = DT_F32; dt <= DT_BF16; dt++) {
+        for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
+            conv_check(&conv_cases[i], mode, (enum dtype)dt);
+        if (pair == PAIR_CPU_CUDA)
+            conv_check(&conv_big_case, mode, (enum dtype)dt);
+    }
 }
 
 /* ------------------------------------------------------------------ batch norm */
 
-static void bn_check(int n, int c, int hw, int affine)
+static void bn_check(int n, int c, int hw, int affine, enum dtype dt)
 {
     const size_t m = (size_t)n * c * hw;
-    char shape[64];
+    char shape[64], row[80];
     snprintf(shape, sizeof shape, "(%d,%d,%d)%s", n, c, hw, affine ? "" : " no affine");
     /* an offset per channel, so mean and variance differ between channels */
     float *hx = malloc(m * sizeof(float));
@@ -408,73 +526,96 @@ static void bn_check(int n, int c, int hw, int affine)
         const int ch = (int)((i / (size_t)hw) % (size_t)c);
         hx[i] = (float)(ch % 7) - 3.0f + 2.0f * (float)test_uniform(&seed);
     }
-    struct buf x = buf_new(m * sizeof(float), hx);
+    struct buf x = buf_new_dt(m, dt, hx);
     free(hx);
-    struct buf dy = buf_rand(m, -1.0f, 1.0f), wt = buf_rand((size_t)c, 0.5f, 1.5f);
+    struct buf dy = buf_rand_dt(m, dt, -1.0f, 1.0f), wt = buf_rand((size_t)c, 0.5f, 1.5f);
     struct buf bias = buf_rand((size_t)c, -0.5f, 0.5f);
     struct buf mean = buf_new((size_t)c * 4, NULL), invstd = buf_new((size_t)c * 4, NULL);
-    struct buf y = buf_new(m * 4, NULL), dx = buf_new(m * 4, NULL);
+    struct buf y = buf_new_dt(m, dt, NULL), dx = buf_new_dt(m, dt, NULL);
     struct buf sums = buf_new((size_t)c * 8, NULL), dwt = buf_new((size_t)c * 4, NULL);
     struct buf dbias = buf_new((size_t)c * 4, NULL);
     const float eps = 1e-5f;
+    /* the statistics, sums and parameter gradients are fp32 for every dt: the fp32
+     * limits; the elementwise outputs are dt (one rounding of an equal or nearly equal
+     * fp32 value: HALF_ULP more) */
+    const double hu = HALF_ULP(dt);
 
-    ref->batchnorm_stats(ref, n, c, hw, R(x), eps, R(mean), R(invstd));
-    cand->batchnorm_stats(cand, n, c, hw, C(x), eps, C(mean), C(invstd));
-    /* means of up to 78400 values: the CPU's float lanes lose ~1e-6 relative to the
+    ref->batchnorm_stats(ref, n, c, hw, dt, R(x), eps, R(mean), R(invstd));
+    cand->batchnorm_stats(cand, n, c, hw, dt, C(x), eps, C(mean), C(invstd));
+    /* means of up to 1.3M values: the CPU's float lanes lose ~1e-6 relative to the
      * values' size (|x| <= 4); invstd from a two-pass variance, ~1e-6 relative */
-    compare_buf("batchnorm_stats mean", shape, &mean, tol_split_free(4e-6 * 4.0, 1e-6));
-    compare_buf("batchnorm_stats invstd", shape, &invstd, tol_split_free(0.0, 1e-5));
+    compare_buf(op_dt("batchnorm_stats mean", dt, row, sizeof row), shape, &mean,
+                tol_split_free(4e-6 * 4.0, 1e-6));
+    compare_buf(op_dt("batchnorm_stats invstd", dt, row, sizeof row), shape, &invstd,
+                tol_split_free(0.0, 1e-5));
+    /* both backends claim deterministic reductions (kernels.h: a fixed split summed in a
+     * fixed order; backend_cpu.c: repeatable for a given thread count): a second call
+     * gives the same bits */
+    void *mean1 = buf_cand(&mean), *invstd1 = buf_cand(&invstd);
+    cand->batchnorm_stats(cand, n, c, hw, dt, C(x), eps, C(mean), C(invstd));
+    check_repeat("batchnorm_stats mean", shape, &mean, mean1);
+    check_repeat("batchnorm_stats invstd", shape, &invstd, invstd1);
+    free(mean1);
+    free(invstd1);
     /* the rest of the chain runs on identical statistics: copy the reference's over */
-    cand->upload(cand, mean.c, mean.r, mean.bytes);
-    cand->upload(cand, invstd.c, invstd.r, invstd.bytes);
+    buf_sync(&mean);
+    buf_sync(&invstd);
 
     const float *w_r = affine ? R(wt) : NULL, *w_c = affine ? C(wt) : NULL;
     const float *b_r = affine ? R(bias) : NULL, *b_c = affine ? C(bias) : NULL;
-    ref->batchnorm_elemt(ref, n, c, hw, R(x), R(mean), R(invstd), w_r, b_r, R(y));
-    cand->batchnorm_elemt(cand, n, c, hw, C(x), C(mean), C(invstd), w_c, b_c, C(y));
+    ref->batchnorm_elemt(ref, n, c, hw, dt, R(x), R(mean), R(invstd), w_r, b_r, R(y));
+    cand->batchnorm_elemt(cand, n, c, hw, dt, C(x), C(mean), C(invstd), w_c, b_c, C(y));
     /* (x - mean) * (invstd * w) + b in the same order and rounding on both: exact; 2 ulp of
      * the output range allowed for a compiler's different (but legal) evaluation */
-    compare_buf("batchnorm_elemt", shape, &y, tol_split_free(2 * ULP * max_abs_of(R(y), m), 0.0));
+    compare_buf(op_dt("batchnorm_elemt", dt, row, sizeof row), shape, &y,
+                tol_split_free(2 * ULP * max_abs_of(R(y), m), hu));
 
     /* eval: the running statistics as (mean, var); invstd in double on both sides */
     struct buf rvar = buf_rand((size_t)c, 0.2f, 3.0f);
-    ref->batchnorm_forward_eval(ref, n, c, hw, R(x), R(mean), R(rvar), eps, w_r, b_r, R(y));
-    cand->batchnorm_forward_eval(cand, n, c, hw, C(x), C(mean), C(rvar), eps, w_c, b_c, C(y));
-    compare_buf("batchnorm_forward_eval", shape, &y,
-                tol_split_free(2 * ULP * max_abs_of(R(y), m), 0.0));
+    ref->batchnorm_forward_eval(ref, n, c, hw, dt, R(x), R(mean), R(rvar), eps, w_r, b_r, R(y));
+    cand->batchnorm_forward_eval(cand, n, c, hw, dt, C(x), C(mean), C(rvar), eps, w_c, b_c,
+                                 C(y));
+    compare_buf(op_dt("batchnorm_forward_eval", dt, row, sizeof row), shape, &y,
+                tol_split_free(2 * ULP * max_abs_of(R(y), m), hu));
 
-    ref->batchnorm_backward_reduce(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), R(sums),
+    ref->batchnorm_backward_reduce(ref, n, c, hw, dt, R(dy), R(x), R(mean), R(invstd), R(sums),
                                    R(sums) + c, affine ? R(dwt) : NULL, affine ? R(dbias) : NULL);
-    cand->batchnorm_backward_reduce(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), C(sums),
-                                    C(sums) + c, affine ? C(dwt) : NULL,
+    cand->batchnorm_backward_reduce(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd),
+                                    C(sums), C(sums) + c, affine ? C(dwt) : NULL,
                                     affine ? C(dbias) : NULL);
     /* sums of n*hw terms of size <= 4: the CPU's float lanes (hw/16 terms each) lose
      * ~hw/16 ulp of the sum of |terms| <= 4*n*hw; 1e-6 of that bound is ~10x that */
     const double l1 = 4.0 * n * hw;
-    compare_buf("batchnorm_backward_reduce", shape, &sums, tol_split_free(1e-6 * l1, 1e-6));
+    compare_buf(op_dt("batchnorm_backward_reduce", dt, row, sizeof row), shape, &sums,
+                tol_split_free(1e-6 * l1, 1e-6));
+    void *sums1 = buf_cand(&sums);
+    cand->batchnorm_backward_reduce(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd),
+                                    C(sums), C(sums) + c, NULL, NULL);
+    check_repeat("batchnorm_backward_reduce", shape, &sums, sums1);
+    free(sums1);
     if (affine) {
-        compare_buf("batchnorm_backward_reduce dweight", shape, &dwt,
-                    tol_split_free(4e-6 * l1, 1e-6));
-        compare_buf("batchnorm_backward_reduce dbias", shape, &dbias,
-                    tol_split_free(1e-6 * l1, 1e-6));
+        compare_buf(op_dt("batchnorm_backward_reduce dweight", dt, row, sizeof row), shape,
+                    &dwt, tol_split_free(4e-6 * l1, 1e-6));
+        compare_buf(op_dt("batchnorm_backward_reduce dbias", dt, row, sizeof row), shape,
+                    &dbias, tol_split_free(1e-6 * l1, 1e-6));
     }
-    cand->upload(cand, sums.c, sums.r, sums.bytes);
+    buf_sync(&sums);
 
     const float count = (float)n * (float)hw;
-    ref->batchnorm_backward_elemt(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), w_r, R(sums),
-                                  R(sums) + c, count, R(dx));
-    cand->batchnorm_backward_elemt(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), w_c,
+    ref->batchnorm_backward_elemt(ref, n, c, hw, dt, R(dy), R(x), R(mean), R(invstd), w_r,
+                                  R(sums), R(sums) + c, count, R(dx));
+    cand->batchnorm_backward_elemt(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd), w_c,
                                    C(sums), C(sums) + c, count, C(dx));
     /* km_bn_backward_elemt on both, no contraction: exact up to 4 ulp of the range */
-    compare_buf("batchnorm_backward_elemt", shape, &dx,
-                tol_split_free(4 * ULP * max_abs_of(R(dx), m), 0.0));
+    compare_buf(op_dt("batchnorm_backward_elemt", dt, row, sizeof row), shape, &dx,
+                tol_split_free(4 * ULP * max_abs_of(R(dx), m), hu));
     /* in place: dx aliases dy */
-    ref->batchnorm_backward_elemt(ref, n, c, hw, R(dy), R(x), R(mean), R(invstd), w_r, R(sums),
-                                  R(sums) + c, count, R(dy));
-    cand->batchnorm_backward_elemt(cand, n, c, hw, C(dy), C(x), C(mean), C(invstd), w_c,
+    ref->batchnorm_backward_elemt(ref, n, c, hw, dt, R(dy), R(x), R(mean), R(invstd), w_r,
+                                  R(sums), R(sums) + c, count, R(dy));
+    cand->batchnorm_backward_elemt(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd), w_c,
                                    C(sums), C(sums) + c, count, C(dy));
-    compare_buf("batchnorm_backward_elemt", "in place", &dy,
-                tol_split_free(4 * ULP * max_abs_of(R(dy), m), 0.0));
+    compare_buf(op_dt("batchnorm_backward_elemt", dt, row, sizeof row), "in place", &dy,
+                tol_split_free(4 * ULP * max_abs_of(R(dy), m), hu));
     struct buf *all[] = {&x, &dy, &wt, &bias, &mean, &invstd, &y, &dx, &sums, &dwt, &dbias, &rvar};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         buf_free(all[i]);
@@ -518,18 +659,28 @@ static void test_batchnorm_gather(void)
 
 static void test_batchnorm(void)
 {
-    bn_check(16, 16, 784, 1); /* ConvNet bn1 at batch 16 */
-    bn_check(16, 32, 196, 1); /* ConvNet bn2 */
-    bn_check(4, 512, 16, 1);  /* ResNet layer4: many channels, tiny planes */
-    bn_check(3, 5, 7, 0);     /* odd sizes, no weight and bias */
+    for (int d = DT_F32; d <= DT_BF16; d++) {
+        const enum dtype dt = (enum dtype)d;
+        bn_check(16, 16, 784, 1, dt); /* ConvNet bn1 at batch 16 */
+        bn_check(16, 32, 196, 1, dt); /* ConvNet bn2 */
+        bn_check(4, 512, 16, 1, dt);  /* ResNet layer4: many channels, tiny planes */
+        bn_check(3, 5, 7, 0, dt);     /* odd sizes, no weight and bias */
+        if (pair == PAIR_CPU_CUDA) /* 1310720 per channel: every chunk loops, 3.9M in all */
+            bn_check(80, 3, 16384, 1, dt);
+    }
     test_batchnorm_gather();
 }
 
 /* ------------------------------------------------------------------ ReLU, pooling */
 
-static void test_relu(void)
+/* more than one pass of the CUDA grid-stride loops (4194304 threads) on the cuda pair */
+static size_t big_n(void) { return pair == PAIR_CPU_CUDA ? 5000003 : 1000003; }
+
+static void test_relu(enum dtype dt)
 {
-    const size_t n = 1000003; /* not a multiple of any block size */
+    const size_t n = big_n(); /* not a multiple of any block size */
+    char row[80], what[64];
+    snprintf(what, sizeof what, "%zu with nan/inf/-0", n);
     float *h = malloc(n * sizeof(float));
     test_fill_uniform(h, n, -1.0f, 1.0f, &seed);
     h[0] = NAN;
@@ -537,30 +688,31 @@ static void test_relu(void)
     h[2] = 0.0f;
     h[3] = INFINITY;
     h[4] = -INFINITY;
-    struct buf x = buf_new(n * 4, h), y = buf_new(n * 4, NULL), dy = buf_rand(n, -1.0f, 1.0f);
+    struct buf x = buf_new_dt(n, dt, h), y = buf_new_dt(n, dt, NULL);
+    struct buf dy = buf_rand_dt(n, dt, -1.0f, 1.0f);
     free(h);
     /* selections: exact */
     const struct tol exact = {0.0, 0.0};
-    ref->relu_forward(ref, n, R(x), R(y));
-    cand->relu_forward(cand, n, C(x), C(y));
-    compare_buf("relu_forward", "1000003 with nan/inf/-0", &y, exact);
-    ref->relu_backward(ref, n, R(y), R(dy), R(dy)); /* in place, as the ConvNet calls it */
-    cand->relu_backward(cand, n, C(y), C(dy), C(dy));
-    compare_buf("relu_backward", "in place", &dy, exact);
-    ref->relu_forward(ref, n, R(x), R(x));
-    cand->relu_forward(cand, n, C(x), C(x));
-    compare_buf("relu_forward", "in place", &x, exact);
+    ref->relu_forward(ref, n, dt, R(x), R(y));
+    cand->relu_forward(cand, n, dt, C(x), C(y));
+    compare_buf(op_dt("relu_forward", dt, row, sizeof row), what, &y, exact);
+    ref->relu_backward(ref, n, dt, R(y), R(dy), R(dy)); /* in place, as the ConvNet calls it */
+    cand->relu_backward(cand, n, dt, C(y), C(dy), C(dy));
+    compare_buf(op_dt("relu_backward", dt, row, sizeof row), "in place", &dy, exact);
+    ref->relu_forward(ref, n, dt, R(x), R(x));
+    cand->relu_forward(cand, n, dt, C(x), C(x));
+    compare_buf(op_dt("relu_forward", dt, row, sizeof row), "in place", &x, exact);
     buf_free(&x);
     buf_free(&y);
     buf_free(&dy);
     status_ok("relu");
 }
 
-static void pool_check(int n, int c, int h, int kernel, int stride, int ties)
+static void pool_check(int n, int c, int h, int kernel, int stride, int ties, enum dtype dt)
 {
     struct pool2d_shape ps = {.n = n, .c = c, .h = h, .w = h, .kernel = kernel, .stride = stride};
     CHECK(pool2d_shape_init(&ps) == 0, "pool: %s", error_get());
-    char shape[80];
+    char shape[80], row[80];
     snprintf(shape, sizeof shape, "(%d,%d,%d,%d) k%d s%d%s", n, c, h, h, kernel, stride,
              ties ? " ties+nan" : "");
     const size_t nx = (size_t)n * c * h * h, ny = (size_t)n * c * ps.p * ps.q;
@@ -572,25 +724,29 @@ static void pool_check(int n, int c, int h, int kernel, int stride, int ties)
         for (size_t i = 7; i < nx; i += 97)
             hx[i] = NAN;
     }
-    struct buf x = buf_new(nx * 4, hx), y = buf_new(ny * 4, NULL);
+    struct buf x = buf_new_dt(nx, dt, hx), y = buf_new_dt(ny, dt, NULL);
     free(hx);
-    struct buf am = buf_new(ny * 4, NULL), dy = buf_rand(ny, -1.0f, 1.0f);
-    struct buf dx = buf_rand(nx, 5.0f, 6.0f); /* garbage: backward must overwrite it */
-    ref->maxpool2d_forward(ref, &ps, R(x), R(y), am.r);
-    cand->maxpool2d_forward(cand, &ps, C(x), C(y), am.c);
+    struct buf am = buf_new(ny * 4, NULL), dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
+    struct buf dx = buf_rand_dt(nx, dt, 5.0f, 6.0f); /* garbage: backward must overwrite it */
+    ref->maxpool2d_forward(ref, &ps, dt, R(x), R(y), am.r);
+    cand->maxpool2d_forward(cand, &ps, dt, C(x), C(y), am.c);
     /* selection of one input: exact, argmax identical */
-    compare_buf("maxpool2d_forward", shape, &y, (struct tol){0.0, 0.0});
+    compare_buf(op_dt("maxpool2d_forward", dt, row, sizeof row), shape, &y,
+                (struct tol){0.0, 0.0});
     int32_t *ag = buf_cand(&am);
     size_t diff = 0;
     for (size_t i = 0; i < ny; i++)
         diff += ag[i] != ((int32_t *)am.r)[i];
-    CHECK(diff == 0, "maxpool2d_forward %s: %zu of %zu argmax differ", shape, diff, ny);
-    record("maxpool2d_forward argmax", (double)diff, 0.0, diff ? INFINITY : 0.0);
+    CHECK(diff == 0, "maxpool2d_forward %s %s: %zu of %zu argmax differ", dt_name(dt), shape,
+          diff, ny);
+    record(op_dt("maxpool2d_forward argmax", dt, row, sizeof row), (double)diff, 0.0,
+           diff ? INFINITY : 0.0);
     free(ag);
-    ref->maxpool2d_backward(ref, &ps, R(dy), am.r, R(dx));
-    cand->maxpool2d_backward(cand, &ps, C(dy), am.c, C(dx));
-    /* the same float additions in the same (output) order: exact */
-    compare_buf("maxpool2d_backward", shape, &dx, (struct tol){0.0, 0.0});
+    ref->maxpool2d_backward(ref, &ps, dt, R(dy), am.r, R(dx));
+    cand->maxpool2d_backward(cand, &ps, dt, C(dy), am.c, C(dx));
+    /* the same float additions in the same (output) order, one rounding: exact */
+    compare_buf(op_dt("maxpool2d_backward", dt, row, sizeof row), shape, &dx,
+                (struct tol){0.0, 0.0});
     struct buf *all[] = {&x, &y, &am, &dy, &dx};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         buf_free(all[i]);
@@ -599,41 +755,50 @@ static void pool_check(int n, int c, int h, int kernel, int stride, int ties)
 
 static void test_pool(void)
 {
-    pool_check(16, 16, 28, 2, 2, 0); /* ConvNet */
-    pool_check(16, 32, 14, 2, 2, 1);
-    pool_check(4, 8, 9, 3, 2, 1); /* overlapping windows, floor mode */
-    pool_check(2, 3, 8, 2, 3, 0); /* gaps between windows */
-    pool_check(3, 5, 7, 2, 2, 1); /* odd input: the last row and column are dropped */
+    for (int d = DT_F32; d <= DT_BF16; d++) {
+        const enum dtype dt = (enum dtype)d;
+        pool_check(16, 16, 28, 2, 2, 0, dt); /* ConvNet */
+        pool_check(16, 32, 14, 2, 2, 1, dt);
+        pool_check(4, 8, 9, 3, 2, 1, dt); /* overlapping windows, floor mode */
+        pool_check(2, 3, 8, 2, 3, 0, dt); /* gaps between windows */
+        pool_check(3, 5, 7, 2, 2, 1, dt); /* odd input: the last row and column are dropped */
+        if (pair == PAIR_CPU_CUDA) /* 4.3M inputs: beyond one pass of the grid */
+            pool_check(64, 64, 33, 3, 2, 0, dt);
+    }
 }
 
 /* ------------------------------------------------------------------ linear */
 
-static void linear_check(int n, int in, int out, int bias)
+static void linear_check(int n, int in, int out, int bias, enum dtype dt)
 {
-    char shape[64];
+    char shape[64], row[80];
     snprintf(shape, sizeof shape, "n%d in%d out%d%s", n, in, out, bias ? "" : " no bias");
-    struct buf x = buf_rand((size_t)n * in, -1.0f, 1.0f);
-    struct buf w = buf_rand((size_t)out * in, -0.1f, 0.1f);
-    struct buf b = buf_rand((size_t)out, -0.5f, 0.5f);
-    struct buf dy = buf_rand((size_t)n * out, -1.0f, 1.0f);
-    struct buf y = buf_new((size_t)n * out * 4, NULL), dx = buf_new((size_t)n * in * 4, NULL);
-    struct buf dw = buf_new((size_t)out * in * 4, NULL), db = buf_new((size_t)out * 4, NULL);
-    ref->linear_forward(ref, n, in, out, R(x), R(w), bias ? R(b) : NULL, R(y));
-    cand->linear_forward(cand, n, in, out, C(x), C(w), bias ? C(b) : NULL, C(y));
-    ref->linear_backward(ref, n, in, out, R(x), R(w), R(dy), R(dx), R(dw), bias ? R(db) : NULL);
-    cand->linear_backward(cand, n, in, out, C(x), C(w), C(dy), C(dx), C(dw),
+    struct buf x = buf_rand_dt((size_t)n * in, dt, -1.0f, 1.0f);
+    struct buf w = buf_rand_dt((size_t)out * in, dt, -0.1f, 0.1f);
+    struct buf b = buf_rand_dt((size_t)out, dt, -0.5f, 0.5f);
+    struct buf dy = buf_rand_dt((size_t)n * out, dt, -1.0f, 1.0f);
+    struct buf y = buf_new_dt((size_t)n * out, dt, NULL), dx = buf_new_dt((size_t)n * in, dt, NULL);
+    struct buf dw = buf_new_dt((size_t)out * in, dt, NULL), db = buf_new_dt((size_t)out, dt, NULL);
+    ref->linear_forward(ref, n, in, out, dt, R(x), R(w), bias ? R(b) : NULL, R(y));
+    cand->linear_forward(cand, n, in, out, dt, C(x), C(w), bias ? C(b) : NULL, C(y));
+    ref->linear_backward(ref, n, in, out, dt, R(x), R(w), R(dy), R(dx), R(dw),
+                         bias ? R(db) : NULL);
+    cand->linear_backward(cand, n, in, out, dt, C(x), C(w), C(dy), C(dx), C(dw),
                           bias ? C(db) : NULL);
-    /* fp32 GEMMs (no TF32 on either side) summing up to 1568 products in different
-     * orders: ~sqrt(K) ulp of the range, 1e-5 of the largest |output| is >10x that.  The
-     * CPU backend runs each GEMM on the calling thread: equal. */
-#define GEMM_TOL(b) tol_split_free(1e-5 * max_abs_of(R(b), NF(b)) + 1e-7, 0.0)
-    compare_buf("linear_forward", shape, &y, GEMM_TOL(y));
-    compare_buf("linear_backward dx", shape, &dx, GEMM_TOL(dx));
-    compare_buf("linear_backward dw", shape, &dw, GEMM_TOL(dw));
+    /* fp32 GEMMs (no TF32 on either side; fp32 accumulation of half products with
+     * CUBLAS_COMPUTE_32F) summing up to 1568 products in different orders: ~sqrt(K) ulp
+     * of the range, 1e-5 of the largest |output| is >10x that; a half output one more
+     * rounding (HALF_ULP).  The CPU backend runs each GEMM on the calling thread: equal. */
+    const double hu = HALF_ULP(dt);
+#define GEMM_TOL(b) tol_split_free(1e-5 * max_abs_of(R(b), NF(b)) + 1e-7, hu)
+    compare_buf(op_dt("linear_forward", dt, row, sizeof row), shape, &y, GEMM_TOL(y));
+    compare_buf(op_dt("linear_backward dx", dt, row, sizeof row), shape, &dx, GEMM_TOL(dx));
+    compare_buf(op_dt("linear_backward dw", dt, row, sizeof row), shape, &dw, GEMM_TOL(dw));
     if (bias) /* column sums in double on both sides, in row order: 1 ulp */
-        compare_buf("linear_backward db", shape, &db, tol_split_free(0.0, ULP));
-    cand->linear_backward(cand, n, in, out, C(x), C(w), C(dy), NULL, C(dw), NULL);
-    compare_buf("linear_backward dw", "dx NULL", &dw, GEMM_TOL(dw));
+        compare_buf(op_dt("linear_backward db", dt, row, sizeof row), shape, &db,
+                    tol_split_free(0.0, ULP + hu));
+    cand->linear_backward(cand, n, in, out, dt, C(x), C(w), C(dy), NULL, C(dw), NULL);
+    compare_buf(op_dt("linear_backward dw", dt, row, sizeof row), "dx NULL", &dw, GEMM_TOL(dw));
 #undef GEMM_TOL
     struct buf *all[] = {&x, &w, &b, &dy, &y, &dx, &dw, &db};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -643,9 +808,14 @@ static void linear_check(int n, int in, int out, int bias)
 
 static void test_linear(void)
 {
-    linear_check(100, 1568, 10, 1); /* ConvNet fc */
-    linear_check(128, 512, 10, 1);  /* ResNet fc */
-    linear_check(3, 7, 5, 0);
+    for (int d = DT_F32; d <= DT_BF16; d++) {
+        const enum dtype dt = (enum dtype)d;
+        linear_check(100, 1568, 10, 1, dt); /* ConvNet fc */
+        linear_check(128, 512, 10, 1, dt);  /* ResNet fc */
+        linear_check(3, 7, 5, 0, dt);
+        if (pair == PAIR_CPU_CUDA) /* 4.2M-element input gradient */
+            linear_check(2048, 2049, 33, 1, dt);
+    }
 }
 
 /* ------------------------------------------------------------------ loss, metric */
@@ -711,8 +881,9 @@ static void test_count_correct(void)
 static void test_scale(void)
 {
     /* one multiply: exact */
-    const size_t sizes[] = {500001, 7}; /* many pieces per thread; fewer pieces than threads */
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    /* many pieces per thread; fewer pieces than threads; on cuda beyond one grid pass */
+    const size_t sizes[] = {500001, 7, pair == PAIR_CPU_CUDA ? big_n() : 0};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && sizes[k]; k++) {
         const size_t n = sizes[k];
         struct buf x = buf_rand(n, -3.0f, 3.0f), y = buf_new(n * 4, NULL);
         ref->scale(ref, n, 0.37f, R(x), R(y));
@@ -729,7 +900,7 @@ static void test_scale(void)
 
 static void test_sgd(void)
 {
-    const size_t n = 100003;
+    const size_t n = pair == PAIR_CPU_CUDA ? big_n() : 100003;
     struct sgd_case {
         const char *name;
         float lr, momentum, dampening, wd;
@@ -789,28 +960,84 @@ static void test_amp(void)
                 (struct tol){0.0, 0.0});
         free(g);
     }
-    /* unscale: one multiply per element, and the flag */
-    test_fill_uniform(h, n, -1e4f, 1e4f, &seed);
-    for (int bad = 0; bad < 3; bad++) {
-        if (bad == 1)
-            h[n / 3] = INFINITY;
-        if (bad == 2) {
-            h[n / 3] = 1.0f;
-            h[n - 1] = NAN;
-        }
-        struct buf gr = buf_new(n * 4, h);
-        const int fr = ref->unscale_check(ref, n, R(gr), 1.0f / 65536.0f);
-        const int fc = cand->unscale_check(cand, n, C(gr), 1.0f / 65536.0f);
-        CHECK(fr == (bad != 0) && fc == fr, "unscale_check case %d: %s %d, %s %d", bad,
-              cand->name, fc, ref->name, fr);
-        record("unscale_check found_inf", fabs((double)fc - fr), 1.0, fc == fr ? 0.0 : INFINITY);
-        compare_buf("unscale_check", "values", &gr, (struct tol){0.0, 0.0});
-        buf_free(&gr);
-    }
-    free(h);
     buf_free(&x);
     buf_free(&y);
-    status_ok("amp");
+    free(h);
+    status_ok("round_amp");
+}
+
+/* every conversion between the three types, on the same wide range of magnitudes: the CPU
+ * rounds in software (kernel_math.h), the CUDA kernels with the hardware conversions;
+ * both round to nearest even, so exact */
+static void test_cast(void)
+{
+    const size_t n = big_n();
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        const double e = -30.0 + 50.0 * test_uniform(&seed);
+        h[i] = (float)(pow(2.0, e) * (test_uniform(&seed) < 0.5 ? -1.0 : 1.0));
+    }
+    h[0] = INFINITY;
+    h[1] = -65520.0f;
+    h[2] = 0x1p-25f;  /* the fp16 tie between 0 and the smallest subnormal */
+    h[3] = NAN;
+    for (int f = DT_F32; f <= DT_BF16; f++)
+        for (int t = DT_F32; t <= DT_BF16; t++) {
+            const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+            struct buf src = buf_new_dt(n, from, h), dst = buf_new_dt(n, to, NULL);
+            ref->cast(ref, n, from, R(src), to, R(dst));
+            cand->cast(cand, n, from, C(src), to, C(dst));
+            char row[64];
+            snprintf(row, sizeof row, "cast %s->%s", dt_name(from), dt_name(to));
+            compare_buf(row, "2^-30..2^20, inf, nan", &dst, (struct tol){0.0, 0.0});
+            buf_free(&src);
+            buf_free(&dst);
+        }
+    free(h);
+    status_ok("cast");
+}
+
+/* GradScaler's unscale over many tensors at once: more than one launch's list on cuda
+ * (KERN_UNSCALE_LIST is 32), an empty tensor, one beyond a grid pass on the cuda pair;
+ * one multiply per element (exact) and the one flag */
+static void test_unscale(void)
+{
+    enum { COUNT = 41 };
+    struct buf g[COUNT];
+    size_t numels[COUNT];
+    float *rp[COUNT], *cp[COUNT];
+    struct buf flag = buf_new(sizeof(float), NULL);
+    for (int bad = 0; bad < 3; bad++) {
+        for (int i = 0; i < COUNT; i++) {
+            numels[i] = i == 5 ? 0 : i == 7 ? big_n() : (size_t)(i * 997 % 3001) + 1;
+            float *h = malloc((numels[i] ? numels[i] : 1) * sizeof *h);
+            test_fill_uniform(h, numels[i], -1e4f, 1e4f, &seed);
+            if (bad == 1 && i == COUNT - 1)
+                h[numels[i] - 1] = INFINITY; /* the last tensor of the second list */
+            if (bad == 2 && i == 7)
+                h[numels[i] - 1] = NAN; /* the long tensor's last element */
+            g[i] = buf_new(numels[i] * 4, h);
+            free(h);
+            rp[i] = R(g[i]);
+            cp[i] = C(g[i]);
+        }
+        float found_r = -1.0f, found_c = -1.0f;
+        ref->unscale(ref, COUNT, rp, numels, 1.0f / 65536.0f, R(flag));
+        cand->unscale(cand, COUNT, cp, numels, 1.0f / 65536.0f, C(flag));
+        found_r = R(flag)[0];
+        cand->download(cand, &found_c, C(flag), sizeof found_c);
+        CHECK(found_r == (bad != 0 ? 1.0f : 0.0f) && found_c == found_r,
+              "unscale case %d: %s found_inf %g, %s %g", bad, cand->name, (double)found_c,
+              ref->name, (double)found_r);
+        record("unscale found_inf", fabs((double)found_c - found_r), 1.0,
+               found_c == found_r ? 0.0 : INFINITY);
+        for (int i = 0; i < COUNT; i++) {
+            compare_buf("unscale", "values of 41 tensors", &g[i], (struct tol){0.0, 0.0});
+            buf_free(&g[i]);
+        }
+    }
+    buf_free(&flag);
+    status_ok("unscale");
 }
 
 /* ------------------------------------------------------------------ failure reporting */
@@ -829,6 +1056,15 @@ static void test_status_stream(void)
           cand->stream(cand));
     ok = ok && (cand->stream(cand) != NULL) == want_stream;
     record("status/stream", 0.0, 0.0, ok ? 0.0 : 2.0);
+    /* how each backend stores the types: cpu every one as fp32, cuda halves in 2 bytes */
+    const size_t half = pair == PAIR_CPU_CUDA ? 2 : 4;
+    const int sizes_ok = cand->dtype_size(cand, DT_F32) == 4 &&
+                         cand->dtype_size(cand, DT_F16) == half &&
+                         cand->dtype_size(cand, DT_BF16) == half;
+    CHECK(sizes_ok, "candidate %s: dtype_size %zu %zu %zu, want 4 %zu %zu", cand->name,
+          cand->dtype_size(cand, DT_F32), cand->dtype_size(cand, DT_F16),
+          cand->dtype_size(cand, DT_BF16), half, half);
+    record("dtype_size", 0.0, 0.0, sizes_ok ? 0.0 : 2.0);
 }
 
 static void test_failure_is_reported(void)
@@ -844,7 +1080,7 @@ static void test_failure_is_reported(void)
                               .pad = 0, .stride = 0, .p = 6, .q = 6};
     float *x = bad->alloc(bad, 64 * 4), *w = bad->alloc(bad, 9 * 4), *y = bad->alloc(bad, 64 * 4);
     int32_t *lab = bad->alloc(bad, 4);
-    bad->conv2d_forward(bad, &cs, x, w, NULL, y);
+    bad->conv2d_forward(bad, &cs, DT_F32, x, w, NULL, y);
     CHECK(bad->status(bad) == -1, "a refused convolution left the status clean");
     const char *msg = error_get();
     CHECK(strstr(msg, "conv2d_forward") && !strchr(msg, '\n'),
@@ -873,7 +1109,7 @@ static void check_coverage(void)
         "batchnorm_elemt", "batchnorm_forward_eval", "batchnorm_backward_reduce",
         "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
         "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
-        "count_correct", "scale", "round_amp", "unscale_check", "sgd_step",
+        "count_correct", "scale", "cast", "round_amp", "unscale", "sgd_step", "dtype_size",
     };
     for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++) {
         const size_t len = strlen(slots[s]);
@@ -950,7 +1186,8 @@ int main(int argc, char **argv)
     test_memory();
     test_conv("");
     test_batchnorm();
-    test_relu();
+    for (int dt = DT_F32; dt <= DT_BF16; dt++)
+        test_relu((enum dtype)dt);
     test_pool();
     test_linear();
     xent_check(100, 10, 0);
@@ -960,6 +1197,8 @@ int main(int argc, char **argv)
     test_scale();
     test_sgd();
     test_amp();
+    test_cast();
+    test_unscale();
 
     if (pair == PAIR_CPU_CUDA) {
         test_failure_is_reported();

@@ -3,9 +3,12 @@
  * library versions, and cuDNN descriptor setup with cuDNN's own output shape for every
  * convolution and pooling layer of the ConvNet and of ResNet18 (CIFAR and ImageNet stems),
  * in fp32, fp16 and bf16, against conv2d_shape_init / pool2d_shape_init and the PyTorch
- * formula.  Skips (77) in a build without CUDA. */
+ * formula; and the convolution plans' retry rules (conv_algos.h): an algorithm whose
+ * workspace could not be allocated is tried again, one cuDNN refused is not.  Skips (77)
+ * in a build without CUDA. */
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "cuda/conv_algos.h"
 #include "cuda/cuda_api.h"
 #include "common/error.h"
 #include "testutil.h"
@@ -178,6 +181,49 @@ static void test_pool_shapes(void)
     CHECK(cuda_pool2d_output_dim(&bad, dims) == -1, "kernel 0 accepted");
 }
 
+/* The candidate list of a convolution direction: a failure for want of memory keeps the
+ * algorithm first in line for the next call (issue 11: it used to be dropped for good);
+ * a cuDNN error drops it; the workspace limit and duplicates keep it out. */
+static void test_conv_algos(void)
+{
+    struct conv_algos a = {0};
+    const size_t limit = 1000;
+    CHECK(conv_algos_add(&a, 7, 1, 900, limit) == 1 && conv_algos_add(&a, 3, 0, 0, limit) == 1 &&
+              conv_algos_add(&a, 5, 1, 10, limit) == 1,
+          "three candidates");
+    CHECK(conv_algos_add(&a, 3, 1, 0, limit) == 0, "a duplicate algorithm was added");
+    CHECK(conv_algos_add(&a, 9, 0, 1001, limit) == 0, "a workspace above the limit was added");
+    CHECK(a.count == 3 && a.algo[0] == 7 && a.math[0] == 1 && a.ws[0] == 900, "order kept");
+
+    /* a call where the best one's workspace allocation fails: the next live one runs */
+    int i = conv_algos_next(&a, 0);
+    CHECK(i == 0, "first live candidate %d", i);
+    conv_algos_failed(&a, i, 1);
+    i = conv_algos_next(&a, i + 1);
+    CHECK(i == 1 && a.algo[i] == 3, "after a transient failure the call goes on with %d", i);
+    /* the next call: the best one is first in line again */
+    CHECK(conv_algos_next(&a, 0) == 0 && conv_algos_live(&a) == 3,
+          "an algorithm that once lacked workspace memory is not tried again (live %d)",
+          conv_algos_live(&a));
+
+    /* a cuDNN error drops it for good */
+    conv_algos_failed(&a, 0, 0);
+    CHECK(conv_algos_next(&a, 0) == 1 && conv_algos_live(&a) == 2,
+          "a refused algorithm stays in line");
+    conv_algos_failed(&a, 2, 0);
+    CHECK(conv_algos_next(&a, 2) == 3 && conv_algos_live(&a) == 1, "walk past the last");
+    conv_algos_failed(&a, 1, 1); /* no memory for the last live one: still alive */
+    CHECK(conv_algos_live(&a) == 1 && conv_algos_next(&a, 0) == 1, "the last one stays");
+    conv_algos_failed(&a, 1, 0);
+    CHECK(conv_algos_live(&a) == 0 && conv_algos_next(&a, 0) == a.count, "all dead");
+
+    struct conv_algos full = {0};
+    for (int k = 0; k < CONV_MAX_CANDIDATES + 3; k++)
+        conv_algos_add(&full, k, 0, 0, limit);
+    CHECK(full.count == CONV_MAX_CANDIDATES, "list holds %d, at most %d", full.count,
+          CONV_MAX_CANDIDATES);
+}
+
 int main(void)
 {
     if (!cuda_build_enabled())
@@ -187,5 +233,6 @@ int main(void)
     test_versions();
     test_conv_shapes();
     test_pool_shapes();
+    test_conv_algos();
     return test_finish();
 }

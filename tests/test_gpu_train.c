@@ -6,14 +6,23 @@
  *     (momentum, weight decay) and the eval logits must match on the GPU.
  * (2) GPU against CPU from the same seed: five SGD steps with momentum on random batches of
  *     64 (the last one short), losses step by step and every parameter at the end, then the
- *     test-mode accuracy count.
- * Prints the GPU's training images/s (informational, never asserted).  Skips (77) without
- * CUDA or a GPU.
+ *     test-mode accuracy count; in fp32, and under autocast in fp16 and bf16, where the
+ *     GPU really computes on half tensors (cuDNN/cuBLAS on tensor cores) and the CPU
+ *     emulates the same rounding points.
+ * Prints the GPU's training images/s in fp32, fp16 and bf16 (informational, never
+ * asserted).  Skips (77) without CUDA or a GPU.
  *
  * Tolerances: the CPU runs im2col + OpenBLAS, PyTorch MKL-DNN, the GPU whatever cuDNN
  * picks (possibly FFT or Winograd, ~1e-4 of a tensor's range), then two BatchNorms divide
  * by the batch's std; 1e-3 of each tensor's largest value covers that, while a wrong
- * index, sign or missing term is an O(1) error. */
+ * index, sign or missing term is an O(1) error.
+ *
+ * Under autocast both sides round every activation to the half type; where their fp32
+ * results differ in the last bits (summation order, cuDNN's algorithms) a rounding may
+ * land one half spacing apart (2^-11..2^-10 relative for fp16, 2^-8..2^-7 for bf16), and
+ * such differences pass through two BatchNorms.  So the AMP limits are 10x the fp32 ones
+ * for fp16 and 30x for bf16: ~10 half spacings of a tensor's range, still far below the
+ * O(1) error of a wrong index, a half tensor read as fp32, or a missing cast. */
 #include "backend/backend.h"
 #include "io/checkpoint.h"
 #include "cuda/cuda_api.h"
@@ -153,10 +162,12 @@ struct side {
     int32_t *y;
 };
 
-static int side_init(struct side *s, struct backend *be, int cap)
+static int side_init(struct side *s, struct backend *be, int cap, enum amp_dtype amp)
 {
     s->be = be;
     s->m = model_create("convnet", be, 7);
+    if (s->m && amp != AMP_OFF && s->m->set_amp(s->m, amp))
+        return -1;
     s->x = be->alloc(be, (size_t)cap * 784 * sizeof(float));
     s->y = be->alloc(be, (size_t)cap * sizeof(int32_t));
     s->dlogits = be->alloc(be, (size_t)cap * 10 * sizeof(float));
@@ -189,13 +200,21 @@ static void side_free(struct side *s)
         s->m->destroy(s->m);
 }
 
-static void test_against_cpu(struct backend *gpu)
+static const char *amp_name(enum amp_dtype amp)
+{
+    return amp == AMP_F16 ? "fp16" : amp == AMP_BF16 ? "bf16" : "fp32";
+}
+
+static void test_against_cpu(struct backend *gpu, enum amp_dtype amp)
 {
     const int cap = 64, steps = 5;
+    /* see the file comment: the fp32 limits, times 10 (fp16) or 30 (bf16) under autocast */
+    const double widen = amp == AMP_F16 ? 10.0 : amp == AMP_BF16 ? 30.0 : 1.0;
+    const int miscount = amp == AMP_OFF ? 2 : 4;
     struct backend *cpu = backend_cpu_create(0);
     struct side c = {0}, g = {0};
-    CHECK(cpu && side_init(&c, cpu, cap) == 0 && side_init(&g, gpu, cap) == 0, "setup: %s",
-          error_get());
+    CHECK(cpu && side_init(&c, cpu, cap, amp) == 0 && side_init(&g, gpu, cap, amp) == 0,
+          "setup %s: %s", amp_name(amp), error_get());
     if (!cpu || !c.m || !g.m)
         return;
     uint64_t seed = 0x853c49e6748fea9bULL;
@@ -208,9 +227,11 @@ static void test_against_cpu(struct backend *gpu)
             y[i] = (int32_t)(test_uniform(&seed) * 10);
         const float lc = side_step(&c, x, y, n), lg = side_step(&g, x, y, n);
         /* the loss averages the logits: 1e-4 relative, still far below a real bug's */
-        CHECK(fabsf(lg - lc) <= 1e-4f * fabsf(lc), "step %d (batch %d): loss gpu %.7f, cpu %.7f",
-              step + 1, n, (double)lg, (double)lc);
-        printf("step %d: loss gpu %.7f cpu %.7f\n", step + 1, (double)lg, (double)lc);
+        CHECK(fabs((double)lg - lc) <= 1e-4 * widen * fabs((double)lc),
+              "%s step %d (batch %d): loss gpu %.7f, cpu %.7f", amp_name(amp), step + 1, n,
+              (double)lg, (double)lc);
+        printf("%s step %d: loss gpu %.7f cpu %.7f\n", amp_name(amp), step + 1, (double)lg,
+               (double)lc);
     }
     for (int i = 0; i < c.m->params.count; i++) {
         struct param *pc = c.m->params.items[i], *pg = g.m->params.items[i];
@@ -221,9 +242,9 @@ static void test_against_cpu(struct backend *gpu)
         }
         float *hg = download(gpu, pg->data, pg->numel);
         char what[160];
-        snprintf(what, sizeof what, "%s after %d steps", pc->name, steps);
+        snprintf(what, sizeof what, "%s after %d steps (%s)", pc->name, steps, amp_name(amp));
         /* five steps of the per-step differences, with momentum: 2x the single-step bound */
-        check_close(what, hg, pc->data, pc->numel, 2 * RANGE_TOL, 0.0);
+        check_close(what, hg, pc->data, pc->numel, 2 * RANGE_TOL * widen, 0.0);
         free(hg);
     }
     /* eval mode on a fresh batch: the count may differ only where two logits nearly tie */
@@ -239,8 +260,9 @@ static void test_against_cpu(struct backend *gpu)
           "eval forward: %s", error_get());
     const int cc = cpu->count_correct(cpu, cap, 10, lgc, c.y);
     const int cg = gpu->count_correct(gpu, cap, 10, lgg, g.y);
-    CHECK(abs(cc - cg) <= 2, "eval correct: gpu %d, cpu %d of %d", cg, cc, cap);
-    CHECK(gpu->status(gpu) == 0, "gpu vs cpu run: %s", error_get());
+    CHECK(abs(cc - cg) <= miscount, "%s eval correct: gpu %d, cpu %d of %d", amp_name(amp), cg,
+          cc, cap);
+    CHECK(gpu->status(gpu) == 0, "gpu vs cpu run (%s): %s", amp_name(amp), error_get());
     free(x);
     side_free(&c);
     side_free(&g);
@@ -248,11 +270,11 @@ static void test_against_cpu(struct backend *gpu)
 }
 
 /* informational: steps/s of the ConvNet at batch 100 (the trainer's usual) */
-static void time_training(struct backend *gpu)
+static void time_training(struct backend *gpu, enum amp_dtype amp)
 {
     const int n = 100, warm = 5, steps = 100;
     struct side g = {0};
-    if (side_init(&g, gpu, n)) {
+    if (side_init(&g, gpu, n, amp)) {
         CHECK(0, "timing setup: %s", error_get());
         return;
     }
@@ -270,8 +292,8 @@ static void time_training(struct backend *gpu)
     }
     gpu->synchronize(gpu);
     const double dt = clock_now_s() - t0;
-    printf("ConvNet training on the GPU, batch %d: %.0f images/s (%.3f ms/step)\n", n,
-           steps * n / dt, 1e3 * dt / steps);
+    printf("ConvNet training on the GPU, %s, batch %d: %.0f images/s (%.3f ms/step)\n",
+           amp_name(amp), n, steps * n / dt, 1e3 * dt / steps);
     CHECK(gpu->status(gpu) == 0, "timing run: %s", error_get());
     free(x);
     side_free(&g);
@@ -288,8 +310,10 @@ int main(void)
     if (!gpu)
         return test_finish();
     test_golden(gpu);
-    test_against_cpu(gpu);
-    time_training(gpu);
+    for (int amp = AMP_OFF; amp <= AMP_BF16; amp++)
+        test_against_cpu(gpu, (enum amp_dtype)amp);
+    for (int amp = AMP_OFF; amp <= AMP_BF16; amp++)
+        time_training(gpu, (enum amp_dtype)amp);
     gpu->destroy(gpu);
     return test_finish();
 }

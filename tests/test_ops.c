@@ -7,9 +7,10 @@
  *     two threads.  (3) batchnorm_gather_stats over three ranks against the statistics of
  *     the concatenated data, running statistics included.  (4) sgd_step against values
  *     worked out by hand.  (5) softmax_xent and count_correct on a small known case.
- * Also the memory slots, the shape helpers, and the mixed-precision slots on a size that
- * runs on both threads.  Last, an informational timing of the ConvNet's second convolution
- * (never asserted).
+ * Also the memory slots, the shape helpers, the mixed-precision slots on a size that
+ * runs on both threads, and (6) the CPU's emulation of half tensors: each op of a half
+ * type against its fp32 op with the outputs rounded, exactly.  Last, an informational
+ * timing of the ConvNet's second convolution (never asserted).
  *
  * Tolerances for fp32 ops against double references: the float slots accumulate at most
  * ~10^4 products, so their rounding error stays below ~1e-6 of the largest value involved
@@ -329,10 +330,10 @@ static void conv_check(struct conv2d_shape cs)
     fill_pair(r, fr, ny, -1, 1);
 
     /* forward, with and without bias */
-    be->conv2d_forward(be, &cs, fx, fw, fb, fy);
+    be->conv2d_forward(be, &cs, DT_F32, fx, fw, fb, fy);
     ref_conv2d(&cs, x, w, b, y);
     check_close("conv2d forward", shape, fy, y, ny);
-    be->conv2d_forward(be, &cs, fx, fw, NULL, fy);
+    be->conv2d_forward(be, &cs, DT_F32, fx, fw, NULL, fy);
     ref_conv2d(&cs, x, w, NULL, y);
     check_close("conv2d forward, no bias", shape, fy, y, ny);
 
@@ -341,14 +342,14 @@ static void conv_check(struct conv2d_shape cs)
     fd_gradient(conv_loss, &ctx, x, nx, gx);
     fd_gradient(conv_loss, &ctx, w, nw, gw);
     fd_gradient(conv_loss, &ctx, b, cs.k, gb);
-    be->conv2d_backward(be, &cs, fx, fw, fr, fdx, fdw, fdb);
+    be->conv2d_backward(be, &cs, DT_F32, fx, fw, fr, fdx, fdw, fdb);
     check_close("conv2d dx", shape, fdx, gx, nx);
     check_close("conv2d dw", shape, fdw, gw, nw);
     check_close("conv2d db", shape, fdb, gb, cs.k);
 
     /* NULL outputs are skipped and the others unchanged */
     float *fdw2 = fvec(nw);
-    be->conv2d_backward(be, &cs, fx, fw, fr, NULL, fdw2, NULL);
+    be->conv2d_backward(be, &cs, DT_F32, fx, fw, fr, NULL, fdw2, NULL);
     CHECK(memcmp(fdw, fdw2, nw * sizeof(float)) == 0, "conv2d dw alone differs [%s]", shape);
     free(fdw2);
 
@@ -409,10 +410,10 @@ static void test_conv2d_chunked(struct backend *bk)
         fill_pair(w, fw, nw, -1, 1);
         fill_pair(b, fb, cs.k, -1, 1);
         fill_pair(dy, fdy, ny, -1, 1);
-        bk->conv2d_forward(bk, &cs, fx, fw, fb, fy);
+        bk->conv2d_forward(bk, &cs, DT_F32, fx, fw, fb, fy);
         ref_conv2d(&cs, x, w, b, y);
         check_close("conv2d forward", shape, fy, y, ny);
-        bk->conv2d_backward(bk, &cs, fx, fw, fdy, fdx, fdw, fdb);
+        bk->conv2d_backward(bk, &cs, DT_F32, fx, fw, fdy, fdx, fdw, fdb);
         ref_conv2d_backward(&cs, x, w, dy, dx, dw);
         for (int k = 0; k < cs.k; k++) {
             db[k] = 0.0;
@@ -424,7 +425,7 @@ static void test_conv2d_chunked(struct backend *bk)
         check_close("conv2d dw", shape, fdw, dw, nw);
         check_close("conv2d db", shape, fdb, db, cs.k);
         /* the DDP tests compare runs: the same inputs must give the same bits */
-        bk->conv2d_backward(bk, &cs, fx, fw, fdy, fdx2, fdw2, NULL);
+        bk->conv2d_backward(bk, &cs, DT_F32, fx, fw, fdy, fdx2, fdw2, NULL);
         CHECK(memcmp(fdx, fdx2, nx * sizeof(float)) == 0 &&
                   memcmp(fdw, fdw2, nw * sizeof(float)) == 0,
               "conv2d backward not deterministic [%s]", shape);
@@ -468,10 +469,10 @@ static void bn_check(int n, int c, int hw)
 
     /* training forward as SyncBatchNorm composes it, with world = 1 */
     const float count = (float)m / c;
-    be->batchnorm_stats(be, n, c, hw, fx, (float)BN_EPS, mean, invstd);
+    be->batchnorm_stats(be, n, c, hw, DT_F32, fx, (float)BN_EPS, mean, invstd);
     be->batchnorm_gather_stats(be, 1, c, mean, invstd, &count, 0.1f, (float)BN_EPS, NULL,
                                NULL, gmean, ginvstd);
-    be->batchnorm_elemt(be, n, c, hw, fx, gmean, ginvstd, fwt, fbi, fy);
+    be->batchnorm_elemt(be, n, c, hw, DT_F32, fx, gmean, ginvstd, fwt, fbi, fy);
     ref_batchnorm(n, c, hw, x, wt, bi, BN_EPS, y);
     check_close("batchnorm forward", shape, fy, y, m);
 
@@ -480,17 +481,17 @@ static void bn_check(int n, int c, int hw)
     fd_gradient(bn_loss, &ctx, x, m, gx);
     fd_gradient(bn_loss, &ctx, wt, c, gw);
     fd_gradient(bn_loss, &ctx, bi, c, gb);
-    be->batchnorm_backward_reduce(be, n, c, hw, fr, fx, gmean, ginvstd, sum_dy, sum_dy_xmu,
-                                  dwt, dbi);
-    be->batchnorm_backward_elemt(be, n, c, hw, fr, fx, gmean, ginvstd, fwt, sum_dy, sum_dy_xmu,
-                                 count, fdx);
+    be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, sum_dy,
+                                  sum_dy_xmu, dwt, dbi);
+    be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, fwt, sum_dy,
+                                 sum_dy_xmu, count, fdx);
     check_close("batchnorm dx", shape, fdx, gx, m);
     check_close("batchnorm dweight", shape, dwt, gw, c);
     check_close("batchnorm dbias", shape, dbi, gb, c);
 
     /* dx may alias dy */
     memcpy(inplace, fr, m * sizeof(float));
-    be->batchnorm_backward_elemt(be, n, c, hw, inplace, fx, gmean, ginvstd, fwt, sum_dy,
+    be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, inplace, fx, gmean, ginvstd, fwt, sum_dy,
                                  sum_dy_xmu, count, inplace);
     CHECK(memcmp(inplace, fdx, m * sizeof(float)) == 0,
           "batchnorm backward elemt in place differs [%s]", shape);
@@ -525,7 +526,7 @@ static void test_batchnorm_gather(void)
         const size_t m = (size_t)ns[r] * C * HW;
         xs[r] = fvec(m);
         test_fill_uniform(xs[r], m, -1.0f + r, 1.5f + 2 * r, &seed); /* rank-dependent mean */
-        be->batchnorm_stats(be, ns[r], C, HW, xs[r], eps, means + r * C, invstds + r * C);
+        be->batchnorm_stats(be, ns[r], C, HW, DT_F32, xs[r], eps, means + r * C, invstds + r * C);
         counts[r] = (float)(ns[r] * HW);
         total += counts[r];
         for (int i = 0; i < ns[r]; i++)
@@ -596,7 +597,7 @@ static void test_batchnorm_gather(void)
                                      bi[C] = {0.0f, 1.0f, -1.0f, 0.25f};
     double want[2 * C * 3];
     test_fill_uniform(x, sizeof x / sizeof x[0], -2.0f, 2.0f, &seed);
-    be->batchnorm_forward_eval(be, n, C, hw, x, rm, rv, eps, wt, bi, y);
+    be->batchnorm_forward_eval(be, n, C, hw, DT_F32, x, rm, rv, eps, wt, bi, y);
     for (int i = 0; i < n; i++)
         for (int ch = 0; ch < C; ch++)
             for (int j = 0; j < hw; j++) {
@@ -640,7 +641,7 @@ static void test_relu(void)
                 fx[i] = x[i] < 0 ? -0.5f : 0.5f;
                 x[i] = fx[i];
             }
-        be->relu_forward(be, n, fx, fy);
+        be->relu_forward(be, n, DT_F32, fx, fy);
         for (size_t i = 0; i < n; i++)
             y[i] = x[i] > 0 ? x[i] : 0;
         CHECK(exact_equal(fy, y, n), "relu forward is exact [%s]", shape);
@@ -653,9 +654,9 @@ static void test_relu(void)
                 g[i] = ((hi > 0 ? hi : 0) - (lo > 0 ? lo : 0)) * r[i] / (2 * FD_H);
             }
         }
-        be->relu_backward(be, n, fy, fr, fdx);
+        be->relu_backward(be, n, DT_F32, fy, fr, fdx);
         check_close("relu dx", shape, fdx, g, n);
-        be->relu_backward(be, n, fy, fr, fr); /* dx may alias dy */
+        be->relu_backward(be, n, DT_F32, fy, fr, fr); /* dx may alias dy */
         CHECK(memcmp(fr, fdx, n * sizeof(float)) == 0, "relu backward in place [%s]", shape);
         free(x), free(r), free(g), free(y), free(fx), free(fr), free(fy), free(fdx);
     }
@@ -701,12 +702,12 @@ static void pool_check(struct pool2d_shape ps)
         x[i] = fx[i];
     fill_pair(r, fr, ny, -1, 1);
 
-    be->maxpool2d_forward(be, &ps, fx, fy, am);
+    be->maxpool2d_forward(be, &ps, DT_F32, fx, fy, am);
     ref_maxpool(&ps, x, y, want_am);
     CHECK(exact_equal(fy, y, ny), "maxpool forward is exact [%s]", shape);
     CHECK(memcmp(am, want_am, ny * sizeof *am) == 0, "maxpool argmax [%s]", shape);
     memset(fdx, 0xff, nx * sizeof(float)); /* NaN: the slot must overwrite everything */
-    be->maxpool2d_backward(be, &ps, fr, am, fdx);
+    be->maxpool2d_backward(be, &ps, DT_F32, fr, am, fdx);
     if (nx <= 4096) {
         struct pool_ctx ctx = {.ps = &ps, .x = x, .r = r, .y = y};
         fd_gradient(pool_loss, &ctx, x, nx, g);
@@ -755,7 +756,7 @@ static void test_maxpool(void)
     const float x[12] = {1, 1, 1, 1, /**/ 0, 2, 2, 1, /**/ 1, NAN, 3, 2};
     float y[3];
     int32_t am[3];
-    be->maxpool2d_forward(be, &ps, x, y, am);
+    be->maxpool2d_forward(be, &ps, DT_F32, x, y, am);
     CHECK(y[0] == 1 && am[0] == 0, "all-equal window: argmax %d, want 0", am[0]);
     CHECK(y[1] == 2 && am[1] == 1, "tie between 1 and 2: argmax %d, want 1", am[1]);
     CHECK(isnan(y[2]) && am[2] == 1, "NaN window: y %g argmax %d, want NaN at 1", y[2], am[2]);
@@ -788,10 +789,10 @@ static void linear_check(int n, int in, int out)
     fill_pair(w, fw, nw, -1, 1);
     fill_pair(b, fb, out, -1, 1);
     fill_pair(r, fr, ny, -1, 1);
-    be->linear_forward(be, n, in, out, fx, fw, fb, fy);
+    be->linear_forward(be, n, in, out, DT_F32, fx, fw, fb, fy);
     ref_linear(n, in, out, x, w, b, y);
     check_close("linear forward", shape, fy, y, ny);
-    be->linear_forward(be, n, in, out, fx, fw, NULL, fy);
+    be->linear_forward(be, n, in, out, DT_F32, fx, fw, NULL, fy);
     ref_linear(n, in, out, x, w, NULL, y);
     check_close("linear forward, no bias", shape, fy, y, ny);
     struct linear_ctx ctx = {.n = n, .in = in, .out = out, .x = x, .w = w, .b = b, .r = r,
@@ -799,7 +800,7 @@ static void linear_check(int n, int in, int out)
     fd_gradient(linear_loss, &ctx, x, nx, gx);
     fd_gradient(linear_loss, &ctx, w, nw, gw);
     fd_gradient(linear_loss, &ctx, b, out, gb);
-    be->linear_backward(be, n, in, out, fx, fw, fr, fdx, fdw, fdb);
+    be->linear_backward(be, n, in, out, DT_F32, fx, fw, fr, fdx, fdw, fdb);
     check_close("linear dx", shape, fdx, gx, nx);
     check_close("linear dw", shape, fdw, gw, nw);
     check_close("linear db", shape, fdb, gb, out);
@@ -941,7 +942,7 @@ static void test_sgd(void)
 static void test_amp_slots(void)
 {
     enum { N = 100000 };
-    float *x = fvec(N), *y = fvec(N);
+    float *x = fvec(N), *y = fvec(N), *z = fvec(N);
     test_fill_uniform(x, N, -70000.0f, 70000.0f, &seed); /* some overflow fp16 */
     for (int dt = AMP_OFF; dt <= AMP_BF16; dt++) {
         be->round_amp(be, N, (enum amp_dtype)dt, x, y);
@@ -951,20 +952,182 @@ static void test_amp_slots(void)
             same &= memcmp(&y[i], &want, sizeof want) == 0;
         }
         CHECK(same, "round_amp dtype %d differs from km_round_amp", dt);
+        /* cast to dt is the same rounding (the CPU stores a half type as fp32); back to
+         * fp32 it copies the values */
+        be->cast(be, N, DT_F32, x, (enum dtype)dt, z);
+        CHECK(memcmp(y, z, N * sizeof(float)) == 0, "cast fp32 -> dtype %d is not round_amp", dt);
+        be->cast(be, N, (enum dtype)dt, y, DT_F32, z);
+        CHECK(memcmp(y, z, N * sizeof(float)) == 0, "cast dtype %d -> fp32 is not a copy", dt);
     }
+    /* fp16 -> bf16 rounds the fp16 values to bf16 */
+    be->round_amp(be, N, AMP_F16, x, y);
+    be->cast(be, N, DT_F16, y, DT_BF16, z);
+    int same = 1;
+    for (int i = 0; i < N; i++)
+        same &= memcmp(&z[i], &(float){km_round_amp(y[i], AMP_BF16)}, sizeof(float)) == 0;
+    CHECK(same, "cast fp16 -> bf16 differs from rounding the fp16 values to bf16");
+    CHECK(be->dtype_size(be, DT_F32) == 4 && be->dtype_size(be, DT_F16) == 4 &&
+              be->dtype_size(be, DT_BF16) == 4,
+          "the CPU backend stores every type as fp32");
+
+    /* unscale: three tensors in one call, the flag over all of them */
+    float *t2 = fvec(7), *t3 = fvec(N / 2), flag = -1.0f;
+    float *grads[3] = {x, t2, t3};
+    const size_t numels[3] = {N, 7, N / 2};
     for (int i = 0; i < N; i++)
         x[i] = (float)(i % 1000) - 500.0f;
-    CHECK(be->unscale_check(be, N, x, 0.5f) == 0, "finite gradients flagged");
+    for (int i = 0; i < 7; i++)
+        t2[i] = (float)i;
+    for (int i = 0; i < N / 2; i++)
+        t3[i] = -(float)(i % 77);
+    be->unscale(be, 3, grads, numels, 0.5f, &flag);
+    CHECK(flag == 0.0f, "finite gradients flagged: %g", (double)flag);
     int halved = 1;
     for (int i = 0; i < N; i++)
         halved &= x[i] == 0.5f * ((float)(i % 1000) - 500.0f);
-    CHECK(halved, "unscale_check must multiply by inv_scale");
-    x[N - 1] = INFINITY; /* in the second thread's range */
-    CHECK(be->unscale_check(be, N, x, 0.5f) == 1, "inf in the last element not flagged");
-    x[N - 1] = 0.0f;
-    x[3] = NAN;
-    CHECK(be->unscale_check(be, N, x, 1.0f) == 1, "nan in the first range not flagged");
-    free(x), free(y);
+    for (int i = 0; i < 7; i++)
+        halved &= t2[i] == 0.5f * (float)i;
+    for (int i = 0; i < N / 2; i++)
+        halved &= t3[i] == -0.5f * (float)(i % 77);
+    CHECK(halved, "unscale must multiply every tensor by inv_scale");
+    t3[N / 2 - 1] = INFINITY; /* the last tensor, in the second thread's range */
+    be->unscale(be, 3, grads, numels, 0.5f, &flag);
+    CHECK(flag == 1.0f, "inf in the last tensor's last element not flagged: %g", (double)flag);
+    t3[N / 2 - 1] = 0.0f;
+    t2[3] = NAN;
+    be->unscale(be, 3, grads, numels, 1.0f, &flag);
+    CHECK(flag == 1.0f, "nan in a short middle tensor not flagged: %g", (double)flag);
+    be->unscale(be, 0, grads, numels, 1.0f, &flag);
+    CHECK(flag == 0.0f, "no tensors: flag %g, want 0", (double)flag);
+    free(x), free(y), free(z), free(t2), free(t3);
+}
+
+/* ------------------------------------------------------------------ half types */
+
+/* a (n) equals b (n) rounded to dt, element by element (== : the sign of a zero may differ
+ * where the fp32 path added a zero bias) */
+static int equals_rounded(const float *a, const float *b, size_t n, enum dtype dt)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(a[i] == km_round_amp(b[i], dt)))
+            return 0;
+    return 1;
+}
+
+static void fill_half(float *x, size_t n, float lo, float hi, enum dtype dt)
+{
+    test_fill_uniform(x, n, lo, hi, &seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = km_round_amp(x[i], dt);
+}
+
+/* The CPU's emulation of half tensors: on inputs of dt's values, every op computes in fp32
+ * (the same code as the fp32 op) and rounds its outputs once to dt -- except the
+ * convolution's bias, added to the already rounded convolution and rounded again (as
+ * PyTorch's cuDNN path).  Exact comparisons against the fp32 ops. */
+static void test_half_ops(void)
+{
+    for (int d = DT_F16; d <= DT_BF16; d++) {
+        const enum dtype dt = (enum dtype)d;
+        const char *name = dt == DT_F16 ? "fp16" : "bf16";
+        /* convolution, with a batch the backend cuts into chunks over both threads */
+        struct conv2d_shape cs = {.n = 9, .c = 3, .h = 11, .w = 11, .k = 5, .r = 3, .s = 3,
+                                  .pad = 1, .stride = 1};
+        CHECK(conv2d_shape_init(&cs) == 0, "shape: %s", error_get());
+        const size_t nx = (size_t)cs.n * cs.c * cs.h * cs.w, nw = (size_t)cs.k * cs.c * 9;
+        const size_t pq = (size_t)cs.p * cs.q, ny = (size_t)cs.n * cs.k * pq;
+        float *x = fvec(nx), *w = fvec(nw), *b = fvec(cs.k), *dy = fvec(ny);
+        float *y = fvec(ny), *y32 = fvec(ny), *dx = fvec(nx), *dx32 = fvec(nx);
+        float *dw = fvec(nw), *dw32 = fvec(nw), *db = fvec(cs.k), *db32 = fvec(cs.k);
+        fill_half(x, nx, -1, 1, dt);
+        fill_half(w, nw, -1, 1, dt);
+        fill_half(b, cs.k, -1, 1, dt);
+        fill_half(dy, ny, -1, 1, dt);
+        be->conv2d_forward(be, &cs, dt, x, w, NULL, y);
+        be->conv2d_forward(be, &cs, DT_F32, x, w, NULL, y32);
+        CHECK(equals_rounded(y, y32, ny, dt), "conv2d_forward %s without bias", name);
+        be->conv2d_forward(be, &cs, dt, x, w, b, y);
+        for (size_t i = 0; i < ny; i++) /* round(round(conv) + b) */
+            y32[i] = km_round_amp(y32[i], dt) + b[(i / pq) % (size_t)cs.k];
+        CHECK(equals_rounded(y, y32, ny, dt), "conv2d_forward %s with bias", name);
+        be->conv2d_backward(be, &cs, dt, x, w, dy, dx, dw, db);
+        be->conv2d_backward(be, &cs, DT_F32, x, w, dy, dx32, dw32, db32);
+        CHECK(equals_rounded(dx, dx32, nx, dt) && equals_rounded(dw, dw32, nw, dt) &&
+                  equals_rounded(db, db32, cs.k, dt),
+              "conv2d_backward %s", name);
+
+        /* batch norm: statistics and sums from the same values; elementwise outputs rounded */
+        const int n = 6, c = 4, hw = 1500; /* above the size that splits over the threads */
+        const size_t nb = (size_t)n * c * hw;
+        float *bx = fvec(nb), *bdy = fvec(nb), *by = fvec(nb), *by32 = fvec(nb);
+        float stats[8][4], wt[4] = {1.5f, -0.5f, 0.25f, 2.0f}, bi[4] = {0.1f, 0.2f, -0.3f, 0};
+        fill_half(bx, nb, -3, 5, dt);
+        fill_half(bdy, nb, -1, 1, dt);
+        be->batchnorm_stats(be, n, c, hw, dt, bx, 1e-5f, stats[0], stats[1]);
+        be->batchnorm_stats(be, n, c, hw, DT_F32, bx, 1e-5f, stats[2], stats[3]);
+        CHECK(memcmp(stats[0], stats[2], sizeof stats[0]) == 0 &&
+                  memcmp(stats[1], stats[3], sizeof stats[1]) == 0,
+              "batchnorm_stats %s: fp32 statistics of the same values", name);
+        be->batchnorm_elemt(be, n, c, hw, dt, bx, stats[0], stats[1], wt, bi, by);
+        be->batchnorm_elemt(be, n, c, hw, DT_F32, bx, stats[0], stats[1], wt, bi, by32);
+        CHECK(equals_rounded(by, by32, nb, dt), "batchnorm_elemt %s", name);
+        const float rv[4] = {0.5f, 2.0f, 1.0f, 3.0f};
+        be->batchnorm_forward_eval(be, n, c, hw, dt, bx, stats[0], rv, 1e-5f, wt, bi, by);
+        be->batchnorm_forward_eval(be, n, c, hw, DT_F32, bx, stats[0], rv, 1e-5f, wt, bi, by32);
+        CHECK(equals_rounded(by, by32, nb, dt), "batchnorm_forward_eval %s", name);
+        be->batchnorm_backward_reduce(be, n, c, hw, dt, bdy, bx, stats[0], stats[1], stats[4],
+                                      stats[5], NULL, NULL);
+        be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, bdy, bx, stats[0], stats[1],
+                                      stats[6], stats[7], NULL, NULL);
+        CHECK(memcmp(stats[4], stats[6], sizeof stats[4]) == 0 &&
+                  memcmp(stats[5], stats[7], sizeof stats[5]) == 0,
+              "batchnorm_backward_reduce %s: fp32 sums of the same values", name);
+        be->batchnorm_backward_elemt(be, n, c, hw, dt, bdy, bx, stats[0], stats[1], wt,
+                                     stats[4], stats[5], (float)(n * hw), by);
+        be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, bdy, bx, stats[0], stats[1], wt,
+                                     stats[4], stats[5], (float)(n * hw), by32);
+        CHECK(equals_rounded(by, by32, nb, dt), "batchnorm_backward_elemt %s", name);
+
+        /* ReLU selects: no rounding; max pooling with overlapping windows sums in fp32 */
+        be->relu_forward(be, nb, dt, bx, by);
+        be->relu_forward(be, nb, DT_F32, bx, by32);
+        CHECK(memcmp(by, by32, nb * sizeof(float)) == 0, "relu_forward %s", name);
+        struct pool2d_shape ps = {.n = 3, .c = 5, .h = 9, .w = 9, .kernel = 3, .stride = 2};
+        CHECK(pool2d_shape_init(&ps) == 0, "pool shape: %s", error_get());
+        const size_t np = (size_t)ps.n * ps.c * ps.h * ps.w, nq = (size_t)ps.n * ps.c * ps.p * ps.q;
+        int32_t *am = calloc(nq, sizeof *am);
+        be->maxpool2d_forward(be, &ps, dt, bx, by, am);
+        be->maxpool2d_backward(be, &ps, dt, bdy, am, bx);
+        be->maxpool2d_backward(be, &ps, DT_F32, bdy, am, by32);
+        CHECK(equals_rounded(bx, by32, np, dt), "maxpool2d_backward %s (overlapping windows)",
+              name);
+        free(am);
+
+        /* linear: one rounding of the fp32 GEMM with its bias, and of each gradient */
+        const int ln = 9, in = 300, out = 7;
+        float *lx = fvec((size_t)ln * in), *lw = fvec((size_t)out * in), *lb = fvec(out);
+        float *ly = fvec((size_t)ln * out), *ly32 = fvec((size_t)ln * out);
+        float *ldx = fvec((size_t)ln * in), *ldx32 = fvec((size_t)ln * in);
+        float *ldw = fvec((size_t)out * in), *ldw32 = fvec((size_t)out * in);
+        float *ldb = fvec(out), *ldb32 = fvec(out);
+        fill_half(lx, (size_t)ln * in, -1, 1, dt);
+        fill_half(lw, (size_t)out * in, -1, 1, dt);
+        fill_half(lb, out, -1, 1, dt);
+        be->linear_forward(be, ln, in, out, dt, lx, lw, lb, ly);
+        be->linear_forward(be, ln, in, out, DT_F32, lx, lw, lb, ly32);
+        CHECK(equals_rounded(ly, ly32, (size_t)ln * out, dt), "linear_forward %s", name);
+        be->linear_backward(be, ln, in, out, dt, lx, lw, ly, ldx, ldw, ldb);
+        be->linear_backward(be, ln, in, out, DT_F32, lx, lw, ly, ldx32, ldw32, ldb32);
+        CHECK(equals_rounded(ldx, ldx32, (size_t)ln * in, dt) &&
+                  equals_rounded(ldw, ldw32, (size_t)out * in, dt) &&
+                  equals_rounded(ldb, ldb32, out, dt),
+              "linear_backward %s", name);
+
+        free(x), free(w), free(b), free(dy), free(y), free(y32), free(dx), free(dx32);
+        free(dw), free(dw32), free(db), free(db32), free(bx), free(bdy), free(by), free(by32);
+        free(lx), free(lw), free(lb), free(ly), free(ly32), free(ldx), free(ldx32);
+        free(ldw), free(ldw32), free(ldb), free(ldb32);
+    }
 }
 
 /* ------------------------------------------------------------------ timing */
@@ -982,13 +1145,13 @@ static void time_conv2(void)
           *dw = fvec(nw), *db = fvec(cs.k);
     test_fill_uniform(x, nx, -1, 1, &seed);
     test_fill_uniform(w, nw, -0.05f, 0.05f, &seed);
-    be->conv2d_forward(be, &cs, x, w, b, y); /* warm-up: grows the workspace */
-    be->conv2d_backward(be, &cs, x, w, y, dx, dw, db);
+    be->conv2d_forward(be, &cs, DT_F32, x, w, b, y); /* warm-up: grows the workspace */
+    be->conv2d_backward(be, &cs, DT_F32, x, w, y, dx, dw, db);
     const int iters = 100;
     const double t0 = clock_now_s();
     for (int i = 0; i < iters; i++) {
-        be->conv2d_forward(be, &cs, x, w, b, y);
-        be->conv2d_backward(be, &cs, x, w, y, dx, dw, db);
+        be->conv2d_forward(be, &cs, DT_F32, x, w, b, y);
+        be->conv2d_backward(be, &cs, DT_F32, x, w, y, dx, dw, db);
     }
     const double per = (clock_now_s() - t0) / iters;
     const double flop = 3.0 * 2.0 * cs.n * cs.k * cs.p * cs.q * cs.c * cs.r * cs.s;
@@ -1028,6 +1191,7 @@ int main(void)
     test_softmax_xent();
     test_sgd();
     test_amp_slots();
+    test_half_ops();
     time_conv2();
     be->destroy(be);
     return test_finish();

@@ -385,8 +385,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         float inf = 1.0f / 0.0f;
         be->upload(be, r->dlogits, &inf, sizeof inf);
     }
-    if (m->amp) /* the logits' cast to fp32 for the loss: its backward casts back */
-        be->round_amp(be, nd, m->amp, r->dlogits, r->dlogits);
+    /* under autocast the model's backward casts dlogits back to the half type (the
+     * backward of its logits' cast to fp32 for the loss), where an overflow becomes inf */
     struct grad_hook hook = {0};
     if (r->red)
         hook = reducer_hook(r->red);

@@ -1,8 +1,21 @@
 /* backend.c — backend-independent helpers declared in backend.h: the output shapes of
- * convolution and max pooling, checked once here so every backend can trust them. */
+ * convolution and max pooling, checked once here so every backend can trust them, and
+ * allocation by element type. */
 #include "backend/backend.h"
 
 #include "common/error.h"
+
+#include <stdint.h>
+
+void *backend_alloc_elems(struct backend *be, size_t numel, enum dtype dt)
+{
+    const size_t size = be->dtype_size(be, dt);
+    if (numel > SIZE_MAX / size)
+        return error_set("backend %s: %zu elements of %zu bytes overflow size_t", be->name,
+                         numel, size),
+               NULL;
+    return be->alloc(be, numel * size);
+}
 
 int conv2d_shape_init(struct conv2d_shape *cs)
 {

@@ -5,7 +5,13 @@
  * reference and the oracle) and `cuda` (trainer/cuda/backend_cuda.c) fill it.  Pointers named
  * x, y, w, dy, ... are device pointers of the backend that owns them (host memory for
  * cpu).  Layouts are PyTorch's: activations NCHW, conv weights (K,C,R,S), linear weights
- * (OUT,IN), all contiguous fp32 unless a slot says otherwise.
+ * (OUT,IN), all contiguous.
+ *
+ * Element types: parameters, their gradients, optimizer state, batch-norm statistics and
+ * the loss are fp32 (float *).  The tensors of the ops that autocast touches (conv, linear,
+ * batch norm, ReLU, max pooling: their inputs, weights as passed, outputs and gradients)
+ * are untyped (void *) and of the op's `enum dtype dt`, as a ggml tensor carries its type;
+ * see enum dtype for how each backend stores a half type.
  *
  * Gradient outputs are overwritten, never accumulated: every parameter is used once per
  * forward in the models we train, and the DDP reducer reads a gradient the moment its
@@ -41,9 +47,25 @@ struct pool2d_shape {
 
 int pool2d_shape_init(struct pool2d_shape *ps);
 
-/* Autocast precision of conv and linear (torch.autocast): inputs, weights and outputs
- * rounded to the half type, accumulation in fp32.  Storage stays fp32 everywhere. */
-enum amp_dtype { AMP_OFF = 0, AMP_F16 = 1, AMP_BF16 = 2 };
+/* The element type of an activation tensor.  Every op computes in fp32 (accumulating in
+ * fp32 or better) from its inputs' values and rounds each output once to dt (round to
+ * nearest even; beyond the fp16 range: +-inf), where PyTorch's CUDA kernels write a half
+ * tensor.  How a backend stores a half type is its own (dtype_size): cuda stores 2-byte
+ * fp16/bf16 values, so autocast runs on tensor cores and halves the activations' memory;
+ * cpu stores fp32 values that dt represents exactly (and trusts its dt inputs to be such
+ * values), so it computes what the CUDA backend computes, up to the order of fp32
+ * accumulation, and stays the oracle. */
+enum dtype { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 };
+
+/* Autocast (torch.autocast) of conv and linear: the half type their inputs, weights and
+ * outputs are cast to, or AMP_OFF (fp32 throughout).  The same numbers as enum dtype, so
+ * (enum dtype)amp is the activations' type. */
+enum amp_dtype { AMP_OFF = DT_F32, AMP_F16 = DT_F16, AMP_BF16 = DT_BF16 };
+
+struct backend;
+
+/* be->alloc of numel elements of dt as be stores them (zero-filled); NULL + error_set */
+void *backend_alloc_elems(struct backend *be, size_t numel, enum dtype dt);
 
 struct backend {
     const char *name; /* "cpu", "cuda" */
@@ -56,6 +78,9 @@ struct backend {
     void (*copy)(struct backend *be, void *dst, const void *src, size_t bytes);
     void (*zero)(struct backend *be, void *dst, size_t bytes);
     void (*synchronize)(struct backend *be); /* wait for all queued work */
+    /* bytes one element of dt takes in this backend's memory: 4 for DT_F32; cpu 4 for
+     * every type (it stores half values as fp32), cuda 2 for DT_F16 and DT_BF16 */
+    size_t (*dtype_size)(struct backend *be, enum dtype dt);
 
     /* --- state --- */
     /* 0 while every op queued so far succeeded; else -1 and error_set with the backend's
@@ -68,19 +93,24 @@ struct backend {
      * headers), owned by the backend, for the probes' CUDA events and CUPTI; NULL on cpu. */
     void *(*stream)(struct backend *be);
 
-    /* --- convolution (cross-correlation, as PyTorch) --- */
-    /* y (n,k,p,q) = conv(x (n,c,h,w), w (k,c,r,s)) + b (k); b may be NULL */
-    void (*conv2d_forward)(struct backend *be, const struct conv2d_shape *cs, const float *x,
-                           const float *w, const float *b, float *y);
+    /* --- convolution (cross-correlation, as PyTorch) ---
+     * every tensor of dt: x, w, b as given (autocast passes half copies of the weights) */
+    /* y (n,k,p,q) = conv(x (n,c,h,w), w (k,c,r,s)) + b (k); b may be NULL.  With a bias and
+     * dt a half type, y = round(round(conv) + b), as PyTorch's cuDNN path, which adds the
+     * bias to the convolution's half output. */
+    void (*conv2d_forward)(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                           const void *x, const void *w, const void *b, void *y);
     /* from dy (n,k,p,q): dx (n,c,h,w), dw (k,c,r,s), db (k); any may be NULL */
-    void (*conv2d_backward)(struct backend *be, const struct conv2d_shape *cs, const float *x,
-                            const float *w, const float *dy, float *dx, float *dw, float *db);
+    void (*conv2d_backward)(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                            const void *x, const void *w, const void *dy, void *dx, void *dw,
+                            void *db);
 
     /* --- batch norm, in PyTorch's SyncBatchNorm decomposition ---
-     * x, y, dy, dx are (n,c,hw); per-channel vectors are (c). */
+     * x, y, dy, dx are (n,c,hw) of dt; per-channel vectors are (c) fp32 (statistics,
+     * weight, bias and their gradients stay fp32 under autocast, as in PyTorch). */
     /* local batch statistics: mean and invstd = 1/sqrt(biased var + eps) */
-    void (*batchnorm_stats)(struct backend *be, int n, int c, int hw, const float *x,
-                            float eps, float *mean, float *invstd);
+    void (*batchnorm_stats)(struct backend *be, int n, int c, int hw, enum dtype dt,
+                            const void *x, float eps, float *mean, float *invstd);
     /* merge `world` sets of (mean, invstd, count) (each array world*c, row r is rank r;
      * counts[r] = that rank's n*hw) into the global mean/invstd, and update the running
      * statistics with momentum and the unbiased global variance, as
@@ -90,44 +120,49 @@ struct backend {
                                    float eps, float *running_mean, float *running_var,
                                    float *mean, float *invstd);
     /* y = (x - mean) * invstd * weight + bias */
-    void (*batchnorm_elemt)(struct backend *be, int n, int c, int hw, const float *x,
-                            const float *mean, const float *invstd, const float *weight,
-                            const float *bias, float *y);
+    void (*batchnorm_elemt)(struct backend *be, int n, int c, int hw, enum dtype dt,
+                            const void *x, const float *mean, const float *invstd,
+                            const float *weight, const float *bias, void *y);
     /* eval: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias */
-    void (*batchnorm_forward_eval)(struct backend *be, int n, int c, int hw, const float *x,
-                                   const float *running_mean, const float *running_var,
-                                   float eps, const float *weight, const float *bias, float *y);
+    void (*batchnorm_forward_eval)(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                   const void *x, const float *running_mean,
+                                   const float *running_var, float eps, const float *weight,
+                                   const float *bias, void *y);
     /* sum_dy = sum(dy), sum_dy_xmu = sum(dy * (x - mean)) per channel; dweight =
      * sum_dy_xmu * invstd, dbias = sum_dy (either may be NULL) */
-    void (*batchnorm_backward_reduce)(struct backend *be, int n, int c, int hw, const float *dy,
-                                      const float *x, const float *mean, const float *invstd,
-                                      float *sum_dy, float *sum_dy_xmu, float *dweight,
-                                      float *dbias);
+    void (*batchnorm_backward_reduce)(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                      const void *dy, const void *x, const float *mean,
+                                      const float *invstd, float *sum_dy, float *sum_dy_xmu,
+                                      float *dweight, float *dbias);
     /* dx = (dy - sum_dy/count - (x - mean) * invstd^2 * sum_dy_xmu/count) * invstd * weight,
      * count = global number of elements per channel; dx may alias dy */
-    void (*batchnorm_backward_elemt)(struct backend *be, int n, int c, int hw, const float *dy,
-                                     const float *x, const float *mean, const float *invstd,
-                                     const float *weight, const float *sum_dy,
-                                     const float *sum_dy_xmu, float count, float *dx);
+    void (*batchnorm_backward_elemt)(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                     const void *dy, const void *x, const float *mean,
+                                     const float *invstd, const float *weight,
+                                     const float *sum_dy, const float *sum_dy_xmu, float count,
+                                     void *dx);
 
-    /* --- activations and pooling --- */
-    void (*relu_forward)(struct backend *be, size_t n, const float *x, float *y);
+    /* --- activations and pooling (every tensor of dt) --- */
+    void (*relu_forward)(struct backend *be, size_t n, enum dtype dt, const void *x, void *y);
     /* dx = dy where y > 0, else 0 (y is the forward output; dx may alias dy) */
-    void (*relu_backward)(struct backend *be, size_t n, const float *y, const float *dy,
-                          float *dx);
+    void (*relu_backward)(struct backend *be, size_t n, enum dtype dt, const void *y,
+                          const void *dy, void *dx);
     /* y (n,c,p,q); argmax (n,c,p,q) holds the flat h*w index of each max within its plane */
-    void (*maxpool2d_forward)(struct backend *be, const struct pool2d_shape *ps, const float *x,
-                              float *y, int32_t *argmax);
-    /* dx (n,c,h,w) is overwritten: zero, then each dy added at its argmax */
+    void (*maxpool2d_forward)(struct backend *be, const struct pool2d_shape *ps, enum dtype dt,
+                              const void *x, void *y, int32_t *argmax);
+    /* dx (n,c,h,w) is overwritten: zero, then each dy added at its argmax (summed in fp32,
+     * in output order, then rounded to dt) */
     void (*maxpool2d_backward)(struct backend *be, const struct pool2d_shape *ps,
-                               const float *dy, const int32_t *argmax, float *dx);
+                               enum dtype dt, const void *dy, const int32_t *argmax, void *dx);
 
-    /* --- linear: y (n,out) = x (n,in) w^T (w is (out,in)) + b (out) --- */
-    void (*linear_forward)(struct backend *be, int n, int in, int out, const float *x,
-                           const float *w, const float *b, float *y);
+    /* --- linear: y (n,out) = x (n,in) w^T (w is (out,in)) + b (out), every tensor of dt ---
+     * The bias joins the fp32 accumulation (one rounding, as PyTorch's addmm). */
+    void (*linear_forward)(struct backend *be, int n, int in, int out, enum dtype dt,
+                           const void *x, const void *w, const void *b, void *y);
     /* dx (n,in), dw (out,in), db (out); any may be NULL */
-    void (*linear_backward)(struct backend *be, int n, int in, int out, const float *x,
-                            const float *w, const float *dy, float *dx, float *dw, float *db);
+    void (*linear_backward)(struct backend *be, int n, int in, int out, enum dtype dt,
+                            const void *x, const void *w, const void *dy, void *dx, void *dw,
+                            void *db);
 
     /* --- loss and metrics --- */
     /* mean softmax cross-entropy of logits (n,c) against labels (n) (device int32), returned
@@ -142,14 +177,26 @@ struct backend {
     /* dst = alpha * src (dst may alias src) */
     void (*scale)(struct backend *be, size_t n, float alpha, const float *src, float *dst);
 
-    /* --- mixed precision ---
-     * dst = src rounded to the nearest dt value (round to nearest even; beyond the fp16
-     * range: +-inf), stored as fp32 (dst may alias src); km_round_amp per element */
+    /* --- mixed precision --- */
+    /* dst (n, of type to) = src (n, of type from) converted: to a half type rounded to
+     * nearest even (beyond the fp16 range: +-inf), to fp32 exactly.  Autocast's casts:
+     * the weights' half copies, the input, the logits for the loss and back.  dst may
+     * alias src only when both types take the same bytes in this backend. */
+    void (*cast)(struct backend *be, size_t n, enum dtype from, const void *src,
+                 enum dtype to, void *dst);
+    /* dst = src rounded to the nearest dt value as cast does, but stored as fp32 on every
+     * backend (dst may alias src); km_round_amp per element.  The CPU's storage of a half
+     * tensor, available everywhere so a test can round its reference. */
     void (*round_amp)(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
                       float *dst);
-    /* GradScaler unscale: g *= inv_scale in place; returns 1 if any result is inf or nan
-     * (km_unscale per element), else 0.  A host sync point on devices. */
-    int (*unscale_check)(struct backend *be, size_t n, float *g, float inv_scale);
+    /* GradScaler unscale of `count` fp32 gradient tensors in one pass, as
+     * torch._amp_foreach_non_finite_check_and_unscale_: grads[i][j] *= inv_scale
+     * (km_unscale) for j < numels[i]; *found_inf (device memory, one float) = 1 if any
+     * result is inf or nan, else 0.  No host wait: the caller reads found_inf back (or
+     * all-reduces it first).  grads and numels are host arrays, read before the slot
+     * returns. */
+    void (*unscale)(struct backend *be, int count, float *const *grads, const size_t *numels,
+                    float inv_scale, float *found_inf);
 
     /* --- optimizer: torch.optim.SGD on one flat tensor ---
      * buf is the momentum buffer (ignored when momentum == 0); first != 0 on the first step

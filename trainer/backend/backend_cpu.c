@@ -1,6 +1,10 @@
 /* backend_cpu.c — the CPU backend: the reference implementation of struct backend and the
  * oracle the CUDA backend is tested against.
  *
+ * Half types (enum dtype) are stored as the fp32 values they hold: each op computes in
+ * fp32 and rounds its output once where the CUDA backend writes a half ("half types"
+ * below), so the oracle has the device's rounding points.
+ *
  * Convolution is im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of
  * a chunk sit side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when
  * one image's P*Q is small, and the chunk is sized to stay in a core's L2 cache.  Linear
@@ -238,6 +242,79 @@ static float *cpu_workspace(struct cpu_backend *cb, size_t floats)
     return ws;
 }
 
+/* ------------------------------------------------------------------ half types */
+
+/* The CPU stores a tensor of a half type (enum dtype) as fp32 values that the type
+ * represents exactly: every op that writes one rounds its fp32 result once, where the
+ * CUDA backend writes a half.  Inputs of a half type are trusted to hold such values. */
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+/* fp16 rounding with the F16C conversion instructions (IEEE round to nearest even, the
+ * same results as km_round_amp for every finite value and inf; 8 elements at a time).
+ * Chosen at run time: a build for any x86-64 still runs where F16C is missing. */
+__attribute__((target("avx,f16c"))) static void round_f16_f16c(const float *x, float *out,
+                                                               size_t lo, size_t hi)
+{
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < hi; i++)
+        out[i] = km_round_amp(x[i], AMP_F16);
+}
+
+/* CPUID leaf 1: F16C (ECX bit 29) and AVX (bit 28) with the OS saving the AVX state
+ * (OSXSAVE, bit 27, and XCR0 bits 1-2); cpuid.h works with gcc and clang alike. */
+static int cpu_has_f16c(void)
+{
+    static int has = -1; /* benign race: every thread computes the same answer */
+    if (has < 0) {
+        unsigned a, b, c, d;
+        int ok = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) && (c >> 28 & 1) &&
+                 (c >> 27 & 1);
+        if (ok) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 6) == 6;
+        }
+        has = ok;
+    }
+    return has;
+}
+#else
+static void round_f16_f16c(const float *x, float *out, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        out[i] = km_round_amp(x[i], AMP_F16);
+}
+
+static int cpu_has_f16c(void) { return 0; }
+#endif
+
+/* x[lo, hi) rounded to dt in place; DT_F32 leaves it alone */
+static void cpu_round_span(float *x, size_t lo, size_t hi, enum dtype dt)
+{
+    if (dt == DT_F16 && cpu_has_f16c()) {
+        round_f16_f16c(x, x, lo, hi);
+        return;
+    }
+    if (dt != DT_F32)
+        for (size_t i = lo; i < hi; i++)
+            x[i] = km_round_amp(x[i], dt);
+}
+
+static size_t cpu_dtype_size(struct backend *be, enum dtype dt)
+{
+    (void)be, (void)dt;
+    return sizeof(float);
+}
+
+/* x (n) rounded to dt in place, split over the threads (defined with the parallel loops) */
+static void cpu_round(struct backend *be, size_t n, enum dtype dt, float *x);
+
 /* ------------------------------------------------------------------ reductions */
 
 static double cpu_sum(const float *x, size_t m)
@@ -458,13 +535,16 @@ static void conv_col2im(const struct conv2d_shape *cs, int nb, const float *col,
 }
 
 /* One convolution call's work: the n images in chunks of nb, the chunks split into
- * contiguous runs, one run per thread.  Thread t's workspace is ws + t*ws_stride: col
- * (C*R*S, nb*P*Q), then mat (K, nb*P*Q), then (backward, t > 0) its partial dw (K, C*R*S);
+ * contiguous runs, one run per thread.  dt is the tensors' type: outputs are rounded to
+ * it (forward: the convolution, then again after the bias is added).  Thread t's
+ * workspace is ws + t*ws_stride: col (C*R*S, nb*P*Q), then mat (K, nb*P*Q), then
+ * (backward, t > 0) its partial dw (K, C*R*S);
  * thread 0 accumulates into dw itself and the partials are added in thread order, so the
  * result is deterministic for a given thread count.  mask (shared, after the threads'
  * parts) is conv_build_mask's or NULL. */
 struct conv_job {
     const struct conv2d_shape *cs;
+    enum dtype dt;
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw;
     int nb, chunks, per_thread, threads;
@@ -544,8 +624,20 @@ static void conv_forward_task(void *arg, int t)
                 const float *src = out + (size_t)k * ld + img * pq;
                 float *dst = yi + ((size_t)img * K + k) * pq;
                 const float bias = job->b ? job->b[k] : 0.0f;
+                if (job->dt == DT_F32) {
+                    for (size_t j = 0; j < pq; j++)
+                        dst[j] = src[j] + bias;
+                    continue;
+                }
+                /* the CUDA backend's half output of cuDNN, then its bias kernel */
                 for (size_t j = 0; j < pq; j++)
-                    dst[j] = src[j] + bias;
+                    dst[j] = src[j];
+                cpu_round_span(dst, 0, pq, job->dt);
+                if (job->b) {
+                    for (size_t j = 0; j < pq; j++)
+                        dst[j] += bias;
+                    cpu_round_span(dst, 0, pq, job->dt);
+                }
             }
     }
 }
@@ -585,6 +677,7 @@ static void conv_backward_task(void *arg, int t)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, (int)ld, K, 1.0f, job->w,
                         crs, dym, (int)ld, 0.0f, col, (int)ld);
             conv_col2im(cs, m, col, job->mask, job->dx + (size_t)i0 * chw);
+            cpu_round_span(job->dx + (size_t)i0 * chw, 0, (size_t)m * chw, job->dt);
         }
     }
 }
@@ -649,15 +742,30 @@ static void conv_backward_direct(const struct conv2d_shape *cs, const float *x, 
                 }
 }
 
-static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, const float *x,
-                               const float *w, const float *b, float *y)
+static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                               const void *xv, const void *wv, const void *bv, void *yv)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
+    const float *x = xv, *w = wv, *b = bv;
+    float *y = yv;
     struct conv_job job;
     if (conv_plan(cb, cs, 0, &job) < 0) {
-        conv_forward_direct(cs, x, w, b, y);
+        if (dt == DT_F32) {
+            conv_forward_direct(cs, x, w, b, y);
+            return;
+        }
+        /* the rounding points of the chunked path: the convolution, then the bias */
+        const size_t pq = (size_t)cs->p * cs->q, ny = (size_t)cs->n * cs->k * pq;
+        conv_forward_direct(cs, x, w, NULL, y);
+        cpu_round_span(y, 0, ny, dt);
+        if (b) {
+            for (size_t i = 0; i < ny; i++)
+                y[i] += b[(i / pq) % (size_t)cs->k];
+            cpu_round_span(y, 0, ny, dt);
+        }
         return;
     }
+    job.dt = dt;
     job.x = x;
     job.w = w;
     job.b = b;
@@ -666,26 +774,35 @@ static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs
 }
 
 static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs,
-                                const float *x, const float *w, const float *dy, float *dx,
-                                float *dw, float *db)
+                                enum dtype dt, const void *xv, const void *wv, const void *dyv,
+                                void *dxv, void *dwv, void *dbv)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
+    const float *x = xv, *w = wv, *dy = dyv;
+    float *dx = dxv, *dw = dwv, *db = dbv;
     const int K = cs->k;
     const size_t pq = (size_t)cs->p * cs->q, krs = (size_t)K * cs->c * cs->r * cs->s;
-    if (db)
+    if (db) {
         for (int k = 0; k < K; k++) {
             double s = 0.0;
             for (int i = 0; i < cs->n; i++)
                 s += cpu_sum(dy + ((size_t)i * K + k) * pq, pq);
             db[k] = (float)s;
         }
+        cpu_round_span(db, 0, (size_t)K, dt);
+    }
     if (!dx && !dw)
         return;
     struct conv_job job;
     if (conv_plan(cb, cs, 1, &job) < 0) {
         conv_backward_direct(cs, x, w, dy, dx, dw);
+        if (dx)
+            cpu_round(be, (size_t)cs->n * cs->c * cs->h * cs->w, dt, dx);
+        if (dw)
+            cpu_round(be, krs, dt, dw);
         return;
     }
+    job.dt = dt;
     job.x = x;
     job.w = w;
     job.dy = dy;
@@ -699,6 +816,8 @@ static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *c
             for (size_t j = 0; j < krs; j++)
                 dw[j] += part[j];
         }
+    if (dw)
+        cpu_round(be, krs, dt, dw);
 }
 
 /* ------------------------------------------------------------------ parallel loops */
@@ -753,11 +872,32 @@ static void cpu_parallel_for(struct backend *be, size_t items, size_t floats, cp
     cpu_pool_run(&cb->pool, parts, cpu_range_task, &job);
 }
 
+struct round_args {
+    float *x;
+    enum dtype dt;
+};
+
+static void round_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct round_args *a = ctx;
+    cpu_round_span(a->x, lo, hi, a->dt);
+}
+
+static void cpu_round(struct backend *be, size_t n, enum dtype dt, float *x)
+{
+    if (dt == DT_F32)
+        return;
+    const struct round_args a = {.x = x, .dt = dt};
+    cpu_parallel_for(be, n, 2 * n, round_range, &a);
+}
+
 /* ------------------------------------------------------------------ batch norm */
 
-/* the arguments of every batch-norm slot, named as in backend.h; x etc. are (n,c,hw) */
+/* the arguments of every batch-norm slot, named as in backend.h; x etc. are (n,c,hw) of
+ * dt */
 struct bn_args {
     int n, c, hw;
+    enum dtype dt;
     const float *x, *dy, *mean, *invstd, *weight, *bias, *sum_dy, *sum_dy_xmu, *running_var;
     float eps, count;
     float *y, *dx, *out_mean, *out_invstd, *out_sum_dy, *out_sum_dy_xmu, *dweight, *dbias;
@@ -781,9 +921,10 @@ static void bn_stats_range(const void *ctx, size_t lo, size_t hi)
     }
 }
 
-static void cpu_batchnorm_stats(struct backend *be, int n, int c, int hw, const float *x,
-                                float eps, float *mean, float *invstd)
+static void cpu_batchnorm_stats(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                const void *x, float eps, float *mean, float *invstd)
 {
+    (void)dt; /* half values are read as the fp32 values they are stored as */
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .eps = eps, .out_mean = mean,
                               .out_invstd = invstd};
     cpu_parallel_for(be, (size_t)c, (size_t)n * c * hw, bn_stats_range, &a);
@@ -818,24 +959,25 @@ static void bn_affine_range(const void *ctx, size_t lo, size_t hi)
         float *yi = a->y + off;
         for (int j = 0; j < a->hw; j++)
             yi[j] = (xi[j] - mu) * sc + sh;
+        cpu_round_span(yi, 0, (size_t)a->hw, a->dt);
     }
 }
 
-static void cpu_batchnorm_elemt(struct backend *be, int n, int c, int hw, const float *x,
-                                const float *mean, const float *invstd, const float *weight,
-                                const float *bias, float *y)
+static void cpu_batchnorm_elemt(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                const void *x, const float *mean, const float *invstd,
+                                const float *weight, const float *bias, void *y)
 {
-    const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .mean = mean, .invstd = invstd,
-                              .weight = weight, .bias = bias, .y = y};
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = mean,
+                              .invstd = invstd, .weight = weight, .bias = bias, .y = y};
     cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
 }
 
-static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, const float *x,
-                                       const float *running_mean, const float *running_var,
-                                       float eps, const float *weight, const float *bias,
-                                       float *y)
+static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                       const void *x, const float *running_mean,
+                                       const float *running_var, float eps,
+                                       const float *weight, const float *bias, void *y)
 {
-    const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .mean = running_mean,
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = running_mean,
                               .running_var = running_var, .eps = eps, .weight = weight,
                               .bias = bias, .y = y};
     cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
@@ -862,10 +1004,12 @@ static void bn_backward_reduce_range(const void *ctx, size_t lo, size_t hi)
 }
 
 static void cpu_batchnorm_backward_reduce(struct backend *be, int n, int c, int hw,
-                                          const float *dy, const float *x, const float *mean,
-                                          const float *invstd, float *sum_dy, float *sum_dy_xmu,
-                                          float *dweight, float *dbias)
+                                          enum dtype dt, const void *dy, const void *x,
+                                          const float *mean, const float *invstd,
+                                          float *sum_dy, float *sum_dy_xmu, float *dweight,
+                                          float *dbias)
 {
+    (void)dt; /* half values are read as the fp32 values they are stored as */
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .dy = dy, .x = x, .mean = mean,
                               .invstd = invstd, .out_sum_dy = sum_dy,
                               .out_sum_dy_xmu = sum_dy_xmu, .dweight = dweight, .dbias = dbias};
@@ -885,16 +1029,17 @@ static void bn_backward_elemt_range(const void *ctx, size_t lo, size_t hi)
         float *dxi = a->dx + off;
         for (int j = 0; j < a->hw; j++)
             dxi[j] = km_bn_backward_elemt(dyi[j], xi[j], mu, is, wt, mdy, mdyx);
+        cpu_round_span(dxi, 0, (size_t)a->hw, a->dt);
     }
 }
 
 static void cpu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw,
-                                         const float *dy, const float *x, const float *mean,
-                                         const float *invstd, const float *weight,
-                                         const float *sum_dy, const float *sum_dy_xmu,
-                                         float count, float *dx)
+                                         enum dtype dt, const void *dy, const void *x,
+                                         const float *mean, const float *invstd,
+                                         const float *weight, const float *sum_dy,
+                                         const float *sum_dy_xmu, float count, void *dx)
 {
-    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dy = dy, .x = x, .mean = mean,
+    const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .dy = dy, .x = x, .mean = mean,
                               .invstd = invstd, .weight = weight, .sum_dy = sum_dy,
                               .sum_dy_xmu = sum_dy_xmu, .count = count, .dx = dx};
     cpu_parallel_for(be, (size_t)n * c, (size_t)3 * n * c * hw, bn_backward_elemt_range, &a);
@@ -917,8 +1062,11 @@ static void relu_forward_range(const void *ctx, size_t lo, size_t hi)
         a->out[i] = a->x[i] > 0.0f ? a->x[i] : 0.0f;
 }
 
-static void cpu_relu_forward(struct backend *be, size_t n, const float *x, float *y)
+/* ReLU and max pooling select values: a half input gives a half output unrounded */
+static void cpu_relu_forward(struct backend *be, size_t n, enum dtype dt, const void *x,
+                             void *y)
 {
+    (void)dt;
     const struct ew_args a = {.x = x, .out = y};
     cpu_parallel_for(be, n, 2 * n, relu_forward_range, &a);
 }
@@ -932,9 +1080,10 @@ static void relu_backward_range(const void *ctx, size_t lo, size_t hi)
     }
 }
 
-static void cpu_relu_backward(struct backend *be, size_t n, const float *y, const float *dy,
-                              float *dx)
+static void cpu_relu_backward(struct backend *be, size_t n, enum dtype dt, const void *y,
+                              const void *dy, void *dx)
 {
+    (void)dt;
     const struct ew_args a = {.y = y, .dy = dy, .out = dx};
     cpu_parallel_for(be, n, 3 * n, relu_backward_range, &a);
 }
@@ -971,6 +1120,7 @@ static void pool_plane_2x2(const float *xp, int W, int P, int Q, float *yp, int3
 
 struct pool_args {
     const struct pool2d_shape *ps;
+    enum dtype dt;
     const float *x, *dy;
     const int32_t *argmax_in;
     float *y, *dx;
@@ -1007,8 +1157,9 @@ static void pool_forward_range(const void *ctx, size_t lo, size_t hi)
 }
 
 static void cpu_maxpool2d_forward(struct backend *be, const struct pool2d_shape *ps,
-                                  const float *x, float *y, int32_t *argmax)
+                                  enum dtype dt, const void *x, void *y, int32_t *argmax)
 {
+    (void)dt;
     const struct pool_args a = {.ps = ps, .x = x, .y = y, .argmax = argmax};
     const size_t planes = (size_t)ps->n * ps->c;
     cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_forward_range, &a);
@@ -1026,35 +1177,40 @@ static void pool_backward_range(const void *ctx, size_t lo, size_t hi)
         const int32_t *ap = a->argmax_in + pl * pq;
         for (size_t j = 0; j < pq; j++)
             dxp[ap[j]] += dyp[j];
+        cpu_round_span(dxp, 0, hw, a->dt); /* where overlapping windows added two */
     }
 }
 
 static void cpu_maxpool2d_backward(struct backend *be, const struct pool2d_shape *ps,
-                                   const float *dy, const int32_t *argmax, float *dx)
+                                   enum dtype dt, const void *dy, const int32_t *argmax,
+                                   void *dx)
 {
-    const struct pool_args a = {.ps = ps, .dy = dy, .argmax_in = argmax, .dx = dx};
+    const struct pool_args a = {.ps = ps, .dt = dt, .dy = dy, .argmax_in = argmax, .dx = dx};
     const size_t planes = (size_t)ps->n * ps->c;
     cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_backward_range, &a);
 }
 
 /* ------------------------------------------------------------------ linear */
 
-static void cpu_linear_forward(struct backend *be, int n, int in, int out, const float *x,
-                               const float *w, const float *b, float *y)
+static void cpu_linear_forward(struct backend *be, int n, int in, int out, enum dtype dt,
+                               const void *xv, const void *wv, const void *bv, void *yv)
 {
-    (void)be;
+    const float *x = xv, *w = wv, *b = bv;
+    float *y = yv;
     if (b)
         for (int i = 0; i < n; i++)
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in,
                 b ? 1.0f : 0.0f, y, out);
+    cpu_round(be, (size_t)n * out, dt, y);
 }
 
-static void cpu_linear_backward(struct backend *be, int n, int in, int out, const float *x,
-                                const float *w, const float *dy, float *dx, float *dw,
-                                float *db)
+static void cpu_linear_backward(struct backend *be, int n, int in, int out, enum dtype dt,
+                                const void *xv, const void *wv, const void *dyv, void *dxv,
+                                void *dwv, void *dbv)
 {
-    (void)be;
+    const float *x = xv, *w = wv, *dy = dyv;
+    float *dx = dxv, *dw = dwv, *db = dbv;
     if (dx) /* (n,in) = dy (n,out) w (out,in) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w,
                     in, 0.0f, dx, in);
@@ -1068,6 +1224,12 @@ static void cpu_linear_backward(struct backend *be, int n, int in, int out, cons
                 s += dy[(size_t)i * out + o];
             db[o] = (float)s;
         }
+    if (dx)
+        cpu_round(be, (size_t)n * in, dt, dx);
+    if (dw)
+        cpu_round(be, (size_t)out * in, dt, dw);
+    if (db)
+        cpu_round(be, (size_t)out, dt, db);
 }
 
 /* ------------------------------------------------------------------ loss, metrics */
@@ -1133,51 +1295,6 @@ static void cpu_scale(struct backend *be, size_t n, float alpha, const float *sr
     cpu_parallel_for(be, n, 2 * n, scale_range, &a);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <immintrin.h>
-/* fp16 rounding with the F16C conversion instructions (IEEE round to nearest even, the
- * same results as km_round_amp for every finite value and inf; 8 elements at a time).
- * Chosen at run time: a build for any x86-64 still runs where F16C is missing. */
-__attribute__((target("avx,f16c"))) static void round_f16_f16c(const float *x, float *out,
-                                                               size_t lo, size_t hi)
-{
-    size_t i = lo;
-    for (; i + 8 <= hi; i += 8) {
-        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < hi; i++)
-        out[i] = km_round_amp(x[i], AMP_F16);
-}
-
-/* CPUID leaf 1: F16C (ECX bit 29) and AVX (bit 28) with the OS saving the AVX state
- * (OSXSAVE, bit 27, and XCR0 bits 1-2); cpuid.h works with gcc and clang alike. */
-static int cpu_has_f16c(void)
-{
-    static int has = -1; /* benign race: every thread computes the same answer */
-    if (has < 0) {
-        unsigned a, b, c, d;
-        int ok = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) && (c >> 28 & 1) &&
-                 (c >> 27 & 1);
-        if (ok) {
-            unsigned lo, hi;
-            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-            ok = (lo & 6) == 6;
-        }
-        has = ok;
-    }
-    return has;
-}
-#else
-static void round_f16_f16c(const float *x, float *out, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        out[i] = km_round_amp(x[i], AMP_F16);
-}
-
-static int cpu_has_f16c(void) { return 0; }
-#endif
 
 /* mixed precision: x = src, out = dst, first = the amp_dtype */
 static void round_amp_range(const void *ctx, size_t lo, size_t hi)
@@ -1189,6 +1306,19 @@ static void round_amp_range(const void *ctx, size_t lo, size_t hi)
     }
     for (size_t i = lo; i < hi; i++)
         a->out[i] = km_round_amp(a->x[i], a->first);
+}
+
+/* Every type is stored as fp32: a cast to fp32, or to the type it already holds, copies
+ * the values (a half tensor holds only values of its type); one to a half type rounds. */
+static void cpu_cast(struct backend *be, size_t n, enum dtype from, const void *src,
+                     enum dtype to, void *dst)
+{
+    if (to == DT_F32 || to == from) {
+        cpu_copy(be, dst, src, n * sizeof(float));
+        return;
+    }
+    const struct ew_args a = {.x = src, .out = dst, .first = (int)to};
+    cpu_parallel_for(be, n, 2 * n, round_amp_range, &a);
 }
 
 static void cpu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
@@ -1214,13 +1344,17 @@ static void unscale_range(const void *ctx, size_t lo, size_t hi)
         atomic_store(a->found, 1);
 }
 
-static int cpu_unscale_check(struct backend *be, size_t n, float *g, float inv_scale)
+static void cpu_unscale(struct backend *be, int count, float *const *grads,
+                        const size_t *numels, float inv_scale, float *found_inf)
 {
     atomic_int found;
     atomic_init(&found, 0);
-    const struct unscale_args a = {.ew = {.out = g, .alpha = inv_scale}, .found = &found};
-    cpu_parallel_for(be, n, 2 * n, unscale_range, &a);
-    return atomic_load(&found);
+    for (int t = 0; t < count; t++) {
+        const struct unscale_args a = {.ew = {.out = grads[t], .alpha = inv_scale},
+                                       .found = &found};
+        cpu_parallel_for(be, numels[t], 2 * numels[t], unscale_range, &a);
+    }
+    *found_inf = atomic_load(&found) ? 1.0f : 0.0f;
 }
 
 /* x = grad, out = param */
@@ -1271,6 +1405,7 @@ static const struct backend cpu_backend_ops = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .synchronize = cpu_synchronize, /* everything is synchronous */
+    .dtype_size = cpu_dtype_size,   /* half types stored as the fp32 values they hold */
     /* state: nothing runs asynchronously, there is no stream */
     .status = cpu_status,
     .stream = cpu_stream,
@@ -1298,8 +1433,9 @@ static const struct backend cpu_backend_ops = {
     /* elementwise and optimizer */
     .scale = cpu_scale,
     /* mixed precision: kernel_math.h's rounding and unscale per element */
+    .cast = cpu_cast,
     .round_amp = cpu_round_amp,
-    .unscale_check = cpu_unscale_check,
+    .unscale = cpu_unscale,
     .sgd_step = cpu_sgd_step,
     .destroy = cpu_destroy,
 };

@@ -5,8 +5,8 @@
  * convolution (forward, backward data, backward filter, through the plans of conv_plan.c:
  * algorithms cached per shape and element type, strict fp32 math without TF32), cuBLAS
  * GEMM for linear layers, and the kernels of kernels.cu for everything else.  The host
- * waits only where a slot returns a value (softmax_xent, count_correct, unscale_check), in
- * download, synchronize and free.
+ * waits only where a slot returns a value (softmax_xent, count_correct), in download,
+ * synchronize and free.
  *
  * Slots return void, so a failing CUDA, cuDNN or cuBLAS call is recorded as the backend's
  * first error (the status slot), and later slots still run; a failed backend's loss is
@@ -14,8 +14,13 @@
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
  * (cudnnFind*) instead of cuDNN's heuristics.
  *
- * Half precision (the AMP fast path) plugs in through enum cuda_dtype: the convolution
- * plans and the GEMM helper already take an element type; the fp32 slots pass CUDA_DT_F32. */
+ * Autocast is real here: a tensor of a half type (backend.h enum dtype) is stored as
+ * 2-byte fp16/bf16 values (dtype_size), so activations take half the memory;
+ * convolutions run cuDNN on half data with fp32 accumulation on tensor cores
+ * (CUDNN_TENSOR_OP_MATH), linear layers cublasGemmEx on half data with
+ * CUBLAS_COMPUTE_32F, and the kernels read halves into fp32 and round once when they
+ * write.  fp32 tensors run strict fp32 (no TF32), so the fp32 path matches the CPU oracle
+ * up to summation order. */
 #include "backend/backend.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_api.h"
@@ -45,7 +50,7 @@ struct cuda_backend {
     struct conv_plans *conv;    /* cuDNN plans and their workspace (conv_plan.h) */
     struct cuda_buffer scratch; /* doubles: reductions and per-row losses */
     float *dev_loss;    /* 1 float */
-    int *dev_ints;      /* 2 ints: correct count, found-inf flag */
+    int *dev_ints;      /* 1 int: the correct count (count_correct, the build's probe) */
     void *host_scalars; /* pinned, 64 bytes */
     unsigned char *stage; /* pinned, 2 * STAGE_HALF_BYTES */
     cudaEvent_t stage_done[2];
@@ -332,29 +337,37 @@ static void cu_synchronize(struct backend *be)
     CB_CUDA(cb, "synchronize", cudaStreamSynchronize(cb->stream));
 }
 
+static size_t cu_dtype_size(struct backend *be, enum dtype dt)
+{
+    (void)be;
+    return dt == DT_F32 ? sizeof(float) : 2; /* __half, __nv_bfloat16 */
+}
+
 /* ------------------------------------------------------------------ convolution slots */
 
-static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, const float *x,
-                              const float *w, const float *b, float *y)
+/* cuDNN writes the convolution in dt, then the bias is added to it (PyTorch's cuDNN path:
+ * two roundings for a half type, as backend.h says) */
+static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                              const void *x, const void *w, const void *b, void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "conv2d_forward";
     if (cb_begin(cb, op))
         return;
-    if (conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_FWD, x, w, NULL, y)) {
+    if (conv_plans_run(cb->conv, cs, dt, CONV_FWD, x, w, NULL, y)) {
         cb_record(cb, op);
         return;
     }
     if (b && CB_CUDA(cb, op,
-                     kern_bias_add_channels(cb->stream, cs->n, cs->k, (size_t)cs->p * cs->q, b,
-                                            y)))
+                     kern_bias_add_channels(cb->stream, cs->n, cs->k, (size_t)cs->p * cs->q, dt,
+                                            b, y)))
         return;
     cb_end(cb, op);
 }
 
-static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs,
-                               const float *x, const float *w, const float *dy, float *dx,
-                               float *dw, float *db)
+static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                               const void *x, const void *w, const void *dy, void *dx,
+                               void *dw, void *db)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "conv2d_backward";
@@ -364,14 +377,14 @@ static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs
         const size_t pq = (size_t)cs->p * cs->q;
         double *ws = cb_scratch(cb, kern_channel_ws_doubles(cs->n, cs->k, (int)pq), op);
         if (!ws ||
-            CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dy, db, ws)))
+            CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dt, dy, db, ws)))
             return;
     }
-    if (dx && conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_BWD_DATA, NULL, w, dy, dx)) {
+    if (dx && conv_plans_run(cb->conv, cs, dt, CONV_BWD_DATA, NULL, w, dy, dx)) {
         cb_record(cb, op);
         return;
     }
-    if (dw && conv_plans_run(cb->conv, cs, CUDA_DT_F32, CONV_BWD_FILTER, x, NULL, dy, dw)) {
+    if (dw && conv_plans_run(cb->conv, cs, dt, CONV_BWD_FILTER, x, NULL, dy, dw)) {
         cb_record(cb, op);
         return;
     }
@@ -380,15 +393,15 @@ static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs
 
 /* ------------------------------------------------------------------ batch norm slots */
 
-static void cu_batchnorm_stats(struct backend *be, int n, int c, int hw, const float *x,
-                               float eps, float *mean, float *invstd)
+static void cu_batchnorm_stats(struct backend *be, int n, int c, int hw, enum dtype dt,
+                               const void *x, float eps, float *mean, float *invstd)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_stats";
     if (cb_begin(cb, op))
         return;
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
-    if (!ws || CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, x, eps, mean, invstd, ws)))
+    if (!ws || CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, dt, x, eps, mean, invstd, ws)))
         return;
     cb_end(cb, op);
 }
@@ -408,38 +421,38 @@ static void cu_batchnorm_gather_stats(struct backend *be, int world, int c, cons
     cb_end(cb, op);
 }
 
-static void cu_batchnorm_elemt(struct backend *be, int n, int c, int hw, const float *x,
-                               const float *mean, const float *invstd, const float *weight,
-                               const float *bias, float *y)
+static void cu_batchnorm_elemt(struct backend *be, int n, int c, int hw, enum dtype dt,
+                               const void *x, const float *mean, const float *invstd,
+                               const float *weight, const float *bias, void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_elemt";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_elemt(cb->stream, n, c, hw, x, mean, invstd, weight, bias, y)))
+                kern_bn_elemt(cb->stream, n, c, hw, dt, x, mean, invstd, weight, bias, y)))
         return;
     cb_end(cb, op);
 }
 
-static void cu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, const float *x,
-                                      const float *running_mean, const float *running_var,
-                                      float eps, const float *weight, const float *bias,
-                                      float *y)
+static void cu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, enum dtype dt,
+                                      const void *x, const float *running_mean,
+                                      const float *running_var, float eps, const float *weight,
+                                      const float *bias, void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_forward_eval";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_forward_eval(cb->stream, n, c, hw, x, running_mean, running_var, eps,
+                kern_bn_forward_eval(cb->stream, n, c, hw, dt, x, running_mean, running_var, eps,
                                      weight, bias, y)))
         return;
     cb_end(cb, op);
 }
 
 static void cu_batchnorm_backward_reduce(struct backend *be, int n, int c, int hw,
-                                         const float *dy, const float *x, const float *mean,
-                                         const float *invstd, float *sum_dy, float *sum_dy_xmu,
-                                         float *dweight, float *dbias)
+                                         enum dtype dt, const void *dy, const void *x,
+                                         const float *mean, const float *invstd, float *sum_dy,
+                                         float *sum_dy_xmu, float *dweight, float *dbias)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_backward_reduce";
@@ -447,115 +460,122 @@ static void cu_batchnorm_backward_reduce(struct backend *be, int n, int c, int h
         return;
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
     if (!ws || CB_CUDA(cb, op,
-                       kern_bn_backward_reduce(cb->stream, n, c, hw, dy, x, mean, invstd,
+                       kern_bn_backward_reduce(cb->stream, n, c, hw, dt, dy, x, mean, invstd,
                                                sum_dy, sum_dy_xmu, dweight, dbias, ws)))
         return;
     cb_end(cb, op);
 }
 
 static void cu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw,
-                                        const float *dy, const float *x, const float *mean,
-                                        const float *invstd, const float *weight,
-                                        const float *sum_dy, const float *sum_dy_xmu,
-                                        float count, float *dx)
+                                        enum dtype dt, const void *dy, const void *x,
+                                        const float *mean, const float *invstd,
+                                        const float *weight, const float *sum_dy,
+                                        const float *sum_dy_xmu, float count, void *dx)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_backward_elemt";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_backward_elemt(cb->stream, n, c, hw, dy, x, mean, invstd, weight, sum_dy,
-                                       sum_dy_xmu, count, dx)))
+                kern_bn_backward_elemt(cb->stream, n, c, hw, dt, dy, x, mean, invstd, weight,
+                                       sum_dy, sum_dy_xmu, count, dx)))
         return;
     cb_end(cb, op);
 }
 
 /* ------------------------------------------------------------------ activations, pooling */
 
-static void cu_relu_forward(struct backend *be, size_t n, const float *x, float *y)
+static void cu_relu_forward(struct backend *be, size_t n, enum dtype dt, const void *x,
+                            void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "relu_forward";
-    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_forward(cb->stream, n, x, y)))
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_forward(cb->stream, n, dt, x, y)))
         return;
     cb_end(cb, op);
 }
 
-static void cu_relu_backward(struct backend *be, size_t n, const float *y, const float *dy,
-                             float *dx)
+static void cu_relu_backward(struct backend *be, size_t n, enum dtype dt, const void *y,
+                             const void *dy, void *dx)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "relu_backward";
-    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_backward(cb->stream, n, y, dy, dx)))
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_relu_backward(cb->stream, n, dt, y, dy, dx)))
         return;
     cb_end(cb, op);
 }
 
 static void cu_maxpool2d_forward(struct backend *be, const struct pool2d_shape *ps,
-                                 const float *x, float *y, int32_t *argmax)
+                                 enum dtype dt, const void *x, void *y, int32_t *argmax)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "maxpool2d_forward";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
                 kern_maxpool_forward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
-                                     ps->kernel, ps->stride, ps->p, ps->q, x, y, argmax)))
+                                     ps->kernel, ps->stride, ps->p, ps->q, dt, x, y,
+                                     argmax)))
         return;
     cb_end(cb, op);
 }
 
 static void cu_maxpool2d_backward(struct backend *be, const struct pool2d_shape *ps,
-                                  const float *dy, const int32_t *argmax, float *dx)
+                                  enum dtype dt, const void *dy, const int32_t *argmax,
+                                  void *dx)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "maxpool2d_backward";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
                 kern_maxpool_backward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
-                                      ps->kernel, ps->stride, ps->p, ps->q, dy, argmax, dx)))
+                                      ps->kernel, ps->stride, ps->p, ps->q, dt, dy, argmax,
+                                      dx)))
         return;
     cb_end(cb, op);
 }
 
 /* ------------------------------------------------------------------ linear */
 
-static cudaDataType_t cublas_dtype(enum cuda_dtype dt)
+static cudaDataType_t cublas_dtype(enum dtype dt)
 {
-    return dt == CUDA_DT_F16 ? CUDA_R_16F : dt == CUDA_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    return dt == DT_F16 ? CUDA_R_16F : dt == DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-/* Column-major C (m,n) = op(A) op(B) + beta C with fp32 accumulation (CUBLAS_COMPUTE_32F:
- * no TF32 for fp32 data); A and B hold ab elements, C holds c elements. */
+/* Column-major C (m,n) = op(A) op(B) + beta C, A, B and C of dt, with fp32 accumulation
+ * and fp32 alpha and beta (CUBLAS_COMPUTE_32F: no TF32 for fp32 data; for fp16 and bf16
+ * data cuBLAS's tensor-core kernels, C rounded once from the fp32 result). */
 static int cu_gemm(struct cuda_backend *cb, cublasOperation_t ta, cublasOperation_t tb, int m,
                    int n, int k, const void *a, int lda, const void *b, int ldb, float beta,
-                   void *c, int ldc, enum cuda_dtype ab, enum cuda_dtype cdt)
+                   void *c, int ldc, enum dtype dt)
 {
     const float alpha = 1.0f;
-    return CHECK_CUBLAS(cublasGemmEx(cb->cublas, ta, tb, m, n, k, &alpha, a, cublas_dtype(ab),
-                                     lda, b, cublas_dtype(ab), ldb, &beta, c, cublas_dtype(cdt),
-                                     ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    const cudaDataType_t t = cublas_dtype(dt);
+    return CHECK_CUBLAS(cublasGemmEx(cb->cublas, ta, tb, m, n, k, &alpha, a, t, lda, b, t, ldb,
+                                     &beta, c, t, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* Row-major tensors seen by column-major cuBLAS are transposed: y (n,out) row-major is
  * y^T (out,n) column-major, so y^T = w x^T with w (out,in) row-major read as (in,out)^T. */
-static void cu_linear_forward(struct backend *be, int n, int in, int out, const float *x,
-                              const float *w, const float *b, float *y)
+static void cu_linear_forward(struct backend *be, int n, int in, int out, enum dtype dt,
+                              const void *x, const void *w, const void *b, void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "linear_forward";
     if (cb_begin(cb, op))
         return;
-    if (b && CB_CUDA(cb, op, kern_bias_fill_rows(cb->stream, n, out, b, y)))
+    /* the bias enters as C with beta 1: one rounding of the fp32 sum, as PyTorch's addmm */
+    if (b && CB_CUDA(cb, op, kern_bias_fill_rows(cb->stream, n, out, dt, b, y)))
         return;
     if (cu_gemm(cb, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, w, in, x, in, b ? 1.0f : 0.0f, y, out,
-                CUDA_DT_F32, CUDA_DT_F32)) {
+                dt)) {
         cb_record(cb, op);
         return;
     }
     cb_end(cb, op);
 }
 
-static void cu_linear_backward(struct backend *be, int n, int in, int out, const float *x,
-                               const float *w, const float *dy, float *dx, float *dw, float *db)
+static void cu_linear_backward(struct backend *be, int n, int in, int out, enum dtype dt,
+                               const void *x, const void *w, const void *dy, void *dx, void *dw,
+                               void *db)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "linear_backward";
@@ -564,16 +584,16 @@ static void cu_linear_backward(struct backend *be, int n, int in, int out, const
     /* dx^T (in,n) = w^T... : column-major dx^T = W' D' with W' = w as (in,out), D' = dy as
      * (out,n); dw^T (in,out) = X' D'^T with X' = x as (in,n) */
     if (dx && cu_gemm(cb, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, dy, out, 0.0f, dx, in,
-                      CUDA_DT_F32, CUDA_DT_F32)) {
+                      dt)) {
         cb_record(cb, op);
         return;
     }
     if (dw && cu_gemm(cb, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, dy, out, 0.0f, dw, in,
-                      CUDA_DT_F32, CUDA_DT_F32)) {
+                      dt)) {
         cb_record(cb, op);
         return;
     }
-    if (db && CB_CUDA(cb, op, kern_column_sum(cb->stream, n, out, dy, db)))
+    if (db && CB_CUDA(cb, op, kern_column_sum(cb->stream, n, out, dt, dy, db)))
         return;
     cb_end(cb, op);
 }
@@ -638,20 +658,27 @@ static void cu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const 
     cb_end(cb, op);
 }
 
-/* 1 (skip the step) also when the backend has failed */
-static int cu_unscale_check(struct backend *be, size_t n, float *g, float inv_scale)
+static void cu_cast(struct backend *be, size_t n, enum dtype from, const void *src,
+                    enum dtype to, void *dst)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
-    const char *op = "unscale_check";
-    int *host = cb->host_scalars;
+    const char *op = "cast";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_cast(cb->stream, n, from, src, to, dst)))
+        return;
+    cb_end(cb, op);
+}
+
+/* One launch per KERN_UNSCALE_LIST gradients, no host wait.  A failed backend's found_inf
+ * is whatever it holds; the caller's read-back reports the failure (download). */
+static void cu_unscale(struct backend *be, int count, float *const *grads, const size_t *numels,
+                       float inv_scale, float *found_inf)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "unscale";
     if (cb_begin(cb, op) ||
-        CB_CUDA(cb, op, kern_unscale_check(cb->stream, n, g, inv_scale, cb->dev_ints + 1)) ||
-        CB_CUDA(cb, op,
-                cudaMemcpyAsync(host, cb->dev_ints + 1, sizeof(int), cudaMemcpyDeviceToHost,
-                                cb->stream)) ||
-        CB_CUDA(cb, op, cudaStreamSynchronize(cb->stream)))
-        return 1;
-    return cb->failed ? 1 : host[0] != 0;
+        CB_CUDA(cb, op, kern_unscale(cb->stream, count, grads, numels, inv_scale, found_inf)))
+        return;
+    cb_end(cb, op);
 }
 
 static void cu_sgd_step(struct backend *be, size_t n, float *param, const float *grad,
@@ -710,6 +737,7 @@ static const struct backend cuda_backend_ops = {
     .copy = cu_copy,
     .zero = cu_zero,
     .synchronize = cu_synchronize,
+    .dtype_size = cu_dtype_size, /* half types: 2-byte fp16/bf16 */
     /* state: the first error kept by any slot (or found by querying the stream), and the
      * compute stream */
     .status = cu_status,
@@ -737,8 +765,9 @@ static const struct backend cuda_backend_ops = {
     .count_correct = cu_count_correct,
     /* elementwise, mixed precision and optimizer: kernels.cu */
     .scale = cu_scale,
+    .cast = cu_cast,
     .round_amp = cu_round_amp,
-    .unscale_check = cu_unscale_check,
+    .unscale = cu_unscale,
     .sgd_step = cu_sgd_step,
     .destroy = cu_destroy,
 };
@@ -789,7 +818,7 @@ struct backend *backend_cuda_create(int device)
         !(cb->conv = conv_plans_create(cb->cudnn, cb->stream, device,
                                        env_flag("DDPPROF_CUDNN_BENCHMARK"))) ||
         CHECK_CUDA(cudaMalloc((void **)&cb->dev_loss, sizeof(float))) ||
-        CHECK_CUDA(cudaMalloc((void **)&cb->dev_ints, 2 * sizeof(int))) ||
+        CHECK_CUDA(cudaMalloc((void **)&cb->dev_ints, sizeof(int))) ||
         CHECK_CUDA(cudaMallocHost(&cb->host_scalars, 64)) ||
         CHECK_CUDA(cudaMallocHost((void **)&cb->stage, 2 * STAGE_HALF_BYTES)) ||
         CHECK_CUDA(cudaEventCreateWithFlags(&cb->stage_done[0], cudaEventDisableTiming)) ||

@@ -1,6 +1,8 @@
 /* conv_plan.c — cuDNN convolution plans and algorithm choice (see conv_plan.h). */
 #include "cuda/conv_plan.h"
 
+#include "cuda/conv_algos.h"
+
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/vec.h"
@@ -11,22 +13,12 @@
 
 /* Most workspace one convolution algorithm may ask for. */
 #define CONV_WS_LIMIT ((size_t)1 << 30)
-#define CONV_MAX_CANDIDATES 16
 
 static const char *const conv_dir_name[] = {"forward", "backward data", "backward filter"};
 
-/* The algorithms worth trying for one direction of one shape, best first; `next` skips
- * those that failed when run. */
-struct conv_algos {
-    int ready;
-    int count, next;
-    int algo[CONV_MAX_CANDIDATES];
-    size_t ws[CONV_MAX_CANDIDATES];
-};
-
 struct conv_plan {
     struct conv2d_shape cs; /* key (with dt) */
-    enum cuda_dtype dt;
+    enum dtype dt;
     struct cudnn_conv_desc d;
     struct conv_algos dir[3];
 };
@@ -69,25 +61,30 @@ void conv_plans_free(struct conv_plans *cp)
     free(cp);
 }
 
-static int conv_algos_add(struct conv_algos *a, int algo, size_t ws)
+/* The math type a candidate runs with: fp32 data always strict FMA math (no TF32, whatever
+ * cuDNN reported); half data the math type cuDNN ranked the algorithm with, since cuDNN
+ * picks an algorithm's tensor-core variant by the pair (algorithm, math type), as PyTorch
+ * sets the descriptor from the chosen perf result.  Set on the descriptor before the
+ * workspace query and before each run. */
+static cudnnMathType_t conv_math(enum dtype dt, cudnnMathType_t reported)
 {
-    for (int i = 0; i < a->count; i++)
-        if (a->algo[i] == algo)
-            return 0;
-    if (a->count == CONV_MAX_CANDIDATES || ws > CONV_WS_LIMIT)
-        return 0;
-    a->algo[a->count] = algo;
-    a->ws[a->count] = ws;
-    a->count++;
-    return 1;
+    return dt == DT_F32 ? CUDNN_FMA_MATH : reported;
+}
+
+/* the descriptor's math type as cudnn_desc.c set it, for cuDNN's ranking of a direction
+ * (an earlier direction's candidates may have left another one set) */
+static int conv_math_reset(struct conv_plan *pl)
+{
+    return CHECK_CUDNN(cudnnSetConvolutionMathType(
+        pl->d.conv, pl->dt == DT_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
 }
 
 /* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
  * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
  * only as a fallback: the descriptor's FMA math type still applies when they run. */
-static int conv_class(enum cuda_dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
+static int conv_class(enum dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
 {
-    const int tf32 = dt == CUDA_DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
+    const int tf32 = dt == DT_F32 && (m == CUDNN_TENSOR_OP_MATH ||
                                            m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
     return 2 * tf32 + (det != CUDNN_DETERMINISTIC);
 }
@@ -99,7 +96,8 @@ static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
     int max = 0, got = 0;
     const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cp->cudnn, &max)))
+    if (conv_math_reset(pl) ||
+        CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(cp->cudnn, &max)))
         return -1;
     if (max > CONV_MAX_CANDIDATES)
         max = CONV_MAX_CANDIDATES;
@@ -112,13 +110,15 @@ static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
+            const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionForwardWorkspaceSize(cp->cudnn, d->x, d->w, d->conv, d->y,
                                                         perf[i].algo,
                                                         &ws) != CUDNN_STATUS_SUCCESS)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -128,7 +128,8 @@ static int conv_choose_bwd_data(struct conv_plans *cp, struct conv_plan *pl)
     cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_MAX_CANDIDATES];
     int max = 0, got = 0;
     const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cp->cudnn, &max)))
+    if (conv_math_reset(pl) ||
+        CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cp->cudnn, &max)))
         return -1;
     if (max > CONV_MAX_CANDIDATES)
         max = CONV_MAX_CANDIDATES;
@@ -141,13 +142,15 @@ static int conv_choose_bwd_data(struct conv_plans *cp, struct conv_plan *pl)
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
+            const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionBackwardDataWorkspaceSize(cp->cudnn, d->w, d->y, d->conv,
                                                              d->x, perf[i].algo,
                                                              &ws) != CUDNN_STATUS_SUCCESS)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -157,7 +160,8 @@ static int conv_choose_bwd_filter(struct conv_plans *cp, struct conv_plan *pl)
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_MAX_CANDIDATES];
     int max = 0, got = 0;
     const struct cudnn_conv_desc *d = &pl->d;
-    if (CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cp->cudnn, &max)))
+    if (conv_math_reset(pl) ||
+        CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cp->cudnn, &max)))
         return -1;
     if (max > CONV_MAX_CANDIDATES)
         max = CONV_MAX_CANDIDATES;
@@ -170,13 +174,15 @@ static int conv_choose_bwd_filter(struct conv_plans *cp, struct conv_plan *pl)
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
+            const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (perf[i].status != CUDNN_STATUS_SUCCESS ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
+                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionBackwardFilterWorkspaceSize(cp->cudnn, d->x, d->y, d->conv,
                                                                d->w, perf[i].algo,
                                                                &ws) != CUDNN_STATUS_SUCCESS)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, ws);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -189,7 +195,7 @@ static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap
 
 /* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
 static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2d_shape *cs,
-                                       enum cuda_dtype dt, enum conv_dir dir)
+                                       enum dtype dt, enum conv_dir dir)
 {
     struct conv_plan *pl = NULL;
     for (size_t i = 0; i < cp->nplans && !pl; i++) {
@@ -226,7 +232,7 @@ static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2
             return NULL;
         a->ready = 1;
     }
-    if (a->next >= a->count) {
+    if (conv_algos_live(a) == 0) {
         char shape[160];
         conv_shape_text(cs, shape, sizeof shape);
         error_set("cuDNN has no usable %s algorithm for conv %s (%d candidates, all failed or "
@@ -237,8 +243,10 @@ static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2
     return pl;
 }
 
-/* Run direction dir of pl with its best candidate that works: one that fails (status, or
- * no memory for its workspace) is dropped for good and the next one tried. */
+/* Run direction dir of pl with its best live candidate that works (conv_algos.h): one that
+ * fails with a cuDNN error is dead for good and the next one tried; one whose workspace
+ * cannot be allocated (or that reports an allocation failure itself) is skipped for this
+ * call only and tried first again the next time. */
 static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir dir,
                     const void *x, const void *w, const void *dy, void *out)
 {
@@ -246,10 +254,15 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
     const struct cudnn_conv_desc *d = &pl->d;
     const float one = 1.0f, zero = 0.0f;
     cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
-    for (; a->next < a->count; a->next++) {
-        const int i = a->next;
+    for (int i = conv_algos_next(a, 0); i < a->count; i = conv_algos_next(a, i + 1)) {
         if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
             st = CUDNN_STATUS_ALLOC_FAILED;
+            conv_algos_failed(a, i, 1);
+            continue;
+        }
+        st = cudnnSetConvolutionMathType(d->conv, (cudnnMathType_t)a->math[i]);
+        if (st != CUDNN_STATUS_SUCCESS) {
+            conv_algos_failed(a, i, 0);
             continue;
         }
         if (dir == CONV_FWD)
@@ -267,6 +280,7 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
                                                 cp->ws.ptr, a->ws[i], &zero, d->w, out);
         if (st == CUDNN_STATUS_SUCCESS)
             return 0;
+        conv_algos_failed(a, i, st == CUDNN_STATUS_ALLOC_FAILED);
     }
     char shape[160];
     conv_shape_text(&pl->cs, shape, sizeof shape);
@@ -275,7 +289,7 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
                       conv_dir_name[dir], shape);
 }
 
-int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum cuda_dtype dt,
+int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum dtype dt,
                    enum conv_dir dir, const void *x, const void *w, const void *dy, void *out)
 {
     struct conv_plan *pl = conv_plan_get(cp, cs, dt, dir);

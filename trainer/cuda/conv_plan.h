@@ -3,9 +3,11 @@
  * a direction with the best one that works.
  *
  * Candidates come from cuDNN's heuristics (or, with find_algos, from timing them:
- * cudnnFind*), deterministic ones first and fp32 results that report TF32 math last; an
- * algorithm that fails when run (its status, or no memory for its workspace) is dropped
- * for good and the next one tried.  Internal to trainer/cuda/. */
+ * cudnnFind*), deterministic ones first and fp32 results that report TF32 math last, each
+ * run with its math type (fp32: strict FMA; fp16/bf16: tensor cores where cuDNN ranked
+ * them so).  An algorithm that fails when run with a cuDNN error is dropped for good and
+ * the next one tried; one that cannot get its workspace memory is skipped for that call
+ * only (conv_algos.h).  Internal to trainer/cuda/. */
 #ifndef DDPPROF_CONV_PLAN_H
 #define DDPPROF_CONV_PLAN_H
 
@@ -38,7 +40,7 @@ void conv_plans_free(struct conv_plans *p);
  *   CONV_BWD_FILTER  out dw (k,c,r,s) from x and dy
  * (arguments a direction does not read may be NULL).  The plan of (cs, dt) is made on
  * first use.  0, or -1 (error_set) naming the direction, the shape and cuDNN's error. */
-int conv_plans_run(struct conv_plans *p, const struct conv2d_shape *cs, enum cuda_dtype dt,
+int conv_plans_run(struct conv_plans *p, const struct conv2d_shape *cs, enum dtype dt,
                    enum conv_dir dir, const void *x, const void *w, const void *dy, void *out);
 
 #ifdef __cplusplus

@@ -8,14 +8,14 @@
 
 #include <string.h>
 
-cudnnDataType_t cudnn_dtype(enum cuda_dtype dt)
+cudnnDataType_t cudnn_dtype(enum dtype dt)
 {
     switch (dt) {
-    case CUDA_DT_F16:
+    case DT_F16:
         return CUDNN_DATA_HALF;
-    case CUDA_DT_BF16:
+    case DT_BF16:
         return CUDNN_DATA_BFLOAT16;
-    case CUDA_DT_F32:
+    case DT_F32:
         break;
     }
     return CUDNN_DATA_FLOAT;
@@ -35,13 +35,13 @@ void cudnn_conv_desc_free(struct cudnn_conv_desc *d)
 }
 
 int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *cs,
-                         enum cuda_dtype dt)
+                         enum dtype dt)
 {
     memset(d, 0, sizeof *d);
     const cudnnDataType_t t = cudnn_dtype(dt);
     /* fp32 data: FMA math only, so cuDNN may not pick TF32 tensor-core kernels (their
      * 10-bit mantissa would break parity with the CPU oracle); half data: tensor cores */
-    const cudnnMathType_t math = dt == CUDA_DT_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    const cudnnMathType_t math = dt == DT_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     int n, k, p, q;
     if (CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->x)) ||
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->y)) ||
@@ -72,18 +72,18 @@ fail:
     return -1;
 }
 
-static int dtype_from_int(int dtype, enum cuda_dtype *dt)
+static int dtype_from_int(int dtype, enum dtype *dt)
 {
     if (dtype < 0 || dtype > 2)
         return error_set("dtype %d: use 0 (fp32), 1 (fp16) or 2 (bf16)", dtype);
-    *dt = (enum cuda_dtype)dtype;
+    *dt = (enum dtype)dtype;
     return 0;
 }
 
 int cuda_conv2d_output_dim(const struct conv2d_shape *cs_in, int dtype, int dims[4])
 {
     struct conv2d_shape cs = *cs_in;
-    enum cuda_dtype dt = CUDA_DT_F32;
+    enum dtype dt = DT_F32;
     if (dtype_from_int(dtype, &dt) || conv2d_shape_init(&cs))
         return -1;
     struct cudnn_conv_desc d;

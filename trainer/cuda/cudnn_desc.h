@@ -15,10 +15,6 @@
 extern "C" {
 #endif
 
-/* Element type of a convolution's data (x, w, y).  Accumulation is fp32 for all three;
- * f16/bf16 are for the AMP fast path (tensor cores), f32 runs strict fp32 (no TF32). */
-enum cuda_dtype { CUDA_DT_F32 = 0, CUDA_DT_F16 = 1, CUDA_DT_BF16 = 2 };
-
 struct cudnn_conv_desc {
     cudnnTensorDescriptor_t x, y;   /* (n,c,h,w), (n,k,p,q) */
     cudnnFilterDescriptor_t w;      /* (k,c,r,s) */
@@ -26,15 +22,19 @@ struct cudnn_conv_desc {
 };
 
 /* Create and set the descriptors of cs (p and q already filled by conv2d_shape_init) for
- * element type dt, and check that cuDNN's output shape is (n,k,p,q).  0, or -1 (error_set)
- * with nothing left allocated. */
+ * element type dt of x, w and y, and check that cuDNN's output shape is (n,k,p,q).
+ * Accumulation is fp32 for every dt (the convolution descriptor's compute type: cuDNN's
+ * PSEUDO_HALF and PSEUDO_BFLOAT16 configurations for the half types, on tensor cores,
+ * CUDNN_TENSOR_OP_MATH); fp32 data runs strict fp32 (CUDNN_FMA_MATH, no TF32).  0, or -1
+ * (error_set) with nothing left allocated. */
 int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *cs,
-                         enum cuda_dtype dt);
+                         enum dtype dt);
 
 /* Destroy what init created (a zeroed struct is fine). */
 void cudnn_conv_desc_free(struct cudnn_conv_desc *d);
 
-cudnnDataType_t cudnn_dtype(enum cuda_dtype dt);
+/* the cuDNN data type of dt */
+cudnnDataType_t cudnn_dtype(enum dtype dt);
 
 #ifdef __cplusplus
 }

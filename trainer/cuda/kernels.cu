@@ -4,32 +4,105 @@
  * bias, loss, metric, optimizer and mixed-precision kernels.  Every kernel mirrors the
  * CPU backend's formula (backend_cpu.c) and takes its per-element math from
  * kernel_math.h; reductions accumulate in double in a fixed order, so they are
- * deterministic and at least as accurate as the CPU's. */
+ * deterministic and at least as accurate as the CPU's.
+ *
+ * Activation kernels are templates over the element type T (float, __half,
+ * __nv_bfloat16): each element is read into fp32 (elem<T>::load), computed on as in
+ * fp32, and written back rounded to nearest even (elem<T>::store), once, as the CPU
+ * backend rounds its fp32 storage of a half tensor.  WITH_ELEM picks T from a dtype.
+ *
+ * The grid limits below may be overridden at compile time; tests/cuda_emu builds this
+ * file with tiny ones so that every grid-stride loop and chunked reduction makes several
+ * passes.  A launch's configuration must not contain '>' (tests/cuda_emu rewrites
+ * launches with a regular expression). */
 #include "cuda/kernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 
 #include "backend/kernel_math.h"
 
 #define THREADS 256
 #define WARPS (THREADS / 32)
-#define MAX_BLOCKS 16384 /* grid-stride loops: enough blocks to fill any current GPU */
+#ifndef KERN_MAX_BLOCKS
+#define KERN_MAX_BLOCKS 16384 /* grid-stride loops: enough blocks to fill any current GPU */
+#endif
 
 /* elements of one per-channel reduction chunk, and most chunks per channel */
-#define CHUNK_ELEMS 4096
-#define MAX_CHUNKS 256
+#ifndef KERN_CHUNK_ELEMS
+#define KERN_CHUNK_ELEMS 4096
+#endif
+#ifndef KERN_MAX_CHUNKS
+#define KERN_MAX_CHUNKS 256
+#endif
 
 static unsigned blocks_for(size_t n)
 {
     size_t b = (n + THREADS - 1) / THREADS;
     if (b < 1)
         b = 1;
-    return (unsigned)(b < MAX_BLOCKS ? b : MAX_BLOCKS);
+    return (unsigned)(b < KERN_MAX_BLOCKS ? b : KERN_MAX_BLOCKS);
 }
 
 #define GRID_STRIDE(i, n)                                                                    \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
          i += (size_t)gridDim.x * blockDim.x)
+
+/* ------------------------------------------------------------------ element types */
+
+namespace {
+
+/* load: the element's value in fp32 (exact); store: fp32 rounded to T, nearest even
+ * (beyond the fp16 range: inf) */
+template <typename T> struct elem;
+
+template <> struct elem<float> {
+    static __device__ float load(float v) { return v; }
+    static __device__ float store(float v) { return v; }
+};
+
+template <> struct elem<__half> {
+    static __device__ float load(__half v) { return __half2float(v); }
+    static __device__ __half store(float v) { return __float2half_rn(v); }
+};
+
+template <> struct elem<__nv_bfloat16> {
+    static __device__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+};
+
+} // namespace
+
+template <typename T> static __device__ float ld(const T *p, size_t i)
+{
+    return elem<T>::load(p[i]);
+}
+
+template <typename T> static __device__ void st(T *p, size_t i, float v)
+{
+    p[i] = elem<T>::store(v);
+}
+
+/* Run the statements that follow with T the element type of dt (fp32 for anything but
+ * the half types). */
+#define WITH_ELEM(dt, T, ...)                                                                \
+    do {                                                                                     \
+        switch (dt) {                                                                        \
+        case DT_F16: {                                                                       \
+            typedef __half T;                                                                \
+            __VA_ARGS__;                                                                     \
+        } break;                                                                             \
+        case DT_BF16: {                                                                      \
+            typedef __nv_bfloat16 T;                                                         \
+            __VA_ARGS__;                                                                     \
+        } break;                                                                             \
+        default: {                                                                           \
+            typedef float T;                                                                 \
+            __VA_ARGS__;                                                                     \
+        } break;                                                                             \
+        }                                                                                    \
+    } while (0)
 
 /* ------------------------------------------------------------------ block reductions */
 
@@ -63,10 +136,10 @@ static int channel_chunks(int n, int c, int hw)
 {
     (void)c;
     const size_t count = (size_t)n * hw;
-    size_t chunks = (count + CHUNK_ELEMS - 1) / CHUNK_ELEMS;
+    size_t chunks = (count + KERN_CHUNK_ELEMS - 1) / KERN_CHUNK_ELEMS;
     if (chunks < 1)
         chunks = 1;
-    return (int)(chunks < MAX_CHUNKS ? chunks : MAX_CHUNKS);
+    return (int)(chunks < KERN_MAX_CHUNKS ? chunks : KERN_MAX_CHUNKS);
 }
 
 extern "C" size_t kern_channel_ws_doubles(int n, int c, int hw)
@@ -79,10 +152,9 @@ enum chan_mode { CHAN_SUM = 0, CHAN_SQDEV = 1, CHAN_DY = 2 };
 /* Block (chunk b, channel ch) sums its share of channel ch of (n,c,hw):
  *   CHAN_SUM: x;  CHAN_SQDEV: (x - mean[ch])^2;  CHAN_DY: dy and dy * (x - mean[ch]).
  * part[ch*chunks + b] (and part2[...] for the second sum of CHAN_DY). */
-template <int MODE>
-static __global__ void channel_partial_kernel(int n, int c, int hw, const float *x,
-                                              const float *dy, const float *mean,
-                                              double *part, double *part2)
+template <int MODE, typename T>
+static __global__ void channel_partial_kernel(int n, int c, int hw, const T *x, const T *dy,
+                                              const float *mean, double *part, double *part2)
 {
     __shared__ double shared[WARPS];
     const int ch = blockIdx.y, chunks = gridDim.x, b = blockIdx.x;
@@ -95,14 +167,14 @@ static __global__ void channel_partial_kernel(int n, int c, int hw, const float 
         const size_t i = e / (size_t)hw, j = e - i * (size_t)hw;
         const size_t idx = (i * (size_t)c + ch) * (size_t)hw + j;
         if (MODE == CHAN_SUM) {
-            a += (double)x[idx];
+            a += (double)ld(x, idx);
         } else if (MODE == CHAN_SQDEV) {
-            const float d = x[idx] - m; /* as the CPU: the deviation in float */
+            const float d = ld(x, idx) - m; /* as the CPU: the deviation in float */
             a += (double)d * (double)d;
         } else {
-            const double g = (double)dy[idx];
+            const double g = (double)ld(dy, idx);
             a += g;
-            a2 += g * ((double)x[idx] - (double)m);
+            a2 += g * ((double)ld(x, idx) - (double)m);
         }
     }
     a = block_sum(a, shared);
@@ -139,11 +211,13 @@ static __global__ void stats_invstd_kernel(int c, int chunks, double count, floa
         invstd[ch] = (float)(1.0 / sqrt(chunk_total(part, ch, chunks) / count + (double)eps));
 }
 
-static __global__ void sum_finish_kernel(int c, int chunks, const double *part, float *out)
+/* the total in double, to float, then to T: the CPU's (float)sum, then its rounding */
+template <typename T>
+static __global__ void sum_finish_kernel(int c, int chunks, const double *part, T *out)
 {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch < c)
-        out[ch] = (float)chunk_total(part, ch, chunks);
+        st(out, ch, (float)chunk_total(part, ch, chunks));
 }
 
 static __global__ void backward_reduce_finish_kernel(int c, int chunks, const double *part,
@@ -166,32 +240,40 @@ static __global__ void backward_reduce_finish_kernel(int c, int chunks, const do
 
 static unsigned channel_blocks(int c) { return (unsigned)((c + THREADS - 1) / THREADS); }
 
-extern "C" cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, const float *x,
-                                     float eps, float *mean, float *invstd, double *ws)
+extern "C" cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                     const void *x, float eps, float *mean, float *invstd,
+                                     double *ws)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
     const double count = (double)n * hw;
-    channel_partial_kernel<CHAN_SUM><<<grid, THREADS, 0, s>>>(n, c, hw, x, NULL, NULL, ws, NULL);
-    stats_mean_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, count, ws, mean);
-    channel_partial_kernel<CHAN_SQDEV><<<grid, THREADS, 0, s>>>(n, c, hw, x, NULL, mean, ws,
-                                                                 NULL);
+    WITH_ELEM(dt, T, {
+        const T *xt = (const T *)x;
+        channel_partial_kernel<CHAN_SUM, T><<<grid, THREADS, 0, s>>>(n, c, hw, xt, NULL, NULL,
+                                                                      ws, NULL);
+        stats_mean_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, count, ws, mean);
+        channel_partial_kernel<CHAN_SQDEV, T><<<grid, THREADS, 0, s>>>(n, c, hw, xt, NULL,
+                                                                        mean, ws, NULL);
+    });
     stats_invstd_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, count, eps, ws, invstd);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, const float *x,
-                                        float *out, double *ws)
+extern "C" cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                        const void *x, void *out, double *ws)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
-    channel_partial_kernel<CHAN_SUM><<<grid, THREADS, 0, s>>>(n, c, hw, x, NULL, NULL, ws, NULL);
-    sum_finish_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, ws, out);
+    WITH_ELEM(dt, T, {
+        channel_partial_kernel<CHAN_SUM, T><<<grid, THREADS, 0, s>>>(n, c, hw, (const T *)x,
+                                                                      NULL, NULL, ws, NULL);
+        sum_finish_kernel<T><<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, ws, (T *)out);
+    });
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw,
-                                               const float *dy, const float *x,
+                                               enum dtype dt, const void *dy, const void *x,
                                                const float *mean, const float *invstd,
                                                float *sum_dy, float *sum_dy_xmu,
                                                float *dweight, float *dbias, double *ws)
@@ -199,7 +281,10 @@ extern "C" cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
     double *part2 = ws + (size_t)c * chunks;
-    channel_partial_kernel<CHAN_DY><<<grid, THREADS, 0, s>>>(n, c, hw, x, dy, mean, ws, part2);
+    WITH_ELEM(dt, T, {
+        channel_partial_kernel<CHAN_DY, T><<<grid, THREADS, 0, s>>>(
+            n, c, hw, (const T *)x, (const T *)dy, mean, ws, part2);
+    });
     backward_reduce_finish_kernel<<<channel_blocks(c), THREADS, 0, s>>>(
         c, chunks, ws, part2, invstd, sum_dy, sum_dy_xmu, dweight, dbias);
     return cudaGetLastError();
@@ -231,11 +316,12 @@ extern "C" cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c,
 /* ------------------------------------------------------------------ elementwise batch norm */
 
 /* y = (x - mean) * (invstd * weight) + bias; eval (running_var != NULL) takes invstd from
- * the running variance as the CPU does: 1/sqrt(var + eps) in double */
-static __global__ void bn_affine_kernel(size_t total, int c, int hw, const float *x,
+ * the running variance, as the CPU */
+template <typename T>
+static __global__ void bn_affine_kernel(size_t total, int c, int hw, const T *x,
                                         const float *mean, const float *invstd,
                                         const float *running_var, float eps,
-                                        const float *weight, const float *bias, float *y)
+                                        const float *weight, const float *bias, T *y)
 {
     GRID_STRIDE(i, total)
     {
@@ -244,100 +330,117 @@ static __global__ void bn_affine_kernel(size_t total, int c, int hw, const float
                                      : invstd[ch];
         const float sc = is * (weight ? weight[ch] : 1.0f);
         const float sh = bias ? bias[ch] : 0.0f;
-        y[i] = (x[i] - mean[ch]) * sc + sh;
+        st(y, i, (ld(x, i) - mean[ch]) * sc + sh);
     }
 }
 
-extern "C" cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, const float *x,
-                                     const float *mean, const float *invstd,
-                                     const float *weight, const float *bias, float *y)
+extern "C" cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                     const void *x, const float *mean, const float *invstd,
+                                     const float *weight, const float *bias, void *y)
 {
     const size_t total = (size_t)n * c * hw;
-    bn_affine_kernel<<<blocks_for(total), THREADS, 0, s>>>(total, c, hw, x, mean, invstd, NULL,
-                                                           0.0f, weight, bias, y);
+    WITH_ELEM(dt, T, {
+        bn_affine_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, c, hw, (const T *)x, mean, invstd, NULL, 0.0f, weight, bias, (T *)y);
+    });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw,
-                                            const float *x, const float *running_mean,
+extern "C" cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                            const void *x, const float *running_mean,
                                             const float *running_var, float eps,
-                                            const float *weight, const float *bias, float *y)
+                                            const float *weight, const float *bias, void *y)
 {
     const size_t total = (size_t)n * c * hw;
-    bn_affine_kernel<<<blocks_for(total), THREADS, 0, s>>>(
-        total, c, hw, x, running_mean, NULL, running_var, eps, weight, bias, y);
+    WITH_ELEM(dt, T, {
+        bn_affine_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, c, hw, (const T *)x, running_mean, NULL, running_var, eps, weight, bias,
+            (T *)y);
+    });
     return cudaGetLastError();
 }
 
-static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, const float *dy,
-                                                const float *x, const float *mean,
+template <typename T>
+static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, const T *dy,
+                                                const T *x, const float *mean,
                                                 const float *invstd, const float *weight,
                                                 const float *sum_dy, const float *sum_dy_xmu,
-                                                float count, float *dx)
+                                                float count, T *dx)
 {
     GRID_STRIDE(i, total)
     {
         const int ch = (int)((i / (size_t)hw) % (size_t)c);
         const float wt = weight ? weight[ch] : 1.0f;
         const float mdy = sum_dy[ch] / count, mdyx = sum_dy_xmu[ch] / count;
-        dx[i] = km_bn_backward_elemt(dy[i], x[i], mean[ch], invstd[ch], wt, mdy, mdyx);
+        st(dx, i, km_bn_backward_elemt(ld(dy, i), ld(x, i), mean[ch], invstd[ch], wt, mdy, mdyx));
     }
 }
 
 extern "C" cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw,
-                                              const float *dy, const float *x,
+                                              enum dtype dt, const void *dy, const void *x,
                                               const float *mean, const float *invstd,
                                               const float *weight, const float *sum_dy,
-                                              const float *sum_dy_xmu, float count, float *dx)
+                                              const float *sum_dy_xmu, float count, void *dx)
 {
     const size_t total = (size_t)n * c * hw;
-    bn_backward_elemt_kernel<<<blocks_for(total), THREADS, 0, s>>>(
-        total, c, hw, dy, x, mean, invstd, weight, sum_dy, sum_dy_xmu, count, dx);
+    WITH_ELEM(dt, T, {
+        bn_backward_elemt_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, c, hw, (const T *)dy, (const T *)x, mean, invstd, weight, sum_dy,
+            sum_dy_xmu, count, (T *)dx);
+    });
     return cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ ReLU, pooling */
 
-static __global__ void relu_forward_kernel(size_t n, const float *x, float *y)
+template <typename T> static __global__ void relu_forward_kernel(size_t n, const T *x, T *y)
 {
     GRID_STRIDE(i, n)
     {
-        const float v = x[i];
-        y[i] = v > 0.0f ? v : 0.0f; /* NaN -> 0, as the CPU */
+        const float v = ld(x, i);
+        st(y, i, v > 0.0f ? v : 0.0f); /* NaN -> 0, as the CPU */
     }
 }
 
-static __global__ void relu_backward_kernel(size_t n, const float *y, const float *dy, float *dx)
+template <typename T>
+static __global__ void relu_backward_kernel(size_t n, const T *y, const T *dy, T *dx)
 {
     GRID_STRIDE(i, n)
     {
-        const float g = dy[i];
-        dx[i] = y[i] > 0.0f ? g : 0.0f;
+        const float g = ld(dy, i);
+        st(dx, i, ld(y, i) > 0.0f ? g : 0.0f);
     }
 }
 
-extern "C" cudaError_t kern_relu_forward(cudaStream_t s, size_t n, const float *x, float *y)
+extern "C" cudaError_t kern_relu_forward(cudaStream_t s, size_t n, enum dtype dt,
+                                         const void *x, void *y)
 {
     if (n == 0)
         return cudaSuccess;
-    relu_forward_kernel<<<blocks_for(n), THREADS, 0, s>>>(n, x, y);
+    WITH_ELEM(dt, T, {
+        relu_forward_kernel<T><<<blocks_for(n), THREADS, 0, s>>>(n, (const T *)x, (T *)y);
+    });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_relu_backward(cudaStream_t s, size_t n, const float *y,
-                                          const float *dy, float *dx)
+extern "C" cudaError_t kern_relu_backward(cudaStream_t s, size_t n, enum dtype dt,
+                                          const void *y, const void *dy, void *dx)
 {
     if (n == 0)
         return cudaSuccess;
-    relu_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(n, y, dy, dx);
+    WITH_ELEM(dt, T, {
+        relu_backward_kernel<T><<<blocks_for(n), THREADS, 0, s>>>(n, (const T *)y,
+                                                                   (const T *)dy, (T *)dx);
+    });
     return cudaGetLastError();
 }
 
 /* one thread per output: the first maximum in window order wins and a NaN is taken, as
  * the CPU's pool_take */
+template <typename T>
 static __global__ void maxpool_forward_kernel(size_t total, int h, int w, int kernel,
-                                              int stride, int p_out, int q_out, const float *x,
-                                              float *y, int32_t *argmax)
+                                              int stride, int p_out, int q_out, const T *x,
+                                              T *y, int32_t *argmax)
 {
     GRID_STRIDE(o, total)
     {
@@ -345,28 +448,28 @@ static __global__ void maxpool_forward_kernel(size_t total, int h, int w, int ke
         const size_t pl = o / pq;
         const int j = (int)(o - pl * pq);
         const int p = j / q_out, q = j - p * q_out;
-        const float *xp = x + pl * (size_t)h * w;
+        const T *xp = x + pl * (size_t)h * w;
         int32_t best = p * stride * w + q * stride;
-        float bv = xp[best];
+        float bv = ld(xp, best);
         for (int a = 0; a < kernel; a++)
             for (int b = 0; b < kernel; b++) {
                 const int32_t idx = (p * stride + a) * w + q * stride + b;
-                const float v = xp[idx];
+                const float v = ld(xp, idx);
                 const bool take = (v > bv) | (v != v);
                 bv = take ? v : bv;
                 best = take ? idx : best;
             }
-        y[o] = bv;
+        st(y, o, bv);
         argmax[o] = best;
     }
 }
 
 /* one thread per input element: the sum, in output order, of the dy whose argmax points
- * here (a gather, so no atomics and the CPU's order of additions) */
+ * here (a gather, so no atomics and the CPU's order of additions), rounded once */
+template <typename T>
 static __global__ void maxpool_backward_kernel(size_t total, int h, int w, int kernel,
-                                               int stride, int p_out, int q_out,
-                                               const float *dy, const int32_t *argmax,
-                                               float *dx)
+                                               int stride, int p_out, int q_out, const T *dy,
+                                               const int32_t *argmax, T *dx)
 {
     GRID_STRIDE(i, total)
     {
@@ -379,54 +482,60 @@ static __global__ void maxpool_backward_kernel(size_t total, int h, int w, int k
         const int p_hi = min(hh / stride, p_out - 1);
         const int q_lo = ww - kernel + 1 <= 0 ? 0 : (ww - kernel + 1 + stride - 1) / stride;
         const int q_hi = min(ww / stride, q_out - 1);
-        const float *dyp = dy + pl * (size_t)p_out * q_out;
+        const T *dyp = dy + pl * (size_t)p_out * q_out;
         const int32_t *ap = argmax + pl * (size_t)p_out * q_out;
         float acc = 0.0f;
         for (int p = p_lo; p <= p_hi; p++)
             for (int q = q_lo; q <= q_hi; q++)
                 if (ap[p * q_out + q] == at)
-                    acc += dyp[p * q_out + q];
-        dx[i] = acc;
+                    acc += ld(dyp, (size_t)p * q_out + q);
+        st(dx, i, acc);
     }
 }
 
 extern "C" cudaError_t kern_maxpool_forward(cudaStream_t s, size_t planes, int h, int w,
-                                            int kernel, int stride, int p, int q,
-                                            const float *x, float *y, int32_t *argmax)
+                                            int kernel, int stride, int p, int q, enum dtype dt,
+                                            const void *x, void *y, int32_t *argmax)
 {
     const size_t total = planes * (size_t)p * q;
     if (total == 0)
         return cudaSuccess;
-    maxpool_forward_kernel<<<blocks_for(total), THREADS, 0, s>>>(total, h, w, kernel, stride, p,
-                                                                 q, x, y, argmax);
+    WITH_ELEM(dt, T, {
+        maxpool_forward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, h, w, kernel, stride, p, q, (const T *)x, (T *)y, argmax);
+    });
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int h, int w,
                                              int kernel, int stride, int p, int q,
-                                             const float *dy, const int32_t *argmax,
-                                             float *dx)
+                                             enum dtype dt, const void *dy,
+                                             const int32_t *argmax, void *dx)
 {
     const size_t total = planes * (size_t)h * w;
     if (total == 0)
         return cudaSuccess;
-    maxpool_backward_kernel<<<blocks_for(total), THREADS, 0, s>>>(total, h, w, kernel, stride,
-                                                                  p, q, dy, argmax, dx);
+    WITH_ELEM(dt, T, {
+        maxpool_backward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, h, w, kernel, stride, p, q, (const T *)dy, argmax, (T *)dx);
+    });
     return cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ bias */
 
-static __global__ void bias_add_channels_kernel(size_t total, int k, size_t pq, const float *b,
-                                                float *y)
+template <typename T>
+static __global__ void bias_add_channels_kernel(size_t total, int k, size_t pq, const T *b,
+                                                T *y)
 {
     GRID_STRIDE(i, total)
     {
-        y[i] += b[(i / pq) % (size_t)k];
+        st(y, i, ld(y, i) + ld(b, (i / pq) % (size_t)k));
     }
 }
 
-static __global__ void bias_fill_rows_kernel(size_t total, int out, const float *b, float *y)
+template <typename T>
+static __global__ void bias_fill_rows_kernel(size_t total, int out, const T *b, T *y)
 {
     GRID_STRIDE(i, total)
     {
@@ -434,45 +543,55 @@ static __global__ void bias_fill_rows_kernel(size_t total, int out, const float 
     }
 }
 
-/* one thread per column, rows summed in order in double (as the CPU) */
-static __global__ void column_sum_kernel(int n, int out, const float *dy, float *db)
+/* one thread per column, rows summed in order in double (as the CPU), written as the
+ * CPU's (float)sum rounded to T */
+template <typename T>
+static __global__ void column_sum_kernel(int n, int out, const T *dy, T *db)
 {
     const int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= out)
         return;
     double s = 0.0;
     for (int i = 0; i < n; i++)
-        s += dy[(size_t)i * out + o];
-    db[o] = (float)s;
+        s += ld(dy, (size_t)i * out + o);
+    st(db, o, (float)s);
 }
 
 extern "C" cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq,
-                                              const float *b, float *y)
+                                              enum dtype dt, const void *b, void *y)
 {
     const size_t total = (size_t)n * k * pq;
     if (total == 0)
         return cudaSuccess;
-    bias_add_channels_kernel<<<blocks_for(total), THREADS, 0, s>>>(total, k, pq, b, y);
+    WITH_ELEM(dt, T, {
+        bias_add_channels_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(total, k, pq,
+                                                                           (const T *)b, (T *)y);
+    });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_bias_fill_rows(cudaStream_t s, int n, int out, const float *b,
-                                           float *y)
+extern "C" cudaError_t kern_bias_fill_rows(cudaStream_t s, int n, int out, enum dtype dt,
+                                           const void *b, void *y)
 {
     const size_t total = (size_t)n * out;
     if (total == 0)
         return cudaSuccess;
-    bias_fill_rows_kernel<<<blocks_for(total), THREADS, 0, s>>>(total, out, b, y);
+    WITH_ELEM(dt, T, {
+        bias_fill_rows_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(total, out, (const T *)b,
+                                                                        (T *)y);
+    });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_column_sum(cudaStream_t s, int n, int out, const float *dy,
-                                       float *db)
+extern "C" cudaError_t kern_column_sum(cudaStream_t s, int n, int out, enum dtype dt,
+                                       const void *dy, void *db)
 {
     if (out <= 0)
         return cudaSuccess;
-    column_sum_kernel<<<(unsigned)((out + THREADS - 1) / THREADS), THREADS, 0, s>>>(n, out, dy,
-                                                                                    db);
+    const unsigned blocks = (unsigned)((out + THREADS - 1) / THREADS);
+    WITH_ELEM(dt, T, {
+        column_sum_kernel<T><<<blocks, THREADS, 0, s>>>(n, out, (const T *)dy, (T *)db);
+    });
     return cudaGetLastError();
 }
 
@@ -608,15 +727,33 @@ static __global__ void round_amp_kernel(size_t n, int dt, const float *src, floa
     }
 }
 
-static __global__ void unscale_check_kernel(size_t n, float *g, float inv_scale, int *found)
+template <typename S, typename D>
+static __global__ void cast_kernel(size_t n, const S *src, D *dst)
 {
+    GRID_STRIDE(i, n)
+    {
+        st(dst, i, ld(src, i));
+    }
+}
+
+/* up to KERN_UNSCALE_LIST tensors, passed by value as a kernel argument (as PyTorch's
+ * multi_tensor_apply): block row blockIdx.y walks tensor blockIdx.y */
+struct unscale_list {
+    float *grad[KERN_UNSCALE_LIST];
+    size_t n[KERN_UNSCALE_LIST];
+};
+
+static __global__ void unscale_kernel(struct unscale_list list, float inv_scale, float *found)
+{
+    float *g = list.grad[blockIdx.y];
+    const size_t n = list.n[blockIdx.y];
     int any = 0;
     GRID_STRIDE(i, n)
     {
         g[i] = km_unscale(g[i], inv_scale, &any);
     }
     if (any)
-        atomicOr(found, 1);
+        *found = 1.0f; /* every writer writes the same value */
 }
 
 static __global__ void probe_kernel(int *out) { *out = 1; }
@@ -652,14 +789,42 @@ extern "C" cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const fl
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_unscale_check(cudaStream_t s, size_t n, float *g, float inv_scale,
-                                          int *found)
+extern "C" cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, const void *src,
+                                 enum dtype to, void *dst)
 {
-    cudaError_t e = cudaMemsetAsync(found, 0, sizeof(int), s);
-    if (e != cudaSuccess || n == 0)
-        return e;
-    unscale_check_kernel<<<blocks_for(n), THREADS, 0, s>>>(n, g, inv_scale, found);
+    if (n == 0)
+        return cudaSuccess;
+    if (from == to)
+        return src == dst ? cudaSuccess
+                          : cudaMemcpyAsync(dst, src, n * (from == DT_F32 ? 4 : 2),
+                                            cudaMemcpyDeviceToDevice, s);
+    WITH_ELEM(from, S, WITH_ELEM(to, D, {
+        cast_kernel<S, D><<<blocks_for(n), THREADS, 0, s>>>(n, (const S *)src, (D *)dst);
+    }));
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t kern_unscale(cudaStream_t s, int count, float *const *grads,
+                                    const size_t *numels, float inv_scale, float *found)
+{
+    cudaError_t e = cudaMemsetAsync(found, 0, sizeof(float), s);
+    for (int at = 0; e == cudaSuccess && at < count; at += KERN_UNSCALE_LIST) {
+        struct unscale_list list;
+        const int m = count - at < KERN_UNSCALE_LIST ? count - at : KERN_UNSCALE_LIST;
+        size_t most = 0;
+        for (int i = 0; i < m; i++) {
+            list.grad[i] = grads[at + i];
+            list.n[i] = numels[at + i];
+            most = list.n[i] > most ? list.n[i] : most;
+        }
+        /* the longest tensor decides the row width; the whole grid stays within the
+         * blocks one grid-stride loop would use */
+        unsigned bx = blocks_for(most), cap = KERN_MAX_BLOCKS / (unsigned)m;
+        bx = bx < cap ? bx : cap < 1 ? 1 : cap;
+        unscale_kernel<<<dim3(bx, (unsigned)m), THREADS, 0, s>>>(list, inv_scale, found);
+        e = cudaGetLastError();
+    }
+    return e;
 }
 
 extern "C" cudaError_t kern_probe(cudaStream_t s, int *out)

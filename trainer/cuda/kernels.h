@@ -4,14 +4,23 @@
  * only launch errors; faults inside a kernel surface at the next sync point.  Tensor
  * arguments are device pointers with the layouts and meanings of the struct backend slot
  * of the same name (backend.h); per-element math comes from kernel_math.h, as on the CPU.
+ * A `dt` argument is the element type of the void * tensors (fp32, or 2-byte fp16/bf16):
+ * they are read into fp32, computed on in fp32 (sums in double) and written rounded to
+ * nearest even; per-channel vectors and statistics are always fp32.
  * Reductions are deterministic: a fixed split into chunks, summed in double in a fixed
- * order, so the same inputs give the same bits on every run. */
+ * order, so the same inputs give the same bits on every run.
+ *
+ * Besides nvcc, tests/cuda_emu compiles kernels.cu with the host C++ compiler to run the
+ * kernels on the CPU (tests/test_kernels_emu.c): kernels.cu uses only the CUDA built-ins,
+ * intrinsics and runtime calls that tests/cuda_emu/cuda_emu.h provides. */
 #ifndef DDPPROF_KERNELS_H
 #define DDPPROF_KERNELS_H
 
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "backend/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,49 +29,54 @@ extern "C" {
 /* doubles of scratch the per-channel reductions over (n,c,hw) need */
 size_t kern_channel_ws_doubles(int n, int c, int hw);
 
-/* mean (c), invstd (c) = 1/sqrt(biased var + eps) of x (n,c,hw); ws: scratch above */
-cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, const float *x, float eps,
-                          float *mean, float *invstd, double *ws);
-/* out (c) = per-channel sum of x (n,c,hw) (the bias gradient of a convolution) */
-cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, const float *x, float *out,
-                             double *ws);
-cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw, const float *dy,
-                                    const float *x, const float *mean, const float *invstd,
-                                    float *sum_dy, float *sum_dy_xmu, float *dweight,
-                                    float *dbias, double *ws);
+/* mean (c), invstd (c) = 1/sqrt(biased var + eps) of x (n,c,hw) of dt; ws: scratch above */
+cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt, const void *x,
+                          float eps, float *mean, float *invstd, double *ws);
+/* out (c) of dt = per-channel sum of x (n,c,hw) of dt (the bias gradient of a
+ * convolution) */
+cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                             const void *x, void *out, double *ws);
+cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                    const void *dy, const void *x, const float *mean,
+                                    const float *invstd, float *sum_dy, float *sum_dy_xmu,
+                                    float *dweight, float *dbias, double *ws);
 cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c, const float *means,
                                  const float *invstds, const float *counts, float momentum,
                                  float eps, float *running_mean, float *running_var,
                                  float *mean, float *invstd);
-cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, const float *x,
+cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt, const void *x,
                           const float *mean, const float *invstd, const float *weight,
-                          const float *bias, float *y);
-cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, const float *x,
-                                 const float *running_mean, const float *running_var,
-                                 float eps, const float *weight, const float *bias, float *y);
-cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw, const float *dy,
-                                   const float *x, const float *mean, const float *invstd,
-                                   const float *weight, const float *sum_dy,
-                                   const float *sum_dy_xmu, float count, float *dx);
+                          const float *bias, void *y);
+cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                 const void *x, const float *running_mean,
+                                 const float *running_var, float eps, const float *weight,
+                                 const float *bias, void *y);
+cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt,
+                                   const void *dy, const void *x, const float *mean,
+                                   const float *invstd, const float *weight,
+                                   const float *sum_dy, const float *sum_dy_xmu, float count,
+                                   void *dx);
 
-cudaError_t kern_relu_forward(cudaStream_t s, size_t n, const float *x, float *y);
-cudaError_t kern_relu_backward(cudaStream_t s, size_t n, const float *y, const float *dy,
-                               float *dx);
+cudaError_t kern_relu_forward(cudaStream_t s, size_t n, enum dtype dt, const void *x, void *y);
+cudaError_t kern_relu_backward(cudaStream_t s, size_t n, enum dtype dt, const void *y,
+                               const void *dy, void *dx);
 /* planes = n*c; x (planes,h,w) -> y, argmax (planes,p,q) */
 cudaError_t kern_maxpool_forward(cudaStream_t s, size_t planes, int h, int w, int kernel,
-                                 int stride, int p, int q, const float *x, float *y,
-                                 int32_t *argmax);
+                                 int stride, int p, int q, enum dtype dt, const void *x,
+                                 void *y, int32_t *argmax);
 cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int h, int w, int kernel,
-                                  int stride, int p, int q, const float *dy,
-                                  const int32_t *argmax, float *dx);
+                                  int stride, int p, int q, enum dtype dt, const void *dy,
+                                  const int32_t *argmax, void *dx);
 
-/* y (n,k,pq) += b (k) */
-cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq, const float *b,
-                                   float *y);
-/* y (n,out) = b (out) in every row */
-cudaError_t kern_bias_fill_rows(cudaStream_t s, int n, int out, const float *b, float *y);
-/* db (out) = column sums of dy (n,out) */
-cudaError_t kern_column_sum(cudaStream_t s, int n, int out, const float *dy, float *db);
+/* y (n,k,pq) += b (k), both of dt (one rounding of the fp32 sum) */
+cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq, enum dtype dt,
+                                   const void *b, void *y);
+/* y (n,out) = b (out) in every row, both of dt */
+cudaError_t kern_bias_fill_rows(cudaStream_t s, int n, int out, enum dtype dt, const void *b,
+                                void *y);
+/* db (out) = column sums of dy (n,out), both of dt */
+cudaError_t kern_column_sum(cudaStream_t s, int n, int out, enum dtype dt, const void *dy,
+                            void *db);
 
 /* *loss_out (device float) = mean softmax cross-entropy; row_loss: n doubles of scratch */
 cudaError_t kern_softmax_xent(cudaStream_t s, int n, int c, const float *logits,
@@ -76,11 +90,17 @@ cudaError_t kern_scale(cudaStream_t s, size_t n, float alpha, const float *src, 
 cudaError_t kern_sgd_step(cudaStream_t s, size_t n, float *param, const float *grad,
                           float *buf, float lr, float momentum, float dampening,
                           float weight_decay, int nesterov, int first);
-/* dst = km_round_amp(src, dt) */
+/* dst = km_round_amp(src, dt), fp32 to fp32 */
 cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const float *src, float *dst);
-/* g *= inv_scale; *found (device int) = 1 if any result is inf or nan, else 0 */
-cudaError_t kern_unscale_check(cudaStream_t s, size_t n, float *g, float inv_scale,
-                               int *found);
+/* dst (n, of to) = src (n, of from) converted (backend.h cast); the same type: a copy */
+cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, const void *src,
+                      enum dtype to, void *dst);
+/* grads[i][j] *= inv_scale for j < numels[i], i < count, in one launch per
+ * KERN_UNSCALE_LIST tensors (grads and numels are host arrays, passed by value);
+ * *found (device float) = 1 if any result is inf or nan, else 0 */
+#define KERN_UNSCALE_LIST 32
+cudaError_t kern_unscale(cudaStream_t s, int count, float *const *grads, const size_t *numels,
+                         float inv_scale, float *found);
 
 /* *out (device int) = 1: proves this build's kernels run on the device */
 cudaError_t kern_probe(cudaStream_t s, int *out);

@@ -14,28 +14,32 @@ struct convnet {
     struct conv2d conv1, conv2;
     struct batchnorm bn1, bn2;
     struct linear fc;
+    enum dtype dt;            /* the activations' type: DT_F32, or autocast's half type */
     int cap;                  /* batch capacity of the buffers below */
     int n;                    /* batch of the last forward */
     struct conv2d_shape cs1, cs2;
     struct pool2d_shape ps1, ps2;
-    const float *x;           /* input of the last forward (caller's memory) */
-    float *c1, *a1, *p1;      /* conv1 out (n,16,28,28), bn+relu (same), pool (n,16,14,14) */
-    float *c2, *a2, *p2;      /* conv2 out (n,32,14,14), bn+relu (same), pool (n,32,7,7) */
+    const void *x;            /* conv1's input in the last forward (x itself, or x_cast) */
+    /* activations, of dt: */
+    void *c1, *a1, *p1;       /* conv1 out (n,16,28,28), bn+relu (same), pool (n,16,14,14) */
+    void *c2, *a2, *p2;       /* conv2 out (n,32,14,14), bn+relu (same), pool (n,32,7,7) */
+    void *g_big, *g_big2;     /* backward scratch, (n,16,28,28) each */
+    void *x_cast;             /* autocast: the input cast to dt (n,1,28,28) */
+    void *fc_out, *dfc_out;   /* autocast: fc's output (n,10) and its gradient */
     int32_t *arg1, *arg2;     /* pooling argmax */
-    float *logits;            /* (n,10) */
-    float *g_big, *g_big2;    /* backward scratch, (n,16,28,28) each */
-    float *x_half;            /* the input rounded to the autocast type (n,1,28,28) */
+    float *logits;            /* (n,10) fp32: fc's output, or autocast's cast of it */
 };
 
 static void convnet_free_buffers(struct backend *be, struct convnet *c)
 {
-    void *bufs[] = {c->c1, c->a1, c->p1, c->c2, c->a2, c->p2, c->arg1, c->arg2,
-                    c->logits, c->g_big, c->g_big2, c->x_half};
+    void *bufs[] = {c->c1, c->a1, c->p1, c->c2, c->a2, c->p2, c->g_big, c->g_big2,
+                    c->x_cast, c->fc_out, c->dfc_out, c->arg1, c->arg2, c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         be->free(be, bufs[i]);
-    c->c1 = c->a1 = c->p1 = c->c2 = c->a2 = c->p2 = c->logits = c->g_big = c->g_big2 = NULL;
-    c->x_half = NULL;
+    c->c1 = c->a1 = c->p1 = c->c2 = c->a2 = c->p2 = c->g_big = c->g_big2 = NULL;
+    c->x_cast = c->fc_out = c->dfc_out = NULL;
     c->arg1 = c->arg2 = NULL;
+    c->logits = NULL;
     c->cap = 0;
 }
 
@@ -45,23 +49,29 @@ static int convnet_reserve(struct model *m, struct convnet *c, int n)
         return 0;
     struct backend *be = m->be;
     convnet_free_buffers(be, c);
+    const enum dtype dt = c->dt;
     size_t big = (size_t)n * 16 * 28 * 28, mid = (size_t)n * 32 * 14 * 14;
     size_t p1 = (size_t)n * 16 * 14 * 14, p2 = (size_t)n * 32 * 7 * 7;
-    size_t f = sizeof(float);
-    c->c1 = be->alloc(be, big * f);
-    c->a1 = be->alloc(be, big * f);
-    c->p1 = be->alloc(be, p1 * f);
-    c->c2 = be->alloc(be, mid * f);
-    c->a2 = be->alloc(be, mid * f);
-    c->p2 = be->alloc(be, p2 * f);
+    c->c1 = backend_alloc_elems(be, big, dt);
+    c->a1 = backend_alloc_elems(be, big, dt);
+    c->p1 = backend_alloc_elems(be, p1, dt);
+    c->c2 = backend_alloc_elems(be, mid, dt);
+    c->a2 = backend_alloc_elems(be, mid, dt);
+    c->p2 = backend_alloc_elems(be, p2, dt);
+    c->g_big = backend_alloc_elems(be, big, dt);
+    c->g_big2 = backend_alloc_elems(be, big, dt);
     c->arg1 = be->alloc(be, p1 * sizeof(int32_t));
     c->arg2 = be->alloc(be, p2 * sizeof(int32_t));
-    c->logits = be->alloc(be, (size_t)n * 10 * f);
-    c->g_big = be->alloc(be, big * f);
-    c->g_big2 = be->alloc(be, big * f);
-    c->x_half = be->alloc(be, (size_t)n * 28 * 28 * f);
-    if (!c->c1 || !c->a1 || !c->p1 || !c->c2 || !c->a2 || !c->p2 || !c->arg1 || !c->arg2 ||
-        !c->logits || !c->g_big || !c->g_big2 || !c->x_half) {
+    c->logits = be->alloc(be, (size_t)n * 10 * sizeof(float));
+    int ok = c->c1 && c->a1 && c->p1 && c->c2 && c->a2 && c->p2 && c->g_big && c->g_big2 &&
+             c->arg1 && c->arg2 && c->logits;
+    if (ok && dt != DT_F32) {
+        c->x_cast = backend_alloc_elems(be, (size_t)n * 28 * 28, dt);
+        c->fc_out = backend_alloc_elems(be, (size_t)n * 10, dt);
+        c->dfc_out = backend_alloc_elems(be, (size_t)n * 10, dt);
+        ok = c->x_cast && c->fc_out && c->dfc_out;
+    }
+    if (!ok) {
         convnet_free_buffers(be, c);
         return error_wrap("convnet: activations for batch %d", n);
     }
@@ -82,25 +92,31 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     if (pool2d_shape_init(&c->ps1) || pool2d_shape_init(&c->ps2))
         return -1;
     c->n = n;
-    if (m->amp) { /* autocast casts the input of the first conv */
-        be->round_amp(be, (size_t)n * 28 * 28, m->amp, x, c->x_half);
-        x = c->x_half;
-    }
+    const enum dtype dt = c->dt;
     c->x = x;
+    if (dt != DT_F32) { /* autocast casts the input of the first conv */
+        be->cast(be, (size_t)n * 28 * 28, DT_F32, x, dt, c->x_cast);
+        c->x = c->x_cast;
+    }
 
-    conv2d_forward(be, &c->conv1, &c->cs1, x, c->c1);
+    conv2d_forward(be, &c->conv1, &c->cs1, c->x, c->c1);
     if (batchnorm_forward(be, &c->bn1, n, 28 * 28, c->c1, c->a1, train))
         return -1;
-    be->relu_forward(be, (size_t)n * 16 * 28 * 28, c->a1, c->a1);
-    be->maxpool2d_forward(be, &c->ps1, c->a1, c->p1, c->arg1);
+    be->relu_forward(be, (size_t)n * 16 * 28 * 28, dt, c->a1, c->a1);
+    be->maxpool2d_forward(be, &c->ps1, dt, c->a1, c->p1, c->arg1);
 
     conv2d_forward(be, &c->conv2, &c->cs2, c->p1, c->c2);
     if (batchnorm_forward(be, &c->bn2, n, 14 * 14, c->c2, c->a2, train))
         return -1;
-    be->relu_forward(be, (size_t)n * 32 * 14 * 14, c->a2, c->a2);
-    be->maxpool2d_forward(be, &c->ps2, c->a2, c->p2, c->arg2);
+    be->relu_forward(be, (size_t)n * 32 * 14 * 14, dt, c->a2, c->a2);
+    be->maxpool2d_forward(be, &c->ps2, dt, c->a2, c->p2, c->arg2);
 
-    linear_forward(be, &c->fc, n, c->p2, c->logits);
+    if (dt == DT_F32) {
+        linear_forward(be, &c->fc, n, c->p2, c->logits);
+    } else { /* the loss is autocast's fp32 op: it casts the logits to fp32 */
+        linear_forward(be, &c->fc, n, c->p2, c->fc_out);
+        be->cast(be, (size_t)n * 10, dt, c->fc_out, DT_F32, c->logits);
+    }
     *logits = c->logits;
     return 0;
 }
@@ -110,22 +126,28 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
     struct convnet *c = m->impl;
     struct backend *be = m->be;
     int n = c->n;
+    const enum dtype dt = c->dt;
     size_t mid = (size_t)n * 32 * 14 * 14, big = (size_t)n * 16 * 28 * 28;
-    float *g_p2 = c->g_big2; /* (n,1568) */
-    float *g_a2 = c->g_big;  /* (n,32,14,14), then dx of bn2 in place */
-    float *g_p1 = c->g_big2; /* (n,16,14,14), free again once g_p2 is consumed */
-    float *g_a1 = c->g_big;  /* (n,16,28,28), free again once g_a2 is consumed */
+    void *g_p2 = c->g_big2; /* (n,1568) */
+    void *g_a2 = c->g_big;  /* (n,32,14,14), then dx of bn2 in place */
+    void *g_p1 = c->g_big2; /* (n,16,14,14), free again once g_p2 is consumed */
+    void *g_a1 = c->g_big;  /* (n,16,28,28), free again once g_a2 is consumed */
 
-    if (linear_backward(be, &c->fc, n, c->p2, dlogits, g_p2, hook))
+    const void *dfc = dlogits;
+    if (dt != DT_F32) { /* the backward of the logits' cast to fp32: back to dt */
+        be->cast(be, (size_t)n * 10, DT_F32, dlogits, dt, c->dfc_out);
+        dfc = c->dfc_out;
+    }
+    if (linear_backward(be, &c->fc, n, c->p2, dfc, g_p2, hook))
         return -1;
-    be->maxpool2d_backward(be, &c->ps2, g_p2, c->arg2, g_a2);
-    be->relu_backward(be, mid, c->a2, g_a2, g_a2);
+    be->maxpool2d_backward(be, &c->ps2, dt, g_p2, c->arg2, g_a2);
+    be->relu_backward(be, mid, dt, c->a2, g_a2, g_a2);
     if (batchnorm_backward(be, &c->bn2, n, 14 * 14, c->c2, g_a2, g_a2, hook))
         return -1;
     if (conv2d_backward(be, &c->conv2, &c->cs2, c->p1, g_a2, g_p1, hook))
         return -1;
-    be->maxpool2d_backward(be, &c->ps1, g_p1, c->arg1, g_a1);
-    be->relu_backward(be, big, c->a1, g_a1, g_a1);
+    be->maxpool2d_backward(be, &c->ps1, dt, g_p1, c->arg1, g_a1);
+    be->relu_backward(be, big, dt, c->a1, g_a1, g_a1);
     if (batchnorm_backward(be, &c->bn1, n, 28 * 28, c->c1, g_a1, g_a1, hook))
         return -1;
     return conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook);
@@ -142,7 +164,9 @@ static int convnet_set_amp(struct model *m, enum amp_dtype amp)
 {
     struct convnet *c = m->impl;
     m->amp = amp;
-    c->bn1.amp = c->bn2.amp = amp;
+    if (c->dt != (enum dtype)amp) /* the activations change type: reallocated by forward */
+        convnet_free_buffers(m->be, c);
+    c->dt = c->bn1.dt = c->bn2.dt = (enum dtype)amp;
     if (conv2d_set_amp(m->be, &c->conv1, amp) || conv2d_set_amp(m->be, &c->conv2, amp) ||
         linear_set_amp(m->be, &c->fc, amp))
         return error_wrap("convnet autocast");

@@ -49,71 +49,75 @@ int conv2d_shape_for(const struct conv2d *l, int n, int h, int w, struct conv2d_
     return conv2d_shape_init(cs);
 }
 
-/* Allocate (or free, for AMP_OFF) the half copies of a weight and bias. */
-static int half_copies_set(struct backend *be, enum amp_dtype amp, const struct param *w,
-                           const struct param *b, float **w_half, float **b_half)
+/* The autocast buffers of a weight and bias (w_cast, b_cast, dw_cast, db_cast, in that
+ * order): freed, then for a half type allocated. */
+static int cast_buffers_set(struct backend *be, enum dtype dt, const struct param *w,
+                            const struct param *b, void *bufs[4])
 {
-    be->free(be, *w_half);
-    be->free(be, *b_half);
-    *w_half = *b_half = NULL;
-    if (amp == AMP_OFF)
+    for (int i = 0; i < 4; i++) {
+        be->free(be, bufs[i]);
+        bufs[i] = NULL;
+    }
+    if (dt == DT_F32)
         return 0;
-    *w_half = be->alloc(be, w->numel * sizeof(float));
-    if (b)
-        *b_half = be->alloc(be, b->numel * sizeof(float));
-    if (!*w_half || (b && !*b_half))
-        return error_wrap("autocast copy of %s", w->name);
+    for (int i = 0; i < 4; i++) {
+        const struct param *p = i % 2 ? b : w;
+        if (p && !(bufs[i] = backend_alloc_elems(be, p->numel, dt)))
+            return error_wrap("autocast copy of %s", p->name);
+    }
     return 0;
 }
 
-/* the weight to compute with: the parameter itself, or its half-rounded copy */
-static const float *amp_weight(struct backend *be, enum amp_dtype amp, const struct param *p,
-                               float *half)
+/* the weight to compute with: the parameter itself, or its copy cast to dt now (PyTorch's
+ * autocast casts a weight where an op uses it) */
+static const void *cast_weight(struct backend *be, enum dtype dt, const struct param *p,
+                               void *copy)
 {
     if (!p)
         return NULL;
-    if (amp == AMP_OFF)
+    if (dt == DT_F32)
         return p->data;
-    be->round_amp(be, p->numel, amp, p->data, half);
-    return half;
+    be->cast(be, p->numel, DT_F32, p->data, dt, copy);
+    return copy;
 }
 
-static size_t conv2d_out_numel(const struct conv2d_shape *cs)
+/* the gradient of a weight computed in dt (copy) into its fp32 grad: the cast's backward */
+static void cast_grad_back(struct backend *be, enum dtype dt, const struct param *p,
+                           const void *copy)
 {
-    return (size_t)cs->n * cs->k * cs->p * cs->q;
+    if (p && dt != DT_F32)
+        be->cast(be, p->numel, dt, copy, DT_F32, p->grad);
 }
 
 int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp)
 {
-    l->amp = amp;
-    return half_copies_set(be, amp, l->weight, l->bias, &l->w_half, &l->b_half);
+    void *bufs[4] = {l->w_cast, l->b_cast, l->dw_cast, l->db_cast};
+    l->dt = (enum dtype)amp;
+    const int rc = cast_buffers_set(be, l->dt, l->weight, l->bias, bufs);
+    l->w_cast = bufs[0], l->b_cast = bufs[1], l->dw_cast = bufs[2], l->db_cast = bufs[3];
+    return rc;
 }
 
 void conv2d_free(struct backend *be, struct conv2d *l) { conv2d_set_amp(be, l, AMP_OFF); }
 
 void conv2d_forward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
-                    const float *x, float *y)
+                    const void *x, void *y)
 {
-    const float *w = amp_weight(be, l->amp, l->weight, l->w_half);
-    const float *b = amp_weight(be, l->amp, l->bias, l->b_half);
-    be->conv2d_forward(be, cs, x, w, b, y);
-    if (l->amp)
-        be->round_amp(be, conv2d_out_numel(cs), l->amp, y, y);
+    const void *w = cast_weight(be, l->dt, l->weight, l->w_cast);
+    const void *b = cast_weight(be, l->dt, l->bias, l->b_cast);
+    be->conv2d_forward(be, cs, l->dt, x, w, b, y);
 }
 
 int conv2d_backward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
-                    const float *x, const float *dy, float *dx, const struct grad_hook *hook)
+                    const void *x, const void *dy, void *dx, const struct grad_hook *hook)
 {
-    const float *w = l->amp ? l->w_half : l->weight->data; /* as rounded by the forward */
-    float *db = l->bias ? l->bias->grad : NULL;
-    be->conv2d_backward(be, cs, x, w, dy, dx, l->weight->grad, db);
-    if (l->amp) {
-        if (dx)
-            be->round_amp(be, (size_t)cs->n * cs->c * cs->h * cs->w, l->amp, dx, dx);
-        be->round_amp(be, l->weight->numel, l->amp, l->weight->grad, l->weight->grad);
-        if (db)
-            be->round_amp(be, l->bias->numel, l->amp, db, db);
-    }
+    const int half = l->dt != DT_F32;
+    const void *w = half ? l->w_cast : l->weight->data; /* as cast by the forward */
+    void *dw = half ? l->dw_cast : l->weight->grad;
+    void *db = !l->bias ? NULL : half ? l->db_cast : l->bias->grad;
+    be->conv2d_backward(be, cs, l->dt, x, w, dy, dx, dw, db);
+    cast_grad_back(be, l->dt, l->weight, l->dw_cast);
+    cast_grad_back(be, l->dt, l->bias, l->db_cast);
     if (l->bias && grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);
@@ -153,16 +157,14 @@ static int batchnorm_gather_reserve(struct backend *be, struct batchnorm *l, int
     return l->gather ? 0 : error_wrap("batchnorm: gather buffer for %d ranks", world);
 }
 
-int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, const float *x,
-                      float *y, int train)
+int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, const void *x,
+                      void *y, int train)
 {
     int c = l->c;
     if (!train) {
-        be->batchnorm_forward_eval(be, n, c, hw, x, l->running_mean->data,
+        be->batchnorm_forward_eval(be, n, c, hw, l->dt, x, l->running_mean->data,
                                    l->running_var->data, l->eps, l->weight->data,
                                    l->bias->data, y);
-        if (l->amp)
-            be->round_amp(be, (size_t)n * c * hw, l->amp, y, y);
         return 0;
     }
     int world = l->sync ? l->sync->world : 1;
@@ -173,7 +175,7 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
     float *invstds = means + (size_t)world * c, *counts = invstds + (size_t)world * c;
     float local_count = (float)n * (float)hw;
 
-    be->batchnorm_stats(be, n, c, hw, x, l->eps, send, send + c);
+    be->batchnorm_stats(be, n, c, hw, l->dt, x, l->eps, send, send + c);
     be->upload(be, send + 2 * c, &local_count, sizeof local_count);
     if (world > 1) {
         if (l->sync->allgather(l->sync, send, recv, row, COMM_F32))
@@ -202,25 +204,22 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
                                l->running_mean->data, l->running_var->data, l->mean,
                                l->invstd);
     l->num_batches_tracked->counter++;
-    be->batchnorm_elemt(be, n, c, hw, x, l->mean, l->invstd, l->weight->data, l->bias->data, y);
-    if (l->amp)
-        be->round_amp(be, (size_t)n * c * hw, l->amp, y, y);
+    be->batchnorm_elemt(be, n, c, hw, l->dt, x, l->mean, l->invstd, l->weight->data,
+                        l->bias->data, y);
     return 0;
 }
 
-int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, const float *x,
-                       const float *dy, float *dx, const struct grad_hook *hook)
+int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, const void *x,
+                       const void *dy, void *dx, const struct grad_hook *hook)
 {
     int c = l->c;
-    be->batchnorm_backward_reduce(be, n, c, hw, dy, x, l->mean, l->invstd, l->sums,
+    be->batchnorm_backward_reduce(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd, l->sums,
                                   l->sums + c, l->weight->grad, l->bias->grad);
     if (l->sync && l->sync->world > 1 &&
         comm_allreduce(l->sync, l->sums, 2 * (size_t)c, COMM_F32))
         return error_wrap("SyncBatchNorm %s backward", l->weight->name);
-    be->batchnorm_backward_elemt(be, n, c, hw, dy, x, l->mean, l->invstd, l->weight->data,
-                                 l->sums, l->sums + c, l->count, dx);
-    if (l->amp)
-        be->round_amp(be, (size_t)n * c * hw, l->amp, dx, dx);
+    be->batchnorm_backward_elemt(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd,
+                                 l->weight->data, l->sums, l->sums + c, l->count, dx);
     if (grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);
@@ -249,32 +248,32 @@ int linear_init(struct linear *l, struct param_table *t, const char *prefix, int
 
 int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp)
 {
-    l->amp = amp;
-    return half_copies_set(be, amp, l->weight, l->bias, &l->w_half, &l->b_half);
+    void *bufs[4] = {l->w_cast, l->b_cast, l->dw_cast, l->db_cast};
+    l->dt = (enum dtype)amp;
+    const int rc = cast_buffers_set(be, l->dt, l->weight, l->bias, bufs);
+    l->w_cast = bufs[0], l->b_cast = bufs[1], l->dw_cast = bufs[2], l->db_cast = bufs[3];
+    return rc;
 }
 
 void linear_free(struct backend *be, struct linear *l) { linear_set_amp(be, l, AMP_OFF); }
 
-void linear_forward(struct backend *be, const struct linear *l, int n, const float *x, float *y)
+void linear_forward(struct backend *be, const struct linear *l, int n, const void *x, void *y)
 {
-    const float *w = amp_weight(be, l->amp, l->weight, l->w_half);
-    const float *b = amp_weight(be, l->amp, l->bias, l->b_half);
-    be->linear_forward(be, n, l->in, l->out, x, w, b, y);
-    if (l->amp)
-        be->round_amp(be, (size_t)n * l->out, l->amp, y, y);
+    const void *w = cast_weight(be, l->dt, l->weight, l->w_cast);
+    const void *b = cast_weight(be, l->dt, l->bias, l->b_cast);
+    be->linear_forward(be, n, l->in, l->out, l->dt, x, w, b, y);
 }
 
-int linear_backward(struct backend *be, const struct linear *l, int n, const float *x,
-                    const float *dy, float *dx, const struct grad_hook *hook)
+int linear_backward(struct backend *be, const struct linear *l, int n, const void *x,
+                    const void *dy, void *dx, const struct grad_hook *hook)
 {
-    const float *w = l->amp ? l->w_half : l->weight->data;
-    be->linear_backward(be, n, l->in, l->out, x, w, dy, dx, l->weight->grad, l->bias->grad);
-    if (l->amp) {
-        if (dx)
-            be->round_amp(be, (size_t)n * l->in, l->amp, dx, dx);
-        be->round_amp(be, l->weight->numel, l->amp, l->weight->grad, l->weight->grad);
-        be->round_amp(be, l->bias->numel, l->amp, l->bias->grad, l->bias->grad);
-    }
+    const int half = l->dt != DT_F32;
+    const void *w = half ? l->w_cast : l->weight->data;
+    void *dw = half ? l->dw_cast : l->weight->grad;
+    void *db = half ? l->db_cast : l->bias->grad;
+    be->linear_backward(be, n, l->in, l->out, l->dt, x, w, dy, dx, dw, db);
+    cast_grad_back(be, l->dt, l->weight, l->dw_cast);
+    cast_grad_back(be, l->dt, l->bias, l->db_cast);
     if (grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);

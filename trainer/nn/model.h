@@ -18,15 +18,18 @@ struct model {
     struct param_table params;
     int in_c, in_h, in_w, classes; /* input (n, in_c, in_h, in_w) -> logits (n, classes) */
 
-    /* x (n, in_c, in_h, in_w) on the device -> *logits (n, classes), owned by the model.
-     * train selects batch statistics in BatchNorm. */
+    /* x (n, in_c, in_h, in_w) fp32 on the device -> *logits (n, classes) fp32, owned by
+     * the model.  train selects batch statistics in BatchNorm.  Under autocast the model
+     * casts x to the half type and its half logits to fp32 for the loss (an fp32 op). */
     int (*forward)(struct model *m, const float *x, int n, int train, const float **logits);
-    /* from dlogits (n, classes) of the last forward: every parameter's grad, each reported
-     * to hook (may be NULL) as soon as it is final */
+    /* from dlogits (n, classes) fp32 of the last forward (under autocast cast back to the
+     * half type first: the logits cast's backward): every parameter's fp32 grad, each
+     * reported to hook (may be NULL) as soon as it is final */
     int (*backward)(struct model *m, const float *dlogits, const struct grad_hook *hook);
     /* make every BatchNorm a SyncBatchNorm over comm (NULL: back to local) */
     void (*set_sync_bn)(struct model *m, struct comm *comm);
-    /* autocast every conv, linear and batch norm (and the input) to amp; 0 or -1 */
+    /* autocast every conv, linear and batch norm (and the input) to amp: activations of
+     * the half type from the next forward on; 0 or -1 */
     int (*set_amp)(struct model *m, enum amp_dtype amp);
     enum amp_dtype amp;
     void (*destroy)(struct model *m);

@@ -5,6 +5,8 @@
 #include "comm/comm.h"
 #include "common/error.h"
 
+#include <stdlib.h>
+
 void scaler_init(struct grad_scaler *s, int enabled)
 {
     *s = (struct grad_scaler){.enabled = enabled, .scale = enabled ? 65536.0f : 1.0f,
@@ -19,23 +21,38 @@ int scaler_unscale(struct grad_scaler *s, struct param_table *params, struct com
     if (!s->enabled)
         return 0;
     struct backend *be = params->be;
-    float inv_scale = 1.0f / s->scale; /* exact: the scale is a power of two */
-    int found = 0;
+    const int count = params->trainable;
+    float **grads = malloc(((size_t)count + 1) * sizeof *grads);
+    size_t *numels = malloc(((size_t)count + 1) * sizeof *numels);
+    float *flag = scratch ? scratch : be->alloc(be, sizeof(float));
+    int rc = -1;
+    if (!grads || !numels || !flag) {
+        error_wrap("GradScaler: out of memory for the unscale of %d gradients", count);
+        goto out;
+    }
+    int k = 0;
     for (int i = 0; i < params->count; i++) {
         struct param *p = params->items[i];
-        if (p->kind == PARAM_TRAINABLE && be->unscale_check(be, p->numel, p->grad, inv_scale))
-            found = 1;
+        if (p->kind == PARAM_TRAINABLE && k < count) {
+            grads[k] = p->grad;
+            numels[k++] = p->numel;
+        }
     }
-    if (comm && comm->world > 1) {
-        float flag = (float)found;
-        be->upload(be, scratch, &flag, sizeof flag);
-        if (comm_allreduce(comm, scratch, 1, COMM_F32))
-            return error_wrap("GradScaler: all-reducing found_inf");
-        be->download(be, &flag, scratch, sizeof flag);
-        found = flag != 0.0f;
+    be->unscale(be, k, grads, numels, 1.0f / s->scale, flag); /* 1/scale: exact, a power of 2 */
+    if (comm && comm->world > 1 && comm_allreduce(comm, flag, 1, COMM_F32)) {
+        error_wrap("GradScaler: all-reducing found_inf");
+        goto out;
     }
-    *found_inf = found;
-    return 0;
+    float host = 0.0f;
+    be->download(be, &host, flag, sizeof host);
+    *found_inf = host != 0.0f;
+    rc = 0;
+out:
+    if (flag != scratch)
+        be->free(be, flag);
+    free(grads);
+    free(numels);
+    return rc;
 }
 
 void scaler_update(struct grad_scaler *s, int found_inf)

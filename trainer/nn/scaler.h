@@ -24,8 +24,12 @@ struct grad_scaler {
 void scaler_init(struct grad_scaler *s, int enabled);
 
 /* Unscale every trainable gradient in place and set *found_inf (1: some gradient is inf
- * or nan, on this rank or, with comm, on any rank).  scratch is one device float.  0 or
- * -1 (error_set).  Disabled: *found_inf = 0 and nothing is touched. */
+ * or nan, on this rank or, with comm, on any rank).  One fused pass over all gradients
+ * (the backend's unscale slot) writes the flag into scratch, one device float; with comm
+ * it is all-reduced there; reading it back is the step's one host wait, as GradScaler's
+ * found_inf.item().  scratch NULL: a float is allocated for the call (and freed, which
+ * waits on a device: pass one in a training loop).  0 or -1 (error_set).  Disabled:
+ * *found_inf = 0 and nothing is touched. */
 int scaler_unscale(struct grad_scaler *s, struct param_table *params, struct comm *comm,
                    float *scratch, int *found_inf);
 

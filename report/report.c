@@ -34,7 +34,8 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
-                   BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_NCOLS };
+                   BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_TRANSFER, BU_SYNC_WAIT, BU_START_SKEW,
+                   BU_XFER_ALGBW, BU_XFER_BUSBW, BU_NCOLS };
 static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_RUN] = {"run", "run", "", 1},
     [BU_WORLD_SIZE] = {"world_size", "ranks", "", 0},
@@ -45,10 +46,16 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_MEAN] = {"mean_ms", "time", "ms", 0},
     [BU_ALGBW] = {"algbw_GBps", "algbw", "GB/s", 0},
     [BU_BUSBW] = {"busbw_GBps", "busbw", "GB/s", 0},
-    [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0}};
+    [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0},
+    [BU_TRANSFER] = {"transfer_ms", "transfer", "ms", 0},
+    [BU_SYNC_WAIT] = {"sync_wait_ms", "sync wait", "ms", 0},
+    [BU_START_SKEW] = {"start_skew_ms", "start skew", "ms", 0},
+    [BU_XFER_ALGBW] = {"xfer_algbw_GBps", "xfer algbw", "GB/s", 0},
+    [BU_XFER_BUSBW] = {"xfer_busbw_GBps", "xfer busbw", "GB/s", 0}};
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
-                   OV_IDLE, OV_NCOLS };
+                   OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
+                   OV_KERNEL_GAP, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
     [OV_RANK] = {"rank", "rank", "", 0},
@@ -57,7 +64,13 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_COMM] = {"comm_ms", "comm", "ms", 0},
     [OV_EXPOSED_COMM] = {"exposed_comm_ms", "exposed comm", "ms", 0},
     [OV_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
-    [OV_IDLE] = {"idle_ms", "idle", "ms", 0}};
+    [OV_IDLE] = {"idle_ms", "idle", "ms", 0},
+    [OV_K_COMPUTE] = {"k_compute_ms", "k compute", "ms", 0},
+    [OV_K_COMM] = {"k_comm_ms", "k comm", "ms", 0},
+    [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
+    [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
+    [OV_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
+    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0}};
 
 enum stragglers_col { ST_RUN, ST_STEP, ST_RANKS, ST_SLOWEST_RANK, ST_MAX_COMPUTE,
                       ST_MIN_COMPUTE, ST_SKEW, ST_WAIT, ST_NCOLS };
@@ -139,7 +152,8 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             table_set(t, BU_BUCKET, "%d", bs->bucket);
             if (bs->params >= 0)
                 table_set(t, BU_PARAMS, "%lld", (long long)bs->params);
-            table_set(t, BU_BYTES, "%lld", (long long)bs->bytes);
+            if (bs->bytes >= 0)
+                table_set(t, BU_BYTES, "%lld", (long long)bs->bytes);
             table_set(t, BU_COUNT, "%zu", bs->count);
             table_set(t, BU_MEAN, "%.3f", analysis_mean_ns(bs->total_ns, bs->count) * 1e-6);
             if (analysis_algbw(bs, &algbw)) {
@@ -148,6 +162,17 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             }
             if (analysis_pct_hidden(bs, &pct))
                 table_set(t, BU_PCT_HIDDEN, "%.2f", pct);
+            double ns, xbw;
+            if (analysis_transfer_ns(bs, &ns))
+                table_set(t, BU_TRANSFER, "%.3f", ns * 1e-6);
+            if (analysis_sync_wait_ns(bs, &ns))
+                table_set(t, BU_SYNC_WAIT, "%.3f", ns * 1e-6);
+            if (analysis_start_skew_ns(bs, &ns))
+                table_set(t, BU_START_SKEW, "%.3f", ns * 1e-6);
+            if (analysis_xfer_algbw(bs, &xbw)) {
+                table_set(t, BU_XFER_ALGBW, "%.3f", xbw);
+                table_set(t, BU_XFER_BUSBW, "%.3f", analysis_busbw(xbw, n));
+            }
         }
     }
 }
@@ -168,6 +193,19 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             if (analysis_overlap_pct(r, &pct))
                 table_set(t, OV_OVERLAP, "%.2f", pct);
             table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
+            if (!r->has_kern)
+                continue;
+            const struct kernel_sweep *k = &r->kern;
+            int64_t ns;
+            table_set(t, OV_K_COMPUTE, "%.3f", ms(k->compute.total));
+            table_set(t, OV_K_COMM, "%.3f", ms(k->comm.total));
+            if (analysis_kernel_overlap_pct(k, &pct))
+                table_set(t, OV_K_OVERLAP, "%.2f", pct);
+            table_set(t, OV_K_IDLE, "%.3f", ms(analysis_kernel_idle_ns(k)));
+            if (analysis_host_wait_ns(k, &ns))
+                table_set(t, OV_HOST_WAIT, "%.3f", ms(ns));
+            if (analysis_kernel_gap_ns(k, &ns))
+                table_set(t, OV_KERNEL_GAP, "%.3f", ms(ns));
         }
 }
 

@@ -36,6 +36,12 @@
 #define IMPORT_WINDOW 65536     /* records per reorder window */
 #define IMPORT_LAUNCHES 65536   /* launch table slots (a power of two) */
 #define IMPORT_LOOKBACK 64      /* records searched back for the phase of a launch */
+/* Times a trace may hold, so that sums and offsets stay far from int64 overflow: ts and
+ * baseTimeNanoseconds within 4e18 ns (127 years; old Kineto writes µs since 1970), one
+ * event at most 1e14 ns (28 hours), a clock offset at most 1e17 ns (3 years). */
+#define IMPORT_MAX_TS 4000000000000000000LL
+#define IMPORT_MAX_DUR 100000000000000LL
+#define IMPORT_MAX_OFFSET 100000000000000000LL
 
 /* ---- records ---- */
 
@@ -105,8 +111,7 @@ struct imp {
     struct rec_list recs;  /* CPU records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */
     struct rec_list annot; /* gpu_user_annotation all-reduces */
-    int bwd_open;
-    struct rec bwd;        /* the backward span being grown */
+    size_t bwd_open;       /* 1 + index of the backward span being grown; 0: none */
     size_t want_dims;      /* 1 + index of the forward waiting for its batch size; 0: none */
     int dev_out;           /* device activity has come out of its window */
     int64_t attr_mark;     /* latest launch attributed to a phase */
@@ -207,21 +212,16 @@ static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
 
 /* ---- the CPU window's output: records, in start order ---- */
 
-static int imp_close_backward(struct imp *im)
+static void imp_close_backward(struct imp *im)
 {
-    if (!im->bwd_open)
-        return 0;
     im->bwd_open = 0;
-    return rec_append(im, &im->recs, &im->bwd);
 }
 
 /* The record of a phase (forward, backward, optimizer) whose host span holds t: the latest
- * such record starting at or before t (searching back a few records), or the backward span
- * still growing. */
+ * such record starting at or before t (searching back a few records; the records are in
+ * start order, a backward span holding its place from its first op). */
 static struct rec *imp_phase_at(struct imp *im, int64_t t)
 {
-    if (im->bwd_open && im->bwd.start <= t && t <= im->bwd.end)
-        return &im->bwd;
     size_t lo = 0, hi = im->recs.n; /* first record starting after t */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -247,14 +247,18 @@ static int imp_cpu_out(struct imp *im, const struct rec *r)
     switch ((enum rec_kind)r->kind) {
     case R_BACKWARD:
         if (im->bwd_open) {
-            if (r->end > im->bwd.end)
-                im->bwd.end = r->end;
+            struct rec *b = &im->recs.v[im->bwd_open - 1];
+            if (r->end > b->end)
+                b->end = r->end;
+            return 0;
         } else {
-            im->bwd = *r;
-            im->bwd.name = im->n_backward;
-            im->bwd_open = 1;
+            struct rec b = *r;
+            b.name = im->n_backward;
+            if (rec_append(im, &im->recs, &b) < 0)
+                return -1;
+            im->bwd_open = im->recs.n;
+            return 0;
         }
-        return 0;
     case R_DIMS:
         if (im->want_dims) {
             struct rec *fwd = &im->recs.v[im->want_dims - 1];
@@ -284,7 +288,8 @@ static int imp_cpu_out(struct imp *im, const struct rec *r)
     case R_PARAMS:
         return rec_append(im, &im->recs, r);
     default: /* step, forward, optimizer, data: a new call ends a backward span */
-        if (imp_close_backward(im) < 0 || rec_append(im, &im->recs, r) < 0)
+        imp_close_backward(im);
+        if (rec_append(im, &im->recs, r) < 0)
             return -1;
         if (r->kind == R_FORWARD)
             im->want_dims = im->recs.n;
@@ -432,12 +437,13 @@ static int imp_event(void *ctx, const struct pt_event *e)
     im->events++;
     if (e->ph != 'X')
         return 0;
-    if (!e->has_ts) {
+    if (!e->has_ts || e->ts_ns < -IMPORT_MAX_TS || e->ts_ns > IMPORT_MAX_TS ||
+        (e->has_dur && e->dur_ns > IMPORT_MAX_DUR)) {
         im->no_ts++;
         return 0;
     }
     int64_t dur = e->has_dur && e->dur_ns > 0 ? e->dur_ns : 0;
-    int64_t end = e->ts_ns > INT64_MAX - dur ? INT64_MAX : e->ts_ns + dur;
+    int64_t end = e->ts_ns + dur;
     switch (e->cat) {
     case PT_CAT_NONE:
     case PT_CAT_CPU_OP:
@@ -608,8 +614,7 @@ static int imp_drain(struct imp *im)
     while (reorder_pop(&im->cpu, &r))
         if (imp_cpu_out(im, &r) < 0)
             return -1;
-    if (imp_close_backward(im) < 0)
-        return -1;
+    imp_close_backward(im);
     struct dev_item d;
     while (reorder_pop(&im->dev, &d))
         if (imp_dev_out(im, &d) < 0)
@@ -919,8 +924,9 @@ static void imp_warn(const struct imp *im)
                     "Kineto's order): device phase times may miss kernels",
                     im->path, (unsigned long long)im->cpu_after_dev);
     if (im->no_ts)
-        report_warn("%s: %llu event(s) without a numeric ts: skipped", im->path,
-                    (unsigned long long)im->no_ts);
+        report_warn("%s: %llu event(s) without a usable ts (none, not a number, or beyond 127 "
+                    "years; or longer than 28 hours): skipped",
+                    im->path, (unsigned long long)im->no_ts);
 }
 
 /* Read one rank: from path (buf NULL) or from buf[0..len).  Fills t's rows, *hdr, *res. */
@@ -968,6 +974,11 @@ static int imp_rank(struct runset *rs, const char *path, const char *buf, size_t
         rc = imp_finish(im, t, res);
     }
     res->base_ns = hdr->has_base ? hdr->base_ns : 0;
+    if (rc == 0 && (res->base_ns < 0 || res->base_ns > IMPORT_MAX_TS)) {
+        report_warn("%s: baseTimeNanoseconds %lld is out of range: taken as 0", path,
+                    (long long)res->base_ns);
+        res->base_ns = 0;
+    }
     imp_free(im);
     free(im);
     return rc;
@@ -1052,7 +1063,8 @@ int import_dir_traces(const char *dir, char ***paths, int *n)
         free(v);
         return -1;
     }
-    qsort(v, (size_t)count, sizeof *v, cmp_str);
+    if (count > 1)
+        qsort(v, (size_t)count, sizeof *v, cmp_str);
     *paths = v;
     *n = count;
     return 0;
@@ -1136,7 +1148,9 @@ static int imp_align(struct run *run, const enum pt_format *fmt)
                 } else if (re[i].key > te[j].key) {
                     j++;
                 } else {
-                    d[nd++] = re[i].end - te[j].end;
+                    int64_t diff;
+                    if (!__builtin_sub_overflow(re[i].end, te[j].end, &diff))
+                        d[nd++] = diff;
                     i++;
                     j++;
                 }
@@ -1146,8 +1160,16 @@ static int imp_align(struct run *run, const enum pt_format *fmt)
                 rc = error_set("report: out of memory");
                 break;
             }
-            if (nd > 0) {
-                t->offset_ns = analysis_clock_offset(d, nd);
+            int64_t off = nd > 0 ? analysis_clock_offset(d, nd) : 0;
+            if (nd > 0 && (off > IMPORT_MAX_OFFSET || off < -IMPORT_MAX_OFFSET)) {
+                t->offset_ns = 0;
+                snprintf(method, sizeof method, "none: the estimate (%lld s) is implausible",
+                         (long long)(off / 1000000000));
+                report_warn("%s: clock offset to rank %d estimated at %lld s, implausible: "
+                            "taken as 0",
+                            t->path, ref->rank, (long long)(off / 1000000000));
+            } else if (nd > 0) {
+                t->offset_ns = off;
                 snprintf(method, sizeof method, "median of %zu %s all-reduce end(s) vs rank %d",
                          nd, dev ? "device" : "host", ref->rank);
             } else {

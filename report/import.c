@@ -769,6 +769,28 @@ static int imp_row(struct imp *im, struct rank_trace *t, const struct rec *r, in
     return 0;
 }
 
+/* Records of kind dk in dst without a size take the size of the record of kind sk in src
+ * with the same step and bucket (both lists in (step, bucket) order for their kind). */
+static void imp_fill_bytes(struct rec_list *dst, int dk, const struct rec_list *src, int sk)
+{
+    size_t h = 0;
+    for (size_t i = 0; i < dst->n; i++) {
+        struct rec *d = &dst->v[i];
+        if (d->kind != dk || d->val >= 0 || d->bucket < 0)
+            continue;
+        for (; h < src->n; h++) {
+            const struct rec *c = &src->v[h];
+            if (c->kind != sk || c->bucket < 0)
+                continue;
+            if (c->step > d->step || (c->step == d->step && c->bucket >= d->bucket))
+                break;
+        }
+        if (h < src->n && src->v[h].kind == sk && src->v[h].step == d->step &&
+            src->v[h].bucket == d->bucket)
+            d->val = src->v[h].val;
+    }
+}
+
 /* In the steps where no backend all-reduce op (nccl:all_reduce, ...) was recorded, the
  * record_param_comms of the all-reduces stand for them. */
 static int imp_params_as_coll(struct imp *im)
@@ -839,24 +861,13 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         return -1;
     }
     imp_number_buckets(&im->recs, R_COLL);
+    imp_number_buckets(&im->recs, R_PARAMS);
     imp_number_buckets(dev, dev == &im->nccl ? R_NCCL : R_ANNOT);
-    /* device all-reduces without sizes take their host collective's (same step, bucket) */
-    size_t h = 0;
-    for (size_t i = 0; i < dev->n; i++) {
-        struct rec *d = &dev->v[i];
-        if (d->val >= 0 || d->bucket < 0)
-            continue;
-        for (; h < im->recs.n; h++) {
-            const struct rec *c = &im->recs.v[h];
-            if (c->kind != R_COLL || c->bucket < 0)
-                continue;
-            if (c->step > d->step || (c->step == d->step && c->bucket >= d->bucket))
-                break;
-        }
-        if (h < im->recs.n && im->recs.v[h].kind == R_COLL && im->recs.v[h].step == d->step &&
-            im->recs.v[h].bucket == d->bucket)
-            d->val = im->recs.v[h].val;
-    }
+    /* sizes by order within the step: a backend op on another thread than its
+     * record_param_comms (gloo's worker) takes the k-th one's; a device all-reduce without
+     * args takes its host collective's */
+    imp_fill_bytes(&im->recs, R_COLL, &im->recs, R_PARAMS);
+    imp_fill_bytes(dev, dev == &im->nccl ? R_NCCL : R_ANNOT, &im->recs, R_COLL);
     /* rows */
     int64_t images = 0;
     int images_known = 1, forwards = 0;

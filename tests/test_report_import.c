@@ -288,6 +288,7 @@ struct mini {
     const char *dtype;
     int reverse;        /* write the events in reverse order */
     int nccl_args;      /* Collective name args on the kernel */
+    int worker;         /* the backend op is gloo's, on a worker thread (tid 9) */
 };
 
 /* One rank, 3 iterations 10 ms apart: data, forward (input dims 8x4), backward ops, one
@@ -318,8 +319,12 @@ static char *mini_trace(const struct mini *m)
                       "\"tid\":2,\"ts\":%ld,\"dur\":50,\"args\":{\"Collective name\":\"allreduce\","
                       "\"In msg nelems\":1000,\"dtype\":\"%s\",\"Group size\":2}}",
             t + 4000, m->dtype);
-        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\",\"pid\":1,"
-                      "\"tid\":2,\"ts\":%ld,\"dur\":40}", t + 4005);
+        if (m->worker)
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"gloo:all_reduce\","
+                          "\"pid\":1,\"tid\":9,\"ts\":%ld,\"dur\":1900}", t + 4100);
+        else
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\","
+                          "\"pid\":1,\"tid\":2,\"ts\":%ld,\"dur\":40}", t + 4005);
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Optimizer.step#SGD."
                       "step\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":500}", t + 8000);
         /* device: a forward kernel, a backward kernel, the all-reduce */
@@ -388,7 +393,7 @@ static char *mini_dir(const char *name, struct mini m)
 }
 
 static const struct mini mini_good = {0, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
-                                      "Float", 0, 0};
+                                      "Float", 0, 0, 0};
 
 static void test_mini_good_and_reversed(void)
 {
@@ -433,6 +438,16 @@ static void test_mini_good_and_reversed(void)
         free(a);
         free(b);
     }
+    /* gloo's all-reduce runs on a worker thread, its record_param_comms on the caller's:
+     * the sizes are matched by order within the step (bucket 0: 1000 Float = 4000 B) */
+    struct mini w = mini_good;
+    w.worker = 1;
+    char *d3 = mini_dir("mini-worker", w), *out3 = test_path(root, "mini-worker-out");
+    CHECK(report1(d3, out3, &err) == 0, "mini with a worker thread: %s", error_get());
+    free(err);
+    expect_prefix("buckets.csv", out3, "mini-worker,2,0,,4000,6,1.900,");
+    free(d3);
+    free(out3);
     free(d);
     free(d2);
     free(out);

@@ -111,6 +111,7 @@ struct imp {
     struct rec_list recs;  /* CPU records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */
     struct rec_list annot; /* gpu_user_annotation all-reduces */
+    struct rec_list gann;  /* gpu_user_annotation spans of phases (forward, ...) */
     size_t bwd_open;       /* 1 + index of the backward span being grown; 0: none */
     size_t want_dims;      /* 1 + index of the forward waiting for its batch size; 0: none */
     int dev_out;           /* device activity has come out of its window */
@@ -458,15 +459,28 @@ static int imp_event(void *ctx, const struct pt_event *e)
     case PT_CAT_GPU_MEMCPY:
     case PT_CAT_GPU_MEMSET:
         return imp_dev_event(im, e, end);
-    case PT_CAT_GPU_USER_ANNOTATION:
-        if (is_backend_allreduce(e->name, e->name_len)) {
-            struct rec r = {.start = e->ts_ns, .end = end, .val = -1, .launch = -1,
-                            .kind = R_ANNOT};
-            if ((r.name = imp_name(im, e->name, e->name_len)) == STRPOOL_NONE)
-                return -1;
-            return rec_append(im, &im->annot, &r);
-        }
-        return 0;
+    case PT_CAT_GPU_USER_ANNOTATION: {
+        /* a record_function's span over its device work: an all-reduce's, or a phase's */
+        const char *n = e->name;
+        size_t len = e->name_len;
+        struct rec r = {.start = e->ts_ns, .end = end, .val = -1, .launch = -1};
+        if (is_backend_allreduce(n, len))
+            r.kind = R_ANNOT;
+        else if (len == 31 && memcmp(n, "DistributedDataParallel.forward", 31) == 0)
+            r.kind = R_FORWARD;
+        else if (starts_with(n, len, "autograd::engine::evaluate_function: "))
+            r.kind = R_BACKWARD;
+        else if (starts_with(n, len, "Optimizer.step#") ||
+                 starts_with(n, len, "Optimizer.zero_grad#"))
+            r.kind = R_OPTIMIZER;
+        else if (starts_with(n, len, "enumerate(DataLoader)#"))
+            r.kind = R_DATA;
+        else
+            return 0;
+        if ((r.name = imp_name(im, n, len)) == STRPOOL_NONE)
+            return -1;
+        return rec_append(im, r.kind == R_ANNOT ? &im->annot : &im->gann, &r);
+    }
     default:
         return 0;
     }
@@ -605,6 +619,7 @@ static void imp_free(struct imp *im)
     free(im->recs.v);
     free(im->nccl.v);
     free(im->annot.v);
+    free(im->gann.v);
 }
 
 /* Let every window's records out, CPU first. */
@@ -898,6 +913,18 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         }
     for (size_t i = 0; i < dev->n && !im->failed; i++)
         imp_row(im, t, &dev->v[i], TRACE_CLOCK_DEVICE, dev->v[i].start, dev->v[i].end);
+    /* a phase without kernels launched inside it (no launch times: e.g. ddpprof's own
+     * export) takes its device time from its gpu_user_annotation spans */
+    int launched[R_ANNOT + 1] = {0};
+    for (size_t i = 0; i < im->recs.n; i++)
+        launched[im->recs.v[i].kind] |= im->recs.v[i].dev_start >= 0;
+    for (size_t i = 0; i < im->gann.n && !im->failed; i++) {
+        struct rec *g = &im->gann.v[i];
+        if (launched[g->kind])
+            continue;
+        g->step = imp_step_at(steps, nsteps, g->start);
+        imp_row(im, t, g, TRACE_CLOCK_DEVICE, g->start, g->end);
+    }
     res->images = images_known && forwards > 0 ? images : -1;
     res->device_rows = dev->n > 0;
     free(steps);

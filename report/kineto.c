@@ -13,17 +13,13 @@
 #include "report/timeline.h"
 
 #define KINETO_CPU_PID 10000 /* + rank: the process of the rank's CPU events */
-#define KINETO_COMM_STREAM 20 /* the stream of device all-reduces without a stream id */
+#define KINETO_COMPUTE_STREAM 7 /* the lanes of device-clock ranges, as CUDA streams */
+#define KINETO_COMM_STREAM 20
 
 /* One row's place in the file: the sort key first. */
 struct kx {
     int64_t start;
     int64_t idx;
-};
-
-/* The host range of (phase, step, bucket) that launched a device range. */
-struct kx_host {
-    int64_t key, start;
 };
 
 struct kx_ctx {
@@ -36,7 +32,6 @@ struct kx_ctx {
     uint32_t ph[TRACE_PHASE_COUNT]; /* labels ids of the phases (STRPOOL_NONE: absent) */
     uint32_t kind[TRACE_KIND_COUNT];
     const char *backend;
-    int has_cupti; /* the rank has CUPTI rows: its device ranges become annotations */
 };
 
 static void kx_sep(struct kx_ctx *c)
@@ -69,10 +64,33 @@ static int kx_phase(const struct kx_ctx *c, const struct run_row *r)
     return -1;
 }
 
-static int64_t kx_host_key(int phase, const struct run_row *r)
+/* The CPU event a ddpprof phase becomes: its name and Kineto category. */
+static const char *kx_cpu_name(const struct kx_ctx *c, const struct run_row *r, int phase,
+                               char *name, size_t cap)
 {
-    return ((int64_t)phase << 56) | ((int64_t)(uint32_t)r->step << 20) |
-           (int64_t)((uint32_t)(r->bucket + 1) & 0xfffff);
+    switch (phase) {
+    case TRACE_PHASE_STEP:
+        snprintf(name, cap, "ProfilerStep#%d", r->step);
+        return "user_annotation";
+    case TRACE_PHASE_FORWARD:
+        snprintf(name, cap, "DistributedDataParallel.forward");
+        return "user_annotation";
+    case TRACE_PHASE_BACKWARD:
+        snprintf(name, cap, "autograd::engine::evaluate_function: ddpprof.backward");
+        return "cpu_op";
+    case TRACE_PHASE_OPTIMIZER:
+        snprintf(name, cap, "Optimizer.step#ddpprof.step");
+        return "user_annotation";
+    case TRACE_PHASE_DATA:
+        snprintf(name, cap, "enumerate(DataLoader)#ddpprof.loader");
+        return "user_annotation";
+    case TRACE_PHASE_ALLREDUCE:
+        snprintf(name, cap, "%s:all_reduce", c->backend);
+        return "cpu_op";
+    default:
+        snprintf(name, cap, "ddpprof.%s", phase >= 0 ? trace_phase_name(phase) : "range");
+        return "user_annotation";
+    }
 }
 
 /* A host range as a CPU event (two for an all-reduce: record_param_comms around the
@@ -82,32 +100,7 @@ static void kx_cpu(struct kx_ctx *c, const struct run_row *r, int phase)
     FILE *f = c->f;
     int pid = KINETO_CPU_PID + c->t->rank, tid = 1 + (r->stream >= 0 ? r->stream : 0);
     char name[96];
-    const char *cat = "user_annotation";
-    switch (phase) {
-    case TRACE_PHASE_STEP:
-        snprintf(name, sizeof name, "ProfilerStep#%d", r->step);
-        break;
-    case TRACE_PHASE_FORWARD:
-        snprintf(name, sizeof name, "DistributedDataParallel.forward");
-        break;
-    case TRACE_PHASE_BACKWARD:
-        snprintf(name, sizeof name, "autograd::engine::evaluate_function: ddpprof.backward");
-        cat = "cpu_op";
-        break;
-    case TRACE_PHASE_OPTIMIZER:
-        snprintf(name, sizeof name, "Optimizer.step#ddpprof.step");
-        break;
-    case TRACE_PHASE_DATA:
-        snprintf(name, sizeof name, "enumerate(DataLoader)#ddpprof.loader");
-        break;
-    case TRACE_PHASE_ALLREDUCE:
-        snprintf(name, sizeof name, "%s:all_reduce", c->backend);
-        cat = "cpu_op";
-        break;
-    default:
-        snprintf(name, sizeof name, "ddpprof.%s", trace_phase_name(phase));
-        break;
-    }
+    const char *cat = kx_cpu_name(c, r, phase, name, sizeof name);
     if (phase == TRACE_PHASE_ALLREDUCE && r->bucket >= 0) {
         kx_sep(c);
         fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
@@ -131,127 +124,64 @@ static void kx_cpu(struct kx_ctx *c, const struct run_row *r, int phase)
     fputs("}", f);
 }
 
-/* A device-clock range as a gpu_user_annotation (where CUPTI rows are the rank's kernels). */
+/* A device-clock range as a gpu_user_annotation named as its phase's CPU event (what Kineto
+ * writes for a record_function: its span over the device work). */
 static void kx_annotation(struct kx_ctx *c, const struct run_row *r, int phase)
 {
     FILE *f = c->f;
     char name[96];
-    if (phase == TRACE_PHASE_ALLREDUCE)
-        snprintf(name, sizeof name, "%s:all_reduce", c->backend);
-    else
-        snprintf(name, sizeof name, "ddpprof.%s", phase >= 0 ? trace_phase_name(phase) : "range");
+    kx_cpu_name(c, r, phase, name, sizeof name);
     kx_sep(c);
     fputs("{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ", f);
     kx_str(f, name);
     fprintf(f, ", \"pid\": 0, \"tid\": %d, ",
-            phase == TRACE_PHASE_ALLREDUCE ? KINETO_COMM_STREAM : 7);
+            phase == TRACE_PHASE_ALLREDUCE ? KINETO_COMM_STREAM : KINETO_COMPUTE_STREAM);
     kx_ts(f, "ts", r->start_ns - c->base_ns);
     fputs(", ", f);
     kx_ts(f, "dur", r->end_ns - r->start_ns);
     fputs("}", f);
 }
 
-/* A device-clock range or a CUPTI row as device activity; corr > 0: launched (a
- * cuda_runtime event and an ac2g flow at launch_ns). */
-static void kx_dev(struct kx_ctx *c, const struct run_row *r, int phase, int64_t corr,
-                   int64_t launch_ns)
+/* A CUPTI row as device activity on its stream.  ddpprof records no launches, so there is
+ * no cuda_runtime event or correlation to write. */
+static void kx_dev(struct kx_ctx *c, const struct run_row *r)
 {
     FILE *f = c->f;
-    int pid = KINETO_CPU_PID + c->t->rank;
-    int stream = r->clock == TRACE_CLOCK_CUPTI && r->stream >= 0 ? r->stream
-                 : phase == TRACE_PHASE_ALLREDUCE                ? KINETO_COMM_STREAM
-                                                                 : 7;
-    const char *cat = "kernel";
-    if (r->kind == c->kind[TRACE_KIND_MEMCPY])
-        cat = "gpu_memcpy";
-    else if (r->kind == c->kind[TRACE_KIND_MEMSET])
-        cat = "gpu_memset";
-    if (corr > 0) {
-        kx_sep(c);
-        fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
-                   "\"pid\": %d, \"tid\": 1, ",
-                pid);
-        kx_ts(f, "ts", launch_ns - c->base_ns);
-        fprintf(f, ", \"dur\": 1.000, \"args\": {\"correlation\": %lld}}", (long long)corr);
-        kx_sep(c);
-        fprintf(f, "{\"ph\": \"s\", \"id\": %lld, \"pid\": %d, \"tid\": 1, ", (long long)corr,
-                pid);
-        kx_ts(f, "ts", launch_ns - c->base_ns);
-        fputs(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}", f);
-    }
+    int stream = r->stream >= 0 ? r->stream : 0;
+    const char *cat = r->kind == c->kind[TRACE_KIND_MEMCPY]   ? "gpu_memcpy"
+                      : r->kind == c->kind[TRACE_KIND_MEMSET] ? "gpu_memset"
+                                                              : "kernel";
     kx_sep(c);
     fprintf(f, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": ", cat);
-    if (r->clock == TRACE_CLOCK_CUPTI) {
-        kx_str(f, strpool_get(&c->rs->names, r->name));
-    } else if (phase == TRACE_PHASE_ALLREDUCE) {
-        fputs("\"ncclDevKernel_AllReduce_Sum_u8_RING_LL(ncclDevKernelArgsStorage<4096ul>)\"", f);
-    } else {
-        char name[96];
-        snprintf(name, sizeof name, "ddpprof %s (device range)",
-                 phase >= 0 ? trace_phase_name(phase) : "range");
-        kx_str(f, name);
-    }
+    kx_str(f, strpool_get(&c->rs->names, r->name));
     fprintf(f, ", \"pid\": 0, \"tid\": %d, ", stream);
     kx_ts(f, "ts", r->start_ns - c->base_ns);
     fputs(", ", f);
     kx_ts(f, "dur", r->end_ns - r->start_ns);
     fprintf(f, ", \"args\": {\"device\": 0, \"stream\": %d", stream);
-    if (corr > 0)
-        fprintf(f, ", \"correlation\": %lld", (long long)corr);
-    if (phase == TRACE_PHASE_ALLREDUCE && r->clock != TRACE_CLOCK_CUPTI && r->bytes >= 0)
-        fprintf(f, ", \"Collective name\": \"allreduce\", \"In msg nelems\": %lld, "
-                   "\"Out msg nelems\": %lld, \"Group size\": %d, \"dtype\": \"Byte\"",
-                (long long)r->bytes, (long long)r->bytes, c->run->world_size);
-    else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset"))
+    if (strcmp(cat, "kernel") != 0)
         fprintf(f, ", \"bytes\": %lld", (long long)r->bytes);
     fputs("}}", f);
-    if (corr > 0) {
-        kx_sep(c);
-        fprintf(f, "{\"ph\": \"f\", \"id\": %lld, \"pid\": 0, \"tid\": %d, ", (long long)corr,
-                stream);
-        kx_ts(f, "ts", r->start_ns - c->base_ns);
-        fputs(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}", f);
-    }
-}
-
-static int kx_cmp_host(const void *a, const void *b)
-{
-    const struct kx_host *x = a, *y = b;
-    return (x->key > y->key) - (x->key < y->key);
 }
 
 static int kx_rank(struct kx_ctx *c, const char *path)
 {
     const struct rank_trace *t = c->t;
     struct kx *order = malloc((t->n + 1) * sizeof *order);
-    struct kx_host *host = malloc((t->n + 1) * sizeof *host);
-    size_t nh = 0;
-    if (!order || !host) {
-        free(order);
-        free(host);
+    if (!order)
         return error_set("%s: out of memory", path);
-    }
     uint32_t range = c->kind[TRACE_KIND_RANGE];
-    c->has_cupti = 0;
     for (size_t i = 0; i < t->n; i++) {
         order[i].start = t->rows[i].start_ns;
         order[i].idx = (int64_t)i;
-        const struct run_row *r = &t->rows[i];
-        int ph = kx_phase(c, r);
-        c->has_cupti |= r->clock == TRACE_CLOCK_CUPTI && r->kind != c->kind[TRACE_KIND_SYNC];
-        if (r->kind == range && r->clock == TRACE_CLOCK_HOST && ph >= 0)
-            host[nh++] = (struct kx_host){kx_host_key(ph, r), r->start_ns};
     }
     if (sort_by_i64(order, t->n, sizeof *order, 0) < 0) {
         free(order);
-        free(host);
         return error_wrap("%s", path);
     }
-    qsort(host, nh, sizeof *host, kx_cmp_host);
     FILE *f = fopen(path, "w");
     if (!f) {
         free(order);
-        free(host);
         return error_set("%s: cannot create (%s)", path, strerror(errno));
     }
     c->f = f;
@@ -282,10 +212,9 @@ static int kx_rank(struct kx_ctx *c, const char *path)
     /* CPU events in start order, then the device activity */
     for (size_t i = 0; i < t->n; i++) {
         const struct run_row *r = &t->rows[order[i].idx];
-        int ph = kx_phase(c, r);
-        if (r->kind == range && r->clock == TRACE_CLOCK_HOST)
-            kx_cpu(c, r, ph);
-        else if (r->kind == c->kind[TRACE_KIND_SYNC]) {
+        if (r->kind == range && r->clock == TRACE_CLOCK_HOST) {
+            kx_cpu(c, r, kx_phase(c, r));
+        } else if (r->kind == c->kind[TRACE_KIND_SYNC]) {
             kx_sep(c);
             fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ");
             kx_str(f, strpool_get(&c->rs->names, r->name));
@@ -296,30 +225,17 @@ static int kx_rank(struct kx_ctx *c, const char *path)
             fputs("}", f);
         }
     }
-    int64_t corr = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct run_row *r = &t->rows[order[i].idx];
-        int ph = kx_phase(c, r);
-        if (r->kind == c->kind[TRACE_KIND_SYNC] || (r->kind == range && r->clock == TRACE_CLOCK_HOST))
-            continue;
-        if (r->clock == TRACE_CLOCK_DEVICE && c->has_cupti) {
-            kx_annotation(c, r, ph);
-            continue;
-        }
-        int64_t launch = -1;
-        if (ph >= 0) {
-            struct kx_host key = {kx_host_key(ph, r), 0};
-            const struct kx_host *h = bsearch(&key, host, nh, sizeof *host, kx_cmp_host);
-            if (h)
-                launch = h->start;
-        }
-        kx_dev(c, r, ph, launch >= 0 ? ++corr : 0, launch);
+        if (r->kind == range && r->clock == TRACE_CLOCK_DEVICE)
+            kx_annotation(c, r, kx_phase(c, r));
+        else if (r->clock == TRACE_CLOCK_CUPTI && r->kind != c->kind[TRACE_KIND_SYNC])
+            kx_dev(c, r);
     }
     fputs("\n  ],\n  \"traceName\": ", f);
     kx_str(f, path);
     fputs("\n}\n", f);
     free(order);
-    free(host);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
     return bad ? error_set("%s: write failed: check the disk", path) : 0;

@@ -10,13 +10,12 @@
  *     Optimizer.step#, enumerate(DataLoader)#, and each bucket's all-reduce as
  *     record_param_comms (Collective name, In/Out msg nelems, dtype, Group size) around
  *     BACKEND:all_reduce;
- *   - CUPTI rows as kernel / gpu_memcpy / gpu_memset events on their stream, launched
- *     (cuda_runtime with a correlation id, an ac2g flow) at the start of the host range of
- *     the same phase, step and bucket;
- *   - device-clock ranges: where the rank has CUPTI rows, as gpu_user_annotation ranges
- *     (what they are: spans over those kernels); where it has none, as kernels launched the
- *     same way, a bucket's all-reduce as ncclDevKernel_AllReduce_* with the collective's
- *     args, so a rank with CUDA-event timing but no CUPTI keeps its device times.
+ *   - device-clock ranges (CUDA-event timing) as gpu_user_annotation ranges named as their
+ *     phase's CPU event (a bucket's: BACKEND:all_reduce), which is what Kineto writes for a
+ *     record_function's span over the device work;
+ *   - CUPTI rows as kernel / gpu_memcpy / gpu_memset events on their stream.  ddpprof does
+ *     not record launches, so there are no cuda_runtime events or correlation ids: none are
+ *     made up.
  * CPU events come first in start order, then the device activity, as Kineto writes them. */
 #ifndef DDPPROF_REPORT_KINETO_H
 #define DDPPROF_REPORT_KINETO_H

@@ -641,6 +641,77 @@ static char *ddpprof_run(const char *name)
     return d;
 }
 
+/* A one-rank GPU-shaped ddpprof run: host ranges, device-clock ranges (CUDA events) of
+ * forward and the all-reduce, and CUPTI rows (kernels, an NCCL kernel, a memcpy). */
+static char *ddpprof_gpu_run(const char *name)
+{
+    char *d = make_dir(name);
+    write_text(d, "meta.csv", "key,value\nmode,ddp\ndevice,cuda\nworld_size,1\ncomm,nccl\n"
+                              "hostname,gpubox\n");
+    struct text t = {0};
+    add(&t, "%s", trace_header);
+    for (int s = 1; s <= 2; s++) {
+        long long b = 5000000000LL + (s - 1) * 10000000LL;
+        add(&t, "0,%d,1,data,-1,host,%lld,%lld,0,data,range,2\n", s, b, b + 1000000);
+        add(&t, "0,%d,1,forward,-1,host,%lld,%lld,0,forward,range,0\n", s, b + 1000000,
+            b + 3000000);
+        add(&t, "0,%d,1,forward,-1,device,%lld,%lld,0,forward,range,0\n", s, b + 1200000,
+            b + 3500000);
+        add(&t, "0,%d,1,forward,-1,cupti,%lld,%lld,0,\"void k<float, 3>\",kernel,7\n", s,
+            b + 1300000, b + 2000000);
+        add(&t, "0,%d,1,backward,-1,host,%lld,%lld,0,backward,range,0\n", s, b + 3000000,
+            b + 7000000);
+        add(&t, "0,%d,1,backward,-1,cupti,%lld,%lld,0,wgrad,kernel,7\n", s, b + 3600000,
+            b + 6000000);
+        add(&t, "0,%d,1,allreduce,0,host,%lld,%lld,4096,allreduce.b0,range,1\n", s,
+            b + 5000000, b + 6000000);
+        add(&t, "0,%d,1,allreduce,0,device,%lld,%lld,4096,allreduce.b0,range,1\n", s,
+            b + 5100000, b + 6100000);
+        add(&t, "0,%d,1,allreduce,0,cupti,%lld,%lld,0,ncclDevKernel_AllReduce_Sum_f32_RING_LL,"
+                "kernel,13\n", s, b + 5100000, b + 6100000);
+        add(&t, "0,%d,1,optimizer,-1,host,%lld,%lld,0,optimizer,range,0\n", s, b + 8000000,
+            b + 9000000);
+        add(&t, "0,%d,1,optimizer,-1,cupti,%lld,%lld,8192,memcpy HtoD,memcpy,7\n", s,
+            b + 8000000, b + 9000000);
+        add(&t, "0,%d,1,step,-1,host,%lld,%lld,0,step,range,0\n", s, b, b + 9000000);
+    }
+    write_text(d, "rank0.trace.csv", t.s);
+    free(t.s);
+    return d;
+}
+
+/* Report dir into a, its --kineto export read back into b: the tables must be equal. */
+static void check_export_round_trip(const char *run, const char *label, const char *host)
+{
+    char *a = NULL, *b = NULL, *k = NULL, *err = NULL, *exported = NULL;
+    if (asprintf(&a, "%s/%s-ref", root, label) < 0 || asprintf(&b, "%s/%s-back", root, label) < 0 ||
+        asprintf(&k, "%s/kineto/%s", a, label) < 0 ||
+        asprintf(&exported, "%s_0.pt.trace.json", host) < 0)
+        abort();
+    const char *in[] = {run};
+    CHECK(report_capture(in, 1, a, 1, &err) == 0, "%s with --kineto: %s", label, error_get());
+    free(err);
+    char *k0 = test_read_file(k, exported);
+    CHECK(k0 && strstr(k0, "\"schemaVersion\": 1") && strstr(k0, "\"distributedInfo\"") &&
+              strstr(k0, "\"ProfilerStep#2\"") && strstr(k0, "\"record_param_comms\""),
+          "%s: the export %s/%s lacks the Kineto fields", label, k, exported);
+    free(k0);
+    CHECK(report1(k, b, &err) == 0, "%s: the export read back: %s", label, error_get());
+    free(err);
+    static const char *files[] = {"phases.csv", "overlap.csv", "buckets.csv", "stragglers.csv"};
+    for (int i = 0; i < 4; i++) {
+        char *x = test_read_file(a, files[i]), *y = test_read_file(b, files[i]);
+        CHECK(x && y && strcmp(x, y) == 0, "%s %s: the export read back differs:\n%s---\n%s",
+              label, files[i], x ? x : "", y ? y : "");
+        free(x);
+        free(y);
+    }
+    free(a);
+    free(b);
+    free(k);
+    free(exported);
+}
+
 static void test_mixed_and_export(void)
 {
     char *run = ddpprof_run("rt"), *out = test_path(root, "mixed-out"), *err = NULL;
@@ -656,8 +727,13 @@ static void test_mixed_and_export(void)
     free(sp);
     free(err);
 
-    /* the ddpprof run's Kineto export (out/kineto/rt/ddpprof_{0,1}.pt.trace.json: one host,
-     * so one clock) read back as a trace directory gives the same tables */
+    /* the ddpprof runs' Kineto exports (OUT/kineto/RUN/HOST_{0,1}.pt.trace.json: one host,
+     * so one clock) read back as trace directories give the same tables: a CPU run, and a
+     * GPU-shaped one whose device ranges come back from gpu_user_annotation spans and whose
+     * kernels give the same kernel figures */
+    char *gpu = ddpprof_gpu_run("gpu");
+    check_export_round_trip(gpu, "gpu", "gpubox");
+    free(gpu);
     char *kdir = test_path(out, "kineto/rt"), *out2 = test_path(root, "export-out");
     char *k0 = test_read_file(kdir, "ddpprof_0.pt.trace.json");
     CHECK(k0 && strstr(k0, "\"distributedInfo\": {\"backend\": \"shm\", \"rank\": 0, "

@@ -119,7 +119,7 @@ struct imp {
     struct kernel_sweep kern;
     int failed;
     /* counts for the warnings */
-    uint64_t events, no_ts, cpu_after_dev, unknown_nccl, nccl_kernels, dtype_unknown;
+    uint64_t events, no_ts, cpu_after_dev, unknown_nccl, dtype_unknown;
     char unknown_nccl_name[96], unknown_dtype[32];
     /* names interned once */
     uint32_t n_backward;
@@ -213,11 +213,6 @@ static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
 
 /* ---- the CPU window's output: records, in start order ---- */
 
-static void imp_close_backward(struct imp *im)
-{
-    im->bwd_open = 0;
-}
-
 /* The record of a phase (forward, backward, optimizer) whose host span holds t: the latest
  * such record starting at or before t (searching back a few records; the records are in
  * start order, a backward span holding its place from its first op). */
@@ -289,7 +284,7 @@ static int imp_cpu_out(struct imp *im, const struct rec *r)
     case R_PARAMS:
         return rec_append(im, &im->recs, r);
     default: /* step, forward, optimizer, data: a new call ends a backward span */
-        imp_close_backward(im);
+        im->bwd_open = 0;
         if (rec_append(im, &im->recs, r) < 0)
             return -1;
         if (r->kind == R_FORWARD)
@@ -408,7 +403,6 @@ static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
         d.cls = KERNEL_COMPUTE;
         if (strcasestr(e->name, "nccl")) {
             d.cls = KERNEL_COMM;
-            im->nccl_kernels++;
             int known = starts_with(e->name, e->name_len, "ncclKernel_") ||
                         starts_with(e->name, e->name_len, "ncclDevKernel_");
             if (!known && im->unknown_nccl++ == 0)
@@ -629,7 +623,7 @@ static int imp_drain(struct imp *im)
     while (reorder_pop(&im->cpu, &r))
         if (imp_cpu_out(im, &r) < 0)
             return -1;
-    imp_close_backward(im);
+    im->bwd_open = 0;
     struct dev_item d;
     while (reorder_pop(&im->dev, &d))
         if (imp_dev_out(im, &d) < 0)
@@ -1280,12 +1274,13 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
                                "as separate directories",
                                paths[k], paths[i], run->ranks[i].rank);
     if (rc == 0) {
-        /* in rank order (res, hdr, fmt follow the same permutation) */
+        /* in rank order (res, hdr and fmt follow the same permutation) */
         for (int i = 0; i < n; i++)
             fmt[i] = hdr[i].format;
         struct {
             struct rank_trace t;
             struct imp_result r;
+            struct pt_header h;
             enum pt_format f;
         } *tmp = calloc((size_t)n, sizeof *tmp);
         if (!tmp) {
@@ -1294,12 +1289,14 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
             for (int i = 0; i < n; i++) {
                 tmp[i].t = run->ranks[i];
                 tmp[i].r = res[i];
+                tmp[i].h = hdr[i];
                 tmp[i].f = fmt[i];
             }
             qsort(tmp, (size_t)n, sizeof *tmp, cmp_rank);
             for (int i = 0; i < n; i++) {
                 run->ranks[i] = tmp[i].t;
                 res[i] = tmp[i].r;
+                hdr[i] = tmp[i].h;
                 fmt[i] = tmp[i].f;
             }
             free(tmp);
@@ -1341,7 +1338,7 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
             images_known = 0;
         else
             images += res[i].images;
-        any_kernels |= t->kern.count > 0;
+        any_kernels |= t->kern.count > 0 || hdr[i].devices > 0;
     }
     if (rc == 0) {
         int legacy = 0;

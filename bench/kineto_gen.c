@@ -39,7 +39,8 @@ static void kg_x(struct kg *g, const char *cat, const char *name, int pid, int t
                  long long dur, const char *args)
 {
     kg_out(g,
-           ",\n  {\n    \"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d,\n"
+           ",\n  {\n    \"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, "
+           "\"tid\": %d,\n"
            "    \"ts\": %lld.%03lld, \"dur\": %lld.%03lld%s%s%s\n  }",
            cat, name, pid, tid, ts / 1000, ts % 1000, dur / 1000, dur % 1000,
            args ? ",\n    \"args\": {\n      " : "", args ? args : "", args ? "\n    }" : "");
@@ -58,8 +59,8 @@ static void kg_op(struct kg *g, const char *name, int tid, long long ts, long lo
                  "1], [1]], \"Ev Idx\": %ld",
                  e, e, dims, e);
     else
-        snprintf(args, sizeof args, "\"External id\": %ld,\"Record function id\": 0, \"Ev Idx\": %ld",
-                 e, e);
+        snprintf(args, sizeof args,
+                 "\"External id\": %ld,\"Record function id\": 0, \"Ev Idx\": %ld", e, e);
     kg_x(g, "cpu_op", name, KG_PID, tid, ts, dur, args);
 }
 
@@ -124,7 +125,8 @@ static void kg_launch(struct kg *g, long *corr, int tid, long long launch, long 
     long c = ++*corr;
     snprintf(args, sizeof args, "\"cbid\": 211, \"correlation\": %ld", c);
     kg_x(g, "cuda_runtime", "cudaLaunchKernel", KG_PID, tid, launch, 6000, args);
-    kg_out(g, ",\n  {\n    \"ph\": \"s\", \"id\": %ld, \"pid\": %d, \"tid\": %d, \"ts\": %lld.%03lld,\n"
+    kg_out(g, ",\n  {\n    \"ph\": \"s\", \"id\": %ld, \"pid\": %d, \"tid\": %d, "
+              "\"ts\": %lld.%03lld,\n"
               "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
            c, KG_PID, tid, launch / 1000, launch % 1000);
     snprintf(args, sizeof args,
@@ -134,7 +136,8 @@ static void kg_launch(struct kg *g, long *corr, int tid, long long launch, long 
              "\"est. achieved occupancy %%\": 12%s",
              stream, c, extra ? extra : "");
     kg_x(g, "kernel", name, 0, stream, start, dur, args);
-    kg_out(g, ",\n  {\n    \"ph\": \"f\", \"id\": %ld, \"pid\": 0, \"tid\": %d, \"ts\": %lld.%03lld,\n"
+    kg_out(g, ",\n  {\n    \"ph\": \"f\", \"id\": %ld, \"pid\": 0, \"tid\": %d, "
+              "\"ts\": %lld.%03lld,\n"
               "    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }",
            c, stream, start / 1000, start % 1000);
 }

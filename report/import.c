@@ -852,8 +852,10 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
     }
     struct rec_list *dev = im->nccl.n ? &im->nccl : &im->annot;
     if (!im->nccl.n && im->annot.n) {
-        if (sort_by_i64(im->annot.v, im->annot.n, sizeof *im->annot.v, 0) < 0)
+        if (sort_by_i64(im->annot.v, im->annot.n, sizeof *im->annot.v, 0) < 0) {
+            free(steps);
             return error_wrap("%s", im->path);
+        }
         if (im->unknown_nccl)
             report_warn("%s: no all-reduce kernel with a known NCCL name (ncclKernel_*, "
                         "ncclDevKernel_*): device all-reduce times taken from the %zu "
@@ -893,7 +895,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         }
         if (imp_row(im, t, r, TRACE_CLOCK_HOST, r->start, r->end) < 0)
             break;
-        if (r->dev_start >= 0 && imp_row(im, t, r, TRACE_CLOCK_DEVICE, r->dev_start, r->dev_end) < 0)
+        if (r->dev_start >= 0 &&
+            imp_row(im, t, r, TRACE_CLOCK_DEVICE, r->dev_start, r->dev_end) < 0)
             break;
     }
     if (why) /* fallback steps become step rows */

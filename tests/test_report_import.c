@@ -187,8 +187,10 @@ static void test_kineto_fixture(void)
                 "29.200,27.200,2.000");
     /* backward: the kernels launched inside the host span [5000, 11600] run [5200, 12000);
      * forward: [1000, 4500) -> the device rows replace the host ones */
-    expect_line("phases.csv", out, "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78");
-    expect_line("phases.csv", out, "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44");
+    expect_line("phases.csv", out,
+                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78");
+    expect_line("phases.csv", out,
+                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44");
     /* ProfilerStep#10..#13 renumbered 1..4; batch 32 from the forward's first input dims:
      * 4 ranks x 4 steps x 32 = 512 images in 4 x 18 ms of rank 0's steps */
     expect_line("speedup.csv", out, "kineto-2hosts,ddp,cuda,4,,,512,,0.072,7111.1,,,");
@@ -332,7 +334,8 @@ static char *mini_trace(const struct mini *m)
              ke[3] = {t + 2500, t + 5900, t + 6000};
         for (int j = 0; j < 3; j++) {
             add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                          "\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,\"args\":{\"correlation\":%d}}",
+                          "\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
+                          "\"args\":{\"correlation\":%d}}",
                 j == 0 ? 1 : 2, launch[j], corr);
             if (j < 2)
                 add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"pid\":0,"
@@ -567,7 +570,8 @@ static void test_errors(void)
     expect_error("a lone value", "b.json", "42", 2, "single value");
     expect_error("empty file", "c.json", "", 0, "empty file");
     expect_error("no traceEvents", "d.json", "{\"foo\": [1, 2]}", 15, "without traceEvents");
-    const char *plain = "[{\"ph\":\"X\",\"name\":\"aten::add\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2}]";
+    const char *plain =
+        "[{\"ph\":\"X\",\"name\":\"aten::add\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2}]";
     expect_error("no training events", "e.json", plain, strlen(plain), "none of its 1 events");
     expect_error("empty traceEvents", "f.json", "{\"schemaVersion\":1,\"traceEvents\":[]}", 36,
                  "no trace events");
@@ -722,7 +726,8 @@ static void test_mixed_and_export(void)
     const char *in[] = {run, f0, f1};
     CHECK(report_capture(in, 3, out, 1, &err) == 0, "mixed inputs: %s", error_get());
     char *sp = test_read_file(out, "speedup.csv");
-    CHECK(sp && strstr(sp, "\nrt,ddp,cpu,2,") && strstr(sp, "\nhost_100.1.pt.trace.json,ddp,cuda,2,"),
+    CHECK(sp && strstr(sp, "\nrt,ddp,cpu,2,") &&
+              strstr(sp, "\nhost_100.1.pt.trace.json,ddp,cuda,2,"),
           "speedup.csv of a run and two files:\n%s", sp ? sp : "");
     free(sp);
     free(err);

@@ -1,12 +1,16 @@
-/* bench_report.c — ddpprof-bench-report: writes a synthetic run directory of any size and
- * times the report on it, for scripts/bench-report (reader speed in rows/s, peak memory).
+/* bench_report.c — ddpprof-bench-report: writes a synthetic run directory or Kineto trace of
+ * any size and times the report on it, for scripts/bench-report (reader speed in rows/s or
+ * MB/s, peak memory).
  *
  *   ddpprof-bench-report gen DIR RANKS ROWS_PER_RANK   write DIR/{meta,metrics,rankN.trace}.csv
  *   ddpprof-bench-report load DIR                      read the traces only
  *   ddpprof-bench-report run DIR OUT                   the whole report (no terminal output)
+ *   ddpprof-bench-report kineto-gen FILE MB            write a Kineto trace of about MB MB
+ *   ddpprof-bench-report import FILE                   read one PyTorch trace (report/import.c)
  *
- * load and run print one line: rows, wall and CPU seconds, rows per wall second and peak
- * RSS (VmHWM of this process, so run one measurement per process). */
+ * load, run and import print one line: rows or bytes, wall and CPU seconds, rows per wall
+ * second or MB per CPU second (one core: the reader is one thread) and peak RSS (VmHWM of
+ * this process, so run one measurement per process). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +22,8 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "probes/trace_format.h"
+#include "bench/kineto_gen.h"
+#include "report/import.h"
 #include "report/report.h"
 #include "report/run.h"
 
@@ -141,13 +147,49 @@ static long bench_count_rows(const char *dir)
     return rows;
 }
 
+/* Read one PyTorch profiler trace through the import, as `ddpprof report FILE` does. */
+static int bench_import(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return perror(path), 1;
+    double t0 = clock_now_s(), c0 = bench_cpu_s();
+    struct runset rs;
+    runset_init(&rs);
+    char *paths[] = {(char *)path};
+    int rc = import_run(&rs, path, paths, 1);
+    double s = clock_now_s() - t0, cpu = bench_cpu_s() - c0;
+    if (rc < 0) {
+        fprintf(stderr, "ddpprof-bench-report: %s\n", error_get());
+        runset_free(&rs);
+        return 1;
+    }
+    size_t rows = rs.n > 0 && rs.runs[0].nranks > 0 ? rs.runs[0].ranks[0].n : 0;
+    double mb = (double)st.st_size / 1e6;
+    printf("import %8.1f MB  %6.3f s (cpu %6.3f s)  %6.1f MB/s per core  peak RSS %7.1f MiB  "
+           "(%zu rows kept)\n",
+           mb, s, cpu, mb / cpu, (double)bench_hwm_kib() / 1024.0, rows);
+    runset_free(&rs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "gen") == 0)
         return bench_gen(argv[2], atoi(argv[3]), atol(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "kineto-gen") == 0) {
+        long steps = 0;
+        if (kineto_gen(argv[2], (uint64_t)(atof(argv[3]) * 1e6), &steps) < 0)
+            return 1;
+        printf("kineto-gen: %s: %ld steps\n", argv[2], steps);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "import") == 0)
+        return bench_import(argv[2]);
     int load = argc == 3 && strcmp(argv[1], "load") == 0;
     if (!load && !(argc == 4 && strcmp(argv[1], "run") == 0)) {
-        fprintf(stderr, "usage: %s gen DIR RANKS ROWS_PER_RANK | load DIR | run DIR OUT\n",
+        fprintf(stderr, "usage: %s gen DIR RANKS ROWS_PER_RANK | load DIR | run DIR OUT | "
+                        "kineto-gen FILE MB | import FILE\n",
                 argv[0]);
         return 2;
     }

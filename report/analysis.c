@@ -39,12 +39,13 @@ struct analysis_ctx {
     int ndense;
     int known[TRACE_PHASE_COUNT]; /* dense index of each phase of the format, or -1 */
     uint32_t range_kind; /* labels id of "range" */
+    uint32_t device_kind[3]; /* labels ids of "kernel", "memcpy", "memset" (or NONE) */
 };
 
 /* One all-reduce row, for the per-bucket table. */
 struct bucket_entry {
-    int64_t bucket; /* the sort key */
-    int64_t dur_ns, hidden_ns, bytes;
+    int64_t key; /* bucket * 2^32 + step: the sort key, grouping each collective's rows */
+    int64_t dur_ns, hidden_ns, bytes, start_ns;
 };
 
 /* One rank's step, for the stragglers table. */
@@ -218,7 +219,7 @@ int analysis_overlap_pct(const struct rank_stat *r, double *pct)
 int analysis_algbw(const struct bucket_stat *b, double *gbps)
 {
     double mean_ns = analysis_mean_ns(b->total_ns, b->count);
-    if (!(mean_ns > 0))
+    if (!(mean_ns > 0) || b->bytes < 0)
         return 0;
     *gbps = (double)b->bytes / mean_ns; /* bytes per ns = GB/s */
     return 1;
@@ -235,6 +236,152 @@ int analysis_pct_hidden(const struct bucket_stat *b, double *pct)
         return 0;
     *pct = 100.0 * (double)b->hidden_ns / (double)b->total_ns;
     return 1;
+}
+
+int analysis_transfer_ns(const struct bucket_stat *b, double *ns)
+{
+    if (b->collectives == 0)
+        return 0;
+    *ns = (double)b->transfer_ns / (double)b->collectives;
+    return 1;
+}
+
+int analysis_sync_wait_ns(const struct bucket_stat *b, double *ns)
+{
+    if (b->count == 0)
+        return 0;
+    *ns = analysis_mean_ns(b->wait_ns, b->count);
+    return 1;
+}
+
+int analysis_start_skew_ns(const struct bucket_stat *b, double *ns)
+{
+    if (b->skewed == 0)
+        return 0;
+    *ns = (double)b->skew_ns / (double)b->skewed;
+    return 1;
+}
+
+int analysis_xfer_algbw(const struct bucket_stat *b, double *gbps)
+{
+    double t;
+    if (b->bytes < 0 || !analysis_transfer_ns(b, &t) || !(t > 0))
+        return 0;
+    *gbps = (double)b->bytes / t; /* bytes per ns = GB/s */
+    return 1;
+}
+
+/* Extend a running union by [s, e) (s not before the previous start); returns the gap
+ * [r->e, s) it jumped over in *gap (0 when none). */
+static void kernel_run_add(struct kernel_run *r, int64_t s, int64_t e, int64_t *gap)
+{
+    *gap = 0;
+    if (!r->open) {
+        r->open = 1;
+        r->s = s;
+        r->e = e;
+    } else if (s <= r->e) {
+        if (e > r->e)
+            r->e = e;
+    } else {
+        *gap = s - r->e;
+        r->total += r->e - r->s;
+        r->s = s;
+        r->e = e;
+    }
+}
+
+static void kernel_run_close(struct kernel_run *r)
+{
+    if (r->open)
+        r->total += r->e - r->s;
+    r->open = 0;
+}
+
+void analysis_kernel_add(struct kernel_sweep *k, int64_t start_ns, int64_t end_ns,
+                         enum kernel_class cls, int64_t launch_ns)
+{
+    if (k->count > 0 && start_ns < k->prev_start)
+        start_ns = k->prev_start; /* out of order: the sweep cannot go back */
+    if (end_ns < start_ns)
+        end_ns = start_ns;
+    if (k->count == 0 || start_ns < k->first_ns)
+        k->first_ns = start_ns;
+    if (k->count == 0 || end_ns > k->last_ns)
+        k->last_ns = end_ns;
+    k->prev_start = start_ns;
+    k->count++;
+    int64_t gap, other;
+    int64_t gap_from = k->all.e; /* where a gap of `all` would have begun */
+    kernel_run_add(&k->all, start_ns, end_ns, &gap);
+    if (gap > 0) {
+        k->gaps++;
+        if (launch_ns >= 0) {
+            k->gaps_launch_known++;
+            if (launch_ns > gap_from) /* the GPU waited for the host to launch this */
+                k->host_wait_ns += gap;
+        }
+    }
+    if (launch_ns >= 0)
+        k->launches_known++;
+    if (cls == KERNEL_COMPUTE)
+        kernel_run_add(&k->compute, start_ns, end_ns, &other);
+    if (cls == KERNEL_COMM)
+        kernel_run_add(&k->comm, start_ns, end_ns, &other);
+    if (cls != KERNEL_MEMORY)
+        kernel_run_add(&k->cc, start_ns, end_ns, &other);
+}
+
+void analysis_kernel_finish(struct kernel_sweep *k)
+{
+    kernel_run_close(&k->all);
+    kernel_run_close(&k->compute);
+    kernel_run_close(&k->comm);
+    kernel_run_close(&k->cc);
+    k->finished = 1;
+}
+
+int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct)
+{
+    if (k->comm.total <= 0)
+        return 0;
+    /* |M ∩ C| = |M| + |C| - |M ∪ C| */
+    int64_t both = k->comm.total + k->compute.total - k->cc.total;
+    *pct = 100.0 * (double)both / (double)k->comm.total;
+    return 1;
+}
+
+int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k)
+{
+    return k->count > 0 ? (k->last_ns - k->first_ns) - k->all.total : 0;
+}
+
+int analysis_host_wait_ns(const struct kernel_sweep *k, int64_t *ns)
+{
+    if (k->launches_known == 0)
+        return 0;
+    *ns = k->host_wait_ns;
+    return 1;
+}
+
+int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns)
+{
+    if (k->launches_known == 0)
+        return 0;
+    *ns = analysis_kernel_idle_ns(k) - k->host_wait_ns;
+    return 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t analysis_clock_offset(int64_t *d, size_t n)
+{
+    qsort(d, n, sizeof *d, cmp_i64);
+    return d[(n - 1) / 2];
 }
 
 /* stragglers.csv for one step: e[0..n) are the entries of its ranks (n >= 2), in rank
@@ -325,6 +472,10 @@ static int analysis_ctx_init(struct analysis_ctx *c, const struct runset *rs)
     for (int d = first_other; d < c->ndense; d++)
         c->dense[c->dense_label[d]] = d;
     c->range_kind = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
+    static const enum trace_kind dev_kinds[3] = {TRACE_KIND_KERNEL, TRACE_KIND_MEMCPY,
+                                                 TRACE_KIND_MEMSET};
+    for (int k = 0; k < 3; k++)
+        c->device_kind[k] = strpool_find(&rs->labels, trace_kind_name(dev_kinds[k]));
     free(used);
     return 0;
 }
@@ -399,7 +550,7 @@ static int analysis_union(const struct rank_sel *sel, const int *phases, int nph
 /* Step 1, which rows count: ranges, on the device clock where this rank has device rows of
  * the phase, else on the host clock.  Fills sel (free sel->first and sel->idx). */
 static int analysis_select(const struct analysis_ctx *c, const struct rank_trace *t,
-                           struct rank_sel *sel)
+                           struct rank_sel *sel, unsigned *dev_mask)
 {
     const struct run_row *rows = t->rows;
     int nd = c->ndense;
@@ -434,9 +585,40 @@ static int analysis_select(const struct analysis_ctx *c, const struct rank_trace
 #undef SELECTED
     rc = 0;
 done:
+    if (rc == 0 && dev_mask)
+        for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+            if (c->known[ph] >= 0 && dev[c->known[ph]])
+                *dev_mask |= 1u << ph;
     free(dev);
     free(fill);
     return rc < 0 ? analysis_oom(t) : 0;
+}
+
+/* The step numbers of the rank's median (nearest-rank p50) and longest step range, for the
+ * step drawing: rows idx[from .. from + m) of the step phase. */
+static int analysis_rep_steps(const struct rank_sel *sel, size_t from, size_t m,
+                              struct rank_stat *out)
+{
+    struct {
+        int64_t dur, step;
+    } *v = malloc((m + 1) * sizeof *v);
+    if (!v)
+        return analysis_oom(sel->t);
+    for (size_t i = 0; i < m; i++) {
+        const struct run_row *row = &sel->t->rows[sel->idx[from + i]];
+        v[i].dur = row->end_ns - row->start_ns;
+        v[i].step = row->step;
+    }
+    int rc = sort_by_i64(v, m, sizeof *v, 0);
+    if (rc == 0) {
+        size_t k = ((size_t)50 * m + 99) / 100; /* as analysis_percentile */
+        out->median_step = (int)v[(k < 1 ? 1 : k) - 1].step;
+        out->slowest_step = (int)v[m - 1].step;
+    } else {
+        error_wrap("%s", sel->t->path);
+    }
+    free(v);
+    return rc;
 }
 
 /* Step 2, phase statistics (phases.csv), the step durations and the in-step time of the
@@ -494,6 +676,7 @@ static int analysis_phase_stats(const struct analysis_ctx *c, const struct rank_
             memcpy(out->step_ns, dur, m * sizeof *dur);
             out->nsteps = m;
             out->step_total_ns = ps->total_ns;
+            rc = analysis_rep_steps(sel, first[p], m, out);
         }
         for (int s = 0; s < SEG_EXPOSED; s++)
             if (p == c->known[seg_phase[s]])
@@ -558,10 +741,11 @@ static int analysis_rank_buckets(const struct analysis_ctx *c, const struct rank
             break;
         }
         struct bucket_entry *b = &buckets->v[buckets->n++];
-        b->bucket = row->bucket;
+        b->key = (int64_t)row->bucket * 4294967296LL + (uint32_t)row->step;
         b->dur_ns = row->end_ns - row->start_ns;
         b->hidden_ns = ivl_overlap_one(bwd, nb, row->start_ns, row->end_ns);
         b->bytes = row->bytes;
+        b->start_ns = row->start_ns;
     }
     free(bwd);
     return rc;
@@ -627,14 +811,67 @@ static int analysis_rank_steps(const struct analysis_ctx *c, const struct rank_s
     return rc;
 }
 
-/* Per phase statistics, overlap figures, bucket rows and step marks of one rank. */
+/* Step 6, overlap.csv's kernel columns: an import swept its device activity as it was read;
+ * a ddpprof run has CUPTI rows (kernel, memcpy, memset; no launch times), swept here in
+ * start order. */
+static int analysis_rank_kernels(const struct analysis_ctx *c, const struct rank_trace *t,
+                                 struct rank_stat *out)
+{
+    if (t->has_kernels) {
+        out->kern = t->kern;
+        out->has_kern = t->kern.count > 0;
+        return 0;
+    }
+    struct dev_act {
+        int64_t start, end, cls;
+    } *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        const struct run_row *row = &t->rows[r];
+        int k = 0;
+        while (k < 3 && (c->device_kind[k] == STRPOOL_NONE || row->kind != c->device_kind[k]))
+            k++;
+        if (k == 3)
+            continue;
+        if (VEC_RESERVE(v, cap, n + 1)) {
+            free(v);
+            return analysis_oom(t);
+        }
+        const char *name = strpool_get(&c->rs->names, row->name);
+        v[n].start = row->start_ns;
+        v[n].end = row->end_ns;
+        v[n].cls = k > 0                            ? KERNEL_MEMORY
+                   : strncmp(name, "nccl", 4) == 0 ? KERNEL_COMM
+                                                    : KERNEL_COMPUTE;
+        n++;
+    }
+    int rc = 0;
+    if (n > 0) {
+        if (sort_by_i64(v, n, sizeof *v, 0) < 0) {
+            rc = error_wrap("%s", t->path);
+        } else {
+            memset(&out->kern, 0, sizeof out->kern);
+            for (size_t i = 0; i < n; i++)
+                analysis_kernel_add(&out->kern, v[i].start, v[i].end,
+                                    (enum kernel_class)v[i].cls, -1);
+            analysis_kernel_finish(&out->kern);
+            out->has_kern = 1;
+        }
+    }
+    free(v);
+    return rc;
+}
+
+/* Per phase statistics, overlap figures, bucket rows, step marks and kernel figures of one
+ * rank. */
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
                          struct rank_stat *out, struct bucket_list *buckets,
                          struct step_list *steps)
 {
     struct rank_sel sel;
     out->rank = t->rank;
-    int rc = analysis_select(c, t, &sel);
+    out->median_step = out->slowest_step = -1;
+    int rc = analysis_select(c, t, &sel, &out->device_phases);
     if (rc == 0)
         rc = analysis_phase_stats(c, &sel, out);
     if (rc == 0)
@@ -643,6 +880,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         rc = analysis_rank_buckets(c, &sel, buckets);
     if (rc == 0)
         rc = analysis_rank_steps(c, &sel, steps);
+    if (rc == 0)
+        rc = analysis_rank_kernels(c, t, out);
     free(sel.first);
     free(sel.idx);
     return rc;
@@ -661,27 +900,59 @@ static int meta_number(const struct run *r, const char *key, double *out)
     return 1;
 }
 
+/* One collective's rows e[0..n) (one per rank): the shortest duration is its transfer
+ * time, the rest of each row's duration its sync wait; the starts' spread its skew. */
+static void analysis_collective(const struct bucket_entry *e, size_t n, struct bucket_stat *b)
+{
+    int64_t transfer = e[0].dur_ns, first = e[0].start_ns, last = e[0].start_ns;
+    for (size_t k = 1; k < n; k++) {
+        if (e[k].dur_ns < transfer)
+            transfer = e[k].dur_ns;
+        if (e[k].start_ns < first)
+            first = e[k].start_ns;
+        if (e[k].start_ns > last)
+            last = e[k].start_ns;
+    }
+    b->collectives++;
+    b->transfer_ns += transfer;
+    for (size_t k = 0; k < n; k++)
+        b->wait_ns += e[k].dur_ns - transfer;
+    if (n >= 2) {
+        b->skewed++;
+        b->skew_ns += last - first;
+    }
+}
+
 static int analysis_buckets(struct run_stat *st, struct bucket_list *g)
 {
     struct bucket_entry *e = g->v;
-    if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct bucket_entry, bucket)) < 0)
+    if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct bucket_entry, key)) < 0)
         return error_wrap("%s", st->run->dir);
+#define BUCKET_OF(x) ((int)((x).key >> 32))
     size_t nb = 0;
     for (size_t i = 0; i < g->n; i++)
-        nb += i == 0 || e[i].bucket != e[i - 1].bucket;
+        nb += i == 0 || BUCKET_OF(e[i]) != BUCKET_OF(e[i - 1]);
     st->buckets = calloc(nb + 1, sizeof *st->buckets);
     if (!st->buckets)
         return error_set("%s: out of memory for %zu buckets", st->run->dir, nb);
-    for (size_t i = 0; i < g->n; i++) {
-        if (i == 0 || e[i].bucket != e[i - 1].bucket)
-            st->buckets[st->nbuckets++].bucket = (int)e[i].bucket;
+    for (size_t i = 0; i < g->n;) {
+        if (i == 0 || BUCKET_OF(e[i]) != BUCKET_OF(e[i - 1])) {
+            st->buckets[st->nbuckets].bucket = BUCKET_OF(e[i]);
+            st->buckets[st->nbuckets++].bytes = -1;
+        }
         struct bucket_stat *b = &st->buckets[st->nbuckets - 1];
-        b->count++;
-        b->total_ns += e[i].dur_ns;
-        b->hidden_ns += e[i].hidden_ns;
-        if (e[i].bytes > b->bytes)
-            b->bytes = e[i].bytes;
+        size_t j = i;
+        for (; j < g->n && e[j].key == e[i].key; j++) {
+            b->count++;
+            b->total_ns += e[j].dur_ns;
+            b->hidden_ns += e[j].hidden_ns;
+            if (e[j].bytes > b->bytes)
+                b->bytes = e[j].bytes;
+        }
+        analysis_collective(&e[i], j - i, b);
+        i = j;
     }
+#undef BUCKET_OF
     for (size_t i = 0; i < st->nbuckets; i++) {
         struct bucket_stat *b = &st->buckets[i];
         char key[64];
@@ -821,6 +1092,12 @@ struct run_stat *analysis_run(const struct runset *rs)
         free(buckets.v);
         free(steps.v);
         analysis_throughput(s);
+        for (int k = 0; k < s->nranks && s->nrep == 0; k++)
+            if (s->ranks[k].median_step >= 0) {
+                s->rep_steps[s->nrep++] = s->ranks[k].median_step;
+                if (s->ranks[k].slowest_step != s->ranks[k].median_step)
+                    s->rep_steps[s->nrep++] = s->ranks[k].slowest_step;
+            }
     }
     analysis_ctx_free(&c);
     if (rc < 0) {

@@ -35,14 +35,24 @@ struct rank_stat {
     int64_t step_total_ns; /* sum of step_ns */
     int64_t step_union_ns, compute_ns, comm_ns, exposed_ns, idle_ns;
     int64_t seg_ns[SEG_COUNT]; /* totals over all steps */
+    unsigned device_phases; /* bit 1 << p (enum trace_phase): phase p counts device rows */
+    int median_step, slowest_step; /* the step numbers of the p50 and the longest step range
+                                      (-1: no step ranges) */
+    int has_kern;                  /* device activity was seen: kern is its sweep */
+    struct kernel_sweep kern;
 };
 
 struct bucket_stat {
     int bucket;
     int64_t params; /* parameter tensors: meta.csv bucket.N.params, else -1 (unknown) */
-    int64_t bytes;  /* meta.csv bucket.N.bytes, else the rows' largest bytes */
+    int64_t bytes;  /* meta.csv bucket.N.bytes, else the rows' largest bytes; -1 unknown */
     size_t count;   /* all-reduce rows, over ranks and steps */
     int64_t total_ns, hidden_ns;
+    size_t collectives;  /* distinct (step, bucket) all-reduces: one per step */
+    int64_t transfer_ns; /* sum over them of the shortest duration over ranks */
+    int64_t wait_ns;     /* sum over rows of duration - that collective's transfer time */
+    size_t skewed;       /* collectives seen on two ranks or more */
+    int64_t skew_ns;     /* sum over them of the latest start - the earliest start */
 };
 
 struct step_stat {
@@ -60,6 +70,9 @@ struct run_stat {
     size_t nbuckets;
     struct step_stat *steps; /* ascending step */
     size_t nsteps;
+    int rep_steps[2]; /* the drawn steps (report.html): the median and the slowest step of
+                         the lowest rank with step ranges */
+    int nrep;
     int has_images, has_wall, has_train, has_ips, has_speedup;
     int64_t images;
     double wall_s, train_s, images_per_s, speedup, efficiency;
@@ -117,5 +130,49 @@ double analysis_efficiency(double speedup, int world_size);
 /* The phase chart: mean ms per step of segment s, its total / the rank's step ranges
  * (r->nsteps > 0). */
 double analysis_seg_ms_per_step(const struct rank_stat *r, enum seg s);
+
+/* ---- collective figures that need no common clock (buckets.csv) ---- */
+
+/* transfer_ms: the mean over the bucket's collectives of the shortest duration of each over
+ * ranks; undefined without collectives. */
+int analysis_transfer_ns(const struct bucket_stat *b, double *ns);
+
+/* sync_wait_ms: the mean over the bucket's rows of duration - the collective's transfer. */
+int analysis_sync_wait_ns(const struct bucket_stat *b, double *ns);
+
+/* start_skew_ms: the mean over collectives seen on >= 2 ranks of latest - earliest start. */
+int analysis_start_skew_ns(const struct bucket_stat *b, double *ns);
+
+/* xfer_algbw_GBps: bytes / transfer time (bytes per ns = GB/s); undefined when the bytes
+ * are unknown or the time is 0.  Its busbw is analysis_busbw of it. */
+int analysis_xfer_algbw(const struct bucket_stat *b, double *gbps);
+
+/* ---- kernel-based overlap and idle (overlap.csv, Holistic Trace Analysis' definitions) ---- */
+
+/* One device activity, in start order (a start earlier than the previous one is moved up
+ * to it); launch_ns is when the host launched it (-1: unknown). */
+void analysis_kernel_add(struct kernel_sweep *k, int64_t start_ns, int64_t end_ns,
+                         enum kernel_class cls, int64_t launch_ns);
+
+/* Close the sweep's open intervals (after the last analysis_kernel_add). */
+void analysis_kernel_finish(struct kernel_sweep *k);
+
+/* k_overlap_pct: 100 · |comm ∩ compute| / |comm| over the kernels; undefined without comm. */
+int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
+
+/* k_idle_ms: the window (first start to last end) less the union of all activities. */
+int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k);
+
+/* host_wait_ms: the idle gaps closed by an activity the host launched after the gap
+ * began; kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
+int analysis_host_wait_ns(const struct kernel_sweep *k, int64_t *ns);
+int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns);
+
+/* ---- clocks ---- */
+
+/* An imported rank's clock offset to the reference rank from d[0..n) = end_ref - end_rank
+ * over the collectives both saw: their median (the lower middle value for even n); sorts
+ * d.  n > 0. */
+int64_t analysis_clock_offset(int64_t *d, size_t n);
 
 #endif

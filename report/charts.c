@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/stepview.h"
 
 #define CHART_W 1000
 #define LABEL_W 190
@@ -16,7 +17,7 @@
 #define ROW_H 26
 #define BAR_H 18
 
-static const char *const seg_colors[SEG_COUNT] = {"#9c9c9c", "#4e79a7", "#f28e2b",
+const char *const seg_colors[SEG_COUNT] = {"#9c9c9c", "#4e79a7", "#f28e2b",
                                                   "#59a14f", "#e15759", "#d9d9d9"};
 
 static double ms(int64_t ns)
@@ -24,8 +25,7 @@ static double ms(int64_t ns)
     return (double)ns * 1e-6;
 }
 
-/* A round axis step (1, 2 or 5 times a power of ten) giving about five ticks up to max. */
-static double chart_tick(double max)
+double chart_tick(double max)
 {
     if (!(max > 0))
         return 1;
@@ -334,6 +334,8 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     fputs("<h2>Where the time goes</h2>\n", f);
     chart_phases(f, rs, st);
     chart_steps(f, rs, st);
+    fputs("<h2>Representative steps</h2>\n", f);
+    stepview_write(f, rs, st);
     fputs("<h2>Tables</h2>\n", f);
     for (int k = 1; k < ntables; k++)
         table_write_html(tables[k], f, 200);

@@ -1,12 +1,19 @@
 /* charts.h — the pictures: phases.svg (stacked bars of mean time per step, per run and
  * rank), speedup.svg (speedup per run against the ideal), and report.html, one
  * self-contained page (inline CSS and SVG, nothing fetched) with those charts, a step-time
- * box plot and the tables. */
+ * box plot, the representative steps (report/stepview.h) and the tables. */
 #ifndef DDPPROF_REPORT_CHARTS_H
 #define DDPPROF_REPORT_CHARTS_H
 
 #include "report/analysis.h"
 #include "report/table.h"
+
+/* The colours of the phase segments (data, forward, backward, optimizer, exposed comm,
+ * other), shared by every picture. */
+extern const char *const seg_colors[SEG_COUNT];
+
+/* A round axis step (1, 2 or 5 times a power of ten) giving about five ticks up to max. */
+double chart_tick(double max);
 
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
  * in the page in the order given.  Returns 0, or -1 after error_set() naming the file. */

@@ -1,5 +1,6 @@
-/* report.c — report_run (see report.h): read the runs, analyse them, then write and print
- * the tables, the timeline and the charts. */
+/* report.c — report_run and report_main (see report.h): read the inputs (run directories,
+ * PyTorch traces), analyse them, then write and print the tables, the timeline, the charts
+ * and, on request, the Kineto export. */
 #include "report/report.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include "report/analysis.h"
 #include "report/charts.h"
 #include "common/error.h"
+#include "report/import.h"
+#include "report/kineto.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -34,7 +37,8 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
-                   BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_NCOLS };
+                   BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_TRANSFER, BU_SYNC_WAIT, BU_START_SKEW,
+                   BU_XFER_ALGBW, BU_XFER_BUSBW, BU_NCOLS };
 static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_RUN] = {"run", "run", "", 1},
     [BU_WORLD_SIZE] = {"world_size", "ranks", "", 0},
@@ -45,10 +49,16 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_MEAN] = {"mean_ms", "time", "ms", 0},
     [BU_ALGBW] = {"algbw_GBps", "algbw", "GB/s", 0},
     [BU_BUSBW] = {"busbw_GBps", "busbw", "GB/s", 0},
-    [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0}};
+    [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0},
+    [BU_TRANSFER] = {"transfer_ms", "transfer", "ms", 0},
+    [BU_SYNC_WAIT] = {"sync_wait_ms", "sync wait", "ms", 0},
+    [BU_START_SKEW] = {"start_skew_ms", "start skew", "ms", 0},
+    [BU_XFER_ALGBW] = {"xfer_algbw_GBps", "xfer algbw", "GB/s", 0},
+    [BU_XFER_BUSBW] = {"xfer_busbw_GBps", "xfer busbw", "GB/s", 0}};
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
-                   OV_IDLE, OV_NCOLS };
+                   OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
+                   OV_KERNEL_GAP, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
     [OV_RANK] = {"rank", "rank", "", 0},
@@ -57,7 +67,25 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_COMM] = {"comm_ms", "comm", "ms", 0},
     [OV_EXPOSED_COMM] = {"exposed_comm_ms", "exposed comm", "ms", 0},
     [OV_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
-    [OV_IDLE] = {"idle_ms", "idle", "ms", 0}};
+    [OV_IDLE] = {"idle_ms", "idle", "ms", 0},
+    [OV_K_COMPUTE] = {"k_compute_ms", "k compute", "ms", 0},
+    [OV_K_COMM] = {"k_comm_ms", "k comm", "ms", 0},
+    [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
+    [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
+    [OV_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
+    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0}};
+
+enum ranks_col { RK_RUN, RK_RANK, RK_FORMAT, RK_HOST, RK_STEPS, RK_OFFSET, RK_METHOD, RK_SOURCE,
+                 RK_NCOLS };
+static const struct table_col ranks_cols[RK_NCOLS] = {
+    [RK_RUN] = {"run", "run", "", 1},
+    [RK_RANK] = {"rank", "rank", "", 0},
+    [RK_FORMAT] = {"format", "format", "", 1},
+    [RK_HOST] = {"host", "host", "", 1},
+    [RK_STEPS] = {"steps", "steps", "", 0},
+    [RK_OFFSET] = {"clock_offset_ms", "clock offset", "ms", 0},
+    [RK_METHOD] = {"clock_method", "clock found by", "", 1},
+    [RK_SOURCE] = {"source", "source", "", 1}};
 
 enum stragglers_col { ST_RUN, ST_STEP, ST_RANKS, ST_SLOWEST_RANK, ST_MAX_COMPUTE,
                       ST_MIN_COMPUTE, ST_SKEW, ST_WAIT, ST_NCOLS };
@@ -139,7 +167,8 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             table_set(t, BU_BUCKET, "%d", bs->bucket);
             if (bs->params >= 0)
                 table_set(t, BU_PARAMS, "%lld", (long long)bs->params);
-            table_set(t, BU_BYTES, "%lld", (long long)bs->bytes);
+            if (bs->bytes >= 0)
+                table_set(t, BU_BYTES, "%lld", (long long)bs->bytes);
             table_set(t, BU_COUNT, "%zu", bs->count);
             table_set(t, BU_MEAN, "%.3f", analysis_mean_ns(bs->total_ns, bs->count) * 1e-6);
             if (analysis_algbw(bs, &algbw)) {
@@ -148,6 +177,17 @@ static void report_buckets(const struct runset *rs, const struct run_stat *st, s
             }
             if (analysis_pct_hidden(bs, &pct))
                 table_set(t, BU_PCT_HIDDEN, "%.2f", pct);
+            double ns, xbw;
+            if (analysis_transfer_ns(bs, &ns))
+                table_set(t, BU_TRANSFER, "%.3f", ns * 1e-6);
+            if (analysis_sync_wait_ns(bs, &ns))
+                table_set(t, BU_SYNC_WAIT, "%.3f", ns * 1e-6);
+            if (analysis_start_skew_ns(bs, &ns))
+                table_set(t, BU_START_SKEW, "%.3f", ns * 1e-6);
+            if (analysis_xfer_algbw(bs, &xbw)) {
+                table_set(t, BU_XFER_ALGBW, "%.3f", xbw);
+                table_set(t, BU_XFER_BUSBW, "%.3f", analysis_busbw(xbw, n));
+            }
         }
     }
 }
@@ -168,6 +208,36 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             if (analysis_overlap_pct(r, &pct))
                 table_set(t, OV_OVERLAP, "%.2f", pct);
             table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
+            if (!r->has_kern)
+                continue;
+            const struct kernel_sweep *k = &r->kern;
+            int64_t ns;
+            table_set(t, OV_K_COMPUTE, "%.3f", ms(k->compute.total));
+            table_set(t, OV_K_COMM, "%.3f", ms(k->comm.total));
+            if (analysis_kernel_overlap_pct(k, &pct))
+                table_set(t, OV_K_OVERLAP, "%.2f", pct);
+            table_set(t, OV_K_IDLE, "%.3f", ms(analysis_kernel_idle_ns(k)));
+            if (analysis_host_wait_ns(k, &ns))
+                table_set(t, OV_HOST_WAIT, "%.3f", ms(ns));
+            if (analysis_kernel_gap_ns(k, &ns))
+                table_set(t, OV_KERNEL_GAP, "%.3f", ms(ns));
+        }
+}
+
+static void report_ranks(const struct runset *rs, const struct run_stat *st, struct table *t)
+{
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->runs[i].nranks; k++) {
+            const struct rank_trace *rt = &rs->runs[i].ranks[k];
+            table_add_row(t);
+            table_set(t, RK_RUN, "%s", rs->runs[i].label);
+            table_set(t, RK_RANK, "%d", rt->rank);
+            table_set(t, RK_FORMAT, "%s", rs->runs[i].format ? rs->runs[i].format : "");
+            table_set(t, RK_HOST, "%s", rt->host ? rt->host : "");
+            table_set(t, RK_STEPS, "%zu", st[i].ranks[k].nsteps);
+            table_set(t, RK_OFFSET, "%.3f", ms(rt->offset_ns));
+            table_set(t, RK_METHOD, "%s", rt->clock_method ? rt->clock_method : "");
+            table_set(t, RK_SOURCE, "%s", rt->path);
         }
 }
 
@@ -280,18 +350,84 @@ static int report_mkdirs(const char *dir)
     return 0;
 }
 
+/* The directory of a file path ("a/b.json" -> "a", "b.json" -> "."). */
+static char *report_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *d = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!d)
+        error_set("report: out of memory");
+    return d;
+}
+
+static int report_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Read every input into rs: ddpprof run directories (or parents of runs), directories of
+ * PyTorch traces (one run each), and trace files (all of them: one run, read last). */
+static int report_inputs(struct runset *rs, const char *const *inputs, int n)
+{
+    if (!report_is_dir(inputs[0]) && !(rs->default_out = report_dirname(inputs[0])))
+        return -1;
+    char **loose = calloc((size_t)n + 1, sizeof *loose);
+    int nloose = 0, rc = 0;
+    if (!loose)
+        return error_set("report: out of memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *in = inputs[i];
+        struct stat st;
+        if (stat(in, &st) != 0) {
+            rc = error_set("%s: no such run directory or trace file (%s)", in, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            char **paths = NULL;
+            int np = 0;
+            if (run_dir_is_run(in) || (rc = import_dir_traces(in, &paths, &np)) < 0 || np == 0) {
+                if (rc == 0)
+                    rc = runset_add_dir(rs, in);
+            } else {
+                if (!rs->default_out && !(rs->default_out = strdup(in)))
+                    rc = error_set("report: out of memory");
+                if (rc == 0)
+                    rc = import_run(rs, in, paths, np);
+            }
+            for (int k = 0; k < np; k++)
+                free(paths[k]);
+            free(paths);
+        } else if (S_ISREG(st.st_mode)) {
+            loose[nloose++] = (char *)in;
+        } else {
+            rc = error_set("%s: not a run directory or a trace file", in);
+        }
+    }
+    if (rc == 0 && nloose > 0)
+        rc = import_run(rs, loose[0], loose, nloose);
+    free(loose);
+    return rc;
+}
+
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal)
 {
-    if (n < 1 || !run_dirs)
-        return error_set("report: no run directory given (ddpprof report RUN_DIR... [--out DIR])");
+    struct report_opts o = {.out_dir = out_dir};
+    return report_run_opts(run_dirs, n, &o, terminal);
+}
+
+int report_run_opts(const char *const *inputs, int n, const struct report_opts *opts,
+                    FILE *terminal)
+{
+    if (n < 1 || !inputs)
+        return error_set("report: no run directory or trace given (%s)", report_usage());
     struct runset rs;
     runset_init(&rs);
     struct run_stat *st = NULL;
-    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_WORST, T_COUNT };
+    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_WORST, T_COUNT };
     struct table t[T_COUNT];
     table_init(&t[T_PHASES], "phases: time per phase, per run and rank", "phases.csv",
                phases_cols, NCOLS(phases_cols));
-    table_init(&t[T_OVERLAP], "overlap: compute, communication and idle time per rank",
+    table_init(&t[T_OVERLAP], "overlap: compute, communication and idle time per rank "
+                              "(phase-based; k_: kernel-based)",
                "overlap.csv", overlap_cols, NCOLS(overlap_cols));
     table_init(&t[T_BUCKETS], "buckets: all-reduce per gradient bucket", "buckets.csv",
                buckets_cols, NCOLS(buckets_cols));
@@ -299,14 +435,14 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
                NCOLS(stragglers_cols));
     table_init(&t[T_SPEEDUP], "speedup: per run, against the baseline", "speedup.csv",
                speedup_cols, NCOLS(speedup_cols));
+    table_init(&t[T_RANKS], "ranks: where each rank came from and how its clock was aligned",
+               "ranks.csv", ranks_cols, NCOLS(ranks_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++)
-        rc = runset_add_dir(&rs, run_dirs[i]);
+    int rc = report_inputs(&rs, inputs, n);
     if (rc == 0)
         rc = runset_finish(&rs);
-    const char *out = out_dir ? out_dir : rs.default_out;
+    const char *out = opts && opts->out_dir ? opts->out_dir : rs.default_out;
     if (rc == 0)
         rc = report_mkdirs(out);
     if (rc == 0 && !(st = analysis_run(&rs)))
@@ -317,6 +453,7 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
         report_buckets(&rs, st, &t[T_BUCKETS]);
         report_stragglers(&rs, st, &t[T_STRAGGLERS]);
         report_speedup(&rs, st, &t[T_SPEEDUP]);
+        report_ranks(&rs, st, &t[T_RANKS]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
     }
     for (int k = 0; k < T_WORST && rc == 0; k++)
@@ -331,9 +468,12 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
     }
     if (rc == 0) {
         const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
-                                       &t[T_WORST]};
+                                       &t[T_WORST], &t[T_RANKS]};
         rc = charts_write(&rs, st, shown, NCOLS(shown), out);
     }
+    int kineto_files = 0;
+    if (rc == 0 && opts && opts->kineto)
+        rc = kineto_write(&rs, out, &kineto_files);
     if (rc == 0 && terminal) {
         table_print(&t[T_PHASES], terminal, TERMINAL_MAX_ROWS);
         table_print(&t[T_OVERLAP], terminal, TERMINAL_MAX_ROWS);
@@ -344,15 +484,66 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
                     t[T_STRAGGLERS].nrows);
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
+        table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv timeline.json report.html phases.svg speedup.svg\n",
+                "speedup.csv ranks.csv timeline.json report.html phases.svg speedup.svg\n",
                 out);
+        if (opts && opts->kineto)
+            fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
+                    out);
         fflush(terminal);
     }
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
     analysis_free(st, rs.n);
     runset_free(&rs);
+    return rc;
+}
+
+const char *report_usage(void)
+{
+    return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto]";
+}
+
+int report_main(int argc, char **argv)
+{
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    struct report_opts o = {0};
+    int n = 0;
+    if (!inputs)
+        return error_set("report: out of memory");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--out") == 0) {
+            if (i + 1 >= argc) {
+                free(inputs);
+                return error_set("report: --out needs a directory (%s)", report_usage());
+            }
+            o.out_dir = argv[++i];
+        } else if (strcmp(argv[i], "--kineto") == 0) {
+            o.kineto = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("%s\n\n"
+                   "  RUN_DIR     a ddpprof run directory, or a parent of runs (baseline/, ddp/)\n"
+                   "  TRACE_DIR   a directory of PyTorch profiler traces, one per rank, as\n"
+                   "              torch.profiler.tensorboard_trace_handler writes them\n"
+                   "  TRACE.json  PyTorch profiler trace files (Kineto JSON or the legacy\n"
+                   "              exporter's array; .gz too): all the files given form one run\n"
+                   "  --out DIR   where the tables go (default: the first input's directory)\n"
+                   "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n",
+                   report_usage());
+            free(inputs);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            error_set("report: unknown option '%s' (%s)", argv[i], report_usage());
+            free(inputs);
+            return -1;
+        } else {
+            inputs[n++] = argv[i];
+        }
+    }
+    int rc = n == 0 ? error_set("report: no run directory or trace given (%s)", report_usage())
+                    : report_run_opts(inputs, n, &o, stdout);
+    free(inputs);
     return rc;
 }

@@ -1,6 +1,8 @@
-/* report.h — `ddpprof report`: turn run directories into the tables, the merged timeline
- * and the charts.  Reads only the files probes/ writes (probes/TRACE.md: rankN.trace.csv,
- * meta.csv, metrics.csv); never needs the trainer or a GPU.  Formulas: report/FORMULAS.md. */
+/* report.h — `ddpprof report`: turn run directories and PyTorch profiler traces into the
+ * tables, the merged timeline and the charts.  Reads the files probes/ writes
+ * (probes/TRACE.md: rankN.trace.csv, meta.csv, metrics.csv) and torch.profiler's traces
+ * (Kineto JSON, the legacy exporter's array; report/import.h); never needs the trainer or a
+ * GPU.  Formulas: report/FORMULAS.md. */
 #ifndef DDPPROF_REPORT_H
 #define DDPPROF_REPORT_H
 
@@ -11,17 +13,39 @@ extern "C" {
 #endif
 
 /* Report on run_dirs[0..n).  Each is a run directory (it has meta.csv) or a parent holding
- * runs in subdirectories (baseline/ and ddp/, as `ddpprof --cpu N` writes them); all runs
- * are compared in one speedup table, the baseline being the run with mode "baseline" (else
- * world size 1).  Writes into out_dir (created if missing; NULL: the first directory given,
- * i.e. the run itself or the parent): phases.csv, buckets.csv, overlap.csv, stragglers.csv,
- * speedup.csv, timeline.json, phases.svg, speedup.svg, report.html.  Prints the tables,
- * aligned with units, to terminal (NULL: print nothing).  Warnings (a rank's trace
- * missing, a truncated last line, no clock offsets, no baseline) go to stderr and the report
- * goes on with what is there.  Returns 0, or -1 after error_set() with one line naming the
- * file and line at fault (missing column, non-numeric field, end before start, empty trace,
- * not a run directory, unwritable output).  The caller owns everything it passed. */
+ * runs in subdirectories (baseline/ and ddp/, as `ddpprof --cpu N` writes them), or PyTorch
+ * traces (report_run_opts); all runs are compared in one speedup table, the baseline being
+ * the run with mode "baseline" (else world size 1).  Writes into out_dir (created if
+ * missing; NULL: the first directory given, i.e. the run itself or the parent):
+ * phases.csv, buckets.csv, overlap.csv, stragglers.csv, speedup.csv, ranks.csv,
+ * timeline.json, phases.svg, speedup.svg, report.html.  Prints the tables, aligned with
+ * units, to terminal (NULL: print nothing).  Warnings (a rank's trace missing, a truncated
+ * last line, no clock offsets, no baseline) go to stderr and the report goes on with what
+ * is there.  Returns 0, or -1 after error_set() with one line naming the file and line at
+ * fault (missing column, non-numeric field, end before start, empty trace, not a run
+ * directory, unwritable output).  The caller owns everything it passed. */
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal);
+
+struct report_opts {
+    const char *out_dir; /* NULL: the first input (a file's directory) */
+    int kineto;          /* also write each ddpprof rank as Kineto JSON (out/kineto/...) */
+};
+
+/* report_run with options, on any mix of inputs: ddpprof run directories (or parents of
+ * runs), directories of PyTorch profiler traces (one run each, as tensorboard_trace_handler
+ * writes them) and trace files (*.json, *.json.gz: all the files given form one run).
+ * Also writes ranks.csv (where each rank came from, its clock offset and how it was found)
+ * and, with opts->kineto, out/kineto/RUN/rankN.pt.trace.json for every ddpprof run. */
+int report_run_opts(const char *const *inputs, int n, const struct report_opts *opts,
+                    FILE *terminal);
+
+/* `ddpprof report ARGS...`: argv[0] is the command's name, then inputs and options
+ * (--out DIR, --kineto, --help).  Prints the tables to stdout.  Returns 0, or -1 after
+ * error_set() with the one line the caller prints. */
+int report_main(int argc, char **argv);
+
+/* The usage text of `ddpprof report`. */
+const char *report_usage(void);
 
 #ifdef __cplusplus
 }

@@ -226,6 +226,22 @@ static int run_meta_row(void *ctx, char **f, int nf, long line)
     return 0;
 }
 
+int run_meta_add(struct run *r, const char *key, const char *value)
+{
+    if (VEC_RESERVE(r->meta, r->cap_meta, r->nmeta + 1))
+        return error_set("%s: out of memory adding %s to the run's meta", r->dir, key);
+    struct meta_kv *m = &r->meta[r->nmeta];
+    m->key = run_strdup(key);
+    m->value = run_strdup(value);
+    if (!m->key || !m->value) {
+        free(m->key);
+        free(m->value);
+        return -1;
+    }
+    r->nmeta++;
+    return 0;
+}
+
 const char *run_meta(const struct run *r, const char *key)
 {
     for (size_t i = r->nmeta; i-- > 0;)
@@ -614,6 +630,8 @@ void rank_trace_free(struct rank_trace *t)
 {
     free(t->path);
     free(t->rows);
+    free(t->clock_method);
+    free(t->host);
     memset(t, 0, sizeof *t);
 }
 
@@ -701,6 +719,13 @@ static int run_load_traces(struct runset *rs, struct run *r)
         r->nranks++; /* freed with the run even when half-read */
         if (rc < 0)
             return -1;
+        /* rank 0's clock is the reference; the others were measured against it through
+         * the store (probes/TRACE.md "Clock alignment") */
+        t->clock_method = run_strdup(rank == 0 ? "reference"
+                                     : off     ? "meta.csv (store round trips)"
+                                               : "none (no offset in meta.csv)");
+        if (!t->clock_method)
+            return -1;
     }
     if (r->nranks == 0) {
         report_warn("%s: no rank traces (rank0.trace.csv ...): only the speedup row, from "
@@ -722,15 +747,32 @@ static int run_load_traces(struct runset *rs, struct run *r)
     return 0;
 }
 
-static int run_load(struct runset *rs, const char *dir)
+struct run *runset_new_run(struct runset *rs, const char *dir)
 {
-    if (VEC_RESERVE(rs->runs, rs->cap_runs, (size_t)rs->n + 1))
-        return error_set("report: out of memory adding run %s", dir);
+    if (VEC_RESERVE(rs->runs, rs->cap_runs, (size_t)rs->n + 1)) {
+        error_set("report: out of memory adding run %s", dir);
+        return NULL;
+    }
     struct run *r = &rs->runs[rs->n++];
     memset(r, 0, sizeof *r);
     r->dir = run_strdup(dir);
-    if (!r->dir)
+    return r->dir ? r : NULL;
+}
+
+int run_dir_is_run(const char *dir)
+{
+    char *meta = run_path_join(dir, "meta.csv");
+    int yes = meta && run_is_file(meta);
+    free(meta);
+    return yes;
+}
+
+static int run_load(struct runset *rs, const char *dir)
+{
+    struct run *r = runset_new_run(rs, dir);
+    if (!r)
         return -1;
+    r->format = "ddpprof";
     char *path = run_path_join(dir, "meta.csv");
     if (!path)
         return -1;

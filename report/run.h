@@ -1,9 +1,10 @@
-/* run.h — the report's input: run directories read into memory.  A run is one directory
- * with meta.csv, metrics.csv and rankN.trace.csv per rank (the contract is probes/TRACE.md,
- * its format probes/trace_format.h, the one header of probes/ the report includes);
- * a parent directory holding baseline/ and ddp/ runs expands into both.  Trace rows are
- * flat structs with interned strings, shifted onto rank 0's clock as they are read, so
- * memory is linear in the rows. */
+/* run.h — the report's input: runs read into memory.  A run is either a ddpprof run
+ * directory (meta.csv, metrics.csv and rankN.trace.csv per rank: the contract is
+ * probes/TRACE.md, its format probes/trace_format.h, the one header of probes/ the report
+ * includes; a parent directory holding baseline/ and ddp/ runs expands into both), or a
+ * set of PyTorch profiler traces mapped onto the same rows (report/import.c).  Trace rows
+ * are flat structs with interned strings, shifted onto the run's reference clock as they
+ * are read, so memory is linear in the rows. */
 #ifndef DDPPROF_REPORT_RUN_H
 #define DDPPROF_REPORT_RUN_H
 
@@ -16,21 +17,53 @@
 /* One trace row; 56 bytes. */
 struct run_row {
     int64_t start_ns, end_ns; /* on rank 0's clock: the file's value + clock_offset_ns.rankN */
-    int64_t bytes;
-    int32_t step, epoch, bucket, stream;
+    int64_t bytes;            /* -1: unknown (an imported collective without sizes) */
+    int32_t step, epoch, bucket, stream; /* epoch -1: unknown (imports) */
     uint32_t name;  /* id in runset.names */
     uint32_t phase; /* id in runset.labels */
     uint32_t kind;  /* id in runset.labels */
     uint8_t clock;  /* enum trace_clock */
 };
 
+/* The device activity of one rank (kernels, memcpy, memset) swept in start order: the
+ * running unions behind overlap.csv's kernel columns (report/FORMULAS.md "Kernel-based
+ * overlap and idle").  Filled by analysis_kernel_add: while an import is read, or by the
+ * analysis from a ddpprof run's CUPTI rows. */
+enum kernel_class {
+    KERNEL_COMPUTE, /* a kernel that is not NCCL's */
+    KERNEL_COMM,    /* an NCCL kernel (ncclKernel_*, ncclDevKernel_*, any nccl* name) */
+    KERNEL_MEMORY   /* memcpy, memset */
+};
+
+struct kernel_run {
+    int open;
+    int64_t s, e;  /* the merged interval still growing */
+    int64_t total; /* the length of the closed ones */
+};
+
+struct kernel_sweep {
+    int64_t count;             /* activities added */
+    int64_t first_ns, last_ns; /* the window: first start, last end */
+    int64_t prev_start;        /* the sweep's position (starts must not go back) */
+    struct kernel_run all, compute, comm, cc; /* unions: all, compute, comm, compute + comm */
+    int64_t host_wait_ns;      /* gaps of `all` closed by an activity launched after they began */
+    int64_t gaps, gaps_launch_known;
+    int64_t launches_known;    /* activities whose launch time was known */
+    int finished;
+};
+
 /* The rows of one rank's trace file, in file order. */
 struct rank_trace {
     int rank;
     char *path;
-    int64_t offset_ns; /* clock_offset_ns.rankN from meta.csv (0 when absent) */
+    int64_t offset_ns;  /* added to the file's times: clock_offset_ns.rankN from meta.csv (0
+                           when absent), or the import's estimate */
+    char *clock_method; /* how offset_ns was found, for ranks.csv */
+    char *host;         /* the host, when the input says (NULL: unknown) */
     struct run_row *rows;
     size_t n, cap;
+    int has_kernels;           /* imports: kern was swept while reading */
+    struct kernel_sweep kern;
 };
 
 struct meta_kv {
@@ -38,15 +71,16 @@ struct meta_kv {
 };
 
 struct run {
-    char *dir;   /* the run directory */
+    char *dir;   /* the run directory (an import: the traces' directory, or its first file) */
+    const char *format; /* "ddpprof", "kineto" or "legacy" (a static string) */
     char *label; /* short unique name: "baseline", "ddp", or the directory's name */
     struct meta_kv *meta; /* meta.csv in file order (a repeated key: the last one counts) */
     size_t nmeta, cap_meta;
     int world_size;            /* meta.csv world_size, else the highest rank file + 1 */
     struct rank_trace *ranks;  /* the ranks whose trace was found, in rank order */
     int nranks;
-    int has_metrics;           /* metrics.csv was read */
-    int64_t metrics_images;    /* sum of its images column */
+    int has_metrics;           /* metrics.csv was read (imports: every step's batch is known) */
+    int64_t metrics_images;    /* sum of its images column (imports: of the batch sizes) */
     long metrics_steps;        /* its rows */
 };
 
@@ -66,6 +100,10 @@ void report_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void runset_init(struct runset *rs);
 void runset_free(struct runset *rs);
 
+/* Append a new, zeroed run for dir to rs; NULL after error_set() (out of memory).  The
+ * pointer is valid until the next call. */
+struct run *runset_new_run(struct runset *rs, const char *dir);
+
 /* Read the run in dir, or the runs under it (baseline/, ddp/, any other subdirectory with
  * a meta.csv), and append them to rs.  Returns 0, or -1 after error_set() naming the file
  * and line (unreadable directory, bad meta.csv or metrics.csv, a malformed trace).  Missing
@@ -84,5 +122,11 @@ void rank_trace_free(struct rank_trace *t);
 
 /* meta.csv's value of key (the last one when repeated), or NULL when absent. */
 const char *run_meta(const struct run *r, const char *key);
+
+/* Add (key, value) to the run's meta (imports make their own).  0, or -1 after error_set. */
+int run_meta_add(struct run *r, const char *key, const char *value);
+
+/* Is dir a ddpprof run directory (it has meta.csv)? */
+int run_dir_is_run(const char *dir);
 
 #endif

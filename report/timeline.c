@@ -84,11 +84,9 @@ static void jw_us(struct jw *w, int64_t ns)
     jw_raw(w, frac, 4);
 }
 
-/* s as a JSON string literal (quotes included); invalid UTF-8 bytes become '?'.  Owned by
- * the caller; NULL on out of memory. */
 #define JSON_MAX_CHARS 4096 /* longer names (templated kernels) are cut here */
 
-static char *json_quote(const char *s)
+char *timeline_json_quote(const char *s)
 {
     size_t n = strnlen(s, JSON_MAX_CHARS);
     char *out = malloc(6 * n + 3), *o = out;
@@ -143,7 +141,7 @@ struct quoted {
 static const char *quoted_get(struct quoted *q, uint32_t id, size_t *len)
 {
     if (!q->lit[id]) {
-        q->lit[id] = json_quote(strpool_get(q->pool, id));
+        q->lit[id] = timeline_json_quote(strpool_get(q->pool, id));
         q->len[id] = q->lit[id] ? strlen(q->lit[id]) : 0;
     }
     if (!q->lit[id]) {
@@ -283,7 +281,7 @@ int timeline_write(const struct runset *rs, const char *path)
             char buf[512];
             char *q;
             snprintf(buf, sizeof buf, "%s rank %d", run->label, t->rank);
-            if (!(q = json_quote(buf))) {
+            if (!(q = timeline_json_quote(buf))) {
                 rc = error_set("%s: out of memory", path);
                 break;
             }
@@ -348,12 +346,16 @@ int timeline_write(const struct runset *rs, const char *path)
                 jw_i64(w, timeline_tid(row));
                 JW_LIT(w, ",\"args\":{\"step\":");
                 jw_i64(w, row->step);
-                JW_LIT(w, ",\"epoch\":");
-                jw_i64(w, row->epoch);
+                if (row->epoch >= 0) { /* imports know no epoch */
+                    JW_LIT(w, ",\"epoch\":");
+                    jw_i64(w, row->epoch);
+                }
                 JW_LIT(w, ",\"bucket\":");
                 jw_i64(w, row->bucket);
-                JW_LIT(w, ",\"bytes\":");
-                jw_i64(w, row->bytes);
+                if (row->bytes >= 0) { /* an imported collective without sizes */
+                    JW_LIT(w, ",\"bytes\":");
+                    jw_i64(w, row->bytes);
+                }
                 if (kind) {
                     JW_LIT(w, ",\"kind\":");
                     jw_raw(w, kind, nk);

@@ -4,7 +4,8 @@
  * reader applied clock_offset_ns.rankN).  Threads are lanes: "host compute", "host comm",
  * "host data", "device compute", ..., "cuda stream N".  Every trace row is one complete
  * event ("ph":"X", ts and dur in microseconds with nanosecond decimals) with args step,
- * epoch, bucket and bytes (and kind, for rows that are not ranges: CUPTI activities).
+ * epoch, bucket and bytes (epoch and bytes left out where an imported trace does not know
+ * them; and kind, for rows that are not ranges: CUPTI activities).
  * Each process has process_name and process_sort_index metadata events, each lane
  * thread_name and thread_sort_index. */
 #ifndef DDPPROF_REPORT_TIMELINE_H
@@ -14,5 +15,9 @@
 
 /* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
 int timeline_write(const struct runset *rs, const char *path);
+
+/* s as a JSON string literal (quotes included; cut at 4096 bytes); invalid UTF-8 bytes
+ * become '?'.  Owned by the caller; NULL on out of memory.  (Also the Kineto export's.) */
+char *timeline_json_quote(const char *s);
 
 #endif

@@ -81,8 +81,12 @@ int main(void)
     CHECK(phases && strstr(phases, want), "phases.csv lacks %s:\n%s", want, phases ? phases : "");
     free(want);
     char *buckets = test_read_file(dir, "buckets.csv");
-    /* 6 rows of 2000 µs: 2e6 B / 2e6 ns = 1 GB/s; hidden: rank 0 1000 of 2000, rank 1 1500 */
-    if (asprintf(&want, "\n%s,2,0,,2000000,6,2.000,1.000,1.000,62.50\n", run) < 0)
+    /* 6 rows of 2000 µs: 2e6 B / 2e6 ns = 1 GB/s; hidden: rank 0 1000 of 2000, rank 1 1500;
+     * both ranks run each step's all-reduce at the same time for as long: transfer 2000,
+     * sync wait 0, start skew 0, xfer algbw = algbw */
+    if (asprintf(&want, "\n%s,2,0,,2000000,6,2.000,1.000,1.000,62.50,2.000,0.000,0.000,1.000,"
+                        "1.000\n",
+                 run) < 0)
         abort();
     CHECK(buckets && strstr(buckets, want), "buckets.csv lacks %s:\n%s", want,
           buckets ? buckets : "");

@@ -327,24 +327,36 @@ static const char *want_phases =
     "ddp,1,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50\n";
 
 static const char *want_overlap =
-    "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms\n"
-    /* C = [500,6000]+[7000,14000] = 12500; no comm; idle = 14000 - 12500 */
-    "baseline,0,14.000,12.500,0.000,0.000,,1.500\n"
+    "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"
+    "k_comm_ms,k_overlap_pct,k_idle_ms,host_wait_ms,kernel_gap_ms\n"
+    /* C = [500,6000]+[7000,14000] = 12500; no comm; idle = 14000 - 12500; no kernels: the
+     * kernel columns are empty */
+    "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,\n"
     /* C = [500,6000]+[7000,8000]+[8500,14000]+[15000,16000] = 13000; M = 5000;
-     * M∩C = 1000+500+1000+500 = 3000 -> exposed 2000, 60 %; C∪M = [500,8000]+[8500,16000] */
-    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000\n"
+     * M∩C = 1000+500+1000+500 = 3000 -> exposed 2000, 60 %; C∪M = [500,8000]+[8500,16000];
+     * one CUPTI kernel [600,1500]: k_compute 900 µs, no NCCL kernel (k_comm 0, overlap
+     * undefined), window = the kernel, so k_idle 0; no launch times: host wait and kernel
+     * gap unknown */
+    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000,0.900,0.000,,0.000,,\n"
     /* C = [500,6500]+[7000,8000]+[8700,13900]+[15000,16000] = 13200; M = 700+500+900+1100;
      * M∩C = 700+0+900+0 = 1600 -> exposed 1600, 50 %; C∪M = [500,8000]+[8700,16000] = 14800 */
-    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200\n";
+    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200,,,,,,\n";
 
 static const char *want_buckets =
-    "run,world_size,bucket,params,bytes,count,mean_ms,algbw_GBps,busbw_GBps,pct_hidden\n"
+    "run,world_size,bucket,params,bytes,count,mean_ms,algbw_GBps,busbw_GBps,pct_hidden,"
+    "transfer_ms,sync_wait_ms,start_skew_ms,xfer_algbw_GBps,xfer_busbw_GBps\n"
     /* b0: 1000,1000,700,900 -> mean 900 µs; 4e6 B / 900000 ns = 4.444 GB/s; busbw x 2(1)/2;
-     * all inside backward; 4 parameter tensors, from meta.csv */
-    "ddp,2,0,4,4000000,4,0.900,4.444,4.444,100.00\n"
+     * all inside backward; 4 parameter tensors, from meta.csv.  Per collective (step):
+     * step 1 r0 1000, r1 700 -> transfer 700, waits 300 and 0, starts 4000 and 4500 -> skew
+     * 500; step 2 r0 1000, r1 900 -> transfer 900, waits 100 and 0, skew 0.  transfer
+     * (700+900)/2 = 800, sync wait 400/4 rows = 100, skew (500+0)/2 = 250; xfer algbw
+     * 4e6 / 800000 = 5 GB/s (busbw x 1) */
+    "ddp,2,0,4,4000000,4,0.900,4.444,4.444,100.00,0.800,0.100,0.250,5.000,5.000\n"
     /* b1: 1500,1500,500,1100 -> mean 1150 µs; 1e6 / 1150000 = 0.870; hidden 500+500+0+0 of
-     * 4600 = 21.74 %; no bucket.1.params in meta.csv: params unknown */
-    "ddp,2,1,,1000000,4,1.150,0.870,0.870,21.74\n";
+     * 4600 = 21.74 %; no bucket.1.params in meta.csv: params unknown.  step 1: 1500, 500 ->
+     * transfer 500, wait 1000, skew 6500-5500 = 1000; step 2: 1500, 1100 -> 1100, wait 400,
+     * skew 13900-13500 = 400.  transfer 800, wait 1400/4 = 350, skew 700; 1e6/8e5 = 1.25 */
+    "ddp,2,1,,1000000,4,1.150,0.870,0.870,21.74,0.800,0.350,0.700,1.250,1.250\n";
 
 static const char *want_stragglers =
     "run,step,ranks,slowest_rank,max_compute_ms,min_compute_ms,skew_ms,wait_ms\n"
@@ -455,8 +467,10 @@ static void test_several_runs(const char *root)
     char *bk = test_read_file(out, "buckets.csv");
     /* rank 0's device row (1000) replaces its host row (7000): 1000,2000,3000,2000 -> mean
      * 2000 µs; 8e6 B / 2e6 ns = 4 GB/s; busbw = 4 x 2(4-1)/4 = 6; hidden (1000+2000+2000+2000)
-     * / 8000 = 87.5 % */
-    CHECK(bk && strstr(bk, "\nbw4,4,0,,8000000,4,2.000,4.000,6.000,87.50\n"),
+     * / 8000 = 87.5 %; one collective: transfer = min 1000, waits 0+1000+2000+1000 over 4
+     * rows = 1000, all start at 2000: skew 0; xfer algbw 8e6 / 1e6 = 8, busbw 8 x 6/4 = 12 */
+    CHECK(bk && strstr(bk, "\nbw4,4,0,,8000000,4,2.000,4.000,6.000,87.50,1.000,1.000,0.000,"
+                           "8.000,12.000\n"),
           "buckets.csv of bw4:\n%s", bk ? bk : "(missing)");
     free(bk);
     free(b);

@@ -1,0 +1,311 @@
+/* kineto.c — the Kineto export (see kineto.h): per rank, the rows sorted by start, written
+ * as Kineto's ChromeTraceLogger lays them out. */
+#include "report/kineto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/error.h"
+#include "report/sort.h"
+#include "report/timeline.h"
+
+#define KINETO_CPU_PID 10000 /* + rank: the process of the rank's CPU events */
+#define KINETO_COMPUTE_STREAM 7 /* the lanes of device-clock ranges, as CUDA streams */
+#define KINETO_COMM_STREAM 20
+
+/* One row's place in the file: the sort key first. */
+struct kx {
+    int64_t start;
+    int64_t idx;
+};
+
+struct kx_ctx {
+    FILE *f;
+    const struct runset *rs;
+    const struct run *run;
+    const struct rank_trace *t;
+    int64_t base_ns;
+    int first;
+    uint32_t ph[TRACE_PHASE_COUNT]; /* labels ids of the phases (STRPOOL_NONE: absent) */
+    uint32_t kind[TRACE_KIND_COUNT];
+    const char *backend;
+};
+
+static void kx_sep(struct kx_ctx *c)
+{
+    fputs(c->first ? "\n  " : ",\n  ", c->f);
+    c->first = 0;
+}
+
+static void kx_str(FILE *f, const char *s)
+{
+    char *q = timeline_json_quote(s);
+    fputs(q ? q : "\"?\"", f);
+    free(q);
+}
+
+/* ns on the run's clock as Kineto's µs with three decimals from baseTimeNanoseconds */
+static void kx_ts(FILE *f, const char *key, int64_t ns)
+{
+    int neg = ns < 0;
+    uint64_t u = neg ? 0 - (uint64_t)ns : (uint64_t)ns;
+    fprintf(f, "\"%s\": %s%llu.%03llu", key, neg ? "-" : "", (unsigned long long)(u / 1000),
+            (unsigned long long)(u % 1000));
+}
+
+static int kx_phase(const struct kx_ctx *c, const struct run_row *r)
+{
+    for (int p = 0; p < TRACE_PHASE_COUNT; p++)
+        if (c->ph[p] != STRPOOL_NONE && r->phase == c->ph[p])
+            return p;
+    return -1;
+}
+
+/* The CPU event a ddpprof phase becomes: its name and Kineto category. */
+static const char *kx_cpu_name(const struct kx_ctx *c, const struct run_row *r, int phase,
+                               char *name, size_t cap)
+{
+    switch (phase) {
+    case TRACE_PHASE_STEP:
+        snprintf(name, cap, "ProfilerStep#%d", r->step);
+        return "user_annotation";
+    case TRACE_PHASE_FORWARD:
+        snprintf(name, cap, "DistributedDataParallel.forward");
+        return "user_annotation";
+    case TRACE_PHASE_BACKWARD:
+        snprintf(name, cap, "autograd::engine::evaluate_function: ddpprof.backward");
+        return "cpu_op";
+    case TRACE_PHASE_OPTIMIZER:
+        snprintf(name, cap, "Optimizer.step#ddpprof.step");
+        return "user_annotation";
+    case TRACE_PHASE_DATA:
+        snprintf(name, cap, "enumerate(DataLoader)#ddpprof.loader");
+        return "user_annotation";
+    case TRACE_PHASE_ALLREDUCE:
+        snprintf(name, cap, "%s:all_reduce", c->backend);
+        return "cpu_op";
+    default:
+        snprintf(name, cap, "ddpprof.%s", phase >= 0 ? trace_phase_name(phase) : "range");
+        return "user_annotation";
+    }
+}
+
+/* A host range as a CPU event (two for an all-reduce: record_param_comms around the
+ * backend's op). */
+static void kx_cpu(struct kx_ctx *c, const struct run_row *r, int phase)
+{
+    FILE *f = c->f;
+    int pid = KINETO_CPU_PID + c->t->rank, tid = 1 + (r->stream >= 0 ? r->stream : 0);
+    char name[96];
+    const char *cat = kx_cpu_name(c, r, phase, name, sizeof name);
+    if (phase == TRACE_PHASE_ALLREDUCE && r->bucket >= 0) {
+        kx_sep(c);
+        fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
+                   "\"pid\": %d, \"tid\": %d, ",
+                pid, tid);
+        kx_ts(f, "ts", r->start_ns - c->base_ns);
+        fputs(", ", f);
+        kx_ts(f, "dur", r->end_ns - r->start_ns);
+        fprintf(f, ", \"args\": {\"Collective name\": \"allreduce\", \"In msg nelems\": %lld, "
+                   "\"Out msg nelems\": %lld, \"dtype\": \"Byte\", \"Group size\": %d, "
+                   "\"Rank\": %d}}",
+                (long long)r->bytes, (long long)r->bytes, c->run->world_size, c->t->rank);
+    }
+    kx_sep(c);
+    fprintf(f, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": ", cat);
+    kx_str(f, name);
+    fprintf(f, ", \"pid\": %d, \"tid\": %d, ", pid, tid);
+    kx_ts(f, "ts", r->start_ns - c->base_ns);
+    fputs(", ", f);
+    kx_ts(f, "dur", r->end_ns - r->start_ns);
+    fputs("}", f);
+}
+
+/* A device-clock range as a gpu_user_annotation named as its phase's CPU event (what Kineto
+ * writes for a record_function: its span over the device work). */
+static void kx_annotation(struct kx_ctx *c, const struct run_row *r, int phase)
+{
+    FILE *f = c->f;
+    char name[96];
+    kx_cpu_name(c, r, phase, name, sizeof name);
+    kx_sep(c);
+    fputs("{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ", f);
+    kx_str(f, name);
+    fprintf(f, ", \"pid\": 0, \"tid\": %d, ",
+            phase == TRACE_PHASE_ALLREDUCE ? KINETO_COMM_STREAM : KINETO_COMPUTE_STREAM);
+    kx_ts(f, "ts", r->start_ns - c->base_ns);
+    fputs(", ", f);
+    kx_ts(f, "dur", r->end_ns - r->start_ns);
+    fputs("}", f);
+}
+
+/* A CUPTI row as device activity on its stream.  ddpprof records no launches, so there is
+ * no cuda_runtime event or correlation to write. */
+static void kx_dev(struct kx_ctx *c, const struct run_row *r)
+{
+    FILE *f = c->f;
+    int stream = r->stream >= 0 ? r->stream : 0;
+    const char *cat = r->kind == c->kind[TRACE_KIND_MEMCPY]   ? "gpu_memcpy"
+                      : r->kind == c->kind[TRACE_KIND_MEMSET] ? "gpu_memset"
+                                                              : "kernel";
+    kx_sep(c);
+    fprintf(f, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": ", cat);
+    kx_str(f, strpool_get(&c->rs->names, r->name));
+    fprintf(f, ", \"pid\": 0, \"tid\": %d, ", stream);
+    kx_ts(f, "ts", r->start_ns - c->base_ns);
+    fputs(", ", f);
+    kx_ts(f, "dur", r->end_ns - r->start_ns);
+    fprintf(f, ", \"args\": {\"device\": 0, \"stream\": %d", stream);
+    if (strcmp(cat, "kernel") != 0)
+        fprintf(f, ", \"bytes\": %lld", (long long)r->bytes);
+    fputs("}}", f);
+}
+
+static int kx_rank(struct kx_ctx *c, const char *path)
+{
+    const struct rank_trace *t = c->t;
+    struct kx *order = malloc((t->n + 1) * sizeof *order);
+    if (!order)
+        return error_set("%s: out of memory", path);
+    uint32_t range = c->kind[TRACE_KIND_RANGE];
+    for (size_t i = 0; i < t->n; i++) {
+        order[i].start = t->rows[i].start_ns;
+        order[i].idx = (int64_t)i;
+    }
+    if (sort_by_i64(order, t->n, sizeof *order, 0) < 0) {
+        free(order);
+        return error_wrap("%s", path);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(order);
+        return error_set("%s: cannot create (%s)", path, strerror(errno));
+    }
+    c->f = f;
+    c->first = 1;
+    const char *comm = run_meta(c->run, "comm");
+    fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n"
+               "  \"distributedInfo\": {\"backend\": ");
+    kx_str(f, comm ? comm : "unknown");
+    fprintf(f, ", \"rank\": %d, \"world_size\": %d},\n", t->rank, c->run->world_size);
+    fprintf(f, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %lld,\n"
+               "  \"traceEvents\": [",
+            (long long)c->base_ns);
+    int pid = KINETO_CPU_PID + t->rank;
+    kx_sep(c);
+    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+               "\"args\": {\"name\": ",
+            pid);
+    char label[256];
+    snprintf(label, sizeof label, "ddpprof %s rank %d", c->run->label, t->rank);
+    kx_str(f, label);
+    fputs("}}", f);
+    for (int lane = 0; lane < TRACE_LANE_COUNT; lane++) {
+        kx_sep(c);
+        fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                   "\"args\": {\"name\": \"%s\"}}",
+                pid, 1 + lane, trace_lane_name(lane));
+    }
+    /* CPU events in start order, then the device activity */
+    for (size_t i = 0; i < t->n; i++) {
+        const struct run_row *r = &t->rows[order[i].idx];
+        if (r->kind == range && r->clock == TRACE_CLOCK_HOST) {
+            kx_cpu(c, r, kx_phase(c, r));
+        } else if (r->kind == c->kind[TRACE_KIND_SYNC]) {
+            kx_sep(c);
+            fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": ");
+            kx_str(f, strpool_get(&c->rs->names, r->name));
+            fprintf(f, ", \"pid\": %d, \"tid\": 1, ", pid);
+            kx_ts(f, "ts", r->start_ns - c->base_ns);
+            fputs(", ", f);
+            kx_ts(f, "dur", r->end_ns - r->start_ns);
+            fputs("}", f);
+        }
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const struct run_row *r = &t->rows[order[i].idx];
+        if (r->kind == range && r->clock == TRACE_CLOCK_DEVICE)
+            kx_annotation(c, r, kx_phase(c, r));
+        else if (r->clock == TRACE_CLOCK_CUPTI && r->kind != c->kind[TRACE_KIND_SYNC])
+            kx_dev(c, r);
+    }
+    fputs("\n  ],\n  \"traceName\": ", f);
+    kx_str(f, path);
+    fputs("\n}\n", f);
+    free(order);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    return bad ? error_set("%s: write failed: check the disk", path) : 0;
+}
+
+static int kx_mkdir(const char *path)
+{
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return error_set("%s: cannot create the directory (%s)", path, strerror(errno));
+    return 0;
+}
+
+/* a label or host name as one safe path component */
+static void kx_safe(char *dst, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++)
+        dst[n++] = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                           (*s >= '0' && *s <= '9') || *s == '-'
+                       ? *s
+                       : '-';
+    dst[n] = '\0';
+}
+
+int kineto_write(const struct runset *rs, const char *out_dir, int *files)
+{
+    *files = 0;
+    char *root = NULL;
+    if (asprintf(&root, "%s/kineto", out_dir) < 0)
+        return error_set("report: out of memory");
+    int rc = kx_mkdir(root);
+    for (int i = 0; i < rs->n && rc == 0; i++) {
+        const struct run *run = &rs->runs[i];
+        if (!run->format || strcmp(run->format, "ddpprof") != 0)
+            continue;
+        struct kx_ctx c = {.rs = rs, .run = run};
+        for (int p = 0; p < TRACE_PHASE_COUNT; p++)
+            c.ph[p] = strpool_find(&rs->labels, trace_phase_name(p));
+        for (int k = 0; k < TRACE_KIND_COUNT; k++)
+            c.kind[k] = strpool_find(&rs->labels, trace_kind_name(k));
+        const char *comm = run_meta(run, "comm");
+        c.backend = comm && *comm ? comm : "ddpprof";
+        int64_t t0 = INT64_MAX;
+        for (int k = 0; k < run->nranks; k++)
+            for (size_t r = 0; r < run->ranks[k].n; r++)
+                if (run->ranks[k].rows[r].start_ns < t0)
+                    t0 = run->ranks[k].rows[r].start_ns;
+        c.base_ns = t0 == INT64_MAX ? 0 : t0 - t0 % 1000000000;
+        char label[128], hostname[128], *dir = NULL;
+        kx_safe(label, sizeof label, run->label);
+        const char *h = run_meta(run, "hostname");
+        kx_safe(hostname, sizeof hostname, h && *h ? h : "ddpprof");
+        if (asprintf(&dir, "%s/%s", root, label) < 0) {
+            rc = error_set("report: out of memory");
+            break;
+        }
+        rc = kx_mkdir(dir);
+        for (int k = 0; k < run->nranks && rc == 0; k++) {
+            char *path = NULL;
+            c.t = &run->ranks[k];
+            if (asprintf(&path, "%s/%s_%d.pt.trace.json", dir, hostname, c.t->rank) < 0) {
+                rc = error_set("report: out of memory");
+                break;
+            }
+            rc = kx_rank(&c, path);
+            *files += rc == 0;
+            free(path);
+        }
+        free(dir);
+    }
+    free(root);
+    return rc;
+}

@@ -1,0 +1,951 @@
+/* test_report_import.c — `ddpprof report` on PyTorch profiler traces.
+ *
+ *   - the Kineto fixture (tests/fixtures/pytorch/kineto-2hosts, made by its generator from
+ *     the documented schema: 4 ranks on two hosts, hostB's clock 2345.678 µs ahead, three
+ *     buckets, NCCL kernels in the old and the new naming): the report recovers the skew
+ *     exactly, the bucket sizes, the collective figures, the phase- and kernel-based overlap
+ *     and idle and the images — every figure worked out by hand from the generator's
+ *     timeline (the arithmetic is in the comments, times in µs per step);
+ *   - the legacy fixture (a real 2-rank gloo DDP job written by Debian's torch 1.13): what
+ *     does not depend on that machine's timing (ranks, steps, buckets, phases, unknown
+ *     sizes left empty, offsets from all-reduce ends, the warnings);
+ *   - run directories and trace files mixed in one report; the --kineto export read back
+ *     gives the same tables;
+ *   - every bad input the issue names (no ProfilerStep, no rank, a cut file, a cut .gz,
+ *     unknown NCCL kernel names, an unknown dtype; not JSON, a lone value, an empty file,
+ *     no traceEvents, no training events, two traces of one rank, deep nesting, corrupt
+ *     gzip): one line, or a warning and a report; events out of order give the same tables
+ *     as in order; a few hundred mutations and every truncation of a trace never crash;
+ *   - units: µs -> ns parsing, the reorder window, the offset median, the kernel sweep. */
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "report/analysis.h"
+#include "report/import.h"
+#include "report/ptjson.h"
+#include "report/reorder.h"
+#include "report/report.h"
+#include "testutil.h"
+
+static char *root;
+
+/* ---- helpers ---- */
+
+struct text {
+    char *s;
+    size_t len;
+};
+
+static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    size_t n = strlen(line);
+    t->s = realloc(t->s, t->len + n + 1);
+    if (!t->s)
+        abort();
+    memcpy(t->s + t->len, line, n + 1);
+    t->len += n;
+    free(line);
+}
+
+/* Run report_run_opts on inputs with stderr captured into *err (caller frees). */
+static int report_capture(const char *const *inputs, int n, const char *out, int kineto,
+                          char **err)
+{
+    char *errpath = test_path(root, "stderr.txt");
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    close(fd);
+    error_clear();
+    struct report_opts o = {.out_dir = out, .kineto = kineto};
+    int rc = report_run_opts(inputs, n, &o, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    *err = test_read_file(root, "stderr.txt");
+    free(errpath);
+    return rc;
+}
+
+static int report1(const char *input, const char *out, char **err)
+{
+    const char *in[] = {input};
+    return report_capture(in, 1, out, 0, err);
+}
+
+static void expect_line(const char *file, const char *dir, const char *line)
+{
+    char *text = test_read_file(dir, file);
+    char *want = NULL;
+    if (asprintf(&want, "\n%s\n", line) < 0)
+        abort();
+    CHECK(text && strstr(text, want), "%s/%s lacks the row\n  %s\n--- it holds:\n%s", dir, file,
+          line, text ? text : "(missing)");
+    free(want);
+    free(text);
+}
+
+/* file holds a line starting with prefix */
+static void expect_prefix(const char *file, const char *dir, const char *prefix)
+{
+    char *text = test_read_file(dir, file);
+    char *want = NULL;
+    if (asprintf(&want, "\n%s", prefix) < 0)
+        abort();
+    CHECK(text && strstr(text, want), "%s/%s lacks a row starting\n  %s\n--- it holds:\n%s", dir,
+          file, prefix, text ? text : "(missing)");
+    free(want);
+    free(text);
+}
+
+static const char *fixture(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/tests/fixtures/pytorch/%s", test_source_dir(), name);
+    return buf;
+}
+
+/* ---- the Kineto fixture ---- */
+
+static void test_kineto_fixture(void)
+{
+    char *out = test_path(root, "kineto-out"), *err = NULL;
+    int rc = report1(fixture("kineto-2hosts"), out, &err);
+    CHECK(rc == 0, "report on the Kineto fixture: %s", error_get());
+    CHECK(err && strstr(err, "warning") == NULL, "no warning expected, got:\n%s", err);
+    /* clocks: rank 1 shares hostA's clock; hostB runs 2345.678 µs ahead, found from the 12
+     * device all-reduces it shares with rank 0 (every rank leaves each at the same instant) */
+    const char *ranks[] = {
+        "kineto-2hosts,0,kineto,hostA,4,0.000,reference,",
+        "kineto-2hosts,1,kineto,hostA,4,0.000,same host as rank 0 (shared clock),",
+        "kineto-2hosts,2,kineto,hostB,4,-2.346,median of 12 device all-reduce end(s) vs rank 0,",
+        "kineto-2hosts,3,kineto,hostB,4,-2.346,median of 12 device all-reduce end(s) vs rank 0,"};
+    char *rk = test_read_file(out, "ranks.csv");
+    for (int r = 0; r < 4; r++)
+        CHECK(rk && strstr(rk, ranks[r]), "ranks.csv lacks %s:\n%s", ranks[r], rk ? rk : "");
+    free(rk);
+    /* buckets: rank r's NCCL kernel of b0 is [7100 + 100r, 9100): 2000, 1900, 1800, 1700 ->
+     * mean 1850; 262144 Float = 1048576 B / 1850000 ns = 0.567 GB/s, busbw x 2(3)/4 = 0.850;
+     * all of it inside the backward kernels' span [5200, 12000): 100 %.  Per step the
+     * shortest is 1700 (transfer), waits 300, 200, 100, 0 -> mean 150, starts 300 apart
+     * (skew, on the aligned clock); 1048576 / 1700000 = 0.617, x 1.5 = 0.925 */
+    expect_line("buckets.csv", out,
+                "kineto-2hosts,4,0,,1048576,16,1.850,0.567,0.850,100.00,1.700,0.150,0.300,0.617,"
+                "0.925");
+    /* b1 [9100 + 100r, 11300): 2200..1900, mean 2050; 6553600 Float = 26214400 B */
+    expect_line("buckets.csv", out,
+                "kineto-2hosts,4,1,,26214400,16,2.050,12.788,19.181,100.00,1.900,0.150,0.300,"
+                "13.797,20.696");
+    /* b2 [12000 + 100r, 13000): 1000..700, mean 850; 1000000 BFloat16 = 2e6 B; after the
+     * backward kernels (which end at 12000): 0 % hidden */
+    expect_line("buckets.csv", out,
+                "kineto-2hosts,4,2,,2000000,16,0.850,2.353,3.529,0.00,0.700,0.150,0.300,2.857,"
+                "4.286");
+    /* overlap, rank 0, per step (x 4 steps):
+     *   phase-based: C = device forward [1000,4500) + backward [5200,12000) + optimizer
+     *   [14100,14600) = 3500 + 6800 + 500 = 10800; M = b0 2000 + b1 2200 + b2 1000 = 5200;
+     *   M ∩ C = [7100,11300) = 4200 -> exposed 1000, 80.77 %; idle = 18000 - |C ∪ M| =
+     *   18000 - (3500 + 7800 + 500) = 6200
+     *   kernel-based: compute kernels 800+800+800+700 + 1800+2000+2000+500 + 500 = 9900;
+     *   NCCL: broadcast [700,800) + [7100,11300) + [12000,13000) = 5300; NCCL ∩ compute =
+     *   [7100,11000) = 3900 -> 73.58 %; busy = memcpy [600,900) + [1000,1800) + [1900,2700)
+     *   + [3000,4500) + [5200,11300) + [11500,13000) + [14100,14600) = 11500; window =
+     *   4 x 20000 - 6000 (first start 600, last end 14600 of step 4) = 74000 -> idle
+     *   74000 - 46000 = 28000.  Gaps closed by an activity launched after they began (host
+     *   wait): [2700,3000) L2950, [4500,5200) L5100, [11300,11500) L11400, [13000,14100)
+     *   L14050 = 2300 per step, + 3 x [14600, 20600) between steps (memcpy L20520) = 27200;
+     *   kernel gaps [900,1000) L700 and [1800,1900) L1600: 200 per step = 800 */
+    expect_line("overlap.csv", out,
+                "kineto-2hosts,0,72.000,43.200,20.800,4.000,80.77,24.800,39.600,21.200,73.58,"
+                "28.000,27.200,0.800");
+    /* rank r enters each all-reduce 100r late: M = 5200 - 300r, M ∩ C = 4200 - 200r, the
+     * gap [12000, 12000 + 100r) before b2 (launched at 11620: a kernel gap) adds 100r to
+     * idle and to kernel gap; NCCL kernels 5300 - 300r, ∩ compute 3900 - 200r */
+    expect_line("overlap.csv", out,
+                "kineto-2hosts,1,72.000,43.200,19.600,3.600,81.63,25.200,39.600,20.000,74.00,"
+                "28.400,27.200,1.200");
+    expect_line("overlap.csv", out,
+                "kineto-2hosts,2,72.000,43.200,18.400,3.200,82.61,25.600,39.600,18.800,74.47,"
+                "28.800,27.200,1.600");
+    expect_line("overlap.csv", out,
+                "kineto-2hosts,3,72.000,43.200,17.200,2.800,83.72,26.000,39.600,17.600,75.00,"
+                "29.200,27.200,2.000");
+    /* backward: the kernels launched inside the host span [5000, 11600] run [5200, 12000);
+     * forward: [1000, 4500) -> the device rows replace the host ones */
+    expect_line("phases.csv", out,
+                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78");
+    expect_line("phases.csv", out,
+                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44");
+    /* ProfilerStep#10..#13 renumbered 1..4; batch 32 from the forward's first input dims:
+     * 4 ranks x 4 steps x 32 = 512 images in 4 x 18 ms of rank 0's steps */
+    expect_line("speedup.csv", out, "kineto-2hosts,ddp,cuda,4,,,512,,0.072,7111.1,,,");
+    expect_line("stragglers.csv", out, "kineto-2hosts,4,4,0,12.000,12.000,0.000,0.000");
+    free(err);
+
+    /* the offset in ns, exactly, through the import API */
+    struct runset rs;
+    runset_init(&rs);
+    char **paths = NULL;
+    int n = 0;
+    CHECK(import_dir_traces(fixture("kineto-2hosts"), &paths, &n) == 0 && n == 4,
+          "import_dir_traces found %d traces: %s", n, error_get());
+    if (n == 4 && import_run(&rs, "k", paths, n) == 0) {
+        const struct run *r = &rs.runs[0];
+        CHECK(r->nranks == 4 && r->ranks[2].offset_ns == -2345678 &&
+                  r->ranks[3].offset_ns == -2345678 && r->ranks[1].offset_ns == 0,
+              "offsets %lld %lld %lld, want 0 -2345678 -2345678",
+              (long long)r->ranks[1].offset_ns, (long long)r->ranks[2].offset_ns,
+              (long long)r->ranks[3].offset_ns);
+        CHECK(r->world_size == 4 && strcmp(r->format, "kineto") == 0, "world %d format %s",
+              r->world_size, r->format);
+    } else {
+        CHECK(0, "import_run: %s", error_get());
+    }
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    runset_free(&rs);
+    free(out);
+}
+
+/* ---- the legacy fixture ---- */
+
+static void test_legacy_fixture(void)
+{
+    char *out = test_path(root, "legacy-out"), *err = NULL;
+    int rc = report1(fixture("legacy-gloo-2ranks"), out, &err);
+    CHECK(rc == 0, "report on the legacy fixture: %s", error_get());
+    /* the legacy exporter writes no rank: both files say so, ranks from the name order */
+    CHECK(err && strstr(err, "fixturehost_1000") && strstr(err, "taken as rank 0") &&
+              strstr(err, "fixturehost_1001") && strstr(err, "taken as rank 1"),
+          "the missing-rank warnings:\n%s", err ? err : "");
+    char *rk = test_read_file(out, "ranks.csv");
+    CHECK(rk && strstr(rk, "\nlegacy-gloo-2ranks,0,legacy,fixturehost,2,0.000,reference,") &&
+              strstr(rk, "median of 4 host all-reduce end(s) vs rank 0"),
+          "ranks.csv: two steps each, rank 1 aligned on 2 steps x 2 buckets:\n%s", rk ? rk : "");
+    free(rk);
+    /* two buckets, 2 steps x 2 ranks each; a legacy trace has no sizes: bytes and
+     * bandwidths empty, never 0 */
+    char *bk = test_read_file(out, "buckets.csv");
+    CHECK(bk && strstr(bk, "\nlegacy-gloo-2ranks,2,0,,,4,") &&
+              strstr(bk, "\nlegacy-gloo-2ranks,2,1,,,4,") &&
+              !strstr(bk, "\nlegacy-gloo-2ranks,2,2,"),
+          "buckets.csv:\n%s", bk ? bk : "");
+    if (bk) {
+        const char *row = strstr(bk, "\nlegacy-gloo-2ranks,2,0,");
+        int commas = 0;
+        const char *p = row ? row + 1 : NULL;
+        char fields[16][32] = {{0}};
+        for (int f = 0; p && f < 15; f++) {
+            const char *e = strpbrk(p, ",\n");
+            snprintf(fields[f], sizeof fields[f], "%.*s", (int)(e - p), p);
+            commas += *e == ',';
+            p = e + 1;
+        }
+        CHECK(commas == 14 && fields[7][0] == '\0' && fields[8][0] == '\0' &&
+                  fields[13][0] == '\0' && fields[10][0] != '\0' && fields[11][0] != '\0',
+              "b0: algbw/busbw/xfer empty without sizes, transfer and sync wait present");
+    }
+    free(bk);
+    char *ph = test_read_file(out, "phases.csv");
+    static const char *phases[] = {"step,2,", "data,2,", "forward,2,", "backward,2,",
+                                   "allreduce,4,", "optimizer,4,"};
+    for (int r = 0; r < 2; r++)
+        for (size_t k = 0; k < sizeof phases / sizeof *phases; k++) {
+            char want[96];
+            snprintf(want, sizeof want, "\nlegacy-gloo-2ranks,%d,%s", r, phases[k]);
+            CHECK(ph && strstr(ph, want), "phases.csv lacks %s", want + 1);
+        }
+    free(ph);
+    /* no shapes recorded: images (and so throughput) empty; train_s from the steps */
+    char *sp = test_read_file(out, "speedup.csv");
+    CHECK(sp && strstr(sp, "\nlegacy-gloo-2ranks,ddp,cpu,2,,,,,0.0"), "speedup.csv:\n%s",
+          sp ? sp : "");
+    free(sp);
+    free(err);
+    free(out);
+}
+
+/* ---- a small Kineto trace built here ---- */
+
+struct mini {
+    int rank;           /* -1: no distributedInfo */
+    int steps;          /* ProfilerStep events (0: none) */
+    const char *nccl;   /* the all-reduce kernel's name */
+    const char *dtype;
+    int reverse;        /* write the events in reverse order */
+    int nccl_args;      /* Collective name args on the kernel */
+    int worker;         /* the backend op is gloo's, on a worker thread (tid 9) */
+};
+
+/* One rank, 3 iterations 10 ms apart: data, forward (input dims 8x4), backward ops, one
+ * all-reduce (record_param_comms + nccl:all_reduce, its kernel), optimizer; kernels launched
+ * through cuda_runtime. */
+static char *mini_trace(const struct mini *m)
+{
+    struct text ev[64 * 3];
+    int n = 0;
+    memset(ev, 0, sizeof ev);
+    int corr = 1;
+    for (int k = 0; k < 3; k++) {
+        long t = 1000000 + k * 10000; /* µs */
+        if (k < m->steps)
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                          "\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":9000}", 5 + k, t);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"enumerate(DataLoader)#"
+                      "x\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":500}", t + 10);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"DistributedDataParal"
+                      "lel.forward\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":2000}", t + 600);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\",\"pid\":1,"
+                      "\"tid\":1,\"ts\":%ld,\"dur\":100,\"args\":{\"Input Dims\":[[8,4],[2,4]]}}",
+            t + 610);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"autograd::engine::evaluate_fu"
+                      "nction: AddmmBackward0\",\"pid\":1,\"tid\":2,\"ts\":%ld,\"dur\":3000}",
+            t + 3000);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":1,"
+                      "\"tid\":2,\"ts\":%ld,\"dur\":50,\"args\":{\"Collective name\":\"allreduce\","
+                      "\"In msg nelems\":1000,\"dtype\":\"%s\",\"Group size\":2}}",
+            t + 4000, m->dtype);
+        if (m->worker)
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"gloo:all_reduce\","
+                          "\"pid\":1,\"tid\":9,\"ts\":%ld,\"dur\":1900}", t + 4100);
+        else
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\","
+                          "\"pid\":1,\"tid\":2,\"ts\":%ld,\"dur\":40}", t + 4005);
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Optimizer.step#SGD."
+                      "step\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":500}", t + 8000);
+        /* device: a forward kernel, a backward kernel, the all-reduce */
+        long launch[3] = {t + 700, t + 3100, t + 4010}, ks[3] = {t + 800, t + 3200, t + 4100},
+             ke[3] = {t + 2500, t + 5900, t + 6000};
+        for (int j = 0; j < 3; j++) {
+            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                          "\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
+                          "\"args\":{\"correlation\":%d}}",
+                j == 0 ? 1 : 2, launch[j], corr);
+            if (j < 2)
+                add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"pid\":0,"
+                              "\"tid\":7,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":7,"
+                              "\"correlation\":%d}}", j, ks[j], ke[j] - ks[j], corr);
+            else
+                add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,"
+                              "\"tid\":20,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":20,"
+                              "\"correlation\":%d%s}}", m->nccl, ks[j], ke[j] - ks[j], corr,
+                    m->nccl_args ? ",\"Collective name\":\"allreduce\",\"In msg nelems\":1000,"
+                                   "\"dtype\":\"Float\"" : "");
+            corr++;
+        }
+        add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"nccl:all_reduce\","
+                      "\"pid\":0,\"tid\":20,\"ts\":%ld,\"dur\":1900}", t + 4100);
+    }
+    struct text t = {0};
+    add(&t, "{\"schemaVersion\":1,");
+    if (m->rank >= 0)
+        add(&t, "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":2},",
+            m->rank);
+    add(&t, "\"baseTimeNanoseconds\":1700000000000000000,\"traceEvents\":[\n");
+    for (int i = 0; i < n; i++) {
+        int k = m->reverse ? n - 1 - i : i;
+        add(&t, "%s%s\n", ev[k].s, i + 1 < n ? "," : "");
+        free(ev[k].s);
+    }
+    add(&t, "]}\n");
+    return t.s;
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    test_write_file(dir, name, text, strlen(text));
+}
+
+static char *make_dir(const char *name)
+{
+    char *d = test_path(root, name);
+    mkdir(d, 0777);
+    return d;
+}
+
+/* A directory holding the mini traces of ranks 0 and 1 (each built from m with its rank). */
+static char *mini_dir(const char *name, struct mini m)
+{
+    char *d = make_dir(name);
+    for (int r = 0; r < 2; r++) {
+        struct mini mr = m;
+        if (m.rank >= 0)
+            mr.rank = r;
+        char *t = mini_trace(&mr), fname[64];
+        snprintf(fname, sizeof fname, "host_%d.1.pt.trace.json", 100 + r);
+        write_text(d, fname, t);
+        free(t);
+    }
+    return d;
+}
+
+static const struct mini mini_good = {0, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
+                                      "Float", 0, 0, 0};
+
+static void test_mini_good_and_reversed(void)
+{
+    char *d = mini_dir("mini", mini_good), *out = test_path(root, "mini-out"), *err = NULL;
+    CHECK(report1(d, out, &err) == 0, "mini: %s", error_get());
+    CHECK(err && !strstr(err, "warning"), "mini: no warning expected:\n%s", err);
+    free(err);
+    /* one bucket of 1000 Float = 4000 B per step, its kernel [4100, 6000) = 1900 µs, both
+     * ranks identical: transfer 1900, no wait, no skew; 3 steps x 2 ranks = 6 calls */
+    expect_line("buckets.csv", out, "mini,2,0,,4000,6,1.900,0.002,0.002,94.74,1.900,0.000,"
+                                    "0.000,0.002,0.002");
+    /* images: batch 8 from Input Dims [[8,4],...]: 2 ranks x 3 steps x 8 = 48 */
+    char *sp = test_read_file(out, "speedup.csv");
+    CHECK(sp && strstr(sp, "\nmini,ddp,cuda,2,,,48,"), "speedup.csv:\n%s", sp ? sp : "");
+    free(sp);
+
+    /* the same events written in reverse order: the reorder windows restore the order, the
+     * tables are the same */
+    struct mini rev = mini_good;
+    rev.reverse = 1;
+    char *d2 = mini_dir("mini-rev", rev), *out2 = test_path(root, "mini-rev-out");
+    CHECK(report1(d2, out2, &err) == 0, "mini reversed: %s", error_get());
+    free(err);
+    static const char *files[] = {"phases.csv", "overlap.csv", "buckets.csv", "stragglers.csv"};
+    for (int k = 0; k < 4; k++) {
+        char *a = test_read_file(out, files[k]), *b = test_read_file(out2, files[k]);
+        /* the run labels differ ("mini" / "mini-rev"): compare after them */
+        int same = a && b;
+        for (char *p = a, *q = b; same && p && q;) {
+            char *pe = strchr(p, '\n'), *qe = strchr(q, '\n');
+            if (!pe || !qe) {
+                same = !pe && !qe;
+                break;
+            }
+            char *pc = memchr(p, ',', (size_t)(pe - p)), *qc = memchr(q, ',', (size_t)(qe - q));
+            same = pc && qc && pe - pc == qe - qc && memcmp(pc, qc, (size_t)(pe - pc)) == 0;
+            p = pe + 1;
+            q = qe + 1;
+        }
+        CHECK(same, "%s differs when the events come in reverse order:\n%s---\n%s", files[k],
+              a ? a : "", b ? b : "");
+        free(a);
+        free(b);
+    }
+    /* gloo's all-reduce runs on a worker thread, its record_param_comms on the caller's:
+     * the sizes are matched by order within the step (bucket 0: 1000 Float = 4000 B) */
+    struct mini w = mini_good;
+    w.worker = 1;
+    char *d3 = mini_dir("mini-worker", w), *out3 = test_path(root, "mini-worker-out");
+    CHECK(report1(d3, out3, &err) == 0, "mini with a worker thread: %s", error_get());
+    free(err);
+    expect_prefix("buckets.csv", out3, "mini-worker,2,0,,4000,6,1.900,");
+    free(d3);
+    free(out3);
+    free(d);
+    free(d2);
+    free(out);
+    free(out2);
+}
+
+/* ---- warnings: the report goes on ---- */
+
+static void expect_warning(const char *what, const char *input, const char *want1,
+                           const char *want2)
+{
+    char *out = test_path(root, "warn-out"), *err = NULL;
+    int rc = report1(input, out, &err);
+    CHECK(rc == 0, "%s: the report should go on: %s", what, error_get());
+    CHECK(err && strstr(err, want1) && (!want2 || strstr(err, want2)),
+          "%s: stderr lacks '%s'%s%s:\n%s", what, want1, want2 ? " / " : "", want2 ? want2 : "",
+          err ? err : "");
+    free(err);
+    free(out);
+}
+
+static void test_warnings(void)
+{
+    struct mini m = mini_good;
+    m.steps = 0; /* no ProfilerStep: steps from the forward calls */
+    char *d = mini_dir("no-steps", m);
+    expect_warning("no ProfilerStep", d, "no ProfilerStep#N events",
+                   "DistributedDataParallel.forward calls");
+    char *out = test_path(root, "warn-out");
+    expect_prefix("ranks.csv", out, "no-steps,0,kineto,host,3,0.000,reference,");
+    free(d);
+
+    m = mini_good;
+    m.rank = -1; /* no distributedInfo */
+    d = mini_dir("no-rank", m);
+    expect_warning("no rank", d, "no distributedInfo.rank", "taken as rank 1 from the file order");
+    free(d);
+
+    m = mini_good; /* an NCCL kernel named in no known scheme, without args */
+    m.nccl = "ncclSuperKernel_Reduce_v9";
+    d = mini_dir("unknown-nccl", m);
+    expect_warning("unknown NCCL naming", d, "named in no known scheme",
+                   "gpu_user_annotation ranges instead");
+    /* the annotations stand in: bucket 0 still has its 6 device rows of 1900 µs */
+    expect_line("buckets.csv", out, "unknown-nccl,2,0,,4000,6,1.900,0.002,0.002,94.74,1.900,"
+                                    "0.000,0.000,0.002,0.002");
+    free(d);
+
+    m = mini_good;
+    m.nccl = "ncclSuperKernel_Reduce_v9";
+    m.nccl_args = 1; /* unknown name, but Kineto's Collective name args say all-reduce */
+    d = mini_dir("unknown-nccl-args", m);
+    expect_warning("unknown NCCL naming with args", d, "named in no known scheme", NULL);
+    expect_line("buckets.csv", out, "unknown-nccl-args,2,0,,4000,6,1.900,0.002,0.002,94.74,"
+                                    "1.900,0.000,0.000,0.002,0.002");
+    free(d);
+
+    m = mini_good;
+    m.dtype = "Float8_e4m3fn"; /* no size known: bytes empty, the host row's too */
+    d = mini_dir("dtype", m);
+    expect_warning("unknown dtype", d, "dtype 'Float8_e4m3fn'", "left empty");
+    expect_line("buckets.csv", out, "dtype,2,0,,,6,1.900,,,94.74,1.900,0.000,0.000,,");
+    free(d);
+
+    /* a cut file: the events before the cut are used */
+    char *t = mini_trace(&mini_good);
+    d = make_dir("cut");
+    char *half = strndup(t, strlen(t) * 2 / 3);
+    write_text(d, "cut.json", half);
+    char *f = test_path(d, "cut.json");
+    expect_warning("cut file", f, "cut short after", "events before the cut");
+    free(f);
+    free(half);
+    free(d);
+
+    /* a cut .gz: written with gzip -c, then cut */
+    d = make_dir("cutgz");
+    write_text(d, "t.json", t);
+    char *cmd = NULL;
+    if (asprintf(&cmd, "gzip -c '%s/t.json' > '%s/t.json.gz' && head -c 700 '%s/t.json.gz' > "
+                       "'%s/cut.json.gz' && rm '%s/t.json' '%s/t.json.gz'",
+                 d, d, d, d, d, d) < 0 ||
+        system(cmd) != 0)
+        CHECK(0, "gzip failed: %s", cmd);
+    f = test_path(d, "cut.json.gz");
+    expect_warning("cut gzip", f, "cut short after", NULL);
+    free(f);
+    free(cmd);
+    free(d);
+    free(t);
+    free(out);
+}
+
+/* ---- errors: one line, non-zero ---- */
+
+static void expect_error(const char *what, const char *name, const char *content, size_t len,
+                         const char *want)
+{
+    char *d = make_dir("errors");
+    test_write_file(d, name, content, len);
+    char *f = test_path(d, name), *err = NULL, *out = test_path(root, "err-out");
+    int rc = report1(f, out, &err);
+    CHECK(rc == -1, "%s: want an error, got %d", what, rc);
+    CHECK(strstr(error_get(), want) && strstr(error_get(), name), "%s: error '%s' lacks '%s'",
+          what, error_get(), want);
+    CHECK(!strchr(error_get(), '\n'), "%s: the error is not one line", what);
+    unlink(f);
+    free(f);
+    free(err);
+    free(out);
+    free(d);
+}
+
+static void test_errors(void)
+{
+    expect_error("not JSON", "a.json", "hello world", 11, "not valid JSON at byte");
+    expect_error("a lone value", "b.json", "42", 2, "single value");
+    expect_error("empty file", "c.json", "", 0, "empty file");
+    expect_error("no traceEvents", "d.json", "{\"foo\": [1, 2]}", 15, "without traceEvents");
+    const char *plain =
+        "[{\"ph\":\"X\",\"name\":\"aten::add\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2}]";
+    expect_error("no training events", "e.json", plain, strlen(plain), "none of its 1 events");
+    expect_error("empty traceEvents", "f.json", "{\"schemaVersion\":1,\"traceEvents\":[]}", 36,
+                 "no trace events");
+    char deep[400];
+    memset(deep, '[', sizeof deep);
+    expect_error("deep nesting", "g.json", deep, sizeof deep, "nested deeper than");
+    const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff,
+                                0x00, 0x11, 0x22, 0x33, 0x44, 0x55};
+    expect_error("corrupt gzip", "h.json.gz", (const char *)gz, sizeof gz, "corrupt gzip");
+    const char *garbage = "{\"traceEvents\":[{\"ph\":\"X\",}]}";
+    expect_error("bad JSON in the middle", "i.json", garbage, strlen(garbage),
+                 "not valid JSON at byte");
+
+    /* two traces of one rank in a directory */
+    char *d = make_dir("dup-rank"), *err = NULL;
+    char *t = mini_trace(&mini_good);
+    write_text(d, "a_1.1.pt.trace.json", t);
+    write_text(d, "b_2.1.pt.trace.json", t);
+    free(t);
+    char *out = test_path(root, "err-out");
+    CHECK(report1(d, out, &err) == -1 && strstr(error_get(), "are both rank 0"),
+          "two traces of rank 0: %s", error_get());
+    free(err);
+    free(out);
+    free(d);
+    /* not a run directory, and no traces in it either */
+    d = make_dir("nothing-here");
+    out = test_path(root, "err-out");
+    CHECK(report1(d, out, &err) == -1 && strstr(error_get(), "not a run directory"),
+          "an empty directory: %s", error_get());
+    free(err);
+    free(out);
+    free(d);
+}
+
+/* ---- mixed inputs and the Kineto export read back ---- */
+
+static const char *trace_header =
+    "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n";
+
+/* A small ddpprof run directory: 2 ranks, 2 steps, 2 buckets, host rows only. */
+static char *ddpprof_run(const char *name)
+{
+    char *d = make_dir(name);
+    write_text(d, "meta.csv", "key,value\nmodel,convnet\nmode,ddp\ndevice,cpu\nworld_size,2\n"
+                              "epochs,1\namp,off\nwall_s,1\ncomm,shm\nclock_offset_ns.rank1,0\n");
+    write_text(d, "metrics.csv", "step,epoch,loss,lr,images\n1,1,2.3,0.1,64\n2,1,2.2,0.1,64\n");
+    for (int r = 0; r < 2; r++) {
+        struct text t = {0};
+        add(&t, "%s", trace_header);
+        for (int s = 1; s <= 2; s++) {
+            long long b = 5000000000LL + (s - 1) * 10000000LL + r * 100000LL;
+            add(&t, "%d,%d,1,data,-1,host,%lld,%lld,0,data,range,2\n", r, s, b, b + 1000000);
+            add(&t, "%d,%d,1,forward,-1,host,%lld,%lld,0,forward,range,0\n", r, s, b + 1000000,
+                b + 3000000);
+            add(&t, "%d,%d,1,allreduce,0,host,%lld,%lld,4096,allreduce.b0,range,1\n", r, s,
+                b + 5000000, b + 6000000 - r * 200000);
+            add(&t, "%d,%d,1,backward,-1,host,%lld,%lld,0,backward,range,0\n", r, s,
+                b + 3000000, b + 7000000);
+            add(&t, "%d,%d,1,allreduce,1,host,%lld,%lld,8192,allreduce.b1,range,1\n", r, s,
+                b + 6500000, b + 8000000 - r * 100000);
+            add(&t, "%d,%d,1,optimizer,-1,host,%lld,%lld,0,optimizer,range,0\n", r, s,
+                b + 8000000, b + 9000000);
+            add(&t, "%d,%d,1,step,-1,host,%lld,%lld,0,step,range,0\n", r, s, b, b + 9000000);
+        }
+        char fname[32];
+        snprintf(fname, sizeof fname, "rank%d.trace.csv", r);
+        write_text(d, fname, t.s);
+        free(t.s);
+    }
+    return d;
+}
+
+/* A one-rank GPU-shaped ddpprof run: host ranges, device-clock ranges (CUDA events) of
+ * forward and the all-reduce, and CUPTI rows (kernels, an NCCL kernel, a memcpy). */
+static char *ddpprof_gpu_run(const char *name)
+{
+    char *d = make_dir(name);
+    write_text(d, "meta.csv", "key,value\nmode,ddp\ndevice,cuda\nworld_size,1\ncomm,nccl\n"
+                              "hostname,gpubox\n");
+    struct text t = {0};
+    add(&t, "%s", trace_header);
+    for (int s = 1; s <= 2; s++) {
+        long long b = 5000000000LL + (s - 1) * 10000000LL;
+        add(&t, "0,%d,1,data,-1,host,%lld,%lld,0,data,range,2\n", s, b, b + 1000000);
+        add(&t, "0,%d,1,forward,-1,host,%lld,%lld,0,forward,range,0\n", s, b + 1000000,
+            b + 3000000);
+        add(&t, "0,%d,1,forward,-1,device,%lld,%lld,0,forward,range,0\n", s, b + 1200000,
+            b + 3500000);
+        add(&t, "0,%d,1,forward,-1,cupti,%lld,%lld,0,\"void k<float, 3>\",kernel,7\n", s,
+            b + 1300000, b + 2000000);
+        add(&t, "0,%d,1,backward,-1,host,%lld,%lld,0,backward,range,0\n", s, b + 3000000,
+            b + 7000000);
+        add(&t, "0,%d,1,backward,-1,cupti,%lld,%lld,0,wgrad,kernel,7\n", s, b + 3600000,
+            b + 6000000);
+        add(&t, "0,%d,1,allreduce,0,host,%lld,%lld,4096,allreduce.b0,range,1\n", s,
+            b + 5000000, b + 6000000);
+        add(&t, "0,%d,1,allreduce,0,device,%lld,%lld,4096,allreduce.b0,range,1\n", s,
+            b + 5100000, b + 6100000);
+        add(&t, "0,%d,1,allreduce,0,cupti,%lld,%lld,0,ncclDevKernel_AllReduce_Sum_f32_RING_LL,"
+                "kernel,13\n", s, b + 5100000, b + 6100000);
+        add(&t, "0,%d,1,optimizer,-1,host,%lld,%lld,0,optimizer,range,0\n", s, b + 8000000,
+            b + 9000000);
+        add(&t, "0,%d,1,optimizer,-1,cupti,%lld,%lld,8192,memcpy HtoD,memcpy,7\n", s,
+            b + 8000000, b + 9000000);
+        add(&t, "0,%d,1,step,-1,host,%lld,%lld,0,step,range,0\n", s, b, b + 9000000);
+    }
+    write_text(d, "rank0.trace.csv", t.s);
+    free(t.s);
+    return d;
+}
+
+/* Report dir into a, its --kineto export read back into b: the tables must be equal. */
+static void check_export_round_trip(const char *run, const char *label, const char *host)
+{
+    char *a = NULL, *b = NULL, *k = NULL, *err = NULL, *exported = NULL;
+    if (asprintf(&a, "%s/%s-ref", root, label) < 0 || asprintf(&b, "%s/%s-back", root, label) < 0 ||
+        asprintf(&k, "%s/kineto/%s", a, label) < 0 ||
+        asprintf(&exported, "%s_0.pt.trace.json", host) < 0)
+        abort();
+    const char *in[] = {run};
+    CHECK(report_capture(in, 1, a, 1, &err) == 0, "%s with --kineto: %s", label, error_get());
+    free(err);
+    char *k0 = test_read_file(k, exported);
+    CHECK(k0 && strstr(k0, "\"schemaVersion\": 1") && strstr(k0, "\"distributedInfo\"") &&
+              strstr(k0, "\"ProfilerStep#2\"") && strstr(k0, "\"record_param_comms\""),
+          "%s: the export %s/%s lacks the Kineto fields", label, k, exported);
+    free(k0);
+    CHECK(report1(k, b, &err) == 0, "%s: the export read back: %s", label, error_get());
+    free(err);
+    static const char *files[] = {"phases.csv", "overlap.csv", "buckets.csv", "stragglers.csv"};
+    for (int i = 0; i < 4; i++) {
+        char *x = test_read_file(a, files[i]), *y = test_read_file(b, files[i]);
+        CHECK(x && y && strcmp(x, y) == 0, "%s %s: the export read back differs:\n%s---\n%s",
+              label, files[i], x ? x : "", y ? y : "");
+        free(x);
+        free(y);
+    }
+    free(a);
+    free(b);
+    free(k);
+    free(exported);
+}
+
+static void test_mixed_and_export(void)
+{
+    char *run = ddpprof_run("rt"), *out = test_path(root, "mixed-out"), *err = NULL;
+    char *mini = mini_dir("mini-files", mini_good);
+    char *f0 = test_path(mini, "host_100.1.pt.trace.json");
+    char *f1 = test_path(mini, "host_101.1.pt.trace.json");
+    /* a run directory and two loose trace files (one run) in one report, with the export */
+    const char *in[] = {run, f0, f1};
+    CHECK(report_capture(in, 3, out, 1, &err) == 0, "mixed inputs: %s", error_get());
+    char *sp = test_read_file(out, "speedup.csv");
+    CHECK(sp && strstr(sp, "\nrt,ddp,cpu,2,") &&
+              strstr(sp, "\nhost_100.1.pt.trace.json,ddp,cuda,2,"),
+          "speedup.csv of a run and two files:\n%s", sp ? sp : "");
+    free(sp);
+    free(err);
+
+    /* the ddpprof runs' Kineto exports (OUT/kineto/RUN/HOST_{0,1}.pt.trace.json: one host,
+     * so one clock) read back as trace directories give the same tables: a CPU run, and a
+     * GPU-shaped one whose device ranges come back from gpu_user_annotation spans and whose
+     * kernels give the same kernel figures */
+    char *gpu = ddpprof_gpu_run("gpu");
+    check_export_round_trip(gpu, "gpu", "gpubox");
+    free(gpu);
+    char *kdir = test_path(out, "kineto/rt"), *out2 = test_path(root, "export-out");
+    char *k0 = test_read_file(kdir, "ddpprof_0.pt.trace.json");
+    CHECK(k0 && strstr(k0, "\"distributedInfo\": {\"backend\": \"shm\", \"rank\": 0, "
+                           "\"world_size\": 2}") &&
+              strstr(k0, "\"ProfilerStep#2\"") && strstr(k0, "\"record_param_comms\"") &&
+              strstr(k0, "\"In msg nelems\": 8192"),
+          "the export of rank 0 lacks the Kineto fields");
+    free(k0);
+    CHECK(report1(kdir, out2, &err) == 0, "the export read back: %s", error_get());
+    free(err);
+    char *ref = test_path(root, "rt-alone");
+    CHECK(report1(run, ref, &err) == 0, "the run alone: %s", error_get());
+    free(err);
+    static const char *files[] = {"phases.csv", "overlap.csv", "buckets.csv", "stragglers.csv"};
+    for (int k = 0; k < 4; k++) {
+        char *a = test_read_file(ref, files[k]), *b = test_read_file(out2, files[k]);
+        CHECK(a && b && strcmp(a, b) == 0, "%s: the export read back differs:\n%s---\n%s",
+              files[k], a ? a : "", b ? b : "");
+        free(a);
+        free(b);
+    }
+    char *rk = test_read_file(out2, "ranks.csv");
+    CHECK(rk && strstr(rk, "\nrt,1,kineto,ddpprof,2,0.000,same host as rank 0 (shared clock),"),
+          "the export's ranks share one clock:\n%s", rk ? rk : "");
+    free(rk);
+    free(ref);
+    free(kdir);
+    free(out2);
+    free(f0);
+    free(f1);
+    free(mini);
+    free(run);
+    free(out);
+}
+
+/* ---- nothing crashes ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* import_buffer (the fuzz target's entry) and the analysis on damaged traces: 0 or -1. */
+static void test_mutations(void)
+{
+    char *t = mini_trace(&mini_good);
+    size_t n = strlen(t);
+    char *errpath = test_path(root, "fuzz-stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    close(fd);
+    int bad = 0, ok = 0;
+    char *buf = malloc(n + 1);
+    static const char pool[] = "{}[],:\"0123456789-.eE \\ntrufalsn";
+    for (int iter = 0; iter < 600; iter++) {
+        size_t len = n;
+        memcpy(buf, t, n);
+        if (iter < 200) { /* cut at every third byte of the first 600 */
+            len = (size_t)iter * 3 % n;
+        } else {
+            int k = 1 + (int)(next_rand() % 6);
+            for (int j = 0; j < k; j++) {
+                size_t at = next_rand() % n;
+                buf[at] = (next_rand() & 1) ? pool[next_rand() % (sizeof pool - 1)]
+                                            : (char)(next_rand() & 0xff);
+            }
+        }
+        struct runset rs;
+        runset_init(&rs);
+        int rc = import_buffer(&rs, buf, len, "mutated.json");
+        if (rc == 0 && runset_finish(&rs) == 0) {
+            struct run_stat *st = analysis_run(&rs);
+            analysis_free(st, rs.n);
+            ok++;
+        }
+        bad += rc != 0 && rc != -1;
+        runset_free(&rs);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    free(errpath);
+    CHECK(bad == 0, "%d mutated traces returned neither 0 nor -1", bad);
+    CHECK(ok > 0, "some mutated traces should still import (got none)");
+    free(buf);
+    free(t);
+}
+
+/* ---- units ---- */
+
+static void test_units(void)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        int64_t ns;
+    } us[] = {{"1.5", 1, 1500},
+              {"198093488368.463", 1, 198093488368463LL},
+              {"0.0005", 1, 1}, /* rounded to the nearest ns, half up */
+              {"0.0004", 1, 0},
+              {"-3", 1, -3000},
+              {"1e3", 1, 1000000},
+              {"2.5E-1", 1, 250},
+              {"abc", 0, 0},
+              {"", 0, 0},
+              {"1.", 0, 0},
+              {"1e30", 0, 0},
+              {"99999999999999999999", 0, 0}};
+    for (size_t i = 0; i < sizeof us / sizeof *us; i++) {
+        int64_t ns = 0;
+        int rc = ptjson_us_to_ns(us[i].s, strlen(us[i].s), &ns);
+        CHECK((rc == 0) == us[i].ok && (!us[i].ok || ns == us[i].ns),
+              "ptjson_us_to_ns(\"%s\") = %d, %lld", us[i].s, rc, (long long)ns);
+    }
+
+    /* the reorder window: a shuffle within the window comes out sorted, a record further
+     * out of order than the window is counted late */
+    struct reorder r;
+    CHECK(reorder_init(&r, 16, 8) == 0, "reorder_init");
+    int64_t rec[2], out[2], last = -1;
+    static const int64_t in[] = {5, 3, 7, 1, 2, 9, 8, 4, 6, 10, 12, 11, 13, 14, 15, 16, 17};
+    int sorted = 1, outs = 0;
+    for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+        rec[0] = in[i];
+        rec[1] = in[i] + 1;
+        if (reorder_push(&r, rec, out)) {
+            sorted &= out[0] >= last;
+            last = out[0];
+            outs++;
+        }
+    }
+    while (reorder_pop(&r, out)) {
+        sorted &= out[0] >= last;
+        last = out[0];
+        outs++;
+    }
+    CHECK(sorted && outs == 17 && r.late == 0, "reorder: sorted %d, %d out, %llu late", sorted,
+          outs, (unsigned long long)r.late);
+    for (int i = 100; i < 120; i++) { /* then one record 20 places early */
+        rec[0] = i == 119 ? 50 : i;
+        rec[1] = rec[0];
+        reorder_push(&r, rec, out);
+    }
+    while (reorder_pop(&r, out))
+        ;
+    CHECK(r.late == 1, "reorder: one late record, counted %llu", (unsigned long long)r.late);
+    reorder_free(&r);
+
+    /* the offset median: robust to an outlier; the lower middle of an even count */
+    int64_t d1[] = {5, -3, 100, 4, 6}, d2[] = {4, 1, 3, 2};
+    CHECK(analysis_clock_offset(d1, 5) == 5 && analysis_clock_offset(d2, 4) == 2,
+          "analysis_clock_offset");
+
+    /* the kernel sweep by hand: a compute [0,10) L0, comm [5,20) L1, compute [30,40) L25
+     * (launched after the gap began at 20: host wait 10), memcpy [45,50) L35 (launched
+     * before the gap began at 40: kernel gap 5).  compute 20, comm 15, comm ∩ compute 5 ->
+     * 33.33 %; busy 35 of the window 50 -> idle 15 */
+    struct kernel_sweep k = {0};
+    analysis_kernel_add(&k, 0, 10, KERNEL_COMPUTE, 0);
+    analysis_kernel_add(&k, 5, 20, KERNEL_COMM, 1);
+    analysis_kernel_add(&k, 30, 40, KERNEL_COMPUTE, 25);
+    analysis_kernel_add(&k, 45, 50, KERNEL_MEMORY, 35);
+    analysis_kernel_finish(&k);
+    double pct = 0;
+    int64_t hw = -1, kg = -1;
+    CHECK(k.compute.total == 20 && k.comm.total == 15 && analysis_kernel_overlap_pct(&k, &pct) &&
+              pct > 33.33 && pct < 33.34 && analysis_kernel_idle_ns(&k) == 15 &&
+              analysis_host_wait_ns(&k, &hw) && hw == 10 && analysis_kernel_gap_ns(&k, &kg) &&
+              kg == 5,
+          "kernel sweep: compute %lld comm %lld overlap %.2f idle %lld host wait %lld gap %lld",
+          (long long)k.compute.total, (long long)k.comm.total, pct,
+          (long long)analysis_kernel_idle_ns(&k), (long long)hw, (long long)kg);
+    struct kernel_sweep none = {0}; /* no launch times: host wait and gap undefined */
+    analysis_kernel_add(&none, 0, 10, KERNEL_COMPUTE, -1);
+    analysis_kernel_add(&none, 20, 30, KERNEL_COMPUTE, -1);
+    analysis_kernel_finish(&none);
+    CHECK(!analysis_host_wait_ns(&none, &hw) && analysis_kernel_idle_ns(&none) == 10,
+          "kernel sweep without launch times");
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int main(void)
+{
+    root = test_tmpdir();
+    test_units();
+    test_kineto_fixture();
+    test_legacy_fixture();
+    test_mini_good_and_reversed();
+    test_warnings();
+    test_errors();
+    test_mixed_and_export();
+    test_mutations();
+    if (test_failed == 0) /* keep the files of a failure to look at */
+        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(root);
+    return test_finish();
+}

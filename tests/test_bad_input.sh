@@ -76,11 +76,13 @@ expect_error main-mode "--mode: 'bogus' is not both, baseline or ddp" --mode bog
 expect_error train-mode "--mode: 'both' is not baseline or ddp" train --mode both
 
 # expect_usage NAME ARGS... : exit 0, the usage on stdout, nothing on stderr
+# expect_usage NAME ARGS...: the command's usage (with MARK, default the training options'
+# --resume) on stdout, nothing on stderr, exit 0
 expect_usage() {
   local name=$1; shift
   "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
   local rc=$?
-  if [ $rc -eq 0 ] && grep -q '^usage: ddpprof' "$tmp/out" && grep -q -- '--resume CKPT' "$tmp/out" &&
+  if [ $rc -eq 0 ] && grep -q '^usage: ddpprof' "$tmp/out" && grep -q -- "${MARK:---resume CKPT}" "$tmp/out" &&
      [ ! -s "$tmp/err" ]; then
     passed=$((passed + 1))
   else
@@ -94,7 +96,8 @@ expect_usage h -h
 expect_usage train-help train --help
 expect_usage train-h train --epochs 2 -h
 expect_usage worker-help worker --help
-expect_usage report-help report --help
+MARK=--kineto expect_usage report-help report --help
+MARK=--kineto expect_usage report-h report -h
 expect_usage main-help --cpu 2 --help
 
 touch "$tmp/file"

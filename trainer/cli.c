@@ -630,7 +630,9 @@ void cli_usage(FILE *out)
           "DDP+AMP\n"
           "                                    on all, then the report (no device: GPUs, else "
           "CPU ranks)\n"
-          "       ddpprof report RUN_DIR... [--out DIR]   remake the tables from traces\n"
+          "       ddpprof report INPUT... [--out DIR] [--kineto]\n"
+          "                                    the tables from run directories or PyTorch profiler\n"
+          "                                    traces (see ddpprof report --help)\n"
           "       ddpprof --version | --help\n"
           "\n"
           "options (the main job, train and worker take them all, except where marked):\n",

@@ -212,43 +212,6 @@ static int cmd_main(int argc, char **argv)
     return 0;
 }
 
-static int cmd_report(int argc, char **argv)
-{
-    const char **dirs = calloc((size_t)argc, sizeof *dirs);
-    const char *out = NULL;
-    int n = 0;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            free(dirs);
-            cli_usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--out") == 0) {
-            if (i + 1 >= argc) {
-                free(dirs);
-                error_set("--out needs a directory");
-                return fail();
-            }
-            out = argv[++i];
-        } else if (argv[i][0] == '-') {
-            free(dirs);
-            error_set("report: unknown option '%s' (usage: ddpprof report RUN_DIR... [--out DIR])",
-                      argv[i]);
-            return fail();
-        } else {
-            dirs[n++] = argv[i];
-        }
-    }
-    if (n == 0) {
-        free(dirs);
-        error_set("report: no run directory given (usage: ddpprof report RUN_DIR... [--out DIR])");
-        return fail();
-    }
-    int rc = report_run(dirs, n, out, stdout);
-    free(dirs);
-    return rc ? fail() : 0;
-}
-
 static int cmd_worker(int argc, char **argv)
 {
     struct cli c;
@@ -286,7 +249,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "worker") == 0)
         return cmd_worker(argc, argv);
     if (strcmp(argv[1], "report") == 0)
-        return (void)cmd_report, report_main(argc - 1, argv + 1) ? fail() : 0;
+        return report_main(argc - 1, argv + 1) ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
     error_set("unknown command '%s' (commands: train, worker, report; see ddpprof --help)",

@@ -5,11 +5,14 @@
 #include "report/timeline.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
+#include "common/vec.h"
 #include "probes/trace_format.h"
 
 struct jw {
@@ -172,18 +175,109 @@ static int timeline_tid(const struct run_row *r)
     return base + s;
 }
 
-/* "host compute", "device comm", "host stream 7", "cuda stream 13": the clock and lane
- * names of the trace format (probes/trace_format.h) */
+/* Rows of one lane that partly overlap (NCCL host rows of two buckets in flight, spanning
+ * launch to wait-return) go to sub-lanes of it: sub-lane j of lane tid is tid + j *
+ * TIMELINE_SUBLANE (j = 0 is the lane itself).  Perfetto draws a lane as a stack and
+ * truncates a slice that starts inside another and ends after it. */
+#define TIMELINE_SUBLANE 1000000
+
+/* "host compute", "device comm", "host stream 7", "cuda stream 13" (+ " #2" for the second
+ * sub-lane): the clock and lane names of the trace format (probes/trace_format.h) */
 static void timeline_thread_name(int tid, char *out, size_t size)
 {
+    int sub = tid / TIMELINE_SUBLANE;
+    tid %= TIMELINE_SUBLANE;
     int base = tid >= 200001 ? 200001 : tid >= 100001 ? 100001 : 1, s = tid - base;
     const char *clock = trace_clock_name(base == 1 ? TRACE_CLOCK_HOST : TRACE_CLOCK_DEVICE);
+    char suffix[16] = "";
+    if (sub > 0)
+        snprintf(suffix, sizeof suffix, " #%d", sub + 1);
     if (base == 200001)
-        snprintf(out, size, "cuda stream %d", s);
+        snprintf(out, size, "cuda stream %d%s", s, suffix);
     else if (s < TRACE_LANE_COUNT)
-        snprintf(out, size, "%s %s", clock, trace_lane_name(s));
+        snprintf(out, size, "%s %s%s", clock, trace_lane_name(s), suffix);
     else
-        snprintf(out, size, "%s stream %d", clock, s);
+        snprintf(out, size, "%s stream %d%s", clock, s, suffix);
+}
+
+/* Sorting a rank's rows for the sub-lane sweep: by lane, then start, longer first (an
+ * enclosing slice before what it holds), then file order. */
+static const struct run_row *sweep_rows;
+static const int *sweep_lane;
+
+static int cmp_sweep(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const struct run_row *x = &sweep_rows[i], *y = &sweep_rows[j];
+    if (sweep_lane[i] != sweep_lane[j])
+        return sweep_lane[i] < sweep_lane[j] ? -1 : 1;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->end_ns != y->end_ns)
+        return x->end_ns > y->end_ns ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* One sub-lane of the sweep: the end times of the slices still open on it, innermost last. */
+struct sublane {
+    int64_t *open;
+    size_t n, cap;
+};
+
+/* tid[r] = the thread of row r of t: its lane (timeline_tid), moved to the first sub-lane
+ * on which it nests in or follows what is open there.  0, or -1 (out of memory). */
+static int timeline_assign_lanes(const struct rank_trace *t, int *tid)
+{
+    size_t *order = malloc((t->n + 1) * sizeof *order);
+    struct sublane *subs = NULL;
+    size_t nsubs = 0, cap_subs = 0;
+    int rc = order ? 0 : -1;
+    for (size_t r = 0; r < t->n; r++)
+        tid[r] = timeline_tid(&t->rows[r]);
+    if (rc == 0) {
+        for (size_t r = 0; r < t->n; r++)
+            order[r] = r;
+        sweep_rows = t->rows;
+        sweep_lane = tid;
+        qsort(order, t->n, sizeof *order, cmp_sweep);
+    }
+    int lane = 0;
+    for (size_t k = 0; k < t->n && rc == 0; k++) {
+        const struct run_row *row = &t->rows[order[k]];
+        if (tid[order[k]] != lane) { /* a new lane: every sub-lane starts empty */
+            lane = tid[order[k]];
+            for (size_t j = 0; j < nsubs; j++)
+                subs[j].n = 0;
+        }
+        size_t j = 0;
+        for (;; j++) {
+            if (j == nsubs) {
+                if (VEC_RESERVE(subs, cap_subs, nsubs + 1) || j + 1 >= INT32_MAX / TIMELINE_SUBLANE) {
+                    rc = -1;
+                    break;
+                }
+                subs[nsubs++] = (struct sublane){0};
+            }
+            struct sublane *sl = &subs[j];
+            while (sl->n && sl->open[sl->n - 1] <= row->start_ns)
+                sl->n--; /* ended before this row starts */
+            if (sl->n == 0 || sl->open[sl->n - 1] >= row->end_ns) { /* disjoint or nested */
+                if (VEC_RESERVE(sl->open, sl->cap, sl->n + 1)) {
+                    rc = -1;
+                    break;
+                }
+                sl->open[sl->n++] = row->end_ns;
+                break;
+            }
+        }
+        if (rc == 0)
+            tid[order[k]] = lane + (int)j * TIMELINE_SUBLANE;
+    }
+    for (size_t j = 0; j < nsubs; j++)
+        free(subs[j].open);
+    free(subs);
+    free(order);
+    return rc;
 }
 
 /* The distinct lanes of a rank: an open-addressing set of tids (all >= 1; 0 is empty). */
@@ -247,6 +341,32 @@ static void timeline_meta(struct jw *w, int *first, const char *what, int pid, i
     jw_cstr(w, "}}");
 }
 
+/* DDPPROF_TIMELINE_COLLECT=DIR (the test suite sets it): a copy of every timeline written
+ * goes to DIR/timeline.<pid>.<n>.json, where tests/test_timelines_valid.sh checks each one
+ * against Perfetto's drawing rule.  Best effort: a copy that fails is only said. */
+static void timeline_collect(const char *path)
+{
+    static int count;
+    const char *dir = getenv("DDPPROF_TIMELINE_COLLECT");
+    if (!dir || !*dir)
+        return;
+    char dst[4096];
+    snprintf(dst, sizeof dst, "%s/timeline.%d.%d.json", dir, (int)getpid(), count++);
+    FILE *in = fopen(path, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+    char buf[1 << 16];
+    size_t n;
+    int bad = !out;
+    while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        bad = fwrite(buf, 1, n, out) != n;
+    if (out && fclose(out) != 0)
+        bad = 1;
+    if (in)
+        fclose(in);
+    if (bad)
+        fprintf(stderr, "ddpprof report: DDPPROF_TIMELINE_COLLECT: cannot copy %s to %s\n",
+                path, dst);
+}
+
 int timeline_write(const struct runset *rs, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -257,7 +377,8 @@ int timeline_write(const struct runset *rs, const char *path)
                            calloc(rs->names.n + 1, sizeof(size_t))};
     struct quoted labels = {&rs->labels, calloc(rs->labels.n + 1, sizeof(char *)),
                             calloc(rs->labels.n + 1, sizeof(size_t))};
-    int rc = 0;
+    int rc = 0, *row_tid = NULL; /* the thread of each row of the rank being written */
+    size_t cap_row_tid = 0;
     if (!w || !names.lit || !labels.lit || !names.len || !labels.len) {
         rc = error_set("%s: out of memory", path);
         goto done;
@@ -291,12 +412,12 @@ int timeline_write(const struct runset *rs, const char *path)
             timeline_meta(w, &first, "process_sort_index", pid, -1, "sort_index", buf);
 
             struct laneset ls = {0};
-            int last = 0, oom = 0;
+            int last = 0, oom = VEC_RESERVE(row_tid, cap_row_tid, t->n + 1) ||
+                                timeline_assign_lanes(t, row_tid) < 0;
             for (size_t r = 0; r < t->n && !oom; r++) {
-                int tid = timeline_tid(&t->rows[r]);
-                if (tid != last)
-                    oom = laneset_add(&ls, tid) < 0;
-                last = tid;
+                if (row_tid[r] != last)
+                    oom = laneset_add(&ls, row_tid[r]) < 0;
+                last = row_tid[r];
             }
             int *tids = oom ? NULL : malloc((ls.n + 1) * sizeof *tids);
             if (!tids) {
@@ -343,7 +464,7 @@ int timeline_write(const struct runset *rs, const char *path)
                 JW_LIT(w, ",\"pid\":");
                 jw_i64(w, pid);
                 JW_LIT(w, ",\"tid\":");
-                jw_i64(w, timeline_tid(row));
+                jw_i64(w, row_tid[r]);
                 JW_LIT(w, ",\"args\":{\"step\":");
                 jw_i64(w, row->step);
                 if (row->epoch >= 0) { /* imports know no epoch */
@@ -376,6 +497,9 @@ done:;
         rc = error_set("%s: write failed (%s): check the disk", path, strerror(errno));
     quoted_free(&names, rs->names.n);
     quoted_free(&labels, rs->labels.n);
+    free(row_tid);
     free(w);
+    if (rc == 0)
+        timeline_collect(path);
     return rc;
 }

@@ -15,7 +15,8 @@
 #    number of steps the GradScaler did not skip;
 # 6. the main job with --model resnet18 and no CIFAR-10 files trains on synthetic data, says
 #    so (accuracy meaningless), and its report lists all 20+ buckets of a small cap, in
-#    buckets.csv and in report.html.
+#    buckets.csv and in report.html;
+# 7. --dataset cifar where there is none: one error line naming the missing batch.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -133,6 +134,14 @@ check main-buckets "$([ "${nb:-0}" -ge 20 ] && [ "$rows" -eq "$nb" ]; echo $?)" 
 html=$(grep -c '<tr><td class="l">ddp</td><td>2</td>' "$tmp/main/report.html")
 check main-html-buckets "$([ "$html" -ge "$nb" ]; echo $?)" \
   "report.html shows $html ddp rows of the bucket table's $nb"
+
+# 7. --dataset cifar without the files: one line, no training
+mkdir -p "$tmp/empty"
+"$bin" train --model resnet18 --dataset cifar --data "$tmp/empty" --out "$tmp/bad" >"$tmp/bad.log" 2>&1 </dev/null
+rc=$?
+check cifar-missing "$([ $rc -ne 0 ] && [ "$(grep -c . "$tmp/bad.log")" -eq 1 ] &&
+  grep -q '^ddpprof: .*data_batch_1.bin: missing' "$tmp/bad.log"; echo $?)" \
+  "exit $rc, want one error line naming data_batch_1.bin: $(head -3 "$tmp/bad.log")"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -294,7 +294,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
                                        .norm_mean = o->norm_mean, .norm_std = o->norm_std};
     char note[512];
     if (dataset_open(&rq, &r->train, &r->test, &r->dataset, note, sizeof note))
-        return error_wrap("model %s", o->model);
+        return -1;
     if (note[0])
         say(r, "ddpprof: %s\n", note);
     if (o->limit > 0 && o->limit < r->train.n)

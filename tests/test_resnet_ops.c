@@ -289,8 +289,10 @@ static void conv1x1_check(int n, int c, int hw, int k)
     CHECK(conv2d_shape_init(&cs) == 0, "shape: %s", error_get());
     CHECK(cs.p == (hw - 1) / 2 + 1, "1x1 stride 2 on %d: p %d", hw, cs.p);
     struct conv_ref ref = {.s = {n, c, hw, hw, k, 1, 0, 2, cs.p, cs.q}};
-    const size_t nx = (size_t)n * c * hw * hw, nw = (size_t)k * c, ny = (size_t)n * k * cs.p * cs.q;
-    float *x = fvec(nx), *w = fvec(nw), *r = fvec(ny), *y = fvec(ny), *dx = fvec(nx), *dw = fvec(nw);
+    const size_t nx = (size_t)n * c * hw * hw, nw = (size_t)k * c;
+    const size_t ny = (size_t)n * k * cs.p * cs.q;
+    float *x = fvec(nx), *w = fvec(nw), *r = fvec(ny), *y = fvec(ny);
+    float *dx = fvec(nx), *dw = fvec(nw);
     ref.x = dvec(nx), ref.w = dvec(nw), ref.r = dvec(ny);
     fill_pair(ref.x, x, nx, -1.0, 1.0);
     fill_pair(ref.w, w, nw, -1.0, 1.0);

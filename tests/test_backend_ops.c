@@ -24,8 +24,9 @@
  *
  * The reference is always a CPU backend, so its buffers are host memory and are read
  * directly; the candidate's are downloaded.  Shapes are the ConvNet's and ResNet18's
- * (CIFAR) plus odd ones (odd sizes and batches, overlapping and gapped pooling windows,
- * NULL optional arguments, in-place calls, NaN, ties, bad labels).  Every op that takes a
+ * (CIFAR: its convolutions, batch norms, residual add, adaptive average pool, Adam) plus
+ * odd ones (odd sizes and batches, overlapping and gapped pooling windows, NULL optional
+ * arguments, in-place calls, NaN, ties, bad labels).  Every op that takes a
  * dtype runs in fp32, fp16 and bf16 (its rows say which): the inputs are values of the
  * type, the CPU stores them as fp32 and the CUDA backend as 2-byte halves, converted here
  * on upload and download.  The cpu-vs-cuda pair adds sizes beyond one pass of the CUDA
@@ -1040,6 +1041,112 @@ static void test_unscale(void)
     status_ok("unscale");
 }
 
+/* ------------------------------------------------------------------ ResNet18's ops */
+
+/* the residual add, out of place and in place (y aliasing a, as the blocks call it) */
+static void test_add(enum dtype dt)
+{
+    const size_t n = big_n();
+    char row[80];
+    float *h = malloc(n * sizeof(float));
+    test_fill_uniform(h, n, -4.0f, 4.0f, &seed);
+    h[0] = NAN;
+    h[1] = INFINITY;
+    h[2] = 60000.0f; /* fp16: 60000 + 60000 overflows to inf */
+    struct buf a = buf_new_dt(n, dt, h);
+    test_fill_uniform(h, n, -4.0f, 4.0f, &seed);
+    h[1] = -INFINITY; /* inf + -inf = nan */
+    h[2] = 60000.0f;
+    struct buf b = buf_new_dt(n, dt, h), y = buf_new_dt(n, dt, NULL);
+    free(h);
+    /* one float addition rounded once to dt on both sides: exact */
+    ref->add(ref, n, dt, R(a), R(b), R(y));
+    cand->add(cand, n, dt, C(a), C(b), C(y));
+    compare_buf(op_dt("add", dt, row, sizeof row), "with nan/inf", &y, (struct tol){0.0, 0.0});
+    ref->add(ref, n, dt, R(a), R(b), R(a));
+    cand->add(cand, n, dt, C(a), C(b), C(a));
+    compare_buf(op_dt("add", dt, row, sizeof row), "in place", &a, (struct tol){0.0, 0.0});
+    buf_free(&a);
+    buf_free(&b);
+    buf_free(&y);
+    status_ok("add");
+}
+
+static void adaptive_pool_check(int n, int c, int h, int w, int p, int q, enum dtype dt)
+{
+    char shape[80], row[80];
+    snprintf(shape, sizeof shape, "(%d,%d,%d,%d) to %dx%d", n, c, h, w, p, q);
+    const size_t planes = (size_t)n * c, nx = planes * h * w, ny = planes * p * q;
+    struct buf x = buf_rand_dt(nx, dt, -2.0f, 2.0f), y = buf_new_dt(ny, dt, NULL);
+    struct buf dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
+    struct buf dx = buf_rand_dt(nx, dt, 5.0f, 6.0f); /* garbage: backward must overwrite it */
+    ref->adaptive_avgpool2d_forward(ref, planes, h, w, p, q, dt, R(x), R(y));
+    cand->adaptive_avgpool2d_forward(cand, planes, h, w, p, q, dt, C(x), C(y));
+    /* the same float additions in the same (row-major) order, one division, one rounding:
+     * exact */
+    compare_buf(op_dt("adaptive_avgpool2d_forward", dt, row, sizeof row), shape, &y,
+                (struct tol){0.0, 0.0});
+    ref->adaptive_avgpool2d_backward(ref, planes, h, w, p, q, dt, R(dy), R(dx));
+    cand->adaptive_avgpool2d_backward(cand, planes, h, w, p, q, dt, C(dy), C(dx));
+    /* each element the same quotients added in output order: exact */
+    compare_buf(op_dt("adaptive_avgpool2d_backward", dt, row, sizeof row), shape, &dx,
+                (struct tol){0.0, 0.0});
+    struct buf *all[] = {&x, &y, &dy, &dx};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(all[i]);
+    status_ok("adaptive_avgpool2d");
+}
+
+static void test_adaptive_pool(void)
+{
+    for (int d = DT_F32; d <= DT_BF16; d++) {
+        const enum dtype dt = (enum dtype)d;
+        adaptive_pool_check(16, 512, 4, 4, 1, 1, dt); /* ResNet18 on CIFAR: (1,1) of 4x4 */
+        adaptive_pool_check(3, 7, 32, 32, 1, 1, dt);  /* one window of 1024 */
+        adaptive_pool_check(2, 5, 7, 9, 3, 4, dt);    /* overlapping, uneven windows */
+        adaptive_pool_check(2, 3, 5, 6, 10, 12, dt);  /* more outputs than inputs */
+        if (pair == PAIR_CPU_CUDA) /* 4.7M inputs: beyond one pass of the grid */
+            adaptive_pool_check(64, 72, 32, 32, 2, 2, dt);
+    }
+}
+
+static void test_adam(void)
+{
+    const size_t n = pair == PAIR_CPU_CUDA ? big_n() : 100003;
+    struct adam_case {
+        const char *name;
+        double lr, beta1, beta2, eps, wd;
+    } cases[] = {
+        {"defaults", 1e-3, 0.9, 0.999, 1e-8, 0.0},
+        {"weight decay, lr 0.01", 0.01, 0.9, 0.999, 1e-8, 1e-2},
+        {"betas 0.5/0.9, eps 1e-3", 3e-4, 0.5, 0.9, 1e-3, 0.0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct adam_case *a = &cases[k];
+        struct buf p = buf_rand(n, -1.0f, 1.0f), g = buf_rand(n, -1e-3f, 1e-3f);
+        struct buf m = buf_new(n * 4, NULL), v = buf_new(n * 4, NULL);
+        for (long long step = 1; step <= 3; step++) {
+            ref->adam_step(ref, n, R(p), R(g), R(m), R(v), a->lr, a->beta1, a->beta2, a->eps,
+                           a->wd, step);
+            cand->adam_step(cand, n, C(p), C(g), C(m), C(v), a->lr, a->beta1, a->beta2,
+                            a->eps, a->wd, step);
+        }
+        /* km_adam_update on both without contraction (IEEE sqrt and division on both) and
+         * km_adam_scalars on the host: exact; 2 ulp of the range allowed, as for SGD */
+        compare_buf("adam_step param", a->name, &p,
+                    tol_split_free(2 * ULP * max_abs_of(R(p), n), 0.0));
+        compare_buf("adam_step exp_avg", a->name, &m,
+                    tol_split_free(2 * ULP * max_abs_of(R(m), n), 0.0));
+        compare_buf("adam_step exp_avg_sq", a->name, &v,
+                    tol_split_free(2 * ULP * max_abs_of(R(v), n), 0.0));
+        buf_free(&p);
+        buf_free(&g);
+        buf_free(&m);
+        buf_free(&v);
+    }
+    status_ok("adam_step");
+}
+
 /* ------------------------------------------------------------------ failure reporting */
 
 /* cpu-vs-cuda only: a slot that fails on the device must show in its status slot */
@@ -1110,6 +1217,7 @@ static void check_coverage(void)
         "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
         "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
         "count_correct", "scale", "cast", "round_amp", "unscale", "sgd_step", "dtype_size",
+        "adaptive_avgpool2d_forward", "adaptive_avgpool2d_backward", "add", "adam_step",
     };
     for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++) {
         const size_t len = strlen(slots[s]);
@@ -1199,6 +1307,10 @@ int main(int argc, char **argv)
     test_amp();
     test_cast();
     test_unscale();
+    for (int dt = DT_F32; dt <= DT_BF16; dt++)
+        test_add((enum dtype)dt);
+    test_adaptive_pool();
+    test_adam();
 
     if (pair == PAIR_CPU_CUDA) {
         test_failure_is_reported();

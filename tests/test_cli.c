@@ -10,7 +10,10 @@
  *    the DDP run on all devices with --amp;
  * 4. strict parsing: one error line naming the option and the value, as before;
  * 5. --help text: every option, the defaults of train_opts_default, --resume under
- *    training, the main job's --mode listed. */
+ *    training, the main job's --mode listed;
+ * 6. the ResNet18 recipe's options (--model resnet18, --resnet-width, --dataset,
+ *    --optimizer, --lr-scale-by-world, --drop-last, --save-every-epoch) through the main
+ *    job's train argv and train's worker argv. */
 #include "cli.h"
 #include "common/error.h"
 #include "testutil.h"
@@ -330,6 +333,51 @@ static void test_usage(void)
     free(text);
 }
 
+/* the ResNet18 recipe's options (issue 12): parsed, and through the main job's train argv
+ * and train's worker argv unchanged */
+static void test_recipe_options(void)
+{
+    char *line[] = {"--cpu", "2", "--model", "resnet18", "--resnet-width", "8", "--dataset",
+                    "synthetic", "--optimizer", "adam", "--lr", "0.01", "--lr-scale-by-world",
+                    "--drop-last", "--save-every-epoch", "--data", "/tmp/cifar-10-batches-bin",
+                    NULL};
+    struct cli c;
+    CHECK(parse(&c, CLI_MAIN, line) == 0, "recipe line: %s", error_get());
+    const struct train_opts *t = &c.train;
+    CHECK(strcmp(t->model, "resnet18") == 0 && t->resnet_width == 8 && t->dataset == 3 &&
+              t->optimizer == 1 && t->lr_scale_by_world == 1 && t->drop_last == 1 &&
+              t->save_every_epoch == 1,
+          "model %s width %d dataset %d optimizer %d scale %d drop %d save %d", t->model,
+          t->resnet_width, t->dataset, t->optimizer, t->lr_scale_by_world, t->drop_last,
+          t->save_every_epoch);
+    struct cli run, back;
+    char **child[2] = {NULL, NULL}; /* back's strings point into the last one */
+    CHECK(cli_main_run(&c, TRAIN_DDP, "/tmp/run/ddp", &run) == 0, "main run: %s", error_get());
+    for (int hop = 0; hop < 2; hop++) {
+        const enum cli_command to = hop == 0 ? CLI_TRAIN : CLI_WORKER;
+        child[hop] = cli_argv(hop == 0 ? &run : &back, to, "ddpprof");
+        CHECK(child[hop] != NULL, "cli_argv: %s", error_get());
+        if (!child[hop])
+            break;
+        const int rc = cli_parse(&back, to, argv_count(child[hop]), child[hop], 2);
+        CHECK(rc == 0, "child argv: %s", error_get());
+        const struct train_opts *b = &back.train;
+        CHECK(rc == 0 && strcmp(b->model, "resnet18") == 0 && b->resnet_width == 8 &&
+                  b->dataset == t->dataset && b->optimizer == t->optimizer &&
+                  b->lr_scale_by_world && b->drop_last && b->save_every_epoch &&
+                  b->lr == t->lr && strcmp(b->data_dir, t->data_dir) == 0,
+              "%s argv lost a recipe option", hop == 0 ? "train" : "worker");
+    }
+    cli_argv_free(child[0]);
+    cli_argv_free(child[1]);
+    char *bad[] = {"--optimizer", "lamb", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad) == -1 && strstr(error_get(), "sgd or adam"),
+          "--optimizer lamb: '%s'", error_get());
+    char *bad2[] = {"--dataset", "imagenet", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad2) == -1 && strstr(error_get(), "synthetic"),
+          "--dataset imagenet: '%s'", error_get());
+}
+
 int main(void)
 {
     test_rich_round_trip();
@@ -338,5 +386,6 @@ int main(void)
     test_main_runs();
     test_errors();
     test_usage();
+    test_recipe_options();
     return test_finish();
 }

@@ -351,6 +351,46 @@ static void test_bias(enum dtype dt)
         ten_free(all[i]);
 }
 
+/* ------------------------------------------------------------------ ResNet18's ops */
+
+/* the residual add (in place too) and adaptive average pooling: the same float operations
+ * in the same order as the CPU backend, one rounding: equal */
+static void test_resnet_ops(enum dtype dt)
+{
+    const size_t n = 10007;
+    struct ten a = ten_rand(n, dt, -4.0f, 4.0f), b = ten_rand(n, dt, -4.0f, 4.0f);
+    struct ten y = ten_zero(n, dt);
+    const unsigned long long before = emu_threads_run();
+    LAUNCH(kern_add(NULL, n, dt, a.dev, b.dev, y.dev));
+    passes_check("add", before, n);
+    cpu->add(cpu, n, dt, a.ref, b.ref, y.ref);
+    same("add", dt, &y);
+    LAUNCH(kern_add(NULL, n, dt, a.dev, b.dev, a.dev));
+    cpu->add(cpu, n, dt, a.ref, b.ref, a.ref);
+    same("add (in place)", dt, &a);
+
+    /* (planes, h, w, p, q): ResNet18's 4x4 to 1x1, overlapping uneven windows, more
+     * outputs than inputs; enough planes for several grid passes in the tiny build */
+    static const int shapes[][5] = {{300, 4, 4, 1, 1}, {40, 7, 9, 3, 4}, {30, 5, 6, 10, 12}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int planes = shapes[k][0], h = shapes[k][1], w = shapes[k][2];
+        const int p = shapes[k][3], q = shapes[k][4];
+        const size_t nx = (size_t)planes * h * w, ny = (size_t)planes * p * q;
+        struct ten x = ten_rand(nx, dt, -2.0f, 2.0f), py = ten_zero(ny, dt);
+        struct ten dy = ten_rand(ny, dt, -1.0f, 1.0f), dx = ten_rand(nx, dt, 5.0f, 6.0f);
+        LAUNCH(kern_adaptive_avgpool_forward(NULL, (size_t)planes, h, w, p, q, dt, x.dev,
+                                             py.dev));
+        cpu->adaptive_avgpool2d_forward(cpu, (size_t)planes, h, w, p, q, dt, x.ref, py.ref);
+        same("adaptive_avgpool_forward", dt, &py);
+        LAUNCH(kern_adaptive_avgpool_backward(NULL, (size_t)planes, h, w, p, q, dt, dy.dev,
+                                              dx.dev));
+        cpu->adaptive_avgpool2d_backward(cpu, (size_t)planes, h, w, p, q, dt, dy.ref, dx.ref);
+        same("adaptive_avgpool_backward", dt, &dx);
+        ten_free(&x), ten_free(&py), ten_free(&dy), ten_free(&dx);
+    }
+    ten_free(&a), ten_free(&b), ten_free(&y);
+}
+
 /* ------------------------------------------------------------------ loss, metric */
 
 static void test_loss(void)
@@ -426,6 +466,18 @@ static void test_elementwise(void)
     LAUNCH(kern_sgd_step(NULL, n, p.dev, g.dev, NULL, 0.05f, 0.0f, 0.0f, 0.0f, 0, 0));
     cpu->sgd_step(cpu, n, p.ref, g.ref, NULL, 0.05f, 0.0f, 0.0f, 0.0f, 0, 0);
     same("sgd_step without momentum", DT_F32, &p);
+
+    /* Adam, three steps with weight decay (bias corrections of steps 1 to 3) */
+    struct ten m = ten_zero(n, DT_F32), v = ten_zero(n, DT_F32);
+    for (long long step = 1; step <= 3; step++) {
+        LAUNCH(kern_adam_step(NULL, n, p.dev, g.dev, m.dev, v.dev, 1e-3, 0.9, 0.999, 1e-8, 1e-2,
+                              step));
+        cpu->adam_step(cpu, n, p.ref, g.ref, m.ref, v.ref, 1e-3, 0.9, 0.999, 1e-8, 1e-2, step);
+    }
+    same("adam_step param", DT_F32, &p);
+    same("adam_step exp_avg", DT_F32, &m);
+    same("adam_step exp_avg_sq", DT_F32, &v);
+    ten_free(&m), ten_free(&v);
 
     /* rounding and casts over every magnitude from fp16 subnormals to overflow */
     float *h = malloc(n * sizeof *h);
@@ -504,6 +556,7 @@ int main(void)
         pool_case(3, 5, 28, 2, 2, dt); /* the ConvNet's: 5880 outputs */
         pool_case(2, 4, 9, 3, 2, dt);  /* overlapping windows, floor mode */
         test_bias(dt);
+        test_resnet_ops(dt);
     }
     test_gather_stats();
     test_loss();

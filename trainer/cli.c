@@ -3,9 +3,11 @@
 #include "cli.h"
 
 #include "common/error.h"
+#include "data/dataset.h"
 #include "device.h"
 #include "launch/dist_env.h"
 #include "launch/launcher.h"
+#include "nn/optim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,11 +64,19 @@ static const struct cli_choice amp_choices[] = {
     {"fp16", AMP_F16}, {"bf16", AMP_BF16}, {"off", AMP_OFF}, {NULL, 0}};
 static const struct cli_choice trace_choices[] = {
     {"off", PROBE_OFF}, {"nvtx", PROBE_NVTX}, {"full", PROBE_FULL}, {NULL, 0}};
+static const struct cli_choice dataset_choices[] = {
+    {"auto", DATASET_AUTO}, {"idx", DATASET_IDX}, {"cifar", DATASET_CIFAR},
+    {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
+static const struct cli_choice optimizer_choices[] = {
+    {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {NULL, 0}};
 
 _Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
                    sizeof(enum amp_dtype) == sizeof(int) &&
                    sizeof(enum probe_mode) == sizeof(int),
                "CLI_ENUM stores an int");
+_Static_assert(sizeof(((struct train_opts *)0)->dataset) == sizeof(int) &&
+                   sizeof(((struct train_opts *)0)->optimizer) == sizeof(int),
+               "--dataset and --optimizer are ints");
 
 #define G_DEV "devices"
 #define G_TRAIN "training"
@@ -94,17 +104,29 @@ static const struct cli_option cli_options[] = {
      .help = "single-process fp32 baseline, or DDP over the ranks"},
 
     {"--model", NULL, CLI_STRING, CLI_ALL, FIELD(train.model), .metavar = "NAME",
-     .group = G_TRAIN, .help = "the model to train"},
+     .group = G_TRAIN, .help = "the model to train: convnet (the DDP tutorial's) or resnet18 "
+                               "(the distributed-training example's, CIFAR-10)"},
+    {"--resnet-width", NULL, CLI_INT, CLI_ALL, FIELD(train.resnet_width), .min = 1,
+     .max = 4096, .metavar = "N", .group = G_TRAIN,
+     .help = "resnet18: channels of its first stage, doubled at each of the next three (64 is "
+             "the example's network; smaller ones keep its structure and names)"},
     {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.epochs), .min = 1, .max = 1000000,
      .metavar = "N", .group = G_TRAIN, .help = "epochs"},
     {"--batch-size", "-b", CLI_INT, CLI_ALL, FIELD(train.batch_size), .min = 1, .max = 65536,
      .metavar = "N", .group = G_TRAIN, .help = "batch size per rank"},
+    {"--optimizer", NULL, CLI_ENUM, CLI_ALL, FIELD(train.optimizer),
+     .choices = optimizer_choices, .group = G_TRAIN,
+     .help = "torch.optim.SGD, or Adam with PyTorch's defaults (betas 0.9, 0.999, eps 1e-8)"},
     {"--lr", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.lr), .min = 0.0, .max = 1e6,
-     .metavar = "X", .group = G_TRAIN, .help = "SGD learning rate"},
+     .metavar = "X", .group = G_TRAIN, .help = "learning rate"},
+    {"--lr-scale-by-world", NULL, CLI_FLAG, CLI_ALL, FIELD(train.lr_scale_by_world),
+     .flag_value = 1, .group = G_TRAIN,
+     .help = "train with the learning rate times the number of ranks (the example's "
+             "lr * GPUs)"},
     {"--momentum", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.momentum), .min = 0.0, .max = 1.0,
      .metavar = "X", .group = G_TRAIN, .help = "SGD momentum"},
     {"--weight-decay", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.weight_decay), .min = 0.0,
-     .max = 1e6, .metavar = "X", .group = G_TRAIN, .help = "SGD weight decay"},
+     .max = 1e6, .metavar = "X", .group = G_TRAIN, .help = "weight decay (SGD and Adam)"},
     {"--seed", NULL, CLI_INT, CLI_ALL, FIELD(train.seed), .min = 0, .max = 0x7fffffff,
      .metavar = "N", .group = G_TRAIN, .help = "shuffling and initialisation seed"},
     {"--no-shuffle", NULL, CLI_FLAG, CLI_ALL, FIELD(train.shuffle), .flag_value = 0,
@@ -115,16 +137,29 @@ static const struct cli_option cli_options[] = {
     {"--test-limit", NULL, CLI_INT, CLI_ALL, FIELD(train.test_limit), .min = 1,
      .max = 0x7fffffff, .metavar = "N", .dflt = "all", .group = G_TRAIN,
      .help = "test on the first N samples only"},
+    {"--drop-last", NULL, CLI_FLAG, CLI_ALL, FIELD(train.drop_last), .flag_value = 1,
+     .group = G_TRAIN, .help = "drop each epoch's last incomplete batch (DataLoader's "
+                               "drop_last)"},
+    {"--dataset", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dataset), .choices = dataset_choices,
+     .group = G_TRAIN,
+     .help = "the data: IDX files (train-images-idx3-ubyte, ...) or CIFAR-10 binary batches "
+             "(cifar-10-batches-bin: data_batch_1.bin .. data_batch_5.bin, test_batch.bin) in "
+             "--data, or 5000 training and 1000 test synthetic images from --seed (accuracy on "
+             "them is meaningless); auto: IDX for convnet, for resnet18 CIFAR-10 when --data "
+             "holds data_batch_1.bin, else synthetic. Nothing is downloaded"},
     {"--data", NULL, CLI_STRING, CLI_ALL, FIELD(train.data_dir), .metavar = "DIR",
-     .group = G_TRAIN, .help = "IDX data directory"},
+     .group = G_TRAIN,
+     .help = "data directory"},
     {"--normalize", NULL, CLI_PAIR, CLI_ALL, FIELD(train.norm_mean), FIELD2(train.norm_std),
      .metavar = "MEAN,STD", .group = G_TRAIN,
-     .help = "normalise pixels after scaling to [0,1]"},
+     .help = "normalise 1-channel pixels after scaling to [0,1] (3x32x32 images always use "
+             "CIFAR-10's per-channel statistics)"},
     {"--init", NULL, CLI_STRING, CLI_ALL, FIELD(train.init_path), .metavar = "FILE",
      .group = G_TRAIN, .help = "start from a safetensors state_dict (PyTorch names)"},
     {"--resume", NULL, CLI_STRING, CLI_ALL, FIELD(train.resume_path), .metavar = "CKPT",
      .group = G_TRAIN,
-     .help = "continue from a checkpoint.safetensors of an earlier run"},
+     .help = "continue from a checkpoint.safetensors (or epoch_N.safetensors) of an earlier "
+             "run"},
     {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.threads), .min = 1, .max = 1024,
      .metavar = "N", .dflt = "cores / ranks", .group = G_TRAIN,
      .help = "CPU threads per rank"},
@@ -133,6 +168,10 @@ static const struct cli_option cli_options[] = {
      .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},
     {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.quiet), .flag_value = 1, .group = G_OUT,
      .help = "no progress lines"},
+    {"--save-every-epoch", NULL, CLI_FLAG, CLI_ALL, FIELD(train.save_every_epoch),
+     .flag_value = 1, .group = G_OUT,
+     .help = "rank 0 also writes epoch_N.safetensors (model and optimizer state, for "
+             "--resume) after each epoch N"},
     {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.trace), .choices = trace_choices,
      .group = G_OUT, .help = "probes: nothing, NVTX + host trace, + CUDA events/CUPTI"},
 

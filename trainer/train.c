@@ -1,8 +1,11 @@
 /* train.c — one rank's training run (see train.h).
  *
- * The loop is the seed's: for each epoch, set the sampler's epoch, train on every batch
+ * The loop is the seeds': for each epoch, set the sampler's epoch, train on every batch
  * (forward, softmax cross-entropy, backward with the DDP reducer's hook, wait for the
- * buckets, SGD step), then evaluate on the test set and print the accuracy on rank 0. */
+ * buckets, SGD or Adam step), then evaluate on the test set and print on rank 0 the lines
+ * of the model's seed: the DDP tutorial's for the ConvNet, the distributed-training
+ * example's (`train | epoch: N | loss: X`, `val | epoch: N | loss: X | accuracy: Y`) for
+ * ResNet18. */
 #include "train.h"
 
 #include "backend/backend.h"
@@ -13,14 +16,14 @@
 #include "device.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
-#include "data/idx.h"
+#include "data/dataset.h"
 #include "nn/model.h"
 #include "ddp/reducer.h"
 #include "probes/runlog.h"
 #include "probes/trace_format.h"
 #include "data/sampler.h"
 #include "nn/scaler.h"
-#include "nn/sgd.h"
+#include "nn/optim.h"
 #include "comm/store.h"
 
 #include <cblas.h>
@@ -35,7 +38,10 @@ void train_opts_default(struct train_opts *o)
 {
     *o = (struct train_opts){
         .model = "convnet",
+        .resnet_width = 64,
         .data_dir = "/usr/share/datasets/fashion-mnist",
+        .dataset = DATASET_AUTO,
+        .optimizer = OPTIM_SGD,
         .epochs = 3,
         .batch_size = 32,
         .lr = 1e-4f,
@@ -61,13 +67,16 @@ struct rank {
     int rank, world, local_rank, local_world;
     struct device dev; /* backend, comm, CPU binding */
     struct model *m;
-    struct sgd opt;
+    struct optim opt;
+    float lr;        /* the learning rate trained with (--lr, times the world size with
+                        --lr-scale-by-world) */
     struct grad_scaler scaler;
     int start_epoch; /* epochs already done (resume) */
     struct store *store;
     struct reducer *red;
-    struct idx_dataset train, test;
-    float *x_host, *x_dev, *dlogits, *scalars; /* scalars: 2 floats on the device */
+    struct dataset train, test;
+    enum dataset_kind dataset; /* the kind loaded (auto resolved) */
+    float *x_host, *x_dev, *dlogits, *scalars; /* scalars: 3 floats on the device */
     int32_t *y_host, *y_dev;
     int64_t *indices;
     struct runlog log;
@@ -111,13 +120,11 @@ static void say(const struct rank *r, const char *fmt, ...)
 }
 
 /* Load n = count samples at indices into the device batch buffers. */
-static int rank_load_batch(struct rank *r, const struct idx_dataset *d, const int64_t *idx,
-                           int n)
+static int rank_load_batch(struct rank *r, const struct dataset *d, const int64_t *idx, int n)
 {
-    const struct train_opts *o = r->o;
-    if (idx_to_float(d, idx, n, o->norm_mean, o->norm_std, r->x_host, r->y_host))
+    if (dataset_to_float(d, idx, n, r->x_host, r->y_host))
         return -1;
-    size_t img = (size_t)d->rows * (size_t)d->cols;
+    size_t img = (size_t)d->c * d->h * d->w;
     struct backend *be = r->dev.be;
     be->upload(be, r->x_dev, r->x_host, (size_t)n * img * sizeof(float));
     be->upload(be, r->y_dev, r->y_host, (size_t)n * sizeof(int32_t));
@@ -212,22 +219,32 @@ static void rank_write_meta(struct rank *r)
     gethostname(host, sizeof host - 1);
     struct runlog *l = &r->log;
     runlog_meta(l, "model", "%s", o->model);
+    if (strcmp(o->model, "resnet18") == 0)
+        runlog_meta(l, "resnet_width", "%d", o->resnet_width);
     runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
     device_write_meta(&r->dev, l);
     runlog_meta(l, "world_size", "%d", r->world);
     runlog_meta(l, "threads_per_rank", "%d", o->threads);
-    runlog_meta(l, "data", "%s", o->data_dir);
+    runlog_meta(l, "dataset", "%s", dataset_kind_name(r->dataset));
+    runlog_meta(l, "data", "%s", r->dataset == DATASET_SYNTHETIC ? "synthetic" : o->data_dir);
     runlog_meta(l, "train_samples", "%d", r->train.n);
     runlog_meta(l, "test_samples", "%d", r->test.n);
     runlog_meta(l, "batch_size", "%d", o->batch_size);
     runlog_meta(l, "global_batch_size", "%d", o->batch_size * r->world);
     runlog_meta(l, "epochs", "%d", o->epochs);
-    runlog_meta(l, "lr", "%g", (double)o->lr);
+    runlog_meta(l, "drop_last", "%d", o->drop_last);
+    runlog_meta(l, "optimizer", "%s", optim_name((enum optim_kind)o->optimizer));
+    runlog_meta(l, "lr", "%g", (double)r->lr);
+    runlog_meta(l, "lr_scale_by_world", "%d", o->lr_scale_by_world);
     runlog_meta(l, "momentum", "%g", (double)o->momentum);
     runlog_meta(l, "weight_decay", "%g", (double)o->weight_decay);
     runlog_meta(l, "seed", "%llu", (unsigned long long)o->seed);
     runlog_meta(l, "shuffle", "%d", o->shuffle);
-    runlog_meta(l, "normalize", "%g,%g", (double)o->norm_mean, (double)o->norm_std);
+    char norm[160] = "";
+    for (int ch = 0, at = 0; ch < r->train.c && at < (int)sizeof norm; ch++)
+        at += snprintf(norm + at, sizeof norm - (size_t)at, "%s%g,%g", ch ? ";" : "",
+                       (double)r->train.mean[ch], (double)r->train.std[ch]);
+    runlog_meta(l, "normalize", "%s", norm);
     static const char *const amp_names[] = {"off", "fp16", "bf16"};
     runlog_meta(l, "amp", "%s", amp_names[o->amp]);
     runlog_meta(l, "resume", "%s", o->resume_path ? o->resume_path : "");
@@ -264,23 +281,33 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     const struct train_opts *o = r->o;
     if (r->rank == 0 && o->out_dir && runlog_open(&r->log, o->out_dir))
         return -1;
-    if (idx_load_split(o->data_dir, 1, &r->train) || idx_load_split(o->data_dir, 0, &r->test))
+    if (device_open(&r->dev, o, r->rank, r->local_rank, r->local_world))
         return -1;
+    struct backend *be = r->dev.be;
+    const struct model_opts mo = {.width = o->resnet_width};
+    if (!(r->m = model_create_opts(o->model, be, o->seed, &mo)))
+        return -1;
+    /* the data set the model's input asks for (dataset.h); every rank loads the same */
+    const struct dataset_request rq = {.kind = (enum dataset_kind)o->dataset,
+                                       .dir = o->data_dir, .c = r->m->in_c, .h = r->m->in_h,
+                                       .w = r->m->in_w, .seed = o->seed,
+                                       .norm_mean = o->norm_mean, .norm_std = o->norm_std};
+    char note[512];
+    if (dataset_open(&rq, &r->train, &r->test, &r->dataset, note, sizeof note))
+        return -1;
+    if (note[0])
+        say(r, "ddpprof: %s\n", note);
     if (o->limit > 0 && o->limit < r->train.n)
         r->train.n = (int)o->limit;
     if (o->test_limit > 0 && o->test_limit < r->test.n)
         r->test.n = (int)o->test_limit;
-    if (device_open(&r->dev, o, r->rank, r->local_rank, r->local_world))
-        return -1;
-    struct backend *be = r->dev.be;
-    if (!(r->m = model_create(o->model, be, o->seed)))
-        return -1;
-    if (r->train.rows != r->m->in_h || r->train.cols != r->m->in_w)
-        return error_set("%s: images are %dx%d but model %s takes %dx%d", o->data_dir,
-                         r->train.rows, r->train.cols, o->model, r->m->in_h, r->m->in_w);
     if (o->init_path && checkpoint_load_model(o->init_path, &r->m->params))
         return error_wrap("--init");
-    if (sgd_init(&r->opt, &r->m->params, o->lr, o->momentum, 0.0f, o->weight_decay, 0))
+    r->lr = o->lr_scale_by_world ? o->lr * (float)r->world : o->lr;
+    const struct optim_config oc = {.kind = (enum optim_kind)o->optimizer, .lr = r->lr,
+                                    .weight_decay = o->weight_decay, .momentum = o->momentum,
+                                    .beta1 = ADAM_BETA1, .beta2 = ADAM_BETA2, .eps = ADAM_EPS};
+    if (optim_init(&r->opt, &r->m->params, &oc))
         return -1;
     scaler_init(&r->scaler, o->amp == AMP_F16);
     if (r->scaler.enabled) {
@@ -303,7 +330,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     r->x_dev = be->alloc(be, (size_t)b * img * sizeof(float));
     r->y_dev = be->alloc(be, (size_t)b * sizeof(int32_t));
     r->dlogits = be->alloc(be, (size_t)b * r->m->classes * sizeof(float));
-    r->scalars = be->alloc(be, 2 * sizeof(float));
+    r->scalars = be->alloc(be, 3 * sizeof(float));
     if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
         !r->scalars)
         return error_set("rank %d: out of memory for batch %d", r->rank, b);
@@ -344,7 +371,7 @@ static int rank_teardown(struct rank *r, int failed)
         fprintf(stderr, "ddpprof: rank %d: trace: %s\n", r->rank, error_get());
     r->probe = NULL;
     reducer_destroy(r->red);
-    sgd_free(&r->opt);
+    optim_free(&r->opt);
     if (r->m)
         r->m->destroy(r->m);
     device_comm_close(&r->dev);
@@ -353,8 +380,8 @@ static int rank_teardown(struct rank *r, int failed)
     else if (r->store)
         store_destroy(r->store);
     device_close(&r->dev);
-    idx_free(&r->train);
-    idx_free(&r->test);
+    dataset_free(&r->train);
+    dataset_free(&r->test);
     free(r->x_host);
     free(r->y_host);
     free(r->indices);
@@ -406,7 +433,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     sm->loss = l;
     if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->scalars, &sm->found_inf))
         return -1;
-    if (!sm->found_inf && sgd_step(&r->opt))
+    if (!sm->found_inf && optim_step(&r->opt))
         return -1;
     scaler_update(&r->scaler, sm->found_inf);
     probe_pop(r->probe);
@@ -442,11 +469,13 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     if (sampler_indices(&s, r->indices))
         return -1;
     int64_t count = sampler_num_samples(&s);
+    if (o->drop_last) /* DataLoader(drop_last=True): no incomplete last batch */
+        count -= count % o->batch_size;
     double sum = 0.0;
     int batches = 0;
     for (int64_t at = 0; at < count; at += o->batch_size) {
         int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
-        struct step_metrics sm = {.step = r->step + 1, .epoch = epoch + 1, .lr = o->lr,
+        struct step_metrics sm = {.step = r->step + 1, .epoch = epoch + 1, .lr = r->lr,
                                   .images = (int64_t)n * r->world};
         if (r->step + 1 == r->fault_skip_step) {
             r->step++;
@@ -472,9 +501,10 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     return 0;
 }
 
-/* accuracy on the test set; in DDP each rank evaluates its DistributedSampler share and
- * (size, correct) are reduced to rank 0, as the tutorial does */
-static int rank_evaluate(struct rank *r, double *accuracy)
+/* accuracy and mean loss per sample on the test set; in DDP each rank evaluates its
+ * DistributedSampler share and (size, correct, loss sum) are reduced to rank 0, as the
+ * tutorial does for the accuracy */
+static int rank_evaluate(struct rank *r, double *accuracy, double *mean_loss)
 {
     const struct train_opts *o = r->o;
     struct backend *be = r->dev.be;
@@ -483,6 +513,7 @@ static int rank_evaluate(struct rank *r, double *accuracy)
         return -1;
     int64_t count = sampler_num_samples(&s);
     long correct = 0;
+    double loss_sum = 0.0;
     for (int64_t at = 0; at < count; at += o->batch_size) {
         int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
         const float *logits;
@@ -490,16 +521,18 @@ static int rank_evaluate(struct rank *r, double *accuracy)
             r->m->forward(r->m, r->x_dev, n, 0, &logits))
             return error_wrap("evaluation");
         correct += be->count_correct(be, n, r->m->classes, logits, r->y_dev);
+        loss_sum += (double)n * be->softmax_xent(be, n, r->m->classes, logits, r->y_dev, NULL);
     }
-    float tally[2] = {(float)count, (float)correct};
+    float tally[3] = {(float)count, (float)correct, (float)loss_sum};
     struct comm *comm = r->dev.comm;
     if (comm) {
         be->upload(be, r->scalars, tally, sizeof tally);
-        if (comm->reduce(comm, r->scalars, 2, COMM_F32, 0))
+        if (comm->reduce(comm, r->scalars, 3, COMM_F32, 0))
             return error_wrap("reducing the test accuracy");
         be->download(be, tally, r->scalars, sizeof tally);
     }
     *accuracy = tally[0] > 0 ? (double)tally[1] / (double)tally[0] : 0.0;
+    *mean_loss = tally[0] > 0 ? (double)tally[2] / (double)tally[0] : 0.0;
     return 0;
 }
 
@@ -522,34 +555,55 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     int rc = rank_setup(&r, env);
-    double accuracy = 0.0;
+    double accuracy = 0.0, val_loss = 0.0;
+    /* the printed lines of the model's seed: the distributed-training example's for its
+     * ResNet18, the DDP tutorial's otherwise */
+    const int example_lines = strcmp(o.model, "resnet18") == 0;
     for (int epoch = r.start_epoch; rc == 0 && epoch < o.epochs; epoch++) {
-        say(&r, "begin training of epoch %d/%d\n", epoch + 1, o.epochs);
+        if (!example_lines)
+            say(&r, "begin training of epoch %d/%d\n", epoch + 1, o.epochs);
         double t0 = now_s(), loss = 0.0;
         rc = rank_train_epoch(&r, epoch, &loss);
         double dt = now_s() - t0;
         if (rc == 0) {
-            say(&r, "epoch %d: mean loss %.4f, %.2f s, %.0f images/s\n", epoch + 1, loss, dt,
-                (double)r.train.n / dt);
-            say(&r, "begin testing\n");
+            if (example_lines)
+                say(&r, "train | epoch: %d | loss: %.4f\n", epoch + 1, loss);
+            else
+                say(&r, "epoch %d: mean loss %.4f, %.2f s, %.0f images/s\nbegin testing\n",
+                    epoch + 1, loss, dt, (double)r.train.n / dt);
             probe_set_step(r.probe, 0, epoch + 1);
             probe_push(r.probe, PROBE_EVAL);
-            rc = rank_evaluate(&r, &accuracy);
+            rc = rank_evaluate(&r, &accuracy, &val_loss);
             probe_pop(r.probe);
         }
-        if (rc == 0 && r.rank == 0 && o.out_dir) { /* every epoch, for --resume */
+        for (int k = 0; k < 2 && rc == 0 && r.rank == 0 && o.out_dir; k++) {
+            /* every epoch for --resume; with --save-every-epoch also epoch_N, as the
+             * example's epoch_N.pth */
             char path[4200];
-            snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out_dir);
-            rc = checkpoint_save(path, &r.m->params, &r.opt, &r.scaler, o.model, epoch + 1,
-                                 r.step);
+            if (k == 0)
+                snprintf(path, sizeof path, "%s/checkpoint.safetensors", o.out_dir);
+            else if (o.save_every_epoch)
+                snprintf(path, sizeof path, "%s/epoch_%d.safetensors", o.out_dir, epoch + 1);
+            else
+                break;
+            rc = checkpoint_save_optim(path, &r.m->params, &r.opt, &r.scaler, o.model,
+                                       epoch + 1, r.step);
         }
         if (rc == 0) {
-            say(&r, "Accuracy is %.2f%%\n", 100.0 * accuracy);
+            if (example_lines)
+                say(&r, "val | epoch: %d | loss: %.4f | accuracy: %.4f\n\n", epoch + 1,
+                    val_loss, accuracy);
+            else
+                say(&r, "Accuracy is %.2f%%\n", 100.0 * accuracy);
             char key[64];
             snprintf(key, sizeof key, "epoch.%d.train_s", epoch + 1);
             runlog_meta(&r.log, key, "%.3f", dt);
             snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
             runlog_meta(&r.log, key, "%.6f", accuracy);
+            snprintf(key, sizeof key, "epoch.%d.train_loss", epoch + 1);
+            runlog_meta(&r.log, key, "%.6f", loss);
+            snprintf(key, sizeof key, "epoch.%d.val_loss", epoch + 1);
+            runlog_meta(&r.log, key, "%.6f", val_loss);
         }
     }
     double elapsed = now_s() - t_start;

@@ -18,10 +18,16 @@ enum train_mode { TRAIN_BASELINE, TRAIN_DDP };
 #define TRAIN_MAX_GPUS 64
 
 struct train_opts {
-    const char *model;       /* "convnet" */
-    const char *data_dir;    /* IDX directory */
+    const char *model;       /* "convnet", "resnet18" */
+    int resnet_width;        /* resnet18: channels of its first stage (the example's 64) */
+    const char *data_dir;    /* IDX or CIFAR-10 directory */
+    int dataset;             /* enum dataset_kind (data/dataset.h): auto, idx, cifar, synthetic */
     int epochs, batch_size;  /* batch per rank */
-    float lr, momentum, weight_decay;
+    int optimizer;           /* enum optim_kind (nn/optim.h): sgd, adam */
+    float lr, momentum, weight_decay; /* momentum: SGD only; weight decay: both */
+    int lr_scale_by_world;   /* train with lr * world size (the example's lr * GPUs) */
+    int drop_last;           /* drop each epoch's last incomplete batch (DataLoader's) */
+    int save_every_epoch;    /* rank 0 also writes epoch_N.safetensors after epoch N */
     uint64_t seed;
     int shuffle;
     long limit;              /* use the first `limit` training samples (0: all) */
@@ -46,7 +52,7 @@ struct train_opts {
 };
 
 /* Default options (the seed's: convnet, 3 epochs, batch 32, lr 1e-4, SGD without momentum,
- * Fashion-MNIST, shuffled with seed 0). */
+ * Fashion-MNIST (--dataset auto), shuffled with seed 0; resnet18 at width 64). */
 void train_opts_default(struct train_opts *o);
 
 /* Run training as described by o on this rank (env NULL: world 1).  0 or -1 (error_set). */

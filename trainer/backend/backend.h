@@ -9,7 +9,8 @@
  *
  * Element types: parameters, their gradients, optimizer state, batch-norm statistics and
  * the loss are fp32 (float *).  The tensors of the ops that autocast touches (conv, linear,
- * batch norm, ReLU, max pooling: their inputs, weights as passed, outputs and gradients)
+ * batch norm, ReLU, pooling, the residual add: their inputs, weights as passed, outputs and
+ * gradients)
  * are untyped (void *) and of the op's `enum dtype dt`, as a ggml tensor carries its type;
  * see enum dtype for how each backend stores a half type.
  *
@@ -154,6 +155,21 @@ struct backend {
      * in output order, then rounded to dt) */
     void (*maxpool2d_backward)(struct backend *be, const struct pool2d_shape *ps,
                                enum dtype dt, const void *dy, const int32_t *argmax, void *dx);
+    /* nn.AdaptiveAvgPool2d((p, q)) of x (planes = n*c, h, w) -> y (planes, p, q): output
+     * (i, j) is the mean of rows [floor(i*h/p), ceil((i+1)*h/p)) and columns likewise,
+     * summed in fp32 in row-major order, divided by the window's size, rounded to dt */
+    void (*adaptive_avgpool2d_forward)(struct backend *be, size_t planes, int h, int w, int p,
+                                       int q, enum dtype dt, const void *x, void *y);
+    /* dx (planes, h, w) is overwritten: each element the sum, over the windows holding it,
+     * of dy / the window's size (in fp32, in output order), rounded to dt */
+    void (*adaptive_avgpool2d_backward)(struct backend *be, size_t planes, int h, int w,
+                                        int p, int q, enum dtype dt, const void *dy, void *dx);
+
+    /* --- residual connection: y (n) = a + b, every tensor of dt (the fp32 sum rounded
+     * once); y may alias a or b.  Its backward hands dy to both branches unchanged, and the
+     * two gradients that meet at the block's input are joined by this same slot. --- */
+    void (*add)(struct backend *be, size_t n, enum dtype dt, const void *a, const void *b,
+                void *y);
 
     /* --- linear: y (n,out) = x (n,in) w^T (w is (out,in)) + b (out), every tensor of dt ---
      * The bias joins the fp32 accumulation (one rounding, as PyTorch's addmm). */
@@ -198,12 +214,19 @@ struct backend {
     void (*unscale)(struct backend *be, int count, float *const *grads, const size_t *numels,
                     float inv_scale, float *found_inf);
 
-    /* --- optimizer: torch.optim.SGD on one flat tensor ---
+    /* --- optimizers: torch.optim.SGD and Adam on one flat tensor ---
      * buf is the momentum buffer (ignored when momentum == 0); first != 0 on the first step
      * of that buffer (buf = d_p, as PyTorch's lazily created buffer). */
     void (*sgd_step)(struct backend *be, size_t n, float *param, const float *grad, float *buf,
                      float lr, float momentum, float dampening, float weight_decay,
                      int nesterov, int first);
+    /* torch.optim.Adam (amsgrad off) on one flat tensor at its step-th step (1 for the
+     * first): km_adam_update per element, with the step's bias corrections from
+     * km_adam_scalars; exp_avg and exp_avg_sq start as zeros.  The hyper-parameters are
+     * doubles, as PyTorch's Python floats, which it combines before rounding to float. */
+    void (*adam_step)(struct backend *be, size_t n, float *param, const float *grad,
+                      float *exp_avg, float *exp_avg_sq, double lr, double beta1,
+                      double beta2, double eps, double weight_decay, long long step);
 
     void (*destroy)(struct backend *be); /* frees the backend itself */
 };

@@ -1384,6 +1384,131 @@ static void cpu_sgd_step(struct backend *be, size_t n, float *param, const float
     cpu_parallel_for(be, n, 3 * n, sgd_range, &a);
 }
 
+/* ------------------------------------------------------------------ residual add, adaptive
+ * average pooling, Adam (ResNet18's ops) */
+
+static void add_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct ew_args *a = ctx;
+    for (size_t i = lo; i < hi; i++)
+        a->out[i] = a->x[i] + a->dy[i];
+    cpu_round_span(a->out, lo, hi, (enum dtype)a->first);
+}
+
+/* x = a, dy = b (aliasing out is fine: each element is read before it is written) */
+static void cpu_add(struct backend *be, size_t n, enum dtype dt, const void *a, const void *b,
+                    void *y)
+{
+    const struct ew_args args = {.x = a, .dy = b, .out = y, .first = (int)dt};
+    cpu_parallel_for(be, n, 3 * n, add_range, &args);
+}
+
+/* one adaptive pooling window along an axis of `in` split into `out`: [*lo, *hi) */
+static inline void adaptive_window(int i, int in, int out, int *lo, int *hi)
+{
+    *lo = (int)((int64_t)i * in / out);
+    *hi = (int)(((int64_t)(i + 1) * in + out - 1) / out);
+}
+
+struct adaptive_pool_args {
+    int h, w, p, q;
+    enum dtype dt;
+    const float *x, *dy;
+    float *y, *dx;
+};
+
+/* planes [lo, hi) */
+static void adaptive_avg_forward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct adaptive_pool_args *a = ctx;
+    const size_t hw = (size_t)a->h * a->w, pq = (size_t)a->p * a->q;
+    for (size_t pl = lo; pl < hi; pl++) {
+        const float *xp = a->x + pl * hw;
+        float *yp = a->y + pl * pq;
+        for (int i = 0; i < a->p; i++) {
+            int r0, r1;
+            adaptive_window(i, a->h, a->p, &r0, &r1);
+            for (int j = 0; j < a->q; j++) {
+                int c0, c1;
+                adaptive_window(j, a->w, a->q, &c0, &c1);
+                float acc = 0.0f;
+                for (int r = r0; r < r1; r++)
+                    for (int c = c0; c < c1; c++)
+                        acc += xp[(size_t)r * a->w + c];
+                yp[(size_t)i * a->q + j] = acc / (float)((r1 - r0) * (c1 - c0));
+            }
+        }
+        cpu_round_span(yp, 0, pq, a->dt);
+    }
+}
+
+static void cpu_adaptive_avgpool2d_forward(struct backend *be, size_t planes, int h, int w,
+                                           int p, int q, enum dtype dt, const void *x, void *y)
+{
+    const struct adaptive_pool_args a = {.h = h, .w = w, .p = p, .q = q, .dt = dt, .x = x,
+                                         .y = y};
+    cpu_parallel_for(be, planes, planes * h * w, adaptive_avg_forward_range, &a);
+}
+
+/* planes [lo, hi): each output's dy / its window size added over its window, outputs in
+ * row-major order (the order the CUDA kernel gathers them in) */
+static void adaptive_avg_backward_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct adaptive_pool_args *a = ctx;
+    const size_t hw = (size_t)a->h * a->w, pq = (size_t)a->p * a->q;
+    memset(a->dx + lo * hw, 0, (hi - lo) * hw * sizeof(float));
+    for (size_t pl = lo; pl < hi; pl++) {
+        float *dxp = a->dx + pl * hw;
+        const float *dyp = a->dy + pl * pq;
+        for (int i = 0; i < a->p; i++) {
+            int r0, r1;
+            adaptive_window(i, a->h, a->p, &r0, &r1);
+            for (int j = 0; j < a->q; j++) {
+                int c0, c1;
+                adaptive_window(j, a->w, a->q, &c0, &c1);
+                const float g = dyp[(size_t)i * a->q + j] / (float)((r1 - r0) * (c1 - c0));
+                for (int r = r0; r < r1; r++)
+                    for (int c = c0; c < c1; c++)
+                        dxp[(size_t)r * a->w + c] += g;
+            }
+        }
+        cpu_round_span(dxp, 0, hw, a->dt);
+    }
+}
+
+static void cpu_adaptive_avgpool2d_backward(struct backend *be, size_t planes, int h, int w,
+                                            int p, int q, enum dtype dt, const void *dy,
+                                            void *dx)
+{
+    const struct adaptive_pool_args a = {.h = h, .w = w, .p = p, .q = q, .dt = dt, .dy = dy,
+                                         .dx = dx};
+    cpu_parallel_for(be, planes, planes * h * w, adaptive_avg_backward_range, &a);
+}
+
+struct adam_args {
+    float *param, *exp_avg, *exp_avg_sq;
+    const float *grad;
+    struct km_adam k;
+};
+
+static void adam_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct adam_args *a = ctx;
+    for (size_t i = lo; i < hi; i++)
+        a->param[i] = km_adam_update(a->param[i], a->grad[i], &a->exp_avg[i],
+                                     &a->exp_avg_sq[i], &a->k);
+}
+
+static void cpu_adam_step(struct backend *be, size_t n, float *param, const float *grad,
+                          float *exp_avg, float *exp_avg_sq, double lr, double beta1,
+                          double beta2, double eps, double weight_decay, long long step)
+{
+    struct adam_args a = {.param = param, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq,
+                          .grad = grad};
+    km_adam_scalars(lr, beta1, beta2, eps, weight_decay, step, &a.k);
+    cpu_parallel_for(be, n, 4 * n, adam_range, &a);
+}
+
 static void cpu_destroy(struct backend *be)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
@@ -1424,6 +1549,10 @@ static const struct backend cpu_backend_ops = {
     .relu_backward = cpu_relu_backward,
     .maxpool2d_forward = cpu_maxpool2d_forward,
     .maxpool2d_backward = cpu_maxpool2d_backward,
+    .adaptive_avgpool2d_forward = cpu_adaptive_avgpool2d_forward,
+    .adaptive_avgpool2d_backward = cpu_adaptive_avgpool2d_backward,
+    /* residual connections */
+    .add = cpu_add,
     /* linear: sgemm */
     .linear_forward = cpu_linear_forward,
     .linear_backward = cpu_linear_backward,
@@ -1437,6 +1566,7 @@ static const struct backend cpu_backend_ops = {
     .round_amp = cpu_round_amp,
     .unscale = cpu_unscale,
     .sgd_step = cpu_sgd_step,
+    .adam_step = cpu_adam_step,
     .destroy = cpu_destroy,
 };
 

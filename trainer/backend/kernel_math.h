@@ -36,6 +36,49 @@ static inline KM_HD float km_sgd_update(float p, float g, float *buf, float lr, 
     return p - lr * d_p;
 }
 
+/* torch.optim.Adam's per-step scalars (amsgrad off), worked out on the host once per
+ * step as PyTorch does in Python (doubles), then rounded to float where its kernels take a
+ * float scalar.  step counts from 1. */
+struct km_adam {
+    float beta1, beta2;         /* exp_avg.mul_(beta1), exp_avg_sq.mul_(beta2) */
+    float one_minus_beta1;      /* add_(grad, alpha=1 - beta1) */
+    float one_minus_beta2;      /* addcmul_(grad, grad, value=1 - beta2) */
+    float eps, weight_decay;
+    float neg_step_size;        /* -lr / (1 - beta1^step) */
+    float bias_correction2_sqrt; /* sqrt(1 - beta2^step) */
+};
+
+static inline void km_adam_scalars(double lr, double beta1, double beta2, double eps,
+                                   double weight_decay, long long step, struct km_adam *a)
+{
+    const double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    a->beta1 = (float)beta1;
+    a->beta2 = (float)beta2;
+    a->one_minus_beta1 = (float)(1.0 - beta1);
+    a->one_minus_beta2 = (float)(1.0 - beta2);
+    a->eps = (float)eps;
+    a->weight_decay = (float)weight_decay;
+    a->neg_step_size = (float)-(lr / bc1);
+    a->bias_correction2_sqrt = (float)sqrt(bc2);
+}
+
+/* torch.optim.Adam (_single_tensor_adam, PyTorch 1.13) for one element, in its order of
+ * operations: g += wd * p; m = m * beta1 + (1 - beta1) * g; v = v * beta2 + (1 - beta2) * g
+ * * g; p += (-step_size * m) / (sqrt(v) / sqrt(bc2) + eps).  Returns the new parameter and
+ * updates *m and *v. */
+static inline KM_HD float km_adam_update(float p, float g, float *m, float *v,
+                                         const struct km_adam *a)
+{
+    if (a->weight_decay != 0.0f)
+        g = g + a->weight_decay * p;
+    const float mm = *m * a->beta1 + a->one_minus_beta1 * g;
+    const float vv = *v * a->beta2 + a->one_minus_beta2 * g * g;
+    *m = mm;
+    *v = vv;
+    const float denom = sqrtf(vv) / a->bias_correction2_sqrt + a->eps;
+    return p + a->neg_step_size * mm / denom;
+}
+
 /* batch norm backward for one element (see backend.h batchnorm_backward_elemt) */
 static inline KM_HD float km_bn_backward_elemt(float dy, float x, float mean, float invstd,
                                                float weight, float mean_dy, float mean_dy_xmu)

@@ -533,6 +533,40 @@ static void cu_maxpool2d_backward(struct backend *be, const struct pool2d_shape 
     cb_end(cb, op);
 }
 
+static void cu_adaptive_avgpool2d_forward(struct backend *be, size_t planes, int h, int w,
+                                          int p, int q, enum dtype dt, const void *x, void *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "adaptive_avgpool2d_forward";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_adaptive_avgpool_forward(cb->stream, planes, h, w, p, q, dt, x, y)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_adaptive_avgpool2d_backward(struct backend *be, size_t planes, int h, int w,
+                                           int p, int q, enum dtype dt, const void *dy,
+                                           void *dx)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "adaptive_avgpool2d_backward";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_adaptive_avgpool_backward(cb->stream, planes, h, w, p, q, dt, dy, dx)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_add(struct backend *be, size_t n, enum dtype dt, const void *a, const void *b,
+                   void *y)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "add";
+    if (cb_begin(cb, op) || CB_CUDA(cb, op, kern_add(cb->stream, n, dt, a, b, y)))
+        return;
+    cb_end(cb, op);
+}
+
 /* ------------------------------------------------------------------ linear */
 
 static cudaDataType_t cublas_dtype(enum dtype dt)
@@ -695,6 +729,20 @@ static void cu_sgd_step(struct backend *be, size_t n, float *param, const float 
     cb_end(cb, op);
 }
 
+static void cu_adam_step(struct backend *be, size_t n, float *param, const float *grad,
+                         float *exp_avg, float *exp_avg_sq, double lr, double beta1,
+                         double beta2, double eps, double weight_decay, long long step)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "adam_step";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op,
+                kern_adam_step(cb->stream, n, param, grad, exp_avg, exp_avg_sq, lr, beta1,
+                               beta2, eps, weight_decay, step)))
+        return;
+    cb_end(cb, op);
+}
+
 /* ------------------------------------------------------------------ lifetime */
 
 static void cu_destroy(struct backend *be)
@@ -757,6 +805,10 @@ static const struct backend cuda_backend_ops = {
     .relu_backward = cu_relu_backward,
     .maxpool2d_forward = cu_maxpool2d_forward,
     .maxpool2d_backward = cu_maxpool2d_backward,
+    .adaptive_avgpool2d_forward = cu_adaptive_avgpool2d_forward,
+    .adaptive_avgpool2d_backward = cu_adaptive_avgpool2d_backward,
+    /* residual connections: kernels.cu */
+    .add = cu_add,
     /* linear: cuBLAS GEMM */
     .linear_forward = cu_linear_forward,
     .linear_backward = cu_linear_backward,
@@ -769,6 +821,7 @@ static const struct backend cuda_backend_ops = {
     .round_amp = cu_round_amp,
     .unscale = cu_unscale,
     .sgd_step = cu_sgd_step,
+    .adam_step = cu_adam_step,
     .destroy = cu_destroy,
 };
 

@@ -1,10 +1,10 @@
 /* kernels.cu — the CUDA backend's own kernels and their C launchers (see kernels.h).
  *
- * Batch-norm statistics and gradient sums, the elementwise batch-norm, ReLU, max pooling,
- * bias, loss, metric, optimizer and mixed-precision kernels.  Every kernel mirrors the
- * CPU backend's formula (backend_cpu.c) and takes its per-element math from
- * kernel_math.h; reductions accumulate in double in a fixed order, so they are
- * deterministic and at least as accurate as the CPU's.
+ * Batch-norm statistics and gradient sums, the elementwise batch-norm, ReLU, max and
+ * adaptive average pooling, residual add, bias, loss, metric, optimizer (SGD, Adam) and
+ * mixed-precision kernels.  Every kernel mirrors the CPU backend's formula (backend_cpu.c)
+ * and takes its per-element math from kernel_math.h; reductions accumulate in double in a
+ * fixed order, so they are deterministic and at least as accurate as the CPU's.
  *
  * Activation kernels are templates over the element type T (float, __half,
  * __nv_bfloat16): each element is read into fp32 (elem<T>::load), computed on as in
@@ -522,6 +522,124 @@ extern "C" cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int 
     return cudaGetLastError();
 }
 
+/* ------------------------------------------------------------------ adaptive average pool */
+
+/* the window of output i along an axis of `in` split into `out`: [*lo, *hi) (as the CPU) */
+static __device__ void adaptive_window(int i, int in, int out, int *lo, int *hi)
+{
+    *lo = (int)((long long)i * in / out);
+    *hi = (int)(((long long)(i + 1) * in + out - 1) / out);
+}
+
+/* one thread per output: the window summed in fp32 in row-major order, as the CPU */
+template <typename T>
+static __global__ void adaptive_avg_forward_kernel(size_t total, int h, int w, int p_out,
+                                                   int q_out, const T *x, T *y)
+{
+    GRID_STRIDE(o, total)
+    {
+        const size_t pq = (size_t)p_out * q_out;
+        const size_t pl = o / pq;
+        const int j = (int)(o - pl * pq);
+        const int i = j / q_out, jj = j - i * q_out;
+        int r0, r1, c0, c1;
+        adaptive_window(i, h, p_out, &r0, &r1);
+        adaptive_window(jj, w, q_out, &c0, &c1);
+        const T *xp = x + pl * (size_t)h * w;
+        float acc = 0.0f;
+        for (int r = r0; r < r1; r++)
+            for (int c = c0; c < c1; c++)
+                acc += ld(xp, (size_t)r * w + c);
+        st(y, o, acc / (float)((r1 - r0) * (c1 - c0)));
+    }
+}
+
+/* one thread per input element: the outputs whose window holds it are rows
+ * [floor(r*p/h), ceil((r+1)*p/h)) and likewise columns; their dy / window size summed in
+ * output order (the CPU's order of additions), rounded once */
+template <typename T>
+static __global__ void adaptive_avg_backward_kernel(size_t total, int h, int w, int p_out,
+                                                    int q_out, const T *dy, T *dx)
+{
+    GRID_STRIDE(e, total)
+    {
+        const size_t hw = (size_t)h * w;
+        const size_t pl = e / hw;
+        const int at = (int)(e - pl * hw);
+        const int r = at / w, c = at - r * w;
+        const int i_lo = (int)((long long)r * p_out / h);
+        const int i_hi = min((int)(((long long)(r + 1) * p_out + h - 1) / h), p_out);
+        const int j_lo = (int)((long long)c * q_out / w);
+        const int j_hi = min((int)(((long long)(c + 1) * q_out + w - 1) / w), q_out);
+        const T *dyp = dy + pl * (size_t)p_out * q_out;
+        float acc = 0.0f;
+        for (int i = i_lo; i < i_hi; i++) {
+            int r0, r1;
+            adaptive_window(i, h, p_out, &r0, &r1);
+            if (r < r0 || r >= r1)
+                continue;
+            for (int j = j_lo; j < j_hi; j++) {
+                int c0, c1;
+                adaptive_window(j, w, q_out, &c0, &c1);
+                if (c < c0 || c >= c1)
+                    continue;
+                acc += ld(dyp, (size_t)i * q_out + j) / (float)((r1 - r0) * (c1 - c0));
+            }
+        }
+        st(dx, e, acc);
+    }
+}
+
+extern "C" cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, size_t planes, int h,
+                                                     int w, int p, int q, enum dtype dt,
+                                                     const void *x, void *y)
+{
+    const size_t total = planes * (size_t)p * q;
+    if (total == 0)
+        return cudaSuccess;
+    WITH_ELEM(dt, T, {
+        adaptive_avg_forward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, h, w, p, q, (const T *)x, (T *)y);
+    });
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, size_t planes, int h,
+                                                      int w, int p, int q, enum dtype dt,
+                                                      const void *dy, void *dx)
+{
+    const size_t total = planes * (size_t)h * w;
+    if (total == 0)
+        return cudaSuccess;
+    WITH_ELEM(dt, T, {
+        adaptive_avg_backward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, h, w, p, q, (const T *)dy, (T *)dx);
+    });
+    return cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------ residual add */
+
+template <typename T>
+static __global__ void add_kernel(size_t n, const T *a, const T *b, T *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        st(y, i, ld(a, i) + ld(b, i));
+    }
+}
+
+extern "C" cudaError_t kern_add(cudaStream_t s, size_t n, enum dtype dt, const void *a,
+                                const void *b, void *y)
+{
+    if (n == 0)
+        return cudaSuccess;
+    WITH_ELEM(dt, T, {
+        add_kernel<T><<<blocks_for(n), THREADS, 0, s>>>(n, (const T *)a, (const T *)b, (T *)y);
+    });
+    return cudaGetLastError();
+}
+
 /* ------------------------------------------------------------------ bias */
 
 template <typename T>
@@ -719,6 +837,15 @@ static __global__ void sgd_kernel(size_t n, float *param, const float *grad, flo
     }
 }
 
+static __global__ void adam_kernel(size_t n, float *param, const float *grad, float *exp_avg,
+                                   float *exp_avg_sq, struct km_adam k)
+{
+    GRID_STRIDE(i, n)
+    {
+        param[i] = km_adam_update(param[i], grad[i], &exp_avg[i], &exp_avg_sq[i], &k);
+    }
+}
+
 static __global__ void round_amp_kernel(size_t n, int dt, const float *src, float *dst)
 {
     GRID_STRIDE(i, n)
@@ -777,6 +904,19 @@ extern "C" cudaError_t kern_sgd_step(cudaStream_t s, size_t n, float *param, con
     sgd_kernel<<<blocks_for(n), THREADS, 0, s>>>(n, param, grad, momentum != 0.0f ? buf : NULL,
                                                  lr, momentum, dampening, weight_decay, nesterov,
                                                  first);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t kern_adam_step(cudaStream_t s, size_t n, float *param,
+                                      const float *grad, float *exp_avg, float *exp_avg_sq,
+                                      double lr, double beta1, double beta2, double eps,
+                                      double weight_decay, long long step)
+{
+    if (n == 0)
+        return cudaSuccess;
+    struct km_adam k;
+    km_adam_scalars(lr, beta1, beta2, eps, weight_decay, step, &k);
+    adam_kernel<<<blocks_for(n), THREADS, 0, s>>>(n, param, grad, exp_avg, exp_avg_sq, k);
     return cudaGetLastError();
 }
 

@@ -68,6 +68,17 @@ cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int h, int w, i
                                   int stride, int p, int q, enum dtype dt, const void *dy,
                                   const int32_t *argmax, void *dx);
 
+/* planes = n*c; x (planes,h,w) -> y (planes,p,q): adaptive average pooling, windows and
+ * order of summation as backend.h adaptive_avgpool2d_forward */
+cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, size_t planes, int h, int w, int p,
+                                          int q, enum dtype dt, const void *x, void *y);
+/* dx (planes,h,w) from dy (planes,p,q): a gather per input element, in output order */
+cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, size_t planes, int h, int w, int p,
+                                           int q, enum dtype dt, const void *dy, void *dx);
+/* y (n) = a + b, all of dt; y may alias a or b */
+cudaError_t kern_add(cudaStream_t s, size_t n, enum dtype dt, const void *a, const void *b,
+                     void *y);
+
 /* y (n,k,pq) += b (k), both of dt (one rounding of the fp32 sum) */
 cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq, enum dtype dt,
                                    const void *b, void *y);
@@ -90,6 +101,10 @@ cudaError_t kern_scale(cudaStream_t s, size_t n, float alpha, const float *src, 
 cudaError_t kern_sgd_step(cudaStream_t s, size_t n, float *param, const float *grad,
                           float *buf, float lr, float momentum, float dampening,
                           float weight_decay, int nesterov, int first);
+/* Adam at step `step` (>= 1): km_adam_scalars on the host, km_adam_update per element */
+cudaError_t kern_adam_step(cudaStream_t s, size_t n, float *param, const float *grad,
+                           float *exp_avg, float *exp_avg_sq, double lr, double beta1,
+                           double beta2, double eps, double weight_decay, long long step);
 /* dst = km_round_amp(src, dt), fp32 to fp32 */
 cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const float *src, float *dst);
 /* dst (n, of to) = src (n, of from) converted (backend.h cast); the same type: a copy */

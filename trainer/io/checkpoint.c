@@ -4,8 +4,8 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "io/safetensors.h"
+#include "nn/optim.h"
 #include "nn/scaler.h"
-#include "nn/sgd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +52,35 @@ static int checkpoint_scaler_meta(struct st_writer *w, const struct grad_scaler 
     return rc ? -1 : 0;
 }
 
-int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
-                    const struct grad_scaler *scaler, const char *model, int epoch,
-                    long long step)
+/* the optimizer state of trainable p under "optimizer.<name>.<leaf>"; nothing before the
+ * state exists (SGD: no momentum buffer yet; Adam: no step taken) */
+static int checkpoint_add_optim(struct st_writer *w, struct backend *be, const struct param *p,
+                                const struct optim *opt)
+{
+    char name[PARAM_NAME_MAX + 40];
+    const int k = p->index;
+    if (opt->kind == OPTIM_SGD) {
+        if (!opt->sgd.started[k])
+            return 0;
+        snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
+        return checkpoint_add_device(w, be, name, p, opt->sgd.buf[k]);
+    }
+    if (opt->adam.step == 0)
+        return 0;
+    snprintf(name, sizeof name, "optimizer.%s.exp_avg", p->name);
+    if (checkpoint_add_device(w, be, name, p, opt->adam.exp_avg[k]))
+        return -1;
+    snprintf(name, sizeof name, "optimizer.%s.exp_avg_sq", p->name);
+    if (checkpoint_add_device(w, be, name, p, opt->adam.exp_avg_sq[k]))
+        return -1;
+    snprintf(name, sizeof name, "optimizer.%s.step", p->name);
+    const float step = (float)opt->adam.step; /* PyTorch 1.13's state: a float32 scalar */
+    return st_writer_add(w, name, ST_F32, 0, NULL, &step);
+}
+
+int checkpoint_save_optim(const char *path, const struct param_table *params,
+                          const struct optim *opt, const struct grad_scaler *scaler,
+                          const char *model, int epoch, long long step)
 {
     struct st_writer *w = st_writer_create();
     if (!w)
@@ -66,11 +92,8 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
             rc = st_writer_add(w, p->name, ST_I64, 0, NULL, &p->counter);
         else
             rc = checkpoint_add_device(w, params->be, p->name, p, p->data);
-        if (rc == 0 && opt && p->kind == PARAM_TRAINABLE && opt->started[p->index]) {
-            char name[PARAM_NAME_MAX + 40];
-            snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
-            rc = checkpoint_add_device(w, params->be, name, p, opt->buf[p->index]);
-        }
+        if (rc == 0 && opt && p->kind == PARAM_TRAINABLE)
+            rc = checkpoint_add_optim(w, params->be, p, opt);
     }
     char value[32];
     if (rc == 0) {
@@ -83,6 +106,8 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
     }
     if (rc == 0)
         rc = st_writer_metadata(w, "model", model);
+    if (rc == 0 && opt)
+        rc = st_writer_metadata(w, "optimizer", optim_name(opt->kind));
     if (rc == 0)
         rc = st_writer_metadata(w, "format", "ddpprof-checkpoint-1");
     if (rc == 0 && scaler)
@@ -91,6 +116,16 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
         rc = st_writer_save(w, path);
     st_writer_free(w);
     return rc ? error_wrap("saving checkpoint") : 0;
+}
+
+int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
+                    const struct grad_scaler *scaler, const char *model, int epoch,
+                    long long step)
+{
+    struct optim o = {.kind = OPTIM_SGD};
+    if (opt)
+        o.sgd = *opt; /* a view: the buffers stay the caller's */
+    return checkpoint_save_optim(path, params, opt ? &o : NULL, scaler, model, epoch, step);
 }
 
 int checkpoint_load_model(const char *path, struct param_table *params)
@@ -152,7 +187,95 @@ static int checkpoint_meta_number(const struct st_file *st, const char *path, co
     return 0;
 }
 
-int checkpoint_resume(const char *path, struct param_table *params, struct sgd *opt,
+/* the tensor `leaf` of p's optimizer state into dev (p's shape); -1 (error_set) */
+static int checkpoint_read_state(const struct st_file *st, struct backend *be,
+                                 const struct param *p, const char *leaf, float *dev)
+{
+    char name[PARAM_NAME_MAX + 40];
+    snprintf(name, sizeof name, "optimizer.%s.%s", p->name, leaf);
+    float *host = malloc(p->numel * sizeof *host + 1);
+    if (!host)
+        return error_set("resume: out of memory");
+    int64_t shape[PARAM_MAX_DIMS];
+    param_shape64(p, shape);
+    int rc = st_read_f32(st, name, p->ndim, shape, host);
+    if (rc == 0)
+        be->upload(be, dev, host, p->numel * sizeof *host);
+    free(host);
+    return rc;
+}
+
+/* SGD: every momentum buffer there is (a parameter without one starts without) */
+static int checkpoint_resume_sgd(const struct st_file *st, struct param_table *params,
+                                 struct sgd *opt)
+{
+    for (int i = 0; i < params->count; i++) {
+        struct param *p = params->items[i];
+        if (p->kind != PARAM_TRAINABLE)
+            continue;
+        char name[PARAM_NAME_MAX + 40];
+        snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
+        if (!st_find(st, name)) {
+            error_clear(); /* no buffer saved: it starts fresh, like PyTorch's lazy state */
+            continue;
+        }
+        int k = p->index;
+        if (!opt->buf[k] && !(opt->buf[k] = params->be->alloc(params->be, p->numel * 4)))
+            return error_wrap("resume: momentum buffer of %s", p->name);
+        if (checkpoint_read_state(st, params->be, p, "momentum_buffer", opt->buf[k]))
+            return -1;
+        opt->started[k] = 1;
+    }
+    return 0;
+}
+
+/* Adam: no state at all (saved before its first step), or every parameter's moments and
+ * one common step count */
+static int checkpoint_resume_adam(const struct st_file *st, const char *path,
+                                  struct param_table *params, struct adam *opt)
+{
+    long long step = -1;
+    for (int i = 0; i < params->count; i++) {
+        struct param *p = params->items[i];
+        if (p->kind != PARAM_TRAINABLE)
+            continue;
+        char name[PARAM_NAME_MAX + 40];
+        snprintf(name, sizeof name, "optimizer.%s.step", p->name);
+        const struct st_tensor *t = st_find(st, name);
+        if (!t && step <= 0) { /* consistently absent so far: a fresh optimizer */
+            error_clear();
+            step = 0;
+            continue;
+        }
+        if (!t || t->dtype != ST_F32 || t->numel != 1)
+            return error_set("%s: Adam state '%s' is %s (want an F32 scalar, as every other "
+                             "parameter's)",
+                             path, name, t ? "not an F32 scalar" : "missing");
+        float v;
+        memcpy(&v, t->data, sizeof v);
+        if (!(v >= 1.0f) || v != (float)(long long)v || (step >= 0 && (long long)v != step))
+            return error_set("%s: Adam state '%s' = %g: steps must be whole, >= 1 and the "
+                             "same for every parameter",
+                             path, name, (double)v);
+        step = (long long)v;
+    }
+    if (step <= 0)
+        return 0;
+    if (adam_state_alloc(opt))
+        return -1;
+    for (int i = 0; i < params->count; i++) {
+        struct param *p = params->items[i];
+        if (p->kind == PARAM_TRAINABLE &&
+            (checkpoint_read_state(st, params->be, p, "exp_avg", opt->exp_avg[p->index]) ||
+             checkpoint_read_state(st, params->be, p, "exp_avg_sq",
+                                   opt->exp_avg_sq[p->index])))
+            return -1;
+    }
+    opt->step = step;
+    return 0;
+}
+
+int checkpoint_resume(const char *path, struct param_table *params, struct optim *opt,
                       struct grad_scaler *scaler, const char *model, int *epoch,
                       long long *step)
 {
@@ -165,6 +288,13 @@ int checkpoint_resume(const char *path, struct param_table *params, struct sgd *
     const char *m = st_metadata_get(st, "model");
     if (!m || strcmp(m, model) != 0)
         rc = error_set("%s: a checkpoint of model '%s', not '%s'", path, m ? m : "?", model);
+    const char *saved = st_metadata_get(st, "optimizer");
+    if (!saved)
+        saved = "sgd"; /* checkpoints from before Adam */
+    if (rc == 0 && strcmp(saved, optim_name(opt->kind)) != 0)
+        rc = error_set("%s: saved with --optimizer %s, resumed with --optimizer %s (keep it as "
+                       "it was)",
+                       path, saved, optim_name(opt->kind));
     double e = 0, s = 0, v[6] = {0};
     static const char *const keys[6] = {"scaler.enabled", "scaler.scale",
                                         "scaler.growth_factor", "scaler.backoff_factor",
@@ -186,35 +316,9 @@ int checkpoint_resume(const char *path, struct param_table *params, struct sgd *
         scaler->growth_interval = (int)v[4];
         scaler->growth_tracker = (int)v[5];
     }
-    for (int i = 0; rc == 0 && i < params->count; i++) {
-        struct param *p = params->items[i];
-        if (p->kind != PARAM_TRAINABLE)
-            continue;
-        char name[PARAM_NAME_MAX + 40];
-        snprintf(name, sizeof name, "optimizer.%s.momentum_buffer", p->name);
-        if (!st_find(st, name)) {
-            error_clear(); /* no buffer saved: it starts fresh, like PyTorch's lazy state */
-            continue;
-        }
-        int k = p->index;
-        if (!opt->buf[k] && !(opt->buf[k] = params->be->alloc(params->be, p->numel * 4))) {
-            rc = error_wrap("resume: momentum buffer of %s", p->name);
-            break;
-        }
-        float *host = malloc(p->numel * sizeof *host + 1);
-        if (!host) {
-            rc = error_set("resume: out of memory");
-            break;
-        }
-        int64_t shape[PARAM_MAX_DIMS];
-        param_shape64(p, shape);
-        rc = st_read_f32(st, name, p->ndim, shape, host);
-        if (rc == 0) {
-            params->be->upload(params->be, opt->buf[k], host, p->numel * sizeof *host);
-            opt->started[k] = 1;
-        }
-        free(host);
-    }
+    if (rc == 0)
+        rc = opt->kind == OPTIM_ADAM ? checkpoint_resume_adam(st, path, params, &opt->adam)
+                                     : checkpoint_resume_sgd(st, params, &opt->sgd);
     st_close(st);
     return rc;
 }

@@ -5,19 +5,40 @@
 
 #include <string.h>
 
+static struct model *registry_convnet(struct backend *be, uint64_t seed,
+                                      const struct model_opts *o)
+{
+    (void)o;
+    return convnet_create(be, seed);
+}
+
+static struct model *registry_resnet18(struct backend *be, uint64_t seed,
+                                       const struct model_opts *o)
+{
+    return resnet18_create(be, seed, o->width > 0 ? o->width : 64);
+}
+
 static const struct {
     const char *name;
-    struct model *(*create)(struct backend *be, uint64_t seed);
+    struct model *(*create)(struct backend *be, uint64_t seed, const struct model_opts *o);
 } model_registry[] = {
-    {"convnet", convnet_create},
+    {"convnet", registry_convnet},
+    {"resnet18", registry_resnet18},
 };
 
-struct model *model_create(const char *name, struct backend *be, uint64_t seed)
+struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
+                                const struct model_opts *opts)
 {
+    const struct model_opts none = {0};
     for (size_t i = 0; i < sizeof model_registry / sizeof model_registry[0]; i++)
         if (strcmp(name, model_registry[i].name) == 0)
-            return model_registry[i].create(be, seed);
+            return model_registry[i].create(be, seed, opts ? opts : &none);
     return error_set("unknown model '%s' (known: %s)", name, model_names()), NULL;
 }
 
-const char *model_names(void) { return "convnet"; }
+struct model *model_create(const char *name, struct backend *be, uint64_t seed)
+{
+    return model_create_opts(name, be, seed, NULL);
+}
+
+const char *model_names(void) { return "convnet, resnet18"; }

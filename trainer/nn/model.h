@@ -1,9 +1,9 @@
 /* model.h — a trainable model: its named tensors and its forward/backward.
  *
  * Models are written once against struct backend and layers.h.  model_create() picks one
- * by name ("convnet"); the returned model owns its parameters and activation buffers,
- * which grow to the largest batch seen.  Activations live until the next forward, so
- * backward must follow the forward it differentiates. */
+ * by name ("convnet", "resnet18"); the returned model owns its parameters and activation
+ * buffers, which grow to the largest batch seen.  Activations live until the next forward,
+ * so backward must follow the forward it differentiates. */
 #ifndef DDPPROF_MODEL_H
 #define DDPPROF_MODEL_H
 
@@ -36,14 +36,25 @@ struct model {
     void *impl;
 };
 
-/* "convnet" (the tutorial's ConvNet for 1x28x28 inputs, 10 classes).  Parameters are
- * initialised with PyTorch's default distributions from seed.  NULL + error_set for an
- * unknown name (the message lists the known ones). */
+/* Options a model may take (0: its default). */
+struct model_opts {
+    int width; /* resnet18: channels of its first stage, doubled at each stage (64) */
+};
+
+/* "convnet" (the tutorial's ConvNet for 1x28x28 inputs, 10 classes) or "resnet18" (the
+ * distributed-training example's ResNet18 for 3x32x32 inputs, 10 classes).  Parameters are
+ * initialised with PyTorch's default distributions from seed.  opts may be NULL (every
+ * default).  NULL + error_set for an unknown name (the message lists the known ones). */
+struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
+                                const struct model_opts *opts);
+/* model_create_opts with every option at its default */
 struct model *model_create(const char *name, struct backend *be, uint64_t seed);
 
 /* the names model_create accepts, comma-separated */
 const char *model_names(void);
 
 struct model *convnet_create(struct backend *be, uint64_t seed);
+/* width: channels of conv1 and conv2 (64: the example's 11,173,962 parameters) */
+struct model *resnet18_create(struct backend *be, uint64_t seed, int width);
 
 #endif

@@ -1,0 +1,151 @@
+/* resblock.c — the example ResNet18's residual block (see resblock.h). */
+#include "nn/resblock.h"
+
+#include "common/error.h"
+
+#include <stdio.h>
+
+int resblock_init(struct resblock *b, struct param_table *t, const char *prefix, int in,
+                  int out, int stride, struct rng *rng)
+{
+    *b = (struct resblock){.in = in, .out = out, .stride = stride,
+                           .projection = stride != 1 || in != out};
+    char name[PARAM_NAME_MAX];
+#define SUB(leaf) (snprintf(name, sizeof name, "%s.%s", prefix, leaf), name)
+    if (conv2d_init(&b->conv1, t, SUB("residual_function.0"), in, out, 3, stride, 1, 0, rng) ||
+        batchnorm_init(&b->bn1, t, SUB("residual_function.1"), out) ||
+        conv2d_init(&b->conv2, t, SUB("residual_function.3"), out, out, 3, 1, 1, 0, rng) ||
+        batchnorm_init(&b->bn2, t, SUB("residual_function.4"), out))
+        return error_wrap("residual block %s", prefix);
+    if (b->projection &&
+        (conv2d_init(&b->conv_sc, t, SUB("shortcut.0"), in, out, 1, stride, 0, 0, rng) ||
+         batchnorm_init(&b->bn_sc, t, SUB("shortcut.1"), out)))
+        return error_wrap("residual block %s", prefix);
+#undef SUB
+    return 0;
+}
+
+static void resblock_free_buffers(struct backend *be, struct resblock *b)
+{
+    void **bufs[] = {&b->c1, &b->a1, &b->c2, &b->y, &b->c_sc, &b->b_sc};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        be->free(be, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+    b->cap = 0;
+}
+
+static int resblock_reserve(struct backend *be, struct resblock *b, size_t elems)
+{
+    if (elems <= b->cap)
+        return 0;
+    resblock_free_buffers(be, b);
+    void **bufs[] = {&b->c1, &b->a1, &b->c2, &b->y, &b->c_sc, &b->b_sc};
+    const size_t count = b->projection ? 6 : 4;
+    for (size_t i = 0; i < count; i++)
+        if (!(*bufs[i] = backend_alloc_elems(be, elems, b->dt))) {
+            resblock_free_buffers(be, b);
+            return error_wrap("residual block %s: activations of %zu elements",
+                              b->conv1.weight->name, elems);
+        }
+    b->cap = elems;
+    return 0;
+}
+
+int resblock_forward(struct backend *be, struct resblock *b, const void *x, int n, int h, int w,
+                     int train, const void **y)
+{
+    if (conv2d_shape_for(&b->conv1, n, h, w, &b->cs1) ||
+        conv2d_shape_for(&b->conv2, n, b->cs1.p, b->cs1.q, &b->cs2) ||
+        (b->projection && conv2d_shape_for(&b->conv_sc, n, h, w, &b->cs_sc)))
+        return error_wrap("residual block %s", b->conv1.weight->name);
+    b->n = n, b->h = h, b->w = w, b->p = b->cs1.p, b->q = b->cs1.q;
+    const int pq = b->p * b->q;
+    const size_t m = (size_t)n * b->out * pq;
+    if (resblock_reserve(be, b, m))
+        return -1;
+    b->x = x;
+    conv2d_forward(be, &b->conv1, &b->cs1, x, b->c1);
+    if (batchnorm_forward(be, &b->bn1, n, pq, b->c1, b->a1, train))
+        return -1;
+    be->relu_forward(be, m, b->dt, b->a1, b->a1);
+    conv2d_forward(be, &b->conv2, &b->cs2, b->a1, b->c2);
+    if (batchnorm_forward(be, &b->bn2, n, pq, b->c2, b->y, train))
+        return -1;
+    const void *shortcut = x; /* the identity: x is (n,out,p,q) already */
+    if (b->projection) {
+        conv2d_forward(be, &b->conv_sc, &b->cs_sc, x, b->c_sc);
+        if (batchnorm_forward(be, &b->bn_sc, n, pq, b->c_sc, b->b_sc, train))
+            return -1;
+        shortcut = b->b_sc;
+    }
+    be->add(be, m, b->dt, b->y, shortcut, b->y);
+    be->relu_forward(be, m, b->dt, b->y, b->y);
+    *y = b->y;
+    return 0;
+}
+
+int resblock_backward(struct backend *be, struct resblock *b, void *dy, void *dx, void *s0,
+                      void *s1, const struct grad_hook *hook)
+{
+    const int n = b->n, pq = b->p * b->q;
+    const size_t m = (size_t)n * b->out * pq;
+    void *g = dy; /* the gradient of the sum: shared by both branches */
+    be->relu_backward(be, m, b->dt, b->y, dy, g);
+    if (b->projection) {
+        /* the shortcut first (reverse parameter order): its input gradient goes to dx */
+        if (batchnorm_backward(be, &b->bn_sc, n, pq, b->c_sc, g, s0, hook) ||
+            conv2d_backward(be, &b->conv_sc, &b->cs_sc, b->x, s0, dx, hook) ||
+            batchnorm_backward(be, &b->bn2, n, pq, b->c2, g, g, hook) ||
+            conv2d_backward(be, &b->conv2, &b->cs2, b->a1, g, s0, hook))
+            return -1;
+        be->relu_backward(be, m, b->dt, b->a1, s0, s0);
+        if (batchnorm_backward(be, &b->bn1, n, pq, b->c1, s0, s0, hook) ||
+            conv2d_backward(be, &b->conv1, &b->cs1, b->x, s0, s1, hook))
+            return -1;
+        be->add(be, (size_t)n * b->in * b->h * b->w, b->dt, dx, s1, dx);
+        return 0;
+    }
+    /* identity: g itself is the shortcut's input gradient, so the residual branch must not
+     * overwrite it */
+    if (batchnorm_backward(be, &b->bn2, n, pq, b->c2, g, s0, hook) ||
+        conv2d_backward(be, &b->conv2, &b->cs2, b->a1, s0, s1, hook))
+        return -1;
+    be->relu_backward(be, m, b->dt, b->a1, s1, s1);
+    if (batchnorm_backward(be, &b->bn1, n, pq, b->c1, s1, s1, hook) ||
+        conv2d_backward(be, &b->conv1, &b->cs1, b->x, s1, s0, hook))
+        return -1;
+    be->add(be, m, b->dt, s0, g, dx);
+    return 0;
+}
+
+void resblock_set_sync_bn(struct resblock *b, struct comm *comm)
+{
+    b->bn1.sync = b->bn2.sync = comm;
+    if (b->projection)
+        b->bn_sc.sync = comm;
+}
+
+int resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp)
+{
+    if (b->dt != (enum dtype)amp) /* the activations change type: reallocated by forward */
+        resblock_free_buffers(be, b);
+    b->dt = b->bn1.dt = b->bn2.dt = b->bn_sc.dt = (enum dtype)amp;
+    if (conv2d_set_amp(be, &b->conv1, amp) || conv2d_set_amp(be, &b->conv2, amp) ||
+        (b->projection && conv2d_set_amp(be, &b->conv_sc, amp)))
+        return error_wrap("residual block %s autocast", b->conv1.weight->name);
+    return 0;
+}
+
+void resblock_free(struct backend *be, struct resblock *b)
+{
+    resblock_free_buffers(be, b);
+    batchnorm_free(be, &b->bn1);
+    batchnorm_free(be, &b->bn2);
+    conv2d_free(be, &b->conv1);
+    conv2d_free(be, &b->conv2);
+    if (b->projection) {
+        batchnorm_free(be, &b->bn_sc);
+        conv2d_free(be, &b->conv_sc);
+    }
+}

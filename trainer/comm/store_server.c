@@ -66,7 +66,7 @@ struct store_conn {
 };
 
 struct store_server {
-    int listen_fd;
+    int listen_fd, port;
     int wake[2]; /* store_server_stop writes a byte to stop the thread */
     int world, host_rank;
     pthread_t thread;
@@ -280,6 +280,11 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         store_wake_waiters(srv, key, store_table_find(srv, key));
         return;
     }
+    case STORE_OP_CHECK: {
+        uint8_t present = store_table_find(srv, key) != NULL;
+        store_conn_reply(c, STORE_REPLY_OK, &present, 1);
+        return;
+    }
     case STORE_OP_TIME: { /* the host rank's CLOCK_MONOTONIC, for clock alignment */
         uint8_t out[8];
         store_wire_put_i64(out, clock_now_ns());
@@ -368,16 +373,35 @@ static void store_conn_flush(struct store_conn *c)
         c->out_off = c->out_len = 0;
 }
 
+/* The last connection of rank closed without its STORE_KEY_BYE: mark it lost (see
+ * store_wire.h).  Allocation failures only lose the mark. */
+static void store_mark_lost(struct store_server *srv, int rank)
+{
+    char key[64], text[16];
+    snprintf(key, sizeof key, STORE_KEY_BYE "/%d", rank);
+    if (store_table_find(srv, key))
+        return;
+    int n = snprintf(text, sizeof text, "%d", rank);
+    snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
+    if (store_table_put(srv, key, (const uint8_t *)text, (uint32_t)n) == 0)
+        store_wake_waiters(srv, key, store_table_find(srv, key));
+    if (!store_table_find(srv, STORE_KEY_LOST) &&
+        store_table_put(srv, STORE_KEY_LOST, (const uint8_t *)text, (uint32_t)n) == 0)
+        store_wake_waiters(srv, STORE_KEY_LOST, store_table_find(srv, STORE_KEY_LOST));
+}
+
 static void store_conn_close(struct store_server *srv, struct store_conn *c)
 {
     close(c->fd);
     if (c->rank >= 0) {
         pthread_mutex_lock(&srv->mu);
-        srv->rank_conns[c->rank]--;
+        int last = --srv->rank_conns[c->rank] == 0;
         if (c->rank != srv->host_rank)
             srv->others_connected--;
         pthread_cond_broadcast(&srv->cv);
         pthread_mutex_unlock(&srv->mu);
+        if (last && c->rank != srv->host_rank)
+            store_mark_lost(srv, c->rank);
     }
     free(c->in);
     free(c->out);
@@ -538,6 +562,12 @@ struct store_server *store_server_start(int port, int rank, int world)
         error_set("store: cannot listen on port %d: %s", port, strerror(errno));
         goto fail;
     }
+    socklen_t alen = sizeof addr;
+    if (getsockname(srv->listen_fd, (struct sockaddr *)&addr, &alen) < 0) {
+        error_set("store: cannot read the port the server listens on: %s", strerror(errno));
+        goto fail;
+    }
+    srv->port = ntohs(addr.sin_port);
     if (pipe2(srv->wake, O_CLOEXEC) < 0) {
         error_set("store: cannot create the server's wake pipe: %s", strerror(errno));
         goto fail;
@@ -557,6 +587,8 @@ fail:
     store_server_free(srv);
     return NULL;
 }
+
+int store_server_port(const struct store_server *srv) { return srv->port; }
 
 void store_server_stop(struct store_server *srv, int64_t deadline_ns)
 {

@@ -7,6 +7,7 @@
  * 4. --gpu where this machine has no such GPU: one error line, before anything starts;
  * 5. the main job's auto-pick: every GPU, else 2 CPU ranks (1 on one core). */
 #include "comm/comm.h"
+#include "comm/comm_gloo.h"
 #include "comm/store.h"
 #include "common/error.h"
 #include "device.h"
@@ -97,6 +98,50 @@ static void test_cpu_rank(void)
     CHECK(d.be == NULL && d.comm == NULL, "device_close left something");
 }
 
+/* --comm: auto is shm on one host and gloo when the ranks span hosts (local_world <
+ * world); explicit choices a CPU rank cannot use are one line saying what to pick. */
+static void test_comm_choice(void)
+{
+    struct train_opts o;
+    memset(&o, 0, sizeof o);
+    o.cpu_ranks = 1;
+    o.threads = 1;
+    o.timeout_ms = 10000;
+    struct device d;
+    int port = launcher_free_port();
+    struct store *st = port > 0 ? store_create("127.0.0.1", port, 1, 0, 1, 10000) : NULL;
+    CHECK(st != NULL, "store on port %d: %s", port, error_get());
+    if (!st)
+        return;
+
+    o.comm = TRAIN_COMM_NCCL;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    CHECK(device_comm_open(&d, st, 0, 1, port) == -1 && strstr(error_get(), "--comm nccl") &&
+              strstr(error_get(), "GPU"),
+          "--comm nccl on a CPU rank: %s", error_get());
+    device_close(&d);
+
+    /* auto, with this host holding 1 of 2 ranks: gloo would be picked; ask for shm */
+    o.comm = TRAIN_COMM_SHM;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    CHECK(device_comm_open(&d, st, 0, 2, port) == -1 && strstr(error_get(), "one host") &&
+              strstr(error_get(), "gloo"),
+          "--comm shm across hosts: %s", error_get());
+    device_close(&d);
+
+    o.comm = TRAIN_COMM_GLOO;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    int rc = device_comm_open(&d, st, 0, 1, port);
+    if (comm_gloo_available()) {
+        CHECK(rc == 0 && d.comm && strcmp(d.comm->name, "gloo") == 0,
+              "--comm gloo on one CPU rank: %s", rc ? error_get() : d.comm->name);
+    } else {
+        CHECK(rc == -1 && strstr(error_get(), "without Gloo"), "no Gloo: %s", error_get());
+    }
+    device_close(&d);
+    store_destroy(st);
+}
+
 static void test_missing_gpu(void)
 {
     struct train_opts o;
@@ -145,6 +190,7 @@ int main(void)
 {
     test_counts_and_words();
     test_cpu_rank();
+    test_comm_choice();
     test_missing_gpu();
     test_pick();
     return test_finish();

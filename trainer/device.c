@@ -3,6 +3,7 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "comm/comm_gloo.h"
 #include "comm/comm_shm.h"
 #include "comm/store.h"
 #include "common/error.h"
@@ -131,6 +132,8 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     memset(d, 0, sizeof *d);
     d->gpu = -1;
     d->timeout_ms = o->timeout_ms;
+    d->comm_choice = o->comm;
+    d->local_world = local_world;
     if (o->ngpus) {
         if (local_rank >= o->ngpus)
             return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", rank,
@@ -144,10 +147,35 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     return d->be ? 0 : -1;
 }
 
+/* What --comm auto means for this rank: nccl on a GPU, shm when every rank is on this
+ * host, gloo when they span hosts. */
+static enum train_comm device_comm_pick(const struct device *d, int world)
+{
+    if (d->comm_choice != TRAIN_COMM_AUTO)
+        return d->comm_choice;
+    if (d->gpu >= 0)
+        return TRAIN_COMM_NCCL;
+    return d->local_world >= world ? TRAIN_COMM_SHM : TRAIN_COMM_GLOO;
+}
+
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
 {
-    if (d->gpu >= 0) {
+    enum train_comm pick = device_comm_pick(d, world);
+    if (pick == TRAIN_COMM_NCCL && d->gpu < 0)
+        return error_set("rank %d: --comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
+                         "shm or gloo", rank);
+    if (pick == TRAIN_COMM_GLOO && d->gpu >= 0)
+        return error_set("rank %d: --comm gloo moves host memory: GPU ranks use nccl", rank);
+    if (pick == TRAIN_COMM_SHM && d->gpu >= 0)
+        return error_set("rank %d: --comm shm is for CPU ranks: GPU ranks use nccl", rank);
+    if (pick == TRAIN_COMM_SHM && d->local_world < world)
+        return error_set("rank %d: --comm shm needs every rank on one host, but this host has "
+                         "%d of the %d ranks: use --comm gloo (or auto)",
+                         rank, d->local_world, world);
+    if (pick == TRAIN_COMM_NCCL) {
         d->comm = comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
+    } else if (pick == TRAIN_COMM_GLOO) {
+        d->comm = comm_gloo_create(store, "gloo/", rank, world, store_host(store), d->timeout_ms);
     } else {
         char name[64];
         size_t len = 0;

@@ -25,6 +25,8 @@ struct device {
     struct comm *comm;  /* NULL until device_comm_open (a single process has none) */
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
     int timeout_ms;     /* of every collective of comm */
+    enum train_comm comm_choice; /* --comm */
+    int local_world;    /* ranks on this host (all of them: shm can serve them) */
     char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
 };
 
@@ -55,8 +57,11 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
                 int local_world);
 
 /* The comm of rank of world over store (the rendezvous at port, which names the shm
- * segment): NCCL on a GPU, else shm, whose segment name rank 0 publishes in the store as
- * "shm_name".  0 or -1 (error_set). */
+ * segment), as --comm says; auto: NCCL on a GPU, shm when every rank is on this host
+ * (local_world == world), else gloo (TCP on the interface that reaches the store's host).
+ * shm's segment name is published by rank 0 in the store as "shm_name".  A choice this
+ * rank cannot use (nccl without a GPU, shm across hosts, gloo on a GPU) is one error line
+ * saying what to pick.  0 or -1 (error_set). */
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port);
 
 /* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */

@@ -454,6 +454,8 @@ struct store *store_create_any_port(int rank, int world, int timeout_ms)
 
 int store_port(const struct store *s) { return s->port; }
 
+const char *store_host(const struct store *s) { return s->host; }
+
 int store_check(struct store *s, const char *key, int *exists)
 {
     uint8_t out = 0;

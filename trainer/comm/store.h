@@ -26,8 +26,10 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
  * program taking it first); store_port says which, for the other ranks. */
 struct store *store_create_any_port(int rank, int world, int timeout_ms);
 
-/* The port of the store (the server's listening port). */
+/* The port of the store (the server's listening port) and the host this rank reaches it
+ * at (MASTER_ADDR), owned by s. */
 int store_port(const struct store *s);
+const char *store_host(const struct store *s);
 
 /* *exists = 1 when key is set, else 0; never waits for it.  0 or -1 (error_set). */
 int store_check(struct store *s, const char *key, int *exists);

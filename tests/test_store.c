@@ -382,7 +382,7 @@ static void check_destroy_waits(void)
  * store_destroy is not lost, one that died (or aborted) is, and the first one lost is named. */
 static void check_any_port_check_and_lost(void)
 {
-    struct store *s = store_create_any_port(0, 3, 2000);
+    struct store *s = store_create_any_port(HOST, 0, 3, 2000);
     CHECK(s != NULL && store_port(s) > 0, "store_create_any_port: %s", error_get());
     if (!s)
         return;

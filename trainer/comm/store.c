@@ -447,9 +447,9 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
     return store_open(host, port, is_server, 0, rank, world, timeout_ms);
 }
 
-struct store *store_create_any_port(int rank, int world, int timeout_ms)
+struct store *store_create_any_port(const char *host, int rank, int world, int timeout_ms)
 {
-    return store_open("127.0.0.1", 0, 1, 1, rank, world, timeout_ms);
+    return store_open(host, 0, 1, 1, rank, world, timeout_ms);
 }
 
 int store_port(const struct store *s) { return s->port; }

@@ -23,8 +23,10 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
                            int timeout_ms);
 
 /* As store_create with is_server, on a free port the kernel picks (no race with another
- * program taking it first); store_port says which, for the other ranks. */
-struct store *store_create_any_port(int rank, int world, int timeout_ms);
+ * program taking it first); store_port says which, for the other ranks.  host is how this
+ * rank reaches its own server (MASTER_ADDR: store_host then names the interface the other
+ * hosts use). */
+struct store *store_create_any_port(const char *host, int rank, int world, int timeout_ms);
 
 /* The port of the store (the server's listening port) and the host this rank reaches it
  * at (MASTER_ADDR), owned by s. */

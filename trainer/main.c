@@ -86,6 +86,10 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         return -1;
     struct cli run = *c;
     run.train.resume_path = at->resume[0] ? at->resume : NULL;
+    /* the workers' rendezvous is in their environment (MASTER_ADDR, MASTER_PORT: this
+     * attempt's worker store), not on their command line, where it would win */
+    run.master_addr = DIST_ENV_DEFAULT_ADDR;
+    run.master_port = 0;
     char **wargv = cli_argv(&run, CLI_WORKER, self);
     if (!wargv)
         return -1;

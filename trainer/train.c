@@ -787,12 +787,14 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             snprintf(key, sizeof key, "epoch.%d.train_s", epoch + 1);
             runlog_meta(&r.log, key, "%.3f", dt);
             snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
-            runlog_meta(&r.log, key, "%.6f", accuracy);
+            if (r.rank == 0) /* the reduced tally is rank 0's; a node leader's is its own */
+                runlog_meta(&r.log, key, "%.6f", accuracy);
         }
     }
     double elapsed = now_s() - t_start;
     if (rc == 0) {
-        runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
+        if (r.rank == 0)
+            runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
         runlog_meta(&r.log, "steps", "%lld", r.step);
         runlog_meta(&r.log, "wall_s", "%.3f", elapsed);
         say(&r, "\ntime elapsed: %.2f seconds\n", elapsed);

@@ -19,8 +19,11 @@
 
 /* The columns of each table: an enum naming them, then their spec in the same order
  * (designated initialisers: each spec sits at its column's index). */
+/* The host column comes last in the per-rank tables and only when the runs name their
+ * ranks' hosts (meta.csv host.rankN, written by DDP runs): tables of runs that do not keep
+ * their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
-                  PH_MAX, PH_PCT_OF_STEP, PH_NCOLS };
+                  PH_MAX, PH_PCT_OF_STEP, PH_HOST, PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_RUN] = {"run", "run", "", 1},
     [PH_RANK] = {"rank", "rank", "", 0},
@@ -31,7 +34,8 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_P50] = {"p50_ms", "p50", "ms", 0},
     [PH_P95] = {"p95_ms", "p95", "ms", 0},
     [PH_MAX] = {"max_ms", "max", "ms", 0},
-    [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0}};
+    [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0},
+    [PH_HOST] = {"host", "host", "", 1}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
                    BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_NCOLS };
@@ -48,7 +52,7 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_PCT_HIDDEN] = {"pct_hidden", "hidden", "%", 0}};
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
-                   OV_IDLE, OV_NCOLS };
+                   OV_IDLE, OV_HOST, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
     [OV_RANK] = {"rank", "rank", "", 0},
@@ -57,7 +61,8 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_COMM] = {"comm_ms", "comm", "ms", 0},
     [OV_EXPOSED_COMM] = {"exposed_comm_ms", "exposed comm", "ms", 0},
     [OV_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
-    [OV_IDLE] = {"idle_ms", "idle", "ms", 0}};
+    [OV_IDLE] = {"idle_ms", "idle", "ms", 0},
+    [OV_HOST] = {"host", "host", "", 1}};
 
 enum stragglers_col { ST_RUN, ST_STEP, ST_RANKS, ST_SLOWEST_RANK, ST_MAX_COMPUTE,
                       ST_MIN_COMPUTE, ST_SKEW, ST_WAIT, ST_NCOLS };
@@ -122,6 +127,9 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 table_set(t, PH_MAX, "%.3f", ms(ps->max_ns));
                 if (analysis_pct_of_step(r, ps, &pct))
                     table_set(t, PH_PCT_OF_STEP, "%.2f", pct);
+                const char *host = run_rank_host(&rs->runs[i], r->rank);
+                if (host && t->ncols > PH_HOST)
+                    table_set(t, PH_HOST, "%s", host);
             }
         }
 }
@@ -168,6 +176,9 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             if (analysis_overlap_pct(r, &pct))
                 table_set(t, OV_OVERLAP, "%.2f", pct);
             table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
+            const char *host = run_rank_host(&rs->runs[i], r->rank);
+            if (host && t->ncols > OV_HOST)
+                table_set(t, OV_HOST, "%s", host);
         }
 }
 
@@ -280,6 +291,49 @@ static int report_mkdirs(const char *dir)
     return 0;
 }
 
+/* 1 when some run names the host of one of its ranks */
+static int report_has_hosts(const struct runset *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->runs[i].nranks; k++)
+            if (run_rank_host(&rs->runs[i], rs->runs[i].ranks[k].rank))
+                return 1;
+    return 0;
+}
+
+/* "# run ddp: 2 hosts (a: ranks 0-1, b: ranks 2-3)" and the restarts of elastic runs */
+static void report_print_nodes(const struct runset *rs, FILE *out)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const struct run *r = &rs->runs[i];
+        const char *prev = NULL;
+        int hosts = 0;
+        for (int k = 0; k < r->nranks; k++) {
+            const char *h = run_rank_host(r, r->ranks[k].rank);
+            if (h && (!prev || strcmp(h, prev) != 0))
+                hosts++;
+            prev = h ? h : prev;
+        }
+        if (hosts > 1)
+            fprintf(out, "# run %s: %d ranks on %d hosts, one clock (rank 0's)\n", r->label,
+                    r->nranks, hosts);
+        const char *restarts = run_meta(r, "restarts");
+        int n = restarts ? atoi(restarts) : 0;
+        for (int k = 1; k <= n; k++) {
+            char key[48];
+            snprintf(key, sizeof key, "restart.%d.cause", k);
+            const char *cause = run_meta(r, key);
+            fprintf(out, "# run %s: restart %d of the job after: %s\n", r->label, k,
+                    cause ? cause : "(cause not recorded)");
+        }
+        const char *step = run_meta(r, "resumed_step");
+        if (n > 0 && step)
+            fprintf(out, "# run %s: resumed at step %s (epoch %s); the failed attempts' traces "
+                    "are in %s/attempt-*\n",
+                    r->label, step, meta_or_empty(r, "resumed_epoch"), r->dir);
+    }
+}
+
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal)
 {
     if (n < 1 || !run_dirs)
@@ -306,6 +360,10 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
         rc = runset_add_dir(&rs, run_dirs[i]);
     if (rc == 0)
         rc = runset_finish(&rs);
+    if (rc == 0 && !report_has_hosts(&rs)) { /* no host column */
+        t[T_PHASES].ncols = PH_HOST;
+        t[T_OVERLAP].ncols = OV_HOST;
+    }
     const char *out = out_dir ? out_dir : rs.default_out;
     if (rc == 0)
         rc = report_mkdirs(out);
@@ -344,6 +402,7 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
                     t[T_STRAGGLERS].nrows);
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
+        report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
                 "speedup.csv timeline.json report.html phases.svg speedup.svg\n",

@@ -72,8 +72,13 @@ void runset_free(struct runset *rs);
  * ranks, a truncated last trace line and missing clock offsets are warnings. */
 int runset_add_dir(struct runset *rs, const char *dir);
 
-/* Give every run a short label unique in the set; call once after the last add. */
+/* Merge the directories of one run on several nodes (meta.csv's run_id is the same; the
+ * directory holding node 0's meta.csv keeps its meta and name), then give every run a
+ * short label unique in the set; call once after the last add. */
 int runset_finish(struct runset *rs);
+
+/* The host of a rank (meta.csv's host.rankN), or NULL when the run does not say. */
+const char *run_rank_host(const struct run *r, int rank);
 
 /* Read one trace file into out (which must be zeroed; out->path and out->rank are set
  * here).  offset_ns is added to every start_ns and end_ns.  Returns 0, or -1 after

@@ -19,12 +19,12 @@ root=()
 [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 
 timeout 120 "$bin" train --cpu 4 $args --out "$tmp/own" >"$tmp/own.log" 2>&1
-check own "$?" "ddpprof's own 4-rank run failed: $(tail -3 "$tmp/own.log")"
+check own "$?" "ddpprof's own 4-rank run failed: $(tail -n 3 "$tmp/own.log")"
 
 port=$(free_port)
 timeout 180 mpirun "${root[@]}" --oversubscribe -np 4 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
   "$bin" worker $args --out "$tmp/mpirun" >"$tmp/mpirun.log" 2>&1
-check mpirun-exit "$?" "mpirun failed: $(tail -5 "$tmp/mpirun.log")"
+check mpirun-exit "$?" "mpirun failed: $(tail -n 5 "$tmp/mpirun.log")"
 out="$tmp/mpirun"
 check mpirun-world "$(grep -qx 'world_size,4' "$out/meta.csv" 2>/dev/null; echo $?)" "meta.csv world_size is not 4"
 check mpirun-traces "$(ls "$out"/rank[0-3].trace.csv 2>/dev/null | wc -l | grep -qx 4; echo $?)" \

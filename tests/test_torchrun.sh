@@ -34,7 +34,7 @@ for r in 0 1; do
 done
 wait
 check own "$([ -f "$tmp/own0/metrics.csv" ] && [ -f "$tmp/own1/rank3.trace.csv" ]; echo $?)" \
-  "ddpprof's own 2-node run failed: $(tail -3 "$tmp/own0.log" "$tmp/own1.log")"
+  "ddpprof's own 2-node run failed: $(tail -n 3 "$tmp/own0.log" "$tmp/own1.log")"
 
 # torchrun: 2 nodes x 2 processes, default (static) rendezvous on MASTER_PORT
 port=$(free_port)
@@ -68,7 +68,7 @@ for r in 0 1; do
 done
 rc=0
 for j in $(jobs -p); do wait "$j" || rc=1; done
-check worker-master-override "$rc" "worker ignored --master-addr/--master-port: $(tail -2 "$tmp"/override*.log)"
+check worker-master-override "$rc" "worker ignored --master-addr/--master-port: $(tail -n 2 "$tmp"/override*.log)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -266,32 +266,48 @@ static int cmd_main(int argc, char **argv)
     if (mkdir_parents(out))
         return fail();
 
-    static const enum train_mode modes[2] = {TRAIN_BASELINE, TRAIN_DDP};
-    static const char *const phases[2] = {"baseline", "ddp"};
+    /* on several nodes every node makes the DDP run first, together; then node 0 alone
+     * makes the one-process baseline and the report */
+    int nodes = c.nnodes > 1;
+    const enum train_mode modes[2] = {nodes ? TRAIN_DDP : TRAIN_BASELINE,
+                                      nodes ? TRAIN_BASELINE : TRAIN_DDP};
     int rc = 0;
     for (int ph = 0; ph < 2 && rc == 0; ph++) {
-        if ((ph == 0 && c.runs == CLI_RUNS_DDP) || (ph == 1 && c.runs == CLI_RUNS_BASELINE))
+        enum train_mode mode = modes[ph];
+        const char *phase = mode == TRAIN_BASELINE ? "baseline" : "ddp";
+        if ((mode == TRAIN_BASELINE && (c.runs == CLI_RUNS_DDP || c.node_rank > 0)) ||
+            (mode == TRAIN_DDP && c.runs == CLI_RUNS_BASELINE))
             continue;
         struct cli run;
         char devices[320];
-        snprintf(sub, sizeof sub, "%s/%s", out, phases[ph]);
-        if (cli_main_run(&c, modes[ph], sub, &run))
+        snprintf(sub, sizeof sub, "%s/%s", out, phase);
+        if (cli_main_run(&c, mode, sub, &run))
             return fail();
         char **args = cli_argv(&run, CLI_TRAIN, self);
         if (!args)
             return fail();
         device_describe(&run.train, devices, sizeof devices);
-        printf("ddpprof: %s run on %s -> %s\n", phases[ph], devices, sub);
-        rc = run_self(args, phases[ph], ph == 0);
+        if (mode == TRAIN_DDP && nodes)
+            printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
+                   c.nnodes, sub);
+        else
+            printf("ddpprof: %s run on %s -> %s\n", phase, devices, sub);
+        rc = run_self(args, phase, mode == TRAIN_BASELINE);
         cli_argv_free(args);
         if (rc < 0)
             return fail();
         if (rc != 0)
-            fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n",
-                    phases[ph], rc);
+            fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n", phase,
+                    rc);
     }
     if (rc != 0)
         return rc;
+    if (c.node_rank > 0) { /* node 0 reports; its directory holds this node's ranks if shared */
+        printf("ddpprof: node %d's ranks are in %s/ddp; for one report of every node: ddpprof "
+               "report NODE0_DIR/ddp NODE1_DIR/ddp ... (node 0 reports its own)\n",
+               c.node_rank, out);
+        return 0;
+    }
     const char *dirs[1] = {out};
     printf("\n");
     if (report_run(dirs, 1, out, stdout))

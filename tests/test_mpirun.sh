@@ -6,6 +6,8 @@
 # --oversubscribe.  Skips (77) without mpirun.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+"$bin" --version | grep -q '^comms:.* gloo' ||
+  { echo "skipped: this build has no gloo comm (libgloo-dev not found at configure time)"; exit 77; }
 command -v mpirun >/dev/null || { echo "skipped: mpirun (Debian's openmpi-bin) is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,6 +9,8 @@
 # `ddpprof worker --master-port` wins over MASTER_PORT.  Skips (77) without torch.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+"$bin" --version | grep -q '^comms:.* gloo' ||
+  { echo "skipped: this build has no gloo comm (libgloo-dev not found at configure time)"; exit 77; }
 py=/usr/bin/python3
 [ -x "$py" ] && "$py" -c 'import torch.distributed.run' 2>/dev/null ||
   { echo "skipped: torchrun (python3 -m torch.distributed.run, Debian's python3-torch) is not installed"; exit 77; }

@@ -147,6 +147,12 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     return d->be ? 0 : -1;
 }
 
+void device_comms(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "shm%s%s", comm_gloo_available() ? " gloo" : "",
+             cuda_build_enabled() ? " nccl" : "");
+}
+
 /* What --comm auto means for this rank: nccl on a GPU, shm when every rank is on this
  * host, gloo when they span hosts. */
 static enum train_comm device_comm_pick(const struct device *d, int world)

@@ -46,6 +46,9 @@ int device_pick(struct train_opts *o, char *note, size_t cap);
 /* Keep only the first device of o (the main job's baseline): its first GPU, or 1 CPU rank. */
 void device_keep_first(struct train_opts *o);
 
+/* The comms this build has, "shm gloo nccl" (for --version and the tests). */
+void device_comms(char *buf, size_t cap);
+
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
 void device_describe(const struct train_opts *o, char *buf, size_t cap);
 

@@ -390,7 +390,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ddpprof %s (%s)\n", DDPPROF_VERSION, DDPPROF_GIT_REV);
+        char comms[64];
+        device_comms(comms, sizeof comms);
+        printf("ddpprof %s (%s)\ncomms: %s\n", DDPPROF_VERSION, DDPPROF_GIT_REV, comms);
         return 0;
     }
     if (strcmp(argv[1], "train") == 0)

@@ -84,6 +84,9 @@ struct store_server {
     int others_connected; /* open connections of ranks other than host_rank */
     int others_seen;      /* distinct ranks other than host_rank that ever connected */
     int stopped;          /* the thread left its loop (failure or stop) */
+
+    int lost_pending;     /* server thread: lost marks whose waiters are not answered yet */
+    int stopping;         /* server thread: closing everything, no lost marks */
 };
 
 static size_t store_hash(const char *key)
@@ -374,7 +377,8 @@ static void store_conn_flush(struct store_conn *c)
 }
 
 /* The last connection of rank closed without its STORE_KEY_BYE: mark it lost (see
- * store_wire.h).  Allocation failures only lose the mark. */
+ * store_wire.h).  Only the table changes here (connections are being closed and compacted);
+ * store_wake_lost answers the waiters afterwards.  Allocation failures only lose the mark. */
 static void store_mark_lost(struct store_server *srv, int rank)
 {
     char key[64], text[16];
@@ -384,10 +388,28 @@ static void store_mark_lost(struct store_server *srv, int rank)
     int n = snprintf(text, sizeof text, "%d", rank);
     snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
     if (store_table_put(srv, key, (const uint8_t *)text, (uint32_t)n) == 0)
-        store_wake_waiters(srv, key, store_table_find(srv, key));
+        srv->lost_pending = 1;
     if (!store_table_find(srv, STORE_KEY_LOST) &&
         store_table_put(srv, STORE_KEY_LOST, (const uint8_t *)text, (uint32_t)n) == 0)
-        store_wake_waiters(srv, STORE_KEY_LOST, store_table_find(srv, STORE_KEY_LOST));
+        srv->lost_pending = 1;
+}
+
+/* Answer the connections parked on the lost marks made since the last call. */
+static void store_wake_lost(struct store_server *srv)
+{
+    if (!srv->lost_pending)
+        return;
+    srv->lost_pending = 0;
+    for (int r = 0; r < srv->world; r++) {
+        char key[64];
+        snprintf(key, sizeof key, STORE_KEY_LOST "/%d", r);
+        const struct store_entry *e = store_table_find(srv, key);
+        if (e)
+            store_wake_waiters(srv, key, e);
+    }
+    const struct store_entry *e = store_table_find(srv, STORE_KEY_LOST);
+    if (e)
+        store_wake_waiters(srv, STORE_KEY_LOST, e);
 }
 
 static void store_conn_close(struct store_server *srv, struct store_conn *c)
@@ -400,7 +422,7 @@ static void store_conn_close(struct store_server *srv, struct store_conn *c)
             srv->others_connected--;
         pthread_cond_broadcast(&srv->cv);
         pthread_mutex_unlock(&srv->mu);
-        if (last && c->rank != srv->host_rank)
+        if (last && c->rank != srv->host_rank && !srv->stopping)
             store_mark_lost(srv, c->rank);
     }
     free(c->in);
@@ -485,7 +507,9 @@ static void *store_server_main(void *arg)
                 srv->conns[kept++] = c;
         }
         srv->nconns = kept;
+        store_wake_lost(srv);
     }
+    srv->stopping = 1;
     for (size_t i = 0; i < srv->nconns; i++)
         store_conn_close(srv, srv->conns[i]);
     srv->nconns = 0;

@@ -442,6 +442,45 @@ static void kill_rank(int rank, int world, const void *arg)
     store_abort(s);
 }
 
+/* Rank 1 destroys its comm while its all-reduce is still in flight (rank 0 is late):
+ * destroy returns well before the timeout, and rank 0 then fails at once. */
+static void destroy_in_flight_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct store *s = open_store(rank, world, TIMEOUT_MS);
+    struct comm *c = s ? join(s, rank, world, TIMEOUT_MS) : NULL;
+    if (!c) {
+        if (s)
+            store_abort(s);
+        return;
+    }
+    float x[1000];
+    rank_input(x, 1000, rank, 13);
+    if (rank == 1) {
+        CHECK(c->allreduce_async(c, x, 1000, COMM_F32) != NULL, "allreduce_async: %s",
+              error_get());
+        clock_sleep_ms(100); /* the comm thread is now waiting for rank 0 */
+        double t0 = clock_now_s();
+        c->destroy(c);
+        double dt = clock_now_s() - t0;
+        CHECK(dt < 1.0, "rank 1: destroy took %.3f s with work in flight (timeout %.0f s)", dt,
+              TIMEOUT_MS / 1000.0);
+        store_abort(s);
+        return;
+    }
+    clock_sleep_ms(2500); /* well after rank 1's destroy */
+    double t0 = clock_now_s();
+    int rc = comm_allreduce(c, x, 1000, COMM_F32);
+    double dt = clock_now_s() - t0;
+    show(rank, error_get());
+    CHECK(rc == -1 && contains(error_get(), "rank 0 of 2: all-reduce #1 (1000 f32) failed"),
+          "rank 0: %s", rc ? error_get() : "all-reduce succeeded");
+    CHECK(dt < 2.0, "rank 0 took %.3f s to see rank 1 leave (timeout %.0f s)", dt,
+          TIMEOUT_MS / 1000.0);
+    c->destroy(c);
+    store_abort(s);
+}
+
 int main(void)
 {
     if (!comm_gloo_available())
@@ -458,5 +497,6 @@ int main(void)
     }
     run_ranks(2, skip_rank, NULL, -1);
     run_ranks(3, kill_rank, NULL, 2);
+    run_ranks(2, destroy_in_flight_rank, NULL, -1);
     return test_finish();
 }

@@ -46,6 +46,9 @@
 
 namespace {
 
+/* destroy: how long a running collective gets to end once the connections are closed */
+constexpr int GLOO_ABANDON_MS = 200;
+
 enum gloo_op { GLOO_BROADCAST, GLOO_ALLREDUCE, GLOO_REDUCE, GLOO_ALLGATHER, GLOO_BARRIER };
 
 const char *gloo_op_name(int op)
@@ -168,7 +171,9 @@ class GlooComm {
         comm_work *w = issue(op, buf, send, count, dt, root);
         return w ? wait(w, nullptr) : -1;
     }
-    void stop();
+    /* Stop the comm thread and release everything; false when a running collective had
+     * to be abandoned (then nothing may be freed: the thread still uses this object). */
+    bool stop();
 
   private:
     void thread_main();
@@ -189,6 +194,7 @@ class GlooComm {
     std::set<comm_work *> live_; /* issued, not yet waited */
     uint64_t issued_ = 0;
     bool stopping_ = false;
+    bool running_ = false; /* the comm thread is inside a collective */
     std::string failure_; /* the first error: every later call repeats it */
 };
 
@@ -425,6 +431,7 @@ void GlooComm::thread_main()
         comm_work *w = queue_.front();
         queue_.pop_front();
         bool failed = !failure_.empty();
+        running_ = true;
         lock.unlock();
         w->start_ns = clock_now_ns();
         std::string msg;
@@ -446,6 +453,9 @@ void GlooComm::thread_main()
         }
         w->end_ns = clock_now_ns();
         lock.lock();
+        running_ = false;
+        if (stopping_)
+            done_cv_.notify_all(); /* stop() may be waiting for it */
         if (failed) {
             w->status = -1;
             w->msg = failure_;
@@ -511,10 +521,10 @@ int GlooComm::wait(comm_work *w, struct comm_span *span)
     return rc;
 }
 
-void GlooComm::stop()
+bool GlooComm::stop()
 {
     {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::unique_lock<std::mutex> lock(mu_);
         stopping_ = true;
         /* what is queued behind the running collective is not run */
         for (comm_work *w : queue_) {
@@ -524,6 +534,19 @@ void GlooComm::stop()
         }
         queue_.clear();
         work_cv_.notify_all();
+        /* A collective still running waits for peers that may never come, up to Gloo's
+         * timeout, and Gloo cannot cancel it: close this rank's connections (its peers fail
+         * at once instead of at their timeout) and give it a moment to end.  If it does not,
+         * it is abandoned to the process's exit: its thread keeps this object (not freed). */
+        if (running_ && ctx_) {
+            ctx_->closeConnections();
+            done_cv_.wait_for(lock, std::chrono::milliseconds(GLOO_ABANDON_MS),
+                              [this] { return !running_; });
+            if (running_) {
+                thread_.detach();
+                return false;
+            }
+        }
     }
     if (thread_.joinable())
         thread_.join();
@@ -532,6 +555,7 @@ void GlooComm::stop()
     live_.clear();
     ctx_.reset();
     dev_.reset();
+    return true;
 }
 
 /* What the C side holds: standard layout, struct comm first. */
@@ -581,7 +605,8 @@ void gloo_c_destroy(struct comm *c)
     if (!c)
         return;
     gloo_holder *h = reinterpret_cast<gloo_holder *>(c);
-    delete h->impl;
+    if (h->impl->stop())
+        delete h->impl;
     delete h;
 }
 

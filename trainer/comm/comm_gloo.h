@@ -19,7 +19,9 @@
  * its connections (it died, or gave up) or any Gloo error is an error naming this rank, the
  * collective, its sequence number (from 1, over all collectives on this comm) and, where
  * Gloo says which peer address failed, the ranks on that host.  After an error the comm is
- * unusable: every later call fails at once with the same message.
+ * unusable: every later call fails at once with the same message.  destroy closes this
+ * rank's connections, so its peers fail at once; a collective of its own still running then
+ * gets 200 ms to end, else (Gloo cannot cancel it) it is abandoned to the process's exit.
  *
  * Built only where CMake found Gloo; otherwise comm_gloo_stub.c makes comm_gloo_create
  * fail with one line saying so. */

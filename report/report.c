@@ -18,10 +18,9 @@
 #define STRAGGLERS_SHOWN 10
 
 /* The columns of each table: an enum naming them, then their spec in the same order
- * (designated initialisers: each spec sits at its column's index). */
-/* The host column comes last in the per-rank tables and only when the runs name their
- * ranks' hosts (meta.csv host.rankN, written by DDP runs): tables of runs that do not keep
- * their columns. */
+ * (designated initialisers: each spec sits at its column's index).  The host column comes
+ * last in the per-rank tables, and only when a run names its ranks' hosts (meta.csv
+ * host.rankN, which DDP runs write): the tables of runs that do not keep their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
                   PH_MAX, PH_PCT_OF_STEP, PH_HOST, PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
@@ -301,18 +300,21 @@ static int report_has_hosts(const struct runset *rs)
     return 0;
 }
 
-/* "# run ddp: 2 hosts (a: ranks 0-1, b: ranks 2-3)" and the restarts of elastic runs */
+/* For the terminal: "# run n0: 4 ranks on 2 hosts, one clock (rank 0's)" for a run on
+ * several hosts, and the restarts of an elastic run with their causes */
 static void report_print_nodes(const struct runset *rs, FILE *out)
 {
     for (int i = 0; i < rs->n; i++) {
         const struct run *r = &rs->runs[i];
-        const char *prev = NULL;
         int hosts = 0;
         for (int k = 0; k < r->nranks; k++) {
             const char *h = run_rank_host(r, r->ranks[k].rank);
-            if (h && (!prev || strcmp(h, prev) != 0))
-                hosts++;
-            prev = h ? h : prev;
+            int seen = !h;
+            for (int j = 0; j < k && !seen; j++) {
+                const char *o = run_rank_host(r, r->ranks[j].rank);
+                seen = o && strcmp(o, h) == 0;
+            }
+            hosts += !seen;
         }
         if (hosts > 1)
             fprintf(out, "# run %s: %d ranks on %d hosts, one clock (rank 0's)\n", r->label,

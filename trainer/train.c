@@ -26,7 +26,6 @@
 
 #include <cblas.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdarg.h>

@@ -5,8 +5,9 @@
  *
  * Layout: struct gloo_holder (plain C: struct comm first, then a pointer) is what the C side
  * sees; class GlooComm owns the Gloo context, the TCP device, the comm thread and its queue.
- * The comm thread runs the collectives one at a time in issue order, each with Gloo's own
- * timeout; callers queue work and sleep on a condition variable until it is done. */
+ * The collectives run one at a time in issue order, each with Gloo's own timeout: on the
+ * comm thread, or on a caller that waits for the next one before the comm thread took it;
+ * callers queue work and sleep on a condition variable until it is done. */
 #include "comm/comm_gloo.h"
 
 #include "comm/store.h"
@@ -177,6 +178,7 @@ class GlooComm {
 
   private:
     void thread_main();
+    void execute(std::unique_lock<std::mutex> &lock);
     void run(comm_work *w);
     std::string describe(const comm_work *w) const;
     std::string peers_of(const std::string &msg) const;
@@ -194,7 +196,7 @@ class GlooComm {
     std::set<comm_work *> live_; /* issued, not yet waited */
     uint64_t issued_ = 0;
     bool stopping_ = false;
-    bool running_ = false; /* the comm thread is inside a collective */
+    bool running_ = false; /* a collective is running (on the comm thread or a waiter) */
     std::string failure_; /* the first error: every later call repeats it */
 };
 
@@ -421,50 +423,54 @@ void GlooComm::run(comm_work *w)
     }
 }
 
+/* Run the collective at the front of the queue; called with the lock held, by the comm
+ * thread or by a caller waiting for it (see wait), and returns with it held. */
+void GlooComm::execute(std::unique_lock<std::mutex> &lock)
+{
+    comm_work *w = queue_.front();
+    queue_.pop_front();
+    bool failed = !failure_.empty();
+    running_ = true;
+    lock.unlock();
+    w->start_ns = clock_now_ns();
+    std::string msg;
+    if (!failed) { /* a broken comm fails at once with its first error */
+        try {
+            run(w);
+        } catch (const std::exception &e) {
+            std::string why = gloo_trim(e.what());
+            char secs[32];
+            snprintf(secs, sizeof secs, "%.1f", timeout_ms_ / 1000.0);
+            msg = "comm gloo: rank " + std::to_string(rank_) + " of " + std::to_string(world_) +
+                  ": " + describe(w) + " failed: " + why + peers_of(why) +
+                  " (a peer rank died, gave up, or is on another collective; timeout " + secs +
+                  " s)";
+        }
+    }
+    w->end_ns = clock_now_ns();
+    lock.lock();
+    running_ = false;
+    if (failed) {
+        w->status = -1;
+        w->msg = failure_;
+    } else if (!msg.empty()) {
+        w->status = -1;
+        w->msg = failure_ = msg;
+    }
+    w->done = true;
+    done_cv_.notify_all(); /* its waiter, and stop() */
+    work_cv_.notify_one(); /* the comm thread, for what was queued meanwhile */
+}
+
 void GlooComm::thread_main()
 {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-        work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        work_cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !running_); });
         if (queue_.empty())
             return; /* stopping with nothing queued */
-        comm_work *w = queue_.front();
-        queue_.pop_front();
-        bool failed = !failure_.empty();
-        running_ = true;
-        lock.unlock();
-        w->start_ns = clock_now_ns();
-        std::string msg;
-        if (failed) {
-            /* the comm is broken: fail at once with the first error */
-        } else {
-            try {
-                run(w);
-            } catch (const std::exception &e) {
-                std::string why = gloo_trim(e.what());
-                char secs[32];
-                snprintf(secs, sizeof secs, "%.1f", timeout_ms_ / 1000.0);
-                msg = "comm gloo: rank " + std::to_string(rank_) + " of " +
-                      std::to_string(world_) + ": " + describe(w) + " failed: " + why +
-                      peers_of(why) +
-                      " (a peer rank died, gave up, or is on another collective; timeout " +
-                      secs + " s)";
-            }
-        }
-        w->end_ns = clock_now_ns();
-        lock.lock();
-        running_ = false;
-        if (stopping_)
-            done_cv_.notify_all(); /* stop() may be waiting for it */
-        if (failed) {
-            w->status = -1;
-            w->msg = failure_;
-        } else if (!msg.empty()) {
-            w->status = -1;
-            w->msg = failure_ = msg;
-        }
-        w->done = true;
-        done_cv_.notify_all();
+        if (!running_)
+            execute(lock);
     }
 }
 
@@ -506,8 +512,16 @@ int GlooComm::wait(comm_work *w, struct comm_span *span)
         return error_set("comm gloo: rank %d: wait on a NULL handle (did allreduce_async fail?)",
                          rank_);
     std::unique_lock<std::mutex> lock(mu_);
-    /* bounded: every collective of the comm thread has Gloo's timeout */
-    done_cv_.wait(lock, [w] { return w->done; });
+    /* Bounded: every collective has Gloo's timeout.  A collective the comm thread has not
+     * started yet, and that is next in order, is run here on the waiting thread: a blocking
+     * collective then costs no hand-over to the comm thread and back (on a busy core each
+     * is a scheduler wake-up), and an all-reduce still queued at wait overlaps nothing. */
+    while (!w->done) {
+        if (!running_ && !queue_.empty() && queue_.front() == w)
+            execute(lock);
+        else
+            done_cv_.wait(lock);
+    }
     live_.erase(w);
     lock.unlock();
     int rc = w->status;

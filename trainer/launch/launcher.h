@@ -37,7 +37,7 @@ struct launch_opts {
     char *const *argv;       /* worker command line, NULL-terminated; argv[0] is a path that
                                 is exec'd as is (no PATH search), e.g. /proc/self/exe resolved */
     char *const *env;        /* extra "NAME=value" for every worker, NULL-terminated, or NULL;
-                                the six variables above always win */
+                                torchrun's variables (above) always win */
     int grace_ms;            /* SIGTERM -> SIGKILL grace when stopping; <= 0: 3000 */
 
     /* the job beyond this node (all 0: one node, ranks 0..nprocs-1) */

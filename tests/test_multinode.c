@@ -270,6 +270,10 @@ static void test_merged_report(void)
     CHECK(rows == 4 && on_a == 2 && on_b == 2,
           "merged overlap.csv: %d ranks (want 4), %d on nodeA, %d on nodeB", rows, on_a, on_b);
     free(ov);
+    char *tl = test_read_file(tmp, "merged/timeline.json");
+    CHECK(tl && strstr(tl, "n0 rank 0 (nodeA)") && strstr(tl, "n0 rank 3 (nodeB)"),
+          "the merged timeline does not hold every rank with its host");
+    free(tl);
     char *log = test_read_file(tmp, "merged.log");
     CHECK(log && strstr(log, "4 ranks on 2 hosts"), "the report does not name 2 hosts");
     CHECK(log && !strstr(log, "warning"), "the merged report warned:\n%s", log ? log : "");

@@ -140,6 +140,24 @@ static void test_comm_choice(void)
     }
     device_close(&d);
     store_destroy(st);
+
+    /* auto, with a launcher that says nothing of hosts (local world = world): the host names
+     * in the store decide; rank 1 on another host makes it gloo (which then waits for rank 1
+     * in vain: a short timeout) */
+    port = launcher_free_port();
+    st = port > 0 ? store_create("127.0.0.1", port, 1, 0, 2, 500) : NULL;
+    CHECK(st != NULL, "store on port %d: %s", port, error_get());
+    if (!st)
+        return;
+    CHECK(store_set(st, "device/host/1", "elsewhere", 9) == 0, "set: %s", error_get());
+    o.comm = TRAIN_COMM_AUTO;
+    o.timeout_ms = 500;
+    CHECK(device_open(&d, &o, 0, 0, 2) == 0, "device_open: %s", error_get());
+    rc = device_comm_open(&d, st, 0, 2, port);
+    CHECK(rc == -1 && strstr(error_get(), "gloo"),
+          "auto with rank 1 on another host: %s", rc ? error_get() : d.comm->name);
+    device_close(&d);
+    store_abort(st);
 }
 
 static void test_missing_gpu(void)

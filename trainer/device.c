@@ -153,20 +153,49 @@ void device_comms(char *buf, size_t cap)
              cuda_build_enabled() ? " nccl" : "");
 }
 
+/* *one = 1 when every rank of world runs on this host, by host name through the store (a
+ * launcher that does not say how many ranks share a host, e.g. Slurm without
+ * SLURM_NTASKS_PER_NODE, leaves local_world at world).  0 or -1 (error_set). */
+static int device_one_host(struct store *store, int rank, int world, int *one)
+{
+    char host[256] = "", other[256], key[64];
+    size_t len = 0;
+    gethostname(host, sizeof host - 1);
+    snprintf(key, sizeof key, "device/host/%d", rank);
+    if (store_set(store, key, host, strlen(host)))
+        return -1;
+    *one = 1;
+    for (int k = 0; k < world && *one; k++) {
+        snprintf(key, sizeof key, "device/host/%d", k);
+        if (store_get(store, key, other, sizeof other - 1, &len))
+            return -1;
+        other[len] = '\0';
+        *one = strcmp(other, host) == 0;
+    }
+    return 0;
+}
+
 /* What --comm auto means for this rank: nccl on a GPU, shm when every rank is on this
- * host, gloo when they span hosts. */
-static enum train_comm device_comm_pick(const struct device *d, int world)
+ * host, gloo when they span hosts.  -1 (error_set) when the store cannot say. */
+static int device_comm_pick(const struct device *d, struct store *store, int rank, int world)
 {
     if (d->comm_choice != TRAIN_COMM_AUTO)
         return d->comm_choice;
     if (d->gpu >= 0)
         return TRAIN_COMM_NCCL;
-    return d->local_world >= world ? TRAIN_COMM_SHM : TRAIN_COMM_GLOO;
+    int one = 0;
+    if (d->local_world < world)
+        return TRAIN_COMM_GLOO;
+    if (world > 1 && device_one_host(store, rank, world, &one))
+        return -1;
+    return world == 1 || one ? TRAIN_COMM_SHM : TRAIN_COMM_GLOO;
 }
 
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
 {
-    enum train_comm pick = device_comm_pick(d, world);
+    int pick = device_comm_pick(d, store, rank, world);
+    if (pick < 0)
+        return error_wrap("rank %d: picking the comm", rank);
     if (pick == TRAIN_COMM_NCCL && d->gpu < 0)
         return error_set("rank %d: --comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
                          "shm or gloo", rank);

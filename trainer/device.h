@@ -61,7 +61,8 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
 
 /* The comm of rank of world over store (the rendezvous at port, which names the shm
  * segment), as --comm says; auto: NCCL on a GPU, shm when every rank is on this host
- * (local_world == world), else gloo (TCP on the interface that reaches the store's host).
+ * (local_world == world and every rank's host name, published in the store, is this one's),
+ * else gloo (TCP on the interface that reaches the store's host).
  * shm's segment name is published by rank 0 in the store as "shm_name".  A choice this
  * rank cannot use (nccl without a GPU, shm across hosts, gloo on a GPU) is one error line
  * saying what to pick.  0 or -1 (error_set). */

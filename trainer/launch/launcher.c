@@ -232,8 +232,12 @@ static void launcher_kill_all(struct launcher_state *st)
             launcher_signal_worker(&st->w[r], SIGKILL);
 }
 
+/* Reap what exited.  When several workers are found failed in one pass, the one killed by
+ * a signal is named before those that exited with an error: they most likely exited because
+ * it died (a peer gone is an error in every comm). */
 static void launcher_reap(struct launcher_state *st)
 {
+    int failed = -1;
     for (int r = 0; r < st->n; r++) {
         struct launcher_worker *w = &st->w[r];
         if (!w->alive)
@@ -248,16 +252,19 @@ static void launcher_reap(struct launcher_state *st)
         w->status = status;
         st->alive--;
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && !st->stopping) {
-            st->failed_rank = r;
-            st->failed_status = status;
-            if (st->o->on_failure) {
-                char why[128];
-                launcher_describe_status(status, why, sizeof why);
-                st->o->on_failure(st->o->hook_ctx, st->rank_base + r, status, why);
-            }
-            launcher_begin_stop(st);
+        if (!ok && (failed < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(st->w[failed].status))))
+            failed = r;
+    }
+    if (failed >= 0 && !st->stopping) {
+        int status = st->w[failed].status;
+        st->failed_rank = failed;
+        st->failed_status = status;
+        if (st->o->on_failure) {
+            char why[128];
+            launcher_describe_status(status, why, sizeof why);
+            st->o->on_failure(st->o->hook_ctx, st->rank_base + failed, status, why);
         }
+        launcher_begin_stop(st);
     }
 }
 

@@ -30,6 +30,7 @@ extern char **environ;
 #define LAUNCHER_LINE_MAX 65536
 #define LAUNCHER_OWN_VARS 14
 #define LAUNCHER_HOOK_MS 100 /* how often should_stop is asked */
+#define LAUNCHER_BLAME_MS 200 /* after an error exit, how long a killed peer may take to show */
 #define LAUNCHER_DRAIN_MS 200       /* after the last worker is reaped, wait this long for EOF */
 #define LAUNCHER_DRAIN_KILL_MS 1000 /* then SIGKILL leftovers holding the pipes, wait this long */
 
@@ -232,40 +233,58 @@ static void launcher_kill_all(struct launcher_state *st)
             launcher_signal_worker(&st->w[r], SIGKILL);
 }
 
-/* Reap what exited.  When several workers are found failed in one pass, the one killed by
- * a signal is named before those that exited with an error: they most likely exited because
- * it died (a peer gone is an error in every comm). */
+/* Reap worker r if it exited; 1 when it did (its status in w->status). */
+static int launcher_reap_one(struct launcher_state *st, int r)
+{
+    struct launcher_worker *w = &st->w[r];
+    if (!w->alive)
+        return 0;
+    int status = 0;
+    pid_t p = waitpid(w->pid, &status, WNOHANG);
+    if (p == 0 || (p < 0 && errno == EINTR))
+        return 0;
+    if (p < 0)           /* ECHILD: reaped behind our back; its status is lost */
+        status = 0x7f00; /* reads as "exit status 127" */
+    w->alive = 0;
+    w->status = status;
+    st->alive--;
+    return 1;
+}
+
+static int launcher_failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+/* Reap what exited.  The first failure is named, but a worker killed by a signal is named
+ * before one that exited with an error: those most likely exited because it died (a peer
+ * gone is an error in every comm), and a dying process (many threads, a large heap) can
+ * take longer to be reaped than its peer takes to notice.  So after an error exit the
+ * others get LAUNCHER_BLAME_MS to turn out killed before anyone is stopped. */
 static void launcher_reap(struct launcher_state *st)
 {
     int failed = -1;
-    for (int r = 0; r < st->n; r++) {
-        struct launcher_worker *w = &st->w[r];
-        if (!w->alive)
-            continue;
-        int status = 0;
-        pid_t p = waitpid(w->pid, &status, WNOHANG);
-        if (p == 0 || (p < 0 && errno == EINTR))
-            continue;
-        if (p < 0)           /* ECHILD: reaped behind our back; its status is lost */
-            status = 0x7f00; /* reads as "exit status 127" */
-        w->alive = 0;
-        w->status = status;
-        st->alive--;
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && (failed < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(st->w[failed].status))))
+    for (int r = 0; r < st->n; r++)
+        if (launcher_reap_one(st, r) && launcher_failed(st->w[r].status) &&
+            (failed < 0 || (WIFSIGNALED(st->w[r].status) && !WIFSIGNALED(st->w[failed].status))))
             failed = r;
+    if (failed < 0 || st->stopping)
+        return;
+    int64_t until = clock_now_ms() + LAUNCHER_BLAME_MS;
+    while (!WIFSIGNALED(st->w[failed].status) && st->alive > 0 && clock_now_ms() < until) {
+        clock_sleep_ms(10);
+        for (int r = 0; r < st->n; r++)
+            if (launcher_reap_one(st, r) && WIFSIGNALED(st->w[r].status)) {
+                failed = r;
+                break;
+            }
     }
-    if (failed >= 0 && !st->stopping) {
-        int status = st->w[failed].status;
-        st->failed_rank = failed;
-        st->failed_status = status;
-        if (st->o->on_failure) {
-            char why[128];
-            launcher_describe_status(status, why, sizeof why);
-            st->o->on_failure(st->o->hook_ctx, st->rank_base + failed, status, why);
-        }
-        launcher_begin_stop(st);
+    int status = st->w[failed].status;
+    st->failed_rank = failed;
+    st->failed_status = status;
+    if (st->o->on_failure) {
+        char why[128];
+        launcher_describe_status(status, why, sizeof why);
+        st->o->on_failure(st->o->hook_ctx, st->rank_base + failed, status, why);
     }
+    launcher_begin_stop(st);
 }
 
 static int launcher_env_name_is(const char *entry, const char *name)

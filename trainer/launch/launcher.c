@@ -30,7 +30,8 @@ extern char **environ;
 #define LAUNCHER_LINE_MAX 65536
 #define LAUNCHER_OWN_VARS 14
 #define LAUNCHER_HOOK_MS 100 /* how often should_stop is asked */
-#define LAUNCHER_BLAME_MS 200 /* after an error exit, how long a killed peer may take to show */
+#define LAUNCHER_BLAME_MS 200  /* after an error exit, how long a killed peer may take to show */
+#define LAUNCHER_DYING_MS 3000 /* ... and how long one already dying may take to be reaped */
 #define LAUNCHER_DRAIN_MS 200       /* after the last worker is reaped, wait this long for EOF */
 #define LAUNCHER_DRAIN_KILL_MS 1000 /* then SIGKILL leftovers holding the pipes, wait this long */
 
@@ -253,11 +254,36 @@ static int launcher_reap_one(struct launcher_state *st, int r)
 
 static int launcher_failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
 
+/* 1 when some live worker is dying: its main thread is already a zombie ('Z' in
+ * /proc/PID/stat) while its other threads exit, so waitpid cannot reap it yet. */
+static int launcher_any_dying(const struct launcher_state *st)
+{
+    for (int r = 0; r < st->n; r++) {
+        if (!st->w[r].alive)
+            continue;
+        char path[64], text[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)st->w[r].pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, text, sizeof text - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        text[n] = '\0';
+        const char *p = strrchr(text, ')'); /* the command may hold spaces and parentheses */
+        if (p && (p[2] == 'Z' || p[2] == 'X'))
+            return 1;
+    }
+    return 0;
+}
+
 /* Reap what exited.  The first failure is named, but a worker killed by a signal is named
  * before one that exited with an error: those most likely exited because it died (a peer
  * gone is an error in every comm), and a dying process (many threads, a large heap) can
  * take longer to be reaped than its peer takes to notice.  So after an error exit the
- * others get LAUNCHER_BLAME_MS to turn out killed before anyone is stopped. */
+ * others get LAUNCHER_BLAME_MS to turn out killed before anyone is stopped, and up to
+ * LAUNCHER_DYING_MS while one of them is visibly dying. */
 static void launcher_reap(struct launcher_state *st)
 {
     int failed = -1;
@@ -267,8 +293,10 @@ static void launcher_reap(struct launcher_state *st)
             failed = r;
     if (failed < 0 || st->stopping)
         return;
-    int64_t until = clock_now_ms() + LAUNCHER_BLAME_MS;
-    while (!WIFSIGNALED(st->w[failed].status) && st->alive > 0 && clock_now_ms() < until) {
+    int64_t start = clock_now_ms();
+    while (!WIFSIGNALED(st->w[failed].status) && st->alive > 0 &&
+           (clock_now_ms() < start + LAUNCHER_BLAME_MS ||
+            (clock_now_ms() < start + LAUNCHER_DYING_MS && launcher_any_dying(st)))) {
         clock_sleep_ms(10);
         for (int r = 0; r < st->n; r++)
             if (launcher_reap_one(st, r) && WIFSIGNALED(st->w[r].status)) {

@@ -70,9 +70,9 @@ struct launch_opts {
  * the others get SIGTERM (their process groups), SIGKILL after grace_ms, all are reaped,
  * one line like "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)" goes
  * to stderr and it returns 1.  The rank named is the first that failed, except that one
- * killed by a signal within 200 ms of an error exit (or later, while it is visibly dying) is
- * named instead (the error most likely
- * came from losing it).  When should_stop says so, every worker is stopped the same
+ * killed by a signal within 200 ms of an error exit (or later, while it is visibly dying)
+ * is named instead (the error most likely came from losing it).  When should_stop says
+ * so, every worker is stopped the same
  * way, "ddpprof: <why>; stopped the N rank(s) on this node" goes to stderr and it returns
  * 1.  SIGINT or SIGTERM to this process forwards SIGTERM to every
  * worker the same way, prints "ddpprof: interrupted by SIGINT; stopped 2 rank(s)" and

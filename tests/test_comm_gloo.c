@@ -391,15 +391,15 @@ static void skip_rank(int rank, int world, const void *arg)
         CHECK(contains(msg, "rank 0 of 2: all-reduce #2 (1024 f32) failed") &&
                   contains(msg, "imed out"),
               "rank 0: timeout message: %s", msg);
-        /* 1 s timeout; slack for a loaded 2-core machine, under rank 1's 3 s idle */
-        CHECK(dt >= 0.9 && dt < 2.9, "rank 0: timed out after %.3f s (timeout 1 s)", dt);
+        /* 1 s timeout; slack for a loaded 2-core machine, under rank 1's 5 s idle */
+        CHECK(dt >= 0.9 && dt < 4.5, "rank 0: timed out after %.3f s (timeout 1 s)", dt);
         t0 = clock_now_s();
         rc = c->barrier(c);
         CHECK(rc == -1 && contains(error_get(), "all-reduce #2") &&
                   clock_now_s() - t0 < 0.5,
               "rank 0: call after the failure: %s", error_get());
     } else {
-        clock_sleep_ms(3000);
+        clock_sleep_ms(5000);
     }
     c->destroy(c);
     store_abort(s);
@@ -470,19 +470,20 @@ static void destroy_in_flight_rank(int rank, int world, const void *arg)
         double t0 = clock_now_s();
         c->destroy(c);
         double dt = clock_now_s() - t0;
-        CHECK(dt < 1.0, "rank 1: destroy took %.3f s with work in flight (timeout %.0f s)", dt,
+        /* 0.2 s for the running collective, slack for a loaded machine; the timeout is 20 s */
+        CHECK(dt < 3.0, "rank 1: destroy took %.3f s with work in flight (timeout %.0f s)", dt,
               TIMEOUT_MS / 1000.0);
         store_abort(s);
         return;
     }
-    clock_sleep_ms(2500); /* well after rank 1's destroy */
+    clock_sleep_ms(3500); /* well after rank 1's destroy */
     double t0 = clock_now_s();
     int rc = comm_allreduce(c, x, 1000, COMM_F32);
     double dt = clock_now_s() - t0;
     show(rank, error_get());
     CHECK(rc == -1 && contains(error_get(), "rank 0 of 2: all-reduce #1 (1000 f32) failed"),
           "rank 0: %s", rc ? error_get() : "all-reduce succeeded");
-    CHECK(dt < 2.0, "rank 0 took %.3f s to see rank 1 leave (timeout %.0f s)", dt,
+    CHECK(dt < 5.0, "rank 0 took %.3f s to see rank 1 leave (timeout %.0f s)", dt,
           TIMEOUT_MS / 1000.0);
     c->destroy(c);
     store_abort(s);

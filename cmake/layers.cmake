@@ -12,7 +12,8 @@
 #   common                              error, clock, rng, half, vec, CUDA check macros
 #   probes     -> common                instrumentation, trace format, run log
 #   report     -> common, probes/trace_format.h   (never the trainer)
-#   backend, data, comm, launch -> common
+#   backend, data, comm -> common
+#   launch     -> comm                  launcher, worker environment, node agent (its store)
 #   nn         -> backend, comm         layers, models, optimizers, GradScaler
 #   ddp        -> nn                    the reducer
 #   io         -> nn                    safetensors, checkpoints

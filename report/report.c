@@ -21,9 +21,11 @@
 #define STRAGGLERS_SHOWN 10
 
 /* The columns of each table: an enum naming them, then their spec in the same order
- * (designated initialisers: each spec sits at its column's index). */
+ * (designated initialisers: each spec sits at its column's index).  The host column comes
+ * last in the per-rank tables, and only when a run names its ranks' hosts (meta.csv
+ * host.rankN, which DDP runs write): the tables of runs that do not keep their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
-                  PH_MAX, PH_PCT_OF_STEP, PH_NCOLS };
+                  PH_MAX, PH_PCT_OF_STEP, PH_HOST, PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_RUN] = {"run", "run", "", 1},
     [PH_RANK] = {"rank", "rank", "", 0},
@@ -34,7 +36,8 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_P50] = {"p50_ms", "p50", "ms", 0},
     [PH_P95] = {"p95_ms", "p95", "ms", 0},
     [PH_MAX] = {"max_ms", "max", "ms", 0},
-    [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0}};
+    [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0},
+    [PH_HOST] = {"host", "host", "", 1}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
                    BU_ALGBW, BU_BUSBW, BU_PCT_HIDDEN, BU_TRANSFER, BU_SYNC_WAIT, BU_START_SKEW,
@@ -58,7 +61,7 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
                    OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
-                   OV_KERNEL_GAP, OV_NCOLS };
+                   OV_KERNEL_GAP, OV_HOST, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
     [OV_RANK] = {"rank", "rank", "", 0},
@@ -73,7 +76,8 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
     [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
     [OV_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
-    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0}};
+    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0},
+    [OV_HOST] = {"host", "host", "", 1}};
 
 enum ranks_col { RK_RUN, RK_RANK, RK_FORMAT, RK_HOST, RK_STEPS, RK_OFFSET, RK_METHOD, RK_SOURCE,
                  RK_NCOLS };
@@ -150,6 +154,9 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 table_set(t, PH_MAX, "%.3f", ms(ps->max_ns));
                 if (analysis_pct_of_step(r, ps, &pct))
                     table_set(t, PH_PCT_OF_STEP, "%.2f", pct);
+                const char *host = run_rank_host(&rs->runs[i], r->rank);
+                if (host && t->ncols > PH_HOST)
+                    table_set(t, PH_HOST, "%s", host);
             }
         }
 }
@@ -208,6 +215,9 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             if (analysis_overlap_pct(r, &pct))
                 table_set(t, OV_OVERLAP, "%.2f", pct);
             table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
+            const char *host = run_rank_host(&rs->runs[i], r->rank);
+            if (host && t->ncols > OV_HOST)
+                table_set(t, OV_HOST, "%s", host);
             if (!r->has_kern)
                 continue;
             const struct kernel_sweep *k = &r->kern;
@@ -233,7 +243,8 @@ static void report_ranks(const struct runset *rs, const struct run_stat *st, str
             table_set(t, RK_RUN, "%s", rs->runs[i].label);
             table_set(t, RK_RANK, "%d", rt->rank);
             table_set(t, RK_FORMAT, "%s", rs->runs[i].format ? rs->runs[i].format : "");
-            table_set(t, RK_HOST, "%s", rt->host ? rt->host : "");
+            const char *host = rt->host ? rt->host : run_rank_host(&rs->runs[i], rt->rank);
+            table_set(t, RK_HOST, "%s", host ? host : "");
             table_set(t, RK_STEPS, "%zu", st[i].ranks[k].nsteps);
             table_set(t, RK_OFFSET, "%.3f", ms(rt->offset_ns));
             table_set(t, RK_METHOD, "%s", rt->clock_method ? rt->clock_method : "");
@@ -408,6 +419,52 @@ static int report_inputs(struct runset *rs, const char *const *inputs, int n)
     return rc;
 }
 
+/* 1 when some run names the host of one of its ranks */
+static int report_has_hosts(const struct runset *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->runs[i].nranks; k++)
+            if (run_rank_host(&rs->runs[i], rs->runs[i].ranks[k].rank))
+                return 1;
+    return 0;
+}
+
+/* For the terminal: "# run n0: 4 ranks on 2 hosts, one clock (rank 0's)" for a run on
+ * several hosts, and the restarts of an elastic run with their causes */
+static void report_print_nodes(const struct runset *rs, FILE *out)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const struct run *r = &rs->runs[i];
+        int hosts = 0;
+        for (int k = 0; k < r->nranks; k++) {
+            const char *h = run_rank_host(r, r->ranks[k].rank);
+            int seen = !h;
+            for (int j = 0; j < k && !seen; j++) {
+                const char *o = run_rank_host(r, r->ranks[j].rank);
+                seen = o && strcmp(o, h) == 0;
+            }
+            hosts += !seen;
+        }
+        if (hosts > 1)
+            fprintf(out, "# run %s: %d ranks on %d hosts, one clock (rank 0's)\n", r->label,
+                    r->nranks, hosts);
+        const char *restarts = run_meta(r, "restarts");
+        int n = restarts ? atoi(restarts) : 0;
+        for (int k = 1; k <= n; k++) {
+            char key[48];
+            snprintf(key, sizeof key, "restart.%d.cause", k);
+            const char *cause = run_meta(r, key);
+            fprintf(out, "# run %s: restart %d of the job after: %s\n", r->label, k,
+                    cause ? cause : "(cause not recorded)");
+        }
+        const char *step = run_meta(r, "resumed_step");
+        if (n > 0 && step)
+            fprintf(out, "# run %s: resumed at step %s (epoch %s); the failed attempts' traces "
+                    "are in %s/attempt-*\n",
+                    r->label, step, meta_or_empty(r, "resumed_epoch"), r->dir);
+    }
+}
+
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal)
 {
     struct report_opts o = {.out_dir = out_dir};
@@ -442,6 +499,10 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     int rc = report_inputs(&rs, inputs, n);
     if (rc == 0)
         rc = runset_finish(&rs);
+    if (rc == 0 && !report_has_hosts(&rs)) { /* no host column */
+        t[T_PHASES].ncols = PH_HOST;
+        t[T_OVERLAP].ncols = OV_HOST;
+    }
     const char *out = opts && opts->out_dir ? opts->out_dir : rs.default_out;
     if (rc == 0)
         rc = report_mkdirs(out);
@@ -485,6 +546,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
+        report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
                 "speedup.csv ranks.csv timeline.json report.html phases.svg speedup.svg\n",

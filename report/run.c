@@ -250,6 +250,13 @@ const char *run_meta(const struct run *r, const char *key)
     return NULL;
 }
 
+const char *run_rank_host(const struct run *r, int rank)
+{
+    char key[48];
+    snprintf(key, sizeof key, "host.rank%d", rank);
+    return run_meta(r, key);
+}
+
 /* ---- metrics.csv ---- */
 
 struct run_metrics {
@@ -727,11 +734,15 @@ static int run_load_traces(struct runset *rs, struct run *r)
         if (!t->clock_method)
             return -1;
     }
+    /* one node's directory of a multi-node run (its ranks only): runset_finish merges the
+     * nodes' directories and warns then if ranks are still missing */
+    const char *lw = run_meta(r, "local_world_size");
+    int one_node = run_meta(r, "node_rank") && lw && atoi(lw) < r->world_size;
     if (r->nranks == 0) {
         report_warn("%s: no rank traces (rank0.trace.csv ...): only the speedup row, from "
                     "meta.csv",
                     r->dir);
-    } else if (r->nranks < r->world_size) {
+    } else if (r->nranks < r->world_size && !one_node) {
         char present[256] = "";
         size_t len = 0;
         for (int i = 0; i < r->nranks && len < sizeof present - 16; i++)
@@ -893,8 +904,92 @@ static char *run_tail(const char *dir, int k)
     return s;
 }
 
+/* ---- several nodes: one run from the directories of its nodes ---- */
+
+static int run_cmp_rank(const void *a, const void *b)
+{
+    const struct rank_trace *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Move the ranks of `from` that `into` lacks into `into` (duplicates, e.g. one shared
+ * directory given twice, are dropped), then free `from`.  The run whose meta.csv is node 0's
+ * (it holds rank 0's metrics and accuracy) keeps its meta; the merged run is named after
+ * that directory. */
+static int run_merge(struct run *into, struct run *from)
+{
+    const char *nf = run_meta(from, "node_rank");
+    if (nf && strcmp(nf, "0") == 0) { /* from holds node 0's meta: swap everything but ranks */
+        struct run tmp = *into;
+        *into = *from;
+        *from = tmp;
+        struct rank_trace *ranks = into->ranks;
+        int n = into->nranks;
+        into->ranks = from->ranks;
+        into->nranks = from->nranks;
+        from->ranks = ranks;
+        from->nranks = n;
+    }
+    struct rank_trace *all = realloc(into->ranks,
+                                     (size_t)(into->nranks + from->nranks + 1) * sizeof *all);
+    if (!all)
+        return error_set("report: out of memory merging %s into %s", from->dir, into->dir);
+    into->ranks = all;
+    for (int k = 0; k < from->nranks; k++) {
+        int dup = 0;
+        for (int j = 0; j < into->nranks && !dup; j++)
+            dup = into->ranks[j].rank == from->ranks[k].rank;
+        if (dup) {
+            rank_trace_free(&from->ranks[k]);
+            continue;
+        }
+        into->ranks[into->nranks++] = from->ranks[k];
+    }
+    from->nranks = 0;
+    qsort(into->ranks, (size_t)into->nranks, sizeof *into->ranks, run_cmp_rank);
+    run_free(from);
+    return 0;
+}
+
+/* Directories whose meta.csv name the same run_id are one run on several nodes (each node
+ * writes its own ranks' traces, with the same clock offsets onto rank 0's clock): merge
+ * them, in the order given, into the first. */
+static int runset_merge_nodes(struct runset *rs)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const char *id = run_meta(&rs->runs[i], "run_id");
+        if (!id)
+            continue;
+        int merged = 0;
+        for (int j = i + 1; j < rs->n;) {
+            const char *other = run_meta(&rs->runs[j], "run_id");
+            if (!other || strcmp(other, id) != 0) {
+                j++;
+                continue;
+            }
+            if (run_merge(&rs->runs[i], &rs->runs[j]) < 0)
+                return -1;
+            memmove(&rs->runs[j], &rs->runs[j + 1], (size_t)(rs->n - j - 1) * sizeof *rs->runs);
+            rs->n--;
+            id = run_meta(&rs->runs[i], "run_id");
+            merged = 1;
+        }
+        const struct run *r = &rs->runs[i];
+        const char *lw = run_meta(r, "local_world_size");
+        if ((merged || (lw && atoi(lw) < r->world_size)) && r->nranks > 0 &&
+            r->nranks < r->world_size)
+            report_warn("%s: a run of %d ranks on several nodes, but only %d rank trace(s) "
+                        "found: give every node's run directory (ddpprof report NODE0_DIR "
+                        "NODE1_DIR ...)",
+                        r->dir, r->world_size, r->nranks);
+    }
+    return 0;
+}
+
 int runset_finish(struct runset *rs)
 {
+    if (runset_merge_nodes(rs) < 0)
+        return -1;
     for (int k = 1; k <= 3; k++) {
         for (int i = 0; i < rs->n; i++) {
             free(rs->runs[i].label);

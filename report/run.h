@@ -110,8 +110,14 @@ struct run *runset_new_run(struct runset *rs, const char *dir);
  * ranks, a truncated last trace line and missing clock offsets are warnings. */
 int runset_add_dir(struct runset *rs, const char *dir);
 
-/* Give every run a short label unique in the set; call once after the last add. */
+/* Merge the directories of one run on several nodes (meta.csv's run_id is the same; the
+ * directory holding node 0's meta.csv keeps its meta and name), then give every run a
+ * short label unique in the set; call once after the last add. */
 int runset_finish(struct runset *rs);
+
+/* The host of a rank of a ddpprof run on several nodes (meta.csv's host.rankN), or NULL
+ * when the run does not say.  (An import's hosts, from its file names, are in ranks.csv.) */
+const char *run_rank_host(const struct run *r, int rank);
 
 /* Read one trace file into out (which must be zeroed; out->path and out->rank are set
  * here).  offset_ns is added to every start_ns and end_ns.  Returns 0, or -1 after

@@ -401,7 +401,11 @@ int timeline_write(const struct runset *rs, const char *path)
             int pid = (i + 1) * 100000 + t->rank;
             char buf[512];
             char *q;
-            snprintf(buf, sizeof buf, "%s rank %d", run->label, t->rank);
+            const char *host = run_rank_host(run, t->rank); /* several nodes: which one */
+            if (host)
+                snprintf(buf, sizeof buf, "%s rank %d (%.200s)", run->label, t->rank, host);
+            else
+                snprintf(buf, sizeof buf, "%s rank %d", run->label, t->rank);
             if (!(q = timeline_json_quote(buf))) {
                 rc = error_set("%s: out of memory", path);
                 break;

@@ -75,6 +75,9 @@ static void check_same(const struct cli *a, const struct cli *b, const char *wha
     CHECK(x->ngpus == y->ngpus, "%s: %d vs %d GPUs", what, x->ngpus, y->ngpus);
     for (int i = 0; i < x->ngpus && i < y->ngpus; i++)
         CHECK(x->gpus[i] == y->gpus[i], "%s: gpu %d: %d vs %d", what, i, x->gpus[i], y->gpus[i]);
+    CHECK(x->comm == y->comm && x->checkpoint_every == y->checkpoint_every,
+          "%s: comm %d/%d checkpoint-every %ld/%ld", what, (int)x->comm, (int)y->comm,
+          x->checkpoint_every, y->checkpoint_every);
     CHECK(a->runs == b->runs, "%s: runs %d vs %d", what, (int)a->runs, (int)b->runs);
     CHECK(same_str(a->master_addr, b->master_addr) && a->master_port == b->master_port,
           "%s: master %s:%d vs %s:%d", what, a->master_addr, a->master_port, b->master_addr,
@@ -163,6 +166,69 @@ static void test_rich_round_trip(void)
     CHECK(c.train.ngpus == 2 && c.train.gpus[0] == 0 && c.train.gpus[1] == 0,
           "--gpu 0,0: %d ranks on GPUs %d %d", c.train.ngpus, c.train.gpus[0], c.train.gpus[1]);
     check_round_trip(&c, CLI_WORKER, "shared GPU: train -> worker");
+}
+
+/* torchrun's launch flags: the world is nodes x ranks per node; --nproc-per-node is --cpu
+ * on CPU ranks; the node options reach train (not worker, which reads the environment);
+ * the main job's baseline is one process on one node without restarts. */
+static void test_nodes(void)
+{
+    char *nodes[] = {"--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "2",
+                     "--master-addr", "10.9.0.1", "--master-port", "29511", "--max-restarts",
+                     "3", "--comm", "gloo", "--checkpoint-every", "5", "--threads", "1", NULL};
+    struct cli c;
+    CHECK(parse(&c, CLI_TRAIN, nodes) == 0, "nodes line: %s", error_get());
+    CHECK(c.nnodes == 2 && c.node_rank == 1 && c.nproc_per_node == 2 && c.max_restarts == 3,
+          "nnodes %d node-rank %d nproc %d restarts %d", c.nnodes, c.node_rank,
+          c.nproc_per_node, c.max_restarts);
+    CHECK(c.train.cpu_ranks == 2 && cli_world(&c) == 4 && c.train.mode == TRAIN_DDP,
+          "--nproc-per-node 2 on 2 nodes: cpu %d world %d mode %d", c.train.cpu_ranks,
+          cli_world(&c), (int)c.train.mode);
+    CHECK(c.train.comm == TRAIN_COMM_GLOO && c.train.checkpoint_every == 5,
+          "--comm gloo --checkpoint-every 5: %d %ld", (int)c.train.comm,
+          c.train.checkpoint_every);
+    CHECK(cli_is_given(&c, "--master-port", CLI_TRAIN) &&
+              !cli_is_given(&c, "--seed", CLI_TRAIN),
+          "cli_is_given");
+    check_round_trip(&c, CLI_WORKER, "nodes: train -> worker");
+    char **child = cli_argv(&c, CLI_TRAIN, "ddpprof");
+    struct cli back;
+    CHECK(child && cli_parse(&back, CLI_TRAIN, argv_count(child), child, 2) == 0 &&
+              back.nnodes == 2 && back.node_rank == 1 && back.nproc_per_node == 2 &&
+              back.max_restarts == 3,
+          "nodes: train -> train keeps the node options: %s", error_get());
+    cli_argv_free(child);
+    child = cli_argv(&c, CLI_WORKER, "ddpprof");
+    int has_nodes = 0;
+    for (char **p = child; p && *p; p++)
+        has_nodes |= strcmp(*p, "--nnodes") == 0 || strcmp(*p, "--max-restarts") == 0;
+    CHECK(child && !has_nodes, "a worker's argv has no node options");
+    cli_argv_free(child);
+
+    struct cli main_c, run;
+    CHECK(cli_parse(&main_c, CLI_MAIN, 12, nodes, 0) == 0, "main nodes line: %s", error_get());
+    CHECK(cli_main_run(&main_c, TRAIN_BASELINE, "/tmp/b", &run) == 0 && run.nnodes == 1 &&
+              run.max_restarts == 0 && run.train.cpu_ranks == 1 && cli_world(&run) == 1,
+          "the baseline of a 2-node main job: %s nnodes %d cpu %d", error_get(), run.nnodes,
+          run.train.cpu_ranks);
+    CHECK(cli_main_run(&main_c, TRAIN_DDP, "/tmp/d", &run) == 0 && run.nnodes == 2 &&
+              cli_world(&run) == 4,
+          "the DDP run of a 2-node main job: %s", error_get());
+
+    char *bad_rank[] = {"--nnodes", "2", "--node-rank", "2", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad_rank) == -1 && strstr(error_get(), "--node-rank 2") &&
+              strstr(error_get(), "--nnodes 2"),
+          "--node-rank 2 of 2: %s", error_get());
+    char *disagree[] = {"--nproc-per-node", "2", "--cpu", "3", NULL};
+    CHECK(parse(&c, CLI_TRAIN, disagree) == -1 && strstr(error_get(), "disagree"),
+          "--nproc-per-node 2 --cpu 3: %s", error_get());
+    char *worker_nodes[] = {"--nnodes", "2", NULL};
+    CHECK(parse(&c, CLI_WORKER, worker_nodes) == -1 && strstr(error_get(), "--nnodes"),
+          "a worker takes no --nnodes (its environment says): %s", error_get());
+    char *bad_comm[] = {"--comm", "mpi", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad_comm) == -1 && strstr(error_get(), "shm") &&
+              strstr(error_get(), "gloo"),
+          "--comm mpi: %s", error_get());
 }
 
 static void test_defaults_round_trip(void)
@@ -381,6 +447,7 @@ static void test_recipe_options(void)
 int main(void)
 {
     test_rich_round_trip();
+    test_nodes();
     test_defaults_round_trip();
     test_mode_defaults();
     test_main_runs();

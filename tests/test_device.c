@@ -11,6 +11,7 @@
  *    the GPU's (the staging itself is tested in test_comm_staged). */
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "comm/comm_gloo.h"
 #include "comm/store.h"
 #include "common/error.h"
 #include "device.h"
@@ -101,6 +102,68 @@ static void test_cpu_rank(void)
     CHECK(d.be == NULL && d.comm == NULL, "device_close left something");
 }
 
+/* --comm: auto is shm on one host and gloo when the ranks span hosts (local_world <
+ * world); explicit choices a CPU rank cannot use are one line saying what to pick. */
+static void test_comm_choice(void)
+{
+    struct train_opts o;
+    memset(&o, 0, sizeof o);
+    o.cpu_ranks = 1;
+    o.threads = 1;
+    o.timeout_ms = 10000;
+    struct device d;
+    int port = launcher_free_port();
+    struct store *st = port > 0 ? store_create("127.0.0.1", port, 1, 0, 1, 10000) : NULL;
+    CHECK(st != NULL, "store on port %d: %s", port, error_get());
+    if (!st)
+        return;
+
+    o.comm = TRAIN_COMM_NCCL;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    CHECK(device_comm_open(&d, st, 0, 1, port) == -1 && strstr(error_get(), "--comm nccl") &&
+              strstr(error_get(), "GPU"),
+          "--comm nccl on a CPU rank: %s", error_get());
+    device_close(&d);
+
+    /* auto, with this host holding 1 of 2 ranks: gloo would be picked; ask for shm */
+    o.comm = TRAIN_COMM_SHM;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    CHECK(device_comm_open(&d, st, 0, 2, port) == -1 && strstr(error_get(), "one host") &&
+              strstr(error_get(), "gloo"),
+          "--comm shm across hosts: %s", error_get());
+    device_close(&d);
+
+    o.comm = TRAIN_COMM_GLOO;
+    CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
+    int rc = device_comm_open(&d, st, 0, 1, port);
+    if (comm_gloo_available()) {
+        CHECK(rc == 0 && d.comm && strcmp(d.comm->name, "gloo") == 0,
+              "--comm gloo on one CPU rank: %s", rc ? error_get() : d.comm->name);
+    } else {
+        CHECK(rc == -1 && strstr(error_get(), "without Gloo"), "no Gloo: %s", error_get());
+    }
+    device_close(&d);
+    store_destroy(st);
+
+    /* auto, with a launcher that says nothing of hosts (local world = world): the host names
+     * in the store decide; rank 1 on another host makes it gloo (which then waits for rank 1
+     * in vain: a short timeout) */
+    port = launcher_free_port();
+    st = port > 0 ? store_create("127.0.0.1", port, 1, 0, 2, 500) : NULL;
+    CHECK(st != NULL, "store on port %d: %s", port, error_get());
+    if (!st)
+        return;
+    CHECK(store_set(st, "device/host/1", "elsewhere", 9) == 0, "set: %s", error_get());
+    o.comm = TRAIN_COMM_AUTO;
+    o.timeout_ms = 500;
+    CHECK(device_open(&d, &o, 0, 0, 2) == 0, "device_open: %s", error_get());
+    rc = device_comm_open(&d, st, 0, 2, port);
+    CHECK(rc == -1 && strstr(error_get(), "gloo"),
+          "auto with rank 1 on another host: %s", rc ? error_get() : d.comm->name);
+    device_close(&d);
+    store_abort(st);
+}
+
 static void test_missing_gpu(void)
 {
     struct train_opts o;
@@ -172,6 +235,7 @@ static void test_shared_gpu(void)
     d.be = backend_cpu_create(1);
     d.gpu = 0;
     d.gpu_shared = 1;
+    d.local_world = 1; /* every rank of the world on this host */
     d.timeout_ms = 10000;
     CHECK(d.be != NULL, "cpu backend: %s", error_get());
     int port = launcher_free_port();
@@ -202,6 +266,7 @@ int main(void)
 {
     test_counts_and_words();
     test_cpu_rank();
+    test_comm_choice();
     test_missing_gpu();
     test_pick();
     test_shared_gpu();

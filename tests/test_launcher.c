@@ -275,6 +275,84 @@ static void check_explicit_address(void)
     free(err);
 }
 
+/* Node 1 of 2 with 2 local ranks: torchrun's variables hold the global ranks and the node;
+ * the output prefix is the global rank. */
+static void check_second_node_env(void)
+{
+    char *const argv[] = {"/bin/sh", "-c",
+                          "echo \"R=$RANK W=$WORLD_SIZE L=$LOCAL_RANK LW=$LOCAL_WORLD_SIZE "
+                          "G=$GROUP_RANK GW=$GROUP_WORLD_SIZE RR=$ROLE_RANK "
+                          "RC=$TORCHELASTIC_RESTART_COUNT MR=$TORCHELASTIC_MAX_RESTARTS "
+                          "ID=$TORCHELASTIC_RUN_ID AS=$TORCHELASTIC_USE_AGENT_STORE\"",
+                          NULL};
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1); /* ours say False: rank 0 hosts */
+    struct launch_opts o = {.nprocs = 2, .argv = argv, .master_port = 12345, .rank_base = 2,
+                            .world = 4, .node_rank = 1, .nnodes = 2, .restart_count = 1,
+                            .max_restarts = 3, .run_id = "job7"};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    unsetenv("TORCHELASTIC_USE_AGENT_STORE");
+    CHECK(exit_code(st) == 0, "status 0x%x: %s", st, err);
+    for (int l = 0; l < 2; l++) {
+        char want[256];
+        snprintf(want, sizeof want,
+                 "[rank %d] R=%d W=4 L=%d LW=2 G=1 GW=2 RR=%d RC=1 MR=3 ID=job7 AS=False\n",
+                 2 + l, 2 + l, l, 2 + l);
+        CHECK(strstr(out, want), "missing line: %s--- stdout:\n%s", want, out);
+    }
+    free(out);
+    free(err);
+}
+
+/* The agent's hooks: should_stop ends healthy workers with its reason; on_failure hears of
+ * a failed worker (global rank, status in words) before the others are stopped. */
+static int hook_polls;
+
+static int stop_after_polls(void *ctx, char *why, size_t cap)
+{
+    (void)ctx;
+    if (++hook_polls < 3)
+        return 0;
+    snprintf(why, cap, "node 0 failed (test)");
+    return 1;
+}
+
+static void print_failure(void *ctx, int rank, int status, const char *cause)
+{
+    (void)ctx;
+    printf("hook: rank %d failed, status 0x%x, %s\n", rank, status, cause);
+    fflush(stdout);
+}
+
+static void check_hooks(void)
+{
+    char *const sleeper[] = {"/bin/sh", "-c", "exec sleep 30", NULL};
+    hook_polls = 0;
+    struct launch_opts o = {.nprocs = 2, .argv = sleeper, .rank_base = 2, .world = 4,
+                            .nnodes = 2, .node_rank = 1, .should_stop = stop_after_polls};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    /* asked every 100 ms: stopped after about 0.3 s, sleep dies of SIGTERM at once */
+    CHECK(exit_code(st) == 1 && dt < 3.0 &&
+              strstr(err, "ddpprof: node 0 failed (test); stopped the 2 rank(s) on this node"),
+          "should_stop: status 0x%x after %.2f s, stderr: %s", st, dt, err);
+    free(out);
+    free(err);
+
+    char *const failing[] = {"/bin/sh", "-c", "[ $RANK = 3 ] && exit 5; exec sleep 30", NULL};
+    struct launch_opts f = {.nprocs = 2, .argv = failing, .rank_base = 2, .world = 4,
+                            .nnodes = 2, .node_rank = 1, .on_failure = print_failure};
+    st = launcher_run_captured(&f, &out, &err, &dt);
+    CHECK(exit_code(st) == 1 && strstr(out, "hook: rank 3 failed, status 0x500, exit status 5") &&
+              strstr(err, "ddpprof: rank 3 failed (exit status 5); stopped the other 1 rank(s) "
+                          "on this node"),
+          "on_failure: status 0x%x, stdout: %s, stderr: %s", st, out, err);
+    free(out);
+    free(err);
+}
+
 static void check_long_line(void)
 {
     /* 100000 bytes without a newline: split at the 64 KiB line buffer, then ended at exit */
@@ -540,6 +618,8 @@ int main(void)
     check_bad_options();
     check_env_and_output();
     check_explicit_address();
+    check_second_node_env();
+    check_hooks();
     check_long_line();
     /* sleeping workers die of the SIGTERM at once: well under the 3 s grace (2 s bound
      * leaves slack for a loaded machine), at least the 0.3 s before the failure */

@@ -378,6 +378,49 @@ static void check_destroy_waits(void)
           "rank 1 status 0x%x (2: lost the store before it was done)", st);
 }
 
+/* A server on a port the kernel picked; store_check never waits; a rank that closed with
+ * store_destroy is not lost, one that died (or aborted) is, and the first one lost is named. */
+static void check_any_port_check_and_lost(void)
+{
+    struct store *s = store_create_any_port(HOST, 0, 3, 2000);
+    CHECK(s != NULL && store_port(s) > 0, "store_create_any_port: %s", error_get());
+    if (!s)
+        return;
+    int port = store_port(s), exists = -1, first = 7;
+    double t0 = clock_now_s();
+    CHECK(store_check(s, "nothing", &exists) == 0 && exists == 0 && clock_now_s() - t0 < 0.5,
+          "check of a missing key: rc, exists %d after %.3f s", exists, clock_now_s() - t0);
+    CHECK(store_set(s, "k", "v", 1) == 0 && store_check(s, "k", &exists) == 0 && exists == 1,
+          "check of a set key: exists %d (%s)", exists, error_get());
+    CHECK(store_lost(s, 1, &first) == 0 && first == -1, "nobody lost yet: first %d", first);
+    fflush(NULL);
+    for (int r = 1; r <= 2; r++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct store *c = store_create(HOST, port, 0, r, 3, 2000);
+            if (!c)
+                _exit(2);
+            if (store_set(c, "hello", "", 0))
+                _exit(3);
+            if (r == 1)
+                store_destroy(c); /* a clean goodbye */
+            _exit(0);                /* rank 2 just dies with its connection open */
+        }
+        int st = wait_bounded(pid, 10.0);
+        CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d status 0x%x", r, st);
+    }
+    int lost1 = -1, lost2 = -1;
+    for (int i = 0; i < 100 && lost2 != 1; i++) { /* the server sees the close soon after */
+        lost2 = store_lost(s, 2, &first);
+        if (lost2 != 1)
+            clock_sleep_ms(10);
+    }
+    lost1 = store_lost(s, 1, NULL);
+    CHECK(lost2 == 1 && first == 2, "rank 2 died: lost %d, first lost %d", lost2, first);
+    CHECK(lost1 == 0, "rank 1 said goodbye: lost %d", lost1);
+    store_abort(s);
+}
+
 static void check_bad_arguments(void)
 {
     CHECK(store_create(HOST, 0, 1, 0, 1, 300) == NULL && strstr(error_get(), "port 0"),
@@ -398,6 +441,7 @@ int main(void)
     check_server_dies();
     check_server_dies_idle();
     check_destroy_waits();
+    check_any_port_check_and_lost();
     check_bad_arguments();
     return test_finish();
 }

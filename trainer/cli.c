@@ -69,10 +69,16 @@ static const struct cli_choice dataset_choices[] = {
     {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
 static const struct cli_choice optimizer_choices[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {NULL, 0}};
+static const struct cli_choice comm_choices[] = {{"auto", TRAIN_COMM_AUTO},
+                                                 {"shm", TRAIN_COMM_SHM},
+                                                 {"gloo", TRAIN_COMM_GLOO},
+                                                 {"nccl", TRAIN_COMM_NCCL},
+                                                 {NULL, 0}};
 
 _Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
                    sizeof(enum amp_dtype) == sizeof(int) &&
-                   sizeof(enum probe_mode) == sizeof(int),
+                   sizeof(enum probe_mode) == sizeof(int) &&
+                   sizeof(enum train_comm) == sizeof(int),
                "CLI_ENUM stores an int");
 _Static_assert(sizeof(((struct train_opts *)0)->dataset) == sizeof(int) &&
                    sizeof(((struct train_opts *)0)->optimizer) == sizeof(int),
@@ -83,6 +89,7 @@ _Static_assert(sizeof(((struct train_opts *)0)->dataset) == sizeof(int) &&
 #define G_OUT "output"
 #define G_AMP "mixed precision"
 #define G_DDP "DDP"
+#define G_NODES "several nodes and restarts (torchrun's flags)"
 #define G_OTHER "other"
 
 /* in --help order, grouped */
@@ -160,6 +167,10 @@ static const struct cli_option cli_options[] = {
      .group = G_TRAIN,
      .help = "continue from a checkpoint.safetensors (or epoch_N.safetensors) of an earlier "
              "run"},
+    {"--checkpoint-every", NULL, CLI_INT, CLI_ALL, FIELD(train.checkpoint_every), .min = 1,
+     .max = 0x7fffffff, .metavar = "STEPS", .dflt = "every epoch only", .group = G_TRAIN,
+     .help = "rank 0 also saves checkpoint.safetensors every STEPS steps (resumable "
+             "mid-epoch with the same ranks and batch size)"},
     {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.threads), .min = 1, .max = 1024,
      .metavar = "N", .dflt = "cores / ranks", .group = G_TRAIN,
      .help = "CPU threads per rank"},
@@ -194,13 +205,34 @@ static const struct cli_option cli_options[] = {
      .help = "gradient bucket cap in MiB, fractions allowed"},
     {"--no-sync-bn", NULL, CLI_FLAG, CLI_ALL, FIELD(train.sync_bn), .flag_value = 0,
      .group = G_DDP, .help = "keep BatchNorm local instead of SyncBatchNorm"},
+    {"--comm", NULL, CLI_ENUM, CLI_ALL, FIELD(train.comm), .choices = comm_choices,
+     .group = G_DDP,
+     .help = "collectives: auto is nccl on GPUs, shm when every CPU rank is on one host, "
+             "gloo otherwise"},
     {"--timeout", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.timeout_ms), .min = 0.001,
      .max = 1e6, .scale = 1000.0, .metavar = "S", .group = G_DDP,
      .help = "seconds any collective or rendezvous may wait"},
     {"--master-addr", NULL, CLI_STRING, CLI_ALL, FIELD(master_addr), .metavar = "A",
-     .group = G_DDP, .help = "rendezvous host"},
+     .group = G_DDP,
+     .help = "rendezvous host: rank 0's (node 0's); for worker it wins over MASTER_ADDR"},
     {"--master-port", NULL, CLI_INT, CLI_ALL, FIELD(master_port), .min = 1, .max = 65535,
-     .metavar = "P", .dflt = "a free one", .group = G_DDP, .help = "rendezvous port"},
+     .metavar = "P", .dflt = "a free one on one node, else 29500", .group = G_DDP,
+     .help = "rendezvous port (with --nnodes > 1 the node agents' store, as torchrun's); for "
+             "worker it wins over MASTER_PORT"},
+
+    {"--nnodes", NULL, CLI_INT, CLI_MAIN | CLI_TRAIN, FIELD(nnodes), .min = 1, .max = 4096,
+     .metavar = "N", .group = G_NODES,
+     .help = "nodes in the job; start ddpprof on each with the same options"},
+    {"--node-rank", NULL, CLI_INT, CLI_MAIN | CLI_TRAIN, FIELD(node_rank), .min = 0,
+     .max = 4095, .metavar = "R", .group = G_NODES,
+     .help = "this node (0 hosts the rendezvous at --master-addr:--master-port)"},
+    {"--nproc-per-node", NULL, CLI_INT, CLI_MAIN | CLI_TRAIN, FIELD(nproc_per_node), .min = 1,
+     .max = 1024, .metavar = "P", .dflt = "--cpu N, or the GPUs of --gpu", .group = G_NODES,
+     .help = "ranks on this node (CPU ranks unless --gpu names P GPUs)"},
+    {"--max-restarts", NULL, CLI_INT, CLI_MAIN | CLI_TRAIN, FIELD(max_restarts), .min = 0,
+     .max = 1000, .metavar = "K", .group = G_NODES,
+     .help = "when a rank fails, stop every node's ranks and restart them all from the latest "
+             "checkpoint, up to K times"},
 
     {"--help", "-h", CLI_FLAG, CLI_ALL, FIELD(help), .flag_value = 1, .local = 1,
      .group = G_OTHER,
@@ -216,6 +248,7 @@ void cli_defaults(struct cli *c)
     train_opts_default(&c->train);
     c->runs = CLI_RUNS_BOTH;
     c->master_addr = DIST_ENV_DEFAULT_ADDR;
+    c->nnodes = 1;
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -241,6 +274,16 @@ static int cli_given(const struct cli *c, const char *name, enum cli_command cmd
 {
     int i = cli_find(name, cmd);
     return i >= 0 && (c->given >> i & 1);
+}
+
+int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd)
+{
+    return cli_given(c, name, cmd);
+}
+
+int cli_world(const struct cli *c)
+{
+    return c->nnodes * device_ranks(&c->train);
 }
 
 static void cli_mark(struct cli *c, const char *name, enum cli_command cmd, int given)
@@ -435,7 +478,18 @@ static int cli_set(struct cli *c, const struct cli_option *o, const char *opt, c
 static int cli_resolve(struct cli *c, enum cli_command cmd)
 {
     struct train_opts *t = &c->train;
-    int ranks = device_ranks(t);
+    if (c->node_rank >= c->nnodes)
+        return error_set("--node-rank %d is not below --nnodes %d (nodes count from 0)",
+                         c->node_rank, c->nnodes);
+    if (c->nproc_per_node && t->ngpus && c->nproc_per_node != t->ngpus)
+        return error_set("--nproc-per-node %d but --gpu lists %d GPU%s: one rank per GPU",
+                         c->nproc_per_node, t->ngpus, t->ngpus == 1 ? "" : "s");
+    if (c->nproc_per_node && t->cpu_ranks && c->nproc_per_node != t->cpu_ranks)
+        return error_set("--nproc-per-node %d and --cpu %d disagree: give one of them",
+                         c->nproc_per_node, t->cpu_ranks);
+    if (c->nproc_per_node && !t->ngpus)
+        t->cpu_ranks = c->nproc_per_node;
+    int ranks = cli_world(c);
     if (cmd == CLI_WORKER)
         t->mode = TRAIN_DDP; /* one rank of a DDP job */
     else if (!cli_given(c, "--mode", CLI_TRAIN) && ranks > 1)
@@ -482,6 +536,11 @@ int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, str
     if (mode == TRAIN_BASELINE) {
         device_keep_first(&run->train);
         cli_mark(run, "--amp", CLI_TRAIN, 0); /* the baseline stays fp32 */
+        /* one process on this node (node 0's main job makes it), nothing to restart */
+        run->nnodes = 1;
+        run->node_rank = 0;
+        run->nproc_per_node = 0;
+        run->max_restarts = 0;
     }
     run->train.mode = mode;
     cli_mark(run, "--mode", CLI_TRAIN, 1);
@@ -699,6 +758,7 @@ void cli_usage(FILE *out)
         }
         const char *who = o->commands == CLI_MAIN                  ? "main job: "
                           : o->commands == (CLI_TRAIN | CLI_WORKER) ? "train, worker: "
+                          : o->commands == (CLI_MAIN | CLI_TRAIN)   ? "main job, train: "
                                                                     : "";
         size_t at = (size_t)snprintf(text, sizeof text, "%s%s", who, o->help);
         if (o->dflt && o->dflt[0])

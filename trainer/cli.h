@@ -30,8 +30,13 @@ enum cli_runs { CLI_RUNS_BOTH, CLI_RUNS_BASELINE, CLI_RUNS_DDP };
 struct cli {
     struct train_opts train;
     enum cli_runs runs;      /* main job --mode both|baseline|ddp */
-    const char *master_addr; /* --master-addr (launcher) */
-    int master_port;         /* --master-port (launcher; 0: a free one) */
+    const char *master_addr; /* --master-addr: rank 0's host; with --nnodes > 1 node 0's */
+    int master_port;         /* --master-port: the rendezvous store's port (0: a free one,
+                                one node only); with --nnodes > 1 the node agents' store */
+    int nnodes, node_rank;   /* --nnodes N --node-rank R (torchrun's): this node of N */
+    int nproc_per_node;      /* --nproc-per-node P: ranks on this node (0: not given; resolved
+                                into --cpu P unless --gpu names the devices) */
+    int max_restarts;        /* --max-restarts K: restart every node's workers up to K times */
     int help;                /* -h or --help was given: print cli_usage, do nothing else */
     uint64_t given;          /* bit i: option i of the table was on the command line */
 };
@@ -44,8 +49,15 @@ void cli_defaults(struct cli *c);
  * point into argv. */
 int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int first);
 
+/* 1 when the option spelt name (e.g. "--master-port") was on c's command line for cmd. */
+int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd);
+
+/* The job's ranks: --nnodes times the ranks on this node (device_ranks). */
+int cli_world(const struct cli *c);
+
 /* The options of one run of the main job (mode TRAIN_BASELINE or TRAIN_DDP) in run: c's,
- * with the baseline on c's first device only, run directory out, and --amp applying to the
+ * with the baseline on c's first device only (one node, no restarts), run directory out,
+ * and --amp applying to the
  * DDP run only: the baseline stays fp32 (the tutorial's baseline, which the speedup table
  * compares with).  0 or -1 (error_set).  run's strings point where c's do, and to out. */
 int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, struct cli *run);

@@ -3,6 +3,7 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "comm/comm_gloo.h"
 #include "comm/comm_shm.h"
 #include "comm/comm_staged.h"
 #include "comm/store.h"
@@ -141,6 +142,8 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     memset(d, 0, sizeof *d);
     d->gpu = -1;
     d->timeout_ms = o->timeout_ms;
+    d->comm_choice = o->comm;
+    d->local_world = local_world;
     if (o->ngpus) {
         if (local_rank >= o->ngpus)
             return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", rank,
@@ -170,10 +173,71 @@ static int device_stage_upload(void *ctx, void *dev_dst, const void *host_src, s
     return be->status(be);
 }
 
+void device_comms(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "shm%s%s", comm_gloo_available() ? " gloo" : "",
+             cuda_build_enabled() ? " nccl" : "");
+}
+
+/* *one = 1 when every rank of world runs on this host, by host name through the store (a
+ * launcher that does not say how many ranks share a host, e.g. Slurm without
+ * SLURM_NTASKS_PER_NODE, leaves local_world at world).  0 or -1 (error_set). */
+static int device_one_host(struct store *store, int rank, int world, int *one)
+{
+    char host[256] = "", other[256], key[64];
+    size_t len = 0;
+    gethostname(host, sizeof host - 1);
+    snprintf(key, sizeof key, "device/host/%d", rank);
+    if (store_set(store, key, host, strlen(host)))
+        return -1;
+    *one = 1;
+    for (int k = 0; k < world && *one; k++) {
+        snprintf(key, sizeof key, "device/host/%d", k);
+        if (store_get(store, key, other, sizeof other - 1, &len))
+            return -1;
+        other[len] = '\0';
+        *one = strcmp(other, host) == 0;
+    }
+    return 0;
+}
+
+/* What --comm auto means for this rank: nccl on a GPU (shm, host-staged, on a GPU that
+ * ranks share), shm when every rank is on this host, gloo when they span hosts.  -1 (error_set) when the store cannot say. */
+static int device_comm_pick(const struct device *d, struct store *store, int rank, int world)
+{
+    if (d->comm_choice != TRAIN_COMM_AUTO)
+        return d->comm_choice;
+    if (d->gpu >= 0) /* ranks sharing a GPU: NCCL cannot, shm through host copies can */
+        return d->gpu_shared ? TRAIN_COMM_SHM : TRAIN_COMM_NCCL;
+    int one = 0;
+    if (d->local_world < world)
+        return TRAIN_COMM_GLOO;
+    if (world > 1 && device_one_host(store, rank, world, &one))
+        return -1;
+    return world == 1 || one ? TRAIN_COMM_SHM : TRAIN_COMM_GLOO;
+}
+
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
 {
-    if (d->gpu >= 0 && !d->gpu_shared) {
+    int pick = device_comm_pick(d, store, rank, world);
+    if (pick < 0)
+        return error_wrap("rank %d: picking the comm", rank);
+    if (pick == TRAIN_COMM_NCCL && d->gpu < 0)
+        return error_set("rank %d: --comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
+                         "shm or gloo", rank);
+    if (pick == TRAIN_COMM_GLOO && d->gpu >= 0)
+        return error_set("rank %d: --comm gloo moves host memory: GPU ranks use nccl", rank);
+    if (pick == TRAIN_COMM_NCCL && d->gpu_shared)
+        return error_set("rank %d: --gpu lists GPU %d more than once, and NCCL needs a GPU per "
+                         "rank: use --comm shm (host-staged) or auto", rank, d->gpu);
+    if (pick == TRAIN_COMM_SHM && d->local_world < world)
+        return error_set("rank %d: --comm shm needs every rank on one host, but this host has "
+                         "%d of the %d ranks: use --comm gloo (or auto)",
+                         rank, d->local_world, world);
+    if (pick == TRAIN_COMM_NCCL) {
         d->comm = comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
+    } else if (pick == TRAIN_COMM_GLOO) {
+        d->comm = comm_gloo_create(store, "gloo/", rank, world, store_host(store), d->timeout_ms);
     } else {
         char name[64];
         size_t len = 0;

@@ -32,6 +32,8 @@ struct device {
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
+    enum train_comm comm_choice; /* --comm */
+    int local_world;    /* ranks on this host (all of them: shm can serve them) */
     char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
 };
 
@@ -55,6 +57,9 @@ int device_pick(struct train_opts *o, char *note, size_t cap);
 /* Keep only the first device of o (the main job's baseline): its first GPU, or 1 CPU rank. */
 void device_keep_first(struct train_opts *o);
 
+/* The comms this build has, "shm gloo nccl" (for --version and the tests). */
+void device_comms(char *buf, size_t cap);
+
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
 void device_describe(const struct train_opts *o, char *buf, size_t cap);
 
@@ -66,9 +71,13 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
                 int local_world);
 
 /* The comm of rank of world over store (the rendezvous at port, which names the shm
- * segment): NCCL on a GPU, else shm, whose segment name rank 0 publishes in the store as
- * "shm_name"; shm with host staging through the backend ("shm-staged") on GPUs that ranks
- * share.  0 or -1 (error_set). */
+ * segment), as --comm says; auto: NCCL on a GPU (shm with host staging through the
+ * backend, "shm-staged", on a GPU that ranks share), shm when every rank is on this host
+ * (local_world == world and every rank's host name, published in the store, is this one's),
+ * else gloo (TCP on the interface that reaches the store's host).
+ * shm's segment name is published by rank 0 in the store as "shm_name".  A choice this
+ * rank cannot use (nccl without a GPU, shm across hosts, gloo on a GPU) is one error line
+ * saying what to pick.  0 or -1 (error_set). */
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port);
 
 /* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */

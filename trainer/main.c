@@ -6,6 +6,7 @@
 #include "launch/dist_env.h"
 #include "common/error.h"
 #include "device.h"
+#include "launch/agent.h"
 #include "launch/launcher.h"
 #include "report/report.h"
 #include "probes/runlog.h"
@@ -74,29 +75,120 @@ static int self_path(char *buf, size_t cap)
     return 0;
 }
 
-/* `ddpprof train --cpu N --mode ddp`: re-exec ourselves as N workers under the launcher,
- * each with c's options */
-static int launch_workers(const struct cli *c)
+/* One attempt of this node's workers: re-exec ourselves as its ranks under the launcher,
+ * each with c's options (resuming from at->resume when set), hooked to the node agent.
+ * The launcher's status (0, 1, 128+signal) or -1 (error_set). */
+static int launch_attempt(const struct cli *c, struct agent *agent,
+                          const struct agent_attempt *at, struct launch_result *res)
 {
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return -1;
-    char **wargv = cli_argv(c, CLI_WORKER, self);
+    struct cli run = *c;
+    run.train.resume_path = at->resume[0] ? at->resume : NULL;
+    /* the workers' rendezvous is in their environment (MASTER_ADDR, MASTER_PORT: this
+     * attempt's worker store), not on their command line, where it would win */
+    run.master_addr = DIST_ENV_DEFAULT_ADDR;
+    run.master_port = 0;
+    char **wargv = cli_argv(&run, CLI_WORKER, self);
     if (!wargv)
         return -1;
     char *words;
-    char **run = wrap_argv(wargv, &words);
+    char **argv = wrap_argv(wargv, &words);
+    /* rank 0 records why the earlier attempts failed in meta.csv */
+    char *causes = NULL;
+    if (asprintf(&causes, "DDPPROF_RESTART_CAUSES=%s", at->causes) < 0)
+        causes = NULL;
+    char *env[] = {causes, NULL};
+    int nproc = device_ranks(&c->train);
     struct launch_opts lo = {
-        .nprocs = device_ranks(&c->train),
+        .nprocs = nproc,
         .master_addr = c->master_addr,
-        .master_port = c->master_port,
-        .argv = run,
+        .master_port = at->worker_port,
+        .argv = argv,
+        .env = causes ? env : NULL,
+        .rank_base = c->node_rank * nproc,
+        .world = cli_world(c),
+        .node_rank = c->node_rank,
+        .nnodes = c->nnodes,
+        .restart_count = at->attempt,
+        .max_restarts = c->max_restarts,
+        .run_id = at->run_id,
+        .on_failure = agent_on_failure,
+        .should_stop = c->nnodes > 1 ? agent_should_stop : NULL,
+        .hook_ctx = agent,
+        .result = res,
     };
     int rc = launcher_run(&lo);
-    if (run != wargv)
-        free(run);
+    free(causes);
+    if (argv != wargv)
+        free(argv);
     free(words);
     cli_argv_free(wargv);
+    return rc;
+}
+
+/* `ddpprof train --cpu N --mode ddp [--nnodes N --node-rank R] [--max-restarts K]`: this
+ * node's ranks, attempt after attempt: join the other nodes (agent.h), run the workers, and
+ * when a rank on any node failed, restart every node's ranks from the latest checkpoint
+ * while restarts are left.  The exit status: 0, 1 (failed), 128+signal. */
+static int train_nodes(const struct cli *c)
+{
+    struct agent_opts ao = {
+        .nnodes = c->nnodes,
+        .node_rank = c->node_rank,
+        .nproc = device_ranks(&c->train),
+        .master_addr = c->master_addr,
+        .master_port = c->nnodes > 1 && !c->master_port ? DIST_ENV_DEFAULT_PORT : c->master_port,
+        .timeout_ms = c->train.timeout_ms,
+        .out_dir = c->train.out_dir,
+        .resume = c->train.resume_path,
+    };
+    struct agent *agent = agent_create(&ao);
+    if (!agent)
+        return fail();
+    int rc = 1;
+    for (int attempt = 0;; attempt++) {
+        struct agent_attempt at;
+        struct launch_result res;
+        if (agent_join(agent, attempt, &at)) {
+            rc = fail();
+            break;
+        }
+        if (attempt > 0)
+            fprintf(stderr, "ddpprof: restart %d of %d: every node's ranks start again%s%s\n",
+                    attempt, c->max_restarts, at.resume[0] ? " from " : " from scratch",
+                    at.resume);
+        rc = launch_attempt(c, agent, &at, &res);
+        if (rc < 0) {
+            rc = fail();
+            break;
+        }
+        if (rc == 0) {
+            if (agent_finish(agent)) {
+                fprintf(stderr, "ddpprof: this node's ranks finished, but %s\n", error_get());
+                rc = 1;
+            }
+            break;
+        }
+        if (rc > 1) /* interrupted: no restart */
+            break;
+        char cause[512];
+        int restartable = agent_cause(agent, &res, cause, sizeof cause);
+        if (!restartable || attempt >= c->max_restarts) {
+            if (c->nnodes > 1 || c->max_restarts > 0)
+                fprintf(stderr, "ddpprof: the job failed: %s%s\n", cause,
+                        !restartable ? "" : c->max_restarts ? "; no restarts left" : "");
+            break;
+        }
+        if (agent_archive(agent, attempt)) {
+            rc = fail();
+            break;
+        }
+        fprintf(stderr, "ddpprof: %s; restarting (the failed attempt's files are in "
+                "%s/attempt-%d)\n", cause, c->train.out_dir, attempt);
+    }
+    agent_destroy(agent);
     return rc;
 }
 
@@ -118,10 +210,7 @@ static int cmd_train(int argc, char **argv)
         /* the run directory must be usable before any worker starts */
         if (mkdir_parents(c.train.out_dir))
             return fail();
-        int rc = launch_workers(&c);
-        if (rc < 0)
-            return fail();
-        return rc;
+        return train_nodes(&c);
     }
     if (train_run(&c.train, NULL))
         return fail();
@@ -177,32 +266,48 @@ static int cmd_main(int argc, char **argv)
     if (mkdir_parents(out))
         return fail();
 
-    static const enum train_mode modes[2] = {TRAIN_BASELINE, TRAIN_DDP};
-    static const char *const phases[2] = {"baseline", "ddp"};
+    /* on several nodes every node makes the DDP run first, together; then node 0 alone
+     * makes the one-process baseline and the report */
+    int nodes = c.nnodes > 1;
+    const enum train_mode modes[2] = {nodes ? TRAIN_DDP : TRAIN_BASELINE,
+                                      nodes ? TRAIN_BASELINE : TRAIN_DDP};
     int rc = 0;
     for (int ph = 0; ph < 2 && rc == 0; ph++) {
-        if ((ph == 0 && c.runs == CLI_RUNS_DDP) || (ph == 1 && c.runs == CLI_RUNS_BASELINE))
+        enum train_mode mode = modes[ph];
+        const char *phase = mode == TRAIN_BASELINE ? "baseline" : "ddp";
+        if ((mode == TRAIN_BASELINE && (c.runs == CLI_RUNS_DDP || c.node_rank > 0)) ||
+            (mode == TRAIN_DDP && c.runs == CLI_RUNS_BASELINE))
             continue;
         struct cli run;
         char devices[320];
-        snprintf(sub, sizeof sub, "%s/%s", out, phases[ph]);
-        if (cli_main_run(&c, modes[ph], sub, &run))
+        snprintf(sub, sizeof sub, "%s/%s", out, phase);
+        if (cli_main_run(&c, mode, sub, &run))
             return fail();
         char **args = cli_argv(&run, CLI_TRAIN, self);
         if (!args)
             return fail();
         device_describe(&run.train, devices, sizeof devices);
-        printf("ddpprof: %s run on %s -> %s\n", phases[ph], devices, sub);
-        rc = run_self(args, phases[ph], ph == 0);
+        if (mode == TRAIN_DDP && nodes)
+            printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
+                   c.nnodes, sub);
+        else
+            printf("ddpprof: %s run on %s -> %s\n", phase, devices, sub);
+        rc = run_self(args, phase, mode == TRAIN_BASELINE);
         cli_argv_free(args);
         if (rc < 0)
             return fail();
         if (rc != 0)
-            fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n",
-                    phases[ph], rc);
+            fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n", phase,
+                    rc);
     }
     if (rc != 0)
         return rc;
+    if (c.node_rank > 0) { /* node 0 reports; its directory holds this node's ranks if shared */
+        printf("ddpprof: node %d's ranks are in %s/ddp; for one report of every node: ddpprof "
+               "report NODE0_DIR/ddp NODE1_DIR/ddp ... (node 0 reports its own)\n",
+               c.node_rank, out);
+        return 0;
+    }
     const char *dirs[1] = {out};
     printf("\n");
     if (report_run(dirs, 1, out, stdout))
@@ -222,6 +327,13 @@ static int cmd_worker(int argc, char **argv)
         return cli_usage(stdout), 0;
     if (dist_env_read(&env))
         return fail();
+    /* the command line wins over the environment: rank 0's store is where it says */
+    if (cli_is_given(&c, "--master-addr", CLI_WORKER))
+        snprintf(env.master_addr, sizeof env.master_addr, "%s", c.master_addr);
+    if (cli_is_given(&c, "--master-port", CLI_WORKER)) {
+        env.master_port = c.master_port;
+        env.agent_store = 0;
+    }
     char out[4096];
     if (!c.train.out_dir) {
         default_out_dir(out, sizeof out, c.train.model);
@@ -241,7 +353,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ddpprof %s (%s)\n", DDPPROF_VERSION, DDPPROF_GIT_REV);
+        char comms[64];
+        device_comms(comms, sizeof comms);
+        printf("ddpprof %s (%s)\ncomms: %s\n", DDPPROF_VERSION, DDPPROF_GIT_REV, comms);
         return 0;
     }
     if (strcmp(argv[1], "train") == 0)

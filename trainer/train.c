@@ -25,8 +25,12 @@
 #include "nn/scaler.h"
 #include "nn/optim.h"
 #include "comm/store.h"
+#include "comm/tcpstore.h"
 
 #include <cblas.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +76,10 @@ struct rank {
                         --lr-scale-by-world) */
     struct grad_scaler scaler;
     int start_epoch; /* epochs already done (resume) */
+    int resumed;     /* state came from --resume: start_epoch and step are the checkpoint's */
+    int node_rank;   /* GROUP_RANK, else rank / local_world */
+    int restart_count; /* TORCHELASTIC_RESTART_COUNT: the attempt of an elastic job */
+    char run_id[160];  /* the job's id (and attempt), the same on every rank */
     struct store *store;
     struct reducer *red;
     struct dataset train, test;
@@ -85,6 +93,7 @@ struct rank {
     long long step;
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
+    long long fault_kill_step; /* test fault injection: SIGKILL itself at this step (0: none) */
     int tty;                   /* stderr is a terminal: draw a progress bar */
 };
 
@@ -93,7 +102,9 @@ struct rank {
  * tutorial's classic bug of one rank running one batch fewer, which must end in an error
  * naming the collective, never a hang.
  * DDPPROF_FAULT_INF_STEP=RANK:STEP puts an inf into rank RANK's loss gradient at STEP: the
- * GradScaler must skip that step on every rank and back off. */
+ * GradScaler must skip that step on every rank and back off.
+ * DDPPROF_FAULT_KILL_STEP=RANK:STEP makes rank RANK SIGKILL itself as step STEP begins, in
+ * the first attempt only (TORCHELASTIC_RESTART_COUNT 0): an elastic restart must recover. */
 static long long fault_step(const char *var, int rank)
 {
     const char *v = getenv(var);
@@ -156,11 +167,12 @@ static int rank_align_clock(struct rank *r)
     return store_set(r->store, key, val, strlen(val) + 1);
 }
 
-/* rank 0: clock_offset_ns.rankN and clock_rtt_ns.rankN for every rank */
+/* A rank that writes meta.csv (rank 0, a node leader): clock_offset_ns.rankN,
+ * clock_rtt_ns.rankN and host.rankN for every rank */
 static int rank_record_clocks(struct rank *r)
 {
-    for (int k = 0; k < r->world && r->rank == 0; k++) {
-        char key[64], val[64] = "";
+    for (int k = 0; k < r->world && r->log.meta; k++) {
+        char key[64], val[300] = "";
         size_t len = 0;
         long long off = 0, rtt = 0;
         snprintf(key, sizeof key, "clock/%d", k);
@@ -173,8 +185,184 @@ static int rank_record_clocks(struct rank *r)
         runlog_meta(&r->log, key, "%lld", off);
         snprintf(key, sizeof key, "clock_rtt_ns.rank%d", k);
         runlog_meta(&r->log, key, "%lld", rtt);
+        snprintf(key, sizeof key, "host/%d", k);
+        if (store_get(r->store, key, val, sizeof val - 1, &len))
+            return -1;
+        val[len < sizeof val ? len : sizeof val - 1] = '\0';
+        snprintf(key, sizeof key, "host.rank%d", k);
+        runlog_meta(&r->log, key, "%s", val);
     }
     return 0;
+}
+
+/* The rendezvous store.  Normally rank 0 hosts it on MASTER_PORT.  Under torchrun's
+ * default rendezvous (TORCHELASTIC_USE_AGENT_STORE=True) MASTER_PORT is the agent's own
+ * TCPStore: rank 0 then hosts ddpprof's store on a free port and publishes that port in the
+ * agent's store, where the others read it (tcpstore.h). */
+static int rank_open_store(struct rank *r, const struct dist_env *env)
+{
+    const struct train_opts *o = r->o;
+    if (!env->agent_store) {
+        r->store = store_create(env->master_addr, env->master_port, r->rank == 0, r->rank,
+                                r->world, o->timeout_ms);
+        return r->store ? 0
+                        : error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
+                                     env->master_port);
+    }
+    struct tcpstore *agent = tcpstore_connect(env->master_addr, env->master_port, o->timeout_ms);
+    if (!agent)
+        return error_wrap("rank %d: torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True)",
+                          r->rank);
+    char key[64], val[32] = "";
+    size_t len = 0;
+    int rc = 0;
+    snprintf(key, sizeof key, "ddpprof/store_port/%d", env->restart_count);
+    if (r->rank == 0) {
+        r->store = store_create_any_port(env->master_addr, 0, r->world, o->timeout_ms);
+        if (!r->store)
+            rc = error_wrap("rank 0: hosting the rendezvous beside torchrun's agent store");
+        else
+            snprintf(val, sizeof val, "%d", store_port(r->store));
+        if (rc == 0 && tcpstore_set(agent, key, val, strlen(val)))
+            rc = error_wrap("rank 0: publishing the rendezvous port");
+    } else if (tcpstore_get(agent, key, val, sizeof val - 1, &len)) {
+        rc = error_wrap("rank %d: waiting for rank 0's rendezvous port", r->rank);
+    } else {
+        val[len] = '\0';
+        r->store = store_create(env->master_addr, atoi(val), 0, r->rank, r->world,
+                                o->timeout_ms);
+        if (!r->store)
+            rc = error_wrap("rank %d: rendezvous at %s:%s (published in torchrun's agent store)",
+                            r->rank, env->master_addr, val);
+    }
+    tcpstore_close(agent);
+    return rc;
+}
+
+/* The job's identity, agreed through the store: rank 0 names the run (torchrun's run id or
+ * its own, and the attempt) and writes it first into meta.csv; every rank publishes its host.
+ * A node leader (local rank 0 of another node) whose run directory does not hold rank 0's
+ * meta.csv of this run (its own directory, not a shared one) writes its own meta.csv and
+ * metrics.csv there, so each node's directory is a run the report can merge. */
+static int rank_share_identity(struct rank *r, const struct dist_env *env)
+{
+    const struct train_opts *o = r->o;
+    char host[256] = "", key[64];
+    gethostname(host, sizeof host - 1);
+    snprintf(key, sizeof key, "host/%d", r->rank);
+    if (store_set(r->store, key, host, strlen(host)))
+        return -1;
+    size_t len = 0;
+    if (r->rank == 0) {
+        char base[128];
+        if (env->run_id[0])
+            snprintf(base, sizeof base, "%s", env->run_id);
+        else
+            snprintf(base, sizeof base, "%.64s-%d-%lld", host, (int)getpid(),
+                     (long long)time(NULL));
+        snprintf(r->run_id, sizeof r->run_id, "%s.%d", base, r->restart_count);
+        runlog_meta(&r->log, "run_id", "%s", r->run_id);
+        if (r->log.meta && fflush(r->log.meta) != 0)
+            return error_set("rank 0: cannot write %s/meta.csv: %s", o->out_dir, strerror(errno));
+        return store_set(r->store, "run_id", r->run_id, strlen(r->run_id));
+    }
+    if (store_get(r->store, "run_id", r->run_id, sizeof r->run_id - 1, &len))
+        return -1;
+    r->run_id[len] = '\0';
+    if (r->local_rank != 0 || !o->out_dir)
+        return 0;
+    char path[4200], line[300], want[300];
+    snprintf(path, sizeof path, "%s/meta.csv", o->out_dir);
+    snprintf(want, sizeof want, "run_id,%s\n", r->run_id);
+    int shared = 0;
+    FILE *f = fopen(path, "r");
+    while (f && !shared && fgets(line, sizeof line, f))
+        shared = strcmp(line, want) == 0;
+    if (f)
+        fclose(f);
+    if (shared)
+        return 0;
+    if (runlog_open(&r->log, o->out_dir))
+        return error_wrap("rank %d (node %d's run directory)", r->rank, r->node_rank);
+    runlog_meta(&r->log, "run_id", "%s", r->run_id);
+    return 0;
+}
+
+/* --resume in DDP: rank 0 reads the checkpoint and sends its bytes to every rank through
+ * the comm (the other nodes need no copy of rank 0's run directory); each rank loads them
+ * from a private temporary file.  The size goes through the store, -1 and rank 0's error
+ * when it could not read the file, so the others fail with its reason. */
+static int rank_resume_ddp(struct rank *r)
+{
+    const struct train_opts *o = r->o;
+    struct backend *be = r->dev.be;
+    char text[1200] = "";
+    size_t len = 0;
+    long long bytes = -1;
+    unsigned char *data = NULL;
+    if (r->rank == 0) {
+        FILE *f = fopen(o->resume_path, "rb");
+        struct stat st;
+        if (!f || fstat(fileno(f), &st) != 0 || !(data = malloc((size_t)st.st_size + 4)) ||
+            fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+            snprintf(text, sizeof text, "-1 --resume %s: cannot read it (%s)", o->resume_path,
+                     strerror(errno ? errno : EIO));
+        } else {
+            bytes = (long long)st.st_size;
+            snprintf(text, sizeof text, "%lld", bytes);
+        }
+        if (f)
+            fclose(f);
+        if (store_set(r->store, "resume_bytes", text, strlen(text))) {
+            free(data);
+            return -1;
+        }
+        if (bytes < 0) {
+            free(data);
+            return error_set("%s", text + 3);
+        }
+    } else {
+        if (store_get(r->store, "resume_bytes", text, sizeof text - 1, &len))
+            return -1;
+        text[len] = '\0';
+        bytes = atoll(text);
+        if (bytes < 0)
+            return error_set("rank 0 could not resume: %s", text + 3);
+        if (!(data = malloc((size_t)bytes + 4)))
+            return error_set("rank %d: out of memory for a %lld-byte checkpoint", r->rank, bytes);
+    }
+    size_t words = ((size_t)bytes + 3) / 4;
+    float *dev = be->alloc(be, words * sizeof(float) + 4);
+    int rc = dev ? 0 : error_set("rank %d: out of memory for the checkpoint", r->rank);
+    if (rc == 0 && r->rank == 0)
+        be->upload(be, dev, data, (size_t)bytes);
+    if (rc == 0 && r->dev.comm->broadcast(r->dev.comm, dev, words, COMM_F32, 0))
+        rc = error_wrap("rank %d: receiving the checkpoint from rank 0", r->rank);
+    if (rc == 0 && r->rank != 0)
+        be->download(be, data, dev, (size_t)bytes);
+    if (dev)
+        be->free(be, dev);
+    const char *path = o->resume_path;
+    char tmp[128];
+    if (rc == 0 && r->rank != 0) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(tmp, sizeof tmp, "%.80s/ddpprof-resume-XXXXXX", dir && *dir ? dir : "/tmp");
+        int fd = mkstemp(tmp);
+        if (fd < 0 || write(fd, data, (size_t)bytes) != (ssize_t)bytes)
+            rc = error_set("rank %d: cannot write the checkpoint to %s: %s", r->rank, tmp,
+                           strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        path = tmp;
+    }
+    free(data);
+    if (rc == 0 && checkpoint_resume(path, &r->m->params, &r->opt, &r->scaler, o->model,
+                                     &r->start_epoch, &r->step))
+        rc = error_wrap("--resume");
+    if (r->rank != 0 && path != o->resume_path)
+        unlink(path);
+    r->resumed = rc == 0;
+    return rc;
 }
 
 static void obs_launching(void *ctx, int bucket, size_t bytes)
@@ -192,12 +380,11 @@ static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_
 static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
-    r->store = store_create(env->master_addr, env->master_port, r->rank == 0, r->rank,
-                            r->world, o->timeout_ms);
-    if (!r->store)
-        return error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
-                          env->master_port);
-    if (device_comm_open(&r->dev, r->store, r->rank, r->world, env->master_port))
+    if (rank_open_store(r, env) || rank_share_identity(r, env))
+        return -1;
+    if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
+        return -1;
+    if (o->resume_path && rank_resume_ddp(r))
         return -1;
     if (ddp_broadcast_state(&r->m->params, r->dev.comm))
         return -1;
@@ -274,6 +461,26 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "openblas", "%s", openblas_get_config());
     runlog_meta(l, "hostname", "%s", host);
     runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
+    if (o->mode != TRAIN_DDP)
+        return;
+    runlog_meta(l, "node_rank", "%d", r->node_rank);
+    runlog_meta(l, "local_world_size", "%d", r->local_world);
+    runlog_meta(l, "restarts", "%d", r->restart_count);
+    /* why the earlier attempts failed, as the node agent saw it (one line each) */
+    const char *causes = getenv("DDPPROF_RESTART_CAUSES");
+    for (int i = 1; causes && *causes && i <= r->restart_count; i++) {
+        size_t n = strcspn(causes, "\n");
+        char key[64];
+        snprintf(key, sizeof key, "restart.%d.cause", i);
+        runlog_meta(l, key, "%.*s", (int)n, causes);
+        causes += n + (causes[n] == '\n');
+    }
+    if (r->resumed) {
+        runlog_meta(l, "resumed_epoch", "%d", r->start_epoch);
+        runlog_meta(l, "resumed_step", "%lld", r->step);
+    }
+    if (o->checkpoint_every)
+        runlog_meta(l, "checkpoint_every", "%ld", o->checkpoint_every);
 }
 
 static int rank_setup(struct rank *r, const struct dist_env *env)
@@ -318,9 +525,13 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     }
     if (o->amp != AMP_OFF && r->m->set_amp(r->m, o->amp))
         return -1;
-    if (o->resume_path && checkpoint_resume(o->resume_path, &r->m->params, &r->opt,
-                                            &r->scaler, o->model, &r->start_epoch, &r->step))
-        return error_wrap("--resume");
+    /* in DDP rank 0 alone reads --resume, once the comm is up (rank_resume_ddp) */
+    if (o->resume_path && o->mode != TRAIN_DDP) {
+        if (checkpoint_resume(o->resume_path, &r->m->params, &r->opt, &r->scaler, o->model,
+                              &r->start_epoch, &r->step))
+            return error_wrap("--resume");
+        r->resumed = 1;
+    }
     int b = o->batch_size;
     size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
     r->x_host = malloc((size_t)b * img * sizeof(float));
@@ -473,10 +684,23 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         count -= count % o->batch_size;
     double sum = 0.0;
     int batches = 0;
-    for (int64_t at = 0; at < count; at += o->batch_size) {
+    /* resumed from a checkpoint taken mid-epoch (--checkpoint-every): skip the batches
+     * that checkpoint had done; steps per epoch are those of the run that wrote it, the
+     * same world size and batch size */
+    int64_t per_epoch = (count + o->batch_size - 1) / o->batch_size, first = 0;
+    if (r->resumed && epoch == r->start_epoch) {
+        int64_t done = r->step - (int64_t)epoch * per_epoch;
+        if (done > 0 && done < per_epoch)
+            first = done * o->batch_size;
+    }
+    for (int64_t at = first; at < count; at += o->batch_size) {
         int n = (int)(count - at < o->batch_size ? count - at : o->batch_size);
         struct step_metrics sm = {.step = r->step + 1, .epoch = epoch + 1, .lr = r->lr,
                                   .images = (int64_t)n * r->world};
+        if (r->step + 1 == r->fault_kill_step) {
+            fflush(NULL);
+            raise(SIGKILL);
+        }
         if (r->step + 1 == r->fault_skip_step) {
             r->step++;
             continue;
@@ -494,6 +718,15 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         batches++;
         if (runlog_metrics(&r->log, &sm))
             return -1;
+        /* --checkpoint-every: not on an epoch's last step, whose epoch checkpoint follows */
+        if (o->checkpoint_every && r->step % o->checkpoint_every == 0 && at + n < count &&
+            r->rank == 0 && o->out_dir) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/checkpoint.safetensors", o->out_dir);
+            if (checkpoint_save_optim(path, &r->m->params, &r->opt, &r->scaler, o->model, epoch,
+                                      r->step))
+                return -1;
+        }
         if (at + n == count || batches % 20 == 0)
             progress_bar(r, epoch, at + n, count, sm.loss);
     }
@@ -546,6 +779,8 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         r.world = env->world;
         r.local_rank = env->local_rank;
         r.local_world = env->local_world > 0 ? env->local_world : env->world;
+        r.node_rank = env->node_rank >= 0 ? env->node_rank : r.rank / r.local_world;
+        r.restart_count = env->restart_count;
     }
     if (o.threads <= 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -554,6 +789,8 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
     r.tty = isatty(STDERR_FILENO);
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
+    if (r.restart_count == 0)
+        r.fault_kill_step = fault_step("DDPPROF_FAULT_KILL_STEP", r.rank);
     int rc = rank_setup(&r, env);
     double accuracy = 0.0, val_loss = 0.0;
     /* the printed lines of the model's seed: the distributed-training example's for its
@@ -599,16 +836,19 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             snprintf(key, sizeof key, "epoch.%d.train_s", epoch + 1);
             runlog_meta(&r.log, key, "%.3f", dt);
             snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
-            runlog_meta(&r.log, key, "%.6f", accuracy);
+            if (r.rank == 0) { /* the reduced tallies are rank 0's; a node leader's are its own */
+                runlog_meta(&r.log, key, "%.6f", accuracy);
+                snprintf(key, sizeof key, "epoch.%d.val_loss", epoch + 1);
+                runlog_meta(&r.log, key, "%.6f", val_loss);
+            }
             snprintf(key, sizeof key, "epoch.%d.train_loss", epoch + 1);
             runlog_meta(&r.log, key, "%.6f", loss);
-            snprintf(key, sizeof key, "epoch.%d.val_loss", epoch + 1);
-            runlog_meta(&r.log, key, "%.6f", val_loss);
         }
     }
     double elapsed = now_s() - t_start;
     if (rc == 0) {
-        runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
+        if (r.rank == 0)
+            runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
         runlog_meta(&r.log, "steps", "%lld", r.step);
         runlog_meta(&r.log, "wall_s", "%.3f", elapsed);
         say(&r, "\ntime elapsed: %.2f seconds\n", elapsed);

@@ -262,6 +262,7 @@ static const char *store_op_name(int op)
     case STORE_OP_ADD: return "add";
     case STORE_OP_WAIT: return "wait";
     case STORE_OP_TIME: return "time";
+    case STORE_OP_CHECK: return "check";
     default: return "request";
     }
 }
@@ -354,15 +355,16 @@ static enum store_io store_call(struct store *s, int op, const char *key, const 
     return r;
 }
 
-struct store *store_create(const char *host, int port, int is_server, int rank, int world,
-                           int timeout_ms)
+/* store_create; port 0 is allowed (for the server: the kernel picks) when any_port */
+static struct store *store_open(const char *host, int port, int is_server, int any_port,
+                                int rank, int world, int timeout_ms)
 {
     if (!host || !*host || strlen(host) >= sizeof((struct store *)0)->host) {
         error_set("store: bad host name '%s' (set MASTER_ADDR to rank 0's address)",
                   host ? host : "(null)");
         return NULL;
     }
-    if (port < 1 || port > 65535) {
+    if (port < (any_port ? 0 : 1) || port > 65535) {
         error_set("store: port %d is not in 1..65535 (check MASTER_PORT)", port);
         return NULL;
     }
@@ -390,6 +392,8 @@ struct store *store_create(const char *host, int port, int is_server, int rank, 
         free(s);
         return NULL;
     }
+    if (s->server)
+        s->port = store_server_port(s->server);
     if (store_connect(s, clock_now_ms() + timeout_ms) < 0) {
         if (s->server)
             store_server_stop(s->server, 0);
@@ -435,6 +439,54 @@ int store_server_time(struct store *s, int64_t *server_ns)
                          s->world);
     *server_ns = store_wire_get_i64(out);
     return 0;
+}
+
+struct store *store_create(const char *host, int port, int is_server, int rank, int world,
+                           int timeout_ms)
+{
+    return store_open(host, port, is_server, 0, rank, world, timeout_ms);
+}
+
+struct store *store_create_any_port(const char *host, int rank, int world, int timeout_ms)
+{
+    return store_open(host, 0, 1, 1, rank, world, timeout_ms);
+}
+
+int store_port(const struct store *s) { return s->port; }
+
+const char *store_host(const struct store *s) { return s->host; }
+
+int store_check(struct store *s, const char *key, int *exists)
+{
+    uint8_t out = 0;
+    size_t got = 0;
+    if (store_call(s, STORE_OP_CHECK, key, NULL, 0, &out, 1, &got) != STORE_IO_OK)
+        return -1;
+    if (got != 1)
+        return error_set("store: malformed reply to a check of key '%s' (rank %d of %d)", key,
+                         s->rank, s->world);
+    *exists = out != 0;
+    return 0;
+}
+
+int store_lost(struct store *s, int rank, int *first)
+{
+    char key[64], text[16] = "";
+    int exists = 0;
+    if (first) {
+        *first = -1;
+        if (store_check(s, STORE_KEY_LOST, &exists))
+            return -1;
+        size_t len = 0;
+        if (exists && store_get(s, STORE_KEY_LOST, text, sizeof text - 1, &len) == 0) {
+            text[len < sizeof text ? len : sizeof text - 1] = '\0';
+            *first = atoi(text);
+        }
+    }
+    snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
+    if (store_check(s, key, &exists))
+        return -1;
+    return exists;
 }
 
 int store_wait(struct store *s, const char *key)
@@ -507,8 +559,13 @@ static void store_close(struct store *s, int64_t grace_ms)
 
 void store_destroy(struct store *s)
 {
-    if (s)
-        store_close(s, s->timeout_ms);
+    if (!s)
+        return;
+    char key[64];
+    snprintf(key, sizeof key, STORE_KEY_BYE "/%d", s->rank);
+    if (s->fd >= 0 || s->server) /* a rank that lost the store has nobody to tell */
+        store_set(s, key, "", 0);
+    store_close(s, s->timeout_ms);
 }
 
 void store_abort(struct store *s) { store_close(s, 0); }

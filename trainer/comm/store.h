@@ -22,6 +22,25 @@ struct store;
 struct store *store_create(const char *host, int port, int is_server, int rank, int world,
                            int timeout_ms);
 
+/* As store_create with is_server, on a free port the kernel picks (no race with another
+ * program taking it first); store_port says which, for the other ranks.  host is how this
+ * rank reaches its own server (MASTER_ADDR: store_host then names the interface the other
+ * hosts use). */
+struct store *store_create_any_port(const char *host, int rank, int world, int timeout_ms);
+
+/* The port of the store (the server's listening port) and the host this rank reaches it
+ * at (MASTER_ADDR), owned by s. */
+int store_port(const struct store *s);
+const char *store_host(const struct store *s);
+
+/* *exists = 1 when key is set, else 0; never waits for it.  0 or -1 (error_set). */
+int store_check(struct store *s, const char *key, int *exists);
+
+/* 1 when rank's last connection closed without store_destroy (it died, or store_abort),
+ * else 0; -1 (error_set) when the store cannot be asked.  *first (may be NULL) gets the
+ * first rank that was lost, or -1. */
+int store_lost(struct store *s, int rank, int *first);
+
 /* Set key to len bytes of val (overwrites). */
 int store_set(struct store *s, const char *key, const void *val, size_t len);
 
@@ -43,8 +62,9 @@ int store_wait(struct store *s, const char *key);
  * counted per name). */
 int store_barrier(struct store *s, const char *name);
 
-/* Closes the connection; the server (rank 0) first waits, up to the timeout, until every
- * other rank has closed, so no rank loses the store mid-call. */
+/* Says goodbye (so this rank does not count as lost, see store_lost) and closes the
+ * connection; the server (rank 0) first waits, up to the timeout, until every other rank has
+ * closed, so no rank loses the store mid-call. */
 void store_destroy(struct store *s);
 
 /* Close at once, without waiting for the other ranks (this rank failed: the others will

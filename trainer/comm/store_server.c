@@ -66,7 +66,7 @@ struct store_conn {
 };
 
 struct store_server {
-    int listen_fd;
+    int listen_fd, port;
     int wake[2]; /* store_server_stop writes a byte to stop the thread */
     int world, host_rank;
     pthread_t thread;
@@ -84,6 +84,9 @@ struct store_server {
     int others_connected; /* open connections of ranks other than host_rank */
     int others_seen;      /* distinct ranks other than host_rank that ever connected */
     int stopped;          /* the thread left its loop (failure or stop) */
+
+    int lost_pending;     /* server thread: lost marks whose waiters are not answered yet */
+    int stopping;         /* server thread: closing everything, no lost marks */
 };
 
 static size_t store_hash(const char *key)
@@ -280,6 +283,11 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         store_wake_waiters(srv, key, store_table_find(srv, key));
         return;
     }
+    case STORE_OP_CHECK: {
+        uint8_t present = store_table_find(srv, key) != NULL;
+        store_conn_reply(c, STORE_REPLY_OK, &present, 1);
+        return;
+    }
     case STORE_OP_TIME: { /* the host rank's CLOCK_MONOTONIC, for clock alignment */
         uint8_t out[8];
         store_wire_put_i64(out, clock_now_ns());
@@ -368,16 +376,54 @@ static void store_conn_flush(struct store_conn *c)
         c->out_off = c->out_len = 0;
 }
 
+/* The last connection of rank closed without its STORE_KEY_BYE: mark it lost (see
+ * store_wire.h).  Only the table changes here (connections are being closed and compacted);
+ * store_wake_lost answers the waiters afterwards.  Allocation failures only lose the mark. */
+static void store_mark_lost(struct store_server *srv, int rank)
+{
+    char key[64], text[16];
+    snprintf(key, sizeof key, STORE_KEY_BYE "/%d", rank);
+    if (store_table_find(srv, key))
+        return;
+    int n = snprintf(text, sizeof text, "%d", rank);
+    snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
+    if (store_table_put(srv, key, (const uint8_t *)text, (uint32_t)n) == 0)
+        srv->lost_pending = 1;
+    if (!store_table_find(srv, STORE_KEY_LOST) &&
+        store_table_put(srv, STORE_KEY_LOST, (const uint8_t *)text, (uint32_t)n) == 0)
+        srv->lost_pending = 1;
+}
+
+/* Answer the connections parked on the lost marks made since the last call. */
+static void store_wake_lost(struct store_server *srv)
+{
+    if (!srv->lost_pending)
+        return;
+    srv->lost_pending = 0;
+    for (int r = 0; r < srv->world; r++) {
+        char key[64];
+        snprintf(key, sizeof key, STORE_KEY_LOST "/%d", r);
+        const struct store_entry *e = store_table_find(srv, key);
+        if (e)
+            store_wake_waiters(srv, key, e);
+    }
+    const struct store_entry *e = store_table_find(srv, STORE_KEY_LOST);
+    if (e)
+        store_wake_waiters(srv, STORE_KEY_LOST, e);
+}
+
 static void store_conn_close(struct store_server *srv, struct store_conn *c)
 {
     close(c->fd);
     if (c->rank >= 0) {
         pthread_mutex_lock(&srv->mu);
-        srv->rank_conns[c->rank]--;
+        int last = --srv->rank_conns[c->rank] == 0;
         if (c->rank != srv->host_rank)
             srv->others_connected--;
         pthread_cond_broadcast(&srv->cv);
         pthread_mutex_unlock(&srv->mu);
+        if (last && c->rank != srv->host_rank && !srv->stopping)
+            store_mark_lost(srv, c->rank);
     }
     free(c->in);
     free(c->out);
@@ -461,7 +507,9 @@ static void *store_server_main(void *arg)
                 srv->conns[kept++] = c;
         }
         srv->nconns = kept;
+        store_wake_lost(srv);
     }
+    srv->stopping = 1;
     for (size_t i = 0; i < srv->nconns; i++)
         store_conn_close(srv, srv->conns[i]);
     srv->nconns = 0;
@@ -538,6 +586,12 @@ struct store_server *store_server_start(int port, int rank, int world)
         error_set("store: cannot listen on port %d: %s", port, strerror(errno));
         goto fail;
     }
+    socklen_t alen = sizeof addr;
+    if (getsockname(srv->listen_fd, (struct sockaddr *)&addr, &alen) < 0) {
+        error_set("store: cannot read the port the server listens on: %s", strerror(errno));
+        goto fail;
+    }
+    srv->port = ntohs(addr.sin_port);
     if (pipe2(srv->wake, O_CLOEXEC) < 0) {
         error_set("store: cannot create the server's wake pipe: %s", strerror(errno));
         goto fail;
@@ -557,6 +611,8 @@ fail:
     store_server_free(srv);
     return NULL;
 }
+
+int store_server_port(const struct store_server *srv) { return srv->port; }
 
 void store_server_stop(struct store_server *srv, int64_t deadline_ns)
 {

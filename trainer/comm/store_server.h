@@ -7,10 +7,14 @@
 
 struct store_server;
 
-/* Listen on port (0.0.0.0) and serve `world` ranks from a new thread; rank is the host
- * rank (its clients do not count as "other ranks" in store_server_stop).  A port already
- * in use is a one-line error saying so.  NULL + error_set on failure. */
+/* Listen on port (0.0.0.0; 0: a free port the kernel picks) and serve `world` ranks from a
+ * new thread; rank is the host rank (its clients do not count as "other ranks" in
+ * store_server_stop).  A port already in use is a one-line error saying so.  NULL +
+ * error_set on failure. */
 struct store_server *store_server_start(int port, int rank, int world);
+
+/* The port it listens on. */
+int store_server_port(const struct store_server *srv);
 
 /* Wait, until deadline_ns on clock_now_ns()'s clock, for every other rank to have
  * connected and disconnected, then stop the thread and free srv and everything it holds. */

@@ -60,6 +60,10 @@ void store_wire_put_reply(uint8_t *h, int status, uint32_t len)
 
 void store_wire_nodelay(int fd)
 {
-    int one = 1;
+    int one = 1, idle_s = 2, interval_s = 1, probes = 3;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
 }

@@ -4,8 +4,14 @@
  * Wire format (integers little-endian):
  *   request: op u8, key length u16, value length u32, key bytes, value bytes
  *   reply:   status u8 (0 ok, 1 error), length u32, bytes (value, counter, or error text)
- *   HELLO's value is rank u32 + world u32; ADD's value and reply are an int64.
- * Counters are stored as decimal text, so get() of a counter key reads "3". */
+ *   HELLO's value is rank u32 + world u32; ADD's value and reply are an int64; CHECK's
+ *   reply is one byte, 1 when the key exists (it never waits).
+ * Counters are stored as decimal text, so get() of a counter key reads "3".
+ *
+ * Departures: a client that closes its store cleanly first sets STORE_KEY_BYE/<rank>; when
+ * the last connection of a rank closes without that key, the server sets
+ * STORE_KEY_LOST/<rank> (and STORE_KEY_LOST to the first such rank), so the others can tell
+ * a process that died from one that finished. */
 #ifndef DDPPROF_STORE_WIRE_H
 #define DDPPROF_STORE_WIRE_H
 
@@ -18,7 +24,10 @@
 #define STORE_REQ_MAX (STORE_REQ_HEADER + STORE_KEY_MAX + STORE_VALUE_MAX)
 
 enum store_op { STORE_OP_HELLO = 1, STORE_OP_SET, STORE_OP_GET, STORE_OP_ADD, STORE_OP_WAIT,
-                STORE_OP_TIME };
+                STORE_OP_TIME, STORE_OP_CHECK };
+
+#define STORE_KEY_BYE "store/bye"
+#define STORE_KEY_LOST "store/lost"
 enum store_status { STORE_REPLY_OK = 0, STORE_REPLY_ERROR = 1 };
 
 /* little-endian integers at p */
@@ -36,7 +45,9 @@ void store_wire_put_request(uint8_t *h, int op, uint32_t klen, uint32_t vlen);
 void store_wire_put_reply(uint8_t *h, int status, uint32_t len);
 
 /* TCP_NODELAY on a store connection (either end): every message is small and waits for
- * its answer, so Nagle's delay would be pure latency */
+ * its answer, so Nagle's delay would be pure latency.  Also TCP keepalive probing after 2 s
+ * of silence, every 1 s, 3 times: the server notices a host that vanished without closing
+ * its connections (power off, cable) in about 5 s instead of hours. */
 void store_wire_nodelay(int fd);
 
 #endif

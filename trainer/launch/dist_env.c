@@ -120,5 +120,18 @@ int dist_env_read(struct dist_env *e)
     if (port &&
         (dist_env_parse(port, &e->master_port) < 0 || e->master_port < 1 || e->master_port > 65535))
         return error_set("dist_env: MASTER_PORT='%s' is not a port number in 1..65535", port);
+
+    e->node_rank = -1;
+    if (dist_env_get("GROUP_RANK") && dist_env_int("GROUP_RANK", &e->node_rank) < 0)
+        return -1;
+    if (dist_env_get("TORCHELASTIC_RESTART_COUNT") &&
+        dist_env_int("TORCHELASTIC_RESTART_COUNT", &e->restart_count) < 0)
+        return -1;
+    const char *agent = dist_env_get("TORCHELASTIC_USE_AGENT_STORE");
+    e->agent_store = agent && (strcmp(agent, "True") == 0 || strcmp(agent, "true") == 0 ||
+                               strcmp(agent, "1") == 0);
+    const char *id = dist_env_get("TORCHELASTIC_RUN_ID");
+    if (id && strcmp(id, "none") != 0)
+        snprintf(e->run_id, sizeof e->run_id, "%s", id);
     return 0;
 }

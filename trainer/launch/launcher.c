@@ -28,7 +28,10 @@
 extern char **environ;
 
 #define LAUNCHER_LINE_MAX 65536
-#define LAUNCHER_OWN_VARS 6
+#define LAUNCHER_OWN_VARS 14
+#define LAUNCHER_HOOK_MS 100 /* how often should_stop is asked */
+#define LAUNCHER_BLAME_MS 200  /* after an error exit, how long a killed peer may take to show */
+#define LAUNCHER_DYING_MS 3000 /* ... and how long one already dying may take to be reaped */
 #define LAUNCHER_DRAIN_MS 200       /* after the last worker is reaped, wait this long for EOF */
 #define LAUNCHER_DRAIN_KILL_MS 1000 /* then SIGKILL leftovers holding the pipes, wait this long */
 
@@ -48,7 +51,10 @@ struct launcher_worker {
 };
 
 struct launcher_state {
-    int n, grace_ms;
+    int n, grace_ms, rank_base;
+    const struct launch_opts *o;
+    int asked_stop;     /* should_stop said so */
+    char why[512];      /* its reason */
     struct launcher_worker *w;
     char *scratch; /* "[rank N] " + line + "\n" */
     int wake[2];
@@ -63,6 +69,8 @@ static volatile sig_atomic_t launcher_first_signal; /* SIGINT or SIGTERM, 0 if n
 static volatile sig_atomic_t launcher_signal_count;
 
 static const int launcher_signals[] = {SIGINT, SIGTERM, SIGCHLD};
+
+static void launcher_describe_status(int status, char *buf, size_t cap);
 #define LAUNCHER_NSIGNALS (int)(sizeof launcher_signals / sizeof launcher_signals[0])
 
 static void launcher_on_signal(int sig)
@@ -124,7 +132,7 @@ static void launcher_write_all(int fd, const char *p, size_t n)
 static void launcher_emit(struct launcher_state *st, int rank, int out_fd, const char *line,
                           size_t n)
 {
-    int k = snprintf(st->scratch, 32, "[rank %d] ", rank);
+    int k = snprintf(st->scratch, 32, "[rank %d] ", st->rank_base + rank);
     memcpy(st->scratch + k, line, n);
     st->scratch[k + n] = '\n';
     launcher_write_all(out_fd, st->scratch, (size_t)k + n + 1);
@@ -226,28 +234,85 @@ static void launcher_kill_all(struct launcher_state *st)
             launcher_signal_worker(&st->w[r], SIGKILL);
 }
 
-static void launcher_reap(struct launcher_state *st)
+/* Reap worker r if it exited; 1 when it did (its status in w->status). */
+static int launcher_reap_one(struct launcher_state *st, int r)
+{
+    struct launcher_worker *w = &st->w[r];
+    if (!w->alive)
+        return 0;
+    int status = 0;
+    pid_t p = waitpid(w->pid, &status, WNOHANG);
+    if (p == 0 || (p < 0 && errno == EINTR))
+        return 0;
+    if (p < 0)           /* ECHILD: reaped behind our back; its status is lost */
+        status = 0x7f00; /* reads as "exit status 127" */
+    w->alive = 0;
+    w->status = status;
+    st->alive--;
+    return 1;
+}
+
+static int launcher_failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+/* 1 when some live worker is dying: its main thread is already a zombie ('Z' in
+ * /proc/PID/stat) while its other threads exit, so waitpid cannot reap it yet. */
+static int launcher_any_dying(const struct launcher_state *st)
 {
     for (int r = 0; r < st->n; r++) {
-        struct launcher_worker *w = &st->w[r];
-        if (!w->alive)
+        if (!st->w[r].alive)
             continue;
-        int status = 0;
-        pid_t p = waitpid(w->pid, &status, WNOHANG);
-        if (p == 0 || (p < 0 && errno == EINTR))
+        char path[64], text[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)st->w[r].pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
             continue;
-        if (p < 0)           /* ECHILD: reaped behind our back; its status is lost */
-            status = 0x7f00; /* reads as "exit status 127" */
-        w->alive = 0;
-        w->status = status;
-        st->alive--;
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && !st->stopping) {
-            st->failed_rank = r;
-            st->failed_status = status;
-            launcher_begin_stop(st);
-        }
+        ssize_t n = read(fd, text, sizeof text - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        text[n] = '\0';
+        const char *p = strrchr(text, ')'); /* the command may hold spaces and parentheses */
+        if (p && (p[2] == 'Z' || p[2] == 'X'))
+            return 1;
     }
+    return 0;
+}
+
+/* Reap what exited.  The first failure is named, but a worker killed by a signal is named
+ * before one that exited with an error: those most likely exited because it died (a peer
+ * gone is an error in every comm), and a dying process (many threads, a large heap) can
+ * take longer to be reaped than its peer takes to notice.  So after an error exit the
+ * others get LAUNCHER_BLAME_MS to turn out killed before anyone is stopped, and up to
+ * LAUNCHER_DYING_MS while one of them is visibly dying. */
+static void launcher_reap(struct launcher_state *st)
+{
+    int failed = -1;
+    for (int r = 0; r < st->n; r++)
+        if (launcher_reap_one(st, r) && launcher_failed(st->w[r].status) &&
+            (failed < 0 || (WIFSIGNALED(st->w[r].status) && !WIFSIGNALED(st->w[failed].status))))
+            failed = r;
+    if (failed < 0 || st->stopping)
+        return;
+    int64_t start = clock_now_ms();
+    while (!WIFSIGNALED(st->w[failed].status) && st->alive > 0 &&
+           (clock_now_ms() < start + LAUNCHER_BLAME_MS ||
+            (clock_now_ms() < start + LAUNCHER_DYING_MS && launcher_any_dying(st)))) {
+        clock_sleep_ms(10);
+        for (int r = 0; r < st->n; r++)
+            if (launcher_reap_one(st, r) && WIFSIGNALED(st->w[r].status)) {
+                failed = r;
+                break;
+            }
+    }
+    int status = st->w[failed].status;
+    st->failed_rank = failed;
+    st->failed_status = status;
+    if (st->o->on_failure) {
+        char why[128];
+        launcher_describe_status(status, why, sizeof why);
+        st->o->on_failure(st->o->hook_ctx, st->rank_base + failed, status, why);
+    }
+    launcher_begin_stop(st);
 }
 
 static int launcher_env_name_is(const char *entry, const char *name)
@@ -256,12 +321,18 @@ static int launcher_env_name_is(const char *entry, const char *name)
     return strlen(name) == n && strncmp(entry, name, n) == 0;
 }
 
+/* torchrun's variables, set for every worker (launcher_env_build's values, in this order) */
+static const char *const launcher_own[LAUNCHER_OWN_VARS] = {
+    "MASTER_ADDR",      "MASTER_PORT",        "WORLD_SIZE",
+    "RANK",             "LOCAL_RANK",         "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",       "GROUP_WORLD_SIZE",   "ROLE_RANK",
+    "ROLE_WORLD_SIZE",  "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE"};
+
 static int launcher_env_overridden(const char *entry, char *const *extra)
 {
-    static const char *const own[LAUNCHER_OWN_VARS] = {
-        "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
     for (int i = 0; i < LAUNCHER_OWN_VARS; i++)
-        if (launcher_env_name_is(entry, own[i]))
+        if (launcher_env_name_is(entry, launcher_own[i]))
             return 1;
     if (extra)
         for (char *const *e = extra; *e; e++) {
@@ -286,10 +357,12 @@ static void launcher_env_free(char **env)
     free(env);
 }
 
-/* envp for one rank: our six variables, the extras, then the caller's environment minus
+/* envp for one local rank: our variables, the extras, then the caller's environment minus
  * anything those override.  NULL on allocation failure. */
 static char **launcher_env_build(const struct launch_opts *o, const char *addr, int port, int rank)
 {
+    int world = o->world > 0 ? o->world : o->nprocs, grank = o->rank_base + rank;
+    int nnodes = o->nnodes > 0 ? o->nnodes : 1;
     size_t n = 0, extra = 0;
     for (char **e = environ; e && *e; e++)
         n++;
@@ -298,22 +371,22 @@ static char **launcher_env_build(const struct launch_opts *o, const char *addr, 
     char **env = calloc(LAUNCHER_OWN_VARS + extra + n + 1, sizeof *env);
     if (!env)
         return NULL;
-    char num[5][16];
-    snprintf(num[0], sizeof num[0], "%d", port);
-    snprintf(num[1], sizeof num[1], "%d", o->nprocs);
-    snprintf(num[2], sizeof num[2], "%d", rank);
-    snprintf(num[3], sizeof num[3], "%d", rank);
-    snprintf(num[4], sizeof num[4], "%d", o->nprocs);
-    const char *name[LAUNCHER_OWN_VARS] = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-                                           "RANK",        "LOCAL_RANK",  "LOCAL_WORLD_SIZE"};
-    const char *value[LAUNCHER_OWN_VARS] = {addr, num[0], num[1], num[2], num[3], num[4]};
+    char num[LAUNCHER_OWN_VARS][16];
+    const int ints[] = {port, world, grank, rank, o->nprocs, o->node_rank, nnodes, grank, world,
+                        o->restart_count, o->max_restarts};
+    for (int i = 0; i < 11; i++)
+        snprintf(num[i], sizeof num[i], "%d", ints[i]);
+    const char *value[LAUNCHER_OWN_VARS] = {addr,   num[0], num[1], num[2],  num[3],
+                                            num[4], num[5], num[6], num[7],  num[8],
+                                            num[9], num[10], o->run_id ? o->run_id : "none",
+                                            "False"};
     for (int i = 0; i < LAUNCHER_OWN_VARS; i++) {
-        size_t len = strlen(name[i]) + strlen(value[i]) + 2;
+        size_t len = strlen(launcher_own[i]) + strlen(value[i]) + 2;
         if (!(env[i] = malloc(len))) {
             launcher_env_free(env); /* frees the ones made so far (the rest are NULL) */
             return NULL;
         }
-        snprintf(env[i], len, "%s=%s", name[i], value[i]);
+        snprintf(env[i], len, "%s=%s", launcher_own[i], value[i]);
     }
     size_t k = LAUNCHER_OWN_VARS;
     for (char *const *e = o->env; e && *e; e++)
@@ -460,8 +533,11 @@ static void launcher_drain(struct launcher_state *st, struct pollfd *pfds)
 
 static void launcher_supervise(struct launcher_state *st, struct pollfd *pfds)
 {
+    int64_t next_ask = clock_now_ms();
     while (st->alive > 0) {
-        int timeout = 500; /* a safety net: SIGCHLD and signals wake the poll sooner */
+        /* a safety net: SIGCHLD and signals wake the poll sooner; the agent's question is
+         * asked every LAUNCHER_HOOK_MS */
+        int timeout = st->o->should_stop ? LAUNCHER_HOOK_MS : 500;
         if (st->stopping && !st->killed) {
             int64_t left = st->kill_at_ms - clock_now_ms();
             timeout = left < 0 ? 0 : left < timeout ? (int)left : timeout;
@@ -477,6 +553,13 @@ static void launcher_supervise(struct launcher_state *st, struct pollfd *pfds)
                 launcher_begin_stop(st);
             else if (!st->killed)
                 launcher_kill_all(st); /* asked again while stopping: no more grace */
+        }
+        if (!st->stopping && st->o->should_stop && clock_now_ms() >= next_ask) {
+            next_ask = clock_now_ms() + LAUNCHER_HOOK_MS;
+            if (st->o->should_stop(st->o->hook_ctx, st->why, sizeof st->why)) {
+                st->asked_stop = 1;
+                launcher_begin_stop(st);
+            }
         }
         if (st->stopping && !st->killed && clock_now_ms() >= st->kill_at_ms)
             launcher_kill_all(st);
@@ -496,6 +579,8 @@ int launcher_run(const struct launch_opts *o)
     const char *addr = o->master_addr && *o->master_addr ? o->master_addr : DIST_ENV_DEFAULT_ADDR;
 
     struct launcher_state st = {.n = o->nprocs,
+                                .o = o,
+                                .rank_base = o->rank_base,
                                 .grace_ms =
                                     o->grace_ms > 0 ? o->grace_ms : LAUNCHER_DEFAULT_GRACE_MS,
                                 .wake = {-1, -1},
@@ -564,13 +649,31 @@ int launcher_run(const struct launch_opts *o)
     launcher_drain(&st, pfds);
 
     char why[128];
+    if (o->result) {
+        memset(o->result, 0, sizeof *o->result);
+        o->result->failed_rank = -1;
+    }
     if (st.failed_rank >= 0) {
         launcher_describe_status(st.failed_status, why, sizeof why);
+        int grank = st.rank_base + st.failed_rank;
         if (st.stopped_others)
-            fprintf(stderr, "ddpprof: rank %d failed (%s); stopped the other %d rank(s)\n",
-                    st.failed_rank, why, st.stopped_others);
+            fprintf(stderr, "ddpprof: rank %d failed (%s); stopped the other %d rank(s)%s\n",
+                    grank, why, st.stopped_others, o->nnodes > 1 ? " on this node" : "");
         else
-            fprintf(stderr, "ddpprof: rank %d failed (%s)\n", st.failed_rank, why);
+            fprintf(stderr, "ddpprof: rank %d failed (%s)\n", grank, why);
+        if (o->result) {
+            o->result->failed_rank = grank;
+            o->result->failed_status = st.failed_status;
+            snprintf(o->result->cause, sizeof o->result->cause, "%s", why);
+        }
+        rc = 1;
+    } else if (st.asked_stop) {
+        fprintf(stderr, "ddpprof: %s; stopped the %d rank(s) on this node\n", st.why,
+                st.stopped_others);
+        if (o->result) {
+            o->result->stopped = 1;
+            snprintf(o->result->why, sizeof o->result->why, "%s", st.why);
+        }
         rc = 1;
     } else if (st.signal_seen) {
         fprintf(stderr, "ddpprof: interrupted by %s; stopped %d rank(s)\n",

@@ -1,11 +1,18 @@
-/* launcher.h — start N local workers with torchrun's environment and babysit them.
+/* launcher.h — start this node's workers with torchrun's environment and babysit them.
  *
- * What `ddpprof train --cpu N --mode ddp` uses: fork one child per rank with MASTER_ADDR,
- * MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK and LOCAL_WORLD_SIZE set, prefix each line
- * the workers print with "[rank N] ", and if any worker fails stop all the others (SIGTERM,
- * then SIGKILL after a grace), so that a run never hangs and never leaves orphans. */
+ * What `ddpprof train --cpu N --mode ddp` uses: fork one child per local rank with
+ * torchrun's variables (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE,
+ * TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, and
+ * TORCHELASTIC_USE_AGENT_STORE=False: MASTER_PORT is worker rank 0's store), prefix each
+ * line the workers print with "[rank N] ", and if any worker fails stop all the others
+ * (SIGTERM, then SIGKILL after a grace), so that a run never hangs and never leaves orphans.
+ * On several nodes the node agent (agent.h) hooks in: it hears of a local failure at once
+ * and can stop the workers when another node failed. */
 #ifndef DDPPROF_LAUNCHER_H
 #define DDPPROF_LAUNCHER_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -13,20 +20,46 @@ extern "C" {
 
 #define LAUNCHER_DEFAULT_GRACE_MS 3000
 
+/* How one launch ended (launch_opts.result). */
+struct launch_result {
+    int failed_rank;   /* global rank of the first worker that failed, or -1 */
+    int failed_status; /* its wait status */
+    char cause[160];   /* its fate in words: "exit status 3", "killed by signal 9: Killed" */
+    int stopped;       /* 1: should_stop ended the run (another node failed) */
+    char why[512];     /* should_stop's reason */
+};
+
 struct launch_opts {
-    int nprocs;              /* workers to start (>= 1), ranks 0..nprocs-1, all local */
+    int nprocs;              /* workers to start (>= 1), local ranks 0..nprocs-1 */
     const char *master_addr; /* MASTER_ADDR for the workers; NULL =
                                 DIST_ENV_DEFAULT_ADDR (this machine) */
     int master_port;         /* MASTER_PORT; 0 = a free port (launcher_free_port) */
     char *const *argv;       /* worker command line, NULL-terminated; argv[0] is a path that
                                 is exec'd as is (no PATH search), e.g. /proc/self/exe resolved */
     char *const *env;        /* extra "NAME=value" for every worker, NULL-terminated, or NULL;
-                                the six variables above always win */
+                                torchrun's variables (above) always win */
     int grace_ms;            /* SIGTERM -> SIGKILL grace when stopping; <= 0: 3000 */
+
+    /* the job beyond this node (all 0: one node, ranks 0..nprocs-1) */
+    int rank_base;           /* RANK of local rank 0 (node_rank * nprocs) */
+    int world;               /* WORLD_SIZE; 0: nprocs */
+    int node_rank, nnodes;   /* GROUP_RANK, GROUP_WORLD_SIZE; nnodes 0: 1 */
+    int restart_count, max_restarts; /* TORCHELASTIC_RESTART_COUNT, _MAX_RESTARTS */
+    const char *run_id;      /* TORCHELASTIC_RUN_ID; NULL: "none" */
+
+    /* the node agent's hooks, called on the calling thread; any may be NULL */
+    void (*on_failure)(void *ctx, int rank, int status, const char *cause); /* a local worker
+                                failed (global rank, wait status, in words), before the
+                                others are stopped */
+    int (*should_stop)(void *ctx, char *why, size_t cap); /* polled about every 100 ms while
+                                workers run: 1 (with why filled) stops them all */
+    void *hook_ctx;
+    struct launch_result *result; /* filled when not NULL */
 };
 
 /* Run the workers to completion.  Each worker's stdin is /dev/null; its stdout and stderr
- * lines go to our stdout and stderr as "[rank N] line" (a last line without newline is
+ * lines go to our stdout and stderr as "[rank N] line" (N the global rank; a last line
+ * without newline is
  * ended at exit; a line longer than 64 KiB is split).  Each worker is the leader of its
  * own process group (signals go to the group, so what a worker forked goes too; anything
  * still holding a worker's output pipes 200 ms after it exited is SIGKILLed), and gets
@@ -36,7 +69,12 @@ struct launch_opts {
  * Returns 0 when every worker exited 0.  When one exits non-zero or dies by a signal,
  * the others get SIGTERM (their process groups), SIGKILL after grace_ms, all are reaped,
  * one line like "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)" goes
- * to stderr and it returns 1.  SIGINT or SIGTERM to this process forwards SIGTERM to every
+ * to stderr and it returns 1.  The rank named is the first that failed, except that one
+ * killed by a signal within 200 ms of an error exit (or later, while it is visibly dying)
+ * is named instead (the error most likely came from losing it).  When should_stop says
+ * so, every worker is stopped the same
+ * way, "ddpprof: <why>; stopped the N rank(s) on this node" goes to stderr and it returns
+ * 1.  SIGINT or SIGTERM to this process forwards SIGTERM to every
  * worker the same way, prints "ddpprof: interrupted by SIGINT; stopped 2 rank(s)" and
  * returns 130 or 143; a second signal while stopping skips the grace.  -1 with error_set when the workers could
  * not be started (bad options, no free port, fork/pipe failure; any already started are

@@ -25,10 +25,12 @@
  * and a process that forks must create its backends after the fork. */
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
+#include "backend/conv_dnnl.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,8 @@ struct cpu_backend {
     size_t ws_floats;
     struct cpu_pool pool;
     struct cpu_worker_arg *worker_args;
+    struct conv_dnnl *fast; /* the fast convolutions (conv_dnnl.h), or NULL: reference */
+    char conv_describe[200];
 };
 
 /* ------------------------------------------------------------------ worker threads */
@@ -742,12 +746,22 @@ static void conv_backward_direct(const struct conv2d_shape *cs, const float *x, 
                 }
 }
 
+/* y (n,k,p,q) = round(round(y) + b) planewise, b may be NULL: a half-type forward's rounding
+ * after a convolution computed in fp32 (defined with the parallel loops) */
+static void conv_round_bias(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                            const float *b, float *y);
+
 static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
                                const void *xv, const void *wv, const void *bv, void *yv)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     const float *x = xv, *w = wv, *b = bv;
     float *y = yv;
+    if (cb->fast && conv_dnnl_forward(cb->fast, cs, x, w, dt == DT_F32 ? b : NULL, y) == 0) {
+        if (dt != DT_F32) /* the rounding points of the reference: the convolution, the bias */
+            conv_round_bias(be, cs, dt, b, y);
+        return;
+    }
     struct conv_job job;
     if (conv_plan(cb, cs, 0, &job) < 0) {
         if (dt == DT_F32) {
@@ -793,6 +807,13 @@ static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *c
     }
     if (!dx && !dw)
         return;
+    if (cb->fast && conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) == 0) {
+        if (dx)
+            cpu_round(be, (size_t)cs->n * cs->c * cs->h * cs->w, dt, dx);
+        if (dw)
+            cpu_round(be, krs, dt, dw);
+        return;
+    }
     struct conv_job job;
     if (conv_plan(cb, cs, 1, &job) < 0) {
         conv_backward_direct(cs, x, w, dy, dx, dw);
@@ -889,6 +910,38 @@ static void cpu_round(struct backend *be, size_t n, enum dtype dt, float *x)
         return;
     const struct round_args a = {.x = x, .dt = dt};
     cpu_parallel_for(be, n, 2 * n, round_range, &a);
+}
+
+struct round_bias_args {
+    const struct conv2d_shape *cs;
+    enum dtype dt;
+    const float *b;
+    float *y;
+};
+
+/* planes [lo, hi) of y */
+static void round_bias_range(const void *ctx, size_t lo, size_t hi)
+{
+    const struct round_bias_args *a = ctx;
+    const size_t pq = (size_t)a->cs->p * a->cs->q;
+    for (size_t pl = lo; pl < hi; pl++) {
+        float *yp = a->y + pl * pq;
+        cpu_round_span(yp, 0, pq, a->dt);
+        if (!a->b)
+            continue;
+        const float bias = a->b[pl % (size_t)a->cs->k];
+        for (size_t j = 0; j < pq; j++)
+            yp[j] += bias;
+        cpu_round_span(yp, 0, pq, a->dt);
+    }
+}
+
+static void conv_round_bias(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
+                            const float *b, float *y)
+{
+    const struct round_bias_args a = {.cs = cs, .dt = dt, .b = b, .y = y};
+    const size_t planes = (size_t)cs->n * cs->k;
+    cpu_parallel_for(be, planes, 2 * planes * cs->p * cs->q, round_bias_range, &a);
 }
 
 /* ------------------------------------------------------------------ batch norm */
@@ -1389,6 +1442,7 @@ static void cpu_destroy(struct backend *be)
     struct cpu_backend *cb = (struct cpu_backend *)be;
     if (!cb)
         return;
+    conv_dnnl_destroy(cb->fast);
     cpu_pool_stop(&cb->pool);
     free(cb->worker_args);
     free(cb->ws);
@@ -1453,9 +1507,33 @@ static void cpu_blas_init(void)
     openblas_set_num_threads(1);
 }
 
-struct backend *backend_cpu_create(int threads) { return backend_cpu_create_chunked(threads, 0); }
+/* conv_dnnl's view of the pool */
+static void cpu_pool_run_ctx(void *ctx, int m, void (*fn)(void *arg, int t), void *arg)
+{
+    cpu_pool_run(ctx, m, fn, arg);
+}
+
+struct backend *backend_cpu_create(int threads)
+{
+    return backend_cpu_create_path(threads, 0, CPU_CONV_FAST);
+}
 
 struct backend *backend_cpu_create_chunked(int threads, int chunk)
+{
+    return backend_cpu_create_path(threads, chunk, CPU_CONV_FAST);
+}
+
+const char *backend_cpu_conv_describe(const struct backend *be)
+{
+    return ((const struct cpu_backend *)be)->conv_describe;
+}
+
+int backend_cpu_conv_fast(const struct backend *be)
+{
+    return ((const struct cpu_backend *)be)->fast != NULL;
+}
+
+struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_conv_path path)
 {
     if (threads < 0) {
         error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
@@ -1504,6 +1582,20 @@ struct backend *backend_cpu_create_chunked(int threads, int chunk)
             return NULL;
         }
         pool->started++;
+    }
+    static const char reference[] = "reference (im2col + OpenBLAS sgemm)";
+    snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s", reference);
+    if (path == CPU_CONV_FAST) { /* without it (no oneDNN in this build): the reference */
+        const struct conv_dnnl_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
+                                          .threads = threads, .chunk = chunk};
+        cb->fast = conv_dnnl_create(&cp);
+        if (cb->fast)
+            snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s",
+                     conv_dnnl_describe(cb->fast));
+        else
+            snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s: %s", reference,
+                     error_get());
+        error_clear();
     }
     return &cb->ops;
 }

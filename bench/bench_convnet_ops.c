@@ -258,8 +258,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_convnet_ops [THREADS [BATCH [ROUNDS]]]\n");
         return 2;
     }
-    struct backend *be[2] = {backend_cpu_create_path(threads, 0, CPU_CONV_REFERENCE),
-                             backend_cpu_create_path(threads, 0, CPU_CONV_FAST)};
+    struct backend *be[2] = {backend_cpu_create_path(threads, 0, CPU_PATH_REFERENCE),
+                             backend_cpu_create_path(threads, 0, CPU_PATH_FAST)};
     if (!be[0] || !be[1]) {
         fprintf(stderr, "bench_convnet_ops: cannot create the CPU backends\n");
         return 1;
@@ -284,8 +284,8 @@ int main(int argc, char **argv)
             }
     printf("bench_convnet_ops: ConvNet step ops, batch %d, %d thread(s), best of %d rounds\n",
            n, threads, rounds);
-    printf("  reference: %s\n  fast:      %s\n", backend_cpu_conv_describe(be[0]),
-           backend_cpu_conv_describe(be[1]));
+    printf("  reference: %s\n  fast:      %s\n", backend_cpu_describe(be[0]),
+           backend_cpu_describe(be[1]));
     printf("%-26s %12s %12s %10s %10s\n", "op", "ref_us", "fast_us", "ref_GF/s", "fast_GF/s");
     double tot[2] = {0, 0}, conv[2] = {0, 0};
     for (int i = 0; i < NOPS; i++) {

@@ -1188,18 +1188,18 @@ int main(int argc, char **argv)
         printf("pair %s: reference cpu (library default threads), candidate cuda (device 0)\n",
                pair_name);
     } else if (fast_pair) {
-        ref = backend_cpu_create_path(1, 0, CPU_CONV_REFERENCE);
-        cand = backend_cpu_create_path(CAND_THREADS, CAND_CHUNK, CPU_CONV_FAST);
-        if (cand && !backend_cpu_conv_fast(cand)) {
+        ref = backend_cpu_create_path(1, 0, CPU_PATH_REFERENCE);
+        cand = backend_cpu_create_path(CAND_THREADS, CAND_CHUNK, CPU_PATH_FAST);
+        if (cand && !backend_cpu_is_fast(cand)) {
             char why[300];
             snprintf(why, sizeof why, "no fast convolutions in this build: %s",
-                     backend_cpu_conv_describe(cand));
+                     backend_cpu_describe(cand));
             test_skip(why);
         }
         printf("pair %s: reference cpu (1 thread, %s), candidate cpu (%s; %d threads, loops "
                "in %d-item pieces, convolutions in %d-image chunks)\n",
-               pair_name, ref ? backend_cpu_conv_describe(ref) : "?",
-               cand ? backend_cpu_conv_describe(cand) : "?", CAND_THREADS, CAND_CHUNK,
+               pair_name, ref ? backend_cpu_describe(ref) : "?",
+               cand ? backend_cpu_describe(cand) : "?", CAND_THREADS, CAND_CHUNK,
                CAND_CHUNK);
     } else {
         ref = backend_cpu_create(1);

@@ -104,7 +104,8 @@ struct cpu_backend {
     struct cpu_pool pool;
     struct cpu_worker_arg *worker_args;
     struct conv_dnnl *fast; /* the fast convolutions (conv_dnnl.h), or NULL: reference */
-    char conv_describe[200];
+    int pool_avx512;        /* the AVX-512 max pooling (pool_tiles_2x2), else scalar */
+    char describe[320];
 };
 
 /* ------------------------------------------------------------------ worker threads */
@@ -1261,6 +1262,147 @@ static void pool_plane_2x2(const float *xp, int W, int P, int Q, float *yp, int3
     }
 }
 
+/* Planes that the 2x2 stride-2 window tiles exactly (H = 2P, W = 2Q) with a row of outputs
+ * in one AVX-512 vector (Q <= 16): every input is in one window.  There each output row is
+ * one vector operation: the window's four inputs for every q gathered into four vectors
+ * (the even and odd columns of its two input rows), pool_take's selects done lane by lane
+ * in window order, so the same results as pool_plane_2x2; the backward writes every input
+ * once, dy where it was its window's argmax, else 0 (0 + dy: the general path's add to a
+ * zeroed plane turns a -0 into +0), so it needs no zeroing pass.  Masked loads keep each
+ * row's reads inside its plane; its writes run over into later rows (of this plane or the
+ * next ones), which are written after it, wherever that stays inside the thread's range
+ * of planes (`room` floats from the plane's start); elsewhere they are masked (masked
+ * stores are slow on AMD's cores).  Intrinsics, chosen at run time: GCC turned the same
+ * code written with generic vectors into scalar compares.  Measured (bench_convnet_ops,
+ * one thread): pool1 forward 94 -> see results/cpu-speed-notes.md. */
+static int pool_tiles_2x2(const struct pool2d_shape *ps)
+{
+    return ps->kernel == 2 && ps->stride == 2 && ps->h == 2 * ps->p && ps->w == 2 * ps->q &&
+           ps->q <= 16;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+static int cpu_has_avx512f(void) { return __builtin_cpu_supports("avx512f"); }
+
+/* the masks of a row: in0/in1 the 2Q inputs of an input row in two vectors, out the Q
+ * outputs */
+struct pool_masks {
+    __mmask16 in0, in1, out;
+};
+
+static struct pool_masks pool_masks_for(int Q)
+{
+    const int w = 2 * Q;
+    return (struct pool_masks){
+        .in0 = (__mmask16)(w >= 16 ? 0xffff : (1u << w) - 1),
+        .in1 = (__mmask16)(w > 16 ? (1u << (w - 16)) - 1 : 0),
+        .out = (__mmask16)(Q >= 16 ? 0xffff : (1u << Q) - 1),
+    };
+}
+
+__attribute__((target("avx512f"))) static void pool_plane_tiles_forward(const float *xp, int W,
+                                                                         int P, int Q, float *yp,
+                                                                         int32_t *ap, size_t room)
+{
+    const struct pool_masks k = pool_masks_for(Q);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                          29, 31);
+    const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(W);
+    for (int p = 0; p < P; p++) {
+        const float *r0 = xp + (size_t)2 * p * W, *r1 = r0 + W;
+        const __m512 a0 = _mm512_maskz_loadu_ps(k.in0, r0);
+        const __m512 a1 = _mm512_maskz_loadu_ps(k.in1, r0 + 16);
+        const __m512 b0 = _mm512_maskz_loadu_ps(k.in0, r1);
+        const __m512 b1 = _mm512_maskz_loadu_ps(k.in1, r1 + 16);
+        const __m512 v[3] = {_mm512_permutex2var_ps(a0, odd, a1),
+                             _mm512_permutex2var_ps(b0, even, b1),
+                             _mm512_permutex2var_ps(b0, odd, b1)};
+        const __m512i i0 = _mm512_add_epi32(even, _mm512_set1_epi32(2 * p * W));
+        const __m512i idx[3] = {_mm512_add_epi32(i0, one), _mm512_add_epi32(i0, wv),
+                                _mm512_add_epi32(_mm512_add_epi32(i0, wv), one)};
+        __m512 bv = _mm512_permutex2var_ps(a0, even, a1);
+        __m512i best = i0;
+        for (int j = 0; j < 3; j++) {
+            const __mmask16 take = _mm512_cmp_ps_mask(v[j], bv, _CMP_GT_OQ) |
+                                   _mm512_cmp_ps_mask(v[j], v[j], _CMP_UNORD_Q);
+            bv = _mm512_mask_mov_ps(bv, take, v[j]);
+            best = _mm512_mask_mov_epi32(best, take, idx[j]);
+        }
+        if ((size_t)p * Q + 16 <= room) { /* the overrun is later rows', written after */
+            _mm512_storeu_ps(yp + (size_t)p * Q, bv);
+            _mm512_storeu_si512(ap + (size_t)p * Q, best);
+        } else {
+            _mm512_mask_storeu_ps(yp + (size_t)p * Q, k.out, bv);
+            _mm512_mask_storeu_epi32(ap + (size_t)p * Q, k.out, best);
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void pool_plane_tiles_backward(const float *dyp,
+                                                                          const int32_t *ap,
+                                                                          int W, int P, int Q,
+                                                                          float *dxp, size_t room)
+{
+    const struct pool_masks k = pool_masks_for(Q);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                         15, 31);
+    const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(W);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+        float *r0 = dxp + (size_t)2 * p * W, *r1 = r0 + W;
+        const __m512 g = _mm512_maskz_loadu_ps(k.out, dyp + (size_t)p * Q);
+        const __m512i id = _mm512_maskz_loadu_epi32(k.out, ap + (size_t)p * Q);
+        const __m512i i0 = _mm512_add_epi32(even, _mm512_set1_epi32(2 * p * W));
+        const __m512i i1 = _mm512_add_epi32(i0, wv);
+        const __m512 e0 = _mm512_add_ps(_mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(id, i0), g), zero);
+        const __m512 o0 = _mm512_add_ps(
+            _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(id, _mm512_add_epi32(i0, one)), g), zero);
+        const __m512 e1 = _mm512_add_ps(_mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(id, i1), g), zero);
+        const __m512 o1 = _mm512_add_ps(
+            _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(id, _mm512_add_epi32(i1, one)), g), zero);
+        if ((size_t)(2 * p + 1) * W + 32 <= room) { /* r0 runs into r1, r1 into later rows */
+            _mm512_storeu_ps(r0, _mm512_permutex2var_ps(e0, lo, o0));
+            if (k.in1)
+                _mm512_storeu_ps(r0 + 16, _mm512_permutex2var_ps(e0, hi, o0));
+            _mm512_storeu_ps(r1, _mm512_permutex2var_ps(e1, lo, o1));
+            if (k.in1)
+                _mm512_storeu_ps(r1 + 16, _mm512_permutex2var_ps(e1, hi, o1));
+            continue;
+        }
+        _mm512_mask_storeu_ps(r0, k.in0, _mm512_permutex2var_ps(e0, lo, o0));
+        _mm512_mask_storeu_ps(r0 + 16, k.in1, _mm512_permutex2var_ps(e0, hi, o0));
+        _mm512_mask_storeu_ps(r1, k.in0, _mm512_permutex2var_ps(e1, lo, o1));
+        _mm512_mask_storeu_ps(r1 + 16, k.in1, _mm512_permutex2var_ps(e1, hi, o1));
+    }
+}
+#else
+static int cpu_has_avx512f(void) { return 0; }
+
+static void pool_plane_tiles_forward(const float *xp, int W, int P, int Q, float *yp,
+                                     int32_t *ap, size_t room)
+{
+    (void)room;
+    pool_plane_2x2(xp, W, P, Q, yp, ap);
+}
+
+static void pool_plane_tiles_backward(const float *dyp, const int32_t *ap, int W, int P, int Q,
+                                      float *dxp, size_t room)
+{
+    (void)dyp, (void)ap, (void)W, (void)P, (void)Q, (void)dxp, (void)room; /* no AVX-512 */
+}
+#endif
+
+/* the AVX-512 kernels apply: the machine has them, be runs its fast path, ps tiles */
+static int cpu_pool_tiles(struct backend *be, const struct pool2d_shape *ps)
+{
+    return ((struct cpu_backend *)be)->pool_avx512 && pool_tiles_2x2(ps);
+}
+
 struct pool_args {
     const struct pool2d_shape *ps;
     enum dtype dt;
@@ -1268,6 +1410,7 @@ struct pool_args {
     const int32_t *argmax_in;
     float *y, *dx;
     int32_t *argmax;
+    int tiles; /* the AVX-512 kernels of pool_tiles_2x2 */
 };
 
 /* planes [lo, hi) */
@@ -1276,6 +1419,12 @@ CPU_CLONES static void pool_forward_range(const void *ctx, size_t lo, size_t hi)
     const struct pool_args *a = ctx;
     const struct pool2d_shape *ps = a->ps;
     const int H = ps->h, W = ps->w, P = ps->p, Q = ps->q, K = ps->kernel, st = ps->stride;
+    if (a->tiles) {
+        for (size_t pl = lo; pl < hi; pl++)
+            pool_plane_tiles_forward(a->x + pl * H * W, W, P, Q, a->y + pl * P * Q,
+                                     a->argmax + pl * P * Q, (hi - pl) * P * Q);
+        return;
+    }
     for (size_t pl = lo; pl < hi; pl++) {
         const float *xp = a->x + pl * H * W;
         float *yp = a->y + pl * P * Q;
@@ -1303,7 +1452,8 @@ static void cpu_maxpool2d_forward(struct backend *be, const struct pool2d_shape 
                                   enum dtype dt, const void *x, void *y, int32_t *argmax)
 {
     (void)dt;
-    const struct pool_args a = {.ps = ps, .x = x, .y = y, .argmax = argmax};
+    const struct pool_args a = {.ps = ps, .x = x, .y = y, .argmax = argmax,
+                                .tiles = cpu_pool_tiles(be, ps)};
     const size_t planes = (size_t)ps->n * ps->c;
     cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_forward_range, &a);
 }
@@ -1313,6 +1463,12 @@ CPU_CLONES static void pool_backward_range(const void *ctx, size_t lo, size_t hi
 {
     const struct pool_args *a = ctx;
     const size_t hw = (size_t)a->ps->h * a->ps->w, pq = (size_t)a->ps->p * a->ps->q;
+    if (a->tiles) {
+        for (size_t pl = lo; pl < hi; pl++)
+            pool_plane_tiles_backward(a->dy + pl * pq, a->argmax_in + pl * pq, a->ps->w,
+                                      a->ps->p, a->ps->q, a->dx + pl * hw, (hi - pl) * hw);
+        return;
+    }
     memset(a->dx + lo * hw, 0, (hi - lo) * hw * sizeof(float));
     for (size_t pl = lo; pl < hi; pl++) {
         float *dxp = a->dx + pl * hw;
@@ -1328,7 +1484,8 @@ static void cpu_maxpool2d_backward(struct backend *be, const struct pool2d_shape
                                    enum dtype dt, const void *dy, const int32_t *argmax,
                                    void *dx)
 {
-    const struct pool_args a = {.ps = ps, .dt = dt, .dy = dy, .argmax_in = argmax, .dx = dx};
+    const struct pool_args a = {.ps = ps, .dt = dt, .dy = dy, .argmax_in = argmax, .dx = dx,
+                                .tiles = cpu_pool_tiles(be, ps)};
     const size_t planes = (size_t)ps->n * ps->c;
     cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_backward_range, &a);
 }
@@ -1605,25 +1762,26 @@ static void cpu_pool_run_ctx(void *ctx, int m, void (*fn)(void *arg, int t), voi
 
 struct backend *backend_cpu_create(int threads)
 {
-    return backend_cpu_create_path(threads, 0, CPU_CONV_FAST);
+    return backend_cpu_create_path(threads, 0, CPU_PATH_FAST);
 }
 
 struct backend *backend_cpu_create_chunked(int threads, int chunk)
 {
-    return backend_cpu_create_path(threads, chunk, CPU_CONV_FAST);
+    return backend_cpu_create_path(threads, chunk, CPU_PATH_FAST);
 }
 
-const char *backend_cpu_conv_describe(const struct backend *be)
+const char *backend_cpu_describe(const struct backend *be)
 {
-    return ((const struct cpu_backend *)be)->conv_describe;
+    return ((const struct cpu_backend *)be)->describe;
 }
 
-int backend_cpu_conv_fast(const struct backend *be)
+int backend_cpu_is_fast(const struct backend *be)
 {
-    return ((const struct cpu_backend *)be)->fast != NULL;
+    const struct cpu_backend *cb = (const struct cpu_backend *)be;
+    return cb->fast != NULL || cb->pool_avx512;
 }
 
-struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_conv_path path)
+struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path)
 {
     if (threads < 0) {
         error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
@@ -1673,19 +1831,22 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_conv_pa
         }
         pool->started++;
     }
-    static const char reference[] = "reference (im2col + OpenBLAS sgemm)";
-    snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s", reference);
-    if (path == CPU_CONV_FAST) { /* without it (no oneDNN in this build): the reference */
+    const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "";
+    const char *pooling = "scalar (reference)";
+    if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
         const struct conv_dnnl_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
         cb->fast = conv_dnnl_create(&cp);
         if (cb->fast)
-            snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s",
-                     conv_dnnl_describe(cb->fast));
+            conv = conv_dnnl_describe(cb->fast);
         else
-            snprintf(cb->conv_describe, sizeof cb->conv_describe, "%s: %s", reference,
-                     error_get());
-        error_clear();
+            why = error_get();
+        cb->pool_avx512 = cpu_has_avx512f();
+        if (cb->pool_avx512)
+            pooling = "AVX-512";
     }
+    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s; max pooling: %s", conv,
+             *why ? " -- " : "", why, pooling);
+    error_clear();
     return &cb->ops;
 }

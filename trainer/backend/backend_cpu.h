@@ -19,20 +19,22 @@ struct backend;
  * failure; free with be->destroy(be). */
 struct backend *backend_cpu_create_chunked(int threads, int chunk);
 
-/* Which convolutions a CPU backend runs: the fast path (conv_dnnl.h: oneDNN, where this
- * build has it, else the reference) or the reference (im2col + sgemm, the oracle) alone. */
-enum cpu_conv_path { CPU_CONV_FAST, CPU_CONV_REFERENCE };
+/* Which kernels a CPU backend runs where it has two: the fast ones (convolutions on oneDNN,
+ * conv_dnnl.h, where this build has it; AVX-512 max pooling where the machine has it) or
+ * the reference ones alone (im2col + sgemm convolutions and scalar pooling: the oracle).
+ * Every other op has one implementation. */
+enum cpu_path { CPU_PATH_FAST, CPU_PATH_REFERENCE };
 
-/* backend_cpu_create_chunked(threads, chunk) with the convolutions of path */
-struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_conv_path path);
+/* backend_cpu_create_chunked(threads, chunk) with the kernels of path */
+struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path);
 
-/* One line saying which convolutions be (a CPU backend) runs: "oneDNN 2.6.3 (cpu isa
- * avx512_core, omp runtime)", or "reference (im2col + OpenBLAS sgemm)" and, where the
- * fast path was asked for, why not.  Owned by be. */
-const char *backend_cpu_conv_describe(const struct backend *be);
+/* One line saying which kernels be (a CPU backend) runs, e.g. "convolutions: oneDNN 2.6.3
+ * (cpu isa avx512_core, omp runtime); max pooling: AVX-512", and where the fast path was
+ * asked for but a part of it is missing, why.  Owned by be. */
+const char *backend_cpu_describe(const struct backend *be);
 
-/* 1 when be (a CPU backend) runs the fast convolutions, 0 when the reference alone */
-int backend_cpu_conv_fast(const struct backend *be);
+/* 1 when be (a CPU backend) runs any fast kernel, 0 when the reference ones alone */
+int backend_cpu_is_fast(const struct backend *be);
 
 #ifdef __cplusplus
 }

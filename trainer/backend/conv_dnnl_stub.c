@@ -7,9 +7,9 @@
 struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
 {
     (void)pool;
-    return error_set("this ddpprof was built without oneDNN (CMake found no libdnnl): the CPU "
-                     "backend runs its reference convolutions; install libdnnl-dev (or run "
-                     "scripts/setup) and rebuild for the fast ones"),
+    return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
+                     "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions; "
+                     "install libdnnl-dev (or run scripts/setup) and rebuild for the fast ones"),
            NULL;
 }
 

@@ -60,6 +60,7 @@ struct plan {
     enum plan_kind kind;
     struct conv2d_shape cs; /* n = the slice's images */
     int bias;
+    char *refused;          /* why oneDNN could not build it (kept: not retried), or NULL */
     struct prim conv;
     struct arg arg[ARGS];
     dnnl_memory_t *mem_bias; /* [threads], forward with bias */
@@ -179,6 +180,7 @@ static void plan_free(struct conv_dnnl *cd, struct plan *pl)
         mem_free(cd, pl->arg[i].mem_want);
     }
     mem_free(cd, pl->mem_bias);
+    free(pl->refused);
     free(pl);
 }
 
@@ -292,6 +294,21 @@ static int plan_build(struct conv_dnnl *cd, struct plan *pl)
         dnnl_primitive_desc_destroy(hint);
     if (st != dnnl_success)
         return dnnl_fail(st, "convolution primitive");
+    /* Where oneDNN is slower than the backend's im2col + sgemm, the backend runs it:
+     * oneDNN's own reference loops ("ref:any"), and (measured, bench_convnet_ops with
+     * DNNL_MAX_CPU_ISA=AVX2) its pre-AVX-512 weight gradient of a first layer (fewer input
+     * channels than a vector: the ConvNet's conv1 took 1.43 ms there against 0.46 ms). */
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        !impl)
+        impl = "?";
+    if (strncmp(impl, "ref", 3) == 0 ||
+        (pl->kind == PLAN_BACKWARD_WEIGHTS && cs->c < 8 && !strstr(impl, "avx512"))) {
+        dnnl_primitive_desc_destroy(pd);
+        return error_set("oneDNN's %s is slower here than the backend's im2col + sgemm, which "
+                         "runs this convolution",
+                         impl);
+    }
     static const dnnl_query_t queries[3][ARGS] = {
         {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
         {dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
@@ -320,25 +337,40 @@ static int plan_build(struct conv_dnnl *cd, struct plan *pl)
     return 0;
 }
 
-/* the plan of kind for cs (cs->n images per slice), created on first use */
+/* the plan of kind for cs (cs->n images per slice), created on first use; a shape oneDNN
+ * refused stays refused (NULL + error_set with its reason), without building it again */
 static struct plan *plan_get(struct conv_dnnl *cd, enum plan_kind kind,
                              const struct conv2d_shape *cs, int bias)
 {
-    for (size_t i = 0; i < cd->nplans; i++)
-        if (plan_same_key(cd->plans[i], kind, cs, bias))
+    for (size_t i = 0; i < cd->nplans; i++) {
+        const struct plan *pl = cd->plans[i];
+        if (plan_same_key(pl, kind, cs, bias)) {
+            if (pl->refused)
+                return error_set("%s", pl->refused), NULL;
             return cd->plans[i];
+        }
+    }
     if (VEC_RESERVE(cd->plans, cd->plans_cap, cd->nplans + 1))
         return error_set("oneDNN: out of memory for plans"), NULL;
     struct plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return error_set("oneDNN: out of memory for a plan"), NULL;
     *pl = (struct plan){.kind = kind, .cs = *cs, .bias = bias};
-    if (plan_build(cd, pl)) {
-        plan_free(cd, pl);
-        return NULL;
+    if (plan_build(cd, pl) == 0) {
+        cd->plans[cd->nplans++] = pl;
+        return pl;
     }
-    cd->plans[cd->nplans++] = pl;
-    return pl;
+    char *why = strdup(error_get());
+    plan_free(cd, pl);
+    pl = calloc(1, sizeof *pl);
+    if (why && pl) {
+        *pl = (struct plan){.kind = kind, .cs = *cs, .bias = bias, .refused = why};
+        cd->plans[cd->nplans++] = pl;
+    } else {
+        free(why);
+        free(pl);
+    }
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ slices */

@@ -674,8 +674,10 @@ int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, cons
     dnnl_single_thread();
     struct job job = {.cd = cd, .cs = cs, .x = x, .dy = dy, .dx = dx, .want_dw = dw != NULL};
     split_plan(cd, cs->n, &job.sp);
-    if ((dx && plans_for(cd, &job.sp, PLAN_BACKWARD_DATA, cs, 0, job.bd)) ||
-        (dw && plans_for(cd, &job.sp, PLAN_BACKWARD_WEIGHTS, cs, 0, job.bw)))
+    /* both kinds' plans, even for one output: where oneDNN refuses either, the caller
+     * computes both, so how dx is computed never depends on whether dw is asked for */
+    if (plans_for(cd, &job.sp, PLAN_BACKWARD_DATA, cs, 0, job.bd) ||
+        plans_for(cd, &job.sp, PLAN_BACKWARD_WEIGHTS, cs, 0, job.bw))
         return -1;
     /* thread parts: in (diff_dst for backward data), out (diff_src, then src for backward
      * weights), in2 (diff_dst for backward weights), dw, dw_slice, scratch */

@@ -51,7 +51,8 @@ int conv_dnnl_forward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const
                       const float *w, const float *b, float *y);
 
 /* From dy: dx = the input gradient, dw = the weight gradient (either may be NULL, both
- * overwritten).  0, or -1 + error_set as conv_dnnl_forward. */
+ * overwritten).  0, or -1 + error_set as conv_dnnl_forward.  Whether a shape runs here
+ * does not depend on which of dx and dw are asked for. */
 int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
                        const float *w, const float *dy, float *dx, float *dw);
 

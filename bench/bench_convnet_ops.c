@@ -1,6 +1,7 @@
 /* bench_convnet_ops.c — where a ConvNet training step's time goes on the CPU backend: every
- * backend op of one step of the seed's ConvNet (batch 32, fp32), timed alone, for the
- * reference convolutions and the fast ones side by side.
+ * backend op of one step of the seed's ConvNet (batch 32, fp32), in the order nn/convnet.c
+ * runs them, timed alone, for the reference kernels and the fast ones side by side
+ * (backend_cpu_create_path).
  *
  * usage: bench_convnet_ops [THREADS [BATCH [ROUNDS]]]   (defaults 1, 32, 30)
  * Prints one row per op: the best time of ROUNDS rounds (the figure least disturbed by
@@ -127,7 +128,8 @@ static void op_bn1_elemt(struct net *t)
     t->be->batchnorm_elemt(t->be, t->n, 16, 784, DT_F32, t->c1, t->mean, t->invstd, t->bnw,
                            t->bnb, t->a1);
 }
-static void op_relu1(struct net *t) { t->be->relu_forward(t->be, BIG(t), DT_F32, t->a1, t->a1); }
+/* the ConvNet runs each ReLU after its max pooling (nn/convnet.c), on the pooled values */
+static void op_relu1(struct net *t) { t->be->relu_forward(t->be, BIG(t) / 4, DT_F32, t->p1, t->p1); }
 static void op_pool1(struct net *t)
 {
     t->be->maxpool2d_forward(t->be, &t->ps1, DT_F32, t->a1, t->p1, t->arg1);
@@ -145,7 +147,7 @@ static void op_bn2_elemt(struct net *t)
     t->be->batchnorm_elemt(t->be, t->n, 32, 196, DT_F32, t->c2, t->mean, t->invstd, t->bnw,
                            t->bnb, t->a2);
 }
-static void op_relu2(struct net *t) { t->be->relu_forward(t->be, MID(t), DT_F32, t->a2, t->a2); }
+static void op_relu2(struct net *t) { t->be->relu_forward(t->be, MID(t) / 4, DT_F32, t->p2, t->p2); }
 static void op_pool2(struct net *t)
 {
     t->be->maxpool2d_forward(t->be, &t->ps2, DT_F32, t->a2, t->p2, t->arg2);
@@ -169,7 +171,7 @@ static void op_pool2_bwd(struct net *t)
 }
 static void op_relu2_bwd(struct net *t)
 {
-    t->be->relu_backward(t->be, MID(t), DT_F32, t->a2, t->g_big, t->g_big);
+    t->be->relu_backward(t->be, MID(t) / 4, DT_F32, t->p2, t->g_big2, t->g_big2);
 }
 static void op_bn2_reduce(struct net *t)
 {
@@ -193,7 +195,7 @@ static void op_pool1_bwd(struct net *t)
 }
 static void op_relu1_bwd(struct net *t)
 {
-    t->be->relu_backward(t->be, BIG(t), DT_F32, t->a1, t->g_big, t->g_big);
+    t->be->relu_backward(t->be, BIG(t) / 4, DT_F32, t->p1, t->g_big2, t->g_big2);
 }
 static void op_bn1_reduce(struct net *t)
 {
@@ -225,23 +227,23 @@ static const struct op ops[] = {
     {"conv1 forward", F_CONV1, op_conv1_fwd},
     {"bn1 stats", 0, op_bn1_stats},
     {"bn1 elemt", 0, op_bn1_elemt},
-    {"relu1", 0, op_relu1},
     {"pool1", 0, op_pool1},
+    {"relu1 (pooled)", 0, op_relu1},
     {"conv2 forward", F_CONV2, op_conv2_fwd},
     {"bn2 stats", 0, op_bn2_stats},
     {"bn2 elemt", 0, op_bn2_elemt},
-    {"relu2", 0, op_relu2},
     {"pool2", 0, op_pool2},
+    {"relu2 (pooled)", 0, op_relu2},
     {"fc forward", F_FC, op_fc_fwd},
     {"softmax xent", 0, op_xent},
     {"fc backward", 2 * F_FC, op_fc_bwd},
+    {"relu2 backward (pooled)", 0, op_relu2_bwd},
     {"pool2 backward", 0, op_pool2_bwd},
-    {"relu2 backward", 0, op_relu2_bwd},
     {"bn2 backward reduce", 0, op_bn2_reduce},
     {"bn2 backward elemt", 0, op_bn2_bwd_elemt},
     {"conv2 backward dx dw db", 2 * F_CONV2, op_conv2_bwd},
+    {"relu1 backward (pooled)", 0, op_relu1_bwd},
     {"pool1 backward", 0, op_pool1_bwd},
-    {"relu1 backward", 0, op_relu1_bwd},
     {"bn1 backward reduce", 0, op_bn1_reduce},
     {"bn1 backward elemt", 0, op_bn1_bwd_elemt},
     {"conv1 backward dw db", F_CONV1, op_conv1_bwd},

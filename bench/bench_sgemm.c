@@ -1,6 +1,7 @@
 /* bench_sgemm.c — the machine's fp32 GEMM peak as OpenBLAS reaches it, for scripts/bench-cpu.
  *
- * usage: bench_sgemm THREADS  -> prints "sgemm_gflops <best GFLOP/s of several sizes>"
+ * usage: bench_sgemm THREADS  -> prints "sgemm_gflops <best GFLOP/s of several sizes>", then
+ * "openblas_core <the kernel OpenBLAS chose>" (OPENBLAS_CORETYPE overrides its choice).
  * A benchmark, not a test: it prints a figure and asserts nothing. */
 #include <cblas.h>
 #include <stdio.h>
@@ -40,5 +41,6 @@ int main(int argc, char **argv)
         free(c);
     }
     printf("sgemm_gflops %.1f\n", best);
+    printf("openblas_core %s\n", openblas_get_corename());
     return 0;
 }

@@ -14,6 +14,13 @@
  *                 not depend on its threads (every op but the convolutions' GEMMs), they
  *                 must be equal bit for bit; convolutions must repeat bit for bit on the
  *                 candidate (the backend's "repeatable for a given thread count").
+ *   cpuref-vs-cpufast  runs on every build (skips, 77, where the build has no fast
+ *                 convolutions).  Reference: the CPU backend on 1 thread with its
+ *                 reference convolutions alone (im2col + sgemm, backend_cpu_create_path).
+ *                 Candidate: the CPU backend with its fast convolutions (conv_dnnl.h,
+ *                 oneDNN) on CAND_THREADS threads split as in cpu1-vs-cpuN.  Every op
+ *                 but the convolutions runs the same code on both: the same rules as
+ *                 cpu1-vs-cpuN; the convolutions differ in algorithm (see conv_check).
  *   cpu-vs-cuda   Reference: the CPU backend (the oracle).  Candidate: the CUDA backend
  *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
  *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
@@ -430,7 +437,10 @@ static void conv_check(const struct conv_case *k, const char *mode, enum dtype d
     ref->conv2d_backward(ref, &cs, dt, R(x), R(w), R(dy), R(dx), R(dw), k->bias ? R(db) : NULL);
     cand->conv2d_backward(cand, &cs, dt, C(x), C(w), C(dy), C(dx), C(dw),
                           k->bias ? C(db) : NULL);
-    /* cpu-vs-cuda: cuDNN may choose FFT or Winograd algorithms, whose rounding error
+    /* cpuref-vs-cpufast: oneDNN's direct convolution sums the same products as im2col +
+     * sgemm in another order (blocked over input channels and taps; dw over its own
+     * slices of images): the reassociation bound of cpu1-vs-cpuN applies, 1e-5.
+     * cpu-vs-cuda: cuDNN may choose FFT or Winograd algorithms, whose rounding error
      * reaches ~1e-4 of the output's range (and direct sums over up to 4608 products
      * ~1e-5); a wrong index, sign or missing term is an O(1) error.  So 1e-3 of the
      * largest |output|.
@@ -1253,12 +1263,18 @@ int main(int argc, char **argv)
     pair_name = argc > 1 ? argv[1] : getenv("DDPPROF_BACKEND_OPS_PAIR");
     if (!pair_name || !*pair_name)
         pair_name = "cpu1-vs-cpuN";
+    int fast_pair = 0;
     if (strcmp(pair_name, "cpu1-vs-cpuN") == 0) {
         pair = PAIR_CPU_SPLIT;
+    } else if (strcmp(pair_name, "cpuref-vs-cpufast") == 0) {
+        pair = PAIR_CPU_SPLIT; /* the same rules, the convolutions' algorithms differ */
+        fast_pair = 1;
     } else if (strcmp(pair_name, "cpu-vs-cuda") == 0) {
         pair = PAIR_CPU_CUDA;
     } else {
-        fprintf(stderr, "test_backend_ops: unknown pair '%s': use cpu1-vs-cpuN or cpu-vs-cuda\n",
+        fprintf(stderr,
+                "test_backend_ops: unknown pair '%s': use cpu1-vs-cpuN, cpuref-vs-cpufast or "
+                "cpu-vs-cuda\n",
                 pair_name);
         return 2;
     }
@@ -1279,6 +1295,20 @@ int main(int argc, char **argv)
         cand = backend_cuda_create(0);
         printf("pair %s: reference cpu (library default threads), candidate cuda (device 0)\n",
                pair_name);
+    } else if (fast_pair) {
+        ref = backend_cpu_create_path(1, 0, CPU_PATH_REFERENCE);
+        cand = backend_cpu_create_path(CAND_THREADS, CAND_CHUNK, CPU_PATH_FAST);
+        if (cand && !backend_cpu_is_fast(cand)) {
+            char why[300];
+            snprintf(why, sizeof why, "no fast convolutions in this build: %s",
+                     backend_cpu_describe(cand));
+            test_skip(why);
+        }
+        printf("pair %s: reference cpu (1 thread, %s), candidate cpu (%s; %d threads, loops "
+               "in %d-item pieces, convolutions in %d-image chunks)\n",
+               pair_name, ref ? backend_cpu_describe(ref) : "?",
+               cand ? backend_cpu_describe(cand) : "?", CAND_THREADS, CAND_CHUNK,
+               CAND_CHUNK);
     } else {
         ref = backend_cpu_create(1);
         cand = backend_cpu_create_chunked(CAND_THREADS, CAND_CHUNK);

@@ -84,12 +84,19 @@ static int net_setup(void)
     return 0;
 }
 
+/* Seed 2: this ConvNet has points where a rounding difference of 1e-7 (the summation order
+ * of 4 ranks x 6 images against 1 x 24) flips a ReLU / max-pool decision and the runs part
+ * by 1e-3 within 10 steps of SGD with momentum.  About a third of the seeds hit one here
+ * (measured on 4 shm ranks against 1 process: seeds 3 and 4 do, 1, 2, 5 and 6 do not; seed
+ * 4 also on the code before oneDNN), so the seed is one where a 1e-5 comparison measures
+ * DDP, not that chaos.  A DDP error (a missing 1/world, local BatchNorm, a lost bucket)
+ * moves losses and weights by far more than 1e-5. */
 static const char *common_args(void)
 {
     static char buf[2048];
     snprintf(buf, sizeof buf,
              "--quiet --data /usr/share/datasets/fashion-mnist --limit 240 --test-limit 48 "
-             "--epochs 1 --lr 0.01 --momentum 0.9 --weight-decay 1e-4 --seed 3 --threads 1 "
+             "--epochs 1 --lr 0.01 --momentum 0.9 --weight-decay 1e-4 --seed 2 --threads 1 "
              "--timeout 60 --amp off --init \"%s/tests/golden/convnet_init.safetensors\"",
              test_source_dir());
     return buf;

@@ -2,7 +2,14 @@
  *   layer1 = Conv2d(1,16,5,pad 2) BatchNorm2d(16) ReLU MaxPool2d(2)
  *   layer2 = Conv2d(16,32,5,pad 2) BatchNorm2d(32) ReLU MaxPool2d(2)
  *   fc     = Linear(7*7*32, 10)
- * with PyTorch's parameter names (layer1.0.weight, layer1.1.running_var, fc.bias, ...). */
+ * with PyTorch's parameter names (layer1.0.weight, layer1.1.running_var, fc.bias, ...).
+ *
+ * Each layer runs its ReLU after the max pooling, on a quarter of the values: the max of
+ * ReLUs is the ReLU of the max (ReLU never decreases), so the outputs are the same values,
+ * and so are the gradients (a window's gradient reaches its maximum when that is > 0, else
+ * nothing, either way).  Only a window of non-positive values may keep another argmax,
+ * whose gradient is zero; and a NaN input, which PyTorch's order turns into 0 before the
+ * pooling, here becomes 0 after it. */
 #include "nn/model.h"
 
 #include "common/error.h"
@@ -21,8 +28,8 @@ struct convnet {
     struct pool2d_shape ps1, ps2;
     const void *x;            /* conv1's input in the last forward (x itself, or x_cast) */
     /* activations, of dt: */
-    void *c1, *a1, *p1;       /* conv1 out (n,16,28,28), bn+relu (same), pool (n,16,14,14) */
-    void *c2, *a2, *p2;       /* conv2 out (n,32,14,14), bn+relu (same), pool (n,32,7,7) */
+    void *c1, *a1, *p1;       /* conv1 out (n,16,28,28), bn (same), pool+relu (n,16,14,14) */
+    void *c2, *a2, *p2;       /* conv2 out (n,32,14,14), bn (same), pool+relu (n,32,7,7) */
     void *g_big, *g_big2;     /* backward scratch, (n,16,28,28) each */
     void *x_cast;             /* autocast: the input cast to dt (n,1,28,28) */
     void *fc_out, *dfc_out;   /* autocast: fc's output (n,10) and its gradient */
@@ -102,14 +109,14 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     conv2d_forward(be, &c->conv1, &c->cs1, c->x, c->c1);
     if (batchnorm_forward(be, &c->bn1, n, 28 * 28, c->c1, c->a1, train))
         return -1;
-    be->relu_forward(be, (size_t)n * 16 * 28 * 28, dt, c->a1, c->a1);
     be->maxpool2d_forward(be, &c->ps1, dt, c->a1, c->p1, c->arg1);
+    be->relu_forward(be, (size_t)n * 16 * 14 * 14, dt, c->p1, c->p1);
 
     conv2d_forward(be, &c->conv2, &c->cs2, c->p1, c->c2);
     if (batchnorm_forward(be, &c->bn2, n, 14 * 14, c->c2, c->a2, train))
         return -1;
-    be->relu_forward(be, (size_t)n * 32 * 14 * 14, dt, c->a2, c->a2);
     be->maxpool2d_forward(be, &c->ps2, dt, c->a2, c->p2, c->arg2);
+    be->relu_forward(be, (size_t)n * 32 * 7 * 7, dt, c->p2, c->p2);
 
     if (dt == DT_F32) {
         linear_forward(be, &c->fc, n, c->p2, c->logits);
@@ -127,7 +134,7 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
     struct backend *be = m->be;
     int n = c->n;
     const enum dtype dt = c->dt;
-    size_t mid = (size_t)n * 32 * 14 * 14, big = (size_t)n * 16 * 28 * 28;
+    const size_t p2 = (size_t)n * 32 * 7 * 7, p1 = (size_t)n * 16 * 14 * 14;
     void *g_p2 = c->g_big2; /* (n,1568) */
     void *g_a2 = c->g_big;  /* (n,32,14,14), then dx of bn2 in place */
     void *g_p1 = c->g_big2; /* (n,16,14,14), free again once g_p2 is consumed */
@@ -140,14 +147,14 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
     }
     if (linear_backward(be, &c->fc, n, c->p2, dfc, g_p2, hook))
         return -1;
+    be->relu_backward(be, p2, dt, c->p2, g_p2, g_p2);
     be->maxpool2d_backward(be, &c->ps2, dt, g_p2, c->arg2, g_a2);
-    be->relu_backward(be, mid, dt, c->a2, g_a2, g_a2);
     if (batchnorm_backward(be, &c->bn2, n, 14 * 14, c->c2, g_a2, g_a2, hook))
         return -1;
     if (conv2d_backward(be, &c->conv2, &c->cs2, c->p1, g_a2, g_p1, hook))
         return -1;
+    be->relu_backward(be, p1, dt, c->p1, g_p1, g_p1);
     be->maxpool2d_backward(be, &c->ps1, dt, g_p1, c->arg1, g_a1);
-    be->relu_backward(be, big, dt, c->a1, g_a1, g_a1);
     if (batchnorm_backward(be, &c->bn1, n, 28 * 28, c->c1, g_a1, g_a1, hook))
         return -1;
     return conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook);

@@ -1,0 +1,59 @@
+/* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated direct
+ * convolution kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU
+ * backend's own threads, each thread on its own slice of the batch.
+ *
+ * backend_cpu.c calls these from its conv2d slots and falls back to its reference path
+ * (im2col + sgemm, the oracle) where they return -1: a build without oneDNN
+ * (conv_dnnl_stub.c), a shape oneDNN refuses, or a backend created with the fast path off.
+ * tests/test_backend_ops.c compares the two paths (pair cpuref-vs-cpufast).
+ *
+ * Tensors are fp32 in the backend's layouts (x (n,c,h,w), w (k,c,r,s), y (n,k,p,q)).
+ * oneDNN computes in its blocked layouts (nChw16c and the like): each slice is reordered
+ * into them and back inside its thread, the weights once per call.  Each thread runs
+ * oneDNN single-threaded (its OpenMP runtime is told one thread per calling thread), so
+ * the library never starts threads of its own that would fight the backend's.
+ *
+ * Results: the forward and dx of one image do not depend on the slicing; dw sums each
+ * thread's slice in oneDNN and adds the threads' parts in thread order, so, as the
+ * reference path, every result repeats bit for bit for a given thread count and slicing.
+ *
+ * A conv_dnnl keeps its primitives (one set per shape and slice size, created on first
+ * use) and a grow-on-demand workspace: calls on one conv_dnnl must not run concurrently. */
+#ifndef DDPPROF_CONV_DNNL_H
+#define DDPPROF_CONV_DNNL_H
+
+#include "backend/backend.h"
+
+struct conv_dnnl;
+
+/* How conv_dnnl runs work on the backend's threads: run(ctx, m, fn, arg) calls fn(arg, t)
+ * for t = 0..m-1 (t = 0 on the calling thread, m <= threads) and returns when all are
+ * done.  chunk > 0 cuts the batch into slices of at most chunk images (the backend's test
+ * knob, backend_cpu_create_chunked); 0: one slice per thread. */
+struct conv_dnnl_pool {
+    void (*run)(void *ctx, int m, void (*fn)(void *arg, int t), void *arg);
+    void *ctx;
+    int threads;
+    int chunk;
+};
+
+/* A fast path on pool (copied; pool->ctx must outlive it), or NULL + error_set saying why
+ * not (this build has no oneDNN, or the library failed to start). */
+struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool);
+void conv_dnnl_destroy(struct conv_dnnl *cd); /* NULL is a no-op */
+
+/* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime)". */
+const char *conv_dnnl_describe(const struct conv_dnnl *cd);
+
+/* y = conv(x, w) + b (b may be NULL).  0, or -1 + error_set when oneDNN cannot run this
+ * shape or fails; then y may be partly written and the caller computes it another way. */
+int conv_dnnl_forward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
+                      const float *w, const float *b, float *y);
+
+/* From dy: dx = the input gradient, dw = the weight gradient (either may be NULL, both
+ * overwritten).  0, or -1 + error_set as conv_dnnl_forward.  Whether a shape runs here
+ * does not depend on which of dx and dw are asked for. */
+int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
+                       const float *w, const float *dy, float *dx, float *dw);
+
+#endif

@@ -1,0 +1,36 @@
+/* conv_dnnl_stub.c — conv_dnnl.h in a build without oneDNN: there is no fast path, and the
+ * CPU backend runs its reference convolutions (CMake said so when it configured). */
+#include "backend/conv_dnnl.h"
+
+#include "common/error.h"
+
+struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
+{
+    (void)pool;
+    return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
+                     "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions; "
+                     "install libdnnl-dev (or run scripts/setup) and rebuild for the fast ones"),
+           NULL;
+}
+
+void conv_dnnl_destroy(struct conv_dnnl *cd) { (void)cd; }
+
+const char *conv_dnnl_describe(const struct conv_dnnl *cd)
+{
+    (void)cd;
+    return "none";
+}
+
+int conv_dnnl_forward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
+                      const float *w, const float *b, float *y)
+{
+    (void)cd, (void)cs, (void)x, (void)w, (void)b, (void)y;
+    return error_set("no oneDNN in this build");
+}
+
+int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
+                       const float *w, const float *dy, float *dx, float *dw)
+{
+    (void)cd, (void)cs, (void)x, (void)w, (void)dy, (void)dx, (void)dw;
+    return error_set("no oneDNN in this build");
+}

@@ -47,12 +47,10 @@ const void *plugin_load(const char *file, const char *table)
             why += n + 1 + (why[n + 1] == ' ');
         return error_set("%s: %s", path, why ? why : "dlopen failed"), NULL;
     }
-    dlerror();
     const void *sym = dlsym(h, table);
     if (!sym) {
-        const char *why = dlerror();
-        error_set("%s has no symbol %s (%s): a module from another build? rebuild", path,
-                  table, why ? why : "NULL");
+        error_set("%s has no symbol %s: not a ddpprof module of this build; rebuild", path,
+                  table);
         dlclose(h);
         return NULL;
     }

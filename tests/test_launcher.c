@@ -318,10 +318,11 @@ static int stop_after_polls(void *ctx, char *why, size_t cap)
     return 1;
 }
 
-static void print_failure(void *ctx, int rank, int status, const char *cause)
+static void print_failure(void *ctx, struct launch_result *f)
 {
     (void)ctx;
-    printf("hook: rank %d failed, status 0x%x, %s\n", rank, status, cause);
+    printf("hook: rank %d failed, status 0x%x, %s\n", f->failed_rank, f->failed_status,
+           f->cause);
     fflush(stdout);
 }
 

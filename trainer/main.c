@@ -8,11 +8,15 @@
 #include "device.h"
 #include "launch/agent.h"
 #include "launch/launcher.h"
+#include "launch/worker_link.h"
 #include "report/report.h"
 #include "probes/runlog.h"
 #include "train.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +111,8 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .master_port = at->worker_port,
         .argv = argv,
         .env = causes ? env : NULL,
+        .rendezvous_ms = c->train.timeout_ms,
+        .progress = !c->train.quiet,
         .rank_base = c->node_rank * nproc,
         .world = cli_world(c),
         .node_rank = c->node_rank,
@@ -115,6 +121,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .max_restarts = c->max_restarts,
         .run_id = at->run_id,
         .on_failure = agent_on_failure,
+        .on_stop_state = agent_on_stop_state,
         .should_stop = c->nnodes > 1 ? agent_should_stop : NULL,
         .hook_ctx = agent,
         .result = res,
@@ -321,12 +328,17 @@ static int cmd_worker(int argc, char **argv)
 {
     struct cli c;
     struct dist_env env;
-    if (cli_parse(&c, CLI_WORKER, argc, argv, 2))
+    worker_link_open(); /* its launcher's (ddpprof train's) link, if any */
+    if (cli_parse(&c, CLI_WORKER, argc, argv, 2)) {
+        worker_link_say("failed %s", error_get());
         return fail();
+    }
     if (c.help)
         return cli_usage(stdout), 0;
-    if (dist_env_read(&env))
+    if (dist_env_read(&env)) {
+        worker_link_say("failed %s", error_get());
         return fail();
+    }
     /* the command line wins over the environment: rank 0's store is where it says */
     if (cli_is_given(&c, "--master-addr", CLI_WORKER))
         snprintf(env.master_addr, sizeof env.master_addr, "%s", c.master_addr);
@@ -341,6 +353,7 @@ static int cmd_worker(int argc, char **argv)
     }
     if (train_run(&c.train, &env)) {
         fprintf(stderr, "ddpprof: rank %d: %s\n", env.rank, error_get());
+        worker_link_say("failed %s", error_get());
         return 1;
     }
     return 0;

@@ -199,6 +199,19 @@ static int train_nodes(const struct cli *c)
     return rc;
 }
 
+/* More CPU ranks on this node than it has cores only thrash: refused before anything
+ * starts, unless --oversubscribe (launcher_check_fit).  0 or -1 (error_set). */
+static int check_fit(const struct cli *c, enum cli_command cmd)
+{
+    if (c->train.ngpus)
+        return 0; /* one rank per GPU, whose count device_check bounds */
+    char what[64];
+    int n = device_ranks(&c->train);
+    snprintf(what, sizeof what, "%s %d",
+             cli_is_given(c, "--nproc-per-node", cmd) ? "--nproc-per-node" : "--cpu", n);
+    return launcher_check_fit(n, c->oversubscribe, what);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -206,7 +219,7 @@ static int cmd_train(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train))
+    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -261,6 +274,8 @@ static int cmd_main(int argc, char **argv)
     char note[512];
     if (device_pick(&c.train, note, sizeof note))
         printf("%s\n", note);
+    if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
+        return fail();
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return fail();

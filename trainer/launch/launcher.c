@@ -866,8 +866,9 @@ static void launcher_say_failure(const struct launcher_state *st)
 {
     const struct launch_result *f = &st->fail;
     char stopped[96] = "", who[64], sig[32];
-    if (st->stopped_others)
-        snprintf(stopped, sizeof stopped, "; stopped the other %d rank(s)%s", st->stopped_others,
+    if (st->stopped_others) /* a rank late for the rendezvous was stopped too */
+        snprintf(stopped, sizeof stopped, "; stopped the %s%d rank(s)%s",
+                 st->failed_status ? "other " : "", st->stopped_others,
                  st->nodes > 1 ? " on this node" : "");
     if (f->culprit_rank < 0) {
         fprintf(stderr, "ddpprof: rank %d %s%s%s%s\n", f->failed_rank,

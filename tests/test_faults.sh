@@ -5,7 +5,8 @@
 # and the checkpoint written before the fault still resumes.
 #  1. --cpu 1000 on this machine: refused in under a second, nothing started;
 #  2. SIGSTOP of rank 1: stopped within --timeout + 5 s, the summary names rank 1, the
-#     collective and SIGSTOP (the time from the stop to the clean exit is printed);
+#     collective and SIGSTOP (the time from the stop to the clean exit is printed); the
+#     same for rank 3 of two nodes (each node's summary names it and its node);
 #  3. SIGTERM, then SIGINT, to the launcher: 143 / 130, every rank stopped;
 #  4. kill -9 of rank 0 while it writes a checkpoint (DDPPROF_FAULT_SAVE_PAUSE holds it
 #     between the temp file and the rename): the previous checkpoint is intact;
@@ -164,6 +165,41 @@ check_clean stop "$run" "$r0" "$port"
 check_csvs stop "$run"
 check_loadable stop "$run/checkpoint.safetensors"
 
+# --- 2b. the same on two nodes (this host, gloo between them): rank 3 on node 1 stopped ---
+if "$bin" --version | grep -q '^comms:.* gloo'; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  for r in 0 1; do
+    "$bin" train --nnodes 2 --node-rank $r --nproc-per-node 2 --master-port "$port" --epochs 20 \
+      --limit 20000 --test-limit 64 --threads 1 --quiet --timeout 3 --out "$tmp/node$r" \
+      >"$tmp/node$r.log" 2>&1 </dev/null &
+    node_pid[$r]=$!
+  done
+  victim=""
+  for _ in $(seq 400); do victim=$(rank_pid "$tmp/node1" 3); [ -n "$victim" ] && break; sleep 0.05; done
+  wait_for 30 steps_done "$tmp/node0" 5
+  t0=$(now)
+  kill -STOP "$victim"
+  wait_bounded "${node_pid[0]}" 30
+  rc0=$?
+  wait_bounded "${node_pid[1]}" 30
+  rc1=$?
+  dt=$(elapsed "$t0")
+  echo "SIGSTOP of rank 3 (node 1) to a clean stop of both nodes: ${dt} s (--timeout 3)"
+  check nodes-exit "$([ $rc0 -eq 1 ] && [ $rc1 -eq 1 ]; echo $?)" "exit $rc0 and $rc1 (want 1 and 1)"
+  check nodes-time "$(less "$dt" 8; echo $?)" "${dt}s from SIGSTOP to exit (limit --timeout 3 + 5 s)"
+  for r in 0 1; do
+    check "nodes-names-$r" "$(grep -qE '^ddpprof: the job failed: rank 3 \(node 1, host [^)]*\) did not arrive in [a-z-]+ #[0-9]+ \(stopped by SIGSTOP\); rank [0-2] \(node [01],' "$tmp/node$r.log"; echo $?)" \
+      "node $r's summary does not name rank 3 on node 1: $(grep -v '^\[rank' "$tmp/node$r.log" | tail -n 3)"
+  done
+  wait_for 3 gone "$tmp/node"
+  check nodes-no-process "$(gone "$tmp/node"; echo $?)" "processes left: $(pids_of "$tmp/node")"
+  check nodes-no-port "$(! listening "$port"; echo $?)" "the agents' port $port still listens"
+  check_csvs nodes0 "$tmp/node0"
+  check_csvs nodes1 "$tmp/node1"
+else
+  echo "part 2b skipped: this build has no gloo comm"
+fi
+
 # --- 3. SIGTERM and SIGINT to the launcher ---
 for sig in TERM INT; do
   run="$tmp/sig$sig"
@@ -282,6 +318,7 @@ check_clean hostile "$run" "$r0" "$port"
 check_csvs hostile "$run"
 
 # --- 7. the main job's process alone: SIGTERM, kill -9 (DDP run), kill -9 (baseline) ---
+# (bash's "Killed" notices of the killed main jobs go to /dev/null)
 for how in TERM KILL BASE; do
   run="$tmp/main$how"
   mode=$([ $how = BASE ] && echo baseline || echo ddp)
@@ -299,7 +336,7 @@ for how in TERM KILL BASE; do
   wait_for 10 gone "$run"
   check "main$how-no-orphans" "$(gone "$run"; echo $?)" "left running after the main job: $(pids_of "$run")"
   check_csvs "main$how" "$run/$mode"
-done
+done 2>/dev/null
 
 # --- 8. the job's progress bar on a terminal ---
 if command -v script >/dev/null; then

@@ -642,6 +642,20 @@ static void check_culprit(void)
     check_none_left("culprit", 0.5);
     free(out);
     free(err);
+
+    /* rank 1 exits first, having lost rank 0's store; rank 0 fails with its own error just
+     * after: rank 0 is named */
+    snprintf(cmd, sizeof cmd,
+             "if [ $RANK = 1 ]; then sleep 0.3; printf \"failed store: lost the connection to "
+             "rank 0's store at 127.0.0.1:1 during get of key 'x' (rank 1 of 2; did rank 0 "
+             "exit?)\" >&3; exit 1; fi; sleep 0.4; exit 3");
+    o.argv = argv;
+    st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 1 && strstr(err, "ddpprof: rank 0 failed (exit status 3)\n"),
+          "the first cause: status 0x%x, stderr:\n%s", st, err);
+    check_none_left("first cause", 0.5);
+    free(out);
+    free(err);
 }
 
 /* rendezvous_ms: rank 1 never joins / joins but is never ready */
@@ -705,39 +719,45 @@ static void check_blame(void)
 {
     static const struct {
         const char *message, *collective;
-        int ranks[3], n;
+        int ranks[3], n, gone;
     } cases[] = {
         {"epoch 1 step 228: SyncBatchNorm layer2.1.weight forward: comm shm: rank 0 timed out "
          "after 3.0 s in all-gather #1607 (count 65): rank 1 did not arrive (did a rank skip a "
          "collective or die?)",
-         "all-gather #1607", {1}, 1},
+         "all-gather #1607", {1}, 1, 0},
         {"comm shm: rank 0 timed out after 3.0 s in all-reduce #12 (count 5): ranks 2, 3 did "
          "not arrive (did a rank skip a collective or die?)",
-         "all-reduce #12", {2, 3}, 2},
+         "all-reduce #12", {2, 3}, 2, 0},
         {"comm shm: rank 0 in broadcast #3 (count 10): rank 2 (pid 4242) died (did it crash or "
          "get killed?)",
-         "broadcast #3", {2}, 1},
+         "broadcast #3", {2}, 1, 1},
+        {"epoch 1 step 4: comm shm: rank 1 in all-reduce #5 (count 3): rank 0 gave up on the "
+         "communicator first: comm shm: rank 0 timed out",
+         "all-reduce #5", {0}, 1, 1},
+        {"rank 1: rendezvous at 127.0.0.1:4000: store: lost the connection to rank 0's store at "
+         "127.0.0.1:4000 during get of key 'shm_name' (rank 1 of 2; did rank 0 exit?)",
+         "", {0}, 1, 1},
         {"comm gloo: rank 0 of 4: all-reduce #818 (32 f32) failed: Connection closed by peer "
          "[10.0.0.2]:41234; the peer is rank 3 (host 10.0.0.2) (a peer rank died, gave up, or "
          "is on another collective; timeout 3.0 s)",
-         "all-reduce #818", {3}, 1},
+         "all-reduce #818", {3}, 1, 0},
         {"comm gloo: rank 0 of 4: barrier #2 failed: Timed out [10.0.0.2]:1; the peer is one of "
          "ranks 2, 3 (host 10.0.0.2) (a peer rank died, gave up, or is on another collective; "
          "timeout 3.0 s)",
-         "barrier #2", {2, 3}, 2},
+         "barrier #2", {2, 3}, 2, 0},
         {"comm gloo: rank 0 of 2: all-reduce #958 (32 f32) failed: Timed out waiting 3000ms for "
          "recv operation to complete (a peer rank died, gave up, or is on another collective; "
          "timeout 3.0 s)",
-         "all-reduce #958", {0}, 0},
+         "all-reduce #958", {0}, 0, 0},
         {"rank 0: nccl all-reduce #12 (100 elements) did not complete within 3000 ms",
-         "all-reduce #12", {0}, 0},
-        {"--resume: cannot read /x: No such file or directory", "", {0}, 0},
+         "all-reduce #12", {0}, 0, 0},
+        {"--resume: cannot read /x: No such file or directory", "", {0}, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct worker_blame b;
         int found = worker_link_blame(cases[i].message, &b);
         int same = found == (cases[i].collective[0] || cases[i].n) && b.nranks == cases[i].n &&
-                   strcmp(b.collective, cases[i].collective) == 0;
+                   b.gone == cases[i].gone && strcmp(b.collective, cases[i].collective) == 0;
         for (int k = 0; same && k < b.nranks; k++)
             same = b.ranks[k] == cases[i].ranks[k];
         CHECK(same, "blame %zu: found %d, '%s', %d rank(s) (first %d) from: %s", i, found,

@@ -453,7 +453,7 @@ static void launcher_blame(struct launcher_state *st, int failed, int status)
     struct worker_blame b;
     worker_link_blame(st->w[failed].failure, &b);
     snprintf(f->collective, sizeof f->collective, "%s", b.collective);
-    for (int i = 0; i < b.nranks; i++) {
+    for (int i = 0; i < b.nranks && !b.gone; i++) { /* a rank that failed first is no hang */
         int l = launcher_local(st, b.ranks[i]);
         if (f->culprit_rank < 0 || (l >= 0 && st->w[l].alive && st->w[l].stop_sig)) {
             f->culprit_rank = b.ranks[i];
@@ -520,7 +520,8 @@ static void launcher_fail(struct launcher_state *st, int failed, int status, con
 }
 
 /* Reap what exited.  The first failure is named, but a worker killed by a signal is named
- * before one that exited with an error: those most likely exited because it died (a peer
+ * before one that exited with an error, and one whose error names another that failed is
+ * passed over for that one: those most likely exited because it died (a peer
  * gone is an error in every comm), and a dying process (many threads, a large heap) can
  * take longer to be reaped than its peer takes to notice.  So after an error exit the
  * others get LAUNCHER_BLAME_MS to turn out killed before anyone is stopped, and up to
@@ -544,6 +545,23 @@ static void launcher_reap(struct launcher_state *st)
                 failed = r;
                 break;
             }
+    }
+    /* An error that names another rank of ours which failed too (a peer that died or gave
+     * up, rank 0's store gone with rank 0) was caused by that one: name it, following the
+     * chain to the first. */
+    for (int hops = 0; hops < st->n && !WIFSIGNALED(st->w[failed].status); hops++) {
+        launcher_link_read(st, failed, -1);
+        struct worker_blame b;
+        worker_link_blame(st->w[failed].failure, &b);
+        int next = -1;
+        for (int i = 0; i < b.nranks && next < 0; i++) {
+            int l = launcher_local(st, b.ranks[i]);
+            if (l >= 0 && l != failed && !st->w[l].alive && launcher_failed(st->w[l].status))
+                next = l;
+        }
+        if (next < 0)
+            break;
+        failed = next;
     }
     launcher_fail(st, failed, st->w[failed].status, NULL);
 }

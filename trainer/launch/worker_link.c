@@ -137,12 +137,18 @@ int worker_link_blame(const char *message, struct worker_blame *b)
             d++;
         if (strncmp(d, ") died", 6) == 0)
             worker_blame_before(message, p, b);
+        b->gone = b->nranks > 0;
     }
-    static const char *const peer[] = {"the peer is one of ranks ", "the peer is rank "};
-    for (int i = 0; i < 2 && !b->nranks; i++)
-        if ((p = strstr(message, peer[i])) != NULL) {
-            p += strlen(peer[i]);
-            worker_blame_list(p, p + strlen(p), b);
+    static const char *const peer[] = {"the peer is one of ranks ", "the peer is rank ",
+                                       ": rank ", "lost the connection to rank "};
+    static const char *const after[] = {"", "", " gave up on the communicator first", "'s store"};
+    for (int i = 0; i < 4 && !b->nranks; i++)
+        for (p = strstr(message, peer[i]); p && !b->nranks; p = strstr(p + 1, peer[i])) {
+            const char *list = p + strlen(peer[i]), *end = list;
+            while (isdigit((unsigned char)*end) || (end[0] == ',' && end[1] == ' '))
+                end += end[0] == ',' ? 2 : 1;
+            if (strncmp(end, after[i], strlen(after[i])) == 0 && worker_blame_list(list, end, b))
+                b->gone = i >= 2;
         }
     return b->collective[0] || b->nranks;
 }

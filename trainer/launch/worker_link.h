@@ -73,8 +73,12 @@ struct worker_blame {
     char collective[96];        /* "all-gather #1607", "" when the error names none */
     int ranks[WORKER_BLAME_MAX]; /* the ranks it names as missing: "rank 1 did not arrive",
                                     "ranks 2, 3 did not arrive", "rank 1 (pid 7) died",
-                                    "the peer is rank 3", "the peer is one of ranks 2, 3" */
+                                    "the peer is rank 3", "the peer is one of ranks 2, 3",
+                                    "rank 0 gave up on the communicator first", "lost the
+                                    connection to rank 0's store" */
     int nranks;
+    int gone; /* 1: the ranks named died or gave up first ("died", "gave up", "lost the
+                 connection"); 0: they did not come (a hang, or a peer gloo names) */
 };
 
 /* Fill b from message (a comm error, possibly wrapped in context).  Returns 1 when it named

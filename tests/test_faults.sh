@@ -207,9 +207,11 @@ for sig in TERM INT; do
   launcher=$run_pid
   find_ranks "$run"
   wait_for 30 steps_done "$run" 12
+  t0=$(now)
   kill -$sig "$launcher"
   wait_bounded "$launcher" 15
   rc=$?
+  echo "SIG$sig to the launcher to a clean stop: $(elapsed "$t0") s"
   want=$([ $sig = TERM ] && echo 143 || echo 130)
   check "sig$sig-exit" "$([ $rc -eq "$want" ]; echo $?)" "exit $rc (want $want)"
   check "sig$sig-message" "$(grep -q "^ddpprof: interrupted by SIG$sig; stopped 2 rank(s)" "$tmp/sig$sig.log"; echo $?)" \
@@ -326,6 +328,7 @@ check_csvs hostile "$run"
 
 # --- 7. the main job's process alone: SIGTERM, kill -9 (DDP run), kill -9 (baseline) ---
 # (bash's "Killed" notices of the killed main jobs go to /dev/null)
+exec 3>&1
 for how in TERM KILL BASE; do
   run="$tmp/main$how"
   mode=$([ $how = BASE ] && echo baseline || echo ddp)
@@ -334,6 +337,7 @@ for how in TERM KILL BASE; do
   main=$!
   wait_for 30 steps_done "$run/$mode" 5
   check "main$how-started" "$(steps_done "$run/$mode" 5; echo $?)" "the $mode run did not start"
+  t0=$(now)
   kill -$([ $how = TERM ] && echo TERM || echo KILL) "$main"
   wait_bounded "$main" 15
   rc=$?
@@ -341,6 +345,7 @@ for how in TERM KILL BASE; do
     check mainTERM-exit "$([ $rc -eq 143 ]; echo $?)" "exit $rc (want 143): $(tail -n 2 "$tmp/mainTERM.log")"
   fi
   wait_for 10 gone "$run"
+  echo "main job ($how, $mode run): every process gone $(elapsed "$t0") s after the signal" >&3
   check "main$how-no-orphans" "$(gone "$run"; echo $?)" "left running after the main job: $(pids_of "$run")"
   check_csvs "main$how" "$run/$mode"
 done 2>/dev/null

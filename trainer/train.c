@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "device.h"
 #include "launch/dist_env.h"
+#include "launch/worker_link.h"
 #include "common/error.h"
 #include "data/dataset.h"
 #include "nn/model.h"
@@ -380,6 +381,7 @@ static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_
 static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
+    worker_link_say("joining"); /* the launcher bounds the rendezvous (worker_link.h) */
     if (rank_open_store(r, env) || rank_share_identity(r, env))
         return -1;
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
@@ -394,9 +396,10 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     if (cap < sizeof(float))
         cap = sizeof(float);
     r->red = reducer_create(&r->m->params, r->dev.comm, 1u << 20, cap);
-    if (!r->red)
+    if (!r->red || rank_align_clock(r))
         return -1;
-    return rank_align_clock(r);
+    worker_link_say("ready");
+    return 0;
 }
 
 static void rank_write_meta(struct rank *r)
@@ -651,12 +654,18 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     return 0;
 }
 
-/* rank 0's progress bar on a terminal: "epoch 1/3 [#####     ] 52% 980/1875 loss 0.61" */
+/* rank 0's progress bar on a terminal: "epoch 1/3 [#####     ] 52% 980/1875 loss 0.61";
+ * under ddpprof's launcher (stderr a pipe) the launcher draws it for the job */
 static void progress_bar(const struct rank *r, int epoch, int64_t done, int64_t total,
                          double loss)
 {
-    if (r->rank != 0 || r->o->quiet || !r->tty || total <= 0)
+    if (r->rank != 0 || r->o->quiet || total <= 0)
         return;
+    if (!r->tty) {
+        worker_link_say("progress %d %d %lld %lld %.4f", epoch + 1, r->o->epochs,
+                        (long long)done * r->world, (long long)total * r->world, loss);
+        return;
+    }
     int width = 30, fill = (int)(width * done / total);
     char bar[64];
     for (int i = 0; i < width; i++)

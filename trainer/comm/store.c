@@ -388,7 +388,7 @@ static struct store *store_open(const char *host, int port, int is_server, int a
     s->world = world;
     s->timeout_ms = timeout_ms;
     s->fd = -1;
-    if (is_server && !(s->server = store_server_start(port, rank, world))) {
+    if (is_server && !(s->server = store_server_start(host, port, rank, world))) {
         free(s);
         return NULL;
     }

@@ -349,9 +349,18 @@ static int rank_resume_ddp(struct rank *r)
         const char *dir = getenv("TMPDIR");
         snprintf(tmp, sizeof tmp, "%.80s/ddpprof-resume-XXXXXX", dir && *dir ? dir : "/tmp");
         int fd = mkstemp(tmp);
-        if (fd < 0 || write(fd, data, (size_t)bytes) != (ssize_t)bytes)
+        size_t done = 0;
+        ssize_t w = 1;
+        while (fd >= 0 && done < (size_t)bytes && w != 0) {
+            w = write(fd, data + done, (size_t)bytes - done);
+            if (w > 0)
+                done += (size_t)w;
+            else if (w < 0 && errno != EINTR)
+                break;
+        }
+        if (fd < 0 || done < (size_t)bytes) /* w == 0: nothing more fits */
             rc = error_set("rank %d: cannot write the checkpoint to %s: %s", r->rank, tmp,
-                           strerror(errno));
+                           fd < 0 || w < 0 ? strerror(errno) : "no space left (short write)");
         if (fd >= 0)
             close(fd);
         path = tmp;

@@ -164,9 +164,7 @@ static enum store_io store_exchange(int fd, const uint8_t *req, size_t req_len, 
     r = store_recv_all(fd, h, sizeof h, deadline_ms);
     if (r != STORE_IO_OK)
         return r;
-    *status = h[0];
-    *reply_len = store_wire_get_u32(h + 1);
-    if (*reply_len > STORE_VALUE_MAX + 1024) {
+    if (store_wire_decode_reply(h, status, reply_len) < 0) {
         errno = EBADMSG;
         return STORE_IO_ERROR;
     }

@@ -321,6 +321,10 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     if (o->resume_path && checkpoint_resume(o->resume_path, &r->m->params, &r->opt,
                                             &r->scaler, o->model, &r->start_epoch, &r->step))
         return error_wrap("--resume");
+    if (o->resume_path && r->start_epoch >= o->epochs)
+        return error_set("--resume: %s has %d epoch(s) done and --epochs is %d: nothing left "
+                         "to train (give --epochs above %d)",
+                         o->resume_path, r->start_epoch, o->epochs, r->start_epoch);
     int b = o->batch_size;
     size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
     r->x_host = malloc((size_t)b * img * sizeof(float));

@@ -27,6 +27,7 @@
 #include "comm/store.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,7 +291,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     /* the data set the model's input asks for (dataset.h); every rank loads the same */
     const struct dataset_request rq = {.kind = (enum dataset_kind)o->dataset,
                                        .dir = o->data_dir, .c = r->m->in_c, .h = r->m->in_h,
-                                       .w = r->m->in_w, .seed = o->seed,
+                                       .w = r->m->in_w, .classes = r->m->classes,
+                                       .seed = o->seed,
                                        .norm_mean = o->norm_mean, .norm_std = o->norm_std};
     char note[512];
     if (dataset_open(&rq, &r->train, &r->test, &r->dataset, note, sizeof note))
@@ -435,6 +437,13 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->download(be, &l, r->scalars, sizeof l);
     }
     sm->loss = l;
+    /* fp32 and bf16 have no GradScaler to skip such a step: the run has diverged */
+    if (!r->scaler.enabled && !isfinite(l))
+        return error_set("the loss is %s%s: training has diverged (%s has no GradScaler to "
+                         "skip the step); lower --lr, or check the data",
+                         isnan(l) ? "nan" : l > 0 ? "inf" : "-inf",
+                         r->world > 1 ? " (the mean over the ranks)" : "",
+                         r->o->amp == AMP_BF16 ? "bf16" : "fp32");
     if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && optim_step(&r->opt))

@@ -395,9 +395,11 @@ static int checkpoint_resume_adam(const struct st_file *st, const char *path,
                              path, name, t ? "not an F32 scalar" : "missing");
         float v;
         memcpy(&v, t->data, sizeof v);
-        if (!(v >= 1.0f) || v != (float)(long long)v || (step >= 0 && (long long)v != step))
-            return error_set("%s: Adam state '%s' = %g: steps must be whole, >= 1 and the "
-                             "same for every parameter",
+        /* a float counts steps exactly up to 2^24; test the range before any cast */
+        if (!(v >= 1.0f && v <= 16777216.0f) || v != floorf(v) ||
+            (step >= 0 && (long long)v != step))
+            return error_set("%s: Adam state '%s' = %g: steps must be whole numbers in [1, "
+                             "16777216] and the same for every parameter",
                              path, name, (double)v);
         step = (long long)v;
     }

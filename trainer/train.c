@@ -280,7 +280,8 @@ static void rank_write_meta(struct rank *r)
 static int rank_setup(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
-    if (r->rank == 0 && o->out_dir && runlog_open(&r->log, o->out_dir))
+    if (r->rank == 0 && o->out_dir &&
+        (runlog_prepare(o->out_dir, o->overwrite) || runlog_open(&r->log, o->out_dir)))
         return -1;
     if (device_open(&r->dev, o, r->rank, r->local_rank, r->local_world))
         return -1;
@@ -363,10 +364,12 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
 }
 
 /* failed: this rank is giving up, so it does not wait for the others at the store.
- * Returns -1 (error_set) when meta.csv or metrics.csv could not be completed on disk. */
+ * Returns -1 (error_set) when the trace lost rows or meta.csv or metrics.csv could not be
+ * completed on disk: a run whose files are incomplete is a failed run. */
 static int rank_teardown(struct rank *r, int failed)
 {
     struct backend *be = r->dev.be;
+    char lost[1024] = ""; /* the trace's error, kept past the teardown below */
     if (be) {
         be->free(be, r->x_dev);
         be->free(be, r->y_dev);
@@ -374,7 +377,7 @@ static int rank_teardown(struct rank *r, int failed)
         be->free(be, r->scalars);
     }
     if (r->probe && probe_destroy(r->probe) && !failed)
-        fprintf(stderr, "ddpprof: rank %d: trace: %s\n", r->rank, error_get());
+        snprintf(lost, sizeof lost, "%s", error_get());
     r->probe = NULL;
     reducer_destroy(r->red);
     optim_free(&r->opt);
@@ -391,7 +394,8 @@ static int rank_teardown(struct rank *r, int failed)
     free(r->x_host);
     free(r->y_host);
     free(r->indices);
-    return runlog_close(&r->log);
+    int rc = runlog_close(&r->log);
+    return lost[0] ? error_set("%s", lost) : rc;
 }
 
 /* One optimisation step on n samples: forward, loss, backward (scaled by the GradScaler,

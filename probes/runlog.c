@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +81,33 @@ int runlog_prepare(const char *dir, int overwrite)
                        "there, or choose another --out",
                        dir, first);
     return rc;
+}
+
+void runlog_host_usage(struct host_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    double load[1];
+    if (getloadavg(load, 1) == 1)
+        u->load1 = load[0];
+    /* cpu  user nice system idle iowait irq softirq steal guest guest_nice (clock ticks;
+     * guest time is inside user) */
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f) {
+        int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                       &v[3], &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        long hz = sysconf(_SC_CLK_TCK);
+        if (n >= 7 && hz > 0) {
+            u->have_stat = 1;
+            u->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+            u->steal_s = n == 8 ? (double)v[7] / (double)hz : 0.0;
+        }
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        u->cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                   (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 void csv_field_write(FILE *f, const char *s)

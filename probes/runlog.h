@@ -51,6 +51,19 @@ int runlog_metrics(struct runlog *r, const struct step_metrics *m);
  * lost and why) if any row since runlog_open failed to reach the disk. */
 int runlog_close(struct runlog *r);
 
+/* What tells a busy host, sampled at a run's start and end (meta.csv keys host_* and
+ * cpu_s.rankN, report/FORMULAS.md "Figures measured under load"): the 1-minute load
+ * average, the CPU time every process of this host used and the time the hypervisor
+ * stole (/proc/stat, from boot; have_stat 0 where there is none), and this process's own
+ * CPU time (user + system, every thread).  Seconds. */
+struct host_usage {
+    double load1;
+    int have_stat;
+    double busy_s, steal_s;
+    double cpu_s;
+};
+void runlog_host_usage(struct host_usage *u);
+
 /* Write one CSV field (quoted only when it must be) to f. */
 void csv_field_write(FILE *f, const char *s);
 

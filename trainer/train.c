@@ -86,6 +86,7 @@ struct rank {
     long long step;
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
+    struct host_usage usage0;  /* the host's load and this process's CPU time at the start */
     int tty;                   /* stderr is a terminal: draw a progress bar */
 };
 
@@ -275,6 +276,56 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "openblas", "%s", openblas_get_config());
     runlog_meta(l, "hostname", "%s", host);
     runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
+    runlog_meta(l, "host_cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    runlog_meta(l, "host_load_start", "%.2f", r->usage0.load1);
+}
+
+/* What tells a busy host (report/FORMULAS.md "Figures measured under load"): every rank's
+ * CPU and wall seconds since it started (published through the store), and on rank 0 the
+ * host's load average at the end and the CPU time all of its processes used and the
+ * hypervisor stole meanwhile; ranks_cpu_s sums the ranks on rank 0's host, so the report
+ * can tell the CPU time of other programs. */
+static int rank_record_usage(struct rank *r, double wall_s)
+{
+    struct host_usage u;
+    runlog_host_usage(&u);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char key[64], val[400];
+    double cpu = u.cpu_s - r->usage0.cpu_s, local_cpu = 0.0;
+    snprintf(val, sizeof val, "%.3f %.3f %s", cpu, wall_s, host);
+    if (r->store) {
+        snprintf(key, sizeof key, "usage/%d", r->rank);
+        if (store_set(r->store, key, val, strlen(val) + 1))
+            return -1;
+    }
+    for (int k = 0; k < r->world && r->rank == 0; k++) {
+        char got[400] = "", where[256] = "";
+        size_t len = 0;
+        double c = 0.0, w = 0.0;
+        snprintf(key, sizeof key, "usage/%d", k);
+        if (k == 0)
+            snprintf(got, sizeof got, "%s", val);
+        else if (store_get(r->store, key, got, sizeof got - 1, &len))
+            return -1;
+        if (sscanf(got, "%lf %lf %255s", &c, &w, where) < 2)
+            return error_set("rank %d published a malformed usage '%.60s'", k, got);
+        snprintf(key, sizeof key, "cpu_s.rank%d", k);
+        runlog_meta(&r->log, key, "%.3f", c);
+        snprintf(key, sizeof key, "wall_s.rank%d", k);
+        runlog_meta(&r->log, key, "%.3f", w);
+        if (strcmp(where, host) == 0)
+            local_cpu += c;
+    }
+    if (r->rank != 0)
+        return 0;
+    runlog_meta(&r->log, "ranks_cpu_s", "%.3f", local_cpu);
+    runlog_meta(&r->log, "host_load_end", "%.2f", u.load1);
+    if (u.have_stat && r->usage0.have_stat) {
+        runlog_meta(&r->log, "host_busy_s", "%.3f", u.busy_s - r->usage0.busy_s);
+        runlog_meta(&r->log, "host_steal_s", "%.3f", u.steal_s - r->usage0.steal_s);
+    }
+    return 0;
 }
 
 static int rank_setup(struct rank *r, const struct dist_env *env)
@@ -556,6 +607,8 @@ static int rank_evaluate(struct rank *r, double *accuracy, double *mean_loss)
 int train_run(const struct train_opts *o_in, const struct dist_env *env)
 {
     double t_start = now_s();
+    struct host_usage usage0;
+    runlog_host_usage(&usage0);
     struct train_opts o = *o_in;
     struct rank r = {.o = &o, .world = 1, .local_world = 1};
     if (env) {
@@ -569,6 +622,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
     }
     r.tty = isatty(STDERR_FILENO);
+    r.usage0 = usage0;
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     int rc = rank_setup(&r, env);
@@ -624,6 +678,8 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         }
     }
     double elapsed = now_s() - t_start;
+    if (rc == 0)
+        rc = rank_record_usage(&r, elapsed);
     if (rc == 0) {
         runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);
         runlog_meta(&r.log, "steps", "%lld", r.step);

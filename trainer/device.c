@@ -182,7 +182,7 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
             if (store_set(store, "shm_name", name, strlen(name) + 1))
                 return -1;
         } else if (store_get(store, "shm_name", name, sizeof name - 1, &len)) {
-            return error_wrap("rank %d", rank);
+            return -1; /* the store's message names the rank; main prefixes it too */
         }
         name[rank == 0 ? strlen(name) : len] = '\0';
         d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
@@ -191,7 +191,7 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
             d->comm = comm_staged_create(d->comm, &stage);
         }
     }
-    return d->comm ? 0 : error_wrap("rank %d", rank);
+    return d->comm ? 0 : -1;
 }
 
 void device_probe_opts(const struct device *d, struct probe_opts *po)

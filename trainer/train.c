@@ -145,7 +145,7 @@ static int rank_align_clock(struct rank *r)
         for (int i = 0; i < CLOCK_ROUND_TRIPS; i++) {
             samples[i].send_ns = clock_now_ns();
             if (store_server_time(r->store, &samples[i].remote_ns))
-                return error_wrap("rank %d: clock alignment", r->rank);
+                return error_wrap("clock alignment");
             samples[i].recv_ns = clock_now_ns();
         }
         if (clock_offset_estimate(samples, CLOCK_ROUND_TRIPS, &r->clock))
@@ -197,7 +197,7 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     r->store = store_create(env->master_addr, env->master_port, r->rank == 0, r->rank,
                             r->world, o->timeout_ms);
     if (!r->store)
-        return error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
+        return error_wrap("rendezvous at %s:%d", env->master_addr,
                           env->master_port);
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, env->master_port))
         return -1;
@@ -391,7 +391,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     r->scalars = be->alloc(be, 3 * sizeof(float));
     if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
         !r->scalars)
-        return error_set("rank %d: out of memory for batch %d", r->rank, b);
+        return error_set("out of memory for a batch of %d", b);
     if (o->out_dir && mkdir_parents(o->out_dir)) /* ranks > 0 write their trace here too */
         return -1;
     if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
@@ -404,7 +404,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     device_probe_opts(&r->dev, &po);
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
-        return error_wrap("rank %d: probes", r->rank);
+        return error_wrap("probes");
     if (r->red)
         reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
                                                                obs_finished, r->probe});

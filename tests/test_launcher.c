@@ -734,7 +734,7 @@ static void check_blame(void)
         {"epoch 1 step 4: comm shm: rank 1 in all-reduce #5 (count 3): rank 0 gave up on the "
          "communicator first: comm shm: rank 0 timed out",
          "all-reduce #5", {0}, 1, 1},
-        {"rank 1: rendezvous at 127.0.0.1:4000: store: lost the connection to rank 0's store at "
+        {"rendezvous at 127.0.0.1:4000: store: lost the connection to rank 0's store at "
          "127.0.0.1:4000 during get of key 'shm_name' (rank 1 of 2; did rank 0 exit?)",
          "", {0}, 1, 1},
         {"comm gloo: rank 0 of 4: all-reduce #818 (32 f32) failed: Connection closed by peer "

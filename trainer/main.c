@@ -426,7 +426,11 @@ static int cmd_worker(int argc, char **argv)
         c.train.out_dir = out;
     }
     if (train_run(&c.train, &env)) {
-        fprintf(stderr, "ddpprof: rank %d: %s\n", env.rank, error_get());
+        /* the rank once: a comm's own message may open with it already */
+        char who[32];
+        snprintf(who, sizeof who, "rank %d: ", env.rank);
+        const char *msg = error_get();
+        fprintf(stderr, "ddpprof: %s%s\n", strncmp(msg, who, strlen(who)) ? who : "", msg);
         worker_link_say("failed %s", error_get());
         return 1;
     }

@@ -48,23 +48,6 @@
                                       more of its requests until they drain */
 #define STORE_TABLE_MAX_BYTES (64u << 20) /* keys and values held, all ranks together */
 
-/* Strict decimal int64 parse of a stored counter value. */
-static int store_parse_counter(const uint8_t *val, uint32_t len, int64_t *out)
-{
-    char text[32];
-    if (len == 0 || len >= sizeof text)
-        return -1;
-    memcpy(text, val, len);
-    text[len] = '\0';
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || end != text + len) /* also rejects embedded zero bytes */
-        return -1;
-    *out = v;
-    return 0;
-}
-
 struct store_entry {
     struct store_entry *next;
     char *key;
@@ -230,11 +213,11 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
                                uint32_t len)
 {
     c->closing = c->rank < 0; /* a stranger gets one try */
-    if (len != 8) {
+    int rank, world;
+    if (store_wire_decode_hello(val, len, &rank, &world) < 0) {
         store_conn_error(c, "store: malformed hello (%u bytes); is this a ddpprof store?", len);
         return;
     }
-    int rank = (int)store_wire_get_u32(val), world = (int)store_wire_get_u32(val + 4);
     if (world != srv->world) {
         store_conn_error(c,
                          "store: rank %d joined with WORLD_SIZE=%d but rank %d's store has "
@@ -314,13 +297,13 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         }
         return;
     case STORE_OP_ADD: {
-        if (len != 8) {
+        int64_t cur = 0, delta;
+        if (store_wire_decode_add(val, len, &delta) < 0) {
             store_conn_error(c, "store: malformed add on key '%s'", key);
             return;
         }
-        int64_t cur = 0, delta = store_wire_get_i64(val);
         e = store_table_find(srv, key);
-        if (e && store_parse_counter(e->val, e->len, &cur) < 0) {
+        if (e && store_wire_parse_counter(e->val, e->len, &cur) < 0) {
             store_conn_error(c, "store: add on key '%s', which holds a %u-byte non-counter value",
                              key, e->len);
             return;
@@ -359,29 +342,29 @@ static int store_conn_serve(struct store_server *srv, struct store_conn *c)
 {
     int served = 0;
     size_t off = 0;
-    while (!c->dead && !c->closing && !c->wait_op && c->in_len - off >= STORE_REQ_HEADER &&
-           c->out_len - c->out_off < STORE_OUT_HIGH) {
-        const uint8_t *h = c->in + off;
-        int op = h[0];
-        uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
-        if (c->rank < 0 && (op != STORE_OP_HELLO || klen != 0 || vlen != 8)) {
-            store_conn_error(c, "store: expected a hello, got request %d with a %u-byte key and "
-                                "a %u-byte value; is this a ddpprof store client?",
-                             op, klen, vlen);
-            c->closing = 1;
-            break;
+    while (!c->dead && !c->closing && !c->wait_op && c->out_len - c->out_off < STORE_OUT_HIGH) {
+        if (c->rank < 0 && c->in_len - off >= STORE_REQ_HEADER) {
+            const uint8_t *h = c->in + off;
+            int op = h[0];
+            uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
+            if (op != STORE_OP_HELLO || klen != 0 || vlen != 8) {
+                store_conn_error(c, "store: expected a hello, got request %d with a %u-byte key "
+                                    "and a %u-byte value; is this a ddpprof store client?",
+                                 op, klen, vlen);
+                c->closing = 1;
+                break;
+            }
         }
-        if (klen > STORE_KEY_MAX || vlen > STORE_VALUE_MAX) {
+        struct store_request req;
+        long n = store_wire_decode_request(c->in + off, c->in_len - off, &req);
+        if (n < 0) {
             c->dead = 1; /* not our protocol: the client is told by the close */
             break;
         }
-        if (c->in_len - off < STORE_REQ_HEADER + klen + vlen)
+        if (n == 0)
             break;
-        char key[STORE_KEY_MAX + 1];
-        memcpy(key, h + STORE_REQ_HEADER, klen);
-        key[klen] = '\0';
-        store_server_request(srv, c, op, key, h + STORE_REQ_HEADER + klen, vlen);
-        off += STORE_REQ_HEADER + klen + vlen;
+        store_server_request(srv, c, req.op, req.key, req.value, req.value_len);
+        off += (size_t)n;
         served = 1;
     }
     if (off) {

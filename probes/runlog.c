@@ -40,10 +40,14 @@ int mkdir_parents(const char *path)
     return 0;
 }
 
-/* a file a run writes into its directory (runlog_prepare removes them) */
+/* a file a run writes into its directory (runlog_prepare removes them): also the temporary
+ * of a checkpoint whose writer was killed before its rename (".NAME.safetensors.tmp-XXXXXX",
+ * io/safetensors_write.c) */
 static int runlog_is_run_file(const char *name)
 {
     int rank, used = 0;
+    if (name[0] == '.' && strstr(name, ".safetensors.tmp-"))
+        return 1;
     return strcmp(name, "meta.csv") == 0 || strcmp(name, "metrics.csv") == 0 ||
            (sscanf(name, TRACE_FILE_FORMAT "%n", &rank, &used) == 1 && used > 0 &&
             name[used] == '\0');

@@ -9,8 +9,8 @@
 # 3. a full disk while the report writes: one line, exit 1, and every output file is
 #    whole or absent (temp file + rename), no temp file left;
 # 4. --out reused: a non-empty run directory is refused (nothing touched); --overwrite
-#    clears the old run's files (a stale rank1.trace.csv of a 2-rank run) and keeps the
-#    checkpoint.
+#    clears the old run's files (a stale rank1.trace.csv of a 2-rank run, the temporary of
+#    a checkpoint writer killed before its rename) and keeps the checkpoint.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 command -v python3 >/dev/null || { echo "skip: python3 checks the files left behind"; exit 77; }
@@ -108,12 +108,14 @@ if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "^ddpprof: --out $tmp/reuse is not empty (it holds [a-z0-9.]*): pass --overwrite" "$tmp/err" &&
   [ "$(ls "$tmp/reuse" | sort | tr '\n' ' ')" = "$before" ] &&
   grep -q '^world_size,2$' "$tmp/reuse/meta.csv"; then ok; else bad "reused --out: exit $rc"; fi
+: >"$tmp/reuse/.checkpoint.safetensors.tmp-Ab12Cd" # a writer killed before its rename
 "$bin" "${common[@]}" --cpu 1 --limit 64 --out "$tmp/reuse" --overwrite --resume "$tmp/reuse/checkpoint.safetensors" \
   --epochs 2 >/dev/null 2>"$tmp/err" </dev/null
 rc=$?
 "$bin" report "$tmp/reuse" >/dev/null 2>"$tmp/err2" </dev/null
 if [ $rc -eq 0 ] && [ ! -e "$tmp/reuse/rank1.trace.csv" ] && grep -q '^world_size,1$' "$tmp/reuse/meta.csv" &&
-  [ -s "$tmp/reuse/checkpoint.safetensors" ] && ! grep -q "rank" "$tmp/err2"; then ok; else
+  [ -s "$tmp/reuse/checkpoint.safetensors" ] && [ ! -e "$tmp/reuse/.checkpoint.safetensors.tmp-Ab12Cd" ] &&
+  ! grep -q "rank" "$tmp/err2"; then ok; else
   bad "--overwrite: exit $rc, $(ls "$tmp/reuse" | tr '\n' ' ')"
 fi
 

@@ -184,7 +184,8 @@ static const struct cli_option cli_options[] = {
     {"--overwrite", NULL, CLI_FLAG, CLI_ALL, FIELD(train.overwrite), .flag_value = 1,
      .group = G_OUT,
      .help = "reuse a non-empty run directory: its run files (meta.csv, metrics.csv, every "
-             "rankN.trace.csv) are removed first; without it a non-empty --out is refused"},
+             "rankN.trace.csv, a killed checkpoint writer's temporary) are removed first; "
+             "without it a non-empty --out is refused"},
     {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.quiet), .flag_value = 1, .group = G_OUT,
      .help = "no progress lines"},
     {"--save-every-epoch", NULL, CLI_FLAG, CLI_ALL, FIELD(train.save_every_epoch),

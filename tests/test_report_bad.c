@@ -439,7 +439,7 @@ static void test_mutations(void)
             else if (what < 0.8)
                 len = at; /* truncate */
             else
-                m[at] = (char)(test_uniform(&seed) * 256);
+                m[at] = (char)(unsigned char)(int)(test_uniform(&seed) * 256); /* any byte */
         }
         set_trace(dir, 0, m, len);
         char *err;

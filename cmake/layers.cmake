@@ -19,8 +19,9 @@
 #   io         -> nn                    safetensors, checkpoints
 #   cuda       -> backend, comm         CUDA backend, NCCL comm
 #   trainer    -> everything            cli, train, device, main
+#   fuzz       -> what its target parses  fuzz targets and their replay driver (fuzz/)
 
-set(DDPPROF_TOP_LAYERS common probes report bench tests)
+set(DDPPROF_TOP_LAYERS common probes report bench tests fuzz)
 
 # the source path of a layer entry: a top-level folder, a trainer/ folder, or one file
 # ("probes/trace_format.h", "train.h")
@@ -121,7 +122,8 @@ endfunction()
 file(GLOB_RECURSE _ddpprof_all_sources ${CMAKE_SOURCE_DIR}/common/*.[ch]
      ${CMAKE_SOURCE_DIR}/probes/*.[ch] ${CMAKE_SOURCE_DIR}/report/*.[ch]
      ${CMAKE_SOURCE_DIR}/trainer/*.[ch] ${CMAKE_SOURCE_DIR}/trainer/*.cu
-     ${CMAKE_SOURCE_DIR}/tests/*.[ch] ${CMAKE_SOURCE_DIR}/bench/*.[ch])
+     ${CMAKE_SOURCE_DIR}/tests/*.[ch] ${CMAKE_SOURCE_DIR}/bench/*.[ch]
+     ${CMAKE_SOURCE_DIR}/fuzz/*.[ch])
 foreach(_src ${_ddpprof_all_sources})
   file(STRINGS ${_src} _bad REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]*\\.\\./")
   if(_bad)

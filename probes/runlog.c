@@ -2,12 +2,17 @@
 #include "probes/runlog.h"
 
 #include "common/error.h"
+#include "probes/trace_format.h"
 
 #include <csv.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int mkdir_parents(const char *path)
 {
@@ -33,6 +38,80 @@ int mkdir_parents(const char *path)
         }
     }
     return 0;
+}
+
+/* a file a run writes into its directory (runlog_prepare removes them): also the temporary
+ * of a checkpoint whose writer was killed before its rename (".NAME.safetensors.tmp-XXXXXX",
+ * io/safetensors_write.c) */
+static int runlog_is_run_file(const char *name)
+{
+    int rank, used = 0;
+    if (name[0] == '.' && strstr(name, ".safetensors.tmp-"))
+        return 1;
+    return strcmp(name, "meta.csv") == 0 || strcmp(name, "metrics.csv") == 0 ||
+           (sscanf(name, TRACE_FILE_FORMAT "%n", &rank, &used) == 1 && used > 0 &&
+            name[used] == '\0');
+}
+
+int runlog_prepare(const char *dir, int overwrite)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : error_set("--out %s: cannot list it: %s", dir, strerror(errno));
+    struct dirent *e;
+    char first[256] = "";
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (!overwrite) {
+            /* name a run file if there is one: it says what is there best */
+            if (!first[0] || runlog_is_run_file(e->d_name))
+                snprintf(first, sizeof first, "%s", e->d_name);
+            if (runlog_is_run_file(e->d_name))
+                break;
+            continue;
+        }
+        if (!runlog_is_run_file(e->d_name))
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = error_set("--overwrite: cannot remove %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (rc == 0 && first[0])
+        rc = error_set("--out %s is not empty (it holds %s): pass --overwrite to replace the run "
+                       "there, or choose another --out",
+                       dir, first);
+    return rc;
+}
+
+void runlog_host_usage(struct host_usage *u)
+{
+    memset(u, 0, sizeof *u);
+    double load[1];
+    if (getloadavg(load, 1) == 1)
+        u->load1 = load[0];
+    /* cpu  user nice system idle iowait irq softirq steal guest guest_nice (clock ticks;
+     * guest time is inside user) */
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f) {
+        int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                       &v[3], &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        long hz = sysconf(_SC_CLK_TCK);
+        if (n >= 7 && hz > 0) {
+            u->have_stat = 1;
+            u->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+            u->steal_s = n == 8 ? (double)v[7] / (double)hz : 0.0;
+        }
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        u->cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                   (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 void csv_field_write(FILE *f, const char *s)
@@ -76,6 +155,19 @@ int runlog_open(struct runlog *r, const char *dir)
     return 0;
 }
 
+/* flush the row just written to f (dir/name); a row that did not reach the disk is
+ * counted, and the first failure kept for runlog_close */
+static int runlog_check(struct runlog *r, FILE *f, const char *name)
+{
+    if (fflush(f) == 0 && !ferror(f))
+        return 0;
+    int e = errno ? errno : EIO;
+    clearerr(f);
+    if (r->lost++ == 0)
+        snprintf(r->why, sizeof r->why, "%s: %s", name, strerror(e));
+    return error_set("writing %s/%s: %s", r->dir, name, strerror(e));
+}
+
 int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
 {
     if (!r->meta)
@@ -89,7 +181,7 @@ int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
     fputc(',', r->meta);
     csv_field_write(r->meta, value);
     fputc('\n', r->meta);
-    return fflush(r->meta) == 0 ? 0 : error_set("writing %s/meta.csv: %s", r->dir, strerror(errno));
+    return runlog_check(r, r->meta, "meta.csv");
 }
 
 int runlog_metrics(struct runlog *r, const struct step_metrics *m)
@@ -98,9 +190,7 @@ int runlog_metrics(struct runlog *r, const struct step_metrics *m)
         return 0;
     fprintf(r->metrics, "%lld,%d,%.9g,%.9g,%.9g,%lld,%d\n", (long long)m->step, m->epoch,
             m->loss, m->loss_scale, m->lr, (long long)m->images, m->found_inf);
-    return fflush(r->metrics) == 0 ? 0
-                                   : error_set("writing %s/metrics.csv: %s", r->dir,
-                                               strerror(errno));
+    return runlog_check(r, r->metrics, "metrics.csv");
 }
 
 int runlog_close(struct runlog *r)
@@ -111,5 +201,9 @@ int runlog_close(struct runlog *r)
     if (r->metrics && fclose(r->metrics) != 0)
         rc = error_set("closing %s/metrics.csv: %s", r->dir, strerror(errno));
     r->meta = r->metrics = NULL;
+    if (r->lost)
+        rc = error_set("%s: %ld row(s) of the run's files did not reach the disk (first: %s); "
+                       "free disk space and run again",
+                       r->dir, r->lost, r->why);
     return rc;
 }

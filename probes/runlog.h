@@ -12,7 +12,18 @@
 struct runlog {
     char dir[4096];
     FILE *meta, *metrics;
+    long lost;      /* rows that did not reach the disk (runlog_close fails then) */
+    char why[256];  /* the first such failure */
 };
+
+/* Make dir ready for a new run, before anything is written to it: a directory that is
+ * missing or empty is fine; a non-empty one is refused (one error naming a file in it and
+ * --overwrite), so a new run never mixes its files with an earlier run's (rank3.trace.csv
+ * of a 4-rank run beside a new 2-rank run's files).  overwrite: instead remove the run
+ * files there (meta.csv, metrics.csv, every rankN.trace.csv) and keep the rest
+ * (checkpoints, which --resume may be reading; report tables, which the report rewrites).
+ * 0 or -1 (error_set). */
+int runlog_prepare(const char *dir, int overwrite);
 
 /* Create dir (and its parents) and open meta.csv and metrics.csv in it; an unwritable
  * directory is one error naming it.  0 or -1 (error_set). */
@@ -36,8 +47,22 @@ struct step_metrics {
 
 int runlog_metrics(struct runlog *r, const struct step_metrics *m);
 
-/* Flush and close both files; 0 or -1 if anything failed to reach the disk. */
+/* Flush and close both files; 0, or -1 (error_set naming the file, how many rows were
+ * lost and why) if any row since runlog_open failed to reach the disk. */
 int runlog_close(struct runlog *r);
+
+/* What tells a busy host, sampled at a run's start and end (meta.csv keys host_* and
+ * cpu_s.rankN, report/FORMULAS.md "Figures measured under load"): the 1-minute load
+ * average, the CPU time every process of this host used and the time the hypervisor
+ * stole (/proc/stat, from boot; have_stat 0 where there is none), and this process's own
+ * CPU time (user + system, every thread).  Seconds. */
+struct host_usage {
+    double load1;
+    int have_stat;
+    double busy_s, steal_s;
+    double cpu_s;
+};
+void runlog_host_usage(struct host_usage *u);
 
 /* Write one CSV field (quoted only when it must be) to f. */
 void csv_field_write(FILE *f, const char *s);

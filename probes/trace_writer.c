@@ -209,15 +209,21 @@ static int tw_flush_owned(struct trace_writer *w)
             return error_set("trace %s: stopped by a fatal signal", w->path);
         if (k <= 0) {
             int e = k < 0 ? errno : EIO;
-            /* drop what reached the file of this flush: the file ends in a whole row */
-            if (ftruncate(w->fd, (off_t)base) == 0)
-                lseek(w->fd, (off_t)base, SEEK_SET);
+            /* keep the whole rows of this flush that reached the file, drop the rest: the
+             * file ends in a whole row */
+            size_t keep = off;
+            while (keep > 0 && w->buf[keep - 1] != '\n')
+                keep--;
+            if (ftruncate(w->fd, (off_t)(base + (int64_t)keep)) == 0)
+                lseek(w->fd, (off_t)(base + (int64_t)keep), SEEK_SET);
             char why[128];
             snprintf(why, sizeof why, "write failed: %s", strerror(e));
-            tw_note_loss(w, tw_count_rows(w->buf, n), why);
+            tw_note_loss(w, tw_count_rows(w->buf + keep, n - keep), why);
             atomic_store_explicit(&w->committed, 0, memory_order_release);
-            return error_set("trace %s: %s; %zu buffered bytes dropped (check free space)",
-                             w->path, why, n);
+            atomic_store_explicit(&w->disk, base + (int64_t)keep, memory_order_release);
+            return error_set("trace %s: %s; %zu of %zu buffered bytes dropped (check free "
+                             "space)",
+                             w->path, why, n - keep, n);
         }
         off += (size_t)k;
     }
@@ -513,8 +519,9 @@ int trace_writer_close(struct trace_writer *w)
         rc = error_set("trace %s: close failed: %s", w->path, strerror(errno));
     uint64_t lost = atomic_load(&w->lost);
     if (lost)
-        rc = error_set("trace %s: %llu row(s) lost (first cause: %s)", w->path,
-                       (unsigned long long)lost, w->cause);
+        rc = error_set("%s: %llu trace row(s) lost (first cause: %s): the trace is incomplete; "
+                       "free disk space and run again",
+                       w->path, (unsigned long long)lost, w->cause);
     pthread_mutex_destroy(&w->mu);
     free(w->buf);
     free(w);

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -898,6 +899,38 @@ static int meta_number(const struct run *r, const char *key, double *out)
         return 0;
     *out = v;
     return 1;
+}
+
+/* a finite meta.csv number */
+static int meta_finite(const struct run *r, const char *key, double *out)
+{
+    return meta_number(r, key, out) && isfinite(*out);
+}
+
+void analysis_load(const struct run *r, struct run_load *out)
+{
+    memset(out, 0, sizeof *out);
+    double wall, busy, mine, steal, cores = 0.0;
+    if (meta_finite(r, "host_cores", &cores) && cores >= 1 && cores < 1e6)
+        out->cores = (int)cores;
+    out->has_load = meta_finite(r, "host_load_start", &out->load_start);
+    if (!meta_finite(r, "host_load_end", &out->load_end))
+        out->load_end = -1.0;
+    int timed = meta_finite(r, "wall_s", &wall) && wall > 0.0;
+    if (timed && meta_finite(r, "host_busy_s", &busy) && meta_finite(r, "ranks_cpu_s", &mine)) {
+        out->has_other = 1;
+        out->other_cores = (busy - mine) / wall;
+        if (out->other_cores < 0.0) /* tick granularity: a little of ours counted twice */
+            out->other_cores = 0.0;
+    }
+    if (timed && out->cores && meta_finite(r, "host_steal_s", &steal) && steal >= 0.0) {
+        out->has_steal = 1;
+        out->steal = steal / (wall * out->cores);
+    }
+    out->loaded = (out->has_other && out->other_cores >= ANALYSIS_LOADED_CORES) ||
+                  (out->has_steal && out->steal >= ANALYSIS_LOADED_STEAL) ||
+                  (!out->has_other && out->has_load && out->cores &&
+                   out->load_start > out->cores);
 }
 
 /* One collective's rows e[0..n) (one per rank): the shortest duration is its transfer

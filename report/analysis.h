@@ -84,6 +84,21 @@ struct run_stat {
 struct run_stat *analysis_run(const struct runset *rs);
 void analysis_free(struct run_stat *st, int n);
 
+/* The host's load while a run was measured (report/FORMULAS.md "Figures measured under
+ * load"), from meta.csv: other_cores = (host_busy_s - ranks_cpu_s) / wall_s, the cores
+ * other programs kept busy on average; steal = host_steal_s / (wall_s x host_cores), the
+ * share of the CPU time the hypervisor took.  loaded: other_cores >= ANALYSIS_LOADED_CORES
+ * or steal >= ANALYSIS_LOADED_STEAL or, where the CPU times are not there, a load average
+ * at the start above host_cores. */
+#define ANALYSIS_LOADED_CORES 0.25
+#define ANALYSIS_LOADED_STEAL 0.05
+struct run_load {
+    int has_other, has_steal, has_load, loaded;
+    double other_cores, steal, load_start, load_end;
+    int cores; /* host_cores, 0 when unknown */
+};
+void analysis_load(const struct run *r, struct run_load *out);
+
 /* The index of the baseline run (mode "baseline", else world size 1), or -1. */
 int analysis_baseline(const struct runset *rs);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/outfile.h"
 #include "report/stepview.h"
 
 #define CHART_W 1000
@@ -260,17 +261,14 @@ static int charts_file(const char *dir, const char *name, chart_fn fn, const str
     char *path = NULL;
     if (asprintf(&path, "%s/%s", dir, name) < 0)
         return error_set("report: out of memory");
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        error_set("%s: cannot create (%s)", path, strerror(errno));
+    struct outfile o;
+    if (outfile_open(&o, path) < 0) {
         free(path);
         return -1;
     }
-    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-    fn(f, rs, st);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    int rc = bad ? error_set("%s: write failed: check the disk", path) : 0;
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", o.f);
+    fn(o.f, rs, st);
+    int rc = outfile_close(&o, 1);
     free(path);
     return rc;
 }
@@ -287,10 +285,11 @@ static const char page_css[] =
     "font-variant-numeric:tabular-nums}"
     "th{background:#f4f4f4;vertical-align:bottom}.l{text-align:left}"
     ".unit{font-weight:normal;color:#777}.runs td{text-align:left}"
-    "p.note{color:#555;font-size:12px}svg{display:block;margin:6px 0}";
+    "p.note{color:#555;font-size:12px}p.caution{color:#a40;font-size:13px}svg{display:block;margin:6px 0}";
 
 int charts_write(const struct runset *rs, const struct run_stat *st,
-                 const struct table *const *tables, int ntables, const char *out_dir)
+                 const struct table *const *tables, int ntables, const char *cautions,
+                 const char *out_dir)
 {
     if (charts_file(out_dir, "phases.svg", chart_phases, rs, st) < 0 ||
         charts_file(out_dir, "speedup.svg", chart_speedup, rs, st) < 0)
@@ -298,12 +297,12 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     char *path = NULL;
     if (asprintf(&path, "%s/report.html", out_dir) < 0)
         return error_set("report: out of memory");
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        error_set("%s: cannot create (%s)", path, strerror(errno));
+    struct outfile o;
+    if (outfile_open(&o, path) < 0) {
         free(path);
         return -1;
     }
+    FILE *f = o.f;
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<title>ddpprof report</title>\n<style>%s</style></head><body>\n"
                "<h1>ddpprof report</h1>\n<table class=\"runs\"><tr><th class=\"l\">run</th>"
@@ -331,6 +330,15 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     chart_speedup(f, rs, st);
     if (ntables > 0)
         table_write_html(tables[0], f, 1000);
+    for (const char *c = cautions; c && *c;) { /* one paragraph per line */
+        size_t n = strcspn(c, "\n");
+        char *line = strndup(c, n);
+        fputs("<p class=\"caution\">caution: ", f);
+        html_escape(f, line ? line : "");
+        fputs("</p>\n", f);
+        free(line);
+        c += n + (c[n] == '\n');
+    }
     fputs("<h2>Where the time goes</h2>\n", f);
     chart_phases(f, rs, st);
     chart_steps(f, rs, st);
@@ -344,9 +352,7 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
           "the ddpprof source. The merged timeline is timeline.json (open it in Perfetto or "
           "chrome://tracing).</p>\n</body></html>\n",
           f);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    int rc = bad ? error_set("%s: write failed: check the disk", path) : 0;
+    int rc = outfile_close(&o, 1);
     free(path);
     return rc;
 }

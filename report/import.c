@@ -669,9 +669,14 @@ static int imp_steps(struct imp *im, struct step_span **out, size_t *n, const ch
         if (l->v[i].end > last)
             last = l->v[i].end;
     }
-    for (size_t i = 0; i < im->nccl.n; i++)
+    for (size_t i = 0; i < im->nccl.n; i++) {
+        if (im->nccl.v[i].start < first) /* a trace of device all-reduces alone */
+            first = im->nccl.v[i].start;
         if (im->nccl.v[i].end > last)
             last = im->nccl.v[i].end;
+    }
+    if (first > last) /* no record at all: an empty step, not INT64_MAX..INT64_MIN */
+        first = last = 0;
     if (count == 0) {
         *why = "nothing (the whole trace is taken as one step)";
         count = 1;

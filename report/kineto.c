@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "report/outfile.h"
 #include "report/sort.h"
 #include "report/timeline.h"
 
@@ -179,11 +180,12 @@ static int kx_rank(struct kx_ctx *c, const char *path)
         free(order);
         return error_wrap("%s", path);
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    struct outfile o;
+    if (outfile_open(&o, path) < 0) {
         free(order);
-        return error_set("%s: cannot create (%s)", path, strerror(errno));
+        return -1;
     }
+    FILE *f = o.f;
     c->f = f;
     c->first = 1;
     const char *comm = run_meta(c->run, "comm");
@@ -236,9 +238,7 @@ static int kx_rank(struct kx_ctx *c, const char *path)
     kx_str(f, path);
     fputs("\n}\n", f);
     free(order);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    return bad ? error_set("%s: write failed: check the disk", path) : 0;
+    return outfile_close(&o, 1);
 }
 
 static int kx_mkdir(const char *path)

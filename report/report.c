@@ -4,6 +4,8 @@
 #include "report/report.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -334,6 +336,78 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st, s
     }
 }
 
+/* append one line (printf) to the '\n'-separated text *t; out of memory drops it */
+static void report_line(char **t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report_line(char **t, const char *fmt, ...)
+{
+    char *line = NULL, *joined = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (asprintf(&joined, "%s%s%s", *t ? *t : "", *t ? "\n" : "", line) >= 0) {
+        free(*t);
+        *t = joined;
+    }
+    free(line);
+}
+
+/* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
+ * load"): a run measured on a busy host, a speedup that compares such a run, an
+ * efficiency above 1.  Lines separated by '\n' (caller frees), NULL when there is none. */
+static char *report_cautions(const struct runset *rs, const struct run_stat *st)
+{
+    char *t = NULL;
+    int base = analysis_baseline(rs);
+    struct run_load base_load = {0};
+    if (base >= 0)
+        analysis_load(&rs->runs[base], &base_load);
+    for (int i = 0; i < rs->n; i++) {
+        const struct run *r = &rs->runs[i];
+        struct run_load l;
+        analysis_load(r, &l);
+        if (l.loaded) {
+            char cores[32] = "", steal[80] = "", load[96] = "";
+            if (l.cores)
+                snprintf(cores, sizeof cores, " of %d", l.cores);
+            if (l.has_steal && l.steal >= ANALYSIS_LOADED_STEAL)
+                snprintf(steal, sizeof steal, "; the hypervisor took %.0f%% of the CPU time",
+                         100.0 * l.steal);
+            if (l.has_load && l.load_end >= 0.0)
+                snprintf(load, sizeof load, " (load average %.2f at the start, %.2f at the end)",
+                         l.load_start, l.load_end);
+            else if (l.has_load)
+                snprintf(load, sizeof load, " (load average %.2f at the start)", l.load_start);
+            if (l.has_other)
+                report_line(&t, "run %s was measured under load: other programs kept %.2f%s "
+                                "cores busy on average%s%s: its times are slower than this "
+                                "machine's",
+                            r->label, l.other_cores, cores, load, steal);
+            else
+                report_line(&t, "run %s was measured under load%s%s: its times are slower than "
+                                "this machine's",
+                            r->label, load, steal);
+        }
+        if (!st[i].has_speedup || i == base)
+            continue;
+        if (l.loaded || base_load.loaded)
+            report_line(&t, "the speedup of %s (%.2fx) compares runs measured under load (%s): "
+                            "it is not this machine's scaling; rerun on an idle machine",
+                        r->label, st[i].speedup,
+                        l.loaded && base_load.loaded ? "both"
+                        : l.loaded                    ? r->label
+                                                      : "the baseline");
+        if (st[i].efficiency > 1.0)
+            report_line(&t, "the efficiency of %s is %.2f, above 1 (faster than linear): "
+                            "usually the baseline was slowed (load, a cold start), not DDP; "
+                            "check the baseline before reading it as scaling",
+                        r->label, st[i].efficiency);
+    }
+    return t;
+}
+
 /* mkdir -p */
 static int report_mkdirs(const char *dir)
 {
@@ -508,7 +582,9 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = report_mkdirs(out);
     if (rc == 0 && !(st = analysis_run(&rs)))
         rc = -1;
+    char *cautions = NULL;
     if (rc == 0) {
+        cautions = report_cautions(&rs, st);
         report_phases(&rs, st, &t[T_PHASES]);
         report_overlap(&rs, st, &t[T_OVERLAP]);
         report_buckets(&rs, st, &t[T_BUCKETS]);
@@ -530,7 +606,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     if (rc == 0) {
         const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
                                        &t[T_WORST], &t[T_RANKS]};
-        rc = charts_write(&rs, st, shown, NCOLS(shown), out);
+        rc = charts_write(&rs, st, shown, NCOLS(shown), cautions, out);
     }
     int kineto_files = 0;
     if (rc == 0 && opts && opts->kineto)
@@ -545,6 +621,11 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     t[T_STRAGGLERS].nrows);
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
+        for (const char *c = cautions; c && *c;) {
+            size_t len = strcspn(c, "\n");
+            fprintf(terminal, "#  caution: %.*s\n", (int)len, c);
+            c += len + (c[len] == '\n');
+        }
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
@@ -556,6 +637,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     out);
         fflush(terminal);
     }
+    free(cautions);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
     analysis_free(st, rs.n);

@@ -694,6 +694,58 @@ static int run_highest_rank_file(const char *dir)
     return hi;
 }
 
+/* Warn about a rank whose trace is missing steps the run took (meta.csv `steps`, written
+ * by rank 0 at the end of a run that finished): rows lost to a full disk, or a rank that
+ * stopped early.  Its figures then cover part of the run, and the report says so. */
+static void run_check_steps(const struct run *r)
+{
+    const char *total_s = run_meta(r, "steps");
+    int64_t total;
+    if (!total_s || run_parse_i64(total_s, strlen(total_s), &total) < 0 || total < 1)
+        return;
+    for (int i = 0; i < r->nranks; i++) {
+        const struct rank_trace *t = &r->ranks[i];
+        int64_t lo = INT64_MAX, hi = 0;
+        for (size_t k = 0; k < t->n; k++)
+            if (t->rows[k].step > 0) {
+                lo = t->rows[k].step < lo ? t->rows[k].step : lo;
+                hi = t->rows[k].step > hi ? t->rows[k].step : hi;
+            }
+        if (hi == 0) {
+            report_warn("%s: rank %d's trace has no training step but the run took %lld: its "
+                        "rows were lost (a full disk?) or it was cut; its figures are empty",
+                        t->path, t->rank, (long long)total);
+            continue;
+        }
+        if (hi < total) {
+            report_warn("%s: rank %d's trace ends at step %lld of %lld: it is truncated (rows "
+                        "lost to a full disk, or the rank stopped early); its figures cover "
+                        "part of the run",
+                        t->path, t->rank, (long long)hi, (long long)total);
+            continue;
+        }
+        if (hi - lo >= (int64_t)1 << 26) /* not a run this machine took */
+            continue;
+        size_t span = (size_t)(hi - lo + 1);
+        unsigned char *seen = calloc((span + 7) / 8, 1);
+        if (!seen)
+            continue;
+        for (size_t k = 0; k < t->n; k++)
+            if (t->rows[k].step >= lo) {
+                size_t s = (size_t)(t->rows[k].step - lo);
+                seen[s / 8] |= (unsigned char)(1u << (s % 8));
+            }
+        size_t missing = 0;
+        for (size_t s = 0; s < span; s++)
+            missing += !(seen[s / 8] >> (s % 8) & 1);
+        free(seen);
+        if (missing)
+            report_warn("%s: rank %d's trace has no rows for %zu of steps %lld..%lld: rows were "
+                        "lost (a full disk?); its figures cover part of the run",
+                        t->path, t->rank, missing, (long long)lo, (long long)hi);
+    }
+}
+
 static int run_load_traces(struct runset *rs, struct run *r)
 {
     r->ranks = calloc((size_t)r->world_size, sizeof *r->ranks);
@@ -755,6 +807,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
         report_warn("%s/meta.csv: no clock_offset_ns for %d rank(s): their clocks are taken as "
                     "rank 0's",
                     r->dir, missing_offsets);
+    run_check_steps(r);
     return 0;
 }
 
@@ -831,7 +884,10 @@ static int run_cmp_name(const void *a, const void *b)
 int runset_add_dir(struct runset *rs, const char *dir)
 {
     if (!run_is_dir(dir))
-        return error_set("%s: no such run directory", dir);
+        return error_set(access(dir, F_OK) == 0 ? "%s: not a directory (a run directory holds "
+                                                   "meta.csv and rankN.trace.csv)"
+                                                 : "%s: no such run directory",
+                         dir);
     char *meta = run_path_join(dir, "meta.csv");
     if (!meta)
         return -1;

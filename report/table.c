@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/outfile.h"
 #include "common/vec.h"
 
 void table_init(struct table *t, const char *title, const char *file,
@@ -95,27 +96,27 @@ int table_write_csv(const struct table *t, const char *dir)
         free(path);
         return -1;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        error_set("%s: cannot create (%s)", path, strerror(errno));
+    struct outfile o;
+    if (outfile_open(&o, path) < 0) {
         free(path);
         return -1;
     }
-    int bad = 0;
+    FILE *f = o.f; /* a failed write leaves ferror set: outfile_close says so */
     for (int c = 0; c < t->ncols; c++) {
-        bad |= c && fputc(',', f) == EOF;
-        bad |= table_field_write(f, t->cols[c].csv) != 0;
+        if (c)
+            fputc(',', f);
+        table_field_write(f, t->cols[c].csv);
     }
-    bad |= fputc('\n', f) == EOF;
+    fputc('\n', f);
     for (size_t r = 0; r < t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
-            bad |= c && fputc(',', f) == EOF;
-            bad |= table_field_write(f, table_get(t, r, c)) != 0;
+            if (c)
+                fputc(',', f);
+            table_field_write(f, table_get(t, r, c));
         }
-        bad |= fputc('\n', f) == EOF;
+        fputc('\n', f);
     }
-    bad |= fclose(f) != 0;
-    int rc = bad ? error_set("%s: write failed (%s): check the disk", path, strerror(errno)) : 0;
+    int rc = outfile_close(&o, 1);
     free(path);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "report/outfile.h"
 #include "common/vec.h"
 #include "probes/trace_format.h"
 
@@ -369,9 +370,10 @@ static void timeline_collect(const char *path)
 
 int timeline_write(const struct runset *rs, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return error_set("%s: cannot create (%s)", path, strerror(errno));
+    struct outfile o;
+    if (outfile_open(&o, path) < 0)
+        return -1;
+    FILE *f = o.f;
     struct jw *w = malloc(sizeof *w);
     struct quoted names = {&rs->names, calloc(rs->names.n + 1, sizeof(char *)),
                            calloc(rs->names.n + 1, sizeof(size_t))};
@@ -493,12 +495,9 @@ int timeline_write(const struct runset *rs, const char *path)
         jw_cstr(w, "\n]}\n");
         jw_flush(w);
     }
-done:;
-    int bad = ferror(f);
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad && rc == 0)
-        rc = error_set("%s: write failed (%s): check the disk", path, strerror(errno));
+done:
+    if (outfile_close(&o, rc == 0) < 0)
+        rc = -1;
     quoted_free(&names, rs->names.n);
     quoted_free(&labels, rs->labels.n);
     free(row_tid);

@@ -148,7 +148,8 @@ static void test_resume(const char *name, const char *args)
     char ck[2048];
     snprintf(ck, sizeof ck, "%s/%s/checkpoint.safetensors", tmp, part);
     CHECK(!files_equal(full, part), "%s: 1 epoch differs from 3 (the comparison can fail)", name);
-    snprintf(ar, sizeof ar, "%s --epochs 3 --resume \"%s\"", args, ck);
+    /* into the same run directory, which holds epoch 1's files: --overwrite */
+    snprintf(ar, sizeof ar, "%s --epochs 3 --overwrite --resume \"%s\"", args, ck);
     CHECK(run("", part, ar) == 0, "%s: resumed for epochs 2-3", name);
     CHECK(files_equal(full, part), "%s: resumed run's checkpoint is not bit-identical", name);
     CHECK(metric(part, 0, 0) == 31.0, "%s: resumed run continues at step 31 (got %g)", name,

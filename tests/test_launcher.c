@@ -8,17 +8,28 @@
  * to the launcher (PR_SET_PDEATHSIG).  After each, no worker may remain: each worker's
  * command line carries a marker unique to this test run, and /proc is searched for it.
  * This process is a child subreaper, so orphans would land here and be counted, not lost.
- * dist_env_read is checked on a table of environments. */
+ * dist_env_read is checked on a table of environments.
+ *
+ * The link (worker_link.h): a worker that says it timed out waiting for a rank that is
+ * stopped (SIGSTOP) gets that rank, the collective and the signal named in the summary,
+ * and the stopped rank is stopped at once (SIGCONT after SIGTERM); the rendezvous bound
+ * names a rank that never joins and one that never gets ready; worker_link_blame reads the
+ * collective and the missing ranks out of every comm's words (a real shm timeout among
+ * them); the job's progress bar. */
 #include "launch/dist_env.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/vec.h"
+#include "comm/comm.h"
+#include "comm/comm_shm.h"
 #include "launch/launcher.h"
+#include "launch/worker_link.h"
 #include "testutil.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,10 +329,11 @@ static int stop_after_polls(void *ctx, char *why, size_t cap)
     return 1;
 }
 
-static void print_failure(void *ctx, int rank, int status, const char *cause)
+static void print_failure(void *ctx, struct launch_result *f)
 {
     (void)ctx;
-    printf("hook: rank %d failed, status 0x%x, %s\n", rank, status, cause);
+    printf("hook: rank %d failed, status 0x%x, %s\n", f->failed_rank, f->failed_status,
+           f->cause);
     fflush(stdout);
 }
 
@@ -606,6 +618,178 @@ static void check_dist_env(void)
         unsetenv(all_vars[i]);
 }
 
+/* rank 1 stops itself; rank 0 then says it timed out waiting for rank 1 and exits 1 */
+static void check_culprit(void)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "if [ $RANK = 1 ]; then kill -STOP $$; exec sleep %s; fi; sleep 0.5; "
+             "printf 'failed epoch 1 step 3: comm shm: rank 0 timed out after 3.0 s in "
+             "all-gather #7 (count 3): rank 1 did not arrive (did a rank skip a collective or "
+             "die?)' >&3; exit 1",
+             marker);
+    char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+    struct launch_opts o = {.nprocs = 2, .argv = argv};
+    char *out, *err;
+    double dt;
+    int st = launcher_run_captured(&o, &out, &err, &dt);
+    /* the stopped rank goes with the SIGTERM (and SIGCONT): well under the 3 s grace */
+    CHECK(exit_code(st) == 1 && dt < 2.5 &&
+              strstr(err, "ddpprof: rank 1 did not arrive in all-gather #7 (stopped by "
+                          "SIGSTOP); rank 0 failed waiting for it (exit status 1); stopped the "
+                          "other 1 rank(s)\n"),
+          "culprit: status 0x%x after %.2f s, stderr:\n%s", st, dt, err);
+    check_none_left("culprit", 0.5);
+    free(out);
+    free(err);
+
+    /* rank 1 exits first, having lost rank 0's store; rank 0 fails with its own error just
+     * after: rank 0 is named */
+    snprintf(cmd, sizeof cmd,
+             "if [ $RANK = 1 ]; then sleep 0.3; printf \"failed store: lost the connection to "
+             "rank 0's store at 127.0.0.1:1 during get of key 'x' (rank 1 of 2; did rank 0 "
+             "exit?)\" >&3; exit 1; fi; sleep 0.4; exit 3");
+    o.argv = argv;
+    st = launcher_run_captured(&o, &out, &err, &dt);
+    CHECK(exit_code(st) == 1 && strstr(err, "ddpprof: rank 0 failed (exit status 3)\n"),
+          "the first cause: status 0x%x, stderr:\n%s", st, err);
+    check_none_left("first cause", 0.5);
+    free(out);
+    free(err);
+}
+
+/* rendezvous_ms: rank 1 never joins / joins but is never ready */
+static void check_rendezvous_bound(void)
+{
+    static const char *const body[2] = {
+        "if [ $RANK = 1 ]; then exec sleep %s; fi; printf joining >&3; printf ready >&3; "
+        "exec sleep %s",
+        "printf joining >&3; if [ $RANK = 1 ]; then exec sleep %s; fi; printf ready >&3; "
+        "exec sleep %s"};
+    static const char *const want[2] = {
+        "ddpprof: rank 1 did not join the rendezvous within 0.5 s (--timeout) of the first "
+        "rank; stopped the 2 rank(s)\n",
+        "ddpprof: rank 1 did not finish the rendezvous within 0.5 s (--timeout) of the last "
+        "rank joining; stopped the 2 rank(s)\n"};
+    for (int k = 0; k < 2; k++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, body[k], marker, marker);
+        char *const argv[] = {"/bin/sh", "-c", cmd, NULL};
+        struct launch_opts o = {.nprocs = 2, .argv = argv, .rendezvous_ms = 500};
+        char *out, *err;
+        double dt;
+        int st = launcher_run_captured(&o, &out, &err, &dt);
+        CHECK(exit_code(st) == 1 && dt >= 0.45 && dt < 3.0 && strstr(err, want[k]),
+              "rendezvous %d: status 0x%x after %.2f s, stderr:\n%s", k, st, dt, err);
+        check_none_left("rendezvous", 0.5);
+        free(out);
+        free(err);
+    }
+}
+
+/* A real shm timeout: rank 1 attached but never calls the all-reduce rank 0 waits in. */
+struct shm_rank {
+    int rank;
+    char segment[64];
+    char error[1024];
+    int rc;
+};
+
+static void *shm_rank_main(void *arg)
+{
+    struct shm_rank *r = arg;
+    struct comm *c = comm_shm_create(r->rank, 2, r->segment, 1 << 16, 300);
+    if (!c) {
+        snprintf(r->error, sizeof r->error, "%s", error_get());
+        r->rc = -2;
+        return NULL;
+    }
+    float x[4] = {1, 2, 3, 4};
+    if (r->rank == 0) {
+        r->rc = comm_allreduce(c, x, 4, COMM_F32);
+        snprintf(r->error, sizeof r->error, "%s", error_get());
+    } else {
+        clock_sleep_ms(1000); /* rank 0 gives up after 300 ms */
+    }
+    c->destroy(c);
+    return NULL;
+}
+
+static void check_blame(void)
+{
+    static const struct {
+        const char *message, *collective;
+        int ranks[3], n, gone;
+    } cases[] = {
+        {"epoch 1 step 228: SyncBatchNorm layer2.1.weight forward: comm shm: rank 0 timed out "
+         "after 3.0 s in all-gather #1607 (count 65): rank 1 did not arrive (did a rank skip a "
+         "collective or die?)",
+         "all-gather #1607", {1}, 1, 0},
+        {"comm shm: rank 0 timed out after 3.0 s in all-reduce #12 (count 5): ranks 2, 3 did "
+         "not arrive (did a rank skip a collective or die?)",
+         "all-reduce #12", {2, 3}, 2, 0},
+        {"comm shm: rank 0 in broadcast #3 (count 10): rank 2 (pid 4242) died (did it crash or "
+         "get killed?)",
+         "broadcast #3", {2}, 1, 1},
+        {"epoch 1 step 4: comm shm: rank 1 in all-reduce #5 (count 3): rank 0 gave up on the "
+         "communicator first: comm shm: rank 0 timed out",
+         "all-reduce #5", {0}, 1, 1},
+        {"rendezvous at 127.0.0.1:4000: store: lost the connection to rank 0's store at "
+         "127.0.0.1:4000 during get of key 'shm_name' (rank 1 of 2; did rank 0 exit?)",
+         "", {0}, 1, 1},
+        {"comm gloo: rank 0 of 4: all-reduce #818 (32 f32) failed: Connection closed by peer "
+         "[10.0.0.2]:41234; the peer is rank 3 (host 10.0.0.2) (a peer rank died, gave up, or "
+         "is on another collective; timeout 3.0 s)",
+         "all-reduce #818", {3}, 1, 0},
+        {"comm gloo: rank 0 of 4: barrier #2 failed: Timed out [10.0.0.2]:1; the peer is one of "
+         "ranks 2, 3 (host 10.0.0.2) (a peer rank died, gave up, or is on another collective; "
+         "timeout 3.0 s)",
+         "barrier #2", {2, 3}, 2, 0},
+        {"comm gloo: rank 0 of 2: all-reduce #958 (32 f32) failed: Timed out waiting 3000ms for "
+         "recv operation to complete (a peer rank died, gave up, or is on another collective; "
+         "timeout 3.0 s)",
+         "all-reduce #958", {0}, 0, 0},
+        {"rank 0: nccl all-reduce #12 (100 elements) did not complete within 3000 ms",
+         "all-reduce #12", {0}, 0, 0},
+        {"--resume: cannot read /x: No such file or directory", "", {0}, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct worker_blame b;
+        int found = worker_link_blame(cases[i].message, &b);
+        int same = found == (cases[i].collective[0] || cases[i].n) && b.nranks == cases[i].n &&
+                   b.gone == cases[i].gone && strcmp(b.collective, cases[i].collective) == 0;
+        for (int k = 0; same && k < b.nranks; k++)
+            same = b.ranks[k] == cases[i].ranks[k];
+        CHECK(same, "blame %zu: found %d, '%s', %d rank(s) (first %d) from: %s", i, found,
+              b.collective, b.nranks, b.nranks ? b.ranks[0] : -1, cases[i].message);
+    }
+    /* the words of the shm comm itself, so a change of them cannot go unnoticed */
+    struct shm_rank r[2] = {{.rank = 0}, {.rank = 1}};
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(r[k].segment, sizeof r[k].segment, "/ddpprof-test-blame-%d", (int)getpid());
+        pthread_create(&t[k], NULL, shm_rank_main, &r[k]);
+    }
+    for (int k = 0; k < 2; k++)
+        pthread_join(t[k], NULL);
+    struct worker_blame b;
+    CHECK(r[0].rc == -1 && worker_link_blame(r[0].error, &b) && b.nranks == 1 &&
+              b.ranks[0] == 1 && strncmp(b.collective, "all-reduce #", 12) == 0,
+          "a real shm timeout (rc %d): '%s' gives collective '%s', %d rank(s)", r[0].rc,
+          r[0].error, b.collective, b.nranks);
+
+    struct worker_msg m;
+    char msg[] = "progress 2 3 31200 60000 0.61";
+    CHECK(worker_link_parse(msg, strlen(msg), &m) == WORKER_MSG_PROGRESS &&
+              m.progress.epoch == 2 && m.progress.total == 60000,
+          "progress message: kind %d", (int)m.kind);
+    char bar[256];
+    launcher_format_bar(bar, sizeof bar, &m.progress);
+    CHECK(strcmp(bar, "  epoch 2/3 [###############               ]  52% 31200/60000 images, "
+                      "loss 0.6100") == 0,
+          "bar: '%s'", bar);
+}
+
 int main(void)
 {
     tmp = test_tmpdir();
@@ -644,6 +828,9 @@ int main(void)
     check_launcher_signalled(SIGTERM, 143);
     check_launcher_signalled(SIGINT, 130);
     check_launcher_killed();
+    check_culprit();
+    check_rendezvous_bound();
+    check_blame();
 
     check_none_left("end", 0.0);
     char cmd[600];

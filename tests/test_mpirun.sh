@@ -20,7 +20,7 @@ args="--comm gloo --quiet --limit 240 --test-limit 48 --epochs 1 --threads 1 --t
 root=()
 [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 
-timeout 120 "$bin" train --cpu 4 $args --out "$tmp/own" >"$tmp/own.log" 2>&1
+timeout 120 "$bin" train --cpu 4 --oversubscribe $args --out "$tmp/own" >"$tmp/own.log" 2>&1
 check own "$?" "ddpprof's own 4-rank run failed: $(tail -n 3 "$tmp/own.log")"
 
 port=$(free_port)

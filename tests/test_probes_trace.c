@@ -18,7 +18,9 @@
 #include <csv.h>
 #include <errno.h>
 #include <ftw.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -274,7 +276,8 @@ static void test_threshold(void)
 struct writer_arg {
     struct trace_writer *w;
     int id;
-    int stop_at; /* < 0: forever */
+    int stop_at;            /* < 0: forever */
+    atomic_long added;      /* rows added so far (the death tests wait for some) */
 };
 
 static void *writer_thread(void *arg)
@@ -285,8 +288,24 @@ static void *writer_thread(void *arg)
         r.bucket = a->id; /* thread id in bucket, sequence in step */
         r.phase = PROBE_ALLREDUCE;
         trace_writer_add(a->w, &r);
+        atomic_fetch_add(&a->added, 1);
     }
     return NULL;
+}
+
+/* wait, at most 10 s, until every writer of a[0..n) added rows: under load a thread may
+ * not have run at all yet when the test goes on to kill it */
+static void wait_rows_added(struct writer_arg *a, int n)
+{
+    for (int ms = 0; ms < 10000; ms++) {
+        int all = 1;
+        for (int t = 0; t < n; t++)
+            all &= atomic_load(&a[t].added) > 0;
+        if (all)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Each thread's rows (bucket = thread, step = sequence) must be 0..k-1 exactly once. */
@@ -320,7 +339,7 @@ static void test_threads(void)
     pthread_t th[NTHREADS];
     struct writer_arg a[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
-        a[t] = (struct writer_arg){w, t, PER_THREAD};
+        a[t] = (struct writer_arg){w, t, PER_THREAD, 0};
         pthread_create(&th[t], NULL, writer_thread, &a[t]);
     }
     for (int t = 0; t < NTHREADS; t++)
@@ -342,20 +361,27 @@ static void test_threads(void)
 
 enum death { DIE_SIGTERM, DIE_ABORT, DIE_SEGV, DIE_TERM_WHILE_BUSY, DIE_TERM_IN_WRITER };
 
-static void child_die(const char *dir, enum death how, int iteration)
+/* ready: the write end of a pipe; the child writes one byte to it once its writers have
+ * added rows (the parent waits for it before it sends SIGTERM) */
+static void child_die(const char *dir, enum death how, int iteration, int ready)
 {
     if (how == DIE_TERM_WHILE_BUSY || how == DIE_TERM_IN_WRITER) {
         /* two threads add rows until a SIGTERM lands: from the parent (busy: delivered to
          * this idle main thread while the writers append and flush), or sent by this main
          * thread to writer 0 itself (in-writer: with a tiny threshold most of its time is
-         * spent flushing, so the handler mostly interrupts its own thread's flush) */
+         * spent flushing, so the handler mostly interrupts its own thread's flush).  The
+         * signal is sent only once both threads added rows: under load (a full ctest -j)
+         * it used to land before the trace file or any row existed */
         struct trace_writer *w = trace_writer_open(dir, 0, how == DIE_TERM_IN_WRITER ? 200 : 2048);
         if (!w)
             _exit(3);
         pthread_t th[2];
-        struct writer_arg a[2] = {{w, 0, -1}, {w, 1, -1}};
+        struct writer_arg a[2] = {{w, 0, -1, 0}, {w, 1, -1, 0}};
         for (int t = 0; t < 2; t++)
             pthread_create(&th[t], NULL, writer_thread, &a[t]);
+        wait_rows_added(a, 2);
+        if (write(ready, "r", 1) != 1)
+            _exit(5);
         if (how == DIE_TERM_IN_WRITER) {
             struct timespec ts = {0, 5000000 + 3000000 * iteration};
             nanosleep(&ts, NULL);
@@ -397,13 +423,24 @@ static void test_death(enum death how, const char *label, int iteration)
     snprintf(dir, sizeof dir, "%s/death-%s-%d", tmp, label, iteration);
     mkdir(dir, 0755);
     fflush(NULL);
+    int ready[2];
+    CHECK(pipe(ready) == 0, "pipe");
     pid_t pid = fork();
     if (pid == 0) {
+        close(ready[0]);
         if (how == DIE_SEGV) /* under ASan the chained SEGV report is expected: keep it quiet */
             freopen("/dev/null", "w", stderr);
-        child_die(dir, how, iteration);
+        child_die(dir, how, iteration, ready[1]);
     }
+    close(ready[1]);
     int busy = how == DIE_TERM_WHILE_BUSY || how == DIE_TERM_IN_WRITER;
+    if (busy) { /* the writers are adding rows (or the child died: EOF), within 30 s */
+        struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
+        char c;
+        CHECK(poll(&pfd, 1, 30000) == 1 && read(ready[0], &c, 1) == 1,
+              "%s: the child's writers added no row within 30 s", label);
+    }
+    close(ready[0]);
     if (how == DIE_TERM_WHILE_BUSY) {
         struct timespec ts = {0, 20000000 + 7000000 * iteration}; /* let them run a while */
         nanosleep(&ts, NULL);
@@ -411,9 +448,11 @@ static void test_death(enum death how, const char *label, int iteration)
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    if (how == DIE_SEGV) /* under ASan its own SEGV report (chained) exits non-zero */
+    if (how == DIE_SEGV) /* under ASan (exit 1) or TSan (exit 66) its own SEGV report
+                            (chained) exits non-zero */
         CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) ||
-                  (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) < 3),
+                  (WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                   (WEXITSTATUS(status) < 3 || WEXITSTATUS(status) == 66)),
               "%s: child status %#x", label, status);
     else
         CHECK(WIFSIGNALED(status) && WTERMSIG(status) == (how == DIE_ABORT ? SIGABRT : SIGTERM),

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "report/report.h"
+#include "report/run.h"
 #include "testutil.h"
 
 static char *root;
@@ -241,6 +242,25 @@ static void test_other_errors(void)
     free(dir);
 }
 
+/* runset_add_dir on a path that is not a directory says what it is */
+static void test_run_dir_messages(void)
+{
+    char *file = test_path(root, "a-file");
+    test_write_file(root, "a-file", "x\n", 2);
+    struct runset rs;
+    runset_init(&rs);
+    CHECK(runset_add_dir(&rs, file) == -1 && strstr(error_get(), "a-file: not a directory") &&
+              !strstr(error_get(), "no such"),
+          "a file given as a run directory: '%s'", error_get());
+    char *missing = test_path(root, "no-such-dir");
+    CHECK(runset_add_dir(&rs, missing) == -1 &&
+              strstr(error_get(), "no-such-dir: no such run directory"),
+          "a missing run directory: '%s'", error_get());
+    runset_free(&rs);
+    free(file);
+    free(missing);
+}
+
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -419,7 +439,7 @@ static void test_mutations(void)
             else if (what < 0.8)
                 len = at; /* truncate */
             else
-                m[at] = (char)(test_uniform(&seed) * 256);
+                m[at] = (char)(unsigned char)(int)(test_uniform(&seed) * 256); /* any byte */
         }
         set_trace(dir, 0, m, len);
         char *err;
@@ -457,6 +477,7 @@ int main(void)
     test_field_count();
     test_empty_file();
     test_other_errors();
+    test_run_dir_messages();
     test_truncated_last_line();
     test_missing_rank();
     test_header_only_and_quoting();

@@ -4,7 +4,12 @@
  * repeated rounds, values with zero bytes, empty and 1 MiB values, concurrent atomic adds.
  * Then the failure paths, each bounded in time: a missing key times out naming the key, a
  * busy port says so, a client without a server gives up, a server that dies mid-call is
- * an error (not a hang or SIGPIPE), and the server's destroy waits for the other ranks. */
+ * an error (not a hang or SIGPIPE), and the server's destroy waits for the other ranks.
+ * And peers that are no ranks (store_server.c): garbage, huge lengths and silent
+ * connections on the port while 3 ranks meet: the ranks still meet, the server's memory
+ * stays bounded, strangers are closed (silent ones after the hello deadline), and once the
+ * group is formed a connection from an address no rank came from is refused; a store on
+ * loopback listens on 127.0.0.1 only. */
 #include "comm/store.h"
 
 #include "common/clock.h"
@@ -13,9 +18,12 @@
 #include "launch/launcher.h"
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -421,6 +429,209 @@ static void check_any_port_check_and_lost(void)
     store_abort(s);
 }
 
+/* This process's resident set in KiB (VmRSS), or -1. */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* A non-blocking TCP connection to 127.0.0.1:port from source address src, or -1. */
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &a.sin_addr);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, HOST, &to.sin_addr);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        connect(fd, (struct sockaddr *)&to, sizeof to) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+/* Send what the socket takes of len bytes of p now (never blocks). */
+static void send_some(int fd, const void *p, size_t len)
+{
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+}
+
+/* How many of the n connections at fds the server has closed (EOF, or reset, after any
+ * reply bytes), waiting until all are or limit_s has passed.  Closed ones become -1. */
+static int count_closed(int *fds, int n, double limit_s)
+{
+    double end = clock_now_s() + limit_s;
+    char buf[4096];
+    int closed = 0;
+    for (;;) {
+        struct pollfd p[256];
+        int np = 0;
+        for (int i = 0; i < n; i++) {
+            if (fds[i] < 0)
+                continue;
+            ssize_t k;
+            while ((k = recv(fds[i], buf, sizeof buf, MSG_DONTWAIT)) > 0)
+                ;
+            if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                close(fds[i]);
+                fds[i] = -1;
+                closed++;
+            } else if (np < 256) {
+                p[np++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+            }
+        }
+        double left = end - clock_now_s();
+        if (np == 0 || left <= 0)
+            return closed;
+        poll(p, (nfds_t)np, (int)(left * 1000) + 1);
+    }
+}
+
+/* The hello of rank of world, as store_wire.h spells it. */
+static void hello_bytes(uint8_t out[15], int rank, int world)
+{
+    memset(out, 0, 15);
+    out[0] = 1; /* STORE_OP_HELLO */
+    out[3] = 8; /* value length 8 */
+    out[7] = (uint8_t)rank;
+    out[11] = (uint8_t)world;
+}
+
+enum { GARBAGE = 40, HUGE = 40, SILENT = 100 };
+
+static void check_hostile_peers(void)
+{
+    struct store *s = store_create_any_port(HOST, 0, 3, 10000);
+    CHECK(s != NULL, "store_create_any_port: %s", error_get());
+    if (!s)
+        return;
+    int port = store_port(s);
+    long rss0 = rss_kib();
+
+    /* the store on loopback listens on 127.0.0.1 only: /proc/net/tcp, state 0A (LISTEN) */
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512], want[32];
+    snprintf(want, sizeof want, ":%04X", port);
+    int listening = 0, loopback = 1;
+    while (f && fgets(line, sizeof line, f)) {
+        char local[64], remote[64], state[8];
+        if (sscanf(line, "%*d: %63s %63s %7s", local, remote, state) == 3 &&
+            strlen(local) > 5 && strcmp(local + strlen(local) - 5, want) == 0 &&
+            strcmp(state, "0A") == 0) {
+            listening = 1;
+            loopback &= strncmp(local, "0100007F:", 9) == 0;
+        }
+    }
+    if (f)
+        fclose(f);
+    CHECK(listening && loopback, "store for %s: listening %d, on loopback only %d", HOST,
+          listening, loopback);
+
+    /* garbage (an HTTP request), huge lengths (a 1 MiB SET before hello, a hello claiming
+     * 4 GiB), each pushing 1 MiB behind, and silent connections */
+    static char junk[1 << 20];
+    memset(junk, 'x', sizeof junk);
+    int fds[GARBAGE + HUGE + SILENT];
+    int nfd = 0;
+    for (int i = 0; i < GARBAGE; i++)
+        if ((fds[nfd] = connect_from(HOST, port)) >= 0) {
+            static const char get[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+            send_some(fds[nfd], get, sizeof get - 1);
+            send_some(fds[nfd++], junk, sizeof junk);
+        }
+    for (int i = 0; i < HUGE; i++)
+        if ((fds[nfd] = connect_from(HOST, port)) >= 0) {
+            uint8_t h[7] = {i % 2 ? 2 : 1, 0, 0, 0, 0, 0x10, 0}; /* SET 1 MiB / HELLO ... */
+            if (i % 2 == 0)
+                h[3] = h[4] = h[5] = h[6] = 0xff; /* a hello of 4 GiB */
+            send_some(fds[nfd], h, sizeof h);
+            send_some(fds[nfd++], junk, sizeof junk);
+        }
+    int silent0 = nfd;
+    for (double end = clock_now_s() + 1.0; clock_now_s() < end;) /* keep pushing for 1 s */
+        for (int i = 0; i < silent0; i++)
+            send_some(fds[i], junk, 65536);
+    for (int i = 0; i < SILENT; i++)
+        if ((fds[nfd] = connect_from(HOST, port)) >= 0)
+            nfd++;
+    CHECK(nfd == GARBAGE + HUGE + SILENT, "only %d hostile connections made", nfd);
+
+    /* meanwhile the real ranks 1 and 2 meet rank 0 (this process) */
+    double t0 = clock_now_s();
+    fflush(NULL);
+    pid_t kids[2];
+    for (int r = 1; r <= 2; r++)
+        if ((kids[r - 1] = fork()) == 0) {
+            struct store *c = store_create(HOST, port, 0, r, 3, 10000);
+            if (!c || store_barrier(c, "met") || store_set(c, "from", "x", 1))
+                _exit(2);
+            store_destroy(c);
+            _exit(0);
+        }
+    CHECK(store_barrier(s, "met") == 0, "rank 0's barrier with hostile peers around: %s",
+          error_get());
+    double met = clock_now_s() - t0;
+    for (int r = 1; r <= 2; r++) {
+        int st = wait_bounded(kids[r - 1], 15.0);
+        CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d status 0x%x", r, st);
+    }
+    CHECK(met < 5.0, "the ranks took %.2f s to meet among %d hostile connections", met, nfd);
+
+    int closed = count_closed(fds, silent0, 3.0);
+    CHECK(closed == silent0, "%d of %d garbage and huge-length connections closed", closed,
+          silent0);
+    /* of 100 silent ones at most 64 were kept, and none outlives the 2 s hello deadline */
+    int evicted = count_closed(fds + silent0, nfd - silent0, 0.05);
+    CHECK(nfd - silent0 - evicted <= 64, "%d silent strangers kept open (at most 64)",
+          nfd - silent0 - evicted);
+    closed = evicted + count_closed(fds + silent0, nfd - silent0, 4.0);
+    CHECK(closed == nfd - silent0, "%d of %d silent connections closed by the hello deadline",
+          closed, nfd - silent0);
+    long grown = rss_kib() - rss0;
+    printf("hostile peers: ranks met in %.2f s, the server grew by %ld KiB\n", met, grown);
+    /* the old server buffered up to 2 MiB per connection: 80 MiB here; now 15 bytes each */
+    CHECK(rss0 > 0 && grown < 16 * 1024, "the server grew by %ld KiB among %d hostile "
+          "connections", grown, nfd);
+    for (int i = 0; i < nfd; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+
+    /* the group is formed: a connection from another address (127.0.0.2, still this
+     * host) is closed unanswered even with a valid hello; one from the ranks' address is
+     * still served */
+    uint8_t hello[15], reply[5];
+    hello_bytes(hello, 1, 3);
+    int other = connect_from("127.0.0.2", port), same = connect_from(HOST, port);
+    CHECK(other >= 0 && same >= 0, "connections from 127.0.0.2 and %s", HOST);
+    if (other >= 0 && same >= 0) {
+        send_some(other, hello, sizeof hello);
+        send_some(same, hello, sizeof hello);
+        CHECK(count_closed(&other, 1, 3.0) == 1, "a stranger's address was served after the "
+              "group formed");
+        struct pollfd p = {.fd = same, .events = POLLIN};
+        CHECK(poll(&p, 1, 3000) == 1 && recv(same, reply, sizeof reply, 0) == 5 &&
+                  reply[0] == 0,
+              "a rank's address was not served after the group formed");
+    }
+    if (other >= 0)
+        close(other);
+    if (same >= 0)
+        close(same);
+    store_abort(s);
+}
+
 static void check_bad_arguments(void)
 {
     CHECK(store_create(HOST, 0, 1, 0, 1, 300) == NULL && strstr(error_get(), "port 0"),
@@ -442,6 +653,7 @@ int main(void)
     check_server_dies_idle();
     check_destroy_waits();
     check_any_port_check_and_lost();
+    check_hostile_peers();
     check_bad_arguments();
     return test_finish();
 }

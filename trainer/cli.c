@@ -103,6 +103,10 @@ static const struct cli_option cli_options[] = {
      .help = "GPUs, one rank each, e.g. 0,1 (needs a CUDA build and a GPU); a GPU listed "
              "twice, e.g. 0,0, runs two ranks on it with host-staged shm collectives "
              "instead of NCCL"},
+    {"--oversubscribe", NULL, CLI_FLAG, CLI_MAIN | CLI_TRAIN, FIELD(oversubscribe),
+     .flag_value = 1, .group = G_DEV,
+     .help = "start more CPU ranks than this machine has cores (refused without it: every "
+             "rank computes flat out, so they only thrash)"},
     {"--mode", NULL, CLI_ENUM, CLI_MAIN, FIELD(runs), .choices = runs_choices, .group = G_DEV,
      .help = "the fp32 baseline on one device, the DDP run on all of them, or both"},
     {"--mode", NULL, CLI_ENUM, CLI_TRAIN | CLI_WORKER, FIELD(train.mode),
@@ -177,6 +181,11 @@ static const struct cli_option cli_options[] = {
 
     {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.out_dir), .metavar = "DIR",
      .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},
+    {"--overwrite", NULL, CLI_FLAG, CLI_ALL, FIELD(train.overwrite), .flag_value = 1,
+     .group = G_OUT,
+     .help = "reuse a non-empty run directory: its run files (meta.csv, metrics.csv, every "
+             "rankN.trace.csv, a killed checkpoint writer's temporary) are removed first; "
+             "without it a non-empty --out is refused"},
     {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.quiet), .flag_value = 1, .group = G_OUT,
      .help = "no progress lines"},
     {"--save-every-epoch", NULL, CLI_FLAG, CLI_ALL, FIELD(train.save_every_epoch),

@@ -37,6 +37,7 @@ struct cli {
     int nproc_per_node;      /* --nproc-per-node P: ranks on this node (0: not given; resolved
                                 into --cpu P unless --gpu names the devices) */
     int max_restarts;        /* --max-restarts K: restart every node's workers up to K times */
+    int oversubscribe;       /* --oversubscribe: start more CPU ranks than this node has cores */
     int help;                /* -h or --help was given: print cli_usage, do nothing else */
     uint64_t given;          /* bit i: option i of the table was on the command line */
 };

@@ -202,7 +202,8 @@ static int device_one_host(struct store *store, int rank, int world, int *one)
 }
 
 /* What --comm auto means for this rank: nccl on a GPU (shm, host-staged, on a GPU that
- * ranks share), shm when every rank is on this host, gloo when they span hosts.  -1 (error_set) when the store cannot say. */
+ * ranks share), shm when every rank is on this host, gloo when they span hosts.  -1
+ * (error_set) when the store cannot say. */
 static int device_comm_pick(const struct device *d, struct store *store, int rank, int world)
 {
     if (d->comm_choice != TRAIN_COMM_AUTO)
@@ -221,19 +222,18 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
 {
     int pick = device_comm_pick(d, store, rank, world);
     if (pick < 0)
-        return error_wrap("rank %d: picking the comm", rank);
+        return error_wrap("picking the comm");
     if (pick == TRAIN_COMM_NCCL && d->gpu < 0)
-        return error_set("rank %d: --comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
-                         "shm or gloo", rank);
+        return error_set("--comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
+                         "shm or gloo");
     if (pick == TRAIN_COMM_GLOO && d->gpu >= 0)
-        return error_set("rank %d: --comm gloo moves host memory: GPU ranks use nccl", rank);
+        return error_set("--comm gloo moves host memory: GPU ranks use nccl");
     if (pick == TRAIN_COMM_NCCL && d->gpu_shared)
-        return error_set("rank %d: --gpu lists GPU %d more than once, and NCCL needs a GPU per "
-                         "rank: use --comm shm (host-staged) or auto", rank, d->gpu);
+        return error_set("--gpu lists GPU %d more than once, and NCCL needs a GPU per "
+                         "rank: use --comm shm (host-staged) or auto", d->gpu);
     if (pick == TRAIN_COMM_SHM && d->local_world < world)
-        return error_set("rank %d: --comm shm needs every rank on one host, but this host has "
-                         "%d of the %d ranks: use --comm gloo (or auto)",
-                         rank, d->local_world, world);
+        return error_set("--comm shm needs every rank on one host, but this host has "
+                         "%d of the %d ranks: use --comm gloo (or auto)", d->local_world, world);
     if (pick == TRAIN_COMM_NCCL) {
         d->comm = comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
     } else if (pick == TRAIN_COMM_GLOO) {
@@ -246,7 +246,7 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
             if (store_set(store, "shm_name", name, strlen(name) + 1))
                 return -1;
         } else if (store_get(store, "shm_name", name, sizeof name - 1, &len)) {
-            return error_wrap("rank %d", rank);
+            return -1; /* the store's message names the rank; main prefixes it too */
         }
         name[rank == 0 ? strlen(name) : len] = '\0';
         d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
@@ -255,7 +255,7 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
             d->comm = comm_staged_create(d->comm, &stage);
         }
     }
-    return d->comm ? 0 : error_wrap("rank %d", rank);
+    return d->comm ? 0 : -1;
 }
 
 void device_probe_opts(const struct device *d, struct probe_opts *po)

@@ -8,11 +8,15 @@
 #include "device.h"
 #include "launch/agent.h"
 #include "launch/launcher.h"
+#include "launch/worker_link.h"
 #include "report/report.h"
 #include "probes/runlog.h"
 #include "train.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +111,8 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .master_port = at->worker_port,
         .argv = argv,
         .env = causes ? env : NULL,
+        .rendezvous_ms = c->train.timeout_ms,
+        .progress = !c->train.quiet,
         .rank_base = c->node_rank * nproc,
         .world = cli_world(c),
         .node_rank = c->node_rank,
@@ -115,6 +121,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .max_restarts = c->max_restarts,
         .run_id = at->run_id,
         .on_failure = agent_on_failure,
+        .on_stop_state = agent_on_stop_state,
         .should_stop = c->nnodes > 1 ? agent_should_stop : NULL,
         .hook_ctx = agent,
         .result = res,
@@ -192,6 +199,19 @@ static int train_nodes(const struct cli *c)
     return rc;
 }
 
+/* More CPU ranks on this node than it has cores only thrash: refused before anything
+ * starts, unless --oversubscribe (launcher_check_fit).  0 or -1 (error_set). */
+static int check_fit(const struct cli *c, enum cli_command cmd)
+{
+    if (c->train.ngpus)
+        return 0; /* one rank per GPU, whose count device_check bounds */
+    char what[64];
+    int n = device_ranks(&c->train);
+    snprintf(what, sizeof what, "%s %d",
+             cli_is_given(c, "--nproc-per-node", cmd) ? "--nproc-per-node" : "--cpu", n);
+    return launcher_check_fit(n, c->oversubscribe, what);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -199,7 +219,7 @@ static int cmd_train(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train))
+    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -217,16 +237,57 @@ static int cmd_train(int argc, char **argv)
     return 0;
 }
 
+/* The main job owns its runs: a SIGINT or SIGTERM sent to it alone (kill, a batch
+ * scheduler) is passed on to the run in progress, which stops its ranks and exits; one from
+ * the terminal (^C, si_code SI_KERNEL) reached the run already, as it is in the same
+ * foreground process group.  The run dies with the main job (PR_SET_PDEATHSIG: SIGTERM, so
+ * that a `train` launcher still stops its ranks), also after kill -9. */
+static volatile sig_atomic_t main_child;  /* the run in progress, 0 between runs */
+static volatile sig_atomic_t main_signal; /* the first SIGINT or SIGTERM the main job got */
+
+static void main_on_signal(int sig, siginfo_t *info, void *uctx)
+{
+    (void)uctx;
+    if (!main_signal)
+        main_signal = sig;
+    pid_t child = (pid_t)main_child;
+    if (child > 0 && info->si_code != SI_KERNEL)
+        kill(child, sig);
+}
+
+/* Install (on) or remove main_on_signal for SIGINT and SIGTERM. */
+static void main_own_signals(int on)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa = {.sa_flags = SA_RESTART | (on ? SA_SIGINFO : 0)};
+        if (on)
+            sa.sa_sigaction = main_on_signal;
+        else
+            sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* run args (args[0] is this program; under DDPPROF_WORKER_WRAPPER when wrap) with
- * DDPPROF_PHASE=phase, and wait; the child's exit status, or -1 (error_set) */
+ * DDPPROF_PHASE=phase, and wait; the child's exit status (128 + signal when it was killed),
+ * or -1 (error_set) */
 static int run_self(char **args, const char *phase, int wrap)
 {
     fflush(stdout);
     fflush(stderr);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &old); /* main_child is set before a signal is handled */
+    pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0)
-        return error_set("fork: cannot start %s %s", args[0], args[1]);
     if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(128 + SIGTERM); /* the main job is already gone */
+        sigprocmask(SIG_SETMASK, &old, NULL);
         char *words;
         char **run = wrap ? wrap_argv(args, &words) : args;
         setenv("DDPPROF_PHASE", phase, 1); /* names the nsys reports of each phase */
@@ -234,9 +295,20 @@ static int run_self(char **args, const char *phase, int wrap)
         fprintf(stderr, "ddpprof: cannot execute %s\n", run[0]);
         _exit(127);
     }
-    int status;
+    int fork_errno = errno;
+    if (pid > 0)
+        main_child = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return error_set("fork: cannot start %s %s: %s", args[0], args[1], strerror(fork_errno));
+    int status = 0;
     while (waitpid(pid, &status, 0) < 0)
-        ;
+        if (errno != EINTR) {
+            main_child = 0;
+            return error_set("waiting for the %s run (pid %d): %s", phase, (int)pid,
+                             strerror(errno));
+        }
+    main_child = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -254,6 +326,8 @@ static int cmd_main(int argc, char **argv)
     char note[512];
     if (device_pick(&c.train, note, sizeof note))
         printf("%s\n", note);
+    if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
+        return fail();
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return fail();
@@ -272,7 +346,8 @@ static int cmd_main(int argc, char **argv)
     const enum train_mode modes[2] = {nodes ? TRAIN_DDP : TRAIN_BASELINE,
                                       nodes ? TRAIN_BASELINE : TRAIN_DDP};
     int rc = 0;
-    for (int ph = 0; ph < 2 && rc == 0; ph++) {
+    main_own_signals(1);
+    for (int ph = 0; ph < 2 && rc == 0 && !main_signal; ph++) {
         enum train_mode mode = modes[ph];
         const char *phase = mode == TRAIN_BASELINE ? "baseline" : "ddp";
         if ((mode == TRAIN_BASELINE && (c.runs == CLI_RUNS_DDP || c.node_rank > 0)) ||
@@ -300,6 +375,12 @@ static int cmd_main(int argc, char **argv)
             fprintf(stderr, "ddpprof: the %s run failed (exit status %d); no report\n", phase,
                     rc);
     }
+    main_own_signals(0);
+    if (rc == 0 && main_signal) {
+        fprintf(stderr, "ddpprof: interrupted by %s; no report\n",
+                main_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        rc = 128 + main_signal;
+    }
     if (rc != 0)
         return rc;
     if (c.node_rank > 0) { /* node 0 reports; its directory holds this node's ranks if shared */
@@ -321,12 +402,17 @@ static int cmd_worker(int argc, char **argv)
 {
     struct cli c;
     struct dist_env env;
-    if (cli_parse(&c, CLI_WORKER, argc, argv, 2))
+    worker_link_open(); /* its launcher's (ddpprof train's) link, if any */
+    if (cli_parse(&c, CLI_WORKER, argc, argv, 2)) {
+        worker_link_say("failed %s", error_get());
         return fail();
+    }
     if (c.help)
         return cli_usage(stdout), 0;
-    if (dist_env_read(&env))
+    if (dist_env_read(&env)) {
+        worker_link_say("failed %s", error_get());
         return fail();
+    }
     /* the command line wins over the environment: rank 0's store is where it says */
     if (cli_is_given(&c, "--master-addr", CLI_WORKER))
         snprintf(env.master_addr, sizeof env.master_addr, "%s", c.master_addr);
@@ -340,7 +426,12 @@ static int cmd_worker(int argc, char **argv)
         c.train.out_dir = out;
     }
     if (train_run(&c.train, &env)) {
-        fprintf(stderr, "ddpprof: rank %d: %s\n", env.rank, error_get());
+        /* the rank once: a comm's own message may open with it already */
+        char who[32];
+        snprintf(who, sizeof who, "rank %d: ", env.rank);
+        const char *msg = error_get();
+        fprintf(stderr, "ddpprof: %s%s\n", strncmp(msg, who, strlen(who)) ? who : "", msg);
+        worker_link_say("failed %s", error_get());
         return 1;
     }
     return 0;

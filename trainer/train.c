@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "device.h"
 #include "launch/dist_env.h"
+#include "launch/worker_link.h"
 #include "common/error.h"
 #include "data/dataset.h"
 #include "nn/model.h"
@@ -29,6 +30,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdarg.h>
@@ -94,6 +96,7 @@ struct rank {
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
     long long fault_kill_step; /* test fault injection: SIGKILL itself at this step (0: none) */
+    struct host_usage usage0;  /* the host's load and this process's CPU time at the start */
     int tty;                   /* stderr is a terminal: draw a progress bar */
 };
 
@@ -154,7 +157,7 @@ static int rank_align_clock(struct rank *r)
         for (int i = 0; i < CLOCK_ROUND_TRIPS; i++) {
             samples[i].send_ns = clock_now_ns();
             if (store_server_time(r->store, &samples[i].remote_ns))
-                return error_wrap("rank %d: clock alignment", r->rank);
+                return error_wrap("clock alignment");
             samples[i].recv_ns = clock_now_ns();
         }
         if (clock_offset_estimate(samples, CLOCK_ROUND_TRIPS, &r->clock))
@@ -206,13 +209,12 @@ static int rank_open_store(struct rank *r, const struct dist_env *env)
         r->store = store_create(env->master_addr, env->master_port, r->rank == 0, r->rank,
                                 r->world, o->timeout_ms);
         return r->store ? 0
-                        : error_wrap("rank %d: rendezvous at %s:%d", r->rank, env->master_addr,
+                        : error_wrap("rendezvous at %s:%d", env->master_addr,
                                      env->master_port);
     }
     struct tcpstore *agent = tcpstore_connect(env->master_addr, env->master_port, o->timeout_ms);
     if (!agent)
-        return error_wrap("rank %d: torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True)",
-                          r->rank);
+        return error_wrap("torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True)");
     char key[64], val[32] = "";
     size_t len = 0;
     int rc = 0;
@@ -220,20 +222,20 @@ static int rank_open_store(struct rank *r, const struct dist_env *env)
     if (r->rank == 0) {
         r->store = store_create_any_port(env->master_addr, 0, r->world, o->timeout_ms);
         if (!r->store)
-            rc = error_wrap("rank 0: hosting the rendezvous beside torchrun's agent store");
+            rc = error_wrap("hosting the rendezvous beside torchrun's agent store");
         else
             snprintf(val, sizeof val, "%d", store_port(r->store));
         if (rc == 0 && tcpstore_set(agent, key, val, strlen(val)))
-            rc = error_wrap("rank 0: publishing the rendezvous port");
+            rc = error_wrap("publishing the rendezvous port");
     } else if (tcpstore_get(agent, key, val, sizeof val - 1, &len)) {
-        rc = error_wrap("rank %d: waiting for rank 0's rendezvous port", r->rank);
+        rc = error_wrap("waiting for rank 0's rendezvous port");
     } else {
         val[len] = '\0';
         r->store = store_create(env->master_addr, atoi(val), 0, r->rank, r->world,
                                 o->timeout_ms);
         if (!r->store)
-            rc = error_wrap("rank %d: rendezvous at %s:%s (published in torchrun's agent store)",
-                            r->rank, env->master_addr, val);
+            rc = error_wrap("rendezvous at %s:%s (published in torchrun's agent store)",
+                            env->master_addr, val);
     }
     tcpstore_close(agent);
     return rc;
@@ -263,7 +265,7 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
         snprintf(r->run_id, sizeof r->run_id, "%s.%d", base, r->restart_count);
         runlog_meta(&r->log, "run_id", "%s", r->run_id);
         if (r->log.meta && fflush(r->log.meta) != 0)
-            return error_set("rank 0: cannot write %s/meta.csv: %s", o->out_dir, strerror(errno));
+            return error_set("cannot write %s/meta.csv: %s", o->out_dir, strerror(errno));
         return store_set(r->store, "run_id", r->run_id, strlen(r->run_id));
     }
     if (store_get(r->store, "run_id", r->run_id, sizeof r->run_id - 1, &len))
@@ -283,7 +285,7 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
     if (shared)
         return 0;
     if (runlog_open(&r->log, o->out_dir))
-        return error_wrap("rank %d (node %d's run directory)", r->rank, r->node_rank);
+        return error_wrap("node %d's run directory", r->node_rank);
     runlog_meta(&r->log, "run_id", "%s", r->run_id);
     return 0;
 }
@@ -329,15 +331,15 @@ static int rank_resume_ddp(struct rank *r)
         if (bytes < 0)
             return error_set("rank 0 could not resume: %s", text + 3);
         if (!(data = malloc((size_t)bytes + 4)))
-            return error_set("rank %d: out of memory for a %lld-byte checkpoint", r->rank, bytes);
+            return error_set("out of memory for a %lld-byte checkpoint", bytes);
     }
     size_t words = ((size_t)bytes + 3) / 4;
     float *dev = be->alloc(be, words * sizeof(float) + 4);
-    int rc = dev ? 0 : error_set("rank %d: out of memory for the checkpoint", r->rank);
+    int rc = dev ? 0 : error_set("out of memory for the checkpoint");
     if (rc == 0 && r->rank == 0)
         be->upload(be, dev, data, (size_t)bytes);
     if (rc == 0 && r->dev.comm->broadcast(r->dev.comm, dev, words, COMM_F32, 0))
-        rc = error_wrap("rank %d: receiving the checkpoint from rank 0", r->rank);
+        rc = error_wrap("receiving the checkpoint from rank 0");
     if (rc == 0 && r->rank != 0)
         be->download(be, data, dev, (size_t)bytes);
     if (dev)
@@ -348,9 +350,18 @@ static int rank_resume_ddp(struct rank *r)
         const char *dir = getenv("TMPDIR");
         snprintf(tmp, sizeof tmp, "%.80s/ddpprof-resume-XXXXXX", dir && *dir ? dir : "/tmp");
         int fd = mkstemp(tmp);
-        if (fd < 0 || write(fd, data, (size_t)bytes) != (ssize_t)bytes)
-            rc = error_set("rank %d: cannot write the checkpoint to %s: %s", r->rank, tmp,
-                           strerror(errno));
+        size_t done = 0;
+        ssize_t w = 1;
+        while (fd >= 0 && done < (size_t)bytes && w != 0) {
+            w = write(fd, data + done, (size_t)bytes - done);
+            if (w > 0)
+                done += (size_t)w;
+            else if (w < 0 && errno != EINTR)
+                break;
+        }
+        if (fd < 0 || done < (size_t)bytes) /* w == 0: nothing more fits */
+            rc = error_set("cannot write the checkpoint to %s: %s", tmp,
+                           fd < 0 || w < 0 ? strerror(errno) : "no space left (short write)");
         if (fd >= 0)
             close(fd);
         path = tmp;
@@ -377,14 +388,26 @@ static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_
     probe_bucket_range(ctx, bucket, bytes, span->start_ns, span->end_ns);
 }
 
+/* --resume from a checkpoint whose epochs are all done is refused: nothing would train */
+static int rank_check_resume_left(const struct rank *r)
+{
+    const struct train_opts *o = r->o;
+    if (r->start_epoch < o->epochs)
+        return 0;
+    return error_set("--resume: %s has %d epoch(s) done and --epochs is %d: nothing left "
+                     "to train (give --epochs above %d)",
+                     o->resume_path, r->start_epoch, o->epochs, r->start_epoch);
+}
+
 static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
+    worker_link_say("joining"); /* the launcher bounds the rendezvous (worker_link.h) */
     if (rank_open_store(r, env) || rank_share_identity(r, env))
         return -1;
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
         return -1;
-    if (o->resume_path && rank_resume_ddp(r))
+    if (o->resume_path && (rank_resume_ddp(r) || rank_check_resume_left(r)))
         return -1;
     if (ddp_broadcast_state(&r->m->params, r->dev.comm))
         return -1;
@@ -394,9 +417,10 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
     if (cap < sizeof(float))
         cap = sizeof(float);
     r->red = reducer_create(&r->m->params, r->dev.comm, 1u << 20, cap);
-    if (!r->red)
+    if (!r->red || rank_align_clock(r))
         return -1;
-    return rank_align_clock(r);
+    worker_link_say("ready");
+    return 0;
 }
 
 static void rank_write_meta(struct rank *r)
@@ -461,6 +485,8 @@ static void rank_write_meta(struct rank *r)
     runlog_meta(l, "openblas", "%s", openblas_get_config());
     runlog_meta(l, "hostname", "%s", host);
     runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
+    runlog_meta(l, "host_cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    runlog_meta(l, "host_load_start", "%.2f", r->usage0.load1);
     if (o->mode != TRAIN_DDP)
         return;
     runlog_meta(l, "node_rank", "%d", r->node_rank);
@@ -483,10 +509,62 @@ static void rank_write_meta(struct rank *r)
         runlog_meta(l, "checkpoint_every", "%ld", o->checkpoint_every);
 }
 
+/* What tells a busy host (report/FORMULAS.md "Figures measured under load"): every rank's
+ * CPU and wall seconds since it started (published through the store), and on rank 0 the
+ * host's load average at the end and the CPU time all of its processes used and the
+ * hypervisor stole meanwhile; ranks_cpu_s sums the ranks on rank 0's host, so the report
+ * can tell the CPU time of other programs. */
+static int rank_record_usage(struct rank *r, double wall_s)
+{
+    struct host_usage u;
+    runlog_host_usage(&u);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char key[64], val[400];
+    double cpu = u.cpu_s - r->usage0.cpu_s, local_cpu = 0.0;
+    snprintf(val, sizeof val, "%.3f %.3f %s", cpu, wall_s, host);
+    if (r->store) {
+        snprintf(key, sizeof key, "usage/%d", r->rank);
+        if (store_set(r->store, key, val, strlen(val) + 1))
+            return -1;
+    }
+    for (int k = 0; k < r->world && r->rank == 0; k++) {
+        char got[400] = "", where[256] = "";
+        size_t len = 0;
+        double c = 0.0, w = 0.0;
+        snprintf(key, sizeof key, "usage/%d", k);
+        if (k == 0)
+            snprintf(got, sizeof got, "%s", val);
+        else if (store_get(r->store, key, got, sizeof got - 1, &len))
+            return -1;
+        if (sscanf(got, "%lf %lf %255s", &c, &w, where) < 2)
+            return error_set("rank %d published a malformed usage '%.60s'", k, got);
+        snprintf(key, sizeof key, "cpu_s.rank%d", k);
+        runlog_meta(&r->log, key, "%.3f", c);
+        snprintf(key, sizeof key, "wall_s.rank%d", k);
+        runlog_meta(&r->log, key, "%.3f", w);
+        if (strcmp(where, host) == 0)
+            local_cpu += c;
+    }
+    if (r->rank != 0)
+        return 0;
+    runlog_meta(&r->log, "ranks_cpu_s", "%.3f", local_cpu);
+    runlog_meta(&r->log, "host_load_end", "%.2f", u.load1);
+    if (u.have_stat && r->usage0.have_stat) {
+        runlog_meta(&r->log, "host_busy_s", "%.3f", u.busy_s - r->usage0.busy_s);
+        runlog_meta(&r->log, "host_steal_s", "%.3f", u.steal_s - r->usage0.steal_s);
+    }
+    return 0;
+}
+
 static int rank_setup(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
-    if (r->rank == 0 && o->out_dir && runlog_open(&r->log, o->out_dir))
+    /* an elastic restart's directory holds the earlier attempts (attempt-K, moved aside by
+     * the node agent): only the first attempt checks --out is free */
+    if (r->rank == 0 && o->out_dir &&
+        ((r->restart_count == 0 && runlog_prepare(o->out_dir, o->overwrite)) ||
+         runlog_open(&r->log, o->out_dir)))
         return -1;
     if (device_open(&r->dev, o, r->rank, r->local_rank, r->local_world))
         return -1;
@@ -497,7 +575,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     /* the data set the model's input asks for (dataset.h); every rank loads the same */
     const struct dataset_request rq = {.kind = (enum dataset_kind)o->dataset,
                                        .dir = o->data_dir, .c = r->m->in_c, .h = r->m->in_h,
-                                       .w = r->m->in_w, .seed = o->seed,
+                                       .w = r->m->in_w, .classes = r->m->classes,
+                                       .seed = o->seed,
                                        .norm_mean = o->norm_mean, .norm_std = o->norm_std};
     char note[512];
     if (dataset_open(&rq, &r->train, &r->test, &r->dataset, note, sizeof note))
@@ -531,6 +610,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
                               &r->start_epoch, &r->step))
             return error_wrap("--resume");
         r->resumed = 1;
+        if (rank_check_resume_left(r))
+            return -1;
     }
     int b = o->batch_size;
     size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
@@ -544,7 +625,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     r->scalars = be->alloc(be, 3 * sizeof(float));
     if (!r->x_host || !r->y_host || !r->indices || !r->x_dev || !r->y_dev || !r->dlogits ||
         !r->scalars)
-        return error_set("rank %d: out of memory for batch %d", r->rank, b);
+        return error_set("out of memory for a batch of %d", b);
     if (o->out_dir && mkdir_parents(o->out_dir)) /* ranks > 0 write their trace here too */
         return -1;
     if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
@@ -557,7 +638,7 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     device_probe_opts(&r->dev, &po);
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
-        return error_wrap("rank %d: probes", r->rank);
+        return error_wrap("probes");
     if (r->red)
         reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
                                                                obs_finished, r->probe});
@@ -568,10 +649,12 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
 }
 
 /* failed: this rank is giving up, so it does not wait for the others at the store.
- * Returns -1 (error_set) when meta.csv or metrics.csv could not be completed on disk. */
+ * Returns -1 (error_set) when the trace lost rows or meta.csv or metrics.csv could not be
+ * completed on disk: a run whose files are incomplete is a failed run. */
 static int rank_teardown(struct rank *r, int failed)
 {
     struct backend *be = r->dev.be;
+    char lost[1024] = ""; /* the trace's error, kept past the teardown below */
     if (be) {
         be->free(be, r->x_dev);
         be->free(be, r->y_dev);
@@ -579,7 +662,7 @@ static int rank_teardown(struct rank *r, int failed)
         be->free(be, r->scalars);
     }
     if (r->probe && probe_destroy(r->probe) && !failed)
-        fprintf(stderr, "ddpprof: rank %d: trace: %s\n", r->rank, error_get());
+        snprintf(lost, sizeof lost, "%s", error_get());
     r->probe = NULL;
     reducer_destroy(r->red);
     optim_free(&r->opt);
@@ -596,7 +679,8 @@ static int rank_teardown(struct rank *r, int failed)
     free(r->x_host);
     free(r->y_host);
     free(r->indices);
-    return runlog_close(&r->log);
+    int rc = runlog_close(&r->log);
+    return lost[0] ? error_set("%s", lost) : rc;
 }
 
 /* One optimisation step on n samples: forward, loss, backward (scaled by the GradScaler,
@@ -642,6 +726,13 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->download(be, &l, r->scalars, sizeof l);
     }
     sm->loss = l;
+    /* fp32 and bf16 have no GradScaler to skip such a step: the run has diverged */
+    if (!r->scaler.enabled && !isfinite(l))
+        return error_set("the loss is %s%s: training has diverged (%s has no GradScaler to "
+                         "skip the step); lower --lr, or check the data",
+                         isnan(l) ? "nan" : l > 0 ? "inf" : "-inf",
+                         r->world > 1 ? " (the mean over the ranks)" : "",
+                         r->o->amp == AMP_BF16 ? "bf16" : "fp32");
     if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && optim_step(&r->opt))
@@ -651,12 +742,18 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     return 0;
 }
 
-/* rank 0's progress bar on a terminal: "epoch 1/3 [#####     ] 52% 980/1875 loss 0.61" */
+/* rank 0's progress bar on a terminal: "epoch 1/3 [#####     ] 52% 980/1875 loss 0.61";
+ * under ddpprof's launcher (stderr a pipe) the launcher draws it for the job */
 static void progress_bar(const struct rank *r, int epoch, int64_t done, int64_t total,
                          double loss)
 {
-    if (r->rank != 0 || r->o->quiet || !r->tty || total <= 0)
+    if (r->rank != 0 || r->o->quiet || total <= 0)
         return;
+    if (!r->tty) {
+        worker_link_say("progress %d %d %lld %lld %.4f", epoch + 1, r->o->epochs,
+                        (long long)done * r->world, (long long)total * r->world, loss);
+        return;
+    }
     int width = 30, fill = (int)(width * done / total);
     char bar[64];
     for (int i = 0; i < width; i++)
@@ -772,6 +869,8 @@ static int rank_evaluate(struct rank *r, double *accuracy, double *mean_loss)
 int train_run(const struct train_opts *o_in, const struct dist_env *env)
 {
     double t_start = now_s();
+    struct host_usage usage0;
+    runlog_host_usage(&usage0);
     struct train_opts o = *o_in;
     struct rank r = {.o = &o, .world = 1, .local_world = 1};
     if (env) {
@@ -787,6 +886,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         o.threads = cores / r.local_world > 0 ? (int)(cores / r.local_world) : 1;
     }
     r.tty = isatty(STDERR_FILENO);
+    r.usage0 = usage0;
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     if (r.restart_count == 0)
@@ -846,6 +946,8 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
         }
     }
     double elapsed = now_s() - t_start;
+    if (rc == 0)
+        rc = rank_record_usage(&r, elapsed);
     if (rc == 0) {
         if (r.rank == 0)
             runlog_meta(&r.log, "final_accuracy", "%.6f", accuracy);

@@ -44,6 +44,7 @@ struct train_opts {
     int sync_bn;
     int timeout_ms;
     int quiet;               /* no progress lines (tests) */
+    int overwrite;           /* --overwrite: a non-empty out_dir is reused (runlog_prepare) */
     enum amp_dtype amp;      /* autocast (--amp fp16|bf16|off) */
     float scale_init, scale_growth, scale_backoff; /* GradScaler (fp16 only) */
     int scale_interval;

@@ -164,9 +164,7 @@ static enum store_io store_exchange(int fd, const uint8_t *req, size_t req_len, 
     r = store_recv_all(fd, h, sizeof h, deadline_ms);
     if (r != STORE_IO_OK)
         return r;
-    *status = h[0];
-    *reply_len = store_wire_get_u32(h + 1);
-    if (*reply_len > STORE_VALUE_MAX + 1024) {
+    if (store_wire_decode_reply(h, status, reply_len) < 0) {
         errno = EBADMSG;
         return STORE_IO_ERROR;
     }
@@ -237,9 +235,12 @@ static int store_connect(struct store *s, int64_t deadline_ms)
         int64_t left = deadline_ms - clock_now_ms();
         if (left <= 0) {
             error_set("store: could not connect to rank 0's store at %s:%d within %.1f s "
-                      "(rank %d of %d; last error: %s; is rank 0 running?)",
+                      "(rank %d of %d; last error: %s; %s)",
                       s->host, s->port, s->timeout_ms / 1000.0, s->rank, s->world,
-                      strerror(last_errno));
+                      strerror(last_errno),
+                      s->rank == 0 ? "this rank hosts the store: is the master address one "
+                                     "of this host's?"
+                                   : "is rank 0 running?");
             break;
         }
         int nap = delay_ms < left ? delay_ms : (int)left;
@@ -338,9 +339,9 @@ static enum store_io store_call(struct store *s, int op, const char *key, const 
     store_disconnect(s);
     double secs = s->timeout_ms / 1000.0;
     if (r == STORE_IO_TIMEOUT && (op == STORE_OP_GET || op == STORE_OP_WAIT))
-        error_set("store: timed out after %.1f s waiting for key '%s' (rank %d of %d; is rank 0 "
-                  "running?)",
-                  secs, key, s->rank, s->world);
+        error_set("store: timed out after %.1f s waiting for key '%s' (rank %d of %d; %s)",
+                  secs, key, s->rank, s->world,
+                  s->rank == 0 ? "did every other rank start?" : "is rank 0 running?");
     else if (r == STORE_IO_TIMEOUT)
         error_set("store: timed out after %.1f s on %s of key '%s': rank 0's store at %s:%d did "
                   "not answer (rank %d of %d)",
@@ -388,7 +389,7 @@ static struct store *store_open(const char *host, int port, int is_server, int a
     s->world = world;
     s->timeout_ms = timeout_ms;
     s->fd = -1;
-    if (is_server && !(s->server = store_server_start(port, rank, world))) {
+    if (is_server && !(s->server = store_server_start(host, port, rank, world))) {
         free(s);
         return NULL;
     }

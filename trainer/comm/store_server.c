@@ -4,7 +4,19 @@
  * One thread in rank 0's process, a poll() loop over the listening socket, a wake pipe
  * (store_server_stop) and every client connection, all non-blocking.  Keys live in a
  * chained hash table.  A GET or WAIT for a missing key parks the connection as a waiter
- * until a SET or ADD creates the key.  Messages as store_wire.h says. */
+ * until a SET or ADD creates the key.  Messages as store_wire.h says.
+ *
+ * It listens on a network port, so what it owes to peers that are not ranks is written
+ * here once.  A connection is a stranger until its first request, a valid HELLO (15 bytes,
+ * the job's world size, a rank in range): a stranger's buffer holds those 15 bytes and no
+ * more, anything else is answered with one error line and closed, silence is closed after
+ * STORE_HELLO_MS, and of more than STORE_MAX_STRANGERS at once the oldest is closed; so
+ * garbage, huge lengths and silent connections cost a few hundred bytes each and never
+ * stall the ranks' requests (no read or write here ever blocks).  Once every rank has said
+ * hello (the group is formed), a new connection from an address no rank came from is
+ * refused at once.  A rank (any peer that said a valid hello) is trusted to speak the
+ * protocol: its buffers are bounded by the message limits, and the table by
+ * STORE_TABLE_MAX_BYTES. */
 #include "comm/store_server.h"
 
 #include "comm/store_wire.h"
@@ -15,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,23 +41,12 @@
 #include <unistd.h>
 
 #define STORE_BUCKETS 1024
-
-/* Strict decimal int64 parse of a stored counter value. */
-static int store_parse_counter(const uint8_t *val, uint32_t len, int64_t *out)
-{
-    char text[32];
-    if (len == 0 || len >= sizeof text)
-        return -1;
-    memcpy(text, val, len);
-    text[len] = '\0';
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || end != text + len) /* also rejects embedded zero bytes */
-        return -1;
-    *out = v;
-    return 0;
-}
+#define STORE_HELLO_BYTES (STORE_REQ_HEADER + 8) /* a stranger's first and only request */
+#define STORE_HELLO_MS 2000        /* a stranger silent this long is closed */
+#define STORE_MAX_STRANGERS 64     /* more at once: the oldest is closed */
+#define STORE_OUT_HIGH (4u << 20)  /* replies queued to a rank that does not read: serve no
+                                      more of its requests until they drain */
+#define STORE_TABLE_MAX_BYTES (64u << 20) /* keys and values held, all ranks together */
 
 struct store_entry {
     struct store_entry *next;
@@ -55,8 +57,11 @@ struct store_entry {
 
 struct store_conn {
     int fd;
-    int rank; /* -1 until HELLO */
+    int rank; /* -1 until HELLO: a stranger */
     int dead; /* closed at the end of this loop turn */
+    int closing; /* closed once its queued reply (an error) is sent, or at once if it cannot be */
+    int64_t since_ms; /* accepted at (clock_now_ms) */
+    uint32_t addr;    /* its IPv4 address (network order) */
     uint8_t *in;
     size_t in_len, in_cap;
     uint8_t *out;
@@ -75,6 +80,12 @@ struct store_server {
     struct pollfd *pfds;
     size_t pfds_cap;
     struct store_entry *table[STORE_BUCKETS];
+    size_t table_bytes;   /* keys and values held */
+    size_t strangers;     /* connections that have not said hello */
+    int formed;           /* every rank has said hello once: strangers' addresses are checked */
+    uint32_t *rank_addrs; /* the addresses ranks said hello from (network order), unique */
+    int naddrs;
+    long refused;         /* connections refused (for tests and the curious) */
 
     /* shared with store_server_stop, under mu */
     pthread_mutex_t mu;
@@ -105,16 +116,20 @@ static struct store_entry *store_table_find(struct store_server *srv, const char
     return NULL;
 }
 
-/* Insert or overwrite; takes a copy of val.  -1 on allocation failure. */
+/* Insert or overwrite; takes a copy of val.  -1 on allocation failure, -2 when the table
+ * would hold more than STORE_TABLE_MAX_BYTES. */
 static int store_table_put(struct store_server *srv, const char *key, const uint8_t *val,
                            uint32_t len)
 {
+    struct store_entry *e = store_table_find(srv, key);
+    size_t held = srv->table_bytes - (e ? e->len : 0) + len + (e ? 0 : strlen(key) + 1);
+    if (held > STORE_TABLE_MAX_BYTES)
+        return -2;
     uint8_t *copy = malloc(len ? len : 1);
     if (!copy)
         return -1;
     if (len)
         memcpy(copy, val, len);
-    struct store_entry *e = store_table_find(srv, key);
     if (!e) {
         e = calloc(1, sizeof *e);
         if (!e || !(e->key = strdup(key))) {
@@ -129,6 +144,7 @@ static int store_table_put(struct store_server *srv, const char *key, const uint
     free(e->val);
     e->val = copy;
     e->len = len;
+    srv->table_bytes = held;
     return 0;
 }
 
@@ -145,6 +161,7 @@ static void store_table_free(struct store_server *srv)
         }
         srv->table[b] = NULL;
     }
+    srv->table_bytes = 0;
 }
 
 /* Queue a reply on c.  Allocation failure kills the connection (the client then sees a
@@ -195,11 +212,12 @@ static void store_wake_waiters(struct store_server *srv, const char *key,
 static void store_server_hello(struct store_server *srv, struct store_conn *c, const uint8_t *val,
                                uint32_t len)
 {
-    if (len != 8) {
+    c->closing = c->rank < 0; /* a stranger gets one try */
+    int rank, world;
+    if (store_wire_decode_hello(val, len, &rank, &world) < 0) {
         store_conn_error(c, "store: malformed hello (%u bytes); is this a ddpprof store?", len);
         return;
     }
-    int rank = (int)store_wire_get_u32(val), world = (int)store_wire_get_u32(val + 4);
     if (world != srv->world) {
         store_conn_error(c,
                          "store: rank %d joined with WORLD_SIZE=%d but rank %d's store has "
@@ -211,7 +229,14 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
         store_conn_error(c, "store: bad hello from rank %d of %d", rank, world);
         return;
     }
+    c->closing = 0;
     c->rank = rank;
+    srv->strangers--;
+    int known = 0;
+    for (int i = 0; i < srv->naddrs && !known; i++)
+        known = srv->rank_addrs[i] == c->addr;
+    if (!known && srv->naddrs < srv->world)
+        srv->rank_addrs[srv->naddrs++] = c->addr;
     pthread_mutex_lock(&srv->mu);
     srv->rank_conns[rank]++;
     if (rank != srv->host_rank) {
@@ -221,6 +246,12 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
     }
     srv->rank_seen[rank] = 1;
     pthread_mutex_unlock(&srv->mu);
+    if (!srv->formed) {
+        int all = 1;
+        for (int r = 0; r < srv->world && all; r++)
+            all = srv->rank_seen[r];
+        srv->formed = all;
+    }
     store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
 }
 
@@ -233,14 +264,21 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
     }
     if (c->rank < 0) {
         store_conn_error(c, "store: request before hello; is this a ddpprof store client?");
+        c->closing = 1;
         return;
     }
     struct store_entry *e;
+    int put;
     switch (op) {
     case STORE_OP_SET:
-        if (store_table_put(srv, key, val, len) < 0) {
-            store_conn_error(c, "store: out of memory storing key '%s' (%u bytes) on rank %d", key,
-                             len, srv->host_rank);
+        if ((put = store_table_put(srv, key, val, len)) < 0) {
+            if (put == -2)
+                store_conn_error(c, "store: full (%u MiB of keys and values) storing key '%s' "
+                                    "(%u bytes) on rank %d",
+                                 STORE_TABLE_MAX_BYTES >> 20, key, len, srv->host_rank);
+            else
+                store_conn_error(c, "store: out of memory storing key '%s' (%u bytes) on rank %d",
+                                 key, len, srv->host_rank);
             return;
         }
         store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
@@ -259,13 +297,13 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         }
         return;
     case STORE_OP_ADD: {
-        if (len != 8) {
+        int64_t cur = 0, delta;
+        if (store_wire_decode_add(val, len, &delta) < 0) {
             store_conn_error(c, "store: malformed add on key '%s'", key);
             return;
         }
-        int64_t cur = 0, delta = store_wire_get_i64(val);
         e = store_table_find(srv, key);
-        if (e && store_parse_counter(e->val, e->len, &cur) < 0) {
+        if (e && store_wire_parse_counter(e->val, e->len, &cur) < 0) {
             store_conn_error(c, "store: add on key '%s', which holds a %u-byte non-counter value",
                              key, e->len);
             return;
@@ -274,7 +312,7 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         char text[32];
         int n = snprintf(text, sizeof text, "%" PRId64, sum);
         if (store_table_put(srv, key, (const uint8_t *)text, (uint32_t)n) < 0) {
-            store_conn_error(c, "store: out of memory on add to key '%s'", key);
+            store_conn_error(c, "store: out of memory (or full) on add to key '%s'", key);
             return;
         }
         uint8_t out[8];
@@ -304,21 +342,29 @@ static int store_conn_serve(struct store_server *srv, struct store_conn *c)
 {
     int served = 0;
     size_t off = 0;
-    while (!c->dead && !c->wait_op && c->in_len - off >= STORE_REQ_HEADER) {
-        const uint8_t *h = c->in + off;
-        int op = h[0];
-        uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
-        if (klen > STORE_KEY_MAX || vlen > STORE_VALUE_MAX) {
+    while (!c->dead && !c->closing && !c->wait_op && c->out_len - c->out_off < STORE_OUT_HIGH) {
+        if (c->rank < 0 && c->in_len - off >= STORE_REQ_HEADER) {
+            const uint8_t *h = c->in + off;
+            int op = h[0];
+            uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
+            if (op != STORE_OP_HELLO || klen != 0 || vlen != 8) {
+                store_conn_error(c, "store: expected a hello, got request %d with a %u-byte key "
+                                    "and a %u-byte value; is this a ddpprof store client?",
+                                 op, klen, vlen);
+                c->closing = 1;
+                break;
+            }
+        }
+        struct store_request req;
+        long n = store_wire_decode_request(c->in + off, c->in_len - off, &req);
+        if (n < 0) {
             c->dead = 1; /* not our protocol: the client is told by the close */
             break;
         }
-        if (c->in_len - off < STORE_REQ_HEADER + klen + vlen)
+        if (n == 0)
             break;
-        char key[STORE_KEY_MAX + 1];
-        memcpy(key, h + STORE_REQ_HEADER, klen);
-        key[klen] = '\0';
-        store_server_request(srv, c, op, key, h + STORE_REQ_HEADER + klen, vlen);
-        off += STORE_REQ_HEADER + klen + vlen;
+        store_server_request(srv, c, req.op, req.key, req.value, req.value_len);
+        off += (size_t)n;
         served = 1;
     }
     if (off) {
@@ -330,6 +376,34 @@ static int store_conn_serve(struct store_server *srv, struct store_conn *c)
 
 static void store_conn_read(struct store_conn *c)
 {
+    while (c->rank < 0 && !c->closing) { /* a stranger: its hello, not a byte more */
+        if (VEC_RESERVE(c->in, c->in_cap, STORE_HELLO_BYTES)) {
+            c->dead = 1;
+            return;
+        }
+        if (c->in_len == STORE_HELLO_BYTES)
+            return; /* served before anything more is read */
+        ssize_t n = recv(c->fd, c->in + c->in_len, STORE_HELLO_BYTES - c->in_len, MSG_DONTWAIT);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->dead = 1; /* EOF or reset */
+        return;
+    }
+    if (c->closing) { /* only its goodbye matters now: discard what it sends */
+        char sink[4096];
+        ssize_t n;
+        while ((n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
+            ;
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            c->dead = 1;
+        return;
+    }
     for (;;) {
         if (c->in_cap - c->in_len < 65536) { /* room for 64 KiB more */
             const size_t need = c->in_len + 65536;
@@ -374,6 +448,8 @@ static void store_conn_flush(struct store_conn *c)
     }
     if (c->out_off == c->out_len)
         c->out_off = c->out_len = 0;
+    if (c->closing && (c->out_len == 0 || c->rank < 0))
+        c->dead = 1; /* told why (a stranger gets one try: its reply is tiny) */
 }
 
 /* The last connection of rank closed without its STORE_KEY_BYE: mark it lost (see
@@ -415,6 +491,8 @@ static void store_wake_lost(struct store_server *srv)
 static void store_conn_close(struct store_server *srv, struct store_conn *c)
 {
     close(c->fd);
+    if (c->rank < 0)
+        srv->strangers--;
     if (c->rank >= 0) {
         pthread_mutex_lock(&srv->mu);
         int last = --srv->rank_conns[c->rank] == 0;
@@ -430,10 +508,58 @@ static void store_conn_close(struct store_server *srv, struct store_conn *c)
     free(c);
 }
 
+/* Make room for one more stranger: close the oldest when there are STORE_MAX_STRANGERS. */
+static void store_evict_stranger(struct store_server *srv)
+{
+    if (srv->strangers < STORE_MAX_STRANGERS)
+        return;
+    struct store_conn *oldest = NULL;
+    for (size_t i = 0; i < srv->nconns; i++) {
+        struct store_conn *c = srv->conns[i];
+        if (c->rank < 0 && !c->dead && (!oldest || c->since_ms < oldest->since_ms))
+            oldest = c;
+    }
+    if (oldest)
+        oldest->dead = 1; /* closed (and uncounted) at the end of this turn */
+}
+
+/* 1 when a connection from addr may go on: before the group is formed anyone may (it must
+ * still say hello), after it only from an address a rank came from. */
+static int store_addr_allowed(const struct store_server *srv, uint32_t addr)
+{
+    if (!srv->formed)
+        return 1;
+    for (int i = 0; i < srv->naddrs; i++)
+        if (srv->rank_addrs[i] == addr)
+            return 1;
+    return 0;
+}
+
+/* Strangers that said nothing for STORE_HELLO_MS are marked dead; the ms until the next
+ * one is due (0: some are dead now, to be closed; -1: no stranger). */
+static int store_expire_strangers(struct store_server *srv)
+{
+    int64_t now = clock_now_ms(), next = -1;
+    for (size_t i = 0; i < srv->nconns; i++) {
+        struct store_conn *c = srv->conns[i];
+        if (c->rank < 0 && !c->dead && c->since_ms + STORE_HELLO_MS <= now)
+            c->dead = 1;
+        if (c->rank >= 0)
+            continue;
+        int64_t left = c->dead ? 0 : c->since_ms + STORE_HELLO_MS - now;
+        if (next < 0 || left < next)
+            next = left;
+    }
+    return (int)next;
+}
+
 static int store_server_accept(struct store_server *srv)
 {
     for (;;) {
-        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in peer;
+        socklen_t plen = sizeof peer;
+        int fd = accept4(srv->listen_fd, (struct sockaddr *)&peer, &plen,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
@@ -443,7 +569,16 @@ static int store_server_accept(struct store_server *srv)
                 return 0; /* try again on the next turn */
             return -1;
         }
+        uint32_t addr = plen >= sizeof peer && peer.sin_family == AF_INET
+                            ? peer.sin_addr.s_addr
+                            : 0;
+        if (!store_addr_allowed(srv, addr)) {
+            srv->refused++;
+            close(fd);
+            continue;
+        }
         store_wire_nodelay(fd);
+        store_evict_stranger(srv);
         struct store_conn *c = calloc(1, sizeof *c);
         if (c && VEC_RESERVE(srv->conns, srv->conns_cap, srv->nconns + 1)) {
             free(c);
@@ -455,7 +590,10 @@ static int store_server_accept(struct store_server *srv)
         }
         c->fd = fd;
         c->rank = -1;
+        c->since_ms = clock_now_ms();
+        c->addr = addr;
         srv->conns[srv->nconns++] = c;
+        srv->strangers++;
     }
 }
 
@@ -474,7 +612,7 @@ static void *store_server_main(void *arg)
             pfds[2 + i] = (struct pollfd){
                 .fd = c->fd, .events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0))};
         }
-        if (poll(pfds, n, -1) < 0) {
+        if (poll(pfds, n, store_expire_strangers(srv)) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -491,6 +629,7 @@ static void *store_server_main(void *arg)
         }
         if (pfds[1].revents && store_server_accept(srv) < 0)
             break;
+        store_expire_strangers(srv);
         /* a SET may unpark a waiter whose own next request is then served, and so on */
         for (int progress = 1; progress;) {
             progress = 0;
@@ -535,12 +674,24 @@ static void store_server_free(struct store_server *srv)
     free(srv->pfds);
     free(srv->rank_conns);
     free(srv->rank_seen);
+    free(srv->rank_addrs);
     pthread_cond_destroy(&srv->cv);
     pthread_mutex_destroy(&srv->mu);
     free(srv);
 }
 
-struct store_server *store_server_start(int port, int rank, int world)
+/* 1 when host names this machine's loopback: an IPv4 literal 127.x.y.z, or "localhost" */
+static int store_host_is_loopback(const char *host)
+{
+    struct in_addr a;
+    if (!host)
+        return 0;
+    if (strcmp(host, "localhost") == 0)
+        return 1;
+    return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+struct store_server *store_server_start(const char *host, int port, int rank, int world)
 {
     struct store_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
@@ -558,7 +709,8 @@ struct store_server *store_server_start(int port, int rank, int world)
     pthread_mutex_init(&srv->mu, NULL);
     srv->rank_conns = calloc((size_t)world, sizeof *srv->rank_conns);
     srv->rank_seen = calloc((size_t)world, 1);
-    if (!srv->rank_conns || !srv->rank_seen) {
+    srv->rank_addrs = calloc((size_t)world, sizeof *srv->rank_addrs);
+    if (!srv->rank_conns || !srv->rank_seen || !srv->rank_addrs) {
         error_set("store: out of memory starting the server for %d ranks", world);
         goto fail;
     }
@@ -569,9 +721,12 @@ struct store_server *store_server_start(int port, int rank, int world)
     }
     int one = 1;
     setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    /* a job whose ranks meet on loopback needs no other interface */
     struct sockaddr_in addr = {.sin_family = AF_INET,
                                .sin_port = htons((uint16_t)port),
-                               .sin_addr.s_addr = htonl(INADDR_ANY)};
+                               .sin_addr.s_addr = htonl(store_host_is_loopback(host)
+                                                            ? INADDR_LOOPBACK
+                                                            : INADDR_ANY)};
     if (bind(srv->listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
         if (errno == EADDRINUSE)
             error_set("store: port %d on this host is busy (another run? pick --master-port or "

@@ -1,8 +1,12 @@
 /* store_wire.c — the rendezvous store's message encoding (see store_wire.h). */
 #include "comm/store_wire.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 void store_wire_put_u16(uint8_t *p, uint32_t v)
@@ -56,6 +60,76 @@ void store_wire_put_reply(uint8_t *h, int status, uint32_t len)
 {
     h[0] = (uint8_t)status;
     store_wire_put_u32(h + 1, len);
+}
+
+long store_wire_decode_request(const uint8_t *buf, size_t len, struct store_request *req)
+{
+    if (len < STORE_REQ_HEADER)
+        return 0;
+    uint32_t klen = store_wire_get_u16(buf + 1), vlen = store_wire_get_u32(buf + 3);
+    if (klen > STORE_KEY_MAX || vlen > STORE_VALUE_MAX)
+        return -1;
+    if (memchr(buf + STORE_REQ_HEADER, '\0', klen < len - STORE_REQ_HEADER
+                                                 ? klen
+                                                 : len - STORE_REQ_HEADER))
+        return -1;
+    size_t total = STORE_REQ_HEADER + (size_t)klen + vlen;
+    if (len < total)
+        return 0;
+    req->op = buf[0];
+    memcpy(req->key, buf + STORE_REQ_HEADER, klen);
+    req->key[klen] = '\0';
+    req->value = buf + STORE_REQ_HEADER + klen;
+    req->value_len = vlen;
+    return (long)total;
+}
+
+int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world)
+{
+    if (len != 8)
+        return -1;
+    uint32_t r = store_wire_get_u32(val), w = store_wire_get_u32(val + 4);
+    if (r > INT_MAX || w > INT_MAX)
+        return -1;
+    *rank = (int)r;
+    *world = (int)w;
+    return 0;
+}
+
+int store_wire_decode_add(const uint8_t *val, uint32_t len, int64_t *delta)
+{
+    if (len != 8)
+        return -1;
+    *delta = store_wire_get_i64(val);
+    return 0;
+}
+
+int store_wire_parse_counter(const uint8_t *val, uint32_t len, int64_t *out)
+{
+    char text[32];
+    if (len == 0 || len >= sizeof text)
+        return -1;
+    memcpy(text, val, len);
+    text[len] = '\0';
+    const char *d = text + (text[0] == '-');
+    if (*d < '0' || *d > '9') /* strtoll would take spaces and '+' */
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end != text + len) /* also rejects embedded NUL bytes */
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int store_wire_decode_reply(const uint8_t *h, int *status, uint32_t *len)
+{
+    if (h[0] != STORE_REPLY_OK && h[0] != STORE_REPLY_ERROR)
+        return -1;
+    *status = h[0];
+    *len = store_wire_get_u32(h + 1);
+    return *len > STORE_VALUE_MAX + 1024 ? -1 : 0;
 }
 
 void store_wire_nodelay(int fd)

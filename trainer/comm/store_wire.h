@@ -15,6 +15,7 @@
 #ifndef DDPPROF_STORE_WIRE_H
 #define DDPPROF_STORE_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define STORE_KEY_MAX 255
@@ -43,6 +44,36 @@ void store_wire_put_request(uint8_t *h, int op, uint32_t klen, uint32_t vlen);
 
 /* the STORE_REPLY_HEADER bytes at h of a reply with len bytes after it */
 void store_wire_put_reply(uint8_t *h, int status, uint32_t len);
+
+/* One request as it arrived: key is NUL-terminated (a key holding a NUL byte is not
+ * decoded), value points into the decoded buffer. */
+struct store_request {
+    int op;                         /* as sent: an unknown op is the server's to answer */
+    char key[STORE_KEY_MAX + 1];
+    const uint8_t *value;
+    uint32_t value_len;
+};
+
+/* Decode the request at the start of buf[0..len), bytes from a peer that may be anything.
+ * Returns the bytes it takes (> 0) with *req filled, 0 when buf holds only part of it, or
+ * -1 when it cannot be ours: a key or value over STORE_KEY_MAX / STORE_VALUE_MAX, a NUL
+ * byte in the key (the connection should be closed: nothing after it can be framed). */
+long store_wire_decode_request(const uint8_t *buf, size_t len, struct store_request *req);
+
+/* HELLO's value: 0 and rank, world; -1 when it is not 8 bytes or either is above INT_MAX */
+int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world);
+
+/* ADD's value: 0 and the delta; -1 when it is not 8 bytes */
+int store_wire_decode_add(const uint8_t *val, uint32_t len, int64_t *delta);
+
+/* A stored counter: strict decimal int64 text (no sign but '-', no spaces, no NUL);
+ * 0 or -1 */
+int store_wire_parse_counter(const uint8_t *val, uint32_t len, int64_t *out);
+
+/* A reply header (STORE_REPLY_HEADER bytes) from the server: 0 with *status and *len, or
+ * -1 when the status is neither OK nor ERROR or len is over STORE_VALUE_MAX + 1024 (an
+ * error text may be longer than a value, never by more) */
+int store_wire_decode_reply(const uint8_t *h, int *status, uint32_t *len);
 
 /* TCP_NODELAY on a store connection (either end): every message is small and waits for
  * its answer, so Nagle's delay would be pure latency.  Also TCP keepalive probing after 2 s

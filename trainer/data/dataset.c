@@ -59,6 +59,20 @@ static void dataset_normalise(struct dataset *d, const struct dataset_request *r
     }
 }
 
+/* every label of d below classes; 0, or -1 naming the split, the record and the label */
+static int dataset_check_labels(const struct dataset *d, int classes, const char *dir,
+                                enum dataset_kind kind, const char *split)
+{
+    for (int i = 0; i < d->n; i++)
+        if (d->labels[i] >= classes)
+            return error_set("%s: %s %s set: record %d (counting from 0) has label %u, but the "
+                             "model has %d classes (labels 0..%d); the data set does not fit "
+                             "the model, or its labels file is damaged",
+                             dir, dataset_kind_name(kind), split, i, (unsigned)d->labels[i],
+                             classes, classes - 1);
+    return 0;
+}
+
 int dataset_open(const struct dataset_request *rq, struct dataset *train, struct dataset *test,
                  enum dataset_kind *chosen, char *note, size_t cap)
 {
@@ -109,6 +123,12 @@ int dataset_open(const struct dataset_request *rq, struct dataset *train, struct
                   "of the model: --dataset, --data)",
                   rq->dir, dataset_kind_name(kind), train->c, train->h, train->w, rq->c, rq->h,
                   rq->w);
+        dataset_free(train);
+        dataset_free(test);
+        return -1;
+    }
+    if (rq->classes > 0 && (dataset_check_labels(train, rq->classes, rq->dir, kind, "training") ||
+                            dataset_check_labels(test, rq->classes, rq->dir, kind, "test"))) {
         dataset_free(train);
         dataset_free(test);
         return -1;

@@ -39,6 +39,7 @@ struct dataset_request {
     enum dataset_kind kind;
     const char *dir;
     int c, h, w;
+    int classes; /* the model's outputs: every label must be below (0: not checked) */
     uint64_t seed;
     float norm_mean, norm_std;
 };
@@ -50,8 +51,8 @@ extern const float dataset_cifar_mean[3], dataset_cifar_std[3];
  * with dataset_free); *chosen is the kind loaded (auto resolved).  note (cap bytes) gets
  * one line, without a newline, when the caller should tell the user something (auto fell
  * back to synthetic data; synthetic accuracy is meaningless), else "".  0, or -1 with one
- * error_set line (a missing or bad file, images of another shape than the model's) and
- * both splits left empty. */
+ * error_set line (a missing or bad file, images of another shape than the model's, a label
+ * of rq->classes or more, naming its split and record) and both splits left empty. */
 int dataset_open(const struct dataset_request *rq, struct dataset *train, struct dataset *test,
                  enum dataset_kind *chosen, char *note, size_t cap);
 

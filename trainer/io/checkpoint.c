@@ -3,10 +3,15 @@
 
 #include "backend/backend.h"
 #include "common/error.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 #include "nn/optim.h"
 #include "nn/scaler.h"
 
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +114,7 @@ int checkpoint_save_optim(const char *path, const struct param_table *params,
     if (rc == 0 && opt)
         rc = st_writer_metadata(w, "optimizer", optim_name(opt->kind));
     if (rc == 0)
-        rc = st_writer_metadata(w, "format", "ddpprof-checkpoint-1");
+        rc = st_writer_metadata(w, "format", CHECKPOINT_FORMAT);
     if (rc == 0 && scaler)
         rc = checkpoint_scaler_meta(w, scaler);
     if (rc == 0)
@@ -128,11 +133,24 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
     return checkpoint_save_optim(path, params, opt ? &o : NULL, scaler, model, epoch, step);
 }
 
-int checkpoint_load_model(const char *path, struct param_table *params)
+/* every value of a tensor read from path finite (and >= 0 when nonneg): 0, or -1 naming
+ * the tensor, the element and the value */
+static int checkpoint_check_finite(const char *path, const char *name, const float *v, size_t n,
+                                   int nonneg)
 {
-    struct st_file *st = st_open(path);
-    if (!st)
-        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || (nonneg && v[i] < 0.0f))
+            return error_set("%s: tensor '%s' holds %g at element %zu (of %zu): %s; the file is "
+                             "damaged, or the run that saved it diverged",
+                             path, name, (double)v[i], i, n,
+                             isfinite(v[i]) ? "it cannot be negative" : "values must be finite");
+    return 0;
+}
+
+/* checkpoint_load_model on the open file st */
+static int checkpoint_load_params(const struct st_file *st, const char *path,
+                                  struct param_table *params)
+{
     int rc = 0;
     for (int i = 0; i < params->count && rc == 0; i++) {
         struct param *p = params->items[i];
@@ -149,6 +167,10 @@ int checkpoint_load_model(const char *path, struct param_table *params)
                                (long long)t->numel);
             else
                 memcpy(&p->counter, t->data, sizeof p->counter);
+            if (rc == 0 && p->counter < 0)
+                rc = error_set("%s: tensor '%s' = %lld: a count of batches cannot be negative; "
+                               "the file is damaged",
+                               path, p->name, (long long)p->counter);
             continue;
         }
         int64_t shape[PARAM_MAX_DIMS];
@@ -160,35 +182,152 @@ int checkpoint_load_model(const char *path, struct param_table *params)
         }
         rc = st_read_f32(st, p->name, p->ndim, shape, host);
         if (rc == 0)
+            rc = checkpoint_check_finite(path, p->name, host, p->numel, 0);
+        if (rc == 0)
             params->be->upload(params->be, p->data, host, p->numel * sizeof *host);
         free(host);
     }
     for (int i = 0; i < st_count(st) && rc == 0; i++) {
         const char *name = st_get(st, i)->name;
+        char shown[JSON_PRINTABLE_MAX];
         if (strncmp(name, "optimizer.", 10) != 0 && !params_find(params, name))
             rc = error_set("%s: unexpected tensor '%s' (not a parameter or buffer of this "
-                           "model)", path, name);
+                           "model)", path, json_printable(name, 80, shown, sizeof shown));
     }
+    return rc;
+}
+
+int checkpoint_load_model(const char *path, struct param_table *params)
+{
+    struct st_file *st = st_open(path);
+    if (!st)
+        return -1;
+    int rc = checkpoint_load_params(st, path, params);
     st_close(st);
     return rc;
 }
 
-/* a metadata number, or an error naming the key */
-static int checkpoint_meta_number(const struct st_file *st, const char *path, const char *key,
-                                  double *out)
+/* a metadata value as a message shows it: one line, at most 40 bytes (one message holds
+ * one such value) */
+static const char *checkpoint_shown(const char *v)
+{
+    static _Thread_local char buf[JSON_PRINTABLE_MAX];
+    return json_printable(v, 40, buf, sizeof buf);
+}
+
+/* the metadata value of key, or NULL after an error naming it */
+static const char *checkpoint_meta(const struct st_file *st, const char *path, const char *key)
 {
     const char *v = st_metadata_get(st, key);
-    char *end;
     if (!v || !*v)
-        return error_set("%s: metadata '%s' is missing (not a ddpprof checkpoint?)", path, key);
-    *out = strtod(v, &end);
-    if (*end)
-        return error_set("%s: metadata '%s' = '%s' is not a number", path, key, v);
+        error_set("%s: metadata '%s' is missing (not a ddpprof checkpoint?)", path, key);
+    return v && *v ? v : NULL;
+}
+
+/* a whole decimal number in [min, max] (an optional '-', digits, nothing else) */
+static int checkpoint_meta_int(const struct st_file *st, const char *path, const char *key,
+                               long long min, long long max, long long *out)
+{
+    const char *v = checkpoint_meta(st, path, key);
+    if (!v)
+        return -1;
+    const char *d = v + (*v == '-');
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*d < '0' || *d > '9' || *end || errno || x < min || x > max)
+        return error_set("%s: metadata '%s' = '%s' is not a whole number in [%lld, %lld]; "
+                         "the checkpoint is damaged or was edited",
+                         path, key, checkpoint_shown(v), min, max);
+    *out = x;
+    return 0;
+}
+
+/* a finite number in [min, max] (min_open: above min); range says so in words */
+static int checkpoint_meta_real(const struct st_file *st, const char *path, const char *key,
+                                double min, int min_open, double max, const char *range,
+                                double *out)
+{
+    const char *v = checkpoint_meta(st, path, key);
+    if (!v)
+        return -1;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (*end || !isfinite(x) || x < min || (min_open && x == min) || x > max)
+        return error_set("%s: metadata '%s' = '%s' is not %s; the checkpoint is damaged or "
+                         "was edited",
+                         path, key, checkpoint_shown(v), range);
+    *out = x;
+    return 0;
+}
+
+/* The run state in a checkpoint's metadata, every field range-checked before any of it is
+ * used: format, model, optimizer, epoch, step and the GradScaler's state. */
+static int checkpoint_read_meta(const struct st_file *st, const char *path, const char *model,
+                                enum optim_kind kind, const struct grad_scaler *want,
+                                int *epoch, long long *step, struct grad_scaler *out)
+{
+    const char *format = checkpoint_meta(st, path, "format");
+    if (!format)
+        return -1;
+    if (strcmp(format, CHECKPOINT_FORMAT) != 0)
+        return error_set("%s: format '%s' is not %s: a checkpoint of another program or "
+                         "version",
+                         path, checkpoint_shown(format), CHECKPOINT_FORMAT);
+    const char *m = checkpoint_meta(st, path, "model");
+    if (!m)
+        return -1;
+    if (strcmp(m, model) != 0)
+        return error_set("%s: a checkpoint of model '%s', not '%s'", path, checkpoint_shown(m),
+                         model);
+    const char *saved = st_metadata_get(st, "optimizer");
+    if (!saved)
+        saved = "sgd"; /* checkpoints from before Adam */
+    if (strcmp(saved, optim_name(OPTIM_SGD)) != 0 && strcmp(saved, optim_name(OPTIM_ADAM)) != 0)
+        return error_set("%s: metadata 'optimizer' = '%s' is not sgd or adam; the checkpoint "
+                         "is damaged or was edited",
+                         path, checkpoint_shown(saved));
+    if (strcmp(saved, optim_name(kind)) != 0)
+        return error_set("%s: saved with --optimizer %s, resumed with --optimizer %s (keep it "
+                         "as it was)",
+                         path, saved, optim_name(kind));
+    long long e, enabled, interval, tracker;
+    double scale, growth, backoff;
+    if (checkpoint_meta_int(st, path, "epoch", 0, CHECKPOINT_MAX_EPOCHS, &e) ||
+        checkpoint_meta_int(st, path, "step", 0, CHECKPOINT_MAX_STEPS, step) ||
+        checkpoint_meta_int(st, path, "scaler.enabled", 0, 1, &enabled))
+        return -1;
+    if ((int)enabled != want->enabled)
+        return error_set("%s: saved with the GradScaler %s, resumed with it %s (keep --amp as "
+                         "it was)",
+                         path, enabled ? "on" : "off", want->enabled ? "on" : "off");
+    /* the bounds of the --loss-scale-* options; the scale is any positive float */
+    if (checkpoint_meta_real(st, path, "scaler.scale", 0.0, 1, FLT_MAX,
+                             "a finite number above 0", &scale) ||
+        checkpoint_meta_real(st, path, "scaler.growth_factor", 1.0, 0, 1e6,
+                             "a number in [1, 1e6]", &growth) ||
+        checkpoint_meta_real(st, path, "scaler.backoff_factor", 0.0, 1, 1.0,
+                             "a number in (0, 1]", &backoff) ||
+        checkpoint_meta_int(st, path, "scaler.growth_interval", 1, INT_MAX, &interval) ||
+        checkpoint_meta_int(st, path, "scaler.growth_tracker", 0, interval - 1, &tracker))
+        return -1;
+    if ((float)scale <= 0.0f)
+        return error_set("%s: metadata 'scaler.scale' = %g is 0 as a float; the checkpoint is "
+                         "damaged",
+                         path, scale);
+    *epoch = (int)e;
+    *out = *want;
+    out->scale = (float)scale;
+    out->growth_factor = (float)growth;
+    out->backoff_factor = (float)backoff;
+    out->growth_interval = (int)interval;
+    out->growth_tracker = (int)tracker;
     return 0;
 }
 
 /* the tensor `leaf` of p's optimizer state into dev (p's shape); -1 (error_set) */
-static int checkpoint_read_state(const struct st_file *st, struct backend *be,
+static int checkpoint_read_state(const struct st_file *st, const char *path, struct backend *be,
                                  const struct param *p, const char *leaf, float *dev)
 {
     char name[PARAM_NAME_MAX + 40];
@@ -200,14 +339,17 @@ static int checkpoint_read_state(const struct st_file *st, struct backend *be,
     param_shape64(p, shape);
     int rc = st_read_f32(st, name, p->ndim, shape, host);
     if (rc == 0)
+        rc = checkpoint_check_finite(path, name, host, p->numel,
+                                     strcmp(leaf, "exp_avg_sq") == 0);
+    if (rc == 0)
         be->upload(be, dev, host, p->numel * sizeof *host);
     free(host);
     return rc;
 }
 
 /* SGD: every momentum buffer there is (a parameter without one starts without) */
-static int checkpoint_resume_sgd(const struct st_file *st, struct param_table *params,
-                                 struct sgd *opt)
+static int checkpoint_resume_sgd(const struct st_file *st, const char *path,
+                                 struct param_table *params, struct sgd *opt)
 {
     for (int i = 0; i < params->count; i++) {
         struct param *p = params->items[i];
@@ -222,7 +364,7 @@ static int checkpoint_resume_sgd(const struct st_file *st, struct param_table *p
         int k = p->index;
         if (!opt->buf[k] && !(opt->buf[k] = params->be->alloc(params->be, p->numel * 4)))
             return error_wrap("resume: momentum buffer of %s", p->name);
-        if (checkpoint_read_state(st, params->be, p, "momentum_buffer", opt->buf[k]))
+        if (checkpoint_read_state(st, path, params->be, p, "momentum_buffer", opt->buf[k]))
             return -1;
         opt->started[k] = 1;
     }
@@ -253,9 +395,11 @@ static int checkpoint_resume_adam(const struct st_file *st, const char *path,
                              path, name, t ? "not an F32 scalar" : "missing");
         float v;
         memcpy(&v, t->data, sizeof v);
-        if (!(v >= 1.0f) || v != (float)(long long)v || (step >= 0 && (long long)v != step))
-            return error_set("%s: Adam state '%s' = %g: steps must be whole, >= 1 and the "
-                             "same for every parameter",
+        /* a float counts steps exactly up to 2^24; test the range before any cast */
+        if (!(v >= 1.0f && v <= 16777216.0f) || v != floorf(v) ||
+            (step >= 0 && (long long)v != step))
+            return error_set("%s: Adam state '%s' = %g: steps must be whole numbers in [1, "
+                             "16777216] and the same for every parameter",
                              path, name, (double)v);
         step = (long long)v;
     }
@@ -266,8 +410,8 @@ static int checkpoint_resume_adam(const struct st_file *st, const char *path,
     for (int i = 0; i < params->count; i++) {
         struct param *p = params->items[i];
         if (p->kind == PARAM_TRAINABLE &&
-            (checkpoint_read_state(st, params->be, p, "exp_avg", opt->exp_avg[p->index]) ||
-             checkpoint_read_state(st, params->be, p, "exp_avg_sq",
+            (checkpoint_read_state(st, path, params->be, p, "exp_avg", opt->exp_avg[p->index]) ||
+             checkpoint_read_state(st, path, params->be, p, "exp_avg_sq",
                                    opt->exp_avg_sq[p->index])))
             return -1;
     }
@@ -279,46 +423,24 @@ int checkpoint_resume(const char *path, struct param_table *params, struct optim
                       struct grad_scaler *scaler, const char *model, int *epoch,
                       long long *step)
 {
-    if (checkpoint_load_model(path, params))
-        return -1;
     struct st_file *st = st_open(path);
     if (!st)
         return -1;
-    int rc = 0;
-    const char *m = st_metadata_get(st, "model");
-    if (!m || strcmp(m, model) != 0)
-        rc = error_set("%s: a checkpoint of model '%s', not '%s'", path, m ? m : "?", model);
-    const char *saved = st_metadata_get(st, "optimizer");
-    if (!saved)
-        saved = "sgd"; /* checkpoints from before Adam */
-    if (rc == 0 && strcmp(saved, optim_name(opt->kind)) != 0)
-        rc = error_set("%s: saved with --optimizer %s, resumed with --optimizer %s (keep it as "
-                       "it was)",
-                       path, saved, optim_name(opt->kind));
-    double e = 0, s = 0, v[6] = {0};
-    static const char *const keys[6] = {"scaler.enabled", "scaler.scale",
-                                        "scaler.growth_factor", "scaler.backoff_factor",
-                                        "scaler.growth_interval", "scaler.growth_tracker"};
+    /* the metadata first: nothing is loaded from a checkpoint whose state is out of range */
+    int e = 0;
+    long long s = 0;
+    struct grad_scaler sc;
+    int rc = checkpoint_read_meta(st, path, model, opt->kind, scaler, &e, &s, &sc);
     if (rc == 0)
-        rc = checkpoint_meta_number(st, path, "epoch", &e) ||
-             checkpoint_meta_number(st, path, "step", &s);
-    for (int k = 0; rc == 0 && k < 6; k++)
-        rc = checkpoint_meta_number(st, path, keys[k], &v[k]);
-    if (rc == 0 && (int)v[0] != scaler->enabled)
-        rc = error_set("%s: saved with the GradScaler %s, resumed with it %s (keep --amp as it "
-                       "was)", path, v[0] ? "on" : "off", scaler->enabled ? "on" : "off");
-    if (rc == 0) {
-        *epoch = (int)e;
-        *step = (long long)s;
-        scaler->scale = (float)v[1];
-        scaler->growth_factor = (float)v[2];
-        scaler->backoff_factor = (float)v[3];
-        scaler->growth_interval = (int)v[4];
-        scaler->growth_tracker = (int)v[5];
-    }
+        rc = checkpoint_load_params(st, path, params);
     if (rc == 0)
         rc = opt->kind == OPTIM_ADAM ? checkpoint_resume_adam(st, path, params, &opt->adam)
-                                     : checkpoint_resume_sgd(st, params, &opt->sgd);
+                                     : checkpoint_resume_sgd(st, path, params, &opt->sgd);
     st_close(st);
+    if (rc == 0) {
+        *epoch = e;
+        *step = s;
+        *scaler = sc;
+    }
     return rc;
 }

@@ -14,6 +14,12 @@
 
 #include "nn/params.h"
 
+/* metadata "format" of every checkpoint ddpprof writes; --resume refuses another */
+#define CHECKPOINT_FORMAT "ddpprof-checkpoint-1"
+/* the largest epoch and step counts a checkpoint may hold (--epochs is at most 1000000) */
+#define CHECKPOINT_MAX_EPOCHS 1000000LL
+#define CHECKPOINT_MAX_STEPS (1LL << 53)
+
 struct sgd;
 struct optim;
 struct grad_scaler;
@@ -34,15 +40,22 @@ int checkpoint_save(const char *path, const struct param_table *params, const st
 /* --resume: load the model, the optimizer's state (an SGD parameter without a momentum
  * buffer starts without, as in PyTorch; Adam's moments and step must be there once it has
  * stepped), the scaler state and the completed epoch and step of a checkpoint written by
- * checkpoint_save_optim for the same model and optimizer.  0 or -1 (error_set). */
+ * checkpoint_save_optim for the same model and optimizer.  Every metadata field is checked
+ * before anything is loaded: format CHECKPOINT_FORMAT, model and optimizer as given, epoch
+ * in [0, CHECKPOINT_MAX_EPOCHS], step in [0, CHECKPOINT_MAX_STEPS], scaler.enabled as
+ * scaler->enabled, a finite scale > 0, growth factor in [1, 1e6], backoff in (0, 1],
+ * interval >= 1, tracker in [0, interval); every tensor finite (exp_avg_sq >= 0).  0, or -1
+ * with one error_set line naming the file, the field and its value (*epoch, *step and
+ * *scaler then untouched; params and opt may be partly overwritten). */
 int checkpoint_resume(const char *path, struct param_table *params, struct optim *opt,
                       struct grad_scaler *scaler, const char *model, int *epoch,
                       long long *step);
 
 /* Load every entry of params from a safetensors state_dict (a PyTorch one, or our
- * checkpoint).  A missing tensor, a tensor of another shape or dtype, or an unexpected
- * tensor (other than optimizer.*) is one error naming the file and the tensor.  On error
- * params may be partly overwritten (callers start over). */
+ * checkpoint).  A missing tensor, a tensor of another shape or dtype, an unexpected
+ * tensor (other than optimizer.*), a NaN or infinite value or a negative batch count is
+ * one error naming the file and the tensor.  On error params may be partly overwritten
+ * (callers start over). */
 int checkpoint_load_model(const char *path, struct param_table *params);
 
 #endif

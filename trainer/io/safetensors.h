@@ -53,6 +53,10 @@ const char *st_dtype_name(enum st_dtype dtype);
  * with dtype x shape. */
 struct st_file *st_open(const char *path);
 
+/* st_open on a file held in memory, buf[0..len) (copied: the caller keeps buf); name is
+ * what messages call it.  The fuzz target's entry point. */
+struct st_file *st_parse(const void *buf, size_t len, const char *name);
+
 /* Free everything st_open allocated; NULL is a no-op.  Tensor pointers die with it. */
 void st_close(struct st_file *st);
 

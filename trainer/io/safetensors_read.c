@@ -99,11 +99,11 @@ static int st_parse_tensor(struct json_parser *ps, struct st_tensor *t, int64_t 
                 } else {
                     int d = st_dtype_parse(name);
                     if (d < 0) {
-                        char msg[160];
+                        char msg[JSON_PRINTABLE_MAX + 80], shown[JSON_PRINTABLE_MAX];
                         snprintf(msg, sizeof msg,
-                                 "unsupported dtype \"%.40s\" (supported: F32 F16 BF16 I64 I32 "
+                                 "unsupported dtype \"%s\" (supported: F32 F16 BF16 I64 I32 "
                                  "U8)",
-                                 name);
+                                 json_printable(name, 40, shown, sizeof shown));
                         ps->pos = at;
                         rc = json_fail(ps, msg);
                     }
@@ -123,9 +123,9 @@ static int st_parse_tensor(struct json_parser *ps, struct st_tensor *t, int64_t 
                     rc = json_fail(ps, "data_offsets must have exactly 2 entries");
                 have_offsets = 1;
             } else {
-                char msg[160];
-                snprintf(msg, sizeof msg, "unexpected or repeated key \"%.60s\" in a tensor entry",
-                         key);
+                char msg[JSON_PRINTABLE_MAX + 80], shown[JSON_PRINTABLE_MAX];
+                snprintf(msg, sizeof msg, "unexpected or repeated key \"%s\" in a tensor entry",
+                         json_printable(key, 60, shown, sizeof shown));
                 rc = json_fail(ps, msg);
             }
             free(key);
@@ -237,17 +237,19 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
     for (int i = 0; i < st->count; i++) {
         struct st_tensor *t = &st->tensors[i];
         int64_t b = offsets[2 * i], e = offsets[2 * i + 1];
+        char name[JSON_PRINTABLE_MAX];
+        json_printable(t->name, 80, name, sizeof name);
         if (st_shape_bytes(t->dtype, t->ndim, t->shape, &t->numel, &t->nbytes) < 0)
             return error_set("%s: tensor \"%s\": shape overflows (more than 2^62 bytes)",
-                             st->path, t->name);
+                             st->path, name);
         if (e < b)
             return error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] end before they "
                              "begin",
-                             st->path, t->name, (long long)b, (long long)e);
+                             st->path, name, (long long)b, (long long)e);
         if ((uint64_t)e > data_len)
             return error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] out of range: the "
                              "file has %zu bytes of data; the file is truncated or damaged",
-                             st->path, t->name, (long long)b, (long long)e, data_len);
+                             st->path, name, (long long)b, (long long)e, data_len);
         if ((uint64_t)(e - b) != t->nbytes) {
             char shape[ST_MAX_DIMS * 22 + 4];
             size_t k = 0;
@@ -258,7 +260,7 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
             snprintf(shape + k, sizeof shape - k, "]");
             return error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] hold %lld bytes "
                              "but dtype %s and shape %s need %zu",
-                             st->path, t->name, (long long)b, (long long)e,
+                             st->path, name, (long long)b, (long long)e,
                              (long long)(e - b), st_dtypes[t->dtype].name, shape, t->nbytes);
         }
     }
@@ -279,15 +281,18 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
         int64_t b = offsets[2 * order[k]], e = offsets[2 * order[k] + 1];
         if (b != expect) {
             int rc;
+            char name[JSON_PRINTABLE_MAX], before[JSON_PRINTABLE_MAX];
+            json_printable(t->name, 80, name, sizeof name);
+            json_printable(prev ? prev : "", 80, before, sizeof before);
             if (b < expect)
                 rc = error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor "
                                "\"%s\" (which ends at %lld)",
-                               st->path, t->name, (long long)b, (long long)e, prev,
+                               st->path, name, (long long)b, (long long)e, before,
                                (long long)expect);
             else
                 rc = error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] leave a gap "
                                "after byte %lld of the data",
-                               st->path, t->name, (long long)b, (long long)e,
+                               st->path, name, (long long)b, (long long)e,
                                (long long)expect);
             free(order);
             free(sorted);
@@ -321,7 +326,7 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
             return error_set("%s: out of memory", st->path);
         void *copy = malloc(t->nbytes);
         if (!copy)
-            return error_set("%s: out of memory for tensor \"%s\"", st->path, t->name);
+            return error_set("%s: out of memory for a %zu-byte tensor", st->path, t->nbytes);
         memcpy(copy, t->data, t->nbytes);
         st->copies[st->copy_count++] = copy;
         t->data = copy;
@@ -334,7 +339,8 @@ static int st_read_all(FILE *f, void *buf, size_t len)
     return fread(buf, 1, len, f) == len ? 0 : -1;
 }
 
-struct st_file *st_open(const char *path)
+/* A new, empty handle for a file called path (messages name it); NULL + error_set. */
+static struct st_file *st_new(const char *path)
 {
     struct st_file *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
@@ -342,8 +348,69 @@ struct st_file *st_open(const char *path)
         error_set("%s: out of memory", path);
         return NULL;
     }
+    return st;
+}
+
+/* The header length n of a size-byte file whose first 8 bytes are lenbuf: 0, or -1 with
+ * error_set when the file is too small for it or it passes the reference limit. */
+static int st_header_len(const char *path, const unsigned char *lenbuf, size_t size,
+                         uint64_t *n)
+{
+    *n = 0;
+    for (int i = 7; i >= 0; i--)
+        *n = *n << 8 | lenbuf[i];
+    if (*n > size - 8)
+        return error_set("%s: header length %llu is larger than the file (%zu bytes); the file "
+                         "is truncated or not safetensors",
+                         path, (unsigned long long)*n, size);
+    if (*n > ST_MAX_HEADER)
+        return error_set("%s: header length %llu exceeds the 100 MB limit; not a safetensors "
+                         "file",
+                         path, (unsigned long long)*n);
+    return 0;
+}
+
+/* st->raw for a size-byte file with an n-byte header, placed so that its data section
+ * starts ST_DATA_ALIGN-aligned; returns where the file's first byte goes, or NULL +
+ * error_set. */
+static unsigned char *st_alloc_raw(struct st_file *st, size_t size, uint64_t n)
+{
+    st->raw = malloc(size + ST_DATA_ALIGN);
+    if (!st->raw) {
+        error_set("%s: out of memory for %zu bytes", st->path, size);
+        return NULL;
+    }
+    size_t shift = (ST_DATA_ALIGN - ((uintptr_t)(st->raw + 8 + n) % ST_DATA_ALIGN)) %
+                   ST_DATA_ALIGN;
+    return st->raw + shift;
+}
+
+/* Parse and check the whole file at file[0..size) (inside st->raw, header length n). */
+static int st_parse_file(struct st_file *st, unsigned char *file, size_t size, uint64_t n)
+{
+    if (!json_utf8_valid(file + 8, (size_t)n))
+        return error_set("%s: bad safetensors header: not valid UTF-8", st->path);
+    struct json_parser ps = {.path = st->path, .doc = "safetensors header",
+                             .s = (const char *)file + 8, .len = (size_t)n,
+                             .item_kind = "tensor"};
     int64_t *offsets = NULL;
     size_t offsets_cap = 0;
+    int rc = st_parse_header(&ps, st, &offsets, &offsets_cap);
+    if (rc == 0)
+        rc = st_validate(st, offsets, file + 8 + n, size - 8 - (size_t)n);
+    free(offsets);
+    return rc;
+}
+
+static const char st_too_small[] =
+    "%s: %zu bytes is too small for a safetensors file (8-byte header length first); the "
+    "file is truncated or not safetensors";
+
+struct st_file *st_open(const char *path)
+{
+    struct st_file *st = st_new(path);
+    if (!st)
+        return NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
         error_set("%s: cannot open: %s", path, strerror(errno));
@@ -356,39 +423,20 @@ struct st_file *st_open(const char *path)
     }
     size_t size = (size_t)sb.st_size;
     unsigned char lenbuf[8];
+    uint64_t n;
     if (size < 8) {
-        error_set("%s: %zu bytes is too small for a safetensors file (8-byte header length "
-                  "first); the file is truncated or not safetensors",
-                  path, size);
+        error_set(st_too_small, path, size);
         goto fail;
     }
     if (st_read_all(f, lenbuf, 8) < 0) {
         error_set("%s: read error: %s", path, strerror(errno));
         goto fail;
     }
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = n << 8 | lenbuf[i];
-    if (n > size - 8) {
-        error_set("%s: header length %llu is larger than the file (%zu bytes); the file is "
-                  "truncated or not safetensors",
-                  path, (unsigned long long)n, size);
+    if (st_header_len(path, lenbuf, size, &n) < 0)
         goto fail;
-    }
-    if (n > ST_MAX_HEADER) {
-        error_set("%s: header length %llu exceeds the 100 MB limit; not a safetensors file",
-                  path, (unsigned long long)n);
+    unsigned char *file = st_alloc_raw(st, size, n);
+    if (!file)
         goto fail;
-    }
-    /* place the file so that its data section starts ST_DATA_ALIGN-aligned */
-    st->raw = malloc(size + ST_DATA_ALIGN);
-    if (!st->raw) {
-        error_set("%s: out of memory for %zu bytes", path, size);
-        goto fail;
-    }
-    size_t shift = (ST_DATA_ALIGN - ((uintptr_t)(st->raw + 8 + n) % ST_DATA_ALIGN)) %
-                   ST_DATA_ALIGN;
-    unsigned char *file = st->raw + shift;
     memcpy(file, lenbuf, 8);
     if (st_read_all(f, file + 8, size - 8) < 0) {
         error_set("%s: read error or file shrank while reading", path);
@@ -396,24 +444,30 @@ struct st_file *st_open(const char *path)
     }
     fclose(f);
     f = NULL;
-
-    if (!json_utf8_valid(file + 8, (size_t)n)) {
-        error_set("%s: bad safetensors header: not valid UTF-8", path);
+    if (st_parse_file(st, file, size, n) < 0)
         goto fail;
-    }
-    struct json_parser ps = {.path = path, .doc = "safetensors header",
-                             .s = (const char *)file + 8, .len = (size_t)n,
-                             .item_kind = "tensor"};
-    if (st_parse_header(&ps, st, &offsets, &offsets_cap) < 0)
-        goto fail;
-    if (st_validate(st, offsets, file + 8 + n, size - 8 - (size_t)n) < 0)
-        goto fail;
-    free(offsets);
     return st;
 fail:
     if (f)
         fclose(f);
-    free(offsets);
+    st_close(st);
+    return NULL;
+}
+
+struct st_file *st_parse(const void *buf, size_t len, const char *name)
+{
+    struct st_file *st = st_new(name);
+    if (!st)
+        return NULL;
+    uint64_t n;
+    unsigned char *file;
+    if (len < 8) {
+        error_set(st_too_small, name, len);
+    } else if (st_header_len(name, buf, len, &n) == 0 && (file = st_alloc_raw(st, len, n))) {
+        memcpy(file, buf, len);
+        if (st_parse_file(st, file, len, n) == 0)
+            return st;
+    }
     st_close(st);
     return NULL;
 }
@@ -449,7 +503,9 @@ const struct st_tensor *st_find(const struct st_file *st, const char *name)
 {
     int i = st_find_index(st, name);
     if (i < 0) {
-        error_set("%s: no tensor named \"%s\"", st->path, name);
+        char shown[JSON_PRINTABLE_MAX];
+        error_set("%s: no tensor named \"%s\"", st->path,
+                  json_printable(name, 80, shown, sizeof shown));
         return NULL;
     }
     return &st->tensors[i];

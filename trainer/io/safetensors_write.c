@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct st_entry {
@@ -214,6 +215,19 @@ static mode_t st_current_umask(void)
     return mask;
 }
 
+/* Fault injection for the failure tests only: DDPPROF_FAULT_SAVE_PAUSE=N:MS sleeps MS ms in
+ * this process's Nth save, with its temp file whole and not yet renamed over the path, so
+ * that a test can kill the process in the middle of a checkpoint write. */
+static void st_fault_pause(void)
+{
+    static int saves;
+    const char *v = getenv("DDPPROF_FAULT_SAVE_PAUSE");
+    int n, ms;
+    saves++;
+    if (v && sscanf(v, "%d:%d", &n, &ms) == 2 && n == saves && ms > 0)
+        nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+}
+
 int st_writer_save(struct st_writer *w, const char *path)
 {
     struct st_entry **order = malloc((size_t)(w->count ? w->count : 1) * sizeof *order);
@@ -262,6 +276,7 @@ int st_writer_save(struct st_writer *w, const char *path)
                   path, tmp, strerror(errno));
         goto done;
     }
+    st_fault_pause();
     if (fsync(fileno(fp)) != 0) {
         error_set("%s: fsync of temp file %s failed: %s; the old file is untouched", path, tmp,
                   strerror(errno));

@@ -8,6 +8,7 @@
  *   aK/causes            why the earlier attempts failed, one line each (node 0)
  *   aK/claims, aK/cause  a counter and the first failure's words: whoever counts 1 writes it
  *   aK/done/R            node R's workers all exited 0
+ *   aK/stopped/G         rank G is stopped: the signal's number ("19"), "" once it runs again
  * and the store's own departure marks (store_lost): a node whose agent vanished. */
 #include "launch/agent.h"
 
@@ -262,17 +263,83 @@ static int agent_someone_said(struct agent *a)
     return store_lost(a->store, a->node_rank, &first) < 0 || first >= 0;
 }
 
-void agent_on_failure(void *ctx, int rank, int status, const char *cause)
+void agent_on_stop_state(void *ctx, int rank, int stop_sig)
 {
     struct agent *a = ctx;
-    snprintf(a->local_cause, sizeof a->local_cause, "node %d (host %s): rank %d failed (%s)",
-             a->node_rank, a->host, rank, cause);
+    if (!a->store)
+        return;
+    char key[64], sub[32], val[16] = "";
+    snprintf(sub, sizeof sub, "stopped/%d", rank);
+    agent_key(a, key, sizeof key, sub);
+    if (stop_sig)
+        snprintf(val, sizeof val, "%d", stop_sig);
+    agent_set(a, key, val);
+}
+
+/* The signal that stopped rank g, as its node's agent published it; 0 if none. */
+static int agent_stopped(struct agent *a, int g)
+{
+    char key[64], sub[32], val[16];
+    int exists = 0;
+    snprintf(sub, sizeof sub, "stopped/%d", g);
+    agent_key(a, key, sizeof key, sub);
+    if (store_check(a->store, key, &exists) || !exists || agent_get(a, key, val, sizeof val))
+        return 0;
+    return atoi(val);
+}
+
+/* "rank 3 (node 1, host b)" */
+static void agent_rank_words(struct agent *a, int g, char *out, size_t cap)
+{
+    int node = g / a->nproc;
+    char host[256];
+    if (node == a->node_rank || !a->store)
+        snprintf(host, sizeof host, "%s", a->host);
+    else
+        agent_node_host(a, node, host, sizeof host);
+    snprintf(out, cap, "rank %d (node %d, host %.48s)", g, node, host);
+}
+
+/* The cause of a local failure in words (see agent.h), into a->local_cause; a culprit on
+ * another node that the launcher could not know of is filled into f. */
+static void agent_describe_failure(struct agent *a, struct launch_result *f)
+{
+    int local = f->culprit_rank >= a->node_rank * a->nproc &&
+                f->culprit_rank < (a->node_rank + 1) * a->nproc;
+    if (a->store && f->culprit_rank >= 0 && !local)
+        f->culprit_stop_sig = agent_stopped(a, f->culprit_rank);
+    for (int g = 0; a->store && f->culprit_rank < 0 && g < a->nnodes * a->nproc; g++) {
+        if (g / a->nproc == a->node_rank || g == f->failed_rank)
+            continue; /* the launcher saw this node's own */
+        if ((f->culprit_stop_sig = agent_stopped(a, g)) != 0)
+            f->culprit_rank = g;
+    }
+    if (f->culprit_rank < 0) {
+        snprintf(a->local_cause, sizeof a->local_cause, "node %d (host %s): rank %d failed (%s)",
+                 a->node_rank, a->host, f->failed_rank, f->cause);
+        return;
+    }
+    char who[96], failed[96], buf[32];
+    agent_rank_words(a, f->culprit_rank, who, sizeof who);
+    agent_rank_words(a, f->failed_rank, failed, sizeof failed);
+    const char *sig =
+        f->culprit_stop_sig ? launcher_stop_name(f->culprit_stop_sig, buf, sizeof buf) : NULL;
+    snprintf(a->local_cause, sizeof a->local_cause,
+             "%s did not arrive%s%.96s%s%.32s%s; %s failed waiting for it (%.100s)", who,
+             f->collective[0] ? " in " : "", f->collective, sig ? " (stopped by " : "",
+             sig ? sig : "", sig ? ")" : "", failed, f->cause);
+}
+
+void agent_on_failure(void *ctx, struct launch_result *f)
+{
+    struct agent *a = ctx;
+    agent_describe_failure(a, f);
     if (!a->store)
         return;
     /* A rank that exited with an error (rather than being killed) may only have lost a
      * peer on another node: give that node's own claim, or the store's notice of its loss,
      * a moment to arrive first, so the cause names the node that failed. */
-    if (!WIFSIGNALED(status)) {
+    if (!WIFSIGNALED(f->failed_status)) {
         int64_t until = clock_now_ms() + AGENT_VICTIM_WAIT_MS;
         while (clock_now_ms() < until) {
             if (agent_someone_said(a))

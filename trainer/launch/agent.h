@@ -14,7 +14,9 @@
  *                  cause ("node 1 (host b): rank 3 killed by signal 9: Killed"; the first node
  *                  to claim it wins), and every other node stops its workers within about
  *                  100 ms of seeing it, or of seeing a node lost (its agent's connection to the
- *                  store closed without goodbye: killed, or its host went down)
+ *                  store closed without goodbye: killed, or its host went down); a local
+ *                  worker stopped (SIGSTOP) is published too, so that the node whose rank
+ *                  timed out waiting for it can name it
  *   agent_finish   after the workers all exited 0: waits until every node's have (or one
  *                  failed)
  *   agent_archive  after a failure: this node's files of the attempt (its ranks' traces; the
@@ -62,8 +64,13 @@ struct agent *agent_create(const struct agent_opts *o);
  * -1 (error_set naming the missing nodes, or the node that was lost). */
 int agent_join(struct agent *a, int attempt, struct agent_attempt *out);
 
-/* launch_opts hooks (ctx is the agent). */
-void agent_on_failure(void *ctx, int rank, int status, const char *cause);
+/* launch_opts hooks (ctx is the agent).  A failure's cause names the culprit when one is
+ * known: "rank 3 (node 1, host b) did not arrive in all-reduce #12 (stopped by SIGSTOP);
+ * rank 0 (node 0, host a) failed waiting for it (exit status 1)" -- the launcher's culprit,
+ * or, when it knows none, a rank another node's agent published as stopped (then also
+ * filled into the failure, for the launcher's own line). */
+void agent_on_failure(void *ctx, struct launch_result *failure);
+void agent_on_stop_state(void *ctx, int rank, int stop_sig);
 int agent_should_stop(void *ctx, char *why, size_t cap);
 
 /* This node's workers all exited 0: wait (up to the timeout) for the other nodes'.  0 when

@@ -77,6 +77,35 @@ function(ddpprof_library name)
   endif()
 endfunction()
 
+# ddpprof_module(NAME OUTPUT base SOURCES src... LAYERS entry... LINK lib... IMPORTS sym...
+#                LOADER lib): a shared object the program loads on first use
+# (common/plugin.h), built as lib<base>.so beside the ddpprof binary (build/).  Every
+# symbol in it is hidden but its table, which the loader looks up by name.  IMPORTS are
+# the program's functions the module calls back (error_set, ...): every program linking
+# LOADER (the static library that holds its loader) keeps them (-u) and exports exactly
+# them (--dynamic-list), so the module runs on the program's own copies (one error
+# message per thread, one clock) and nothing else of the program is exported.  A module
+# calling a function missing from IMPORTS fails to load, naming it (the loader opens it
+# with RTLD_NOW; tests/test_cuda_lazy.c loads both modules).
+function(ddpprof_module name)
+  cmake_parse_arguments(M "" "OUTPUT;LOADER" "SOURCES;LAYERS;LINK;IMPORTS" ${ARGN})
+  add_library(${name} MODULE ${M_SOURCES})
+  ddpprof_layers(${name} ${M_LAYERS})
+  set_target_properties(${name} PROPERTIES OUTPUT_NAME ${M_OUTPUT} LINKER_LANGUAGE C
+                        C_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  target_link_libraries(${name} PRIVATE ${M_LINK})
+  set(imports ${CMAKE_BINARY_DIR}/modules/${M_OUTPUT}.imports)
+  list(JOIN M_IMPORTS "; " syms)
+  file(CONFIGURE OUTPUT ${imports} CONTENT "{ ${syms}; };\n")
+  set(opts "LINKER:--dynamic-list=${imports}")
+  foreach(sym ${M_IMPORTS})
+    list(APPEND opts "LINKER:-u,${sym}")
+  endforeach()
+  target_link_options(${M_LOADER} INTERFACE ${opts})
+  add_dependencies(${M_LOADER} ${name})
+endfunction()
+
 # the layers a target may include: those of the ddpprof libraries it links directly
 function(ddpprof_layers_of out)
   set(all "")

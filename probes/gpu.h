@@ -1,7 +1,10 @@
 /* gpu.h — the GPU half of the probes: CUPTI activity tracing and CUDA event pairs.
  *
- * Implemented in probes/cuda/ when the build has CUDA (DDPPROF_HAVE_CUDA), else by
- * probes/cuda/stubs.c, whose constructors say "unavailable" — so probe.c has no #ifdef.
+ * Implemented in probes/cuda/, built when the build has CUDA (DDPPROF_HAVE_CUDA) as
+ * libddpprof_probes_cuda.so; the program's definitions are probes/cuda/gpu_loader.c's,
+ * which load it on the first cupti_tracer_start or event_timer_create, or have the
+ * constructors say "unavailable" and why (no CUDA build, module missing) — so probe.c
+ * has no #ifdef and probes on CPU ranks load no CUDA library.
  * No CUDA types appear here: streams travel as void * (a cudaStream_t). */
 #ifndef DDPPROF_GPU_H
 #define DDPPROF_GPU_H

@@ -114,17 +114,8 @@ static int cb_cuda(struct cuda_backend *cb, const char *op, cudaError_t e, const
 
 /* ------------------------------------------------------------------ public queries */
 
-int cuda_build_enabled(void) { return 1; }
-
-int cuda_device_count(void)
-{
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        (void)cudaGetLastError(); /* no driver or no device: not an error here */
-        return 0;
-    }
-    return n;
-}
+/* cuda_build_enabled and cuda_device_count are the program's loader's (cuda_loader.c),
+ * which answers them without loading this module. */
 
 int backend_cuda_is(const struct backend *be) { return be && be->destroy == cu_destroy; }
 

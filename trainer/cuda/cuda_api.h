@@ -1,8 +1,11 @@
 /* cuda_api.h — constructors of the CUDA backend and the NCCL comm, and the host-side CUDA
  * queries (versions, shapes, unique-id exchange) the rest of the program and the tests use.
  *
- * Defined in trainer/cuda/ when the build found the CUDA toolkit (with cuDNN, NCCL,
- * CUPTI), else by stubs.c, which fail with one clear line.  Callers never #ifdef. */
+ * The program's definitions are cuda_loader.c's, in every build: they forward to
+ * libddpprof_cuda.so (the rest of trainer/cuda/, built when CMake found the CUDA toolkit
+ * with cuDNN, NCCL and CUPTI), loaded on the first call that needs it, or fail with one
+ * clear line saying why it cannot be (no CUDA build, file or library missing).  Callers
+ * never #ifdef. */
 #ifndef DDPPROF_CUDA_H
 #define DDPPROF_CUDA_H
 
@@ -22,7 +25,8 @@ struct pool2d_shape;
 int cuda_build_enabled(void);
 
 /* Number of visible CUDA devices, 0 when there is no driver or device, -1 (error_set) only
- * for a build without CUDA. */
+ * for a build without CUDA.  Asks the driver (libcuda.so.1): loads none of the CUDA
+ * libraries, nor libddpprof_cuda.so. */
 int cuda_device_count(void);
 
 /* The CUDA backend on device `device` (an index among the visible devices).  NULL +

@@ -86,7 +86,9 @@ DDPPROF_FAULT_KILL_STEP=1:3 timeout 120 "$bin" train --cpu 2 $args --max-restart
   --out "$tmp/x" >"$tmp/x.log" 2>&1
 rc=$?
 check no-restarts-exit "$([ $rc -eq 1 ]; echo $?)" "exit $rc, want 1"
-check no-restarts-says "$(grep -q 'ddpprof: rank 1 failed (killed by signal 9: Killed); stopped the other 1 rank(s)' "$tmp/x.log"; echo $?)" \
+# (rank 0 may fail on its own, its peer gone, before the launcher stops it: then nothing
+# was "stopped", and the line says only the cause)
+check no-restarts-says "$(grep -Eq 'ddpprof: rank 1 failed \(killed by signal 9: Killed\)(; stopped the other 1 rank\(s\))?$' "$tmp/x.log"; echo $?)" \
   "the failing rank and cause are not named: $(tail -n 3 "$tmp/x.log")"
 DDPPROF_FAULT_KILL_STEP=1:3 timeout 120 "$bin" train --cpu 2 $args --max-restarts 1 --checkpoint-every 100 \
   --out "$tmp/y" >"$tmp/y.log" 2>&1 # first attempt killed, the restart runs from scratch and succeeds

@@ -3,8 +3,9 @@
  *
  * Each rank runs a comm thread that executes its collectives in issue order, so an
  * all-reduce started with allreduce_async overlaps the caller's work (backward).  The
- * blocking collectives (broadcast, reduce, allgather, barrier) go through the same queue, so
- * they are ordered after any all-reduce still in flight.
+ * blocking collectives (broadcast, reduce, allgather, barrier, the blocking all-reduce that
+ * comm_allreduce uses) are ordered after any all-reduce still in flight: queued behind it,
+ * or, when nothing is queued or running, run on the caller's own thread (no hand-off).
  *
  * Results are bit-identical on every rank: sums are taken in rank order 0..world-1 in fp32
  * (fp16/bf16 inputs are widened, summed in fp32 and rounded once, to nearest even).

@@ -63,7 +63,7 @@
 #define SHM_MIN_BYTES 256
 #define SHM_ALIGN 64            /* slot and share alignment, bytes */
 #define SHM_SPIN 256            /* polls for a peer before sleeping on a futex, at least */
-#define SHM_SPIN_NS 50000L      /* and for up to 50 us when every rank can have a CPU */
+#define SHM_SPIN_NS 200000L     /* and for up to 200 us when every rank can have a CPU */
 #define SHM_SLICE_NS 20000000L  /* longest futex sleep between checks: 20 ms */
 #define SHM_LIVENESS_NS 100000000LL /* how often a waited-for peer's pid is checked: 100 ms */
 #define SHM_ACC_BLOCK 1024      /* fp32 accumulator block of the reductions, elements */
@@ -129,8 +129,8 @@ struct shm_comm {
     struct comm base; /* first: struct comm * converts to struct shm_comm * */
     char name[NAME_MAX + 1];
     int timeout_ms;
-    int64_t spin_ns; /* SHM_SPIN_NS, or 0 where ranks outnumber the CPUs (a peer may wait
-                      * for this one's CPU: polling for it would only delay it) */
+    int64_t spin_ns; /* SHM_SPIN_NS, or 0 where the ranks' threads outnumber the CPUs (a
+                      * peer may wait for this one's CPU: polling would only delay it) */
     struct shm_header *hdr;
     size_t map_bytes;
     unsigned char *data;
@@ -327,8 +327,10 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
 {
     struct shm_rank *r = &c->hdr->ranks[k];
     /* ranks run the same steps, so the peer is usually microseconds away: poll for up to
-     * spin_ns (a futex sleep and wake-up costs tens of microseconds under a hypervisor)
-     * before sleeping; the checks below (abort, death, timeout) come after at most that */
+     * spin_ns before sleeping.  Measured on a 2-vCPU KVM guest: a futex sleep's wake-up
+     * often took 100+ us there, and polling 0.2-1 ms instead of 0.05 cut DDP's per-step
+     * overhead further (results/cpu-speed-notes.md).  The checks below (abort, death,
+     * timeout) come after at most that. */
     int64_t now = 0, spin_end = 0;
     for (int i = 1;; i++) {
         if (shm_arrived(c, k, target))
@@ -975,6 +977,14 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
     }
 }
 
+void comm_shm_set_threads(struct comm *base, int threads_per_rank)
+{
+    struct shm_comm *c = (struct shm_comm *)base;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long need = (long)base->world * (threads_per_rank > 1 ? threads_per_rank : 1);
+    c->spin_ns = cpus > 0 && need > cpus ? 0 : SHM_SPIN_NS;
+}
+
 struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
                              int timeout_ms)
 {
@@ -1020,8 +1030,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     c->base.allreduce = shm_allreduce;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->spin_ns = cpus > 0 && world > cpus ? 0 : SHM_SPIN_NS;
+    comm_shm_set_threads(&c->base, 1);
     c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);

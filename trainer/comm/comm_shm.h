@@ -51,6 +51,15 @@ extern "C" {
 struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
                              int timeout_ms);
 
+/* A rank that reaches a barrier first polls for the late peer for up to 200 us before it
+ * sleeps on a futex (a sleep's wake-up costs far more than most waits), where world <= the
+ * online CPUs, else only briefly.  threads_per_rank (>= 1): the CPU threads each rank
+ * computes with; where world * threads_per_rank exceeds the online CPUs, polling is kept
+ * brief too, since a polling rank holds a CPU that a peer's thread needs.  c must come from
+ * comm_shm_create; call it before the first collective (the value is read by whichever
+ * thread runs one). */
+void comm_shm_set_threads(struct comm *c, int threads_per_rank);
+
 #ifdef __cplusplus
 }
 #endif

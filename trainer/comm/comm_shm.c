@@ -327,10 +327,10 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
 {
     struct shm_rank *r = &c->hdr->ranks[k];
     /* ranks run the same steps, so the peer is usually microseconds away: poll for up to
-     * spin_ns before sleeping.  Measured on a 2-vCPU KVM guest: a futex sleep's wake-up
-     * often took 100+ us there, and polling 0.2-1 ms instead of 0.05 cut DDP's per-step
-     * overhead further (results/cpu-speed-notes.md).  The checks below (abort, death,
-     * timeout) come after at most that. */
+     * spin_ns before sleeping.  On a 2-vCPU KVM guest a futex sleep's wake-up often took
+     * 100+ us, and DDP's per-step overhead fell with longer polling, 0.05 -> 0.2 -> 1 ms,
+     * by about as much as the noise (results/cpu-speed-notes.md).  The checks below
+     * (abort, death, timeout) come after at most that. */
     int64_t now = 0, spin_end = 0;
     for (int i = 1;; i++) {
         if (shm_arrived(c, k, target))

@@ -144,6 +144,7 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     d->timeout_ms = o->timeout_ms;
     d->comm_choice = o->comm;
     d->local_world = local_world;
+    d->threads = o->ngpus || o->threads < 1 ? 1 : o->threads;
     if (o->ngpus) {
         if (local_rank >= o->ngpus)
             return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", rank,
@@ -250,6 +251,8 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
         }
         name[rank == 0 ? strlen(name) : len] = '\0';
         d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
+        if (d->comm) /* how long a rank polls for a late peer depends on the CPUs left */
+            comm_shm_set_threads(d->comm, d->threads);
         if (d->comm && d->gpu >= 0) { /* device buffers: through host copies */
             const struct comm_stage stage = {device_stage_download, device_stage_upload, d->be};
             d->comm = comm_staged_create(d->comm, &stage);

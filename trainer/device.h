@@ -34,6 +34,7 @@ struct device {
     int timeout_ms;     /* of every collective of comm */
     enum train_comm comm_choice; /* --comm */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
+    int threads;        /* CPU threads this rank computes with (1 on a GPU) */
     char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
 };
 

@@ -58,9 +58,15 @@ struct comm {
      * anyway (a second wait on the same point costs nothing).  0 or -1 (error_set). */
     int (*order)(struct comm *c);
     void (*destroy)(struct comm *c); /* waits for nothing; releases everything */
+    /* Optional (NULL: comm_allreduce is allreduce_async + wait).  A blocking all-reduce
+     * with allreduce_async's contract, for a transport that can run it more cheaply on the
+     * caller's thread (shm, when nothing else is queued).  Last, so that every transport's
+     * initialisation leaves it NULL unless it sets it. */
+    int (*allreduce)(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
 };
 
-/* Blocking all-reduce: allreduce_async + wait. */
+/* Blocking all-reduce: c->allreduce where the transport has one, else allreduce_async +
+ * wait. */
 int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
 
 size_t comm_dtype_size(enum comm_dtype dt);

@@ -22,8 +22,18 @@
  * rank 0's slot, then everyone copies the result out): a slot of parity p is rewritten only
  * after a barrier that every reader of its previous contents has passed.
  *
- * The comm thread owns the barrier counter, the chunk parity and the descriptors; the
- * caller's threads only queue work and wait on it (mutex + condition variables). */
+ * The barrier counter, the chunk parity and the descriptors belong to whichever thread runs
+ * the current collective: the comm thread, or a caller that runs a blocking collective itself
+ * (below); `busy` (under the mutex) says one is running, so exactly one thread at a time
+ * touches them, and the mutex hands them from one to the next.  Queued work goes to the comm
+ * thread (mutex + condition variables) in issue order.
+ *
+ * Blocking collectives (broadcast, reduce, all-gather, barrier, the blocking all-reduce) run
+ * on the caller's thread when nothing is queued or running: no hand-off to the comm thread
+ * and back, which on small collectives (SyncBatchNorm's statistics, a loss) cost more than
+ * the exchange.  When an all-reduce is in flight they are queued behind it as before, so the
+ * order of collectives is the issue order either way.  wait() likewise runs a handle itself
+ * when the comm thread has not taken it yet. */
 #include "comm/comm_shm.h"
 
 #include <errno.h>
@@ -52,7 +62,8 @@
 #define SHM_MAX_WORLD 4096
 #define SHM_MIN_BYTES 256
 #define SHM_ALIGN 64            /* slot and share alignment, bytes */
-#define SHM_SPIN 256            /* polls before sleeping on a futex */
+#define SHM_SPIN 256            /* polls for a peer before sleeping on a futex, at least */
+#define SHM_SPIN_NS 200000L     /* and for up to 200 us when every rank can have a CPU */
 #define SHM_SLICE_NS 20000000L  /* longest futex sleep between checks: 20 ms */
 #define SHM_LIVENESS_NS 100000000LL /* how often a waited-for peer's pid is checked: 100 ms */
 #define SHM_ACC_BLOCK 1024      /* fp32 accumulator block of the reductions, elements */
@@ -118,13 +129,15 @@ struct shm_comm {
     struct comm base; /* first: struct comm * converts to struct shm_comm * */
     char name[NAME_MAX + 1];
     int timeout_ms;
+    int64_t spin_ns; /* SHM_SPIN_NS, or 0 where the ranks' threads outnumber the CPUs (a
+                      * peer may wait for this one's CPU: polling would only delay it) */
     struct shm_header *hdr;
     size_t map_bytes;
     unsigned char *data;
     size_t chunk_bytes;
     uint64_t pidns_dev, pidns_ino;
 
-    /* comm thread only */
+    /* the thread running the current collective only (see busy) */
     uint32_t epoch;         /* barriers passed */
     uint64_t chunks;        /* chunks moved; its parity picks the slot set */
     int check_pending;      /* next barrier is the collective's first: compare descriptors */
@@ -137,6 +150,7 @@ struct shm_comm {
     pthread_cond_t work_cv, done_cv;
     struct comm_work *head, *tail, *live;
     uint64_t issued; /* seq of the last collective issued */
+    int busy;        /* a collective is running (comm thread or a caller inline) */
     int stopping, failed;
     _Atomic int cancel; /* destroy: the running collective gives up at once */
 };
@@ -312,12 +326,24 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
                          int64_t *deadline)
 {
     struct shm_rank *r = &c->hdr->ranks[k];
-    for (int i = 0; i < SHM_SPIN; i++) {
+    /* ranks run the same steps, so the peer is usually microseconds away: poll for up to
+     * spin_ns before sleeping.  On a 2-vCPU KVM guest a futex sleep's wake-up often took
+     * 100+ us, and DDP's per-step overhead fell with longer polling, 0.05 -> 0.2 -> 1 ms,
+     * by about as much as the noise (results/cpu-speed-notes.md).  The checks below
+     * (abort, death, timeout) come after at most that. */
+    int64_t now = 0, spin_end = 0;
+    for (int i = 1;; i++) {
         if (shm_arrived(c, k, target))
             return 0;
         shm_cpu_relax();
+        if (i % SHM_SPIN == 0) {
+            now = clock_now_ns();
+            if (!spin_end)
+                spin_end = now + c->spin_ns;
+            if (now >= spin_end)
+                break;
+        }
     }
-    int64_t now = clock_now_ns();
     if (!*deadline)
         *deadline = now + (int64_t)c->timeout_ms * 1000000LL;
     int64_t next_liveness = now;
@@ -510,84 +536,105 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
     return 0;
 }
 
+/* Run w on the calling thread, which owns it (it set busy, under mu, and read `failed`,
+ * c->failed, then).  0, or -1 + error_set on this thread (and the segment aborted). */
+static int shm_execute(struct shm_comm *c, struct comm_work *w, int failed)
+{
+    if (failed) {
+        char where[256];
+        shm_where(c, w, where, sizeof where);
+        return error_set("%s: not run, the communicator failed earlier (destroy it): %s", where,
+                         c->failure);
+    }
+    w->start_ns = clock_now_ns();
+    int rc = shm_run(c, w);
+    w->end_ns = clock_now_ns();
+    if (rc < 0) {
+        snprintf(c->failure, sizeof c->failure, "%s", error_get());
+        if (!atomic_load(&c->cancel))
+            shm_abort_segment(c, c->failure);
+    }
+    return rc;
+}
+
+/* Under mu, after shm_execute: w is done (its waiters wake), the comm is free again. */
+static void shm_complete_locked(struct shm_comm *c, struct comm_work *w, int rc)
+{
+    if (rc < 0) {
+        c->failed = 1;
+        snprintf(w->msg, sizeof w->msg, "%s", error_get());
+    }
+    w->status = rc;
+    w->done = 1;
+    c->busy = 0;
+    pthread_cond_broadcast(&c->done_cv);
+    if (c->head) /* queued while a caller ran a collective itself */
+        pthread_cond_signal(&c->work_cv);
+}
+
+/* Under mu: take the queue's head to run on this thread. */
+static struct comm_work *shm_take_locked(struct shm_comm *c)
+{
+    struct comm_work *w = c->head;
+    c->head = w->next;
+    if (!c->head)
+        c->tail = NULL;
+    c->busy = 1;
+    return w;
+}
+
 static void *shm_thread_main(void *arg)
 {
     struct shm_comm *c = arg;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!c->head && !c->stopping)
+        while ((!c->head || c->busy) && !c->stopping)
             pthread_cond_wait(&c->work_cv, &c->mu);
         if (c->stopping)
             break; /* queued work is dropped: destroy frees it */
-        struct comm_work *w = c->head;
-        c->head = w->next;
-        if (!c->head)
-            c->tail = NULL;
+        struct comm_work *w = shm_take_locked(c);
         int failed = c->failed;
         pthread_mutex_unlock(&c->mu);
-
-        int rc;
-        if (failed) {
-            char where[256];
-            shm_where(c, w, where, sizeof where);
-            rc = error_set("%s: not run, the communicator failed earlier (destroy it): %s",
-                           where, c->failure);
-        } else {
-            w->start_ns = clock_now_ns();
-            rc = shm_run(c, w);
-            w->end_ns = clock_now_ns();
-            if (rc < 0) {
-                snprintf(c->failure, sizeof c->failure, "%s", error_get());
-                if (!atomic_load(&c->cancel))
-                    shm_abort_segment(c, c->failure);
-            }
-        }
-
+        int rc = shm_execute(c, w, failed);
         pthread_mutex_lock(&c->mu);
-        if (rc < 0) {
-            c->failed = 1;
-            snprintf(w->msg, sizeof w->msg, "%s", error_get());
-        }
-        w->status = rc;
-        w->done = 1;
-        pthread_cond_broadcast(&c->done_cv);
+        shm_complete_locked(c, w, rc);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
+}
+
+/* The arguments of one collective: 0, or -1 + error_set. */
+static int shm_check_args(const struct shm_comm *c, enum shm_op op, const void *buf,
+                          const void *send, size_t count, enum comm_dtype dt, int root)
+{
+    int me = c->base.rank, world = c->base.world;
+    size_t es = comm_dtype_size(dt);
+    if (!es)
+        return error_set("comm shm: rank %d: %s with dtype %d: not a comm_dtype (COMM_F32, "
+                         "COMM_F16, COMM_BF16)", me, shm_op_name(op), (int)dt);
+    if ((op == SHM_BROADCAST || op == SHM_REDUCE) && (root < 0 || root >= world))
+        return error_set("comm shm: rank %d: %s with root %d: the root must be a rank in 0..%d",
+                         me, shm_op_name(op), root, world - 1);
+    size_t total = op == SHM_ALLGATHER ? (size_t)world : 1;
+    if (count > SIZE_MAX / es / total)
+        return error_set("comm shm: rank %d: %s of %zu elements overflows size_t", me,
+                         shm_op_name(op), count);
+    if (count && (!buf || (op == SHM_ALLGATHER && !send)))
+        return error_set("comm shm: rank %d: %s of %zu elements with a NULL buffer", me,
+                         shm_op_name(op), count);
+    return 0;
 }
 
 /* Validate and queue one collective; the handle, or NULL + error_set. */
 static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf,
                                    const void *send, size_t count, enum comm_dtype dt, int root)
 {
-    int me = c->base.rank, world = c->base.world;
-    size_t es = comm_dtype_size(dt);
-    if (!es) {
-        error_set("comm shm: rank %d: %s with dtype %d: not a comm_dtype (COMM_F32, COMM_F16, "
-                  "COMM_BF16)", me, shm_op_name(op), (int)dt);
+    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
         return NULL;
-    }
-    if (op == SHM_BROADCAST || op == SHM_REDUCE) {
-        if (root < 0 || root >= world) {
-            error_set("comm shm: rank %d: %s with root %d: the root must be a rank in 0..%d",
-                      me, shm_op_name(op), root, world - 1);
-            return NULL;
-        }
-    }
-    size_t total = op == SHM_ALLGATHER ? (size_t)world : 1;
-    if (count > SIZE_MAX / es / total) {
-        error_set("comm shm: rank %d: %s of %zu elements overflows size_t", me, shm_op_name(op),
-                  count);
-        return NULL;
-    }
-    if (count && (!buf || (op == SHM_ALLGATHER && !send))) {
-        error_set("comm shm: rank %d: %s of %zu elements with a NULL buffer", me,
-                  shm_op_name(op), count);
-        return NULL;
-    }
     struct comm_work *w = calloc(1, sizeof *w);
     if (!w) {
-        error_set("comm shm: rank %d: out of memory queueing a %s", me, shm_op_name(op));
+        error_set("comm shm: rank %d: out of memory queueing a %s", c->base.rank,
+                  shm_op_name(op));
         return NULL;
     }
     w->op = op;
@@ -619,7 +666,15 @@ static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *sp
         return error_set("comm shm: rank %d: wait on a NULL handle (did allreduce_async fail?)",
                          base->rank);
     pthread_mutex_lock(&c->mu);
-    while (!w->done) /* bounded: every wait of the comm thread has the timeout */
+    if (!w->done && c->head == w && !c->busy) { /* not taken yet: run it here, no hand-off */
+        shm_take_locked(c);
+        int failed = c->failed;
+        pthread_mutex_unlock(&c->mu);
+        int rc = shm_execute(c, w, failed);
+        pthread_mutex_lock(&c->mu);
+        shm_complete_locked(c, w, rc);
+    }
+    while (!w->done) /* bounded: every wait for the peers has the timeout */
         pthread_cond_wait(&c->done_cv, &c->mu);
     if (w->live_prev)
         w->live_prev->live_next = w->live_next;
@@ -639,11 +694,29 @@ static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *sp
     return rc;
 }
 
+/* A blocking collective: run on this thread when nothing is queued or running (no
+ * hand-off to the comm thread and back), else queued behind what is and waited for. */
 static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const void *send,
                           size_t count, enum comm_dtype dt, int root)
 {
-    struct comm_work *w = shm_issue(c, op, buf, send, count, dt, root);
-    return w ? shm_wait(&c->base, w, NULL) : -1;
+    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
+        return -1;
+    pthread_mutex_lock(&c->mu);
+    if (c->head || c->busy || c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        struct comm_work *q = shm_issue(c, op, buf, send, count, dt, root);
+        return q ? shm_wait(&c->base, q, NULL) : -1;
+    }
+    struct comm_work w = {.op = op, .buf = buf, .send = send, .count = count, .dt = dt,
+                          .root = root, .seq = ++c->issued};
+    c->busy = 1;
+    int failed = c->failed;
+    pthread_mutex_unlock(&c->mu);
+    int rc = shm_execute(c, &w, failed);
+    pthread_mutex_lock(&c->mu);
+    shm_complete_locked(c, &w, rc);
+    pthread_mutex_unlock(&c->mu);
+    return rc; /* on -1 the message is already this thread's */
 }
 
 static int shm_broadcast(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
@@ -655,6 +728,11 @@ static struct comm_work *shm_allreduce_async(struct comm *base, void *buf, size_
                                              enum comm_dtype dt)
 {
     return shm_issue((struct shm_comm *)base, SHM_ALLREDUCE, buf, NULL, count, dt, -1);
+}
+
+static int shm_allreduce(struct comm *base, void *buf, size_t count, enum comm_dtype dt)
+{
+    return shm_issue_wait((struct shm_comm *)base, SHM_ALLREDUCE, buf, NULL, count, dt, -1);
 }
 
 static int shm_reduce(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
@@ -899,6 +977,14 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
     }
 }
 
+void comm_shm_set_threads(struct comm *base, int threads_per_rank)
+{
+    struct shm_comm *c = (struct shm_comm *)base;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long need = (long)base->world * (threads_per_rank > 1 ? threads_per_rank : 1);
+    c->spin_ns = cpus > 0 && need > cpus ? 0 : SHM_SPIN_NS;
+}
+
 struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
                              int timeout_ms)
 {
@@ -941,8 +1027,10 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     c->base.stream = shm_stream;
     c->base.order = NULL; /* no stream: a collective runs on host memory the caller owns */
     c->base.destroy = shm_destroy;
+    c->base.allreduce = shm_allreduce;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;
+    comm_shm_set_threads(&c->base, 1);
     c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);

@@ -3,8 +3,9 @@
  *
  * Each rank runs a comm thread that executes its collectives in issue order, so an
  * all-reduce started with allreduce_async overlaps the caller's work (backward).  The
- * blocking collectives (broadcast, reduce, allgather, barrier) go through the same queue, so
- * they are ordered after any all-reduce still in flight.
+ * blocking collectives (broadcast, reduce, allgather, barrier, the blocking all-reduce that
+ * comm_allreduce uses) are ordered after any all-reduce still in flight: queued behind it,
+ * or, when nothing is queued or running, run on the caller's own thread (no hand-off).
  *
  * Results are bit-identical on every rank: sums are taken in rank order 0..world-1 in fp32
  * (fp16/bf16 inputs are widened, summed in fp32 and rounded once, to nearest even).
@@ -49,6 +50,15 @@ extern "C" {
  * waited for by then are freed), or NULL + error_set. */
 struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
                              int timeout_ms);
+
+/* A rank that reaches a barrier first polls for the late peer for up to 200 us before it
+ * sleeps on a futex (a sleep's wake-up costs far more than most waits), where world <= the
+ * online CPUs, else only briefly.  threads_per_rank (>= 1): the CPU threads each rank
+ * computes with; where world * threads_per_rank exceeds the online CPUs, polling is kept
+ * brief too, since a polling rank holds a CPU that a peer's thread needs.  c must come from
+ * comm_shm_create; call it before the first collective (the value is read by whichever
+ * thread runs one). */
+void comm_shm_set_threads(struct comm *c, int threads_per_rank);
 
 #ifdef __cplusplus
 }

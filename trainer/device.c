@@ -106,6 +106,15 @@ void device_describe(const struct train_opts *o, char *buf, size_t cap)
     }
 }
 
+/* Whether the local ranks' blocks of `threads` CPUs each fit in the CPUs this process may
+ * use (its affinity mask, which taskset or a container's cpuset narrow): 1 or 0 */
+static int device_cpus_fit(int threads, int local_world, cpu_set_t *allowed)
+{
+    if (sched_getaffinity(0, sizeof *allowed, allowed))
+        return 0;
+    return threads >= 1 && local_world * threads <= CPU_COUNT(allowed);
+}
+
 /* CPU ranks sharing a host each get their own block of `threads` CPUs from the allowed
  * set (like mpirun --bind-to core), so a rank's comm thread and compute never land on
  * another rank's core: measured ~8% faster DDP epochs on 2 cores.  Skipped (nothing
@@ -115,11 +124,9 @@ static void device_bind_cpus(int threads, int local_rank, int local_world, char 
 {
     cpus[0] = '\0';
     cpu_set_t allowed, mine;
-    if (local_world < 2 || sched_getaffinity(0, sizeof allowed, &allowed))
+    if (local_world < 2 || !device_cpus_fit(threads, local_world, &allowed))
         return;
-    int count = CPU_COUNT(&allowed), want = threads;
-    if (want < 1 || local_world * want > count)
-        return;
+    int want = threads;
     CPU_ZERO(&mine);
     int seen = 0, first = local_rank * want, at = 0;
     for (int cpu = 0; cpu < CPU_SETSIZE && seen < first + want; cpu++) {
@@ -144,7 +151,9 @@ int device_open(struct device *d, const struct train_opts *o, int rank, int loca
     d->timeout_ms = o->timeout_ms;
     d->comm_choice = o->comm;
     d->local_world = local_world;
-    d->threads = o->ngpus || o->threads < 1 ? 1 : o->threads;
+    cpu_set_t allowed;
+    d->cpus_fit = device_cpus_fit(o->ngpus || o->threads < 1 ? 1 : o->threads, local_world,
+                                  &allowed);
     if (o->ngpus) {
         if (local_rank >= o->ngpus)
             return error_set("rank %d (local rank %d) has no GPU: --gpu lists %d", rank,
@@ -251,8 +260,8 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
         }
         name[rank == 0 ? strlen(name) : len] = '\0';
         d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
-        if (d->comm) /* how long a rank polls for a late peer depends on the CPUs left */
-            comm_shm_set_threads(d->comm, d->threads);
+        if (d->comm) /* a rank polls for a late peer only where every rank has its CPUs */
+            comm_shm_set_polling(d->comm, d->cpus_fit);
         if (d->comm && d->gpu >= 0) { /* device buffers: through host copies */
             const struct comm_stage stage = {device_stage_download, device_stage_upload, d->be};
             d->comm = comm_staged_create(d->comm, &stage);

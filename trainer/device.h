@@ -34,7 +34,8 @@ struct device {
     int timeout_ms;     /* of every collective of comm */
     enum train_comm comm_choice; /* --comm */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
-    int threads;        /* CPU threads this rank computes with (1 on a GPU) */
+    int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
+                           in the CPUs this process may use: a rank may poll a late peer */
     char cpus[256];     /* the CPUs this rank is bound to, "0 1" ("" when not bound) */
 };
 

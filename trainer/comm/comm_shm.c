@@ -583,6 +583,18 @@ static struct comm_work *shm_take_locked(struct shm_comm *c)
     return w;
 }
 
+/* Under mu, with w taken (busy set): run w on this thread, mu released meanwhile, and
+ * complete it; returns its status (on -1 the message is this thread's too). */
+static int shm_run_taken_locked(struct shm_comm *c, struct comm_work *w)
+{
+    int failed = c->failed;
+    pthread_mutex_unlock(&c->mu);
+    int rc = shm_execute(c, w, failed);
+    pthread_mutex_lock(&c->mu);
+    shm_complete_locked(c, w, rc);
+    return rc;
+}
+
 static void *shm_thread_main(void *arg)
 {
     struct shm_comm *c = arg;
@@ -592,12 +604,7 @@ static void *shm_thread_main(void *arg)
             pthread_cond_wait(&c->work_cv, &c->mu);
         if (c->stopping)
             break; /* queued work is dropped: destroy frees it */
-        struct comm_work *w = shm_take_locked(c);
-        int failed = c->failed;
-        pthread_mutex_unlock(&c->mu);
-        int rc = shm_execute(c, w, failed);
-        pthread_mutex_lock(&c->mu);
-        shm_complete_locked(c, w, rc);
+        shm_run_taken_locked(c, shm_take_locked(c));
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -625,12 +632,11 @@ static int shm_check_args(const struct shm_comm *c, enum shm_op op, const void *
     return 0;
 }
 
-/* Validate and queue one collective; the handle, or NULL + error_set. */
-static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf,
-                                   const void *send, size_t count, enum comm_dtype dt, int root)
+/* Queue one collective whose arguments were checked; the handle, or NULL + error_set. */
+static struct comm_work *shm_enqueue(struct shm_comm *c, enum shm_op op, void *buf,
+                                     const void *send, size_t count, enum comm_dtype dt,
+                                     int root)
 {
-    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
-        return NULL;
     struct comm_work *w = calloc(1, sizeof *w);
     if (!w) {
         error_set("comm shm: rank %d: out of memory queueing a %s", c->base.rank,
@@ -659,6 +665,15 @@ static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf
     return w;
 }
 
+/* Validate and queue one collective; the handle, or NULL + error_set. */
+static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf,
+                                   const void *send, size_t count, enum comm_dtype dt, int root)
+{
+    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
+        return NULL;
+    return shm_enqueue(c, op, buf, send, count, dt, root);
+}
+
 static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *span)
 {
     struct shm_comm *c = (struct shm_comm *)base;
@@ -666,14 +681,8 @@ static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *sp
         return error_set("comm shm: rank %d: wait on a NULL handle (did allreduce_async fail?)",
                          base->rank);
     pthread_mutex_lock(&c->mu);
-    if (!w->done && c->head == w && !c->busy) { /* not taken yet: run it here, no hand-off */
-        shm_take_locked(c);
-        int failed = c->failed;
-        pthread_mutex_unlock(&c->mu);
-        int rc = shm_execute(c, w, failed);
-        pthread_mutex_lock(&c->mu);
-        shm_complete_locked(c, w, rc);
-    }
+    if (!w->done && c->head == w && !c->busy) /* not taken yet: run it here, no hand-off */
+        shm_run_taken_locked(c, shm_take_locked(c));
     while (!w->done) /* bounded: every wait for the peers has the timeout */
         pthread_cond_wait(&c->done_cv, &c->mu);
     if (w->live_prev)
@@ -702,21 +711,17 @@ static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const v
     if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
         return -1;
     pthread_mutex_lock(&c->mu);
-    if (c->head || c->busy || c->stopping) {
+    if (c->head || c->busy) {
         pthread_mutex_unlock(&c->mu);
-        struct comm_work *q = shm_issue(c, op, buf, send, count, dt, root);
+        struct comm_work *q = shm_enqueue(c, op, buf, send, count, dt, root);
         return q ? shm_wait(&c->base, q, NULL) : -1;
     }
     struct comm_work w = {.op = op, .buf = buf, .send = send, .count = count, .dt = dt,
                           .root = root, .seq = ++c->issued};
     c->busy = 1;
-    int failed = c->failed;
+    int rc = shm_run_taken_locked(c, &w);
     pthread_mutex_unlock(&c->mu);
-    int rc = shm_execute(c, &w, failed);
-    pthread_mutex_lock(&c->mu);
-    shm_complete_locked(c, &w, rc);
-    pthread_mutex_unlock(&c->mu);
-    return rc; /* on -1 the message is already this thread's */
+    return rc;
 }
 
 static int shm_broadcast(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
@@ -977,12 +982,9 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
     }
 }
 
-void comm_shm_set_threads(struct comm *base, int threads_per_rank)
+void comm_shm_set_polling(struct comm *base, int poll)
 {
-    struct shm_comm *c = (struct shm_comm *)base;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long need = (long)base->world * (threads_per_rank > 1 ? threads_per_rank : 1);
-    c->spin_ns = cpus > 0 && need > cpus ? 0 : SHM_SPIN_NS;
+    ((struct shm_comm *)base)->spin_ns = poll ? SHM_SPIN_NS : 0;
 }
 
 struct comm *comm_shm_create(int rank, int world, const char *segment_name, size_t max_bytes,
@@ -1030,7 +1032,8 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     c->base.allreduce = shm_allreduce;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;
-    comm_shm_set_threads(&c->base, 1);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    comm_shm_set_polling(&c->base, cpus <= 0 || world <= cpus);
     c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);

@@ -52,13 +52,13 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
                              int timeout_ms);
 
 /* A rank that reaches a barrier first polls for the late peer for up to 200 us before it
- * sleeps on a futex (a sleep's wake-up costs far more than most waits), where world <= the
- * online CPUs, else only briefly.  threads_per_rank (>= 1): the CPU threads each rank
- * computes with; where world * threads_per_rank exceeds the online CPUs, polling is kept
- * brief too, since a polling rank holds a CPU that a peer's thread needs.  c must come from
- * comm_shm_create; call it before the first collective (the value is read by whichever
- * thread runs one). */
-void comm_shm_set_threads(struct comm *c, int threads_per_rank);
+ * sleeps on a futex (a sleep's wake-up costs far more than most waits) when poll is 1,
+ * only briefly when 0: where the ranks' threads outnumber the CPUs they may use, a polling
+ * rank holds a CPU that a peer's thread needs.  The caller knows (its --threads, its
+ * affinity); comm_shm_create assumes one thread per rank and the online CPUs.  c must come
+ * from comm_shm_create; call it before the first collective (the value is read by
+ * whichever thread runs one). */
+void comm_shm_set_polling(struct comm *c, int poll);
 
 #ifdef __cplusplus
 }

@@ -525,6 +525,30 @@ static void test_restart(void)
            werr, tensors);
 }
 
+/* Node 1's own --out (not shared with rank 0's) still holds test_equivalence's run: it is
+ * refused as rank 0's would be, naming the node, and nothing of it is touched. */
+static void test_stale_node_dir(void)
+{
+    char *before = test_read_file(tmp, "n1/meta.csv");
+    pid_t a = node_start(0, "s0", "", "");
+    pid_t b = node_start(1, "n1", "", "");
+    int ra = node_wait(a, 120), rb = node_wait(b, 120);
+    CHECK(ra != 0 && ra != -1 && rb != 0 && rb != -1, "a reused node directory: exits %d, %d", ra,
+          rb);
+    CHECK(sh("grep -q \"node 1's run directory: --out %s/n1 is not empty (it holds .*): pass "
+             "--overwrite\" \"%s/n1.log\"",
+             tmp, tmp) == 0,
+          "node 1's log does not say its --out is not empty");
+    char *after = test_read_file(tmp, "n1/meta.csv");
+    CHECK(before && after && strcmp(before, after) == 0, "n1/meta.csv changed");
+    if (ra == 0 || rb == 0) {
+        show_log("s0");
+        show_log("n1");
+    }
+    free(before);
+    free(after);
+}
+
 static void cleanup(void) { net_down(); }
 
 int main(void)
@@ -544,6 +568,7 @@ int main(void)
     snprintf(tmp, sizeof tmp, "%s", d);
     free(d);
     test_equivalence();
+    test_stale_node_dir();
     test_merged_report();
     test_one_clock();
     test_node_killed();

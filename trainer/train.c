@@ -284,7 +284,9 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
         fclose(f);
     if (shared)
         return 0;
-    if (runlog_open(&r->log, o->out_dir))
+    /* checked like rank 0's (rank_setup): not mixed with an earlier run's files */
+    if ((r->restart_count == 0 && runlog_prepare(o->out_dir, o->overwrite)) ||
+        runlog_open(&r->log, o->out_dir))
         return error_wrap("node %d's run directory", r->node_rank);
     runlog_meta(&r->log, "run_id", "%s", r->run_id);
     return 0;
@@ -407,7 +409,7 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
         return -1;
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
         return -1;
-    if (o->resume_path && (rank_resume_ddp(r) || rank_check_resume_left(r)))
+    if (o->resume_path && rank_resume_ddp(r))
         return -1;
     if (ddp_broadcast_state(&r->m->params, r->dev.comm))
         return -1;
@@ -522,32 +524,30 @@ static int rank_record_usage(struct rank *r, double wall_s)
     gethostname(host, sizeof host - 1);
     char key[64], val[400];
     double cpu = u.cpu_s - r->usage0.cpu_s, local_cpu = 0.0;
-    snprintf(val, sizeof val, "%.3f %.3f %s", cpu, wall_s, host);
-    if (r->store) {
+    if (r->rank != 0) {
+        snprintf(val, sizeof val, "%.3f %.3f %s", cpu, wall_s, host);
         snprintf(key, sizeof key, "usage/%d", r->rank);
-        if (store_set(r->store, key, val, strlen(val) + 1))
-            return -1;
+        return store_set(r->store, key, val, strlen(val) + 1);
     }
-    for (int k = 0; k < r->world && r->rank == 0; k++) {
-        char got[400] = "", where[256] = "";
-        size_t len = 0;
-        double c = 0.0, w = 0.0;
-        snprintf(key, sizeof key, "usage/%d", k);
-        if (k == 0)
-            snprintf(got, sizeof got, "%s", val);
-        else if (store_get(r->store, key, got, sizeof got - 1, &len))
-            return -1;
-        if (sscanf(got, "%lf %lf %255s", &c, &w, where) < 2)
-            return error_set("rank %d published a malformed usage '%.60s'", k, got);
+    for (int k = 0; k < r->world; k++) {
+        char where[256] = "";
+        double c = cpu, w = wall_s;
+        if (k > 0) {
+            size_t len = 0;
+            snprintf(key, sizeof key, "usage/%d", k);
+            if (store_get(r->store, key, val, sizeof val - 1, &len))
+                return -1;
+            val[len] = '\0';
+            if (sscanf(val, "%lf %lf %255s", &c, &w, where) < 2)
+                return error_set("rank %d published a malformed usage '%.60s'", k, val);
+        }
         snprintf(key, sizeof key, "cpu_s.rank%d", k);
         runlog_meta(&r->log, key, "%.3f", c);
         snprintf(key, sizeof key, "wall_s.rank%d", k);
         runlog_meta(&r->log, key, "%.3f", w);
-        if (strcmp(where, host) == 0)
+        if (k == 0 || strcmp(where, host) == 0)
             local_cpu += c;
     }
-    if (r->rank != 0)
-        return 0;
     runlog_meta(&r->log, "ranks_cpu_s", "%.3f", local_cpu);
     runlog_meta(&r->log, "host_load_end", "%.2f", u.load1);
     if (u.have_stat && r->usage0.have_stat) {
@@ -610,8 +610,6 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
                               &r->start_epoch, &r->step))
             return error_wrap("--resume");
         r->resumed = 1;
-        if (rank_check_resume_left(r))
-            return -1;
     }
     int b = o->batch_size;
     size_t img = (size_t)r->m->in_c * r->m->in_h * r->m->in_w;
@@ -629,6 +627,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     if (o->out_dir && mkdir_parents(o->out_dir)) /* ranks > 0 write their trace here too */
         return -1;
     if (o->mode == TRAIN_DDP && rank_setup_ddp(r, env))
+        return -1;
+    if (r->resumed && rank_check_resume_left(r))
         return -1;
     struct probe_opts po;
     probe_opts_default(&po);

@@ -673,9 +673,8 @@ static int run_highest_rank_file(const char *dir)
     int hi = -1;
     struct dirent *e;
     while ((e = readdir(d))) {
-        int n, used = 0;
-        if (sscanf(e->d_name, TRACE_FILE_FORMAT "%n", &n, &used) == 1 && used > 0 &&
-            e->d_name[used] == '\0' && n >= 0 && n < 65536 && n > hi)
+        const int n = trace_file_rank(e->d_name);
+        if (n >= 0 && n < 65536 && n > hi)
             hi = n;
     }
     closedir(d);

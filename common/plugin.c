@@ -33,7 +33,7 @@ int plugin_path(const char *file, char *path, size_t cap)
     return 0;
 }
 
-const void *plugin_load(const char *file, const char *table)
+const void *plugin_load(const char *file, const char *table, int abi)
 {
     char path[PATH_MAX + 256];
     if (plugin_path(file, path, sizeof path))
@@ -51,6 +51,14 @@ const void *plugin_load(const char *file, const char *table)
     if (!sym) {
         error_set("%s has no symbol %s: not a ddpprof module of this build; rebuild", path,
                   table);
+        dlclose(h);
+        return NULL;
+    }
+    int got;
+    memcpy(&got, sym, sizeof got); /* the table's first member, int abi */
+    if (got != abi) {
+        error_set("%s is from another build (table %d, this program %d): rebuild", path, got,
+                  abi);
         dlclose(h);
         return NULL;
     }

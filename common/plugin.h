@@ -25,10 +25,12 @@ extern "C" {
 int plugin_path(const char *file, char *path, size_t cap);
 
 /* Open file (RTLD_NOW: a missing library or symbol fails here, not at a later call) and
- * return the address of its exported symbol `table`.  The module stays loaded for the
- * life of the process.  NULL + error_set with the path and the dynamic loader's reason
- * (one line). */
-const void *plugin_load(const char *file, const char *table);
+ * return the address of its exported symbol `table`, a struct whose first member is
+ * `int abi`: it must equal abi (the program's), else the module is from another build and
+ * is refused before any of its slots is called.  The module stays loaded for the life of
+ * the process.  NULL + error_set (one line) with the path and the dynamic loader's reason,
+ * or saying the table is missing or of another build. */
+const void *plugin_load(const char *file, const char *table, int abi);
 
 #ifdef __cplusplus
 }

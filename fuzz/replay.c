@@ -5,6 +5,8 @@
  * at all is a failure (a corpus that went missing). */
 #include "fuzz/fuzz_util.h"
 
+#include "common/vec.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -64,13 +66,8 @@ static int replay_dir(const char *dir)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **grown = realloc(names, cap * sizeof *names);
-            if (!grown)
-                abort();
-            names = grown;
-        }
+        if (VEC_RESERVE(names, cap, n + 1))
+            abort();
         if (!(names[n++] = strdup(e->d_name)))
             abort();
     }

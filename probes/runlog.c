@@ -45,12 +45,10 @@ int mkdir_parents(const char *path)
  * io/safetensors_write.c) */
 static int runlog_is_run_file(const char *name)
 {
-    int rank, used = 0;
     if (name[0] == '.' && strstr(name, ".safetensors.tmp-"))
         return 1;
     return strcmp(name, "meta.csv") == 0 || strcmp(name, "metrics.csv") == 0 ||
-           (sscanf(name, TRACE_FILE_FORMAT "%n", &rank, &used) == 1 && used > 0 &&
-            name[used] == '\0');
+           trace_file_rank(name) >= 0;
 }
 
 int runlog_prepare(const char *dir, int overwrite)
@@ -64,15 +62,16 @@ int runlog_prepare(const char *dir, int overwrite)
     while (rc == 0 && (e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        const int run_file = runlog_is_run_file(e->d_name);
         if (!overwrite) {
             /* name a run file if there is one: it says what is there best */
-            if (!first[0] || runlog_is_run_file(e->d_name))
+            if (!first[0] || run_file)
                 snprintf(first, sizeof first, "%s", e->d_name);
-            if (runlog_is_run_file(e->d_name))
+            if (run_file)
                 break;
             continue;
         }
-        if (!runlog_is_run_file(e->d_name))
+        if (!run_file)
             continue;
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);

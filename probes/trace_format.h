@@ -12,6 +12,7 @@
 #define DDPPROF_TRACE_FORMAT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,17 @@ extern "C" {
 
 /* dir/TRACE_FILE_FORMAT with the rank: "rank3.trace.csv" */
 #define TRACE_FILE_FORMAT "rank%d.trace.csv"
+
+/* the rank of a trace file's name ("rank3.trace.csv": 3), or -1 when name is not one
+ * (a negative rank included: no run writes one) */
+static inline int trace_file_rank(const char *name)
+{
+    int rank, used = 0;
+    if (sscanf(name, TRACE_FILE_FORMAT "%n", &rank, &used) == 1 && used > 0 &&
+        name[used] == '\0' && rank >= 0)
+        return rank;
+    return -1;
+}
 
 /* meta.csv key (printf format, the rank) of a rank's offset to rank 0's clock, in ns */
 #define TRACE_META_CLOCK_OFFSET_FORMAT "clock_offset_ns.rank%d"

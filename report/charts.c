@@ -288,8 +288,8 @@ static const char page_css[] =
     "p.note{color:#555;font-size:12px}p.caution{color:#a40;font-size:13px}svg{display:block;margin:6px 0}";
 
 int charts_write(const struct runset *rs, const struct run_stat *st,
-                 const struct table *const *tables, int ntables, const char *cautions,
-                 const char *out_dir)
+                 const struct table *const *tables, int ntables,
+                 const char *const *cautions, size_t ncautions, const char *out_dir)
 {
     if (charts_file(out_dir, "phases.svg", chart_phases, rs, st) < 0 ||
         charts_file(out_dir, "speedup.svg", chart_speedup, rs, st) < 0)
@@ -330,14 +330,10 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     chart_speedup(f, rs, st);
     if (ntables > 0)
         table_write_html(tables[0], f, 1000);
-    for (const char *c = cautions; c && *c;) { /* one paragraph per line */
-        size_t n = strcspn(c, "\n");
-        char *line = strndup(c, n);
+    for (size_t i = 0; i < ncautions; i++) { /* one paragraph per line */
         fputs("<p class=\"caution\">caution: ", f);
-        html_escape(f, line ? line : "");
+        html_escape(f, cautions[i]);
         fputs("</p>\n", f);
-        free(line);
-        c += n + (c[n] == '\n');
     }
     fputs("<h2>Where the time goes</h2>\n", f);
     chart_phases(f, rs, st);

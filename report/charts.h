@@ -16,10 +16,10 @@ extern const char *const seg_colors[SEG_COUNT];
 double chart_tick(double max);
 
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
- * in the page in the order given; cautions (NULL: none), lines separated by '\n', beside
- * the first (the speedup table).  Returns 0, or -1 after error_set() naming the file. */
+ * in the page in the order given; cautions[0..ncautions), one paragraph each, beside the
+ * first (the speedup table).  Returns 0, or -1 after error_set() naming the file. */
 int charts_write(const struct runset *rs, const struct run_stat *st,
-                 const struct table *const *tables, int ntables, const char *cautions,
-                 const char *out_dir);
+                 const struct table *const *tables, int ntables,
+                 const char *const *cautions, size_t ncautions, const char *out_dir);
 
 #endif

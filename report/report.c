@@ -13,6 +13,7 @@
 #include "report/analysis.h"
 #include "report/charts.h"
 #include "common/error.h"
+#include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
 #include "report/run.h"
@@ -336,30 +337,45 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st, s
     }
 }
 
-/* append one line (printf) to the '\n'-separated text *t; out of memory drops it */
-static void report_line(char **t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report_line(char **t, const char *fmt, ...)
+/* the cautions of a report, one line each (report_cautions_free frees them) */
+struct report_cautions {
+    char **line;
+    size_t n, cap;
+};
+
+/* append one line (printf) to c; out of memory drops it */
+static void report_line(struct report_cautions *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void report_line(struct report_cautions *c, const char *fmt, ...)
 {
-    char *line = NULL, *joined = NULL;
+    char *line = NULL;
     va_list ap;
     va_start(ap, fmt);
     int n = vasprintf(&line, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    if (asprintf(&joined, "%s%s%s", *t ? *t : "", *t ? "\n" : "", line) >= 0) {
-        free(*t);
-        *t = joined;
+    if (VEC_RESERVE(c->line, c->cap, c->n + 1)) {
+        free(line);
+        return;
     }
-    free(line);
+    c->line[c->n++] = line;
+}
+
+static void report_cautions_free(struct report_cautions *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->line[i]);
+    free(c->line);
+    memset(c, 0, sizeof *c);
 }
 
 /* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
  * load"): a run measured on a busy host, a speedup that compares such a run, an
- * efficiency above 1.  Lines separated by '\n' (caller frees), NULL when there is none. */
-static char *report_cautions(const struct runset *rs, const struct run_stat *st)
+ * efficiency above 1.  Appended to *t, one line each (none: t->n stays 0). */
+static void report_cautions(const struct runset *rs, const struct run_stat *st,
+                            struct report_cautions *t)
 {
-    char *t = NULL;
     int base = analysis_baseline(rs);
     struct run_load base_load = {0};
     if (base >= 0)
@@ -381,31 +397,30 @@ static char *report_cautions(const struct runset *rs, const struct run_stat *st)
             else if (l.has_load)
                 snprintf(load, sizeof load, " (load average %.2f at the start)", l.load_start);
             if (l.has_other)
-                report_line(&t, "run %s was measured under load: other programs kept %.2f%s "
-                                "cores busy on average%s%s: its times are slower than this "
-                                "machine's",
+                report_line(t, "run %s was measured under load: other programs kept %.2f%s "
+                               "cores busy on average%s%s: its times are slower than this "
+                               "machine's",
                             r->label, l.other_cores, cores, load, steal);
             else
-                report_line(&t, "run %s was measured under load%s%s: its times are slower than "
-                                "this machine's",
+                report_line(t, "run %s was measured under load%s%s: its times are slower than "
+                               "this machine's",
                             r->label, load, steal);
         }
         if (!st[i].has_speedup || i == base)
             continue;
         if (l.loaded || base_load.loaded)
-            report_line(&t, "the speedup of %s (%.2fx) compares runs measured under load (%s): "
-                            "it is not this machine's scaling; rerun on an idle machine",
+            report_line(t, "the speedup of %s (%.2fx) compares runs measured under load (%s): "
+                           "it is not this machine's scaling; rerun on an idle machine",
                         r->label, st[i].speedup,
                         l.loaded && base_load.loaded ? "both"
                         : l.loaded                    ? r->label
                                                       : "the baseline");
         if (st[i].efficiency > 1.0)
-            report_line(&t, "the efficiency of %s is %.2f, above 1 (faster than linear): "
-                            "usually the baseline was slowed (load, a cold start), not DDP; "
-                            "check the baseline before reading it as scaling",
+            report_line(t, "the efficiency of %s is %.2f, above 1 (faster than linear): "
+                           "usually the baseline was slowed (load, a cold start), not DDP; "
+                           "check the baseline before reading it as scaling",
                         r->label, st[i].efficiency);
     }
-    return t;
 }
 
 /* mkdir -p */
@@ -582,9 +597,9 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = report_mkdirs(out);
     if (rc == 0 && !(st = analysis_run(&rs)))
         rc = -1;
-    char *cautions = NULL;
+    struct report_cautions cautions = {0};
     if (rc == 0) {
-        cautions = report_cautions(&rs, st);
+        report_cautions(&rs, st, &cautions);
         report_phases(&rs, st, &t[T_PHASES]);
         report_overlap(&rs, st, &t[T_OVERLAP]);
         report_buckets(&rs, st, &t[T_BUCKETS]);
@@ -606,7 +621,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     if (rc == 0) {
         const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
                                        &t[T_WORST], &t[T_RANKS]};
-        rc = charts_write(&rs, st, shown, NCOLS(shown), cautions, out);
+        rc = charts_write(&rs, st, shown, NCOLS(shown), (const char *const *)cautions.line,
+                          cautions.n, out);
     }
     int kineto_files = 0;
     if (rc == 0 && opts && opts->kineto)
@@ -621,11 +637,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     t[T_STRAGGLERS].nrows);
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
-        for (const char *c = cautions; c && *c;) {
-            size_t len = strcspn(c, "\n");
-            fprintf(terminal, "#  caution: %.*s\n", (int)len, c);
-            c += len + (c[len] == '\n');
-        }
+        for (size_t i = 0; i < cautions.n; i++)
+            fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
@@ -637,7 +650,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     out);
         fflush(terminal);
     }
-    free(cautions);
+    report_cautions_free(&cautions);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
     analysis_free(st, rs.n);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/parse.h"
 #include "common/vec.h"
 
 #define RUN_READ_CHUNK (1u << 20)
@@ -63,27 +64,14 @@ static int run_is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Strict integer: optional '-', 1..19 digits, nothing else.  Returns 0 or -1. */
+/* Strict integer (common/parse.h) as the run files have always been read: optional '-',
+ * 1..19 digits, nothing else, above INT64_MIN.  Returns 0 or -1. */
 static int run_parse_i64(const char *s, size_t len, int64_t *out)
 {
-    size_t i = 0;
-    int neg = 0;
-    if (len > 0 && s[0] == '-') {
-        neg = 1;
-        i = 1;
-    }
-    if (i == len || len - i > 19)
+    int64_t v;
+    if (len - (len > 0 && s[0] == '-') > 19 || parse_i64(s, len, &v) < 0 || v == INT64_MIN)
         return -1;
-    uint64_t v = 0;
-    for (; i < len; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9)
-            return -1;
-        v = v * 10 + d;
-    }
-    if (v > (uint64_t)INT64_MAX)
-        return -1;
-    *out = neg ? -(int64_t)v : (int64_t)v;
+    *out = v;
     return 0;
 }
 
@@ -685,9 +673,8 @@ static int run_highest_rank_file(const char *dir)
     int hi = -1;
     struct dirent *e;
     while ((e = readdir(d))) {
-        int n, used = 0;
-        if (sscanf(e->d_name, TRACE_FILE_FORMAT "%n", &n, &used) == 1 && used > 0 &&
-            e->d_name[used] == '\0' && n >= 0 && n < 65536 && n > hi)
+        const int n = trace_file_rank(e->d_name);
+        if (n >= 0 && n < 65536 && n > hi)
             hi = n;
     }
     closedir(d);

@@ -1,8 +1,11 @@
-/* test_common.c — the header-only growable array (common/vec.h) and the clock
- * (common/clock.h): growth keeps the items and grows geometrically, a reserve that cannot
- * be met leaves the old block and capacity as they were; the clock's three units agree,
- * never go back, and a sleep lasts at least as long as asked, signals or not. */
+/* test_common.c — the header-only growable array (common/vec.h), the clock
+ * (common/clock.h) and the strict whole-number parser (common/parse.h): growth keeps the
+ * items and grows geometrically, a reserve that cannot be met leaves the old block and
+ * capacity as they were; the clock's three units agree, never go back, and a sleep lasts
+ * at least as long as asked, signals or not; parse_i64 takes exactly '-'? digits+ in the
+ * int64 range and nothing else. */
 #include "common/clock.h"
+#include "common/parse.h"
 #include "common/vec.h"
 #include "testutil.h"
 
@@ -166,11 +169,56 @@ static void test_clock_sleep(void)
           (int)alarms);
 }
 
+/* ------------------------------------------------------------------ parse.h */
+
+static void test_parse_i64(void)
+{
+    static const struct {
+        const char *s;
+        size_t len;
+        int ok;
+        int64_t want;
+    } cases[] = {
+        {"0", 1, 1, 0},
+        {"-0", 2, 1, 0},
+        {"42", 2, 1, 42},
+        {"-17", 3, 1, -17},
+        {"0000000000000000000000000000123", 31, 1, 123}, /* leading zeros, any number */
+        {"9223372036854775807", 19, 1, INT64_MAX},
+        {"-9223372036854775808", 20, 1, INT64_MIN},
+        {"9223372036854775808", 19, 0, 0}, /* one past INT64_MAX */
+        {"-9223372036854775809", 20, 0, 0},
+        {"99999999999999999999", 20, 0, 0},
+        {"", 0, 0, 0},
+        {"-", 1, 0, 0},
+        {"+1", 2, 0, 0},
+        {" 1", 2, 0, 0},
+        {"1 ", 2, 0, 0},
+        {"--1", 3, 0, 0},
+        {"1-", 2, 0, 0},
+        {"0x10", 4, 0, 0},
+        {"1e3", 3, 0, 0},
+        {"12\0" "3", 4, 0, 0}, /* a NUL byte inside */
+        {"12", 1, 1, 1},       /* only len bytes are read */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int64_t v = -12345;
+        const int rc = parse_i64(cases[k].s, cases[k].len, &v);
+        if (cases[k].ok)
+            CHECK(rc == 0 && v == cases[k].want, "parse_i64('%.*s') = %d, %lld; want %lld",
+                  (int)cases[k].len, cases[k].s, rc, (long long)v, (long long)cases[k].want);
+        else
+            CHECK(rc == -1 && v == -12345, "parse_i64 took '%.*s' (%zu bytes): %d, %lld",
+                  (int)cases[k].len, cases[k].s, cases[k].len, rc, (long long)v);
+    }
+}
+
 int main(void)
 {
     test_vec_growth();
     test_vec_failure();
     test_clock_units();
     test_clock_sleep();
+    test_parse_i64();
     return test_finish();
 }

@@ -8,7 +8,8 @@
  * module ran), and cupti_tracer_start maps libddpprof_probes_cuda.so with CUPTI.  Where
  * the modules cannot be loaded (DDPPROF_LIB_DIR elsewhere, in a child process), every
  * entry fails in one line naming the file, the dynamic loader's reason and the way out,
- * the same line on every call; a module without the table symbol is one line too.
+ * the same line on every call; a module without the table symbol is one line too, and so
+ * is a table whose abi is not the program's (a module of another build).
  * CPU build: nothing to load; every entry says so in one line and nothing is mapped.
  * tests/test_cuda_lazy_binary.sh checks the ddpprof binary itself (CPU runs map nothing,
  * `--gpu 0` finds the module beside the binary). */
@@ -16,6 +17,7 @@
 #include "common/plugin.h"
 #include "cuda/cuda_api.h"
 #include "probes/activity.h"
+#include "probes/cuda/gpu_module.h"
 #include "probes/gpu.h"
 #include "testutil.h"
 
@@ -197,11 +199,26 @@ int main(int argc, char **argv)
     /* a shared object that is not a module of ours: one line, and it is let go */
     error_clear();
     CHECK(plugin_load(cuda ? "libddpprof_probes_cuda.so" : "libddpprof_cuda.so",
-                      "ddpprof_no_such_table") == NULL,
+                      "ddpprof_no_such_table", 0) == NULL,
           "a table that does not exist was found");
     printf("plugin_load: %s\n", error_get());
     CHECK(one_line(error_get()) &&
               strstr(error_get(), cuda ? "no symbol ddpprof_no_such_table" : "No such file"),
           "'%s'", error_get());
+
+    /* a table of another build (its abi is not the program's): one line, refused */
+    if (cuda) {
+        error_clear();
+        CHECK(plugin_load(GPU_MODULE_FILE, GPU_MODULE_TABLE, GPU_MODULE_ABI + 1) == NULL,
+              "a table of another build was taken");
+        printf("plugin_load, another build: %s\n", error_get());
+        char want[96];
+        snprintf(want, sizeof want, "(table %d, this program %d): rebuild", GPU_MODULE_ABI,
+                 GPU_MODULE_ABI + 1);
+        CHECK(one_line(error_get()) &&
+                  strstr(error_get(), GPU_MODULE_FILE " is from another build") &&
+                  strstr(error_get(), want),
+              "'%s'", error_get());
+    }
     return test_finish();
 }

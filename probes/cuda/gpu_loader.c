@@ -29,19 +29,12 @@ static void gpu_module_open(void)
         snprintf(gpu_why, sizeof gpu_why, "this build has no CUDA (CPU-only build)");
         return;
     }
-    const struct gpu_module *m = plugin_load(GPU_MODULE_FILE, GPU_MODULE_TABLE);
-    if (!m)
+    gpu_mod = plugin_load(GPU_MODULE_FILE, GPU_MODULE_TABLE, GPU_MODULE_ABI);
+    if (!gpu_mod)
         snprintf(gpu_why, sizeof gpu_why,
                  "the CUDA probes could not be loaded (%s): " GPU_MODULE_FILE " must lie "
                  "next to the ddpprof binary, with CUPTI and the CUDA runtime",
                  error_get());
-    else if (m->abi != GPU_MODULE_ABI)
-        snprintf(gpu_why, sizeof gpu_why,
-                 "the CUDA probes " GPU_MODULE_FILE " are from another build (table %d, this "
-                 "program %d): rebuild",
-                 m->abi, GPU_MODULE_ABI);
-    else
-        gpu_mod = m;
 }
 
 /* the module, or NULL with gpu_why saying why */

@@ -1,7 +1,8 @@
 /* store_wire.c — the rendezvous store's message encoding (see store_wire.h). */
 #include "comm/store_wire.h"
 
-#include <errno.h>
+#include "common/parse.h"
+
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -106,21 +107,9 @@ int store_wire_decode_add(const uint8_t *val, uint32_t len, int64_t *delta)
 
 int store_wire_parse_counter(const uint8_t *val, uint32_t len, int64_t *out)
 {
-    char text[32];
-    if (len == 0 || len >= sizeof text)
+    if (len > 31) /* a counter's text is at most 31 bytes */
         return -1;
-    memcpy(text, val, len);
-    text[len] = '\0';
-    const char *d = text + (text[0] == '-');
-    if (*d < '0' || *d > '9') /* strtoll would take spaces and '+' */
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end != text + len) /* also rejects embedded NUL bytes */
-        return -1;
-    *out = v;
-    return 0;
+    return parse_i64((const char *)val, len, out);
 }
 
 int store_wire_decode_reply(const uint8_t *h, int *status, uint32_t *len)

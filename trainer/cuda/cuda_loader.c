@@ -37,22 +37,12 @@ static void cuda_module_open(void)
         snprintf(cuda_why, sizeof cuda_why, "%s", no_cuda);
         return;
     }
-    const struct cuda_module *m = plugin_load(CUDA_MODULE_FILE, CUDA_MODULE_TABLE);
-    if (!m) {
+    cuda_mod = plugin_load(CUDA_MODULE_FILE, CUDA_MODULE_TABLE, CUDA_MODULE_ABI);
+    if (!cuda_mod)
         snprintf(cuda_why, sizeof cuda_why,
                  "the CUDA backend could not be loaded (%s): " CUDA_MODULE_FILE " must lie "
                  "next to the ddpprof binary, with the CUDA libraries it needs; or use --cpu N",
                  error_get());
-        return;
-    }
-    if (m->abi != CUDA_MODULE_ABI) {
-        snprintf(cuda_why, sizeof cuda_why,
-                 "the CUDA backend " CUDA_MODULE_FILE " is from another build (table %d, this "
-                 "program %d): rebuild, or use --cpu N",
-                 m->abi, CUDA_MODULE_ABI);
-        return;
-    }
-    cuda_mod = m;
 }
 
 /* the module, or NULL + error_set with the reason (the same line on every call) */

@@ -3,6 +3,7 @@
 
 #include "backend/backend.h"
 #include "common/error.h"
+#include "common/parse.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "nn/optim.h"
@@ -231,11 +232,8 @@ static int checkpoint_meta_int(const struct st_file *st, const char *path, const
     const char *v = checkpoint_meta(st, path, key);
     if (!v)
         return -1;
-    const char *d = v + (*v == '-');
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (*d < '0' || *d > '9' || *end || errno || x < min || x > max)
+    int64_t x;
+    if (parse_i64(v, strlen(v), &x) < 0 || x < min || x > max)
         return error_set("%s: metadata '%s' = '%s' is not a whole number in [%lld, %lld]; "
                          "the checkpoint is damaged or was edited",
                          path, key, checkpoint_shown(v), min, max);

@@ -63,10 +63,12 @@ const char *json_printable(const char *s, size_t max, char *buf, size_t cap)
         o += n;
     }
     if (s[i]) { /* cut: not inside a UTF-8 sequence, then "..." */
-        while (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0x80)
-            o--;
-        if (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0xc0)
-            o--;
+        if (((unsigned char)s[i] & 0xc0) == 0x80) { /* s[i] continues a character: drop */
+            while (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0x80) /* its copied part */
+                o--;
+            if (o > 0 && ((unsigned char)buf[o - 1] & 0xc0) == 0xc0)
+                o--;
+        }
         memcpy(buf + o, "...", 3);
         o += 3;
     }

@@ -1974,7 +1974,7 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
     const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "";
     const char *pooling = "scalar (reference)";
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
-        const struct conv_dnnl_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
+        const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
         cb->fast = conv_dnnl_create(&cp);
         if (cb->fast)

@@ -67,7 +67,7 @@ struct plan {
 };
 
 struct conv_dnnl {
-    struct conv_dnnl_pool pool;
+    struct conv_pool pool;
     dnnl_engine_t engine;
     dnnl_stream_t *streams;  /* [threads] */
     dnnl_primitive_attr_t attr; /* user scratchpad */
@@ -779,7 +779,7 @@ static const char *isa_name(dnnl_cpu_isa_t isa)
     }
 }
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     if (pool->threads < 1)
         return error_set("conv_dnnl_create: %d threads", pool->threads), NULL;

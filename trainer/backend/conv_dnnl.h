@@ -23,23 +23,13 @@
 #define DDPPROF_CONV_DNNL_H
 
 #include "backend/backend.h"
+#include "backend/conv_pool.h"
 
 struct conv_dnnl;
 
-/* How conv_dnnl runs work on the backend's threads: run(ctx, m, fn, arg) calls fn(arg, t)
- * for t = 0..m-1 (t = 0 on the calling thread, m <= threads) and returns when all are
- * done.  chunk > 0 cuts the batch into slices of at most chunk images (the backend's test
- * knob, backend_cpu_create_chunked); 0: one slice per thread. */
-struct conv_dnnl_pool {
-    void (*run)(void *ctx, int m, void (*fn)(void *arg, int t), void *arg);
-    void *ctx;
-    int threads;
-    int chunk;
-};
-
 /* A fast path on pool (copied; pool->ctx must outlive it), or NULL + error_set saying why
  * not (this build has no oneDNN, or the library failed to start). */
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool);
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool);
 void conv_dnnl_destroy(struct conv_dnnl *cd); /* NULL is a no-op */
 
 /* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime)". */

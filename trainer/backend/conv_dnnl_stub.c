@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     (void)pool;
     return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "

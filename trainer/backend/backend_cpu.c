@@ -35,6 +35,7 @@
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
 #include "backend/conv_dnnl.h"
+#include "backend/conv_wino.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -113,6 +114,7 @@ struct cpu_backend {
     struct cpu_pool pool;
     struct cpu_worker_arg *worker_args;
     struct conv_dnnl *fast; /* the fast convolutions (conv_dnnl.h), or NULL: reference */
+    struct conv_wino *wino; /* the own Winograd for the shapes it takes, or NULL */
     int pool_avx512;        /* the AVX-512 max pooling (pool_tiles_2x2), else scalar */
     char describe[320];
 };
@@ -782,13 +784,32 @@ static void conv_round_bias(struct backend *be, const struct conv2d_shape *cs, e
 static void conv_bias_grad(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
                            const float *dy, float *db);
 
+/* The fast convolutions: the own Winograd where it takes the shape, else oneDNN's kernels;
+ * 0 when one of them ran, -1 (the reference path runs) when neither can */
+static int conv_fast_forward(struct cpu_backend *cb, const struct conv2d_shape *cs,
+                             const float *x, const float *w, const float *b, float *y)
+{
+    if (cb->wino && conv_wino_takes(cs) && conv_wino_forward(cb->wino, cs, x, w, b, y) == 0)
+        return 0;
+    return cb->fast ? conv_dnnl_forward(cb->fast, cs, x, w, b, y) : -1;
+}
+
+static int conv_fast_backward(struct cpu_backend *cb, const struct conv2d_shape *cs,
+                              const float *x, const float *w, const float *dy, float *dx,
+                              float *dw)
+{
+    if (cb->wino && conv_wino_takes(cs) && conv_wino_backward(cb->wino, cs, x, w, dy, dx, dw) == 0)
+        return 0;
+    return cb->fast ? conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) : -1;
+}
+
 static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
                                const void *xv, const void *wv, const void *bv, void *yv)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     const float *x = xv, *w = wv, *b = bv;
     float *y = yv;
-    if (cb->fast && conv_dnnl_forward(cb->fast, cs, x, w, dt == DT_F32 ? b : NULL, y) == 0) {
+    if (conv_fast_forward(cb, cs, x, w, dt == DT_F32 ? b : NULL, y) == 0) {
         if (dt != DT_F32) /* the rounding points of the reference: the convolution, the bias */
             conv_round_bias(be, cs, dt, b, y);
         return;
@@ -831,7 +852,7 @@ static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *c
         conv_bias_grad(be, cs, dt, dy, db);
     if (!dx && !dw)
         return;
-    if (cb->fast && conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) == 0) {
+    if (conv_fast_backward(cb, cs, x, w, dy, dx, dw) == 0) {
         if (dx)
             cpu_round(be, (size_t)cs->n * cs->c * cs->h * cs->w, dt, dx);
         if (dw)
@@ -1825,6 +1846,7 @@ static void cpu_destroy(struct backend *be)
     if (!cb)
         return;
     conv_dnnl_destroy(cb->fast);
+    conv_wino_destroy(cb->wino);
     cpu_pool_stop(&cb->pool);
     free(cb->worker_args);
     free(cb->ws);
@@ -1918,7 +1940,7 @@ const char *backend_cpu_describe(const struct backend *be)
 int backend_cpu_is_fast(const struct backend *be)
 {
     const struct cpu_backend *cb = (const struct cpu_backend *)be;
-    return cb->fast != NULL || cb->pool_avx512;
+    return cb->fast != NULL || cb->wino != NULL || cb->pool_avx512;
 }
 
 struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path)
@@ -1971,7 +1993,7 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
         }
         pool->started++;
     }
-    const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "";
+    const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "", *wino = "";
     const char *pooling = "scalar (reference)";
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
         const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
@@ -1981,12 +2003,15 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
             conv = conv_dnnl_describe(cb->fast);
         else
             why = error_get();
+        cb->wino = conv_wino_create(&cp);
+        if (cb->wino)
+            wino = ", own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels";
         cb->pool_avx512 = cpu_has_avx512f();
         if (cb->pool_avx512)
             pooling = "AVX-512";
     }
-    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s; max pooling: %s", conv,
-             *why ? " -- " : "", why, pooling);
+    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s%s; max pooling: %s", conv,
+             wino, *why ? " -- " : "", why, pooling);
     error_clear();
     return &cb->ops;
 }

@@ -831,3 +831,13 @@ void conv_dnnl_destroy(struct conv_dnnl *cd)
 }
 
 const char *conv_dnnl_describe(const struct conv_dnnl *cd) { return cd->describe; }
+
+int conv_dnnl_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    dnnl_single_thread();
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc) == dnnl_success
+               ? 0
+               : -1;
+}

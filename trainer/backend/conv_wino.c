@@ -203,27 +203,42 @@ static void grad_tiles(const float *dy, int ch, int h, int w, float *Ady, size_t
     }
 }
 
+/* Filters are transformed a run of FILTER_RUN input channels at a time: their 9 taps are
+ * first gathered tap-major into a small buffer, so the transform's loop runs over
+ * consecutive channels, reading 9 and writing 16 contiguous runs (vectorised), instead of
+ * one filter at a time (16 scattered stores each), and the outputs go out through local
+ * runs as well (stores into 16 runs of U at run-time distances were not vectorised). */
+#define FILTER_RUN 64
+
 /* U[e][k][c] = (G g G^T)[e] for the filters k in [k0, k1) of w (K x C x 3 x 3) */
 static void filter_tiles(const float *w, int K, int C, int k0, int k1, float *U)
 {
     const size_t es = el_stride((size_t)K * C);
+    float g[9][FILTER_RUN], u[16][FILTER_RUN]; /* through local runs: the compiler vectorises */
     for (int k = k0; k < k1; k++)
-        for (int c = 0; c < C; c++) {
-            const float *g = w + ((size_t)k * C + c) * 9;
-            float t[4][3];
-            for (int j = 0; j < 3; j++) {
-                t[0][j] = g[j];
-                t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-                t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-                t[3][j] = g[6 + j];
+        for (int c0 = 0; c0 < C; c0 += FILTER_RUN) {
+            const int nc = C - c0 < FILTER_RUN ? C - c0 : FILTER_RUN;
+            const float *src = w + ((size_t)k * C + c0) * 9;
+            for (int c = 0; c < nc; c++)
+                for (int i = 0; i < 9; i++)
+                    g[i][c] = src[c * 9 + i];
+            for (int c = 0; c < nc; c++) {
+                float t[4][3];
+                for (int j = 0; j < 3; j++) {
+                    t[0][j] = g[j][c];
+                    t[1][j] = 0.5f * (g[j][c] + g[3 + j][c] + g[6 + j][c]);
+                    t[2][j] = 0.5f * (g[j][c] - g[3 + j][c] + g[6 + j][c]);
+                    t[3][j] = g[6 + j][c];
+                }
+                for (int i = 0; i < 4; i++) {
+                    u[4 * i + 0][c] = t[i][0];
+                    u[4 * i + 1][c] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                    u[4 * i + 2][c] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                    u[4 * i + 3][c] = t[i][2];
+                }
             }
-            float *u = U + (size_t)k * C + c;
-            for (int i = 0; i < 4; i++) {
-                u[(4 * i + 0) * es] = t[i][0];
-                u[(4 * i + 1) * es] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                u[(4 * i + 2) * es] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                u[(4 * i + 3) * es] = t[i][2];
-            }
+            for (int e = 0; e < 16; e++)
+                memcpy(U + e * es + (size_t)k * C + c0, u[e], (size_t)nc * sizeof(float));
         }
 }
 
@@ -233,29 +248,40 @@ static void filter_grads(const float *dU, size_t stride, int parts, int K, int C
                          float *dw)
 {
     const size_t es = el_stride((size_t)K * C);
+    float g[9][FILTER_RUN], D[16][FILTER_RUN];
     for (int k = k0; k < k1; k++)
-        for (int c = 0; c < C; c++) {
-            const size_t at = (size_t)k * C + c;
-            float D[16];
+        for (int c0 = 0; c0 < C; c0 += FILTER_RUN) {
+            const int nc = C - c0 < FILTER_RUN ? C - c0 : FILTER_RUN;
+            const size_t at = (size_t)k * C + c0;
             for (int e = 0; e < 16; e++) {
-                float s = dU[e * es + at];
-                for (int p = 1; p < parts; p++)
-                    s += dU[p * stride + e * es + at];
-                D[e] = s;
+                const float *d = dU + e * es + at;
+                for (int c = 0; c < nc; c++)
+                    D[e][c] = d[c];
+                for (int p = 1; p < parts; p++) {
+                    const float *dp = d + p * stride;
+                    for (int c = 0; c < nc; c++)
+                        D[e][c] += dp[c];
+                }
             }
-            float t[3][4];
-            for (int j = 0; j < 4; j++) {
-                const float d0 = D[j], d1 = D[4 + j], d2 = D[8 + j], d3 = D[12 + j];
-                t[0][j] = d0 + 0.5f * (d1 + d2);
-                t[1][j] = 0.5f * (d1 - d2);
-                t[2][j] = 0.5f * (d1 + d2) + d3;
+            for (int c = 0; c < nc; c++) {
+                float t[3][4];
+                for (int j = 0; j < 4; j++) {
+                    const float d0 = D[j][c], d1 = D[4 + j][c], d2 = D[8 + j][c];
+                    const float d3 = D[12 + j][c];
+                    t[0][j] = d0 + 0.5f * (d1 + d2);
+                    t[1][j] = 0.5f * (d1 - d2);
+                    t[2][j] = 0.5f * (d1 + d2) + d3;
+                }
+                for (int i = 0; i < 3; i++) {
+                    g[3 * i + 0][c] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+                    g[3 * i + 1][c] = 0.5f * (t[i][1] - t[i][2]);
+                    g[3 * i + 2][c] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+                }
             }
-            float *g = dw + at * 9;
-            for (int i = 0; i < 3; i++) {
-                g[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
-                g[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
-                g[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
-            }
+            float *dst = dw + at * 9;
+            for (int c = 0; c < nc; c++)
+                for (int i = 0; i < 9; i++)
+                    dst[c * 9 + i] = g[i][c];
         }
 }
 

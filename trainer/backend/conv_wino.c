@@ -31,10 +31,14 @@ struct conv_wino {
     size_t ws_floats;
 };
 
-/* Measured (ResNet18 on CIFAR, slices of 16 images, AMD EPYC Zen 5 with AVX-512,
- * results/cpu-speed-notes.md): at 512 channels and 4x4 pixels this is 1.xx / 1.xx / 1.xx
- * times oneDNN's direct kernels (forward / dx / dw), where oneDNN's own Winograd is
- * 0.53x / 0.39x / 0.89x of them; from 8x8 pixels up oneDNN's F(4x4,3x3) wins. */
+/* Which shapes: 3x3, stride 1, pad 1, at least 16 channels in and out, at most
+ * WINO_MAX_PIXELS pixels.  Measured (ResNet18 on CIFAR, batch 32 on 2 threads, wall time
+ * per call, AMD EPYC Zen 5, results/cpu-speed-notes.md): 512 channels at 4x4, forward
+ * 6.83 ms with oneDNN's direct kernels against 5.14-5.41 ms here (1.3x), backward (dx and
+ * dw) 16.9-17.8 ms against 11.2-11.4 ms (1.5x); oneDNN's own Winograd is slower than its
+ * direct kernels there (one 4x4 tile per image).  From 8x8 pixels up conv_dnnl.c runs
+ * oneDNN's F(4x4,3x3): at 256 channels and 8x8 this module measured 3.48-3.77 ms against
+ * 3.90-4.16 (forward) and 7.48-8.31 against 6.80-7.84 (backward): no clear gain. */
 #define WINO_MAX_PIXELS 16
 int conv_wino_takes(const struct conv2d_shape *cs)
 {

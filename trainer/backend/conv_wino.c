@@ -103,15 +103,18 @@ static void gemm(int ta, int tb, int m, int n, int k, const float *a, int lda, c
 
 /* ------------------------------------------------------------------ transforms */
 
-/* V[e][c][tile0 + ty tw + tx] = (B^T d B)[e] for the 4x4 tile d of plane c of x (ch
- * planes of h x w) at rows 2 ty - 1.., columns 2 tx - 1.. (zeros outside) */
-static void input_tiles(const float *x, int ch, int h, int w, float *V, size_t T, size_t es,
-                        size_t tile0)
+/* V[e][c][i th tw + ty tw + tx] = (B^T d B)[e] for the 4x4 tile d of plane c of image i
+ * of x (nimg images of ch planes of h x w) at rows 2 ty - 1.., columns 2 tx - 1.. (zeros
+ * outside).  Channel by channel, each image in turn: the tiles of a channel are written
+ * in one run per element. */
+static void input_tiles(const float *x, int nimg, int ch, int h, int w, float *V, size_t T,
+                        size_t es)
 {
     const int th = (h + 1) / 2, tw = (w + 1) / 2;
-    for (int c = 0; c < ch; c++) {
-        const float *plane = x + (size_t)c * h * w;
-        float *vc = V + (size_t)c * T + tile0;
+    for (int ci = 0; ci < ch * nimg; ci++) {
+        const int c = ci / nimg, im = ci % nimg;
+        const float *plane = x + ((size_t)im * ch + c) * h * w;
+        float *vc = V + (size_t)c * T + (size_t)im * th * tw;
         for (int ty = 0; ty < th; ty++)
             for (int tx = 0; tx < tw; tx++) {
                 float d[4][4], t[4][4];
@@ -139,15 +142,16 @@ static void input_tiles(const float *x, int ch, int h, int w, float *V, size_t T
     }
 }
 
-/* y plane k (ch planes of h x w) at tile (ty, tx) = (A^T M A) + b[k] (b may be NULL),
- * the outputs inside the plane */
-static void output_tiles(const float *M, int ch, int h, int w, size_t T, size_t es,
-                         size_t tile0, const float *b, float *y)
+/* plane k of image i of y (nimg images of ch planes of h x w) at tile (ty, tx) =
+ * (A^T M A) + b[k] (b may be NULL), the outputs inside the plane; channel by channel */
+static void output_tiles(const float *M, int nimg, int ch, int h, int w, size_t T, size_t es,
+                         const float *b, float *y)
 {
     const int th = (h + 1) / 2, tw = (w + 1) / 2;
-    for (int k = 0; k < ch; k++) {
-        const float *mk = M + (size_t)k * T + tile0;
-        float *plane = y + (size_t)k * h * w;
+    for (int ki = 0; ki < ch * nimg; ki++) {
+        const int k = ki / nimg, im = ki % nimg;
+        const float *mk = M + (size_t)k * T + (size_t)im * th * tw;
+        float *plane = y + ((size_t)im * ch + k) * h * w;
         const float bias = b ? b[k] : 0.0f;
         for (int ty = 0; ty < th; ty++)
             for (int tx = 0; tx < tw; tx++) {
@@ -173,15 +177,16 @@ static void output_tiles(const float *M, int ch, int h, int w, size_t T, size_t 
     }
 }
 
-/* Ady[e][k][tile0 + ty tw + tx] = (A dy A^T)[e] for the 2x2 tile of dy's plane k at
- * (2 ty, 2 tx) (zeros outside) */
-static void grad_tiles(const float *dy, int ch, int h, int w, float *Ady, size_t T, size_t es,
-                       size_t tile0)
+/* Ady[e][k][i th tw + ty tw + tx] = (A dy A^T)[e] for the 2x2 tile of plane k of image i
+ * of dy at (2 ty, 2 tx) (zeros outside); channel by channel */
+static void grad_tiles(const float *dy, int nimg, int ch, int h, int w, float *Ady, size_t T,
+                       size_t es)
 {
     const int th = (h + 1) / 2, tw = (w + 1) / 2;
-    for (int k = 0; k < ch; k++) {
-        const float *plane = dy + (size_t)k * h * w;
-        float *ak = Ady + (size_t)k * T + tile0;
+    for (int ki = 0; ki < ch * nimg; ki++) {
+        const int k = ki / nimg, im = ki % nimg;
+        const float *plane = dy + ((size_t)im * ch + k) * h * w;
+        float *ak = Ady + (size_t)k * T + (size_t)im * th * tw;
         for (int ty = 0; ty < th; ty++)
             for (int tx = 0; tx < tw; tx++) {
                 float a[2][2], t[4][2];
@@ -331,13 +336,9 @@ static void wino_task(void *arg, int t)
         const int i1 = i0 + j->ib < hi ? i0 + j->ib : hi;
         const size_t T = (size_t)(i1 - i0) * j->tiles;
         const size_t vin = el_stride((size_t)cin * T), vout = el_stride((size_t)cout * T);
-        for (int i = i0; i < i1; i++)
-            input_tiles(j->in + (size_t)i * cin * plane, cin, h, w, V, T, vin,
-                        (size_t)(i - i0) * j->tiles);
+        input_tiles(j->in + (size_t)i0 * cin * plane, i1 - i0, cin, h, w, V, T, vin);
         if (j->kind == WINO_DW) {
-            for (int i = i0; i < i1; i++)
-                grad_tiles(j->dy + (size_t)i * K * plane, K, h, w, M, T, vout,
-                           (size_t)(i - i0) * j->tiles);
+            grad_tiles(j->dy + (size_t)i0 * K * plane, i1 - i0, K, h, w, M, T, vout);
             for (int e = 0; e < 16; e++)
                 gemm(0, 1, K, C, (int)T, M + e * vout, (int)T, V + e * vin, (int)T,
                      first ? 0.0f : 1.0f, dU + e * ukc, C);
@@ -356,9 +357,8 @@ static void wino_task(void *arg, int t)
                      M + e * vout, (int)T);
             }
         }
-        for (int i = i0; i < i1; i++)
-            output_tiles(M, cout, h, w, T, vout, (size_t)(i - i0) * j->tiles,
-                         j->kind == WINO_FORWARD ? j->b : NULL, j->out + (size_t)i * cout * plane);
+        output_tiles(M, i1 - i0, cout, h, w, T, vout, j->kind == WINO_FORWARD ? j->b : NULL,
+                     j->out + (size_t)i0 * cout * plane);
     }
     if (j->kind == WINO_DW && first) /* a thread without images adds nothing */
         memset(dU, 0, 16 * ukc * sizeof(float));

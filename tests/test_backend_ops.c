@@ -418,6 +418,9 @@ static const struct conv_case conv_cases[] = {
     {"resnet layer1.x.conv", 2, 64, 32, 64, 3, 1, 1, 0},  /* Winograd on the fast path */
     {"resnet layer3.x.conv", 3, 256, 8, 256, 3, 1, 1, 0}, /* Winograd on the fast path */
     {"3x3 16->24 with bias", 3, 16, 20, 24, 3, 1, 1, 1},  /* Winograd on the fast path */
+    /* the backend's own Winograd (conv_wino.c): partial 2x2 tiles at an odd edge, a bias,
+     * an uneven split of 5 images */
+    {"3x3 pixels 16->24 with bias", 5, 16, 3, 24, 3, 1, 1, 1},
     {"odd 15x15 stride 2", 3, 16, 15, 8, 3, 1, 2, 1},
     {"7x7 stride 2 stem", 2, 3, 32, 64, 7, 3, 2, 1},
     {"odd batch of 17", 17, 3, 12, 8, 3, 1, 1, 1}, /* 3-image chunks, the last one of 2 */

@@ -360,8 +360,6 @@ static void wino_task(void *arg, int t)
         output_tiles(M, i1 - i0, cout, h, w, T, vout, j->kind == WINO_FORWARD ? j->b : NULL,
                      j->out + (size_t)i0 * cout * plane);
     }
-    if (j->kind == WINO_DW && first) /* a thread without images adds nothing */
-        memset(dU, 0, 16 * ukc * sizeof(float));
 }
 
 /* the filters' work of a call, split by filter over the threads */

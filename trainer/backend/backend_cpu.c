@@ -789,7 +789,8 @@ static void conv_bias_grad(struct backend *be, const struct conv2d_shape *cs, en
 static int conv_fast_forward(struct cpu_backend *cb, const struct conv2d_shape *cs,
                              const float *x, const float *w, const float *b, float *y)
 {
-    if (cb->wino && conv_wino_takes(cs) && conv_wino_forward(cb->wino, cs, x, w, b, y) == 0)
+    if (cb->wino && conv_wino_takes(cs, cb->fast && conv_dnnl_winograd(cb->fast)) &&
+        conv_wino_forward(cb->wino, cs, x, w, b, y) == 0)
         return 0;
     return cb->fast ? conv_dnnl_forward(cb->fast, cs, x, w, b, y) : -1;
 }
@@ -798,7 +799,8 @@ static int conv_fast_backward(struct cpu_backend *cb, const struct conv2d_shape 
                               const float *x, const float *w, const float *dy, float *dx,
                               float *dw)
 {
-    if (cb->wino && conv_wino_takes(cs) && conv_wino_backward(cb->wino, cs, x, w, dy, dx, dw) == 0)
+    if (cb->wino && conv_wino_takes(cs, cb->fast && conv_dnnl_winograd(cb->fast)) &&
+        conv_wino_backward(cb->wino, cs, x, w, dy, dx, dw) == 0)
         return 0;
     return cb->fast ? conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) : -1;
 }
@@ -2005,7 +2007,9 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
             why = error_get();
         cb->wino = conv_wino_create(&cp);
         if (cb->wino)
-            wino = ", own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels";
+            wino = cb->fast && conv_dnnl_winograd(cb->fast)
+                       ? "; own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels"
+                       : "; own Winograd F(2x2,3x3) for 3x3 layers";
         cb->pool_avx512 = cpu_has_avx512f();
         if (cb->pool_avx512)
             pooling = "AVX-512";

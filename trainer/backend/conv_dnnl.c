@@ -77,7 +77,8 @@ struct conv_dnnl {
     size_t ws_stride, ws_threads;
     char *wbuf;              /* the weights in the layout the convolution wants */
     size_t wbuf_bytes;
-    char describe[160];
+    int winograd;            /* conv_dnnl_winograd */
+    char describe[200];
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -779,6 +780,23 @@ static const char *isa_name(dnnl_cpu_isa_t isa)
     }
 }
 
+/* whether this oneDNN has Winograd kernels on this machine: a forward primitive for a
+ * shape conv_alg gives Winograd (64 channels, 8x8) can be created */
+static int winograd_here(struct conv_dnnl *cd)
+{
+    struct plan pl = {.kind = PLAN_FORWARD,
+                      .cs = {.n = 1, .c = 64, .h = 8, .w = 8, .k = 64, .r = 3, .s = 3,
+                             .pad = 1, .stride = 1, .p = 8, .q = 8}};
+    dnnl_primitive_desc_t pd;
+    if (conv_alg(&pl.cs) != dnnl_convolution_winograd ||
+        conv_pd(cd, &pl, dnnl_convolution_winograd, &pd)) {
+        error_clear();
+        return 0;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return 1;
+}
+
 struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     if (pool->threads < 1)
@@ -803,12 +821,16 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
         conv_dnnl_destroy(cd);
         return NULL;
     }
+    cd->winograd = winograd_here(cd);
     const dnnl_version_t *v = dnnl_version();
-    snprintf(cd->describe, sizeof cd->describe, "oneDNN %d.%d.%d (cpu isa %s, %s runtime)",
+    snprintf(cd->describe, sizeof cd->describe, "oneDNN %d.%d.%d (cpu isa %s, %s runtime%s)",
              v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()),
-             v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other");
+             v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other",
+             cd->winograd ? ", Winograd for 3x3 layers from 8x8 pixels" : "");
     return cd;
 }
+
+int conv_dnnl_winograd(const struct conv_dnnl *cd) { return cd->winograd; }
 
 void conv_dnnl_destroy(struct conv_dnnl *cd)
 {

@@ -32,7 +32,13 @@ struct conv_dnnl;
 struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool);
 void conv_dnnl_destroy(struct conv_dnnl *cd); /* NULL is a no-op */
 
-/* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime)". */
+/* 1 where oneDNN runs its Winograd F(4x4,3x3) for 3x3, stride-1 layers of at least 8x8
+ * output pixels and 16 channels (its AVX-512 kernels; conv_dnnl.c says why those), 0 where
+ * it runs direct kernels for them (no AVX-512, or DNNL_MAX_CPU_ISA below it) */
+int conv_dnnl_winograd(const struct conv_dnnl *cd);
+
+/* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime,
+ * Winograd for 3x3 layers from 8x8 pixels)". */
 const char *conv_dnnl_describe(const struct conv_dnnl *cd);
 
 /* y = conv(x, w) + b (b may be NULL).  0, or -1 + error_set when oneDNN cannot run this

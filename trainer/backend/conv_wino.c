@@ -31,19 +31,22 @@ struct conv_wino {
     size_t ws_floats;
 };
 
-/* Which shapes: 3x3, stride 1, pad 1, at least 16 channels in and out, at most
- * WINO_MAX_PIXELS pixels.  Measured (ResNet18 on CIFAR, batch 32 on 2 threads, wall time
- * per call, AMD EPYC Zen 5, results/cpu-speed-notes.md): 512 channels at 4x4, forward
- * 6.83 ms with oneDNN's direct kernels against 5.14-5.41 ms here (1.3x), backward (dx and
- * dw) 16.9-17.8 ms against 11.2-11.4 ms (1.5x); oneDNN's own Winograd is slower than its
- * direct kernels there (one 4x4 tile per image).  From 8x8 pixels up conv_dnnl.c runs
- * oneDNN's F(4x4,3x3): at 256 channels and 8x8 this module measured 3.48-3.77 ms against
- * 3.90-4.16 (forward) and 7.48-8.31 against 6.80-7.84 (backward): no clear gain. */
+/* Which shapes (conv_wino_takes).  Measured on ResNet18's layers (CIFAR, batch 32 on 2
+ * threads, wall time per call, AMD EPYC Zen 5, results/cpu-speed-notes.md):
+ * - with AVX-512, at 512 channels and 4x4 pixels: forward 6.83 ms with oneDNN's direct
+ *   kernels against 5.14-5.41 ms here (1.3x), backward (dx and dw) 16.9-17.8 ms against
+ *   11.2-11.4 ms (1.5x); oneDNN's own Winograd is slower than its direct kernels there (one
+ *   4x4 tile per image).  From 8x8 pixels up oneDNN runs its F(4x4,3x3): at 256 channels
+ *   and 8x8 this module measured 3.48-3.77 ms against 3.90-4.16 (forward) and 7.48-8.31
+ *   against 6.80-7.84 (backward): no clear gain, so those stay with oneDNN;
+ * - with oneDNN held to AVX2 (DNNL_MAX_CPU_ISA=AVX2: direct kernels only), against them,
+ *   forward / backward: 64 channels at 32x32 1.1x / 1.2x, 128 at 16x16 1.5x / 1.5x, 256 at
+ *   8x8 1.7x / 1.6x; so where oneDNN has no Winograd this module takes every size. */
 #define WINO_MAX_PIXELS 16
-int conv_wino_takes(const struct conv2d_shape *cs)
+int conv_wino_takes(const struct conv2d_shape *cs, int other_winograd)
 {
     return cs->r == 3 && cs->s == 3 && cs->stride == 1 && cs->pad == 1 && cs->c >= 16 &&
-           cs->k >= 16 && (long)cs->h * cs->w <= WINO_MAX_PIXELS;
+           cs->k >= 16 && (!other_winograd || (long)cs->h * cs->w <= WINO_MAX_PIXELS);
 }
 
 struct conv_wino *conv_wino_create(const struct conv_pool *pool)
@@ -424,8 +427,6 @@ static int job_plan(struct conv_wino *cw, const struct conv2d_shape *cs, enum wi
 int conv_wino_forward(struct conv_wino *cw, const struct conv2d_shape *cs, const float *x,
                       const float *w, const float *b, float *y)
 {
-    if (!conv_wino_takes(cs))
-        return error_set("conv_wino: not a shape it takes");
     struct wino_job j;
     if (job_plan(cw, cs, WINO_FORWARD, &j))
         return -1;
@@ -441,8 +442,6 @@ int conv_wino_forward(struct conv_wino *cw, const struct conv2d_shape *cs, const
 int conv_wino_backward(struct conv_wino *cw, const struct conv2d_shape *cs, const float *x,
                        const float *w, const float *dy, float *dx, float *dw)
 {
-    if (!conv_wino_takes(cs))
-        return error_set("conv_wino: not a shape it takes");
     struct wino_job j;
     if (dx) {
         if (job_plan(cw, cs, WINO_DX, &j))

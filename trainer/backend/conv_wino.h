@@ -1,6 +1,8 @@
 /* conv_wino.h — the CPU backend's own Winograd convolution, F(2x2,3x3), for the 3x3,
  * stride-1, pad-1 layers where it is faster than oneDNN's kernels (conv_dnnl.h): those
- * whose output is too small for oneDNN's F(4x4,3x3) (ResNet18's 512 channels at 4x4).
+ * whose output is too small for oneDNN's F(4x4,3x3) (ResNet18's 512 channels at 4x4), and
+ * all of them where oneDNN has no Winograd (machines without AVX-512, builds without
+ * oneDNN).
  *
  * Per 2x2 output tile and channel, a 4x4 input tile d is transformed (V = B^T d B), each
  * 3x3 filter g once per call (U = G g G^T), and the 16 elements of a tile become 16
@@ -32,11 +34,15 @@ struct conv_wino;
 struct conv_wino *conv_wino_create(const struct conv_pool *pool);
 void conv_wino_destroy(struct conv_wino *cw); /* NULL is a no-op */
 
-/* 1 where conv_wino runs cs (the rule is in conv_wino.c, with the measurements behind it) */
-int conv_wino_takes(const struct conv2d_shape *cs);
+/* 1 where conv_wino runs cs: 3x3, stride 1, pad 1, at least 16 channels in and out, and
+ * either at most 4x4 pixels or other_winograd 0 (the caller's other fast path, oneDNN,
+ * has no Winograd of its own for larger ones on this machine: conv_dnnl_winograd).  The
+ * measurements behind the rule are in conv_wino.c. */
+int conv_wino_takes(const struct conv2d_shape *cs, int other_winograd);
 
-/* y = conv(x, w) + b (b may be NULL); 0, or -1 + error_set (a shape it does not take, or
- * out of memory: then nothing is written and the caller computes y another way) */
+/* y = conv(x, w) + b (b may be NULL) for a shape conv_wino_takes (asserted by the caller);
+ * 0, or -1 + error_set (out of memory: then nothing is written and the caller computes y
+ * another way) */
 int conv_wino_forward(struct conv_wino *cw, const struct conv2d_shape *cs, const float *x,
                       const float *w, const float *b, float *y);
 

@@ -1,6 +1,8 @@
-/* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated direct
- * convolution kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU
- * backend's own threads, each thread on its own slice of the batch.
+/* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated convolution
+ * kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU backend's own
+ * threads, each thread on its own slice of the batch.  Direct kernels, except Winograd
+ * F(4x4,3x3) for 3x3 stride-1 layers of at least 8x8 output pixels and 16 channels where
+ * oneDNN has it (AVX-512; conv_dnnl.c gives the measurements behind the rule).
  *
  * backend_cpu.c calls these from its conv2d slots and falls back to its reference path
  * (im2col + sgemm, the oracle) where they return -1: a build without oneDNN
@@ -13,7 +15,8 @@
  * oneDNN single-threaded (its OpenMP runtime is told one thread per calling thread), so
  * the library never starts threads of its own that would fight the backend's.
  *
- * Results: the forward and dx of one image do not depend on the slicing; dw sums each
+ * Results: with direct kernels, the forward and dx of one image do not depend on the
+ * slicing (Winograd's tiles were not checked for it); dw sums each
  * thread's slice in oneDNN and adds the threads' parts in thread order, so, as the
  * reference path, every result repeats bit for bit for a given thread count and slicing.
  *

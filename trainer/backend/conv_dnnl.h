@@ -56,10 +56,11 @@ int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, cons
                        const float *w, const float *dy, float *dx, float *dw);
 
 /* c = alpha op(a) op(b) + beta c, row-major (op: transposed where trans_*), on the calling
- * thread alone: oneDNN's own JIT GEMM, which uses the machine's widest vectors where the
- * OpenBLAS build may not know the CPU (OpenBLAS 0.3.21 runs its AVX2 kernels on Zen 5: half
- * the FLOPs per cycle).  0, or -1 (nothing written) in a build without oneDNN or when
- * oneDNN fails: the caller runs cblas_sgemm instead. */
+ * thread alone: oneDNN's own JIT GEMM, which uses the machine's widest vectors whatever
+ * OpenBLAS was told (OPENBLAS_CORETYPE may hold it to older kernels: this project's CI
+ * machines set Haswell, AVX2, half the FLOPs per cycle of their AVX-512).  0, or -1
+ * (nothing written) in a build without oneDNN or when oneDNN fails: the caller runs
+ * cblas_sgemm instead. */
 int conv_dnnl_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                     int lda, const float *b, int ldb, float beta, float *c, int ldc);
 

@@ -415,6 +415,12 @@ static const struct conv_case conv_cases[] = {
     {"resnet layer2.0.downsample", 4, 64, 32, 128, 1, 0, 2, 0},
     {"resnet layer4.0.conv1", 2, 256, 8, 512, 3, 1, 2, 0},
     {"resnet layer4.x.conv2", 2, 512, 4, 512, 3, 1, 1, 0},
+    {"resnet layer1.x.conv", 2, 64, 32, 64, 3, 1, 1, 0},  /* Winograd on the fast path */
+    {"resnet layer3.x.conv", 3, 256, 8, 256, 3, 1, 1, 0}, /* Winograd on the fast path */
+    {"3x3 16->24 with bias", 3, 16, 20, 24, 3, 1, 1, 1},  /* Winograd on the fast path */
+    /* the backend's own Winograd (conv_wino.c): partial 2x2 tiles at an odd edge, a bias,
+     * an uneven split of 5 images */
+    {"3x3 pixels 16->24 with bias", 5, 16, 3, 24, 3, 1, 1, 1},
     {"odd 15x15 stride 2", 3, 16, 15, 8, 3, 1, 2, 1},
     {"7x7 stride 2 stem", 2, 3, 32, 64, 7, 3, 2, 1},
     {"odd batch of 17", 17, 3, 12, 8, 3, 1, 1, 1}, /* 3-image chunks, the last one of 2 */
@@ -439,7 +445,11 @@ static void conv_check(const struct conv_case *k, const char *mode, enum dtype d
                           k->bias ? C(db) : NULL);
     /* cpuref-vs-cpufast: oneDNN's direct convolution sums the same products as im2col +
      * sgemm in another order (blocked over input channels and taps; dw over its own
-     * slices of images): the reassociation bound of cpu1-vs-cpuN applies, 1e-5.
+     * slices of images): the reassociation bound of cpu1-vs-cpuN applies, 1e-5.  The
+     * cases marked Winograd run oneDNN's F(4x4,3x3) on AVX-512 machines, whose
+     * transforms add their rounding: the worst over all cases measured 2.8e-6 (forward),
+     * 3.0e-6 (dx) and 1.5e-6 (dw) of the largest |output| (AMD EPYC Zen 5), against
+     * 8.7e-7 / 1.2e-6 / 1.5e-6 with direct kernels only; within the same 1e-5.
      * cpu-vs-cuda: cuDNN may choose FFT or Winograd algorithms, whose rounding error
      * reaches ~1e-4 of the output's range (and direct sums over up to 4608 products
      * ~1e-5); a wrong index, sign or missing term is an O(1) error.  So 1e-3 of the

@@ -9,7 +9,10 @@
  * ones, which the trainer runs, and the reference ones, kept as the oracle they are
  * compared with (tests/test_backend_ops.c, pair cpuref-vs-cpufast):
  * - convolution: fast, oneDNN's JIT kernels on each thread's slice of the batch
- *   (conv_dnnl.h; where the build has oneDNN and it takes the shape); reference,
+ *   (conv_dnnl.h; where the build has oneDNN and it takes the shape: Winograd F(4x4,3x3)
+ *   for 3x3 stride-1 layers of 8x8 pixels and more on AVX-512, direct elsewhere), or the
+ *   backend's own Winograd F(2x2,3x3) (conv_wino.h) for the 3x3 stride-1 layers oneDNN
+ *   runs no Winograd for (all of them without AVX-512 or without oneDNN); reference,
  *   im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of a chunk sit
  *   side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when one image's
  *   P*Q is small, and the chunk is sized to stay in a core's L2 cache;
@@ -35,6 +38,7 @@
 #include "backend/backend.h"
 #include "backend/backend_cpu.h"
 #include "backend/conv_dnnl.h"
+#include "backend/conv_wino.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -113,6 +117,7 @@ struct cpu_backend {
     struct cpu_pool pool;
     struct cpu_worker_arg *worker_args;
     struct conv_dnnl *fast; /* the fast convolutions (conv_dnnl.h), or NULL: reference */
+    struct conv_wino *wino; /* the own Winograd for the shapes it takes, or NULL */
     int pool_avx512;        /* the AVX-512 max pooling (pool_tiles_2x2), else scalar */
     char describe[320];
 };
@@ -782,13 +787,34 @@ static void conv_round_bias(struct backend *be, const struct conv2d_shape *cs, e
 static void conv_bias_grad(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
                            const float *dy, float *db);
 
+/* The fast convolutions: the own Winograd where it takes the shape, else oneDNN's kernels;
+ * 0 when one of them ran, -1 (the reference path runs) when neither can */
+static int conv_fast_forward(struct cpu_backend *cb, const struct conv2d_shape *cs,
+                             const float *x, const float *w, const float *b, float *y)
+{
+    if (cb->wino && conv_wino_takes(cs, cb->fast && conv_dnnl_winograd(cb->fast)) &&
+        conv_wino_forward(cb->wino, cs, x, w, b, y) == 0)
+        return 0;
+    return cb->fast ? conv_dnnl_forward(cb->fast, cs, x, w, b, y) : -1;
+}
+
+static int conv_fast_backward(struct cpu_backend *cb, const struct conv2d_shape *cs,
+                              const float *x, const float *w, const float *dy, float *dx,
+                              float *dw)
+{
+    if (cb->wino && conv_wino_takes(cs, cb->fast && conv_dnnl_winograd(cb->fast)) &&
+        conv_wino_backward(cb->wino, cs, x, w, dy, dx, dw) == 0)
+        return 0;
+    return cb->fast ? conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) : -1;
+}
+
 static void cpu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs, enum dtype dt,
                                const void *xv, const void *wv, const void *bv, void *yv)
 {
     struct cpu_backend *cb = (struct cpu_backend *)be;
     const float *x = xv, *w = wv, *b = bv;
     float *y = yv;
-    if (cb->fast && conv_dnnl_forward(cb->fast, cs, x, w, dt == DT_F32 ? b : NULL, y) == 0) {
+    if (conv_fast_forward(cb, cs, x, w, dt == DT_F32 ? b : NULL, y) == 0) {
         if (dt != DT_F32) /* the rounding points of the reference: the convolution, the bias */
             conv_round_bias(be, cs, dt, b, y);
         return;
@@ -831,7 +857,7 @@ static void cpu_conv2d_backward(struct backend *be, const struct conv2d_shape *c
         conv_bias_grad(be, cs, dt, dy, db);
     if (!dx && !dw)
         return;
-    if (cb->fast && conv_dnnl_backward(cb->fast, cs, x, w, dy, dx, dw) == 0) {
+    if (conv_fast_backward(cb, cs, x, w, dy, dx, dw) == 0) {
         if (dx)
             cpu_round(be, (size_t)cs->n * cs->c * cs->h * cs->w, dt, dx);
         if (dw)
@@ -1801,12 +1827,17 @@ struct adam_args {
     struct km_adam k;
 };
 
-static void adam_range(const void *ctx, size_t lo, size_t hi)
+/* Vectorised (the four arrays do not overlap, and this file is built with
+ * -fno-math-errno, so sqrtf needs no errno path): sqrt and division are correctly rounded
+ * in vector and scalar form alike, so each clone gives the same bits. */
+CPU_CLONES static void adam_range(const void *ctx, size_t lo, size_t hi)
 {
     const struct adam_args *a = ctx;
+    float *restrict param = a->param, *restrict m = a->exp_avg, *restrict v = a->exp_avg_sq;
+    const float *restrict grad = a->grad;
+    const struct km_adam k = a->k;
     for (size_t i = lo; i < hi; i++)
-        a->param[i] = km_adam_update(a->param[i], a->grad[i], &a->exp_avg[i],
-                                     &a->exp_avg_sq[i], &a->k);
+        param[i] = km_adam_update(param[i], grad[i], &m[i], &v[i], &k);
 }
 
 static void cpu_adam_step(struct backend *be, size_t n, float *param, const float *grad,
@@ -1825,6 +1856,7 @@ static void cpu_destroy(struct backend *be)
     if (!cb)
         return;
     conv_dnnl_destroy(cb->fast);
+    conv_wino_destroy(cb->wino);
     cpu_pool_stop(&cb->pool);
     free(cb->worker_args);
     free(cb->ws);
@@ -1918,7 +1950,7 @@ const char *backend_cpu_describe(const struct backend *be)
 int backend_cpu_is_fast(const struct backend *be)
 {
     const struct cpu_backend *cb = (const struct cpu_backend *)be;
-    return cb->fast != NULL || cb->pool_avx512;
+    return cb->fast != NULL || cb->wino != NULL || cb->pool_avx512;
 }
 
 struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path)
@@ -1971,22 +2003,27 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
         }
         pool->started++;
     }
-    const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "";
+    const char *conv = "im2col + OpenBLAS sgemm (reference)", *why = "", *wino = "";
     const char *pooling = "scalar (reference)";
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
-        const struct conv_dnnl_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
+        const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
         cb->fast = conv_dnnl_create(&cp);
         if (cb->fast)
             conv = conv_dnnl_describe(cb->fast);
         else
             why = error_get();
+        cb->wino = conv_wino_create(&cp);
+        if (cb->wino)
+            wino = cb->fast && conv_dnnl_winograd(cb->fast)
+                       ? "; own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels"
+                       : "; own Winograd F(2x2,3x3) for 3x3 layers";
         cb->pool_avx512 = cpu_has_avx512f();
         if (cb->pool_avx512)
             pooling = "AVX-512";
     }
-    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s; max pooling: %s", conv,
-             *why ? " -- " : "", why, pooling);
+    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s%s; max pooling: %s", conv,
+             wino, *why ? " -- " : "", why, pooling);
     error_clear();
     return &cb->ops;
 }

@@ -67,7 +67,7 @@ struct plan {
 };
 
 struct conv_dnnl {
-    struct conv_dnnl_pool pool;
+    struct conv_pool pool;
     dnnl_engine_t engine;
     dnnl_stream_t *streams;  /* [threads] */
     dnnl_primitive_attr_t attr; /* user scratchpad */
@@ -77,7 +77,8 @@ struct conv_dnnl {
     size_t ws_stride, ws_threads;
     char *wbuf;              /* the weights in the layout the convolution wants */
     size_t wbuf_bytes;
-    char describe[160];
+    int winograd;            /* conv_dnnl_winograd */
+    char describe[200];
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -241,9 +242,28 @@ static int plan_same_key(const struct plan *pl, enum plan_kind kind,
            a->pad == cs->pad && a->stride == cs->stride;
 }
 
-/* the convolution descriptor of kind for cs, every layout "any" */
+/* Which algorithm to ask oneDNN for.  Winograd (oneDNN's F(4x4,3x3), jit_wino_4x3, AVX-512
+ * only: elsewhere oneDNN refuses it and the plan falls back to direct) for 3x3, stride-1
+ * convolutions between at least 16 channels whose output has at least WINO_MIN_PIXELS
+ * pixels; direct for the rest.  Measured per shape (ONEDNN_VERBOSE, ResNet18 on CIFAR,
+ * slices of 16 images, AMD EPYC Zen 5, results/cpu-speed-notes.md), Winograd against
+ * direct: 64 channels at 32x32 1.79x / 1.88x / 1.37x (forward / dx / dw), 128 at 16x16
+ * 1.77x / 1.69x / 1.88x, 256 at 8x8 1.30x / 1.29x / 1.80x, but 512 at 4x4 0.53x / 0.39x /
+ * 0.89x (one 4x4 tile per image: the tile transforms dominate) and 3 input channels
+ * 0.15x / - / 0.23x.  Winograd rounds differently from direct (its transforms add and
+ * subtract scaled inputs): tests/test_backend_ops.c bounds the difference. */
+#define WINO_MIN_PIXELS 64
+static dnnl_alg_kind_t conv_alg(const struct conv2d_shape *cs)
+{
+    if (cs->r == 3 && cs->s == 3 && cs->stride == 1 && cs->c >= 16 && cs->k >= 16 &&
+        (long)cs->p * cs->q >= WINO_MIN_PIXELS)
+        return dnnl_convolution_winograd;
+    return dnnl_convolution_direct;
+}
+
+/* the convolution descriptor of kind for cs with alg, every layout "any" */
 static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs, int bias,
-                     dnnl_convolution_desc_t *d)
+                     dnnl_alg_kind_t alg, dnnl_convolution_desc_t *d)
 {
     dnnl_dims_t xd, wd, yd, bd = {cs->k};
     dims4(xd, cs->n, cs->c, cs->h, cs->w);
@@ -258,17 +278,17 @@ static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs, int bia
     switch (kind) {
     case PLAN_FORWARD:
         DNNL_TRY(dnnl_convolution_forward_desc_init(d, dnnl_forward_training,
-                                                    dnnl_convolution_direct, &x, &w,
+                                                    alg, &x, &w,
                                                     bias ? &b : NULL, &y, strides, pad, pad),
                  "forward desc");
         break;
     case PLAN_BACKWARD_DATA:
-        DNNL_TRY(dnnl_convolution_backward_data_desc_init(d, dnnl_convolution_direct, &x, &w, &y,
+        DNNL_TRY(dnnl_convolution_backward_data_desc_init(d, alg, &x, &w, &y,
                                                           strides, pad, pad),
                  "backward data desc");
         break;
     case PLAN_BACKWARD_WEIGHTS:
-        DNNL_TRY(dnnl_convolution_backward_weights_desc_init(d, dnnl_convolution_direct, &x, &w,
+        DNNL_TRY(dnnl_convolution_backward_weights_desc_init(d, alg, &x, &w,
                                                              NULL, &y, strides, pad, pad),
                  "backward weights desc");
         break;
@@ -276,24 +296,39 @@ static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs, int bia
     return 0;
 }
 
-static int plan_build(struct conv_dnnl *cd, struct plan *pl)
+/* the primitive descriptor of pl's convolution with alg (backward ones take the forward's
+ * as a hint), or -1 + error_set */
+static int conv_pd(struct conv_dnnl *cd, const struct plan *pl, dnnl_alg_kind_t alg,
+                   dnnl_primitive_desc_t *pd)
 {
     const struct conv2d_shape *cs = &pl->cs;
     dnnl_convolution_desc_t d, fd;
-    dnnl_primitive_desc_t pd, hint = NULL;
-    if (conv_desc(pl->kind, cs, pl->bias, &d))
+    dnnl_primitive_desc_t hint = NULL;
+    if (conv_desc(pl->kind, cs, pl->bias, alg, &d))
         return -1;
-    if (pl->kind != PLAN_FORWARD) { /* backward primitives take the forward's as a hint */
-        if (conv_desc(PLAN_FORWARD, cs, 0, &fd))
+    if (pl->kind != PLAN_FORWARD) {
+        if (conv_desc(PLAN_FORWARD, cs, 0, alg, &fd))
             return -1;
         DNNL_TRY(dnnl_primitive_desc_create(&hint, &fd, cd->attr, cd->engine, NULL),
                  "forward primitive (hint)");
     }
-    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &d, cd->attr, cd->engine, hint);
+    dnnl_status_t st = dnnl_primitive_desc_create(pd, &d, cd->attr, cd->engine, hint);
     if (hint)
         dnnl_primitive_desc_destroy(hint);
     if (st != dnnl_success)
         return dnnl_fail(st, "convolution primitive");
+    return 0;
+}
+
+static int plan_build(struct conv_dnnl *cd, struct plan *pl)
+{
+    const struct conv2d_shape *cs = &pl->cs;
+    dnnl_primitive_desc_t pd;
+    const dnnl_alg_kind_t alg = conv_alg(cs);
+    /* where oneDNN has no Winograd kernel for this machine or shape: direct */
+    if (conv_pd(cd, pl, alg, &pd) &&
+        (alg == dnnl_convolution_direct || conv_pd(cd, pl, dnnl_convolution_direct, &pd)))
+        return -1;
     /* Where oneDNN is slower than the backend's im2col + sgemm, the backend runs it:
      * oneDNN's own reference loops ("ref:any"), and (measured, bench_convnet_ops with
      * DNNL_MAX_CPU_ISA=AVX2) its pre-AVX-512 weight gradient of a first layer (fewer input
@@ -745,7 +780,24 @@ static const char *isa_name(dnnl_cpu_isa_t isa)
     }
 }
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
+/* whether this oneDNN has Winograd kernels on this machine: a forward primitive for a
+ * shape conv_alg gives Winograd (64 channels, 8x8) can be created */
+static int winograd_here(struct conv_dnnl *cd)
+{
+    struct plan pl = {.kind = PLAN_FORWARD,
+                      .cs = {.n = 1, .c = 64, .h = 8, .w = 8, .k = 64, .r = 3, .s = 3,
+                             .pad = 1, .stride = 1, .p = 8, .q = 8}};
+    dnnl_primitive_desc_t pd;
+    if (conv_alg(&pl.cs) != dnnl_convolution_winograd ||
+        conv_pd(cd, &pl, dnnl_convolution_winograd, &pd)) {
+        error_clear();
+        return 0;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return 1;
+}
+
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     if (pool->threads < 1)
         return error_set("conv_dnnl_create: %d threads", pool->threads), NULL;
@@ -769,12 +821,16 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
         conv_dnnl_destroy(cd);
         return NULL;
     }
+    cd->winograd = winograd_here(cd);
     const dnnl_version_t *v = dnnl_version();
-    snprintf(cd->describe, sizeof cd->describe, "oneDNN %d.%d.%d (cpu isa %s, %s runtime)",
+    snprintf(cd->describe, sizeof cd->describe, "oneDNN %d.%d.%d (cpu isa %s, %s runtime%s)",
              v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()),
-             v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other");
+             v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other",
+             cd->winograd ? ", Winograd for 3x3 layers from 8x8 pixels" : "");
     return cd;
 }
+
+int conv_dnnl_winograd(const struct conv_dnnl *cd) { return cd->winograd; }
 
 void conv_dnnl_destroy(struct conv_dnnl *cd)
 {
@@ -797,3 +853,13 @@ void conv_dnnl_destroy(struct conv_dnnl *cd)
 }
 
 const char *conv_dnnl_describe(const struct conv_dnnl *cd) { return cd->describe; }
+
+int conv_dnnl_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    dnnl_single_thread();
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc) == dnnl_success
+               ? 0
+               : -1;
+}

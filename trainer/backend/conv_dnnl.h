@@ -1,6 +1,8 @@
-/* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated direct
- * convolution kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU
- * backend's own threads, each thread on its own slice of the batch.
+/* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated convolution
+ * kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU backend's own
+ * threads, each thread on its own slice of the batch.  Direct kernels, except Winograd
+ * F(4x4,3x3) for 3x3 stride-1 layers of at least 8x8 output pixels and 16 channels where
+ * oneDNN has it (AVX-512; conv_dnnl.c gives the measurements behind the rule).
  *
  * backend_cpu.c calls these from its conv2d slots and falls back to its reference path
  * (im2col + sgemm, the oracle) where they return -1: a build without oneDNN
@@ -13,7 +15,8 @@
  * oneDNN single-threaded (its OpenMP runtime is told one thread per calling thread), so
  * the library never starts threads of its own that would fight the backend's.
  *
- * Results: the forward and dx of one image do not depend on the slicing; dw sums each
+ * Results: with direct kernels, the forward and dx of one image do not depend on the
+ * slicing (Winograd's tiles were not checked for it); dw sums each
  * thread's slice in oneDNN and adds the threads' parts in thread order, so, as the
  * reference path, every result repeats bit for bit for a given thread count and slicing.
  *
@@ -23,26 +26,22 @@
 #define DDPPROF_CONV_DNNL_H
 
 #include "backend/backend.h"
+#include "backend/conv_pool.h"
 
 struct conv_dnnl;
 
-/* How conv_dnnl runs work on the backend's threads: run(ctx, m, fn, arg) calls fn(arg, t)
- * for t = 0..m-1 (t = 0 on the calling thread, m <= threads) and returns when all are
- * done.  chunk > 0 cuts the batch into slices of at most chunk images (the backend's test
- * knob, backend_cpu_create_chunked); 0: one slice per thread. */
-struct conv_dnnl_pool {
-    void (*run)(void *ctx, int m, void (*fn)(void *arg, int t), void *arg);
-    void *ctx;
-    int threads;
-    int chunk;
-};
-
 /* A fast path on pool (copied; pool->ctx must outlive it), or NULL + error_set saying why
  * not (this build has no oneDNN, or the library failed to start). */
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool);
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool);
 void conv_dnnl_destroy(struct conv_dnnl *cd); /* NULL is a no-op */
 
-/* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime)". */
+/* 1 where oneDNN runs its Winograd F(4x4,3x3) for 3x3, stride-1 layers of at least 8x8
+ * output pixels and 16 channels (its AVX-512 kernels; conv_dnnl.c says why those), 0 where
+ * it runs direct kernels for them (no AVX-512, or DNNL_MAX_CPU_ISA below it) */
+int conv_dnnl_winograd(const struct conv_dnnl *cd);
+
+/* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime,
+ * Winograd for 3x3 layers from 8x8 pixels)". */
 const char *conv_dnnl_describe(const struct conv_dnnl *cd);
 
 /* y = conv(x, w) + b (b may be NULL).  0, or -1 + error_set when oneDNN cannot run this
@@ -55,5 +54,14 @@ int conv_dnnl_forward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const
  * does not depend on which of dx and dw are asked for. */
 int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, const float *x,
                        const float *w, const float *dy, float *dx, float *dw);
+
+/* c = alpha op(a) op(b) + beta c, row-major (op: transposed where trans_*), on the calling
+ * thread alone: oneDNN's own JIT GEMM, which uses the machine's widest vectors whatever
+ * OpenBLAS was told (OPENBLAS_CORETYPE may hold it to older kernels: this project's CI
+ * machines set Haswell, AVX2, half the FLOPs per cycle of their AVX-512).  0, or -1
+ * (nothing written) in a build without oneDNN or when oneDNN fails: the caller runs
+ * cblas_sgemm instead. */
+int conv_dnnl_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     (void)pool;
     return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
@@ -14,6 +14,12 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_dnnl_pool *pool)
 }
 
 void conv_dnnl_destroy(struct conv_dnnl *cd) { (void)cd; }
+
+int conv_dnnl_winograd(const struct conv_dnnl *cd)
+{
+    (void)cd;
+    return 0;
+}
 
 const char *conv_dnnl_describe(const struct conv_dnnl *cd)
 {
@@ -33,4 +39,12 @@ int conv_dnnl_backward(struct conv_dnnl *cd, const struct conv2d_shape *cs, cons
 {
     (void)cd, (void)cs, (void)x, (void)w, (void)dy, (void)dx, (void)dw;
     return error_set("no oneDNN in this build");
+}
+
+int conv_dnnl_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                    int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+    return -1;
 }

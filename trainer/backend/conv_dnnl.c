@@ -59,11 +59,11 @@ enum { ARGS = 3 };
 struct plan {
     enum plan_kind kind;
     struct conv2d_shape cs; /* n = the slice's images */
-    int bias;
+    int bias;               /* forward: y = conv + b, b added by a binary post-op */
     char *refused;          /* why oneDNN could not build it (kept: not retried), or NULL */
     struct prim conv;
     struct arg arg[ARGS];
-    dnnl_memory_t *mem_bias; /* [threads], forward with bias */
+    dnnl_memory_t *mem_bias; /* [threads], forward with bias: b as (1, k, 1, 1) */
 };
 
 struct conv_dnnl {
@@ -262,24 +262,22 @@ static dnnl_alg_kind_t conv_alg(const struct conv2d_shape *cs)
 }
 
 /* the convolution descriptor of kind for cs with alg, every layout "any" */
-static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs, int bias,
+static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs,
                      dnnl_alg_kind_t alg, dnnl_convolution_desc_t *d)
 {
-    dnnl_dims_t xd, wd, yd, bd = {cs->k};
+    dnnl_dims_t xd, wd, yd;
     dims4(xd, cs->n, cs->c, cs->h, cs->w);
     dims4(wd, cs->k, cs->c, cs->r, cs->s);
     dims4(yd, cs->n, cs->k, cs->p, cs->q);
-    dnnl_memory_desc_t x, w, y, b;
+    dnnl_memory_desc_t x, w, y;
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_format_tag_any), "src desc");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any), "wei desc");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_format_tag_any), "dst desc");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x), "bias desc");
     const dnnl_dims_t strides = {cs->stride, cs->stride}, pad = {cs->pad, cs->pad};
     switch (kind) {
     case PLAN_FORWARD:
         DNNL_TRY(dnnl_convolution_forward_desc_init(d, dnnl_forward_training,
-                                                    alg, &x, &w,
-                                                    bias ? &b : NULL, &y, strides, pad, pad),
+                                                    alg, &x, &w, NULL, &y, strides, pad, pad),
                  "forward desc");
         break;
     case PLAN_BACKWARD_DATA:
@@ -304,15 +302,43 @@ static int conv_pd(struct conv_dnnl *cd, const struct plan *pl, dnnl_alg_kind_t 
     const struct conv2d_shape *cs = &pl->cs;
     dnnl_convolution_desc_t d, fd;
     dnnl_primitive_desc_t hint = NULL;
-    if (conv_desc(pl->kind, cs, pl->bias, alg, &d))
+    if (conv_desc(pl->kind, cs, alg, &d))
         return -1;
     if (pl->kind != PLAN_FORWARD) {
-        if (conv_desc(PLAN_FORWARD, cs, 0, alg, &fd))
+        if (conv_desc(PLAN_FORWARD, cs, alg, &fd))
             return -1;
         DNNL_TRY(dnnl_primitive_desc_create(&hint, &fd, cd->attr, cd->engine, NULL),
                  "forward primitive (hint)");
     }
-    dnnl_status_t st = dnnl_primitive_desc_create(pd, &d, cd->attr, cd->engine, hint);
+    /* The bias as a binary post-op (an add after the sums), not as oneDNN's bias argument:
+     * its AVX2 kernels start the sums from the bias, which rounds differently from the
+     * reference path and the CUDA backend, both of which add it to the finished
+     * convolution (tests/test_kernels_emu.c checks that exactly; it failed under
+     * DNNL_MAX_CPU_ISA=AVX2 with the bias argument). */
+    dnnl_primitive_attr_t attr = cd->attr, own = NULL;
+    dnnl_status_t st = dnnl_success;
+    if (pl->kind == PLAN_FORWARD && pl->bias) {
+        dnnl_dims_t bd;
+        dims4(bd, 1, cs->k, 1, 1);
+        dnnl_memory_desc_t b;
+        dnnl_post_ops_t po = NULL;
+        st = dnnl_memory_desc_init_by_tag(&b, 4, bd, dnnl_f32, dnnl_nchw);
+        if (st == dnnl_success)
+            st = dnnl_primitive_attr_clone(&own, cd->attr);
+        if (st == dnnl_success)
+            st = dnnl_post_ops_create(&po);
+        if (st == dnnl_success)
+            st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &b);
+        if (st == dnnl_success)
+            st = dnnl_primitive_attr_set_post_ops(own, po);
+        if (po)
+            dnnl_post_ops_destroy(po);
+        attr = own;
+    }
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(pd, &d, attr, cd->engine, hint);
+    if (own)
+        dnnl_primitive_attr_destroy(own);
     if (hint)
         dnnl_primitive_desc_destroy(hint);
     if (st != dnnl_success)
@@ -354,21 +380,26 @@ static int plan_build(struct conv_dnnl *cd, struct plan *pl)
         want[i] = *dnnl_primitive_desc_query_md(pd, queries[pl->kind][i], 0);
     if (prim_init(cd, pd, &pl->conv))
         return -1;
-    dnnl_dims_t xd, wd, yd, bd = {cs->k};
+    dnnl_dims_t xd, wd, yd;
     dims4(xd, cs->n, cs->c, cs->h, cs->w);
     dims4(wd, cs->k, cs->c, cs->r, cs->s);
     dims4(yd, cs->n, cs->k, cs->p, cs->q);
-    dnnl_memory_desc_t x, w, y, b;
+    dnnl_memory_desc_t x, w, y;
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nchw), "nchw desc");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_oihw), "oihw desc");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nchw), "nchw desc");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&b, 1, bd, dnnl_f32, dnnl_x), "bias desc");
     const dnnl_memory_desc_t *plain[3][ARGS] = {{&x, &w, &y}, {&y, &w, &x}, {&x, &y, &w}};
     for (int i = 0; i < ARGS; i++)
         if (arg_init(cd, &pl->arg[i], plain[pl->kind][i], &want[i], i == ARGS - 1))
             return -1;
-    if (pl->bias && mem_create(cd, &b, &pl->mem_bias))
-        return -1;
+    if (pl->bias) {
+        dnnl_dims_t bd;
+        dims4(bd, 1, cs->k, 1, 1);
+        dnnl_memory_desc_t b;
+        DNNL_TRY(dnnl_memory_desc_init_by_tag(&b, 4, bd, dnnl_f32, dnnl_nchw), "bias desc");
+        if (mem_create(cd, &b, &pl->mem_bias))
+            return -1;
+    }
     return 0;
 }
 
@@ -545,7 +576,8 @@ static int forward_slice(struct job *job, int t, int i)
     if (pl->bias) {
         DNNL_TRY(dnnl_memory_set_data_handle(pl->mem_bias[t], (void *)(uintptr_t)job->b),
                  "bind bias");
-        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, pl->mem_bias[t]};
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                                          pl->mem_bias[t]};
     }
     if (prim_exec(cd, &pl->conv, t, args, nargs, ws + job->off_scratch))
         return -1;

@@ -15,7 +15,6 @@
 #include "common/error.h"
 
 #include <cblas.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,7 +376,8 @@ static void filter_task(void *arg, int t)
 {
     const struct filter_job *f = arg;
     const struct wino_job *j = f->j;
-    const int k0 = (int)((long)j->K * t / f->threads), k1 = (int)((long)j->K * (t + 1) / f->threads);
+    const int k0 = (int)((long)j->K * t / f->threads);
+    const int k1 = (int)((long)j->K * (t + 1) / f->threads);
     if (f->dw)
         filter_grads(j->ws + j->part, j->stride, j->threads, j->K, j->C, k0, k1, f->dw);
     else
@@ -388,17 +388,17 @@ static void filter_task(void *arg, int t)
 static int job_plan(struct conv_wino *cw, const struct conv2d_shape *cs, enum wino_kind kind,
                     struct wino_job *j)
 {
-    const int T = cw->pool.threads;
+    const int nt = cw->pool.threads;
     *j = (struct wino_job){.kind = kind, .n = cs->n, .C = cs->c, .K = cs->k, .h = cs->h,
                            .w = cs->w, .tiles = ((cs->h + 1) / 2) * ((cs->w + 1) / 2)};
-    int nb = (cs->n + T - 1) / T;
+    int nb = (cs->n + nt - 1) / nt;
     if (cw->pool.chunk > 0 && nb > cw->pool.chunk)
         nb = cw->pool.chunk;
     if (nb < 1)
         nb = 1;
     const int slices = (cs->n + nb - 1) / nb;
     j->nb = nb;
-    j->per_thread = (slices + T - 1) / T;
+    j->per_thread = (slices + nt - 1) / nt;
     j->threads = (slices + j->per_thread - 1) / j->per_thread;
     const size_t per_image = (size_t)16 * (cs->c + cs->k) * j->tiles;
     size_t ib = WINO_BLOCK_FLOATS / per_image;

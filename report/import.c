@@ -26,6 +26,7 @@
 #include <zlib.h>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/vec.h"
 #include "report/analysis.h"
 #include "report/ptjson.h"
@@ -945,16 +946,19 @@ static void imp_warn(const struct imp *im)
                     "%llu events before the cut",
                     im->path, (unsigned long long)im->bytes_read,
                     (unsigned long long)im->events);
+    char shown[TEXT_PRINTABLE_MAX];
     if (im->unknown_nccl)
         report_warn("%s: %llu NCCL kernel(s) named in no known scheme (e.g. '%s'; known: "
                     "ncclKernel_*, ncclDevKernel_*): counted as communication in the kernel "
                     "figures; all-reduce buckets only from their Collective name args or "
                     "nccl:all_reduce annotations",
-                    im->path, (unsigned long long)im->unknown_nccl, im->unknown_nccl_name);
+                    im->path, (unsigned long long)im->unknown_nccl,
+                    text_printable(im->unknown_nccl_name, 80, shown, sizeof shown));
     if (im->dtype_unknown)
         report_warn("%s: %llu collective(s) of dtype '%s' (size unknown): their bytes are left "
                     "empty",
-                    im->path, (unsigned long long)im->dtype_unknown, im->unknown_dtype);
+                    im->path, (unsigned long long)im->dtype_unknown,
+                    text_printable(im->unknown_dtype, 30, shown, sizeof shown));
     if (im->cpu.late || im->dev.late)
         report_warn("%s: %llu event(s) more than %d events out of time order: phase spans and "
                     "kernel figures near them are approximate",

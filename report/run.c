@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "common/parse.h"
+#include "common/printable.h"
 #include "common/vec.h"
 
 #define RUN_READ_CHUNK (1u << 20)
@@ -149,6 +150,14 @@ static void run_rows_end(int c, void *data)
     r->len = 0;
 }
 
+/* a field of a file as a message shows it: one line, at most 40 bytes (a message holds
+ * one such value) */
+static const char *run_shown(const char *v)
+{
+    static _Thread_local char buf[TEXT_PRINTABLE_MAX];
+    return text_printable(v, 40, buf, sizeof buf);
+}
+
 /* Call fn for every complete row of path (the header included).  Returns 0 or -1. */
 static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
 {
@@ -271,7 +280,7 @@ static int run_metrics_row(void *ctx, char **f, int nf, long line)
         return error_set("%s line %ld: %d field(s), no images column", m->path, line, nf);
     if (run_parse_i64(f[m->images_col], strlen(f[m->images_col]), &v) < 0 || v < 0)
         return error_set("%s line %ld: images '%s' is not a non-negative integer", m->path, line,
-                         f[m->images_col]);
+                         run_shown(f[m->images_col]));
     m->run->metrics_images += v;
     m->run->metrics_steps++;
     return 0;
@@ -755,7 +764,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
         if (off && run_parse_i64(off, strlen(off), &offset) < 0) {
             free(path);
             return error_set("%s/meta.csv: %s is '%s', not an integer of nanoseconds", r->dir,
-                             name, off);
+                             name, run_shown(off));
         }
         if (!off && rank > 0)
             missing_offsets++;
@@ -834,7 +843,8 @@ static int run_load(struct runset *rs, const char *dir)
     const char *ws = run_meta(r, "world_size");
     int64_t v = 0;
     if (ws && (run_parse_i64(ws, strlen(ws), &v) < 0 || v < 1 || v > 65536))
-        return error_set("%s/meta.csv: world_size is '%s', not a rank count in 1..65536", dir, ws);
+        return error_set("%s/meta.csv: world_size is '%s', not a rank count in 1..65536", dir,
+                         run_shown(ws));
     if (ws) {
         r->world_size = (int)v;
     } else {

@@ -1,7 +1,7 @@
 /* test_safetensors.c — safetensors writer and reader: byte-exact output against the
  * reference implementation's own test vectors and a Python-written golden file, round
  * trips of every dtype, atomic save (replacement and failed saves), one clear error for
- * each kind of malformed file, and how those errors show a name (json_printable: cut at a
+ * each kind of malformed file, and how those errors show a name (text_printable: cut at a
  * UTF-8 boundary, never inside a character and never dropping a whole one). */
 #include <dirent.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "testutil.h"
@@ -520,7 +521,7 @@ static void test_valid_variants(void)
     unlink(path);
 }
 
-/* json_printable's cut: a character the cut splits goes, one that ends at the cut stays */
+/* text_printable's cut: a character the cut splits goes, one that ends at the cut stays */
 static void test_printable(void)
 {
     static const struct {
@@ -529,21 +530,21 @@ static void test_printable(void)
         const char *want;
     } cases[] = {
         /* \xc3\xa9 is U+00E9, \xf0\x9f\x98\x80 U+1F600 ("" "" keeps b, c, d out of \x) */
-        {"a\xc3\xa9" "bc", 3, JSON_PRINTABLE_MAX, "a\xc3\xa9..."}, /* ends at the cut: kept */
-        {"a\xc3\xa9" "bc", 2, JSON_PRINTABLE_MAX, "a..."},        /* split: dropped whole */
-        {"x\xf0\x9f\x98\x80y", 5, JSON_PRINTABLE_MAX, "x\xf0\x9f\x98\x80..."},
-        {"x\xf0\x9f\x98\x80y", 3, JSON_PRINTABLE_MAX, "x..."},
-        {"a\xc3\xa9", 3, JSON_PRINTABLE_MAX, "a\xc3\xa9"},         /* no cut at all */
-        {"x\xc3\xa9\n", 3, JSON_PRINTABLE_MAX, "x\xc3\xa9..."},   /* a \n after the cut */
+        {"a\xc3\xa9" "bc", 3, TEXT_PRINTABLE_MAX, "a\xc3\xa9..."}, /* ends at the cut: kept */
+        {"a\xc3\xa9" "bc", 2, TEXT_PRINTABLE_MAX, "a..."},        /* split: dropped whole */
+        {"x\xf0\x9f\x98\x80y", 5, TEXT_PRINTABLE_MAX, "x\xf0\x9f\x98\x80..."},
+        {"x\xf0\x9f\x98\x80y", 3, TEXT_PRINTABLE_MAX, "x..."},
+        {"a\xc3\xa9", 3, TEXT_PRINTABLE_MAX, "a\xc3\xa9"},         /* no cut at all */
+        {"x\xc3\xa9\n", 3, TEXT_PRINTABLE_MAX, "x\xc3\xa9..."},   /* a \n after the cut */
         /* cut by the buffer (cap) instead of max: room is kept for "..." and the NUL */
         {"ab\xc3\xa9" "cd", 80, 8, "ab\xc3\xa9..."},
         {"ab\xc3\xa9" "cd", 80, 7, "ab..."},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char buf[JSON_PRINTABLE_MAX];
-        const char *got = json_printable(cases[k].s, cases[k].max, buf, cases[k].cap);
+        char buf[TEXT_PRINTABLE_MAX];
+        const char *got = text_printable(cases[k].s, cases[k].max, buf, cases[k].cap);
         CHECK(got == buf && strcmp(buf, cases[k].want) == 0,
-              "json_printable('%s', max %zu, cap %zu) = '%s', want '%s'", cases[k].s,
+              "text_printable('%s', max %zu, cap %zu) = '%s', want '%s'", cases[k].s,
               cases[k].max, cases[k].cap, buf, cases[k].want);
     }
 }

@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "common/error.h"
 #include "common/parse.h"
+#include "common/printable.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "nn/optim.h"
@@ -190,10 +191,10 @@ static int checkpoint_load_params(const struct st_file *st, const char *path,
     }
     for (int i = 0; i < st_count(st) && rc == 0; i++) {
         const char *name = st_get(st, i)->name;
-        char shown[JSON_PRINTABLE_MAX];
+        char shown[TEXT_PRINTABLE_MAX];
         if (strncmp(name, "optimizer.", 10) != 0 && !params_find(params, name))
             rc = error_set("%s: unexpected tensor '%s' (not a parameter or buffer of this "
-                           "model)", path, json_printable(name, 80, shown, sizeof shown));
+                           "model)", path, text_printable(name, 80, shown, sizeof shown));
     }
     return rc;
 }
@@ -212,8 +213,8 @@ int checkpoint_load_model(const char *path, struct param_table *params)
  * one such value) */
 static const char *checkpoint_shown(const char *v)
 {
-    static _Thread_local char buf[JSON_PRINTABLE_MAX];
-    return json_printable(v, 40, buf, sizeof buf);
+    static _Thread_local char buf[TEXT_PRINTABLE_MAX];
+    return text_printable(v, 40, buf, sizeof buf);
 }
 
 /* the metadata value of key, or NULL after an error naming it */

@@ -17,12 +17,6 @@
 /* 1 if s[0..len) is valid UTF-8 (no overlongs, surrogates or values past U+10FFFF) */
 int json_utf8_valid(const unsigned char *s, size_t len);
 
-/* s as messages may show it, on one line: at most max bytes of it (cut at a UTF-8
- * boundary, then "..."), line breaks and tabs as \n \r \t, other control bytes as \xNN,
- * into buf (cap bytes; JSON_PRINTABLE_MAX holds any max <= 80).  Returns buf. */
-#define JSON_PRINTABLE_MAX 340
-const char *json_printable(const char *s, size_t max, char *buf, size_t cap);
-
 /* ------------------------------------------------------------------ reading */
 
 struct json_parser {

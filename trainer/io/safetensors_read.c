@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "common/printable.h"
 #include "common/vec.h"
 #include "io/json.h"
 #include "io/safetensors_format.h"
@@ -99,11 +100,11 @@ static int st_parse_tensor(struct json_parser *ps, struct st_tensor *t, int64_t 
                 } else {
                     int d = st_dtype_parse(name);
                     if (d < 0) {
-                        char msg[JSON_PRINTABLE_MAX + 80], shown[JSON_PRINTABLE_MAX];
+                        char msg[TEXT_PRINTABLE_MAX + 80], shown[TEXT_PRINTABLE_MAX];
                         snprintf(msg, sizeof msg,
                                  "unsupported dtype \"%s\" (supported: F32 F16 BF16 I64 I32 "
                                  "U8)",
-                                 json_printable(name, 40, shown, sizeof shown));
+                                 text_printable(name, 40, shown, sizeof shown));
                         ps->pos = at;
                         rc = json_fail(ps, msg);
                     }
@@ -123,9 +124,9 @@ static int st_parse_tensor(struct json_parser *ps, struct st_tensor *t, int64_t 
                     rc = json_fail(ps, "data_offsets must have exactly 2 entries");
                 have_offsets = 1;
             } else {
-                char msg[JSON_PRINTABLE_MAX + 80], shown[JSON_PRINTABLE_MAX];
+                char msg[TEXT_PRINTABLE_MAX + 80], shown[TEXT_PRINTABLE_MAX];
                 snprintf(msg, sizeof msg, "unexpected or repeated key \"%s\" in a tensor entry",
-                         json_printable(key, 60, shown, sizeof shown));
+                         text_printable(key, 60, shown, sizeof shown));
                 rc = json_fail(ps, msg);
             }
             free(key);
@@ -237,8 +238,8 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
     for (int i = 0; i < st->count; i++) {
         struct st_tensor *t = &st->tensors[i];
         int64_t b = offsets[2 * i], e = offsets[2 * i + 1];
-        char name[JSON_PRINTABLE_MAX];
-        json_printable(t->name, 80, name, sizeof name);
+        char name[TEXT_PRINTABLE_MAX];
+        text_printable(t->name, 80, name, sizeof name);
         if (st_shape_bytes(t->dtype, t->ndim, t->shape, &t->numel, &t->nbytes) < 0)
             return error_set("%s: tensor \"%s\": shape overflows (more than 2^62 bytes)",
                              st->path, name);
@@ -281,9 +282,9 @@ static int st_validate(struct st_file *st, const int64_t *offsets, unsigned char
         int64_t b = offsets[2 * order[k]], e = offsets[2 * order[k] + 1];
         if (b != expect) {
             int rc;
-            char name[JSON_PRINTABLE_MAX], before[JSON_PRINTABLE_MAX];
-            json_printable(t->name, 80, name, sizeof name);
-            json_printable(prev ? prev : "", 80, before, sizeof before);
+            char name[TEXT_PRINTABLE_MAX], before[TEXT_PRINTABLE_MAX];
+            text_printable(t->name, 80, name, sizeof name);
+            text_printable(prev ? prev : "", 80, before, sizeof before);
             if (b < expect)
                 rc = error_set("%s: tensor \"%s\": data_offsets [%lld, %lld] overlap tensor "
                                "\"%s\" (which ends at %lld)",
@@ -503,9 +504,9 @@ const struct st_tensor *st_find(const struct st_file *st, const char *name)
 {
     int i = st_find_index(st, name);
     if (i < 0) {
-        char shown[JSON_PRINTABLE_MAX];
+        char shown[TEXT_PRINTABLE_MAX];
         error_set("%s: no tensor named \"%s\"", st->path,
-                  json_printable(name, 80, shown, sizeof shown));
+                  text_printable(name, 80, shown, sizeof shown));
         return NULL;
     }
     return &st->tensors[i];

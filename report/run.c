@@ -306,7 +306,7 @@ struct trace_parse {
     int64_t cur_rank;
     long rows_ended;  /* rows (not blank lines) completed: tells when libcsv finished one */
     int bad;          /* the current row has a bad field; message in badmsg */
-    char badmsg[200];
+    char badmsg[320];
     int failed;       /* error_set() was called: stop */
 };
 
@@ -325,10 +325,13 @@ static void trace_field_bad(struct trace_parse *t, const char *what, const void 
     if (t->bad)
         return;
     t->bad = 1;
-    int n = len > 40 ? 40 : (int)len;
-    snprintf(t->badmsg, sizeof t->badmsg, "column %s: '%.*s%s' %s",
-             trace_column_name(t->colmap[t->field]), n, (const char *)s, len > 40 ? "..." : "",
-             what);
+    char field[42], shown[TEXT_PRINTABLE_MAX];
+    const size_t n = len > 41 ? 41 : len; /* one byte past 40 makes text_printable cut */
+    memcpy(field, s, n);
+    field[n] = '\0';
+    snprintf(t->badmsg, sizeof t->badmsg, "column %s: '%s' %s",
+             trace_column_name(t->colmap[t->field]),
+             text_printable(field, 40, shown, sizeof shown), what);
 }
 
 static void trace_on_field(void *sv, size_t len, void *data)

@@ -180,10 +180,12 @@ class GlooComm {
     void thread_main();
     void execute(std::unique_lock<std::mutex> &lock);
     void run(comm_work *w);
+    template <typename Options, typename Fn> void guarded(const std::shared_ptr<Options> &o, Fn fn);
     std::string describe(const comm_work *w) const;
     std::string peers_of(const std::string &msg) const;
 
     const int rank_, world_, timeout_ms_;
+    std::vector<std::shared_ptr<void>> kept_; /* failed collectives' options: see guarded */
     std::shared_ptr<gloo::transport::Device> dev_;
     std::shared_ptr<gloo::rendezvous::Context> ctx_;
     std::vector<std::string> addrs_; /* each rank's listening address */
@@ -342,6 +344,22 @@ void gloo_sum_f32(void *c, const void *a, const void *b, size_t n)
     gloo::sum<float>(c, a, b, n);
 }
 
+/* Run collective fn on its options o.  When it throws (a timeout, a closed connection),
+ * Gloo's transport thread may still complete a send or receive on o's buffers:
+ * ThreadSanitizer caught UnboundBuffer::handleSendCompletion signalling a buffer that the
+ * unwinding had just destroyed.  So a failed collective's options are kept until stop()
+ * has released the device and its thread. */
+template <typename Options, typename Fn>
+void GlooComm::guarded(const std::shared_ptr<Options> &o, Fn fn)
+{
+    try {
+        fn(*o);
+    } catch (...) {
+        kept_.push_back(o);
+        throw;
+    }
+}
+
 void GlooComm::run(comm_work *w)
 {
     const size_t n = w->count, esize = comm_dtype_size(w->dt);
@@ -349,35 +367,35 @@ void GlooComm::run(comm_work *w)
     auto ms = std::chrono::milliseconds(timeout_ms_);
     switch (w->op) {
     case GLOO_BARRIER: {
-        gloo::BarrierOptions o(ctx_);
-        o.setTag(tag);
-        o.setTimeout(ms);
-        gloo::barrier(o);
+        auto o = std::make_shared<gloo::BarrierOptions>(ctx_);
+        o->setTag(tag);
+        o->setTimeout(ms);
+        guarded(o, [](gloo::BarrierOptions &x) { gloo::barrier(x); });
         return;
     }
     case GLOO_BROADCAST: {
         if (n == 0)
             return;
-        gloo::BroadcastOptions o(ctx_);
-        o.setOutput(static_cast<uint8_t *>(w->buf), n * esize);
-        o.setRoot(w->root);
-        o.setTag(tag);
-        o.setTimeout(ms);
-        gloo::broadcast(o);
+        auto o = std::make_shared<gloo::BroadcastOptions>(ctx_);
+        o->setOutput(static_cast<uint8_t *>(w->buf), n * esize);
+        o->setRoot(w->root);
+        o->setTag(tag);
+        o->setTimeout(ms);
+        guarded(o, [](gloo::BroadcastOptions &x) { gloo::broadcast(x); });
         return;
     }
     case GLOO_ALLGATHER: {
         if (n == 0)
             return;
-        gloo::AllgatherOptions o(ctx_);
+        auto o = std::make_shared<gloo::AllgatherOptions>(ctx_);
         uint8_t *recv = static_cast<uint8_t *>(w->buf);
         const uint8_t *send = static_cast<const uint8_t *>(w->send);
         if (send != recv + (size_t)rank_ * n * esize)
-            o.setInput(const_cast<uint8_t *>(send), n * esize);
-        o.setOutput(recv, (size_t)world_ * n * esize);
-        o.setTag(tag);
-        o.setTimeout(ms);
-        gloo::allgather(o);
+            o->setInput(const_cast<uint8_t *>(send), n * esize);
+        o->setOutput(recv, (size_t)world_ * n * esize);
+        o->setTag(tag);
+        o->setTimeout(ms);
+        guarded(o, [](gloo::AllgatherOptions &x) { gloo::allgather(x); });
         return;
     }
     case GLOO_ALLREDUCE:
@@ -397,20 +415,20 @@ void GlooComm::run(comm_work *w)
             data = wide_.data();
         }
         if (w->op == GLOO_ALLREDUCE) {
-            gloo::AllreduceOptions o(ctx_);
-            o.setOutput(data, n);
-            o.setReduceFunction(gloo_sum_f32);
-            o.setTag(tag);
-            o.setTimeout(ms);
-            gloo::allreduce(o);
+            auto o = std::make_shared<gloo::AllreduceOptions>(ctx_);
+            o->setOutput(data, n);
+            o->setReduceFunction(gloo_sum_f32);
+            o->setTag(tag);
+            o->setTimeout(ms);
+            guarded(o, [](gloo::AllreduceOptions &x) { gloo::allreduce(x); });
         } else {
-            gloo::ReduceOptions o(ctx_);
-            o.setOutput(data, n);
-            o.setRoot(w->root);
-            o.setReduceFunction(gloo_sum_f32);
-            o.setTag(tag);
-            o.setTimeout(ms);
-            gloo::reduce(o);
+            auto o = std::make_shared<gloo::ReduceOptions>(ctx_);
+            o->setOutput(data, n);
+            o->setRoot(w->root);
+            o->setReduceFunction(gloo_sum_f32);
+            o->setTag(tag);
+            o->setTimeout(ms);
+            guarded(o, [](gloo::ReduceOptions &x) { gloo::reduce(x); });
         }
         if (copy && (w->op == GLOO_ALLREDUCE || rank_ == w->root)) {
             if (w->dt == COMM_F32)
@@ -569,6 +587,7 @@ bool GlooComm::stop()
     live_.clear();
     ctx_.reset();
     dev_.reset();
+    kept_.clear(); /* after the device (and its thread) */
     return true;
 }
 

@@ -18,7 +18,8 @@
  *                 convolutions).  Reference: the CPU backend on 1 thread with its
  *                 reference convolutions alone (im2col + sgemm, backend_cpu_create_path).
  *                 Candidate: the CPU backend with its fast convolutions (conv_dnnl.h,
- *                 oneDNN) on CAND_THREADS threads split as in cpu1-vs-cpuN.  Every op
+ *                 oneDNN; conv_wino.h, its own Winograd) on CAND_THREADS threads split as
+ *                 in cpu1-vs-cpuN.  Every op
  *                 but the convolutions runs the same code on both: the same rules as
  *                 cpu1-vs-cpuN; the convolutions differ in algorithm (see conv_check).
  *   cpu-vs-cuda   Reference: the CPU backend (the oracle).  Candidate: the CUDA backend

@@ -1,5 +1,6 @@
 /* conv_dnnl_stub.c — conv_dnnl.h in a build without oneDNN: there is no fast path, and the
- * CPU backend runs its reference convolutions (CMake said so when it configured). */
+ * CPU backend runs its reference convolutions, and its own Winograd (conv_wino.c) for the
+ * 3x3 stride-1 layers (CMake said so when it configured). */
 #include "backend/conv_dnnl.h"
 
 #include "common/error.h"
@@ -8,7 +9,8 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
 {
     (void)pool;
     return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
-                     "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions; "
+                     "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions (and its "
+                     "own Winograd for 3x3 stride-1 layers); "
                      "install libdnnl-dev (or run scripts/setup) and rebuild for the fast ones"),
            NULL;
 }

@@ -473,7 +473,13 @@ int store_check(struct store *s, const char *key, int *exists)
 int store_lost(struct store *s, int rank, int *first)
 {
     char key[64], text[16] = "";
-    int exists = 0;
+    int lost = 0, exists = 0;
+    /* rank's mark first: the server sets it and the first-lost mark in one step, so once
+     * rank's is seen the first-lost one is there too (read the other way round, a loss
+     * between the two requests gave "lost" with no first rank) */
+    snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
+    if (store_check(s, key, &lost))
+        return -1;
     if (first) {
         *first = -1;
         if (store_check(s, STORE_KEY_LOST, &exists))
@@ -484,10 +490,7 @@ int store_lost(struct store *s, int rank, int *first)
             *first = atoi(text);
         }
     }
-    snprintf(key, sizeof key, STORE_KEY_LOST "/%d", rank);
-    if (store_check(s, key, &exists))
-        return -1;
-    return exists;
+    return lost;
 }
 
 int store_wait(struct store *s, const char *key)

@@ -294,6 +294,14 @@ static int conv_desc(enum plan_kind kind, const struct conv2d_shape *cs,
     return 0;
 }
 
+/* the bias as the forward's binary post-op takes it: (1, k, 1, 1) */
+static dnnl_status_t bias_md(const struct conv2d_shape *cs, dnnl_memory_desc_t *b)
+{
+    dnnl_dims_t bd;
+    dims4(bd, 1, cs->k, 1, 1);
+    return dnnl_memory_desc_init_by_tag(b, 4, bd, dnnl_f32, dnnl_nchw);
+}
+
 /* the primitive descriptor of pl's convolution with alg (backward ones take the forward's
  * as a hint), or -1 + error_set */
 static int conv_pd(struct conv_dnnl *cd, const struct plan *pl, dnnl_alg_kind_t alg,
@@ -318,11 +326,9 @@ static int conv_pd(struct conv_dnnl *cd, const struct plan *pl, dnnl_alg_kind_t 
     dnnl_primitive_attr_t attr = cd->attr, own = NULL;
     dnnl_status_t st = dnnl_success;
     if (pl->kind == PLAN_FORWARD && pl->bias) {
-        dnnl_dims_t bd;
-        dims4(bd, 1, cs->k, 1, 1);
         dnnl_memory_desc_t b;
         dnnl_post_ops_t po = NULL;
-        st = dnnl_memory_desc_init_by_tag(&b, 4, bd, dnnl_f32, dnnl_nchw);
+        st = bias_md(cs, &b);
         if (st == dnnl_success)
             st = dnnl_primitive_attr_clone(&own, cd->attr);
         if (st == dnnl_success)
@@ -393,10 +399,8 @@ static int plan_build(struct conv_dnnl *cd, struct plan *pl)
         if (arg_init(cd, &pl->arg[i], plain[pl->kind][i], &want[i], i == ARGS - 1))
             return -1;
     if (pl->bias) {
-        dnnl_dims_t bd;
-        dims4(bd, 1, cs->k, 1, 1);
         dnnl_memory_desc_t b;
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&b, 4, bd, dnnl_f32, dnnl_nchw), "bias desc");
+        DNNL_TRY(bias_md(cs, &b), "bias desc");
         if (mem_create(cd, &b, &pl->mem_bias))
             return -1;
     }

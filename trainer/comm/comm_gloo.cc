@@ -180,7 +180,9 @@ class GlooComm {
     void thread_main();
     void execute(std::unique_lock<std::mutex> &lock);
     void run(comm_work *w);
-    template <typename Options, typename Fn> void guarded(const std::shared_ptr<Options> &o, Fn fn);
+    template <typename Options, typename Fn>
+    void guarded(const std::shared_ptr<Options> &o, uint32_t tag, std::chrono::milliseconds ms,
+                 Fn fn);
     std::string describe(const comm_work *w) const;
     std::string peers_of(const std::string &msg) const;
 
@@ -344,14 +346,17 @@ void gloo_sum_f32(void *c, const void *a, const void *b, size_t n)
     gloo::sum<float>(c, a, b, n);
 }
 
-/* Run collective fn on its options o.  When it throws (a timeout, a closed connection),
+/* Run collective fn on its options o, with tag and timeout ms.  When it throws (a timeout, a closed connection),
  * Gloo's transport thread may still complete a send or receive on o's buffers:
  * ThreadSanitizer caught UnboundBuffer::handleSendCompletion signalling a buffer that the
  * unwinding had just destroyed.  So a failed collective's options are kept until stop()
  * has released the device and its thread. */
 template <typename Options, typename Fn>
-void GlooComm::guarded(const std::shared_ptr<Options> &o, Fn fn)
+void GlooComm::guarded(const std::shared_ptr<Options> &o, uint32_t tag,
+                       std::chrono::milliseconds ms, Fn fn)
 {
+    o->setTag(tag);
+    o->setTimeout(ms);
     try {
         fn(*o);
     } catch (...) {
@@ -368,9 +373,7 @@ void GlooComm::run(comm_work *w)
     switch (w->op) {
     case GLOO_BARRIER: {
         auto o = std::make_shared<gloo::BarrierOptions>(ctx_);
-        o->setTag(tag);
-        o->setTimeout(ms);
-        guarded(o, [](gloo::BarrierOptions &x) { gloo::barrier(x); });
+        guarded(o, tag, ms, [](gloo::BarrierOptions &x) { gloo::barrier(x); });
         return;
     }
     case GLOO_BROADCAST: {
@@ -379,9 +382,7 @@ void GlooComm::run(comm_work *w)
         auto o = std::make_shared<gloo::BroadcastOptions>(ctx_);
         o->setOutput(static_cast<uint8_t *>(w->buf), n * esize);
         o->setRoot(w->root);
-        o->setTag(tag);
-        o->setTimeout(ms);
-        guarded(o, [](gloo::BroadcastOptions &x) { gloo::broadcast(x); });
+        guarded(o, tag, ms, [](gloo::BroadcastOptions &x) { gloo::broadcast(x); });
         return;
     }
     case GLOO_ALLGATHER: {
@@ -393,9 +394,7 @@ void GlooComm::run(comm_work *w)
         if (send != recv + (size_t)rank_ * n * esize)
             o->setInput(const_cast<uint8_t *>(send), n * esize);
         o->setOutput(recv, (size_t)world_ * n * esize);
-        o->setTag(tag);
-        o->setTimeout(ms);
-        guarded(o, [](gloo::AllgatherOptions &x) { gloo::allgather(x); });
+        guarded(o, tag, ms, [](gloo::AllgatherOptions &x) { gloo::allgather(x); });
         return;
     }
     case GLOO_ALLREDUCE:
@@ -418,17 +417,13 @@ void GlooComm::run(comm_work *w)
             auto o = std::make_shared<gloo::AllreduceOptions>(ctx_);
             o->setOutput(data, n);
             o->setReduceFunction(gloo_sum_f32);
-            o->setTag(tag);
-            o->setTimeout(ms);
-            guarded(o, [](gloo::AllreduceOptions &x) { gloo::allreduce(x); });
+            guarded(o, tag, ms, [](gloo::AllreduceOptions &x) { gloo::allreduce(x); });
         } else {
             auto o = std::make_shared<gloo::ReduceOptions>(ctx_);
             o->setOutput(data, n);
             o->setRoot(w->root);
             o->setReduceFunction(gloo_sum_f32);
-            o->setTag(tag);
-            o->setTimeout(ms);
-            guarded(o, [](gloo::ReduceOptions &x) { gloo::reduce(x); });
+            guarded(o, tag, ms, [](gloo::ReduceOptions &x) { gloo::reduce(x); });
         }
         if (copy && (w->op == GLOO_ALLREDUCE || rank_ == w->root)) {
             if (w->dt == COMM_F32)

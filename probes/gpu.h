@@ -55,8 +55,13 @@ void cupti_tracer_stop(struct cupti_tracer *t);
  * have completed, oldest first, and stops at the first that has not.  Device times are
  * put on the host clock through an anchor event whose host time was read with the stream
  * idle at creation (error <= half the synchronize latency, a few microseconds), re-anchored
- * about every second from the previous anchor so float milliseconds keep sub-microsecond
- * resolution. */
+ * about every second (float milliseconds keep sub-microsecond resolution) with the new
+ * anchor's host time from the host clock: the device's elapsed time since the previous
+ * anchor, clamped into the host times that bracket the new anchor event (recorded at or
+ * after the host began recording it, at or before the host saw it complete), so the
+ * device clock's drift against the host (tens of ppm) is corrected at every re-anchor
+ * instead of adding up (probes/event_anchor.h).  A re-anchor is recorded when the stream
+ * is idle and looked for, without a sync, for up to 50 us: its bracket is then tight. */
 struct event_timer;
 
 #define EVENT_TIMER_SLOTS 1024

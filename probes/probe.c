@@ -47,6 +47,7 @@ struct probe {
     struct activity_proc *ap;
     struct cupti_tracer *cupti;
     struct event_timer *ev_compute, *ev_comm;
+    int comm_host_staged; /* full mode, all-reduces staged through the host: marked rows */
     uint64_t unbalanced;
     char note[256];
 };
@@ -92,6 +93,7 @@ struct probe *probe_create(const struct probe_opts *o)
     }
     p->mode = o->mode;
     p->rank = o->rank;
+    p->comm_host_staged = o->comm_host_staged && o->mode == PROBE_FULL;
     if (p->mode == PROBE_OFF)
         return p;
     if ((unsigned)p->mode > PROBE_FULL) {
@@ -310,6 +312,7 @@ void probe_bucket_range(struct probe *p, int bucket, uint64_t bytes, int64_t sta
     struct probe_bucket *b =
         bucket >= 0 && (size_t)bucket < p->nbuckets ? &p->buckets[bucket] : NULL;
     int64_t step = p->step, epoch = p->epoch, launch_ns = now;
+    int launched = 0;
     if (b && b->open) {
         probe_bucket_issued(p, bucket); /* in case the caller did not */
         nvtx_ranges_end(p->nvtx, b->nvtx_id);
@@ -317,6 +320,7 @@ void probe_bucket_range(struct probe *p, int bucket, uint64_t bytes, int64_t sta
         step = b->step;
         epoch = b->epoch;
         launch_ns = b->launch_ns;
+        launched = 1;
     } else {
         p->unbalanced++; /* a range without its launch: written, with no NVTX range */
     }
@@ -324,8 +328,23 @@ void probe_bucket_range(struct probe *p, int bucket, uint64_t bytes, int64_t sta
         start_ns = launch_ns;
         end_ns = now;
     }
-    char name[32];
+    char name[48];
     probe_bucket_name(name, sizeof name, bucket);
+    if (p->comm_host_staged && launched) {
+        /* no CUDA events time a host-staged all-reduce: its device row is the host's view
+         * of the bucket's round trip, launch (the download) to now (the upload done),
+         * marked by its name (TRACE.md) */
+        size_t n = strlen(name);
+        snprintf(name + n, sizeof name - n, "%s", TRACE_HOST_STAGED_SUFFIX);
+        struct trace_row staged = {
+            .rank = p->rank, .step = step, .epoch = (int)epoch, .phase = PROBE_ALLREDUCE,
+            .bucket = bucket, .clock = TRACE_CLOCK_DEVICE, .start_ns = launch_ns,
+            .end_ns = now, .bytes = bytes, .name = name, .kind = TRACE_KIND_RANGE,
+            .stream = phase_stream(PROBE_ALLREDUCE),
+        };
+        trace_writer_add(p->w, &staged);
+        name[n] = '\0';
+    }
     struct trace_row row = {
         .rank = p->rank,
         .step = step,

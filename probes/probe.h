@@ -42,6 +42,10 @@ struct probe_opts {
     void *comm_stream;      /* cudaStream_t of the all-reduces (NCCL), or NULL (or set later:
                                probe_set_comm_stream): no device rows for all-reduces until
                                then (CUPTI still attributes their kernels) */
+    int comm_host_staged;   /* 1: the all-reduces run on the host through copies of the device
+                               buffers (comm shm-staged): no CUDA events can time them, so
+                               in full mode each bucket's device row is its host-timed round
+                               trip, named allreduce.bN.host-staged (TRACE.md) */
     int cupti;              /* 1: use CUPTI in full mode on a GPU */
     int quiet;              /* 1: do not print the one-line "CUPTI unavailable" notice */
     size_t flush_bytes;     /* trace buffer threshold; 0: TRACE_FLUSH_BYTES_DEFAULT (256 KiB) */
@@ -95,7 +99,9 @@ void probe_pop(struct probe *p);
  *   probe_bucket_range   when its wait returned: ends the NVTX range and writes the host
  *                        row (stream 1) from start_ns to end_ns, when the transport ran it
  *                        (struct comm_span); both 0 means the transport cannot tell (NCCL):
- *                        the row then spans launch to now.
+ *                        the row then spans launch to now.  With comm_host_staged (full
+ *                        mode) it also writes the bucket's device row, launch to now,
+ *                        named allreduce.bN.host-staged.
  * bucket >= 0.  The NVTX range nests in step; it starts inside backward and ends before
  * optimizer (TRACE.md). */
 void probe_bucket_launch(struct probe *p, int bucket, uint64_t bytes);

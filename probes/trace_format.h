@@ -92,6 +92,11 @@ enum trace_phase { TRACE_PHASES(TRACE_PHASE_ENUM_) TRACE_PHASE_COUNT };
 enum trace_clock { TRACE_CLOCKS(TRACE_CLOCK_ENUM_) TRACE_CLOCK_COUNT };
 #undef TRACE_CLOCK_ENUM_
 
+/* The name suffix of a `device` all-reduce row that no CUDA event timed: the all-reduce ran
+ * on the host through device copies (comm shm-staged), and the row is the host clock's
+ * launch (download) to wait return (upload done): "allreduce.b3.host-staged" (TRACE.md). */
+#define TRACE_HOST_STAGED_SUFFIX ".host-staged"
+
 /* ---- the kind column ---- */
 #define TRACE_KINDS(X)                                                                       \
     X(RANGE, "range") /* a probe range */                                                    \

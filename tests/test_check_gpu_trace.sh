@@ -6,6 +6,10 @@
 # outside its step, a bucket without its device row, a kernel launched outside every range,
 # an NCCL kernel without its bucket, an all-reduce device row that starts during backward
 # (long before its NCCL kernel), no GPU rows at all.  A 1-rank run skips the NCCL checks.
+# A shm-staged run (2 ranks on one GPU, all-reduces on the host: meta.csv comm=shm-staged)
+# passes with host-staged all-reduce rows (device rows named allreduce.bN.host-staged that
+# hold their host row) and no NCCL kernels; it fails without them, with unmarked ones, or
+# with ones that do not hold their host row; a NCCL run with marked rows fails.
 # Skips (77) without python3.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(dirname "$0")/..}
@@ -18,14 +22,17 @@ check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed 
 
 # make_run DIR WORLD DEFECT: a DDP run of 2 steps and 2 buckets per rank (times in us on
 # each rank's clock), with one defect injected (none, kernel-outside, no-device-bucket,
-# setup-kernel, nccl-no-bucket, early-device-row, no-gpu)
+# setup-kernel, nccl-no-bucket, early-device-row, no-gpu; and the shm-staged ones: staged,
+# staged-missing, staged-unmarked, staged-short, nccl-marked)
 make_run() {
   python3 - "$@" <<'EOF'
 import os, sys
 run, world, defect = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+staged = defect.startswith("staged")
 os.makedirs(run, exist_ok=True)
 with open(os.path.join(run, "meta.csv"), "w") as f:
-    f.write(f"key,value\nmode,ddp\nworld_size,{world}\nbuckets,2\n")
+    comm = "shm-staged" if staged else "nccl"
+    f.write(f"key,value\nmode,ddp\nworld_size,{world}\nbuckets,2\ncomm,{comm}\n")
 for rank in range(world):
     rows = []
     def row(step, phase, bucket, clock, a, b, name, kind="range", stream=0):
@@ -45,12 +52,24 @@ for rank in range(world):
             t + 3200, t + 3300, "sm90_xmma_wgrad", "kernel", 7)
         for b in (0, 1):
             la = t + 4000 + 1000 * b               # launched during backward
+            if staged:
+                # the host collective ran after the download, the wait returned after the
+                # upload: the host row is the collective, the host-staged row the round trip
+                row(s, "allreduce", b, "host", la + 300, t + 7000 + 100 * b, f"allreduce.b{b}",
+                    stream=1)
+                end = t + 6900 if defect == "staged-short" else t + 7400 + 100 * b
+                name = f"allreduce.b{b}" + ("" if defect == "staged-unmarked" else ".host-staged")
+                if defect != "staged-missing":
+                    row(s, "allreduce", b, "device", la, end, name, stream=1)
+                continue
             row(s, "allreduce", b, "host", la, t + 7500 + 100 * b, f"allreduce.b{b}", stream=1)
             ds = t + 4500 + 1000 * b               # when the comm stream had the gradients
             if defect == "early-device-row":
                 ds = la + 1
+            mark = ".host-staged" if defect == "nccl-marked" else ""
             if not (defect == "no-device-bucket" and s == 2 and b == 1):
-                row(s, "allreduce", b, "device", ds, t + 7000 + 100 * b, f"allreduce.b{b}", stream=1)
+                row(s, "allreduce", b, "device", ds, t + 7000 + 100 * b, f"allreduce.b{b}{mark}",
+                    stream=1)
             if world > 1:
                 nb = -1 if (defect == "nccl-no-bucket" and b == 0) else b
                 row(s, "allreduce", nb, "cupti", t + 4510 + 1000 * b, t + 6900 + 100 * b,
@@ -88,6 +107,18 @@ expect early-device-row 2 allreduce-rows FAIL
 expect no-gpu 2 gpu-rows FAIL
 expect none 1 nccl-kernels SKIP
 expect none 1 allreduce-rows PASS
+for c in gpu-rows in-steps buckets attribution allreduce-rows; do
+  expect staged 2 "$c" PASS
+done
+expect staged 2 nccl-kernels SKIP
+make_run "$tmp/staged-clean" 2 staged
+python3 "$checker" "$tmp/staged-clean" >/dev/null 2>&1
+check staged-exit "$?" "a clean shm-staged run directory does not exit 0"
+expect staged-missing 2 buckets FAIL
+expect staged-missing 2 allreduce-rows FAIL
+expect staged-unmarked 2 buckets FAIL
+expect staged-short 2 allreduce-rows FAIL
+expect nccl-marked 2 buckets FAIL
 make_run "$tmp/bad" 2 setup-kernel
 python3 "$checker" "$tmp/bad" >/dev/null 2>&1
 rc=$?

@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef DDPPROF_TEST_CUDNN
+#include <cudnn_graph.h>
+#endif
+
 /* one error line: non-empty, no newline */
 static int one_line(const char *msg) { return msg[0] != '\0' && strchr(msg, '\n') == NULL; }
 
@@ -224,6 +228,100 @@ static void test_conv_algos(void)
           CONV_MAX_CANDIDATES);
 }
 
+/* every status of cuDNN 9 (cudnn_graph.h), its value and whether a candidate that fails with
+ * it stays alive (transient: host or device memory ran out) */
+#define CUDNN9_STATUSES(X)                                                                   \
+    X(CUDNN_STATUS_SUCCESS, 0, 0)                                                            \
+    X(CUDNN_STATUS_NOT_INITIALIZED, 1001, 0)                                                 \
+    X(CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, 1002, 0)                                     \
+    X(CUDNN_STATUS_SERIALIZATION_VERSION_MISMATCH, 1003, 0)                                  \
+    X(CUDNN_STATUS_DEPRECATED, 1004, 0)                                                      \
+    X(CUDNN_STATUS_LICENSE_ERROR, 1005, 0)                                                   \
+    X(CUDNN_STATUS_RUNTIME_IN_PROGRESS, 1006, 0)                                             \
+    X(CUDNN_STATUS_RUNTIME_FP_OVERFLOW, 1007, 0)                                             \
+    X(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, 1008, 0)                                       \
+    X(CUDNN_STATUS_BAD_PARAM, 2000, 0)                                                       \
+    X(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, 2002, 0)                                          \
+    X(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, 2003, 0)                                    \
+    X(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, 2004, 0)                                         \
+    X(CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND, 2005, 0)                                          \
+    X(CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT, 2006, 0)                                     \
+    X(CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH, 2007, 0)                                       \
+    X(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, 2008, 0)                                        \
+    X(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, 2009, 0)                                    \
+    X(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, 2010, 0)                                        \
+    X(CUDNN_STATUS_BAD_PARAM_CUDA_GRAPH_MISMATCH, 2011, 0)                                   \
+    X(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE, 2012, 0)                                       \
+    X(CUDNN_STATUS_NOT_SUPPORTED, 3000, 0)                                                   \
+    X(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, 3001, 0)                                     \
+    X(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, 3002, 0)                                             \
+    X(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, 3003, 0)                                         \
+    X(CUDNN_STATUS_NOT_SUPPORTED_LAYOUT, 3004, 0)                                            \
+    X(CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER, 3005, 0)                          \
+    X(CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART, 3006, 0)                               \
+    X(CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH, 3007, 0)                                     \
+    X(CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING, 3008, 0)                      \
+    X(CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE, 3009, 0)                            \
+    X(CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT, 3010, 0)                        \
+    X(CUDNN_STATUS_NOT_SUPPORTED_PADDING, 3011, 0)                                           \
+    X(CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM, 3012, 0)                                  \
+    X(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API, 3013, 0)                             \
+    X(CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE, 3014, 0)                             \
+    X(CUDNN_STATUS_INTERNAL_ERROR, 4000, 0)                                                  \
+    X(CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED, 4001, 0)                               \
+    X(CUDNN_STATUS_INTERNAL_ERROR_UNEXPECTED_VALUE, 4002, 0)                                 \
+    X(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, 4003, 1)                           \
+    X(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, 4004, 1)                         \
+    X(CUDNN_STATUS_INTERNAL_ERROR_BAD_LAUNCH_PARAM, 4005, 0)                                 \
+    X(CUDNN_STATUS_INTERNAL_ERROR_TEXTURE_CREATION_FAILED, 4006, 0)                          \
+    X(CUDNN_STATUS_EXECUTION_FAILED, 5000, 0)                                                \
+    X(CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER, 5001, 0)                                    \
+    X(CUDNN_STATUS_EXECUTION_FAILED_CUBLAS, 5002, 0)                                         \
+    X(CUDNN_STATUS_EXECUTION_FAILED_CUDART, 5003, 0)                                         \
+    X(CUDNN_STATUS_EXECUTION_FAILED_CURAND, 5004, 0)
+
+/* conv_status_transient on every cuDNN 9 status (issue 21: only CUDNN_STATUS_ALLOC_FAILED —
+ * the host allocation sub-code in cuDNN 9 — was transient, so a device allocation failure
+ * killed the algorithm for the rest of the run); and a candidate failing with the device
+ * one stays first in line */
+static void test_conv_status(void)
+{
+    static const struct {
+        int st, transient;
+        const char *name;
+    } rows[] = {
+#define ROW(name, value, transient) {value, transient, #name},
+        CUDNN9_STATUSES(ROW)
+#undef ROW
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        CHECK(conv_status_transient(rows[k].st) == rows[k].transient,
+              "%s (%d) classified %s", rows[k].name, rows[k].st,
+              rows[k].transient ? "permanent: the algorithm dies for good"
+                                : "transient: a failing algorithm is retried forever");
+#ifdef DDPPROF_TEST_CUDNN
+    /* the table is the installed cuDNN's */
+#define SAME(name, value, transient) \
+    CHECK((int)(name) == (value), "%s is %d in cudnn_graph.h, %d here", #name, (int)(name), value);
+    CUDNN9_STATUSES(SAME)
+#undef SAME
+    CHECK(conv_status_transient(CUDNN_STATUS_FULL_ERROR_CODE(
+              CUDNN_STATUS_INTERNAL_ERROR, CUDNN_STATUS_SPECIFIC_ERROR(
+                                               CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED))),
+          "a composed device allocation failure is permanent");
+#endif
+
+    struct conv_algos a = {0};
+    conv_algos_add(&a, 1, 0, 0, 0);
+    conv_algos_add(&a, 2, 0, 0, 0);
+    conv_algos_failed(&a, 0, conv_status_transient(4004)); /* DEVICE_ALLOCATION_FAILED */
+    CHECK(conv_algos_next(&a, 0) == 0 && conv_algos_live(&a) == 2,
+          "an algorithm cuDNN could not get device memory for was dropped");
+    conv_algos_failed(&a, 0, conv_status_transient(3002)); /* NOT_SUPPORTED_SHAPE */
+    CHECK(conv_algos_next(&a, 0) == 1 && conv_algos_live(&a) == 1,
+          "an algorithm that does not support the shape stayed");
+}
+
 int main(void)
 {
     if (!cuda_build_enabled())
@@ -234,5 +332,6 @@ int main(void)
     test_conv_shapes();
     test_pool_shapes();
     test_conv_algos();
+    test_conv_status();
     return test_finish();
 }

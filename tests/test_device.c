@@ -84,8 +84,10 @@ static void test_cpu_rank(void)
             CHECK(strcmp(d.comm->name, "shm") == 0 && d.comm->world == 1, "comm %s of %d",
                   d.comm->name, d.comm->world);
             CHECK(d.comm->stream(d.comm) == NULL, "the shm comm has a stream");
+            po.comm_host_staged = 1;
             device_probe_opts(&d, &po);
             CHECK(po.comm_stream == NULL, "probes got a comm stream on CPU");
+            CHECK(po.comm_host_staged == 0, "the shm comm of CPU ranks taken for host-staged");
         }
         char name[64] = "", want[64];
         size_t len = 0;

@@ -4,9 +4,17 @@
  * A simulated remote clock runs at a known offset from ours; round trips with random,
  * asymmetric one-way delays give samples; the estimate must pick the tightest round trip,
  * compute remote - (send + recv) / 2 exactly, and land within rtt / 2 of the true offset.
- * Unusable samples are skipped; no usable sample is an error. */
+ * Unusable samples are skipped; no usable sample is an error.
+ *
+ * The CUDA event timer's anchor arithmetic (probes/event_anchor.h): with a simulated device
+ * clock drifting 50 ppm against the host over 10 s and a re-anchor a second (brackets as
+ * the timer gets them: tight when an idle stream's anchor was seen within the short look,
+ * a step wide otherwise), every device row mapped to host time stays within 160 us of the
+ * truth — where taking each new anchor's host time from the device's elapsed time alone
+ * (the old arithmetic) drifts 500 us by the end. */
 #include "common/clock.h"
 #include "probes/clock_offset.h"
+#include "probes/event_anchor.h"
 #include "common/error.h"
 #include "testutil.h"
 
@@ -105,10 +113,94 @@ static void test_simulated(void)
     }
 }
 
+static void test_anchor_exact(void)
+{
+    struct event_anchor a = {1000000, 3};
+    CHECK(event_anchor_map(&a, 1.5) == 2500000, "map: %lld",
+          (long long)event_anchor_map(&a, 1.5));
+    /* estimate 2000000 inside the bracket [1999990, 2000030]: kept, error by the bracket */
+    struct event_anchor n = event_anchor_next(&a, 1.0, 1999990, 2000030);
+    CHECK(n.host_ns == 2000000 && n.err_ns == 30, "inside: %lld err %lld",
+          (long long)n.host_ns, (long long)n.err_ns);
+    /* the device ran slow (estimate before the host began recording): clamped up */
+    n = event_anchor_next(&a, 1.0, 2000050, 2000070);
+    CHECK(n.host_ns == 2000050 && n.err_ns == 20, "below: %lld err %lld",
+          (long long)n.host_ns, (long long)n.err_ns);
+    /* the device ran fast (estimate after the host saw it complete): clamped down */
+    n = event_anchor_next(&a, 1.0, 1999900, 1999960);
+    CHECK(n.host_ns == 1999960 && n.err_ns == 60, "above: %lld err %lld",
+          (long long)n.host_ns, (long long)n.err_ns);
+    /* a bracket that cannot hold is ignored */
+    n = event_anchor_next(&a, 1.0, 2000100, 2000000);
+    CHECK(n.host_ns == 2000000 && n.err_ns == 3, "bad bracket: %lld err %lld",
+          (long long)n.host_ns, (long long)n.err_ns);
+}
+
+/* worst |mapped - truth| over 10 s of rows every 5 ms, re-anchoring every second; the
+ * device clock runs at (1 + ppm * 1e-6) times the host's.  bracketed = 0: the old
+ * arithmetic (the new anchor's host time from the device's elapsed time only). */
+static int64_t anchor_sim_worst(double ppm, int bracketed, uint64_t *seed)
+{
+    const double rate = 1 + ppm * 1e-6;
+    const int64_t t0 = 5000000000ll; /* host time of the first anchor */
+    struct event_anchor a = {t0 + 2000, 2000}; /* created with a 4 us synchronize */
+    int64_t anchor_true = t0, worst = 0;
+    for (int64_t ms = 5; ms <= 10000; ms += 5) {
+        int64_t truth = t0 + ms * 1000000;
+        /* a row: the device's elapsed time since the anchor, in float milliseconds as
+         * cudaEventElapsedTime gives it */
+        float dev_ms = (float)((double)(truth - anchor_true) * rate / 1e6);
+        int64_t err = event_anchor_map(&a, dev_ms) - truth;
+        if (err < 0)
+            err = -err;
+        if (err > worst)
+            worst = err;
+        if (ms % 1000)
+            continue;
+        /* re-anchor on an event completing now: recorded up to 10 us ago; seen within the
+         * timer's 50 us look on odd seconds (the stream was idle), a step later (3-40 ms)
+         * on even ones */
+        int64_t recorded = truth - (int64_t)(test_uniform(seed) * 10000);
+        int64_t seen = (ms / 1000) % 2 ? truth + 2000 + (int64_t)(test_uniform(seed) * 40000)
+                                       : truth + 3000000 + (int64_t)(test_uniform(seed) * 37e6);
+        if (bracketed)
+            a = event_anchor_next(&a, dev_ms, recorded, seen);
+        else
+            a.host_ns = event_anchor_map(&a, dev_ms);
+        CHECK(!bracketed || (a.host_ns - truth <= a.err_ns && truth - a.host_ns <= a.err_ns),
+              "%+.0f ppm at %lld ms: anchor %lld ns off, bound %lld", ppm, (long long)ms,
+              (long long)(a.host_ns - truth), (long long)a.err_ns);
+        anchor_true = truth;
+    }
+    return worst;
+}
+
+static void test_anchor_drift(void)
+{
+    /* 50 ppm over the two seconds between tight brackets is 100 us, and a tight bracket
+     * (recorded up to 10 us before, seen up to 42 us after) leaves the anchor at most 42 us
+     * off: 142 us at worst, 160 with margin — far below the 500 us the old arithmetic
+     * reaches over 10 s (wide brackets only clamp, so they never add error) */
+    const int64_t bound = 160000;
+    uint64_t seed = 21;
+    for (int sign = -1; sign <= 1; sign += 2) {
+        double ppm = 50.0 * sign;
+        int64_t fixed = anchor_sim_worst(ppm, 1, &seed);
+        CHECK(fixed <= bound, "%+.0f ppm: rows up to %lld ns off the host clock (bound %lld)",
+              ppm, (long long)fixed, (long long)bound);
+        /* the simulation is strong enough to catch the old arithmetic */
+        int64_t old = anchor_sim_worst(ppm, 0, &seed);
+        CHECK(old > 2 * bound, "%+.0f ppm: the old arithmetic stayed within %lld ns", ppm,
+              (long long)old);
+    }
+}
+
 int main(void)
 {
     test_now();
     test_exact();
     test_simulated();
+    test_anchor_exact();
+    test_anchor_drift();
     return test_finish();
 }

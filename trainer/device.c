@@ -275,6 +275,7 @@ void device_probe_opts(const struct device *d, struct probe_opts *po)
     po->gpu = d->gpu >= 0;
     po->compute_stream = d->be->stream(d->be);
     po->comm_stream = d->comm ? d->comm->stream(d->comm) : NULL;
+    po->comm_host_staged = d->comm && strcmp(d->comm->name, COMM_STAGED_NAME) == 0;
 }
 
 void device_write_meta(const struct device *d, struct runlog *l)

@@ -2,6 +2,8 @@
  * stalling the step, on the host clock (see gpu.h). */
 #include "probes/gpu.h"
 
+#include "probes/event_anchor.h"
+
 #include "common/clock.h"
 #include "common/error.h"
 
@@ -11,6 +13,13 @@
 #include <string.h>
 
 #define EVENT_REANCHOR_NS 1000000000ll /* re-anchor about every second */
+/* After recording a new anchor on an idle stream, look for its completion this long
+ * (non-blocking queries, no sync): seen within it, the anchor's host time is bracketed
+ * within tens of microseconds.  Once a second at most, and only when the stream is idle. */
+#define EVENT_ANCHOR_SPIN_NS 50000ll
+/* Wait this long past the interval for an idle stream, then record on a busy one (its
+ * bracket is wide: the clamp can only improve the estimate, never worsen it). */
+#define EVENT_ANCHOR_IDLE_WAIT_NS 4000000000ll
 
 enum { SLOT_FREE = 0, SLOT_BEGUN, SLOT_ENDED };
 
@@ -26,8 +35,8 @@ struct event_timer {
     struct event_slot slot[EVENT_TIMER_SLOTS];
     size_t head, count;          /* slots in use, in begin order */
     cudaEvent_t anchor, next;    /* next: a newer anchor on its way */
-    int64_t anchor_ns;           /* host time of anchor */
-    int64_t next_recorded_ns;    /* host time next was recorded (0: none pending) */
+    struct event_anchor at;      /* host time of anchor and its error bound */
+    int64_t next_recorded_ns;    /* host time before next was recorded (0: none pending) */
     int64_t anchored_at_ns;      /* host time of the last re-anchor */
     uint64_t dropped;
 };
@@ -58,7 +67,8 @@ struct event_timer *event_timer_create(void *stream)
         return NULL;
     }
     /* the stream was idle: the anchor ran between t0 and t1 */
-    t->anchor_ns = t0 + (t1 - t0) / 2;
+    t->at.host_ns = t0 + (t1 - t0) / 2;
+    t->at.err_ns = (t1 - t0 + 1) / 2;
     t->anchored_at_ns = t1;
     return t;
 }
@@ -107,29 +117,56 @@ static int64_t event_host_ns(struct event_timer *t, cudaEvent_t ev)
     float ms = 0;
     if (cudaEventElapsedTime(&ms, t->anchor, ev) != cudaSuccess)
         return INT64_MIN;
-    return t->anchor_ns + (int64_t)llround((double)ms * 1e6);
+    return event_anchor_map(&t->at, ms);
+}
+
+/* next was seen complete at observed: it becomes the anchor, its host time from the host
+ * clock's bracket (event_anchor_next), not from the device's elapsed time alone */
+static void event_reanchor_take(struct event_timer *t, int64_t observed)
+{
+    float ms = 0;
+    int64_t recorded = t->next_recorded_ns;
+    t->next_recorded_ns = 0;
+    if (cudaEventElapsedTime(&ms, t->anchor, t->next) != cudaSuccess)
+        return;
+    t->at = event_anchor_next(&t->at, ms, recorded, observed);
+    cudaEvent_t old = t->anchor;
+    t->anchor = t->next;
+    t->next = old;
+    t->anchored_at_ns = observed;
 }
 
 static void event_reanchor(struct event_timer *t)
 {
     int64_t now = clock_now_ns();
-    if (!t->next_recorded_ns) {
-        if (now - t->anchored_at_ns >= EVENT_REANCHOR_NS &&
-            cudaEventRecord(t->next, t->stream) == cudaSuccess)
-            t->next_recorded_ns = now;
+    if (t->next_recorded_ns) {
+        /* observed is read after the query says complete: the event completed before it */
+        if (cudaEventQuery(t->next) == cudaSuccess)
+            event_reanchor_take(t, clock_now_ns());
         return;
     }
-    if (cudaEventQuery(t->next) != cudaSuccess)
+    if (now - t->anchored_at_ns < EVENT_REANCHOR_NS)
         return;
-    int64_t next_ns = event_host_ns(t, t->next);
-    t->next_recorded_ns = 0;
-    if (next_ns == INT64_MIN)
+    /* prefer an idle stream: the event completes at once and a short look brackets it */
+    int idle = cudaStreamQuery(t->stream) == cudaSuccess;
+    if (!idle && now - t->anchored_at_ns < EVENT_REANCHOR_NS + EVENT_ANCHOR_IDLE_WAIT_NS)
         return;
-    cudaEvent_t old = t->anchor;
-    t->anchor = t->next;
-    t->next = old;
-    t->anchor_ns = next_ns;
-    t->anchored_at_ns = now;
+    int64_t recorded = clock_now_ns();
+    if (cudaEventRecord(t->next, t->stream) != cudaSuccess)
+        return;
+    t->next_recorded_ns = recorded;
+    if (!idle)
+        return; /* seen at a later poll: a wide bracket */
+    for (;;) {
+        cudaError_t q = cudaEventQuery(t->next);
+        int64_t seen = clock_now_ns();
+        if (q == cudaSuccess) {
+            event_reanchor_take(t, seen);
+            return;
+        }
+        if (q != cudaErrorNotReady || seen - recorded > EVENT_ANCHOR_SPIN_NS)
+            return;
+    }
 }
 
 void event_timer_poll(struct event_timer *t, trace_emit_fn emit, void *ctx)

@@ -233,7 +233,7 @@ struct comm *comm_staged_create(struct comm *inner, const struct comm_stage *sta
         return NULL;
     }
     sc->base = (struct comm){
-        .name = "shm-staged",
+        .name = COMM_STAGED_NAME,
         .rank = inner->rank,
         .world = inner->world,
         .broadcast = staged_broadcast,

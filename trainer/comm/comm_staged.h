@@ -37,6 +37,9 @@ struct comm_stage {
     void *ctx;
 };
 
+/* its name (struct comm.name, meta.csv's comm) */
+#define COMM_STAGED_NAME "shm-staged"
+
 /* A comm named "shm-staged" with inner's rank and world, owning inner from now on (also
  * on failure, when inner is destroyed).  stage is copied.  NULL + error_set. */
 struct comm *comm_staged_create(struct comm *inner, const struct comm_stage *stage);

@@ -8,7 +8,8 @@
  *     shape);
  *   - one that could not get its workspace (out of device memory, a transient state) stays
  *     alive: the next call tries it first again, so a moment of memory pressure does not
- *     demote a convolution to a slower algorithm for the rest of the run.
+ *     demote a convolution to a slower algorithm for the rest of the run;
+ *   - which cuDNN statuses are that transient state is conv_status_transient's call.
  * Internal to trainer/cuda/. */
 #ifndef DDPPROF_CONV_ALGOS_H
 #define DDPPROF_CONV_ALGOS_H
@@ -58,6 +59,23 @@ static inline void conv_algos_failed(struct conv_algos *a, int i, int transient)
 {
     if (i >= 0 && i < a->count && !transient)
         a->dead[i] = 1;
+}
+
+/* cuDNN 9's status codes are category * 1000 + sub-code (cudnn_graph.h:
+ * CUDNN_STATUS_FULL_ERROR_CODE); written as numbers here so this header needs no cuDNN —
+ * conv_plan.c checks at compile time that they are cuDNN's.  A failed allocation of host
+ * or device memory is a sub-code of CUDNN_STATUS_INTERNAL_ERROR (4000); the old
+ * CUDNN_STATUS_ALLOC_FAILED is only the host one. */
+#define CONV_CUDNN_HOST_ALLOCATION_FAILED 4003   /* ..._INTERNAL_ERROR_HOST_ALLOCATION_FAILED */
+#define CONV_CUDNN_DEVICE_ALLOCATION_FAILED 4004 /* ..._INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED */
+
+/* 1 when a candidate that failed with cuDNN status st (a cudnnStatus_t) should stay alive:
+ * the run lacked host or device memory, which may be there next time.  Every other failure
+ * (not supported in any sub-code, bad parameter, other internal or execution errors) is
+ * the algorithm's for this shape: 0, dead for good. */
+static inline int conv_status_transient(int st)
+{
+    return st == CONV_CUDNN_HOST_ALLOCATION_FAILED || st == CONV_CUDNN_DEVICE_ALLOCATION_FAILED;
 }
 
 /* the number of live candidates */

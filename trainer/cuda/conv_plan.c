@@ -243,10 +243,19 @@ static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2
     return pl;
 }
 
+/* conv_algos.h names cuDNN 9's allocation failures by number */
+_Static_assert(CONV_CUDNN_HOST_ALLOCATION_FAILED ==
+                   CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED,
+               "conv_algos.h: cuDNN's host allocation failure status changed");
+_Static_assert(CONV_CUDNN_DEVICE_ALLOCATION_FAILED ==
+                   CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED,
+               "conv_algos.h: cuDNN's device allocation failure status changed");
+
 /* Run direction dir of pl with its best live candidate that works (conv_algos.h): one that
  * fails with a cuDNN error is dead for good and the next one tried; one whose workspace
- * cannot be allocated (or that reports an allocation failure itself) is skipped for this
- * call only and tried first again the next time. */
+ * cannot be allocated (or that reports a host or device allocation failure itself:
+ * conv_status_transient) is skipped for this call only and tried first again the next
+ * time. */
 static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir dir,
                     const void *x, const void *w, const void *dy, void *out)
 {
@@ -256,8 +265,8 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
     cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
     for (int i = conv_algos_next(a, 0); i < a->count; i = conv_algos_next(a, i + 1)) {
         if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
-            st = CUDNN_STATUS_ALLOC_FAILED;
-            conv_algos_failed(a, i, 1);
+            st = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+            conv_algos_failed(a, i, conv_status_transient(st));
             continue;
         }
         st = cudnnSetConvolutionMathType(d->conv, (cudnnMathType_t)a->math[i]);
@@ -280,7 +289,7 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
                                                 cp->ws.ptr, a->ws[i], &zero, d->w, out);
         if (st == CUDNN_STATUS_SUCCESS)
             return 0;
-        conv_algos_failed(a, i, st == CUDNN_STATUS_ALLOC_FAILED);
+        conv_algos_failed(a, i, conv_status_transient(st));
     }
     char shape[160];
     conv_shape_text(&pl->cs, shape, sizeof shape);

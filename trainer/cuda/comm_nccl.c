@@ -6,6 +6,11 @@
  * bucket's all-reduce overlaps the rest of backward (the order slot does that ordering
  * ahead of time, for the probes' start event).
  *
+ * join() (the DDP step's waits: buckets, SyncBatchNorm, the loss and found_inf) only makes
+ * the compute stream wait for the collective (device side), as PyTorch's work.wait() on a
+ * CUDA collective; the host runs ahead and settle(), called before each host read of a
+ * result, waits on the host for everything issued so far, with the timeout below.
+ *
  * wait() makes the compute stream wait for the collective (device side) and also waits
  * for it on the host, without spinning: a host function queued on a private watch stream
  * behind the collective's event signals a condition variable, which the host waits on in
@@ -67,6 +72,9 @@ struct nccl_comm {
     cudaEvent_t ready; /* recorded on the compute stream before each collective */
     struct comm_work *free_list;
     float *barrier_buf; /* one device float */
+    uint64_t settled_seq;  /* every collective up to this one is known complete */
+    const char *last_what; /* the last collective issued, for settle's message */
+    size_t last_count;
     int broken;
     char broken_msg[768];
 };
@@ -151,6 +159,8 @@ static struct comm_work *nc_finish(struct nccl_comm *nc, const char *what, size_
     w->seq = ++nc->seq;
     w->what = what;
     w->count = count;
+    nc->last_what = what;
+    nc->last_count = count;
     w->next = NULL;
     if (CHECK_CUDA(cudaEventRecord(w->done, nc->stream))) {
         error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, what, w->seq);
@@ -295,16 +305,21 @@ static int nc_query(struct nccl_comm *nc, const struct comm_work *w)
     return nc_break(nc);
 }
 
-/* Compute stream waits for w on the device; the host sleeps until w completes, an error
- * shows, or the timeout. */
-static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
+/* The compute stream waits for w on the device (the host does not). */
+static int nc_stream_wait(struct nccl_comm *nc, const struct comm_work *w)
+{
+    if (nc->broken)
+        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted (%s)",
+                         nc->ops.rank, w->what, w->seq, nc->broken_msg);
+    if (backend_cuda_bind(nc->be) || CHECK_CUDA(cudaStreamWaitEvent(nc->compute, w->done, 0)))
+        return error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, w->what, w->seq);
+    return 0;
+}
+
+/* The host sleeps until w completes, an error shows, or the timeout. */
+static int nc_host_wait(struct nccl_comm *nc, struct comm_work *w)
 {
     const int rank = nc->ops.rank;
-    if (nc->broken)
-        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted (%s)", rank,
-                         w->what, w->seq, nc->broken_msg);
-    if (backend_cuda_bind(nc->be) || CHECK_CUDA(cudaStreamWaitEvent(nc->compute, w->done, 0)))
-        return error_wrap("rank %d: nccl %s #%" PRIu64, rank, w->what, w->seq);
     int q = nc_query(nc, w); /* already done (often, for all but the last bucket) */
     if (q != 0)
         return q > 0 ? 0 : -1;
@@ -353,12 +368,36 @@ static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
     return rc;
 }
 
+/* Compute stream waits for w on the device; the host sleeps until w completes, an error
+ * shows, or the timeout. */
+static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
+{
+    if (nc_stream_wait(nc, w) || nc_host_wait(nc, w))
+        return -1;
+    if (w->seq > nc->settled_seq) /* collectives complete in issue order */
+        nc->settled_seq = w->seq;
+    return 0;
+}
+
 /* enqueue + wait, for the blocking collectives */
 static int nc_complete(struct nccl_comm *nc, struct comm_work *w)
 {
     if (!w)
         return -1;
     int rc = nc_wait(nc, w);
+    nc_release(nc, w);
+    return rc;
+}
+
+/* join: the compute stream waits for w on the device; the host only looks (without
+ * waiting) for an error NCCL or the device already reports.  Frees w. */
+static int nc_join(struct nccl_comm *nc, struct comm_work *w)
+{
+    if (!w)
+        return -1;
+    int rc = nc_stream_wait(nc, w);
+    if (rc == 0 && (nc_check_async(nc, w) || nc_query(nc, w) < 0))
+        rc = -1;
     nc_release(nc, w);
     return rc;
 }
@@ -402,6 +441,51 @@ static int nccl_wait(struct comm *c, struct comm_work *work, struct comm_span *s
     return nc_complete(nc, work);
 }
 
+static int nccl_join(struct comm *c, struct comm_work *work)
+{
+    if (!work)
+        return error_set("rank %d: nccl join: no collective (NULL handle)", c->rank);
+    return nc_join((struct nccl_comm *)c, work);
+}
+
+/* Every collective issued so far is on nc->stream, in issue order: an event recorded
+ * there now completes after all of them.  The host waits for it as for a collective (20 ms
+ * slices, async errors, the timeout); the message names the last collective issued. */
+static int nccl_settle(struct comm *c)
+{
+    struct nccl_comm *nc = (struct nccl_comm *)c;
+    if (nc->broken)
+        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted earlier "
+                         "(%s)",
+                         c->rank, nc->last_what ? nc->last_what : "collective", nc->seq,
+                         nc->broken_msg);
+    if (nc->settled_seq == nc->seq)
+        return 0;
+    const uint64_t upto = nc->seq;
+    struct comm_work *w = nc->free_list;
+    if (w) {
+        nc->free_list = w->next;
+    } else {
+        w = calloc(1, sizeof *w);
+        if (!w || CHECK_CUDA(cudaEventCreateWithFlags(&w->done, cudaEventDisableTiming))) {
+            free(w);
+            return error_set("rank %d: nccl settle: cannot create an event (%s)", c->rank,
+                             error_get());
+        }
+    }
+    w->seq = upto;
+    w->what = nc->last_what ? nc->last_what : "collective";
+    w->count = nc->last_count;
+    w->next = NULL;
+    int rc = backend_cuda_bind(nc->be) || CHECK_CUDA(cudaEventRecord(w->done, nc->stream))
+                 ? error_wrap("rank %d: nccl settle after %s #%" PRIu64, c->rank, w->what, upto)
+                 : nc_host_wait(nc, w);
+    if (rc == 0)
+        nc->settled_seq = upto;
+    nc_release(nc, w);
+    return rc;
+}
+
 static int nccl_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
@@ -428,6 +512,20 @@ static int nccl_allgather(struct comm *c, const void *send, void *recv, size_t c
                      "ncclAllGather", what))
         return -1;
     return nc_complete(nc, nc_finish(nc, what, count));
+}
+
+static int nccl_allgather_join(struct comm *c, const void *send, void *recv, size_t count,
+                               enum comm_dtype dt)
+{
+    struct nccl_comm *nc = (struct nccl_comm *)c;
+    const char *what = "allgather";
+    ncclDataType_t t = ncclFloat32;
+    if (nccl_dtype(dt, &t) || nc_begin(nc, what))
+        return -1;
+    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
+                     "ncclAllGather", what))
+        return -1;
+    return nc_join(nc, nc_finish(nc, what, count));
 }
 
 /* every rank's one-float all-reduce has completed only once all ranks reached it */
@@ -532,6 +630,9 @@ static const struct comm nccl_comm_ops = {
     .stream = nccl_stream,
     .order = nccl_order,
     .destroy = nccl_destroy,
+    .join = nccl_join,
+    .allgather_join = nccl_allgather_join,
+    .settle = nccl_settle,
 };
 
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,

@@ -9,7 +9,9 @@
  * handful per wait, not thousands), and a collective that can never run (its stream is
  * held by cuStreamWaitValue32 on a host flag) times out naming rank, collective and
  * sequence number, after which a wait for a collective issued before the abort fails at
- * once instead of hanging.
+ * once instead of hanging.  The same for the DDP step's stream-ordered completion: join
+ * and allgather_join order the compute stream after a collective, settle reads; a join
+ * behind a held stream returns at once and the next settle times out the same way.
  * World 2 (two GPUs, two processes, the store on localhost): sums, broadcast from rank 1,
  * reduce to rank 1, all-gather in rank order, barrier, many overlapping all-reduces; then
  * rank 1 skips an all-reduce and rank 0's wait must fail within its timeout naming rank,
@@ -274,6 +276,28 @@ static int world1(int unused)
         bad += back[i] != 3.0f * h[i] * 16.0f;
     CHECK(bad == 0, "4 x (scale 2, allreduce): %zu of %zu wrong", bad, n);
 
+    /* stream-ordered completion (the DDP step's): join and allgather_join order the
+     * compute stream after the collective without a host wait; settle, then a download,
+     * reads the results */
+    CHECK(c->join && c->allgather_join && c->settle, "nccl has no join/allgather_join/settle");
+    if (c->join && c->allgather_join && c->settle) {
+        be->upload(be, a, h, n * 4);
+        be->scale(be, n, 3.0f, a, a);
+        struct comm_work *j = c->allreduce_async(c, a, n, COMM_F32);
+        CHECK(j && c->join(c, j) == 0, "join: %s", error_get());
+        be->scale(be, n, 0.5f, a, b); /* after the all-reduce, on the device */
+        CHECK(c->allgather_join(c, b, g, n, COMM_F32) == 0, "allgather_join: %s", error_get());
+        be->scale(be, n, 2.0f, g, g); /* after the all-gather, on the device */
+        CHECK(c->settle(c) == 0, "settle: %s", error_get());
+        CHECK(c->settle(c) == 0, "a second settle (nothing new issued): %s", error_get());
+        be->download(be, back, g, n * 4);
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += back[i] != ((3.0f * h[i]) * 0.5f) * 2.0f;
+        CHECK(bad == 0, "compute -> allreduce (join) -> compute -> allgather (join) -> "
+              "compute -> settle: %zu of %zu wrong", bad, n);
+    }
+
     /* the host wait sleeps: an all-reduce queued behind ~100 ms of compute is waited for
      * with a few event queries (20 ms slices), not a polling loop */
     const size_t big_n = (size_t)1 << 26; /* 256 MiB: each scale is GPU-bound, not launch-bound */
@@ -395,6 +419,50 @@ static int world1_timeout(int unused)
             stream_release(&hold);
     }
     c->destroy(c);
+    c = NULL;
+
+    /* join + settle (the DDP step's waits): a join behind a held stream returns at once
+     * (the host runs ahead), and the next settle times out naming rank, collective and
+     * sequence number, then the aborted comm fails at once */
+    struct comm *c2 = held == 0 ? comm_nccl_create(be, NULL, 0, 1, timeout_ms) : NULL;
+    CHECK(held != 0 || c2 != NULL, "second nccl comm: %s", error_get());
+    struct stream_hold hold2 = {0};
+    if (c2 && stream_hold(&hold2, c2->stream(c2), why, sizeof why) != 0) {
+        CHECK(0, "join/settle timeout case could not set up: %s", why);
+    } else if (c2) {
+        struct comm_work *jw = c2->allreduce_async(c2, a, 4096, COMM_F32);
+        double t0 = clock_now_s();
+        int rc = jw && c2->join ? c2->join(c2, jw) : -1;
+        const double dj = clock_now_s() - t0;
+        CHECK(rc == 0 && dj < 0.5, "join behind a held stream: rc %d after %.2f s (a join "
+              "must not wait on the host): %s", rc, dj, error_get());
+        struct release_later rl = {&hold2, timeout_ms + 3000};
+        pthread_t releaser;
+        const int started = pthread_create(&releaser, NULL, release_later_main, &rl) == 0;
+        atomic_store(&event_queries, 0);
+        t0 = clock_now_s();
+        rc = c2->settle ? c2->settle(c2) : 0;
+        const double dt = clock_now_s() - t0;
+        const char *msg = error_get();
+        CHECK(rc == -1, "settle behind a held stream succeeded");
+        CHECK(dt >= timeout_ms / 1000.0 * 0.9 && dt < timeout_ms / 1000.0 + 5.0,
+              "settle timed out after %.2f s (timeout %d ms)", dt, timeout_ms);
+        CHECK(strstr(msg, "rank 0") && strstr(msg, "allreduce #1") &&
+                  strstr(msg, "did not complete within"),
+              "settle's timeout message lacks rank/collective/sequence: '%s'", msg);
+        CHECK(atomic_load(&event_queries) > 0 && !atomic_load(&event_query_lost),
+              "the timed-out settle made %ld cudaEventQuery calls through the interposer",
+              atomic_load(&event_queries));
+        printf("world-1 settle timeout after %.2f s: %s\n", dt, msg);
+        CHECK(c2->settle(c2) == -1 && strstr(error_get(), "aborted"),
+              "a settle after the abort did not fail: '%s'", error_get());
+        if (started)
+            pthread_join(releaser, NULL);
+        else
+            stream_release(&hold2);
+    }
+    if (c2)
+        c2->destroy(c2);
     be->synchronize(be);
     be->free(be, a);
     be->destroy(be);

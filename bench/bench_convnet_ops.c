@@ -20,6 +20,7 @@
 struct net {
     struct backend *be;
     int n;
+    float count1, count2; /* batch norm's element counts per channel (host = CPU memory) */
     struct conv2d_shape cs1, cs2;
     struct pool2d_shape ps1, ps2;
     float *x, *w1, *b1, *w2, *b2, *wf, *bf;
@@ -45,6 +46,8 @@ static float *fill(size_t n, unsigned *seed, float lo, float hi)
 
 static void net_init(struct net *t, struct backend *be, int n)
 {
+    t->count1 = (float)n * 784;
+    t->count2 = (float)n * 196;
     unsigned seed = 7;
     t->be = be;
     t->n = n;
@@ -182,7 +185,7 @@ static void op_bn2_bwd_elemt(struct net *t)
 {
     t->be->batchnorm_backward_elemt(t->be, t->n, 32, 196, DT_F32, t->g_big, t->c2, t->mean,
                                     t->invstd, t->bnw, t->sums, t->sums + 32,
-                                    (float)t->n * 196, t->g_big);
+                                    &t->count2, t->g_big);
 }
 static void op_conv2_bwd(struct net *t)
 {
@@ -206,7 +209,7 @@ static void op_bn1_bwd_elemt(struct net *t)
 {
     t->be->batchnorm_backward_elemt(t->be, t->n, 16, 784, DT_F32, t->g_big, t->c1, t->mean,
                                     t->invstd, t->bnw, t->sums, t->sums + 16,
-                                    (float)t->n * 784, t->g_big);
+                                    &t->count1, t->g_big);
 }
 static void op_conv1_bwd(struct net *t)
 {

@@ -623,22 +623,24 @@ static void bn_check(int n, int c, int hw, int affine, enum dtype dt)
     }
     buf_sync(&sums);
 
-    const float count = (float)n * (float)hw;
+    const float count_h = (float)n * (float)hw;
+    struct buf count = buf_new(sizeof count_h, &count_h); /* device memory, as SyncBatchNorm's */
     ref->batchnorm_backward_elemt(ref, n, c, hw, dt, R(dy), R(x), R(mean), R(invstd), w_r,
-                                  R(sums), R(sums) + c, count, R(dx));
+                                  R(sums), R(sums) + c, R(count), R(dx));
     cand->batchnorm_backward_elemt(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd), w_c,
-                                   C(sums), C(sums) + c, count, C(dx));
+                                   C(sums), C(sums) + c, C(count), C(dx));
     /* km_bn_backward_elemt on both, no contraction: exact up to 4 ulp of the range */
     compare_buf(op_dt("batchnorm_backward_elemt", dt, row, sizeof row), shape, &dx,
                 tol_split_free(4 * ULP * max_abs_of(R(dx), m), hu));
     /* in place: dx aliases dy */
     ref->batchnorm_backward_elemt(ref, n, c, hw, dt, R(dy), R(x), R(mean), R(invstd), w_r,
-                                  R(sums), R(sums) + c, count, R(dy));
+                                  R(sums), R(sums) + c, R(count), R(dy));
     cand->batchnorm_backward_elemt(cand, n, c, hw, dt, C(dy), C(x), C(mean), C(invstd), w_c,
-                                   C(sums), C(sums) + c, count, C(dy));
+                                   C(sums), C(sums) + c, C(count), C(dy));
     compare_buf(op_dt("batchnorm_backward_elemt", dt, row, sizeof row), "in place", &dy,
                 tol_split_free(4 * ULP * max_abs_of(R(dy), m), hu));
-    struct buf *all[] = {&x, &dy, &wt, &bias, &mean, &invstd, &y, &dx, &sums, &dwt, &dbias, &rvar};
+    struct buf *all[] = {&x,   &dy,  &wt,  &bias,  &mean, &invstd, &y,
+                         &dx,  &sums, &dwt, &dbias, &rvar, &count};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         buf_free(all[i]);
     status_ok("batch norm");
@@ -868,6 +870,16 @@ static void xent_check(int n, int c, int bad_label)
     const float lc2 = cand->softmax_xent(cand, n, c, C(logits), labels.c, NULL);
     CHECK(lc2 == lc || (isnan(lc2) && isnan(lc)), "softmax_xent without dlogits: %g vs %g",
           (double)lc2, (double)lc);
+    /* the loss left in device memory: the same kernel, the same value as the host read */
+    struct buf loss = buf_new(sizeof(float), NULL), d2 = buf_new((size_t)n * c * 4, NULL);
+    ref->softmax_xent_dev(ref, n, c, R(logits), labels.r, R(d2), R(loss));
+    cand->softmax_xent_dev(cand, n, c, C(logits), labels.c, C(d2), C(loss));
+    compare_buf("softmax_xent_dev loss", shape, &loss, tol_split_free(0.0, 1e-6));
+    compare_buf("softmax_xent_dev dlogits", shape, &d2, tol_split_free(8 * ULP / n, 8 * ULP));
+    CHECK(!bad_label || isnan(R(loss)[0]), "softmax_xent_dev %s: loss %g, want NaN", shape,
+          (double)R(loss)[0]);
+    buf_free(&loss);
+    buf_free(&d2);
     buf_free(&logits);
     buf_free(&labels);
     buf_free(&d);
@@ -1237,6 +1249,7 @@ static void check_coverage(void)
         "batchnorm_elemt", "batchnorm_forward_eval", "batchnorm_backward_reduce",
         "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
         "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
+        "softmax_xent_dev",
         "count_correct", "scale", "cast", "round_amp", "unscale", "sgd_step", "dtype_size",
         "adaptive_avgpool2d_forward", "adaptive_avgpool2d_backward", "add", "adam_step",
     };

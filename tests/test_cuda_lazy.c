@@ -10,12 +10,15 @@
  * entry fails in one line naming the file, the dynamic loader's reason and the way out,
  * the same line on every call; a module without the table symbol is one line too, and so
  * is a table whose abi is not the program's (a module of another build).
+ * The tests' lookup of the loaded libcudart's entry points (cudart_sym.h), which
+ * test_gpu_nccl needs, finds them once the module is loaded.
  * CPU build: nothing to load; every entry says so in one line and nothing is mapped.
  * tests/test_cuda_lazy_binary.sh checks the ddpprof binary itself (CPU runs map nothing,
  * `--gpu 0` finds the module beside the binary). */
 #include "common/error.h"
 #include "common/plugin.h"
 #include "cuda/cuda_api.h"
+#include "cudart_sym.h"
 #include "probes/activity.h"
 #include "probes/cuda/gpu_module.h"
 #include "probes/gpu.h"
@@ -177,6 +180,14 @@ int main(int argc, char **argv)
               "the backend module or its libraries are not mapped after cuda_info_get");
         CHECK(!mapped("libddpprof_probes_cuda.so") && !mapped("libcupti"),
               "the probes module came with the backend's");
+        /* the module took libcudart in RTLD_LOCAL: not in the global scope, yet the tests'
+         * lookup (cudart_sym.h, test_gpu_nccl's stream hold and interposer) finds it */
+        CHECK(mapped("libcudart"), "libcudart is not mapped after cuda_info_get");
+        CHECK(cudart_sym("cudaHostAlloc") && cudart_sym("cudaHostGetDevicePointer") &&
+                  cudart_sym("cudaEventQuery"),
+              "cudart_sym does not find cudaHostAlloc/cudaHostGetDevicePointer/cudaEventQuery "
+              "in the loaded libcudart (%s)", cudart_path() ? cudart_path() : "none found");
+        printf("libcudart (loaded by the module): %s\n", cudart_path() ? cudart_path() : "?");
     } else {
         CHECK(rc == -1 && strstr(error_get(), "without CUDA"), "CPU build: '%s'", error_get());
     }

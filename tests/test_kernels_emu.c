@@ -208,9 +208,9 @@ static void test_batchnorm(enum dtype dt)
     struct ten dx = ten_zero(m, dt);
     const float count = (float)(n * hw);
     LAUNCH(kern_bn_backward_elemt(NULL, n, c, hw, dt, dy.dev, x.dev, mean_c, invstd_c, wt,
-                                  sums_c, sums_c + 4, count, dx.dev));
+                                  sums_c, sums_c + 4, &count, dx.dev));
     cpu->batchnorm_backward_elemt(cpu, n, c, hw, dt, dy.ref, x.ref, mean_c, invstd_c, wt, sums_c,
-                                  sums_c + 4, count, dx.ref);
+                                  sums_c + 4, &count, dx.ref);
     same("bn_backward_elemt", dt, &dx);
 
     /* the bias gradient of a 1x1 convolution: the per-channel sum of dy (n,k,p,q) */

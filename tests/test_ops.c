@@ -484,7 +484,7 @@ static void bn_check(int n, int c, int hw)
     be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, sum_dy,
                                   sum_dy_xmu, dwt, dbi);
     be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, fwt, sum_dy,
-                                 sum_dy_xmu, count, fdx);
+                                 sum_dy_xmu, &count, fdx);
     check_close("batchnorm dx", shape, fdx, gx, m);
     check_close("batchnorm dweight", shape, dwt, gw, c);
     check_close("batchnorm dbias", shape, dbi, gb, c);
@@ -492,7 +492,7 @@ static void bn_check(int n, int c, int hw)
     /* dx may alias dy */
     memcpy(inplace, fr, m * sizeof(float));
     be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, inplace, fx, gmean, ginvstd, fwt, sum_dy,
-                                 sum_dy_xmu, count, inplace);
+                                 sum_dy_xmu, &count, inplace);
     CHECK(memcmp(inplace, fdx, m * sizeof(float)) == 0,
           "batchnorm backward elemt in place differs [%s]", shape);
 
@@ -1059,6 +1059,7 @@ static void test_half_ops(void)
         /* batch norm: statistics and sums from the same values; elementwise outputs rounded */
         const int n = 6, c = 4, hw = 1500; /* above the size that splits over the threads */
         const size_t nb = (size_t)n * c * hw;
+        const float count_f = (float)(n * hw);
         float *bx = fvec(nb), *bdy = fvec(nb), *by = fvec(nb), *by32 = fvec(nb);
         float stats[8][4], wt[4] = {1.5f, -0.5f, 0.25f, 2.0f}, bi[4] = {0.1f, 0.2f, -0.3f, 0};
         fill_half(bx, nb, -3, 5, dt);
@@ -1083,9 +1084,9 @@ static void test_half_ops(void)
                   memcmp(stats[5], stats[7], sizeof stats[5]) == 0,
               "batchnorm_backward_reduce %s: fp32 sums of the same values", name);
         be->batchnorm_backward_elemt(be, n, c, hw, dt, bdy, bx, stats[0], stats[1], wt,
-                                     stats[4], stats[5], (float)(n * hw), by);
+                                     stats[4], stats[5], &count_f, by);
         be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, bdy, bx, stats[0], stats[1], wt,
-                                     stats[4], stats[5], (float)(n * hw), by32);
+                                     stats[4], stats[5], &count_f, by32);
         CHECK(equals_rounded(by, by32, nb, dt), "batchnorm_backward_elemt %s", name);
 
         /* ReLU selects: no rounding; max pooling with overlapping windows sums in fp32 */

@@ -694,8 +694,10 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     probe_push(r->probe, PROBE_FORWARD);
     if (m->forward(m, r->x_dev, n, 1, &logits))
         return -1;
-    float l = be->softmax_xent(be, n, m->classes, logits, r->y_dev, r->dlogits);
-    if (be->status(be)) /* softmax_xent synced: covers the step so far */
+    /* the loss stays on the device until it is logged, after the step's collectives:
+     * the host runs ahead of the GPU through backward, as PyTorch's loss.item() at the end */
+    be->softmax_xent_dev(be, n, m->classes, logits, r->y_dev, r->dlogits, r->scalars);
+    if (be->status(be)) /* errors seen so far (no wait) */
         return -1;
     probe_pop(r->probe);
     probe_push(r->probe, PROBE_BACKWARD);
@@ -718,13 +720,18 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (r->red && reducer_finish(r->red)) /* the exposed wait: between backward and optimizer */
         return -1;
     probe_push(r->probe, PROBE_OPTIMIZER);
-    if (r->red) { /* the loss for metrics.csv: the global mean */
-        float mean = l / (float)r->world;
-        be->upload(be, r->scalars, &mean, sizeof mean);
-        if (comm_allreduce(r->dev.comm, r->scalars, 1, COMM_F32))
+    if (r->red) { /* the loss for metrics.csv: the global mean, on the device */
+        be->scale(be, 1, 1.0f / (float)r->world, r->scalars, r->scalars);
+        /* stream-ordered; settle bounds the read below by the comm's timeout (it also
+         * covers the buckets and SyncBatchNorm's collectives, joined without a host wait) */
+        if (comm_allreduce_join(r->dev.comm, r->scalars, 1, COMM_F32) ||
+            comm_settle(r->dev.comm))
             return error_wrap("all-reducing the loss");
-        be->download(be, &l, r->scalars, sizeof l);
     }
+    float l = NAN;
+    be->download(be, &l, r->scalars, sizeof l); /* the step's loss read (a host sync) */
+    if (be->status(be)) /* the download synced: covers the step so far */
+        return -1;
     sm->loss = l;
     /* fp32 and bf16 have no GradScaler to skip such a step: the run has diverged */
     if (!r->scaler.enabled && !isfinite(l))

@@ -136,12 +136,14 @@ struct backend {
                                       const float *invstd, float *sum_dy, float *sum_dy_xmu,
                                       float *dweight, float *dbias);
     /* dx = (dy - sum_dy/count - (x - mean) * invstd^2 * sum_dy_xmu/count) * invstd * weight,
-     * count = global number of elements per channel; dx may alias dy */
+     * *count = global number of elements per channel, one fp32 in device memory (as
+     * PyTorch's SyncBatchNorm keeps the gathered counts on the device: no host read); dx
+     * may alias dy */
     void (*batchnorm_backward_elemt)(struct backend *be, int n, int c, int hw, enum dtype dt,
                                      const void *dy, const void *x, const float *mean,
                                      const float *invstd, const float *weight,
-                                     const float *sum_dy, const float *sum_dy_xmu, float count,
-                                     void *dx);
+                                     const float *sum_dy, const float *sum_dy_xmu,
+                                     const float *count, void *dx);
 
     /* --- activations and pooling (every tensor of dt) --- */
     void (*relu_forward)(struct backend *be, size_t n, enum dtype dt, const void *x, void *y);
@@ -185,6 +187,11 @@ struct backend {
      * to the host; dlogits (n,c) = (softmax - onehot) / n unless NULL. */
     float (*softmax_xent)(struct backend *be, int n, int c, const float *logits,
                           const int32_t *labels, float *dlogits);
+    /* the same, the loss written to *loss (one fp32 in device memory) instead of returned:
+     * no host wait, so a training step reads its loss once, when it logs it (PyTorch's
+     * loss.item()) */
+    void (*softmax_xent_dev)(struct backend *be, int n, int c, const float *logits,
+                             const int32_t *labels, float *dlogits, float *loss);
     /* number of rows whose argmax (first maximum) equals the label */
     int (*count_correct)(struct backend *be, int n, int c, const float *logits,
                          const int32_t *labels);

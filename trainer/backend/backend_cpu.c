@@ -1216,11 +1216,11 @@ static void cpu_batchnorm_backward_elemt(struct backend *be, int n, int c, int h
                                          enum dtype dt, const void *dy, const void *x,
                                          const float *mean, const float *invstd,
                                          const float *weight, const float *sum_dy,
-                                         const float *sum_dy_xmu, float count, void *dx)
+                                         const float *sum_dy_xmu, const float *count, void *dx)
 {
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .dy = dy, .x = x, .mean = mean,
                               .invstd = invstd, .weight = weight, .sum_dy = sum_dy,
-                              .sum_dy_xmu = sum_dy_xmu, .count = count, .dx = dx};
+                              .sum_dy_xmu = sum_dy_xmu, .count = *count, .dx = dx};
     cpu_parallel_for(be, (size_t)n * c, (size_t)3 * n * c * hw, bn_backward_elemt_range, &a);
 }
 
@@ -1600,6 +1600,12 @@ static float cpu_softmax_xent(struct backend *be, int n, int c, const float *log
     return (float)(total / n);
 }
 
+static void cpu_softmax_xent_dev(struct backend *be, int n, int c, const float *logits,
+                                 const int32_t *labels, float *dlogits, float *loss)
+{
+    *loss = cpu_softmax_xent(be, n, c, logits, labels, dlogits);
+}
+
 static int cpu_count_correct(struct backend *be, int n, int c, const float *logits,
                              const int32_t *labels)
 {
@@ -1901,6 +1907,7 @@ static const struct backend cpu_backend_ops = {
     .linear_backward = cpu_linear_backward,
     /* loss and metrics */
     .softmax_xent = cpu_softmax_xent,
+    .softmax_xent_dev = cpu_softmax_xent_dev,
     .count_correct = cpu_count_correct,
     /* elementwise and optimizer */
     .scale = cpu_scale,

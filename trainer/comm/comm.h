@@ -63,11 +63,39 @@ struct comm {
      * caller's thread (shm, when nothing else is queued).  Last, so that every transport's
      * initialisation leaves it NULL unless it sets it. */
     int (*allreduce)(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
+
+    /* --- stream-ordered completion (nccl; NULL where every wait blocks the host anyway:
+     * shm, gloo, staged).  As PyTorch's work.wait() on a CUDA collective: the backend's
+     * compute stream waits for the collective on the device and the host runs ahead.  A
+     * collective that fails or never completes after a join is found by the next settle,
+     * which every host read of a result (be->download) must follow. --- */
+    /* as wait, without blocking the host: work queued on the backend's compute stream from
+     * now on runs after the collective; frees the handle.  0, or -1 (error_set) for an
+     * error already known (an earlier failure, a device error seen without waiting). */
+    int (*join)(struct comm *c, struct comm_work *work);
+    /* allgather's contract, joined instead of waited for (host not blocked) */
+    int (*allgather_join)(struct comm *c, const void *send, void *recv, size_t count,
+                          enum comm_dtype dt);
+    /* blocks the host until every collective issued so far has completed, up to the
+     * timeout: then an error naming the rank, the last collective issued and its sequence
+     * number (communicator aborted).  Cheap when nothing was issued since the last one. */
+    int (*settle)(struct comm *c);
 };
 
 /* Blocking all-reduce: c->allreduce where the transport has one, else allreduce_async +
  * wait. */
 int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
+
+/* Stream-ordered forms (see join): the result is there for work queued on the backend's
+ * compute stream afterwards; the host reads it only after comm_settle.  Where the
+ * transport has no join they are the blocking forms (wait, comm_allreduce, allgather). */
+int comm_join(struct comm *c, struct comm_work *work);
+int comm_allreduce_join(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
+int comm_allgather_join(struct comm *c, const void *send, void *recv, size_t count,
+                        enum comm_dtype dt);
+/* c->settle where the transport has one, else 0 (its waits already blocked); c may be
+ * NULL (no comm: nothing to settle) */
+int comm_settle(struct comm *c);
 
 size_t comm_dtype_size(enum comm_dtype dt);
 

@@ -461,7 +461,7 @@ static void cu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw
                                         enum dtype dt, const void *dy, const void *x,
                                         const float *mean, const float *invstd,
                                         const float *weight, const float *sum_dy,
-                                        const float *sum_dy_xmu, float count, void *dx)
+                                        const float *sum_dy_xmu, const float *count, void *dx)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "batchnorm_backward_elemt";
@@ -646,6 +646,22 @@ static float cu_softmax_xent(struct backend *be, int n, int c, const float *logi
     return cb->failed ? NAN : host[0];
 }
 
+/* softmax_xent without the host read: the kernel writes the loss to *loss */
+static void cu_softmax_xent_dev(struct backend *be, int n, int c, const float *logits,
+                                const int32_t *labels, float *dlogits, float *loss)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "softmax_xent_dev";
+    if (n < 1 || c < 1 || cb_begin(cb, op))
+        return;
+    double *rows = cb_scratch(cb, (size_t)n, op);
+    if (!rows ||
+        CB_CUDA(cb, op,
+                kern_softmax_xent(cb->stream, n, c, logits, labels, dlogits, rows, loss)))
+        return;
+    cb_end(cb, op);
+}
+
 static int cu_count_correct(struct backend *be, int n, int c, const float *logits,
                             const int32_t *labels)
 {
@@ -805,6 +821,7 @@ static const struct backend cuda_backend_ops = {
     .linear_backward = cu_linear_backward,
     /* loss and metrics: the host waits for the result */
     .softmax_xent = cu_softmax_xent,
+    .softmax_xent_dev = cu_softmax_xent_dev,
     .count_correct = cu_count_correct,
     /* elementwise, mixed precision and optimizer: kernels.cu */
     .scale = cu_scale,

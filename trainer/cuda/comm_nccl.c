@@ -6,6 +6,11 @@
  * bucket's all-reduce overlaps the rest of backward (the order slot does that ordering
  * ahead of time, for the probes' start event).
  *
+ * join() (the DDP step's waits: buckets, SyncBatchNorm, the loss and found_inf) only makes
+ * the compute stream wait for the collective (device side), as PyTorch's work.wait() on a
+ * CUDA collective; the host runs ahead and settle(), called before each host read of a
+ * result, waits on the host for everything issued so far, with the timeout below.
+ *
  * wait() makes the compute stream wait for the collective (device side) and also waits
  * for it on the host, without spinning: a host function queued on a private watch stream
  * behind the collective's event signals a condition variable, which the host waits on in
@@ -15,15 +20,21 @@
  * the rank, the collective and its sequence number, instead of a hang.  After an abort
  * every call fails at once, waits for collectives issued before it included.
  *
- * destroy: an idle, healthy communicator is finalized (ncclCommFinalize, which flushes
- * and waits for NCCL's own work to quiesce) and then destroyed; one with work queued or
- * an error is aborted.
+ * The communicator is non-blocking (ncclConfig_t blocking = 0): no NCCL call blocks inside
+ * NCCL.  Init, finalize and any collective enqueue that returns ncclInProgress are polled
+ * through ncclCommGetAsyncError against the comm's timeout (comm_poll.h), so a rank that
+ * never joins is a timeout naming the call, not a hang.
+ *
+ * destroy: an idle, healthy communicator is finalized (ncclCommFinalize, polled until NCCL
+ * has flushed its work, up to the timeout) and then destroyed; one with work queued, an
+ * error or a finalize that does not settle is aborted.
  *
  * The host cannot time a collective, so wait() reports a zero comm_span; the probes time
  * NCCL work with CUDA events on the comm stream. */
 #include "comm/comm.h"
 
 #include "backend/backend.h"
+#include "comm/comm_poll.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_api.h"
 #include "common/cuda_check.h"
@@ -61,6 +72,9 @@ struct nccl_comm {
     cudaEvent_t ready; /* recorded on the compute stream before each collective */
     struct comm_work *free_list;
     float *barrier_buf; /* one device float */
+    uint64_t settled_seq;  /* every collective up to this one is known complete */
+    const char *last_what; /* the last collective issued, for settle's message */
+    size_t last_count;
     int broken;
     char broken_msg[768];
 };
@@ -145,6 +159,8 @@ static struct comm_work *nc_finish(struct nccl_comm *nc, const char *what, size_
     w->seq = ++nc->seq;
     w->what = what;
     w->count = count;
+    nc->last_what = what;
+    nc->last_count = count;
     w->next = NULL;
     if (CHECK_CUDA(cudaEventRecord(w->done, nc->stream))) {
         error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, what, w->seq);
@@ -170,6 +186,44 @@ static int nc_call_failed(struct nccl_comm *nc, const char *what)
         st != ncclInProgress)
         nc_break(nc);
     return -1;
+}
+
+/* NCCL's asynchronous state as comm_poll_until asks it (ctx: the ncclComm_t). */
+static enum comm_poll_state nc_async_state(void *ctx)
+{
+    ncclResult_t st = ncclSuccess;
+    if (ncclCommGetAsyncError((ncclComm_t)ctx, &st) != ncclSuccess)
+        return COMM_POLL_FAILED;
+    return st == ncclSuccess ? COMM_POLL_DONE
+           : st == ncclInProgress ? COMM_POLL_IN_PROGRESS
+                                  : COMM_POLL_FAILED;
+}
+
+/* The communicator is non-blocking (blocking = 0), so a call may return ncclInProgress
+ * while NCCL is still enqueuing it: poll ncclCommGetAsyncError until it is done, failed
+ * or the timeout has passed, before any other NCCL call on the communicator (NCCL's rule
+ * for non-blocking communicators).  r is what the call returned.  0, or -1 (error_set
+ * naming rank, call and sequence number; communicator aborted where it is broken). */
+static int nc_call_done(struct nccl_comm *nc, ncclResult_t r, const char *call, const char *what)
+{
+    if (r == ncclSuccess)
+        return 0;
+    if (r != ncclInProgress) {
+        cuda_check_nccl(r, call, __FILE__, __LINE__);
+        return nc_call_failed(nc, what);
+    }
+    const enum comm_poll_state st = comm_poll_until(nc_async_state, nc->nccl, nc->timeout_ms,
+                                                    NULL);
+    if (st == COMM_POLL_DONE)
+        return 0;
+    ncclResult_t err = ncclSuccess;
+    ncclCommGetAsyncError(nc->nccl, &err);
+    error_set("rank %d: nccl %s #%" PRIu64 ": %s %s (%s); communicator aborted", nc->ops.rank,
+              what, nc->seq + 1, call,
+              st == COMM_POLL_IN_PROGRESS ? "was still in progress after the timeout"
+                                          : "failed",
+              st == COMM_POLL_IN_PROGRESS ? "did another rank stop?" : ncclGetErrorString(err));
+    return nc_break(nc);
 }
 
 /* The wake-up of one host wait: a host function queued behind the collective sets done.
@@ -251,16 +305,21 @@ static int nc_query(struct nccl_comm *nc, const struct comm_work *w)
     return nc_break(nc);
 }
 
-/* Compute stream waits for w on the device; the host sleeps until w completes, an error
- * shows, or the timeout. */
-static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
+/* The compute stream waits for w on the device (the host does not). */
+static int nc_stream_wait(struct nccl_comm *nc, const struct comm_work *w)
+{
+    if (nc->broken)
+        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted (%s)",
+                         nc->ops.rank, w->what, w->seq, nc->broken_msg);
+    if (backend_cuda_bind(nc->be) || CHECK_CUDA(cudaStreamWaitEvent(nc->compute, w->done, 0)))
+        return error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, w->what, w->seq);
+    return 0;
+}
+
+/* The host sleeps until w completes, an error shows, or the timeout. */
+static int nc_host_wait(struct nccl_comm *nc, struct comm_work *w)
 {
     const int rank = nc->ops.rank;
-    if (nc->broken)
-        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted (%s)", rank,
-                         w->what, w->seq, nc->broken_msg);
-    if (backend_cuda_bind(nc->be) || CHECK_CUDA(cudaStreamWaitEvent(nc->compute, w->done, 0)))
-        return error_wrap("rank %d: nccl %s #%" PRIu64, rank, w->what, w->seq);
     int q = nc_query(nc, w); /* already done (often, for all but the last bucket) */
     if (q != 0)
         return q > 0 ? 0 : -1;
@@ -309,12 +368,36 @@ static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
     return rc;
 }
 
+/* Compute stream waits for w on the device; the host sleeps until w completes, an error
+ * shows, or the timeout. */
+static int nc_wait(struct nccl_comm *nc, struct comm_work *w)
+{
+    if (nc_stream_wait(nc, w) || nc_host_wait(nc, w))
+        return -1;
+    if (w->seq > nc->settled_seq) /* collectives complete in issue order */
+        nc->settled_seq = w->seq;
+    return 0;
+}
+
 /* enqueue + wait, for the blocking collectives */
 static int nc_complete(struct nccl_comm *nc, struct comm_work *w)
 {
     if (!w)
         return -1;
     int rc = nc_wait(nc, w);
+    nc_release(nc, w);
+    return rc;
+}
+
+/* join: the compute stream waits for w on the device; the host only looks (without
+ * waiting) for an error NCCL or the device already reports.  Frees w. */
+static int nc_join(struct nccl_comm *nc, struct comm_work *w)
+{
+    if (!w)
+        return -1;
+    int rc = nc_stream_wait(nc, w);
+    if (rc == 0 && (nc_check_async(nc, w) || nc_query(nc, w) < 0))
+        rc = -1;
     nc_release(nc, w);
     return rc;
 }
@@ -328,8 +411,9 @@ static int nccl_broadcast(struct comm *c, void *buf, size_t count, enum comm_dty
     ncclDataType_t t = ncclFloat32;
     if (nccl_dtype(dt, &t) || nc_begin(nc, what))
         return -1;
-    if (CHECK_NCCL(ncclBroadcast(buf, buf, count, t, root, nc->nccl, nc->stream)))
-        return nc_call_failed(nc, what);
+    if (nc_call_done(nc, ncclBroadcast(buf, buf, count, t, root, nc->nccl, nc->stream),
+                     "ncclBroadcast", what))
+        return -1;
     return nc_complete(nc, nc_finish(nc, what, count));
 }
 
@@ -341,10 +425,9 @@ static struct comm_work *nccl_allreduce_async(struct comm *c, void *buf, size_t 
     ncclDataType_t t = ncclFloat32;
     if (nccl_dtype(dt, &t) || nc_begin(nc, what))
         return NULL;
-    if (CHECK_NCCL(ncclAllReduce(buf, buf, count, t, ncclSum, nc->nccl, nc->stream))) {
-        nc_call_failed(nc, what);
+    if (nc_call_done(nc, ncclAllReduce(buf, buf, count, t, ncclSum, nc->nccl, nc->stream),
+                     "ncclAllReduce", what))
         return NULL;
-    }
     return nc_finish(nc, what, count);
 }
 
@@ -358,6 +441,51 @@ static int nccl_wait(struct comm *c, struct comm_work *work, struct comm_span *s
     return nc_complete(nc, work);
 }
 
+static int nccl_join(struct comm *c, struct comm_work *work)
+{
+    if (!work)
+        return error_set("rank %d: nccl join: no collective (NULL handle)", c->rank);
+    return nc_join((struct nccl_comm *)c, work);
+}
+
+/* Every collective issued so far is on nc->stream, in issue order: an event recorded
+ * there now completes after all of them.  The host waits for it as for a collective (20 ms
+ * slices, async errors, the timeout); the message names the last collective issued. */
+static int nccl_settle(struct comm *c)
+{
+    struct nccl_comm *nc = (struct nccl_comm *)c;
+    if (nc->broken)
+        return error_set("rank %d: nccl %s #%" PRIu64 ": the communicator was aborted earlier "
+                         "(%s)",
+                         c->rank, nc->last_what ? nc->last_what : "collective", nc->seq,
+                         nc->broken_msg);
+    if (nc->settled_seq == nc->seq)
+        return 0;
+    const uint64_t upto = nc->seq;
+    struct comm_work *w = nc->free_list;
+    if (w) {
+        nc->free_list = w->next;
+    } else {
+        w = calloc(1, sizeof *w);
+        if (!w || CHECK_CUDA(cudaEventCreateWithFlags(&w->done, cudaEventDisableTiming))) {
+            free(w);
+            return error_set("rank %d: nccl settle: cannot create an event (%s)", c->rank,
+                             error_get());
+        }
+    }
+    w->seq = upto;
+    w->what = nc->last_what ? nc->last_what : "collective";
+    w->count = nc->last_count;
+    w->next = NULL;
+    int rc = backend_cuda_bind(nc->be) || CHECK_CUDA(cudaEventRecord(w->done, nc->stream))
+                 ? error_wrap("rank %d: nccl settle after %s #%" PRIu64, c->rank, w->what, upto)
+                 : nc_host_wait(nc, w);
+    if (rc == 0)
+        nc->settled_seq = upto;
+    nc_release(nc, w);
+    return rc;
+}
+
 static int nccl_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
@@ -366,8 +494,9 @@ static int nccl_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype 
     if (nccl_dtype(dt, &t) || nc_begin(nc, what))
         return -1;
     /* in place: only root's buffer is written */
-    if (CHECK_NCCL(ncclReduce(buf, buf, count, t, ncclSum, root, nc->nccl, nc->stream)))
-        return nc_call_failed(nc, what);
+    if (nc_call_done(nc, ncclReduce(buf, buf, count, t, ncclSum, root, nc->nccl, nc->stream),
+                     "ncclReduce", what))
+        return -1;
     return nc_complete(nc, nc_finish(nc, what, count));
 }
 
@@ -379,9 +508,24 @@ static int nccl_allgather(struct comm *c, const void *send, void *recv, size_t c
     ncclDataType_t t = ncclFloat32;
     if (nccl_dtype(dt, &t) || nc_begin(nc, what))
         return -1;
-    if (CHECK_NCCL(ncclAllGather(send, recv, count, t, nc->nccl, nc->stream)))
-        return nc_call_failed(nc, what);
+    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
+                     "ncclAllGather", what))
+        return -1;
     return nc_complete(nc, nc_finish(nc, what, count));
+}
+
+static int nccl_allgather_join(struct comm *c, const void *send, void *recv, size_t count,
+                               enum comm_dtype dt)
+{
+    struct nccl_comm *nc = (struct nccl_comm *)c;
+    const char *what = "allgather";
+    ncclDataType_t t = ncclFloat32;
+    if (nccl_dtype(dt, &t) || nc_begin(nc, what))
+        return -1;
+    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
+                     "ncclAllGather", what))
+        return -1;
+    return nc_join(nc, nc_finish(nc, what, count));
 }
 
 /* every rank's one-float all-reduce has completed only once all ranks reached it */
@@ -391,34 +535,28 @@ static int nccl_barrier(struct comm *c)
     const char *what = "barrier";
     if (nc_begin(nc, what))
         return -1;
-    if (CHECK_NCCL(ncclAllReduce(nc->barrier_buf, nc->barrier_buf, 1, ncclFloat32, ncclSum,
-                                 nc->nccl, nc->stream)))
-        return nc_call_failed(nc, what);
+    if (nc_call_done(nc, ncclAllReduce(nc->barrier_buf, nc->barrier_buf, 1, ncclFloat32,
+                                       ncclSum, nc->nccl, nc->stream),
+                     "ncclAllReduce", what))
+        return -1;
     return nc_complete(nc, nc_finish(nc, what, 1));
 }
 
-/* After ncclCommFinalize: wait (up to the timeout) for the communicator to leave
+/* ncclCommFinalize on the non-blocking communicator returns at once (ncclInProgress) while
+ * NCCL flushes its work: poll ncclCommGetAsyncError (up to the timeout) until it leaves
  * ncclInProgress.  1 when it is quiescent and healthy, else 0. */
 static int nc_finalized(struct nccl_comm *nc)
 {
-    const int64_t deadline = now_ns() + (int64_t)nc->timeout_ms * 1000000LL;
-    for (;;) {
-        ncclResult_t st = ncclSuccess;
-        if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
-            return 0;
-        if (st != ncclInProgress)
-            return st == ncclSuccess;
-        if (now_ns() >= deadline)
-            return 0;
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    const ncclResult_t r = ncclCommFinalize(nc->nccl);
+    if (r != ncclSuccess && r != ncclInProgress)
+        return 0;
+    return comm_poll_until(nc_async_state, nc->nccl, nc->timeout_ms, NULL) == COMM_POLL_DONE;
 }
 
 /* Waits for nothing of the device: a communicator with work queued or an error is
- * aborted; an idle healthy one is finalized (NCCL flushes its own work; a blocking
- * communicator returns from ncclCommFinalize once quiescent), then destroyed, or aborted
- * if finalizing fails or does not settle within the timeout. */
+ * aborted; an idle healthy one is finalized (NCCL flushes its own work, polled against
+ * the timeout), then destroyed, or aborted if finalizing fails or does not settle within
+ * the timeout.  ncclCommAbort frees the communicator, so nothing is polled after it. */
 static void nccl_destroy(struct comm *c)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
@@ -430,8 +568,7 @@ static void nccl_destroy(struct comm *c)
         const int idle = nc->stream && cudaStreamQuery(nc->stream) == cudaSuccess;
         if (ncclCommGetAsyncError(nc->nccl, &st) != ncclSuccess)
             st = ncclInternalError;
-        if (idle && st == ncclSuccess && ncclCommFinalize(nc->nccl) == ncclSuccess &&
-            nc_finalized(nc))
+        if (idle && st == ncclSuccess && nc_finalized(nc))
             ncclCommDestroy(nc->nccl);
         else
             ncclCommAbort(nc->nccl);
@@ -493,6 +630,9 @@ static const struct comm nccl_comm_ops = {
     .stream = nccl_stream,
     .order = nccl_order,
     .destroy = nccl_destroy,
+    .join = nccl_join,
+    .allgather_join = nccl_allgather_join,
+    .settle = nccl_settle,
 };
 
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,
@@ -549,11 +689,31 @@ struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank,
         CHECK_CUDA(cudaMalloc((void **)&nc->barrier_buf, sizeof(float))) ||
         CHECK_CUDA(cudaMemsetAsync(nc->barrier_buf, 0, sizeof(float), nc->compute)))
         goto fail;
-    /* ncclCommInitRank blocks until every rank has joined: meet at the store first, where
-     * waiting is bounded, so a missing rank is a timeout and not a hang */
+    /* meet at the store first, where waiting is bounded, so a missing rank is named there */
     if (store && world > 1 && store_barrier(store, key))
         goto fail;
-    if (CHECK_NCCL(ncclCommInitRank(&nc->nccl, world, uid, rank))) {
+    /* non-blocking (blocking = 0): init, finalize and any call may return ncclInProgress,
+     * and every wait for NCCL is our bounded poll of ncclCommGetAsyncError, never a call
+     * that blocks inside NCCL */
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t r = ncclCommInitRankConfig(&nc->nccl, world, uid, rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        cuda_check_nccl(r, "ncclCommInitRankConfig(blocking = 0)", __FILE__, __LINE__);
+        if (nc->nccl)
+            ncclCommAbort(nc->nccl);
+        nc->nccl = NULL;
+        goto fail;
+    }
+    const enum comm_poll_state st = comm_poll_until(nc_async_state, nc->nccl, timeout_ms, NULL);
+    if (st != COMM_POLL_DONE) {
+        ncclResult_t err = ncclSuccess;
+        ncclCommGetAsyncError(nc->nccl, &err);
+        error_set("ncclCommInitRankConfig %s (%s)",
+                  st == COMM_POLL_IN_PROGRESS ? "did not complete within the timeout"
+                                              : "failed",
+                  st == COMM_POLL_IN_PROGRESS ? "did every rank start?" : ncclGetErrorString(err));
+        ncclCommAbort(nc->nccl);
         nc->nccl = NULL;
         goto fail;
     }

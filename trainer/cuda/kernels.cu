@@ -365,8 +365,9 @@ static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, con
                                                 const T *x, const float *mean,
                                                 const float *invstd, const float *weight,
                                                 const float *sum_dy, const float *sum_dy_xmu,
-                                                float count, T *dx)
+                                                const float *count_dev, T *dx)
 {
+    const float count = *count_dev; /* device memory: the host never reads it */
     GRID_STRIDE(i, total)
     {
         const int ch = (int)((i / (size_t)hw) % (size_t)c);
@@ -380,7 +381,8 @@ extern "C" cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int 
                                               enum dtype dt, const void *dy, const void *x,
                                               const float *mean, const float *invstd,
                                               const float *weight, const float *sum_dy,
-                                              const float *sum_dy_xmu, float count, void *dx)
+                                              const float *sum_dy_xmu, const float *count,
+                                              void *dx)
 {
     const size_t total = (size_t)n * c * hw;
     WITH_ELEM(dt, T, {

@@ -54,8 +54,8 @@ cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, enum dtyp
 cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt,
                                    const void *dy, const void *x, const float *mean,
                                    const float *invstd, const float *weight,
-                                   const float *sum_dy, const float *sum_dy_xmu, float count,
-                                   void *dx);
+                                   const float *sum_dy, const float *sum_dy_xmu,
+                                   const float *count, void *dx);
 
 cudaError_t kern_relu_forward(cudaStream_t s, size_t n, enum dtype dt, const void *x, void *y);
 cudaError_t kern_relu_backward(cudaStream_t s, size_t n, enum dtype dt, const void *y,

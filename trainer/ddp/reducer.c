@@ -134,8 +134,13 @@ int reducer_finish(struct reducer *r)
     for (int b = 0; b < r->nbuckets; b++) {
         struct bucket *bk = &r->buckets[b];
         if (bk->launched) {
+            /* stream-ordered where the comm can (nccl: the optimizer's stream waits on the
+             * device, the host runs on, as PyTorch's Reducer); else the blocking wait, which
+             * also says when the transport ran the collective */
             struct comm_span span = {0, 0};
-            if (r->comm->wait(r->comm, bk->work, &span) && rc == 0)
+            const int failed = r->comm->join ? r->comm->join(r->comm, bk->work)
+                                             : r->comm->wait(r->comm, bk->work, &span);
+            if (failed && rc == 0)
                 rc = error_wrap("DDP bucket %d all-reduce", b);
             else if (r->obs.finished)
                 r->obs.finished(r->obs.ctx, b, bk->numel * sizeof(float), &span);

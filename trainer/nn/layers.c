@@ -138,7 +138,7 @@ int batchnorm_init(struct batchnorm *l, struct param_table *t, const char *prefi
         return -1;
     l->mean = be->alloc(be, (size_t)c * sizeof(float));
     l->invstd = be->alloc(be, (size_t)c * sizeof(float));
-    l->sums = be->alloc(be, 2 * (size_t)c * sizeof(float));
+    l->sums = be->alloc(be, (2 * (size_t)c + 1) * sizeof(float));
     if (!l->mean || !l->invstd || !l->sums)
         return error_wrap("batchnorm %s", prefix);
     return 0;
@@ -178,30 +178,22 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
     be->batchnorm_stats(be, n, c, hw, l->dt, x, l->eps, send, send + c);
     be->upload(be, send + 2 * c, &local_count, sizeof local_count);
     if (world > 1) {
-        if (l->sync->allgather(l->sync, send, recv, row, COMM_F32))
+        if (comm_allgather_join(l->sync, send, recv, row, COMM_F32))
             return error_wrap("SyncBatchNorm %s forward", l->weight->name);
+        /* regrouped on the device; the counts are never read on the host (PyTorch's
+         * SyncBatchNorm neither): the global count reaches backward by its all-reduce */
         for (int r = 0; r < world; r++) {
             const float *src = recv + row * (size_t)r;
             be->copy(be, means + (size_t)r * c, src, (size_t)c * sizeof(float));
             be->copy(be, invstds + (size_t)r * c, src + c, (size_t)c * sizeof(float));
             be->copy(be, counts + r, src + 2 * c, sizeof(float));
         }
-        float stack[64]; /* no allocation per step up to 64 ranks */
-        float *host = world <= 64 ? stack : malloc((size_t)world * sizeof *host);
-        if (!host)
-            return error_set("batchnorm: out of memory");
-        be->download(be, host, counts, (size_t)world * sizeof *host);
-        l->count = 0.0f;
-        for (int r = 0; r < world; r++)
-            l->count += host[r];
-        if (host != stack)
-            free(host);
     } else {
         means = send;
         invstds = send + c;
         counts = send + 2 * c;
-        l->count = local_count;
     }
+    l->local_count = local_count;
     be->batchnorm_gather_stats(be, world, c, means, invstds, counts, l->momentum, l->eps,
                                l->running_mean->data, l->running_var->data, l->mean,
                                l->invstd);
@@ -217,11 +209,14 @@ int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, c
     int c = l->c;
     be->batchnorm_backward_reduce(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd, l->sums,
                                   l->sums + c, l->weight->grad, l->bias->grad);
+    /* sums[2c]: this rank's count, summed over the ranks with the sums (stream-ordered:
+     * no host wait, no host read) */
+    be->upload(be, l->sums + 2 * c, &l->local_count, sizeof l->local_count);
     if (l->sync && l->sync->world > 1 &&
-        comm_allreduce(l->sync, l->sums, 2 * (size_t)c, COMM_F32))
+        comm_allreduce_join(l->sync, l->sums, 2 * (size_t)c + 1, COMM_F32))
         return error_wrap("SyncBatchNorm %s backward", l->weight->name);
     be->batchnorm_backward_elemt(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd,
-                                 l->weight->data, l->sums, l->sums + c, l->count, dx);
+                                 l->weight->data, l->sums, l->sums + c, l->sums + 2 * c, dx);
     if (grad_hook_fire(hook, l->bias))
         return -1;
     return grad_hook_fire(hook, l->weight);

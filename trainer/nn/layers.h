@@ -56,10 +56,12 @@ struct batchnorm {
     float eps, momentum;
     struct param *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
     struct comm *sync;
-    /* device scratch: saved mean/invstd (c each), gathered stats, backward sums */
+    /* device scratch: saved mean/invstd (c each), gathered stats, backward sums: sum_dy
+     * (c), sum_dy_xmu (c) and the element count per channel (1), all-reduced together
+     * under SyncBatchNorm, so the global count stays on the device */
     float *mean, *invstd, *gather, *sums;
     int gather_world;
-    float count; /* global elements per channel in the last training forward */
+    float local_count; /* this rank's elements per channel in the last training forward */
     enum dtype dt; /* activations' type (x, y, dy, dx), set by the model for autocast */
 };
 

@@ -39,7 +39,11 @@ int scaler_unscale(struct grad_scaler *s, struct param_table *params, struct com
         }
     }
     be->unscale(be, k, grads, numels, 1.0f / s->scale, flag); /* 1/scale: exact, a power of 2 */
-    if (comm && comm->world > 1 && comm_allreduce(comm, flag, 1, COMM_F32)) {
+    /* all-reduced on the device (stream-ordered), then read once: the step's one host sync
+     * for found_inf, as PyTorch's GradScaler; settle first bounds that read by the comm's
+     * timeout (a collective that never completes is an error, not a hang) */
+    if (comm && comm->world > 1 &&
+        (comm_allreduce_join(comm, flag, 1, COMM_F32) || comm_settle(comm))) {
         error_wrap("GradScaler: all-reducing found_inf");
         goto out;
     }

@@ -12,7 +12,8 @@
  * first error (the status slot), and later slots still run; a failed backend's loss is
  * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
- * (cudnnFind*) instead of cuDNN's heuristics.
+ * (cudnnFind*) instead of cuDNN's heuristics; DDPPROF_CUDNN_LOG=1 says on stderr which
+ * algorithm each convolution shape and direction ran with (once each).
  *
  * Autocast is real here: a tensor of a half type (backend.h enum dtype) is stored as
  * 2-byte fp16/bf16 values (dtype_size), so activations take half the memory;
@@ -875,6 +876,11 @@ struct backend *backend_cuda_create(int device)
         CHECK_CUDA(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) ||
         CHECK_CUBLAS(cublasCreate(&cb->cublas)) ||
         CHECK_CUBLAS(cublasSetStream(cb->cublas, cb->stream)) ||
+        /* half GEMMs accumulate in fp32 and round once, as the CPU oracle: no split-K
+         * partial sums added in the output type (cuBLAS allows that by default for fp16 and
+         * bf16, and PyTorch keeps it; on an H200 it put bf16 outputs 0.01 off the fp32 sum) */
+        CHECK_CUBLAS(cublasSetMathMode(cb->cublas, CUBLAS_DEFAULT_MATH |
+                                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) ||
         CHECK_CUDNN(cudnnCreate(&cb->cudnn)) || CHECK_CUDNN(cudnnSetStream(cb->cudnn, cb->stream)) ||
         !(cb->conv = conv_plans_create(cb->cudnn, cb->stream, device,
                                        env_flag("DDPPROF_CUDNN_BENCHMARK"))) ||

@@ -10,17 +10,20 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Most workspace one convolution algorithm may ask for. */
 #define CONV_WS_LIMIT ((size_t)1 << 30)
 
 static const char *const conv_dir_name[] = {"forward", "backward data", "backward filter"};
+static const char *const conv_dtype_name[] = {"fp32", "fp16", "bf16"}; /* enum dtype */
 
 struct conv_plan {
     struct conv2d_shape cs; /* key (with dt) */
     enum dtype dt;
     struct cudnn_conv_desc d;
     struct conv_algos dir[3];
+    int logged[3]; /* the algorithm that ran was said (DDPPROF_CUDNN_LOG) */
 };
 
 struct conv_plans {
@@ -28,6 +31,7 @@ struct conv_plans {
     cudaStream_t stream;   /* cudnn's stream */
     int device;
     int find_algos;        /* DDPPROF_CUDNN_BENCHMARK=1 */
+    int log;               /* DDPPROF_CUDNN_LOG=1: say each plan's algorithm once */
     struct cuda_buffer ws; /* the workspace every algorithm runs with */
     struct conv_plan **plans;
     size_t nplans, cap_plans;
@@ -45,6 +49,8 @@ struct conv_plans *conv_plans_create(cudnnHandle_t cudnn, cudaStream_t stream, i
     cp->stream = stream;
     cp->device = device;
     cp->find_algos = find_algos;
+    const char *log = getenv("DDPPROF_CUDNN_LOG");
+    cp->log = log && *log && strcmp(log, "0") != 0;
     return cp;
 }
 
@@ -79,6 +85,38 @@ static int conv_math_reset(struct conv_plan *pl)
         pl->d.conv, pl->dt == DT_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
 }
 
+/* fp32 convolutions sum their products directly (implicit or explicit GEMM, direct, and
+ * the small fused Winograd): FFT, FFT_TILING and WINOGRAD_NONFUSED transform the data and
+ * round in the transformed domain.  On an H200 (cuDNN 9.14, DDPPROF_CUDNN_BENCHMARK=1)
+ * fp32 backward results of the ConvNet's 5x5 layer were 3.9e-3 of their range off the CPU
+ * oracle, against ~1e-5 with the heuristics' choices; fp32 is the precision that matches
+ * the oracle, so those algorithms are not candidates for it.  Half types keep them (their
+ * own rounding is larger). */
+static int conv_transform_algo(enum conv_dir dir, int algo)
+{
+    switch (dir) {
+    case CONV_FWD:
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case CONV_BWD_DATA:
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    default:
+        return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+    }
+}
+
+/* cuDNN's result i of direction dir may be a candidate of plan pl */
+static int conv_candidate(const struct conv_plan *pl, enum conv_dir dir, int algo,
+                          cudnnStatus_t status)
+{
+    return status == CUDNN_STATUS_SUCCESS && !(pl->dt == DT_F32 && conv_transform_algo(dir, algo));
+}
+
 /* Preference class of a cuDNN result: 0 best.  Deterministic algorithms come first (runs
  * repeat bit for bit); fp32 results that report tensor-core math (TF32) come last, kept
  * only as a fallback: the descriptor's FMA math type still applies when they run. */
@@ -111,7 +149,7 @@ static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+            if (!conv_candidate(pl, CONV_FWD, (int)perf[i].algo, perf[i].status) ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionForwardWorkspaceSize(cp->cudnn, d->x, d->w, d->conv, d->y,
@@ -143,7 +181,7 @@ static int conv_choose_bwd_data(struct conv_plans *cp, struct conv_plan *pl)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+            if (!conv_candidate(pl, CONV_BWD_DATA, (int)perf[i].algo, perf[i].status) ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionBackwardDataWorkspaceSize(cp->cudnn, d->w, d->y, d->conv,
@@ -175,7 +213,7 @@ static int conv_choose_bwd_filter(struct conv_plans *cp, struct conv_plan *pl)
         for (int i = 0; i < got; i++) {
             size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+            if (!conv_candidate(pl, CONV_BWD_FILTER, (int)perf[i].algo, perf[i].status) ||
                 conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
                 cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
                 cudnnGetConvolutionBackwardFilterWorkspaceSize(cp->cudnn, d->x, d->y, d->conv,
@@ -287,8 +325,20 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
                                                 d->conv,
                                                 (cudnnConvolutionBwdFilterAlgo_t)a->algo[i],
                                                 cp->ws.ptr, a->ws[i], &zero, d->w, out);
-        if (st == CUDNN_STATUS_SUCCESS)
+        if (st == CUDNN_STATUS_SUCCESS) {
+            if (cp->log && !pl->logged[dir]) {
+                char shape[160];
+                conv_shape_text(&pl->cs, shape, sizeof shape);
+                fprintf(stderr, "ddpprof: cuDNN conv %s %s %s: algorithm %d, math %s, "
+                        "workspace %zu bytes (candidate %d of %d)\n", conv_dir_name[dir],
+                        conv_dtype_name[pl->dt], shape, a->algo[i],
+                        a->math[i] == CUDNN_FMA_MATH ? "FMA"
+                        : a->math[i] == CUDNN_DEFAULT_MATH ? "default" : "tensor-op",
+                        a->ws[i], i + 1, a->count);
+                pl->logged[dir] = 1;
+            }
             return 0;
+        }
         conv_algos_failed(a, i, conv_status_transient(st));
     }
     char shape[160];

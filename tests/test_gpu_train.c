@@ -43,7 +43,16 @@
 
 static struct st_file *expect;
 
-/* got (n floats, host) against want: |got - want| <= rel_range * max|want| + rtol |want| */
+/* Gradients whose exact value is 0 are rounding noise on both sides: layer1.0.bias and
+ * layer2.0.bias feed a BatchNorm, which removes any per-channel constant, so their
+ * gradients are cancellations of sums of ~25,000 terms (PyTorch's ~7e-7, the GPU's as
+ * small and unrelated: on an H200 972x a tolerance of 1e-3 of their own range).  A range
+ * that small says nothing; the CPU golden test's absolute floor (test_convnet_golden:
+ * atol 1e-5) applies, far below 1e-3 of the range of every other tensor checked here. */
+#define ZERO_GRAD_ATOL 1e-5
+
+/* got (n floats, host) against want: |got - want| <= rel_range * max|want| + rtol |want|
+ * (+ ZERO_GRAD_ATOL) */
 static void check_close(const char *what, const float *got, const float *want, size_t n,
                         double rel_range, double rtol)
 {
@@ -52,7 +61,7 @@ static void check_close(const char *what, const float *got, const float *want, s
         w[i] = want[i];
         scale = fmax(scale, fabs(w[i]));
     }
-    const double err = test_max_err(got, w, n, rel_range * scale + 1e-12, rtol);
+    const double err = test_max_err(got, w, n, rel_range * scale + ZERO_GRAD_ATOL, rtol);
     CHECK(err <= 1.0, "%s: worst error %.3g of the tolerance (largest |value| %.3g)", what, err,
           scale);
     free(w);

@@ -3,6 +3,7 @@
 
 #include "cuda/conv_algos.h"
 
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
 #include "common/vec.h"
@@ -23,7 +24,8 @@ struct conv_plan {
     enum dtype dt;
     struct cudnn_conv_desc d;
     struct conv_algos dir[3];
-    int logged[3]; /* the algorithm that ran was said (DDPPROF_CUDNN_LOG) */
+    int logged[3];      /* the algorithm that ran was said (DDPPROF_CUDNN_LOG) */
+    int64_t choose_ns[3]; /* host time cuDNN took to rank the candidates */
 };
 
 struct conv_plans {
@@ -265,11 +267,13 @@ static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2
     }
     struct conv_algos *a = &pl->dir[dir];
     if (!a->ready) {
+        const int64_t t0 = clock_now_ns();
         int rc = dir == CONV_FWD        ? conv_choose_fwd(cp, pl)
                  : dir == CONV_BWD_DATA ? conv_choose_bwd_data(cp, pl)
                                         : conv_choose_bwd_filter(cp, pl);
         if (rc)
             return NULL;
+        pl->choose_ns[dir] = clock_now_ns() - t0;
         a->ready = 1;
     }
     if (conv_algos_live(a) == 0) {
@@ -303,6 +307,7 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
     const struct cudnn_conv_desc *d = &pl->d;
     const float one = 1.0f, zero = 0.0f;
     cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+    const int64_t t0 = clock_now_ns();
     for (int i = conv_algos_next(a, 0); i < a->count; i = conv_algos_next(a, i + 1)) {
         if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
             st = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
@@ -331,12 +336,16 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
             if (cp->log && !pl->logged[dir]) {
                 char shape[160];
                 conv_shape_text(&pl->cs, shape, sizeof shape);
+                /* host times: cuDNN's ranking, and this first call (where cuDNN builds
+                 * the algorithm's plan, and may compile its kernels) */
                 fprintf(stderr, "ddpprof: cuDNN conv %s %s %s: algorithm %d, math %s, "
-                        "workspace %zu bytes (candidate %d of %d)\n", conv_dir_name[dir],
-                        conv_dtype_name[pl->dt], shape, a->algo[i],
+                        "workspace %zu bytes (candidate %d of %d); ranked in %.1f ms, first "
+                        "call %.1f ms\n", conv_dir_name[dir], conv_dtype_name[pl->dt], shape,
+                        a->algo[i],
                         a->math[i] == CUDNN_FMA_MATH ? "FMA"
                         : a->math[i] == CUDNN_DEFAULT_MATH ? "default" : "tensor-op",
-                        a->ws[i], i + 1, a->count);
+                        a->ws[i], i + 1, a->count, (double)pl->choose_ns[dir] / 1e6,
+                        (double)(clock_now_ns() - t0) / 1e6);
                 pl->logged[dir] = 1;
             }
             return 0;

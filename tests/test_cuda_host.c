@@ -221,6 +221,20 @@ static void test_conv_algos(void)
     conv_algos_failed(&a, 1, 0);
     CHECK(conv_algos_live(&a) == 0 && conv_algos_next(&a, 0) == a.count, "all dead");
 
+    /* workspaces asked for only when a candidate is about to run (CONV_WS_UNKNOWN): listed
+     * whatever the limit, then judged by conv_algos_sized */
+    struct conv_algos lazy = {0};
+    CHECK(conv_algos_add(&lazy, 1, 0, CONV_WS_UNKNOWN, limit) == 1 &&
+              conv_algos_add(&lazy, 2, 0, CONV_WS_UNKNOWN, limit) == 1,
+          "candidates of unknown workspace not listed");
+    CHECK(conv_algos_sized(&lazy, 0, limit + 1, limit) == 0 && lazy.dead[0] &&
+              conv_algos_next(&lazy, 0) == 1,
+          "a candidate whose workspace turned out above the limit stays in line");
+    CHECK(conv_algos_sized(&lazy, 1, 64, limit) == 1 && lazy.ws[1] == 64 &&
+              conv_algos_live(&lazy) == 1,
+          "a candidate within the limit is not kept with its workspace");
+    CHECK(conv_algos_sized(&lazy, 5, 0, limit) == 0, "an index past the list was sized");
+
     struct conv_algos full = {0};
     for (int k = 0; k < CONV_MAX_CANDIDATES + 3; k++)
         conv_algos_add(&full, k, 0, 0, limit);

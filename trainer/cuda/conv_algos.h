@@ -9,7 +9,11 @@
  *   - one that could not get its workspace (out of device memory, a transient state) stays
  *     alive: the next call tries it first again, so a moment of memory pressure does not
  *     demote a convolution to a slower algorithm for the rest of the run;
- *   - which cuDNN statuses are that transient state is conv_status_transient's call.
+ *   - which cuDNN statuses are that transient state is conv_status_transient's call;
+ *   - a candidate's workspace may be unknown (CONV_WS_UNKNOWN) until it is about to run:
+ *     asking cuDNN for it builds the algorithm's plan, which for half-type tensor-op
+ *     algorithms took up to 1.9 s per shape on an H200, so only the candidate that runs
+ *     is asked (conv_algos_sized), as PyTorch does.
  * Internal to trainer/cuda/. */
 #ifndef DDPPROF_CONV_ALGOS_H
 #define DDPPROF_CONV_ALGOS_H
@@ -17,6 +21,7 @@
 #include <stddef.h>
 
 #define CONV_MAX_CANDIDATES 16
+#define CONV_WS_UNKNOWN ((size_t)-1) /* workspace not asked for yet */
 
 struct conv_algos {
     int ready; /* the list has been filled (cuDNN asked once) */
@@ -28,20 +33,35 @@ struct conv_algos {
 };
 
 /* Append a candidate unless the algorithm is listed already, the list is full or it asks
- * for more than ws_limit bytes of workspace.  1 if added, else 0. */
+ * for more than ws_limit bytes of workspace (ws may be CONV_WS_UNKNOWN: then it is added,
+ * and conv_algos_sized judges it later).  1 if added, else 0. */
 static inline int conv_algos_add(struct conv_algos *a, int algo, int math, size_t ws,
                                  size_t ws_limit)
 {
     for (int i = 0; i < a->count; i++)
         if (a->algo[i] == algo)
             return 0;
-    if (a->count == CONV_MAX_CANDIDATES || ws > ws_limit)
+    if (a->count == CONV_MAX_CANDIDATES || (ws != CONV_WS_UNKNOWN && ws > ws_limit))
         return 0;
     a->algo[a->count] = algo;
     a->math[a->count] = math;
     a->ws[a->count] = ws;
     a->dead[a->count] = 0;
     a->count++;
+    return 1;
+}
+
+/* candidate i's workspace, now known: ws bytes.  Above ws_limit the candidate is dead (as
+ * conv_algos_add would not have listed it).  1 if it may run, else 0. */
+static inline int conv_algos_sized(struct conv_algos *a, int i, size_t ws, size_t ws_limit)
+{
+    if (i < 0 || i >= a->count)
+        return 0;
+    a->ws[i] = ws;
+    if (ws > ws_limit) {
+        a->dead[i] = 1;
+        return 0;
+    }
     return 1;
 }
 

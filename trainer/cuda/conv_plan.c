@@ -132,7 +132,8 @@ static int conv_class(enum dtype dt, cudnnDeterminism_t det, cudnnMathType_t m)
 }
 
 /* The candidate lists: cuDNN's ranking (heuristics, or measured times with find_algos)
- * within each preference class (conv_class), each with its workspace size. */
+ * within each preference class (conv_class); each one's workspace is asked for only when
+ * it is about to run (conv_workspace). */
 static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_CANDIDATES];
@@ -151,16 +152,11 @@ static int conv_choose_fwd(struct conv_plans *cp, struct conv_plan *pl)
     struct conv_algos *a = &pl->dir[CONV_FWD];
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
-            size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (!conv_candidate(pl, CONV_FWD, (int)perf[i].algo, perf[i].status) ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
-                cudnnGetConvolutionForwardWorkspaceSize(cp->cudnn, d->x, d->w, d->conv, d->y,
-                                                        perf[i].algo,
-                                                        &ws) != CUDNN_STATUS_SUCCESS)
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, CONV_WS_UNKNOWN, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -183,16 +179,11 @@ static int conv_choose_bwd_data(struct conv_plans *cp, struct conv_plan *pl)
     struct conv_algos *a = &pl->dir[CONV_BWD_DATA];
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
-            size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (!conv_candidate(pl, CONV_BWD_DATA, (int)perf[i].algo, perf[i].status) ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
-                cudnnGetConvolutionBackwardDataWorkspaceSize(cp->cudnn, d->w, d->y, d->conv,
-                                                             d->x, perf[i].algo,
-                                                             &ws) != CUDNN_STATUS_SUCCESS)
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, CONV_WS_UNKNOWN, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -215,16 +206,11 @@ static int conv_choose_bwd_filter(struct conv_plans *cp, struct conv_plan *pl)
     struct conv_algos *a = &pl->dir[CONV_BWD_FILTER];
     for (int pass = 0; pass < 4; pass++)
         for (int i = 0; i < got; i++) {
-            size_t ws = 0;
             const cudnnMathType_t m = conv_math(pl->dt, perf[i].mathType);
             if (!conv_candidate(pl, CONV_BWD_FILTER, (int)perf[i].algo, perf[i].status) ||
-                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass ||
-                cudnnSetConvolutionMathType(d->conv, m) != CUDNN_STATUS_SUCCESS ||
-                cudnnGetConvolutionBackwardFilterWorkspaceSize(cp->cudnn, d->x, d->y, d->conv,
-                                                               d->w, perf[i].algo,
-                                                               &ws) != CUDNN_STATUS_SUCCESS)
+                conv_class(pl->dt, perf[i].determinism, perf[i].mathType) != pass)
                 continue;
-            conv_algos_add(a, (int)perf[i].algo, (int)m, ws, CONV_WS_LIMIT);
+            conv_algos_add(a, (int)perf[i].algo, (int)m, CONV_WS_UNKNOWN, CONV_WS_LIMIT);
         }
     return 0;
 }
@@ -295,6 +281,22 @@ _Static_assert(CONV_CUDNN_DEVICE_ALLOCATION_FAILED ==
                    CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED,
                "conv_algos.h: cuDNN's device allocation failure status changed");
 
+/* cuDNN's workspace for algorithm algo of direction dir of pl, with the descriptor's math
+ * type already set as the candidate runs */
+static cudnnStatus_t conv_workspace(struct conv_plans *cp, const struct conv_plan *pl,
+                                    enum conv_dir dir, int algo, size_t *ws)
+{
+    const struct cudnn_conv_desc *d = &pl->d;
+    if (dir == CONV_FWD)
+        return cudnnGetConvolutionForwardWorkspaceSize(cp->cudnn, d->x, d->w, d->conv, d->y,
+                                                       (cudnnConvolutionFwdAlgo_t)algo, ws);
+    if (dir == CONV_BWD_DATA)
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            cp->cudnn, d->w, d->y, d->conv, d->x, (cudnnConvolutionBwdDataAlgo_t)algo, ws);
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        cp->cudnn, d->x, d->y, d->conv, d->w, (cudnnConvolutionBwdFilterAlgo_t)algo, ws);
+}
+
 /* Run direction dir of pl with its best live candidate that works (conv_algos.h): one that
  * fails with a cuDNN error is dead for good and the next one tried; one whose workspace
  * cannot be allocated (or that reports a host or device allocation failure itself:
@@ -309,14 +311,26 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
     cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
     const int64_t t0 = clock_now_ns();
     for (int i = conv_algos_next(a, 0); i < a->count; i = conv_algos_next(a, i + 1)) {
-        if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
-            st = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
-            conv_algos_failed(a, i, conv_status_transient(st));
-            continue;
-        }
         st = cudnnSetConvolutionMathType(d->conv, (cudnnMathType_t)a->math[i]);
         if (st != CUDNN_STATUS_SUCCESS) {
             conv_algos_failed(a, i, 0);
+            continue;
+        }
+        if (a->ws[i] == CONV_WS_UNKNOWN) {
+            size_t ws = 0;
+            st = conv_workspace(cp, pl, dir, a->algo[i], &ws);
+            if (st != CUDNN_STATUS_SUCCESS) {
+                conv_algos_failed(a, i, 0);
+                continue;
+            }
+            if (!conv_algos_sized(a, i, ws, CONV_WS_LIMIT)) {
+                st = CUDNN_STATUS_NOT_SUPPORTED; /* more workspace than CONV_WS_LIMIT */
+                continue;
+            }
+        }
+        if (cuda_buffer_reserve(&cp->ws, cp->stream, cp->device, a->ws[i])) {
+            st = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+            conv_algos_failed(a, i, conv_status_transient(st));
             continue;
         }
         if (dir == CONV_FWD)

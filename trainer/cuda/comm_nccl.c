@@ -500,32 +500,32 @@ static int nccl_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype 
     return nc_complete(nc, nc_finish(nc, what, count));
 }
 
+/* an all-gather enqueued on the comm stream: its handle, or NULL (error_set) */
+static struct comm_work *nc_allgather(struct nccl_comm *nc, const void *send, void *recv,
+                                      size_t count, enum comm_dtype dt)
+{
+    const char *what = "allgather";
+    ncclDataType_t t = ncclFloat32;
+    if (nccl_dtype(dt, &t) || nc_begin(nc, what))
+        return NULL;
+    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
+                     "ncclAllGather", what))
+        return NULL;
+    return nc_finish(nc, what, count);
+}
+
 static int nccl_allgather(struct comm *c, const void *send, void *recv, size_t count,
                           enum comm_dtype dt)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
-    const char *what = "allgather";
-    ncclDataType_t t = ncclFloat32;
-    if (nccl_dtype(dt, &t) || nc_begin(nc, what))
-        return -1;
-    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
-                     "ncclAllGather", what))
-        return -1;
-    return nc_complete(nc, nc_finish(nc, what, count));
+    return nc_complete(nc, nc_allgather(nc, send, recv, count, dt));
 }
 
 static int nccl_allgather_join(struct comm *c, const void *send, void *recv, size_t count,
                                enum comm_dtype dt)
 {
     struct nccl_comm *nc = (struct nccl_comm *)c;
-    const char *what = "allgather";
-    ncclDataType_t t = ncclFloat32;
-    if (nccl_dtype(dt, &t) || nc_begin(nc, what))
-        return -1;
-    if (nc_call_done(nc, ncclAllGather(send, recv, count, t, nc->nccl, nc->stream),
-                     "ncclAllGather", what))
-        return -1;
-    return nc_join(nc, nc_finish(nc, what, count));
+    return nc_join(nc, nc_allgather(nc, send, recv, count, dt));
 }
 
 /* every rank's one-float all-reduce has completed only once all ranks reached it */

@@ -640,6 +640,14 @@ struct step_span {
     int32_t number;
 };
 
+/* A rank's own number for ProfilerStep#N: N + 1, so that every step is >= 1 (step 0 means
+ * "outside every step") even when torch.profiler counts from #0; the run renumbers them
+ * N - min N + 1 over its ranks (imp_run). */
+static int32_t imp_step_number(int64_t n)
+{
+    return (int32_t)n + 1; /* n <= 1e9 (imp_cpu_event) */
+}
+
 /* The steps of a rank: ProfilerStep ranges; without them, from one
  * DistributedDataParallel.forward to the next; without those, from one optimizer call's
  * end to the next; without those, the whole trace.  *why says which (for the warning). */
@@ -695,7 +703,7 @@ static int imp_steps(struct imp *im, struct step_span **out, size_t *n, const ch
         if (r->kind != from)
             continue;
         if (from == R_STEP) {
-            s[k++] = (struct step_span){r->start, r->end, (int32_t)r->val};
+            s[k++] = (struct step_span){r->start, r->end, imp_step_number(r->val)};
         } else if (from == R_FORWARD) {
             if (k > 0)
                 s[k - 1].end = r->start;
@@ -854,7 +862,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
     /* steps, buckets */
     for (size_t i = 0; i < im->recs.n; i++) {
         struct rec *r = &im->recs.v[i];
-        r->step = r->kind == R_STEP ? (int32_t)r->val : imp_step_at(steps, nsteps, r->start);
+        r->step = r->kind == R_STEP ? imp_step_number(r->val)
+                                    : imp_step_at(steps, nsteps, r->start);
     }
     struct rec_list *dev = im->nccl.n ? &im->nccl : &im->annot;
     if (!im->nccl.n && im->annot.n) {

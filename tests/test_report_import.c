@@ -291,6 +291,7 @@ struct mini {
     int reverse;        /* write the events in reverse order */
     int nccl_args;      /* Collective name args on the kernel */
     int worker;         /* the backend op is gloo's, on a worker thread (tid 9) */
+    int first;          /* the first ProfilerStep's number (torch.profiler counts from 0) */
 };
 
 /* One rank, 3 iterations 10 ms apart: data, forward (input dims 8x4), backward ops, one
@@ -306,7 +307,7 @@ static char *mini_trace(const struct mini *m)
         long t = 1000000 + k * 10000; /* µs */
         if (k < m->steps)
             add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
-                          "\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":9000}", 5 + k, t);
+                          "\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":9000}", m->first + k, t);
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"enumerate(DataLoader)#"
                       "x\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":500}", t + 10);
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"DistributedDataParal"
@@ -396,7 +397,7 @@ static char *mini_dir(const char *name, struct mini m)
 }
 
 static const struct mini mini_good = {0, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
-                                      "Float", 0, 0, 0};
+                                      "Float", 0, 0, 0, 5};
 
 static void test_mini_good_and_reversed(void)
 {
@@ -455,6 +456,106 @@ static void test_mini_good_and_reversed(void)
     free(d2);
     free(out);
     free(out2);
+}
+
+/* ---- the first step: ProfilerStep#0, #1 or #5 is step 1 ---- */
+
+/* One rank of the legacy exporter's format (a bare array, µs from the process start, no
+ * device activity, no args): 3 steps numbered from first, 10 ms apart, each with data,
+ * forward, a backward op, a gloo all-reduce and an optimizer step. */
+static char *legacy_trace(int first)
+{
+    struct text t = {0};
+    add(&t, "[");
+    for (int k = 0; k < 3; k++) {
+        long s = 100 + k * 10000;
+        add(&t, "%s{\"name\": \"ProfilerStep#%d\", \"ph\": \"X\", \"ts\": %ld, \"dur\": 9000, "
+                "\"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n",
+            k ? "," : "", first + k, s);
+        add(&t, "{\"name\": \"enumerate(DataLoader)#x\", \"ph\": \"X\", \"ts\": %ld, \"dur\": "
+                "500, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 10);
+        add(&t, "{\"name\": \"DistributedDataParallel.forward\", \"ph\": \"X\", \"ts\": %ld, "
+                "\"dur\": 2000, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 600);
+        add(&t, "{\"name\": \"autograd::engine::evaluate_function: AddmmBackward0\", \"ph\": "
+                "\"X\", \"ts\": %ld, \"dur\": 3000, \"tid\": 2, \"pid\": \"CPU functions\", "
+                "\"args\": {}},\n", s + 3000);
+        add(&t, "{\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": %ld, \"dur\": 1900, "
+                "\"tid\": 9, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 4100);
+        add(&t, "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": %ld, \"dur\": "
+                "500, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}}\n", s + 8000);
+    }
+    add(&t, "]\n");
+    return t.s;
+}
+
+/* Whatever number torch.profiler gave the first step (#0 by default, #1, or #5 after a
+ * schedule's wait and warm-up), every profiled step is counted: 3 steps per rank, each
+ * step's share of step time adds up, every step has its straggler row and its bucket
+ * calls.  Before the fix, a trace starting at #0 lost its first step (step 0 means
+ * "outside every step"): 2 steps, 6 ms of forward over 27 ms of steps. */
+static void test_first_step(void)
+{
+    static const int firsts[] = {0, 1, 5};
+    for (size_t i = 0; i < sizeof firsts / sizeof *firsts; i++) {
+        char name[32], *err = NULL, *out = test_path(root, "first-out");
+        /* Kineto: forward device span [800, 2500) = 1700 µs of each 9000 µs step: 18.89 % */
+        struct mini m = mini_good;
+        m.first = firsts[i];
+        snprintf(name, sizeof name, "kfirst%d", firsts[i]);
+        char *d = mini_dir(name, m), line[160];
+        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
+        free(err);
+        for (int r = 0; r < 2; r++) {
+            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00",
+                     name, r);
+            expect_line("phases.csv", out, line);
+            snprintf(line, sizeof line, "%s,%d,forward,3,5.100,1.700,1.700,1.700,1.700,18.89",
+                     name, r);
+            expect_line("phases.csv", out, line);
+        }
+        /* one bucket, 3 steps x 2 ranks */
+        snprintf(line, sizeof line, "%s,2,0,,4000,6,1.900,", name);
+        expect_prefix("buckets.csv", out, line);
+        for (int s = 1; s <= 3; s++) {
+            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
+            expect_prefix("stragglers.csv", out, line);
+        }
+        snprintf(line, sizeof line, "%s,4,", name);
+        char *st = test_read_file(out, "stragglers.csv");
+        CHECK(st && !strstr(st, line) && (snprintf(line, sizeof line, "\n%s,0,", name), 1) &&
+                  !strstr(st, line),
+              "%s: stragglers.csv has steps 1..3 only:\n%s", name, st ? st : "");
+        free(st);
+        free(d);
+
+        /* the legacy exporter's format: host times, a gloo all-reduce per step */
+        snprintf(name, sizeof name, "lfirst%d", firsts[i]);
+        d = make_dir(name);
+        for (int r = 0; r < 2; r++) {
+            char *t = legacy_trace(firsts[i]), fname[64];
+            snprintf(fname, sizeof fname, "host_%d.1.pt.trace.json", 100 + r);
+            write_text(d, fname, t);
+            free(t);
+        }
+        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
+        free(err);
+        for (int r = 0; r < 2; r++) {
+            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00",
+                     name, r);
+            expect_line("phases.csv", out, line);
+            snprintf(line, sizeof line, "%s,%d,forward,3,6.000,2.000,2.000,2.000,2.000,22.22",
+                     name, r);
+            expect_line("phases.csv", out, line);
+        }
+        snprintf(line, sizeof line, "%s,2,0,,,6,1.900,", name);
+        expect_prefix("buckets.csv", out, line);
+        for (int s = 1; s <= 3; s++) {
+            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
+            expect_prefix("stragglers.csv", out, line);
+        }
+        free(d);
+        free(out);
+    }
 }
 
 /* ---- warnings: the report goes on ---- */
@@ -940,6 +1041,7 @@ int main(void)
     test_kineto_fixture();
     test_legacy_fixture();
     test_mini_good_and_reversed();
+    test_first_step();
     test_warnings();
     test_errors();
     test_mixed_and_export();

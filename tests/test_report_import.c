@@ -292,6 +292,9 @@ struct mini {
     int nccl_args;      /* Collective name args on the kernel */
     int worker;         /* the backend op is gloo's, on a worker thread (tid 9) */
     int first;          /* the first ProfilerStep's number (torch.profiler counts from 0) */
+    int64_t corr_stride; /* correlation ids 1, 1 + stride, ... (0: 1, 2, ...) */
+    int kineto_order;   /* every host event first, then the device's (as Kineto writes) */
+    int lost_launch;    /* the last iteration's all-reduce launch is not written */
 };
 
 /* One rank, 3 iterations 10 ms apart: data, forward (input dims 8x4), backward ops, one
@@ -302,7 +305,7 @@ static char *mini_trace(const struct mini *m)
     struct text ev[64 * 3];
     int n = 0;
     memset(ev, 0, sizeof ev);
-    int corr = 1;
+    int64_t corr = 1;
     for (int k = 0; k < 3; k++) {
         long t = 1000000 + k * 10000; /* µs */
         if (k < m->steps)
@@ -334,21 +337,24 @@ static char *mini_trace(const struct mini *m)
         long launch[3] = {t + 700, t + 3100, t + 4010}, ks[3] = {t + 800, t + 3200, t + 4100},
              ke[3] = {t + 2500, t + 5900, t + 6000};
         for (int j = 0; j < 3; j++) {
-            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                          "\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
-                          "\"args\":{\"correlation\":%d}}",
-                j == 0 ? 1 : 2, launch[j], corr);
+            if (!(m->lost_launch && k == 2 && j == 2))
+                add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKe"
+                              "rnel\",\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
+                              "\"args\":{\"correlation\":%lld}}",
+                    j == 0 ? 1 : 2, launch[j], (long long)corr);
             if (j < 2)
                 add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"pid\":0,"
                               "\"tid\":7,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":7,"
-                              "\"correlation\":%d}}", j, ks[j], ke[j] - ks[j], corr);
+                              "\"correlation\":%lld}}", j, ks[j], ke[j] - ks[j],
+                    (long long)corr);
             else
                 add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,"
                               "\"tid\":20,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":20,"
-                              "\"correlation\":%d%s}}", m->nccl, ks[j], ke[j] - ks[j], corr,
+                              "\"correlation\":%lld%s}}", m->nccl, ks[j], ke[j] - ks[j],
+                    (long long)corr,
                     m->nccl_args ? ",\"Collective name\":\"allreduce\",\"In msg nelems\":1000,"
                                    "\"dtype\":\"Float\"" : "");
-            corr++;
+            corr += m->corr_stride ? m->corr_stride : 1;
         }
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"nccl:all_reduce\","
                       "\"pid\":0,\"tid\":20,\"ts\":%ld,\"dur\":1900}", t + 4100);
@@ -359,11 +365,17 @@ static char *mini_trace(const struct mini *m)
         add(&t, "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":2},",
             m->rank);
     add(&t, "\"baseTimeNanoseconds\":1700000000000000000,\"traceEvents\":[\n");
-    for (int i = 0; i < n; i++) {
-        int k = m->reverse ? n - 1 - i : i;
-        add(&t, "%s%s\n", ev[k].s, i + 1 < n ? "," : "");
-        free(ev[k].s);
-    }
+    int written = 0;
+    for (int pass = 0; pass < 2; pass++) /* kineto_order: pid 1 (host), then pid 0 (device) */
+        for (int i = 0; i < n; i++) {
+            int k = m->reverse ? n - 1 - i : i;
+            if (!ev[k].s || (m->kineto_order && !strstr(ev[k].s, pass ? "\"pid\":0" : "\"pid\":1")))
+                continue;
+            written++;
+            add(&t, "%s%s\n", ev[k].s, written < n ? "," : "");
+            free(ev[k].s);
+            ev[k].s = NULL;
+        }
     add(&t, "]}\n");
     return t.s;
 }
@@ -397,7 +409,7 @@ static char *mini_dir(const char *name, struct mini m)
 }
 
 static const struct mini mini_good = {0, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
-                                      "Float", 0, 0, 0, 5};
+                                      "Float", 0, 0, 0, 5, 0, 0, 0};
 
 static void test_mini_good_and_reversed(void)
 {
@@ -556,6 +568,52 @@ static void test_first_step(void)
         free(d);
         free(out);
     }
+}
+
+/* ---- launches: every correlation id, however large ---- */
+
+static void expect_warning(const char *what, const char *input, const char *want1,
+                           const char *want2);
+
+/* The launch of every device activity is found by its full correlation id.  Ids 1, 65537,
+ * 131073, ... (all equal modulo 65536, as on a long real trace) with every launch written
+ * before every kernel (Kineto's order) give the same tables as ids 1, 2, 3: before the
+ * launches were kept in a map, a 65536-slot table kept only the last of them and the
+ * others' gaps silently left host wait.  A kernel whose launch is missing is counted in a
+ * warning. */
+static void test_launch_ids(void)
+{
+    struct mini m = mini_good;
+    m.kineto_order = 1;
+    char *d = mini_dir("corr", m), *out = test_path(root, "corr-out"), *err = NULL;
+    CHECK(report1(d, out, &err) == 0, "corr: %s", error_get());
+    CHECK(err && !strstr(err, "warning"), "corr: no warning expected:\n%s", err);
+    free(err);
+    m.corr_stride = 65536;
+    char *d2 = mini_dir("corrbig", m), *out2 = test_path(root, "corrbig-out");
+    CHECK(report1(d2, out2, &err) == 0, "corrbig: %s", error_get());
+    CHECK(err && !strstr(err, "warning"), "corrbig: no warning expected:\n%s", err);
+    free(err);
+    /* per iteration: the device idles [2500, 3200) before the backward kernel launched at
+     * 3100 (host wait 700) and [6000, 10800) before the next forward kernel launched at
+     * 10700 (host wait 4800): 700 + 4800 + 700 + 4800 + 700 = 11.700 ms, no kernel gap */
+    static const char *row = ",11.700,0.000\n";
+    char *a = test_read_file(out, "overlap.csv"), *b = test_read_file(out2, "overlap.csv");
+    CHECK(a && b && strstr(a, row) && strstr(b, row),
+          "host wait with ids 1, 2, ... and 1, 65537, ...:\n%s---\n%s", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+    /* the last all-reduce's launch is not in the trace: counted, and its gap is not host wait */
+    m.corr_stride = 0;
+    m.lost_launch = 1;
+    char *d3 = mini_dir("corrlost", m);
+    expect_warning("a lost launch", d3, "1 device activity whose correlation no cuda_runtime",
+                   "(of 8 launches)");
+    free(d3);
+    free(d);
+    free(d2);
+    free(out);
+    free(out2);
 }
 
 /* ---- warnings: the report goes on ---- */
@@ -1042,6 +1100,7 @@ int main(void)
     test_legacy_fixture();
     test_mini_good_and_reversed();
     test_first_step();
+    test_launch_ids();
     test_warnings();
     test_errors();
     test_mixed_and_export();

@@ -223,6 +223,52 @@ static void test_kineto_fixture(void)
     free(out);
 }
 
+/* Holistic Trace Analysis itself on the Kineto fixture (tests/fixtures/pytorch/
+ * kineto-2hosts.hta.csv, written by hta_expected.py with HTA's code; this test does not need
+ * HTA): with the last step kept and no rounding ("exact"), ddpprof's k_idle_ms is HTA's
+ * temporal breakdown idle time and k_compute_ms its compute time, per rank, to the µs. */
+static void test_kineto_vs_hta(void)
+{
+    char *out = test_path(root, "hta-out"), *err = NULL, path[4200];
+    CHECK(report1(fixture("kineto-2hosts"), out, &err) == 0, "kineto: %s", error_get());
+    free(err);
+    snprintf(path, sizeof path, "%s.hta.csv", fixture("kineto-2hosts"));
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "%s: cannot open", path);
+    char *ov = test_read_file(out, "overlap.csv");
+    int compared = 0;
+    char line[256];
+    while (f && ov && fgets(line, sizeof line, f)) {
+        int rank;
+        char fig[32];
+        double us;
+        if (sscanf(line, "exact,%d,%31[a-z_],,%lf", &rank, fig, &us) != 3 ||
+            (strcmp(fig, "idle") != 0 && strcmp(fig, "compute") != 0))
+            continue;
+        char want[64], *row;
+        snprintf(want, sizeof want, "\nkineto-2hosts,%d,", rank);
+        row = strstr(ov, want);
+        /* run,rank,step,compute,comm,exposed,overlap_pct,idle,k_compute (8),k_comm,
+         * k_overlap_pct,k_idle (11) */
+        double v[16] = {0};
+        const char *p = row ? row + 1 : NULL;
+        for (int k = 0; p && k < 12; k++) {
+            v[k] = strtod(p, NULL);
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+        double got = strcmp(fig, "idle") == 0 ? v[11] : v[8];
+        CHECK(row && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
+              "rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", rank, fig, got, us);
+        compared++;
+    }
+    CHECK(compared == 8, "compared %d HTA figures (want 4 ranks x idle, compute)", compared);
+    if (f)
+        fclose(f);
+    free(ov);
+    free(out);
+}
+
 /* ---- the legacy fixture ---- */
 
 static void test_legacy_fixture(void)
@@ -1097,6 +1143,7 @@ int main(void)
     root = test_tmpdir();
     test_units();
     test_kineto_fixture();
+    test_kineto_vs_hta();
     test_legacy_fixture();
     test_mini_good_and_reversed();
     test_first_step();

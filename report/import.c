@@ -6,7 +6,8 @@
  *     evaluate_function ops, Optimizer.step/zero_grad, DataLoader, collectives, ops with
  *     input shapes), walked in start order into records: one per step and per call, and one
  *     backward span per run of evaluate_function ops;
- *   - the launch table (cuda_runtime/cuda_driver correlation -> launch time, direct-mapped);
+ *   - the launch map (cuda_runtime/cuda_driver correlation -> launch time, a hash map keyed
+ *     by the full correlation id: every launch is kept until the end of the file);
  *   - the device window (kernel, gpu_memcpy, gpu_memset), walked in start order into the
  *     kernel sweep (analysis_kernel_add), the NCCL all-reduce records, and the device span of
  *     the phase whose host span holds each launch.
@@ -35,7 +36,7 @@
 
 #define IMPORT_CHUNK (1u << 20)
 #define IMPORT_WINDOW 65536     /* records per reorder window */
-#define IMPORT_LAUNCHES 65536   /* launch table slots (a power of two) */
+#define IMPORT_LAUNCHES 4096    /* launch map's first slots (a power of two; it grows) */
 #define IMPORT_LOOKBACK 64      /* records searched back for the phase of a launch */
 /* Times a trace may hold, so that sums and offsets stay far from int64 overflow: ts and
  * baseTimeNanoseconds within 4e18 ns (127 years; old Kineto writes µs since 1970), one
@@ -98,6 +99,12 @@ struct launch_slot {
     int64_t corr, ts; /* corr -1: empty */
 };
 
+/* correlation id -> launch time: open addressing, linear probing, at most half full */
+struct launch_map {
+    struct launch_slot *slot;
+    size_t cap, n; /* cap: a power of two */
+};
+
 struct rec_list {
     struct rec *v;
     size_t n, cap;
@@ -108,7 +115,7 @@ struct imp {
     const char *path;
     struct runset *rs;
     struct reorder cpu, dev;
-    struct launch_slot *launch;
+    struct launch_map launch;
     struct rec_list recs;  /* CPU records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */
     struct rec_list annot; /* gpu_user_annotation all-reduces */
@@ -121,6 +128,7 @@ struct imp {
     int failed;
     /* counts for the warnings */
     uint64_t events, no_ts, cpu_after_dev, unknown_nccl, dtype_unknown;
+    uint64_t unlaunched; /* device activities with a correlation no launch carried */
     char unknown_nccl_name[96], unknown_dtype[32];
     /* names interned once */
     uint32_t n_backward;
@@ -304,16 +312,63 @@ static int imp_cpu_push(struct imp *im, const struct rec *r)
 
 /* ---- launches and the device window's output ---- */
 
-static void imp_launch_put(struct imp *im, int64_t corr, int64_t ts)
+static size_t launch_hash(int64_t corr, size_t cap)
 {
-    struct launch_slot *s = &im->launch[(uint64_t)corr & (IMPORT_LAUNCHES - 1)];
+    uint64_t h = (uint64_t)corr * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing */
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int launch_map_init(struct launch_map *m, size_t cap)
+{
+    m->slot = malloc(cap * sizeof *m->slot);
+    if (!m->slot)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        m->slot[i].corr = -1;
+    m->cap = cap;
+    m->n = 0;
+    return 0;
+}
+
+/* The slot of corr, or the empty slot where it would go. */
+static struct launch_slot *launch_map_find(const struct launch_map *m, int64_t corr)
+{
+    size_t i = launch_hash(corr, m->cap);
+    while (m->slot[i].corr != -1 && m->slot[i].corr != corr)
+        i = (i + 1) & (m->cap - 1);
+    return &m->slot[i];
+}
+
+/* A launch: corr (>= 0) launched at ts; a repeated corr takes the later launch. */
+static int imp_launch_put(struct imp *im, int64_t corr, int64_t ts)
+{
+    struct launch_map *m = &im->launch;
+    if (corr < 0)
+        return 0; /* not a correlation id Kineto writes */
+    if (2 * (m->n + 1) > m->cap) {
+        struct launch_map bigger;
+        if (m->cap > SIZE_MAX / 2 / sizeof *m->slot || launch_map_init(&bigger, 2 * m->cap) < 0)
+            return imp_oom(im);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slot[i].corr != -1)
+                *launch_map_find(&bigger, m->slot[i].corr) = m->slot[i];
+        bigger.n = m->n;
+        free(m->slot);
+        *m = bigger;
+    }
+    struct launch_slot *s = launch_map_find(m, corr);
+    if (s->corr == -1)
+        m->n++;
     s->corr = corr;
     s->ts = ts;
+    return 0;
 }
 
 static int64_t imp_launch_get(const struct imp *im, int64_t corr)
 {
-    const struct launch_slot *s = &im->launch[(uint64_t)corr & (IMPORT_LAUNCHES - 1)];
+    if (corr < 0)
+        return -1;
+    const struct launch_slot *s = launch_map_find(&im->launch, corr);
     return s->corr == corr ? s->ts : -1;
 }
 
@@ -330,6 +385,8 @@ static int imp_dev_out(struct imp *im, struct dev_item *d)
     }
     if (d->launch < 0 && d->has_corr)
         d->launch = imp_launch_get(im, d->corr);
+    if (d->launch < 0 && d->has_corr)
+        im->unlaunched++;
     analysis_kernel_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
     if (d->allreduce) {
         struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
@@ -447,9 +504,7 @@ static int imp_event(void *ctx, const struct pt_event *e)
         return imp_cpu_event(im, e, end);
     case PT_CAT_CUDA_RUNTIME:
     case PT_CAT_CUDA_DRIVER:
-        if (e->has_corr)
-            imp_launch_put(im, e->correlation, e->ts_ns);
-        return 0;
+        return e->has_corr ? imp_launch_put(im, e->correlation, e->ts_ns) : 0;
     case PT_CAT_KERNEL:
     case PT_CAT_GPU_MEMCPY:
     case PT_CAT_GPU_MEMSET:
@@ -594,12 +649,10 @@ static int imp_init(struct imp *im, struct runset *rs, const char *path)
     memset(im, 0, sizeof *im);
     im->path = path;
     im->rs = rs;
-    im->launch = malloc(IMPORT_LAUNCHES * sizeof *im->launch);
-    if (!im->launch || reorder_init(&im->cpu, CPU_REC_BYTES, IMPORT_WINDOW) < 0 ||
+    if (launch_map_init(&im->launch, IMPORT_LAUNCHES) < 0 ||
+        reorder_init(&im->cpu, CPU_REC_BYTES, IMPORT_WINDOW) < 0 ||
         reorder_init(&im->dev, sizeof(struct dev_item), IMPORT_WINDOW) < 0)
         return imp_oom(im);
-    for (size_t i = 0; i < IMPORT_LAUNCHES; i++)
-        im->launch[i].corr = -1;
     static const char bwd[] = "autograd::engine::evaluate_function (backward span)";
     if ((im->n_backward = imp_name(im, bwd, sizeof bwd - 1)) == STRPOOL_NONE)
         return -1;
@@ -610,7 +663,7 @@ static void imp_free(struct imp *im)
 {
     reorder_free(&im->cpu);
     reorder_free(&im->dev);
-    free(im->launch);
+    free(im->launch.slot);
     free(im->recs.v);
     free(im->nccl.v);
     free(im->annot.v);
@@ -639,6 +692,14 @@ struct step_span {
     int64_t start, end; /* end: exclusive */
     int32_t number;
 };
+
+/* A rank's own number for ProfilerStep#N: N + 1, so that every step is >= 1 (step 0 means
+ * "outside every step") even when torch.profiler counts from #0; the run renumbers them
+ * N - min N + 1 over its ranks (imp_run). */
+static int32_t imp_step_number(int64_t n)
+{
+    return (int32_t)n + 1; /* n <= 1e9 (imp_cpu_event) */
+}
 
 /* The steps of a rank: ProfilerStep ranges; without them, from one
  * DistributedDataParallel.forward to the next; without those, from one optimizer call's
@@ -695,7 +756,7 @@ static int imp_steps(struct imp *im, struct step_span **out, size_t *n, const ch
         if (r->kind != from)
             continue;
         if (from == R_STEP) {
-            s[k++] = (struct step_span){r->start, r->end, (int32_t)r->val};
+            s[k++] = (struct step_span){r->start, r->end, imp_step_number(r->val)};
         } else if (from == R_FORWARD) {
             if (k > 0)
                 s[k - 1].end = r->start;
@@ -854,7 +915,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
     /* steps, buckets */
     for (size_t i = 0; i < im->recs.n; i++) {
         struct rec *r = &im->recs.v[i];
-        r->step = r->kind == R_STEP ? (int32_t)r->val : imp_step_at(steps, nsteps, r->start);
+        r->step = r->kind == R_STEP ? imp_step_number(r->val)
+                                    : imp_step_at(steps, nsteps, r->start);
     }
     struct rec_list *dev = im->nccl.n ? &im->nccl : &im->annot;
     if (!im->nccl.n && im->annot.n) {
@@ -967,6 +1029,12 @@ static void imp_warn(const struct imp *im)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",
                     im->path, (unsigned long long)im->cpu_after_dev);
+    if (im->unlaunched && im->launch.n)
+        report_warn("%s: %llu device activit%s whose correlation no cuda_runtime/cuda_driver "
+                    "event carries (of %zu launches): their launch time is unknown (host wait "
+                    "counts none of their gaps, no phase takes them)",
+                    im->path, (unsigned long long)im->unlaunched,
+                    im->unlaunched == 1 ? "y" : "ies", im->launch.n);
     if (im->no_ts)
         report_warn("%s: %llu event(s) without a usable ts (none, not a number, or beyond 127 "
                     "years; or longer than 28 hours): skipped",

@@ -223,6 +223,52 @@ static void test_kineto_fixture(void)
     free(out);
 }
 
+/* Holistic Trace Analysis itself on the Kineto fixture (tests/fixtures/pytorch/
+ * kineto-2hosts.hta.csv, written by hta_expected.py with HTA's code; this test does not need
+ * HTA): with the last step kept and no rounding ("exact"), ddpprof's k_idle_ms is HTA's
+ * temporal breakdown idle time and k_compute_ms its compute time, per rank, to the µs. */
+static void test_kineto_vs_hta(void)
+{
+    char *out = test_path(root, "hta-out"), *err = NULL, path[4200];
+    CHECK(report1(fixture("kineto-2hosts"), out, &err) == 0, "kineto: %s", error_get());
+    free(err);
+    snprintf(path, sizeof path, "%s.hta.csv", fixture("kineto-2hosts"));
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "%s: cannot open", path);
+    char *ov = test_read_file(out, "overlap.csv");
+    int compared = 0;
+    char line[256];
+    while (f && ov && fgets(line, sizeof line, f)) {
+        int rank;
+        char fig[32];
+        double us;
+        if (sscanf(line, "exact,%d,%31[a-z_],,%lf", &rank, fig, &us) != 3 ||
+            (strcmp(fig, "idle") != 0 && strcmp(fig, "compute") != 0))
+            continue;
+        char want[64], *row;
+        snprintf(want, sizeof want, "\nkineto-2hosts,%d,", rank);
+        row = strstr(ov, want);
+        /* run,rank,step,compute,comm,exposed,overlap_pct,idle,k_compute (8),k_comm,
+         * k_overlap_pct,k_idle (11) */
+        double v[16] = {0};
+        const char *p = row ? row + 1 : NULL;
+        for (int k = 0; p && k < 12; k++) {
+            v[k] = strtod(p, NULL);
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+        double got = strcmp(fig, "idle") == 0 ? v[11] : v[8];
+        CHECK(row && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
+              "rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", rank, fig, got, us);
+        compared++;
+    }
+    CHECK(compared == 8, "compared %d HTA figures (want 4 ranks x idle, compute)", compared);
+    if (f)
+        fclose(f);
+    free(ov);
+    free(out);
+}
+
 /* ---- the legacy fixture ---- */
 
 static void test_legacy_fixture(void)
@@ -291,6 +337,10 @@ struct mini {
     int reverse;        /* write the events in reverse order */
     int nccl_args;      /* Collective name args on the kernel */
     int worker;         /* the backend op is gloo's, on a worker thread (tid 9) */
+    int first;          /* the first ProfilerStep's number (torch.profiler counts from 0) */
+    int64_t corr_stride; /* correlation ids 1, 1 + stride, ... (0: 1, 2, ...) */
+    int kineto_order;   /* every host event first, then the device's (as Kineto writes) */
+    int lost_launch;    /* the last iteration's all-reduce launch is not written */
 };
 
 /* One rank, 3 iterations 10 ms apart: data, forward (input dims 8x4), backward ops, one
@@ -301,12 +351,12 @@ static char *mini_trace(const struct mini *m)
     struct text ev[64 * 3];
     int n = 0;
     memset(ev, 0, sizeof ev);
-    int corr = 1;
+    int64_t corr = 1;
     for (int k = 0; k < 3; k++) {
         long t = 1000000 + k * 10000; /* µs */
         if (k < m->steps)
             add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
-                          "\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":9000}", 5 + k, t);
+                          "\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":9000}", m->first + k, t);
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"enumerate(DataLoader)#"
                       "x\",\"pid\":1,\"tid\":1,\"ts\":%ld,\"dur\":500}", t + 10);
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"DistributedDataParal"
@@ -333,21 +383,24 @@ static char *mini_trace(const struct mini *m)
         long launch[3] = {t + 700, t + 3100, t + 4010}, ks[3] = {t + 800, t + 3200, t + 4100},
              ke[3] = {t + 2500, t + 5900, t + 6000};
         for (int j = 0; j < 3; j++) {
-            add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                          "\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
-                          "\"args\":{\"correlation\":%d}}",
-                j == 0 ? 1 : 2, launch[j], corr);
+            if (!(m->lost_launch && k == 2 && j == 2))
+                add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKe"
+                              "rnel\",\"pid\":1,\"tid\":%d,\"ts\":%ld,\"dur\":5,"
+                              "\"args\":{\"correlation\":%lld}}",
+                    j == 0 ? 1 : 2, launch[j], (long long)corr);
             if (j < 2)
                 add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"pid\":0,"
                               "\"tid\":7,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":7,"
-                              "\"correlation\":%d}}", j, ks[j], ke[j] - ks[j], corr);
+                              "\"correlation\":%lld}}", j, ks[j], ke[j] - ks[j],
+                    (long long)corr);
             else
                 add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,"
                               "\"tid\":20,\"ts\":%ld,\"dur\":%ld,\"args\":{\"stream\":20,"
-                              "\"correlation\":%d%s}}", m->nccl, ks[j], ke[j] - ks[j], corr,
+                              "\"correlation\":%lld%s}}", m->nccl, ks[j], ke[j] - ks[j],
+                    (long long)corr,
                     m->nccl_args ? ",\"Collective name\":\"allreduce\",\"In msg nelems\":1000,"
                                    "\"dtype\":\"Float\"" : "");
-            corr++;
+            corr += m->corr_stride ? m->corr_stride : 1;
         }
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"nccl:all_reduce\","
                       "\"pid\":0,\"tid\":20,\"ts\":%ld,\"dur\":1900}", t + 4100);
@@ -358,11 +411,17 @@ static char *mini_trace(const struct mini *m)
         add(&t, "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":2},",
             m->rank);
     add(&t, "\"baseTimeNanoseconds\":1700000000000000000,\"traceEvents\":[\n");
-    for (int i = 0; i < n; i++) {
-        int k = m->reverse ? n - 1 - i : i;
-        add(&t, "%s%s\n", ev[k].s, i + 1 < n ? "," : "");
-        free(ev[k].s);
-    }
+    int written = 0;
+    for (int pass = 0; pass < 2; pass++) /* kineto_order: pid 1 (host), then pid 0 (device) */
+        for (int i = 0; i < n; i++) {
+            int k = m->reverse ? n - 1 - i : i;
+            if (!ev[k].s || (m->kineto_order && !strstr(ev[k].s, pass ? "\"pid\":0" : "\"pid\":1")))
+                continue;
+            written++;
+            add(&t, "%s%s\n", ev[k].s, written < n ? "," : "");
+            free(ev[k].s);
+            ev[k].s = NULL;
+        }
     add(&t, "]}\n");
     return t.s;
 }
@@ -396,7 +455,7 @@ static char *mini_dir(const char *name, struct mini m)
 }
 
 static const struct mini mini_good = {0, 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
-                                      "Float", 0, 0, 0};
+                                      "Float", 0, 0, 0, 5, 0, 0, 0};
 
 static void test_mini_good_and_reversed(void)
 {
@@ -451,6 +510,152 @@ static void test_mini_good_and_reversed(void)
     expect_prefix("buckets.csv", out3, "mini-worker,2,0,,4000,6,1.900,");
     free(d3);
     free(out3);
+    free(d);
+    free(d2);
+    free(out);
+    free(out2);
+}
+
+/* ---- the first step: ProfilerStep#0, #1 or #5 is step 1 ---- */
+
+/* One rank of the legacy exporter's format (a bare array, µs from the process start, no
+ * device activity, no args): 3 steps numbered from first, 10 ms apart, each with data,
+ * forward, a backward op, a gloo all-reduce and an optimizer step. */
+static char *legacy_trace(int first)
+{
+    struct text t = {0};
+    add(&t, "[");
+    for (int k = 0; k < 3; k++) {
+        long s = 100 + k * 10000;
+        add(&t, "%s{\"name\": \"ProfilerStep#%d\", \"ph\": \"X\", \"ts\": %ld, \"dur\": 9000, "
+                "\"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n",
+            k ? "," : "", first + k, s);
+        add(&t, "{\"name\": \"enumerate(DataLoader)#x\", \"ph\": \"X\", \"ts\": %ld, \"dur\": "
+                "500, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 10);
+        add(&t, "{\"name\": \"DistributedDataParallel.forward\", \"ph\": \"X\", \"ts\": %ld, "
+                "\"dur\": 2000, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 600);
+        add(&t, "{\"name\": \"autograd::engine::evaluate_function: AddmmBackward0\", \"ph\": "
+                "\"X\", \"ts\": %ld, \"dur\": 3000, \"tid\": 2, \"pid\": \"CPU functions\", "
+                "\"args\": {}},\n", s + 3000);
+        add(&t, "{\"name\": \"gloo:all_reduce\", \"ph\": \"X\", \"ts\": %ld, \"dur\": 1900, "
+                "\"tid\": 9, \"pid\": \"CPU functions\", \"args\": {}},\n", s + 4100);
+        add(&t, "{\"name\": \"Optimizer.step#SGD.step\", \"ph\": \"X\", \"ts\": %ld, \"dur\": "
+                "500, \"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}}\n", s + 8000);
+    }
+    add(&t, "]\n");
+    return t.s;
+}
+
+/* Whatever number torch.profiler gave the first step (#0 by default, #1, or #5 after a
+ * schedule's wait and warm-up), every profiled step is counted: 3 steps per rank, each
+ * step's share of step time adds up, every step has its straggler row and its bucket
+ * calls.  Before the fix, a trace starting at #0 lost its first step (step 0 means
+ * "outside every step"): 2 steps, 6 ms of forward over 27 ms of steps. */
+static void test_first_step(void)
+{
+    static const int firsts[] = {0, 1, 5};
+    for (size_t i = 0; i < sizeof firsts / sizeof *firsts; i++) {
+        char name[32], *err = NULL, *out = test_path(root, "first-out");
+        /* Kineto: forward device span [800, 2500) = 1700 µs of each 9000 µs step: 18.89 % */
+        struct mini m = mini_good;
+        m.first = firsts[i];
+        snprintf(name, sizeof name, "kfirst%d", firsts[i]);
+        char *d = mini_dir(name, m), line[160];
+        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
+        free(err);
+        for (int r = 0; r < 2; r++) {
+            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00",
+                     name, r);
+            expect_line("phases.csv", out, line);
+            snprintf(line, sizeof line, "%s,%d,forward,3,5.100,1.700,1.700,1.700,1.700,18.89",
+                     name, r);
+            expect_line("phases.csv", out, line);
+        }
+        /* one bucket, 3 steps x 2 ranks */
+        snprintf(line, sizeof line, "%s,2,0,,4000,6,1.900,", name);
+        expect_prefix("buckets.csv", out, line);
+        for (int s = 1; s <= 3; s++) {
+            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
+            expect_prefix("stragglers.csv", out, line);
+        }
+        snprintf(line, sizeof line, "%s,4,", name);
+        char *st = test_read_file(out, "stragglers.csv");
+        CHECK(st && !strstr(st, line) && (snprintf(line, sizeof line, "\n%s,0,", name), 1) &&
+                  !strstr(st, line),
+              "%s: stragglers.csv has steps 1..3 only:\n%s", name, st ? st : "");
+        free(st);
+        free(d);
+
+        /* the legacy exporter's format: host times, a gloo all-reduce per step */
+        snprintf(name, sizeof name, "lfirst%d", firsts[i]);
+        d = make_dir(name);
+        for (int r = 0; r < 2; r++) {
+            char *t = legacy_trace(firsts[i]), fname[64];
+            snprintf(fname, sizeof fname, "host_%d.1.pt.trace.json", 100 + r);
+            write_text(d, fname, t);
+            free(t);
+        }
+        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
+        free(err);
+        for (int r = 0; r < 2; r++) {
+            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00",
+                     name, r);
+            expect_line("phases.csv", out, line);
+            snprintf(line, sizeof line, "%s,%d,forward,3,6.000,2.000,2.000,2.000,2.000,22.22",
+                     name, r);
+            expect_line("phases.csv", out, line);
+        }
+        snprintf(line, sizeof line, "%s,2,0,,,6,1.900,", name);
+        expect_prefix("buckets.csv", out, line);
+        for (int s = 1; s <= 3; s++) {
+            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
+            expect_prefix("stragglers.csv", out, line);
+        }
+        free(d);
+        free(out);
+    }
+}
+
+/* ---- launches: every correlation id, however large ---- */
+
+static void expect_warning(const char *what, const char *input, const char *want1,
+                           const char *want2);
+
+/* The launch of every device activity is found by its full correlation id.  Ids 1, 65537,
+ * 131073, ... (all equal modulo 65536, as on a long real trace) with every launch written
+ * before every kernel (Kineto's order) give the same tables as ids 1, 2, 3: before the
+ * launches were kept in a map, a 65536-slot table kept only the last of them and the
+ * others' gaps silently left host wait.  A kernel whose launch is missing is counted in a
+ * warning. */
+static void test_launch_ids(void)
+{
+    struct mini m = mini_good;
+    m.kineto_order = 1;
+    char *d = mini_dir("corr", m), *out = test_path(root, "corr-out"), *err = NULL;
+    CHECK(report1(d, out, &err) == 0, "corr: %s", error_get());
+    CHECK(err && !strstr(err, "warning"), "corr: no warning expected:\n%s", err);
+    free(err);
+    m.corr_stride = 65536;
+    char *d2 = mini_dir("corrbig", m), *out2 = test_path(root, "corrbig-out");
+    CHECK(report1(d2, out2, &err) == 0, "corrbig: %s", error_get());
+    CHECK(err && !strstr(err, "warning"), "corrbig: no warning expected:\n%s", err);
+    free(err);
+    /* per iteration: the device idles [2500, 3200) before the backward kernel launched at
+     * 3100 (host wait 700) and [6000, 10800) before the next forward kernel launched at
+     * 10700 (host wait 4800): 700 + 4800 + 700 + 4800 + 700 = 11.700 ms, no kernel gap */
+    static const char *row = ",11.700,0.000\n";
+    char *a = test_read_file(out, "overlap.csv"), *b = test_read_file(out2, "overlap.csv");
+    CHECK(a && b && strstr(a, row) && strstr(b, row),
+          "host wait with ids 1, 2, ... and 1, 65537, ...:\n%s---\n%s", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+    /* the last all-reduce's launch is not in the trace: counted, and its gap is not host wait */
+    m.corr_stride = 0;
+    m.lost_launch = 1;
+    char *d3 = mini_dir("corrlost", m);
+    expect_warning("a lost launch", d3, "1 device activity whose correlation no cuda_runtime",
+                   "(of 8 launches)");
+    free(d3);
     free(d);
     free(d2);
     free(out);
@@ -938,8 +1143,11 @@ int main(void)
     root = test_tmpdir();
     test_units();
     test_kineto_fixture();
+    test_kineto_vs_hta();
     test_legacy_fixture();
     test_mini_good_and_reversed();
+    test_first_step();
+    test_launch_ids();
     test_warnings();
     test_errors();
     test_mixed_and_export();

@@ -41,6 +41,7 @@ struct analysis_ctx {
     int known[TRACE_PHASE_COUNT]; /* dense index of each phase of the format, or -1 */
     uint32_t range_kind; /* labels id of "range" */
     uint32_t device_kind[3]; /* labels ids of "kernel", "memcpy", "memset" (or NONE) */
+    int warmup_last; /* the run's last warm-up step (0: none), see analysis_skip_warmup */
 };
 
 /* One all-reduce row, for the per-bucket table. */
@@ -863,6 +864,137 @@ static int analysis_rank_kernels(const struct analysis_ctx *c, const struct rank
     return rc;
 }
 
+/* ---- warm-up steps (FORMULAS.md "Warm-up steps") ---- */
+
+int analysis_warmup_detect(const int64_t *dur, size_t n)
+{
+    size_t cap = n / 4;
+    if (cap > ANALYSIS_WARMUP_CAP)
+        cap = ANALYSIS_WARMUP_CAP;
+    for (size_t w = 0; w < cap; w++) {
+        size_t k = n - (w + 1);
+        if (k > ANALYSIS_WARMUP_NEXT)
+            k = ANALYSIS_WARMUP_NEXT;
+        if (k == 0)
+            return (int)w;
+        int64_t next[ANALYSIS_WARMUP_NEXT];
+        for (size_t i = 0; i < k; i++) { /* insertion sort of at most 5 */
+            size_t j = i;
+            for (; j > 0 && next[j - 1] > dur[w + 1 + i]; j--)
+                next[j] = next[j - 1];
+            next[j] = dur[w + 1 + i];
+        }
+        if ((double)dur[w] <= (1.0 + ANALYSIS_WARMUP_TOL) * (double)next[(k - 1) / 2])
+            return (int)w;
+    }
+    return (int)cap;
+}
+
+/* The warm-up of run r into *w: the step ranges (step >= 1) of its lowest rank that has
+ * any -- on the device clock where that rank has device step rows, else the host's -- in
+ * step order; request steps (ANALYSIS_WARMUP_AUTO: analysis_warmup_detect), at most all
+ * but the last.  0, or -1 after error_set(). */
+static int analysis_find_warmup(const struct analysis_ctx *c, const struct run *r, int request,
+                                struct warmup_stat *w)
+{
+    memset(w, 0, sizeof *w);
+    w->first_ns = -1;
+    int sp = c->known[TRACE_PHASE_STEP];
+    if (sp < 0)
+        return 0;
+    for (int k = 0; k < r->nranks; k++) {
+        const struct rank_trace *t = &r->ranks[k];
+        int dev = 0;
+        size_t m = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (row->kind == c->range_kind && c->dense[row->phase] == sp && row->step >= 1) {
+                m++;
+                dev |= row->clock == TRACE_CLOCK_DEVICE;
+            }
+        }
+        if (m == 0)
+            continue;
+        struct {
+            int64_t step, dur;
+        } *v = malloc(m * sizeof *v);
+        if (!v)
+            return analysis_oom(t);
+        m = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (row->kind == c->range_kind && c->dense[row->phase] == sp && row->step >= 1 &&
+                (row->clock == TRACE_CLOCK_DEVICE) == dev) {
+                v[m].step = row->step;
+                v[m].dur = row->end_ns - row->start_ns;
+                m++;
+            }
+        }
+        int64_t *dur = malloc(m * sizeof *dur);
+        if (!dur || sort_by_i64(v, m, sizeof *v, 0) < 0) {
+            free(v);
+            free(dur);
+            return dur ? error_wrap("%s", t->path) : analysis_oom(t);
+        }
+        for (size_t i = 0; i < m; i++)
+            dur[i] = v[i].dur;
+        int n = request == ANALYSIS_WARMUP_AUTO ? analysis_warmup_detect(dur, m) : request;
+        if (n > (int)m - 1)
+            n = (int)m - 1;
+        w->steps = n;
+        w->last_step = n > 0 ? (int)v[n - 1].step : 0;
+        w->detected = request == ANALYSIS_WARMUP_AUTO;
+        w->first_ns = dur[0];
+        w->first_step = (int)v[0].step;
+        free(v);
+        free(dur);
+        return 0;
+    }
+    return 0;
+}
+
+/* ---- repeats (FORMULAS.md "Repeats") ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void analysis_spread(double *v, size_t n, struct spread *out)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    out->min = v[0];
+    out->max = v[n - 1];
+    out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Leave the warm-up steps' rows (1 <= step <= c->warmup_last) out of sel; the time of the
+ * step ranges left out goes to out->warmup_step_ns (train_s still counts it). */
+static void analysis_skip_warmup(const struct analysis_ctx *c, struct rank_sel *sel,
+                                 struct rank_stat *out)
+{
+    if (c->warmup_last < 1)
+        return;
+    const struct run_row *rows = sel->t->rows;
+    size_t at = 0, from = sel->first[0];
+    for (int p = 0; p < c->ndense; p++) {
+        size_t end = sel->first[p + 1];
+        sel->first[p] = at;
+        for (size_t i = from; i < end; i++) {
+            const struct run_row *row = &rows[sel->idx[i]];
+            if (row->step >= 1 && row->step <= c->warmup_last) {
+                if (p == c->known[TRACE_PHASE_STEP])
+                    out->warmup_step_ns += row->end_ns - row->start_ns;
+                continue;
+            }
+            sel->idx[at++] = sel->idx[i];
+        }
+        from = end;
+    }
+    sel->first[c->ndense] = at;
+}
+
 /* Per phase statistics, overlap figures, bucket rows, step marks and kernel figures of one
  * rank. */
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
@@ -873,6 +1005,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     out->rank = t->rank;
     out->median_step = out->slowest_step = -1;
     int rc = analysis_select(c, t, &sel, &out->device_phases);
+    if (rc == 0)
+        analysis_skip_warmup(c, &sel, out);
     if (rc == 0)
         rc = analysis_phase_stats(c, &sel, out);
     if (rc == 0)
@@ -1044,7 +1178,8 @@ static void analysis_throughput(struct run_stat *st)
         st->has_images = 1;
     }
     if (st->nranks > 0 && st->ranks[0].nsteps > 0) {
-        st->train_s = (double)st->ranks[0].step_total_ns * 1e-9;
+        /* every step, the warm-up too: the images count every step */
+        st->train_s = (double)(st->ranks[0].step_total_ns + st->ranks[0].warmup_step_ns) * 1e-9;
         st->has_train = 1;
     } else if (st->has_wall) {
         st->train_s = st->wall_s;
@@ -1092,6 +1227,11 @@ static void analysis_against_baseline(const struct runset *rs, struct run_stat *
 
 struct run_stat *analysis_run(const struct runset *rs)
 {
+    return analysis_run_warmup(rs, ANALYSIS_WARMUP_AUTO);
+}
+
+struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps)
+{
     struct analysis_ctx c;
     if (analysis_ctx_init(&c, rs) < 0) {
         analysis_ctx_free(&c);
@@ -1114,6 +1254,8 @@ struct run_stat *analysis_run(const struct runset *rs)
             break;
         }
         s->nranks = r->nranks;
+        rc = analysis_find_warmup(&c, r, warmup_steps, &s->warmup);
+        c.warmup_last = s->warmup.last_step;
         struct bucket_list buckets = {0};
         struct step_list steps = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)

@@ -38,6 +38,7 @@ struct rank_stat {
     unsigned device_phases; /* bit 1 << p (enum trace_phase): phase p counts device rows */
     int median_step, slowest_step; /* the step numbers of the p50 and the longest step range
                                       (-1: no step ranges) */
+    int64_t warmup_step_ns; /* the warm-up steps' step ranges, left out of step_ns */
     int has_kern;                  /* device activity was seen: kern is its sweep */
     struct kernel_sweep kern;
 };
@@ -62,6 +63,29 @@ struct step_stat {
     int64_t max_compute_ns, min_compute_ns, skew_ns, wait_ns;
 };
 
+/* ---- warm-up (report/FORMULAS.md "Warm-up steps") ----
+ * The first steps of a run (allocation, cuDNN's and oneDNN's first-call planning, cold
+ * caches) are slower than the rest; like torch.profiler's schedule(warmup=...), every
+ * per-step statistic (phases.csv, overlap.csv, buckets.csv, stragglers.csv, the step
+ * drawings) leaves them out.  train_s and the throughput still count every step. */
+#define ANALYSIS_WARMUP_AUTO (-1) /* detect: analysis_warmup_detect */
+#define ANALYSIS_WARMUP_TOL 0.5   /* settled: within 50 % above the median that follows */
+#define ANALYSIS_WARMUP_NEXT 5    /* ... of the next 5 steps */
+#define ANALYSIS_WARMUP_CAP 10    /* at most 10 steps, and at most a quarter of them */
+struct warmup_stat {
+    int steps;          /* warm-up steps left out (the lowest step numbers >= 1) */
+    int last_step;      /* the last one's step number (0: none) */
+    int detected;       /* 1: found by analysis_warmup_detect, 0: --warmup-steps */
+    int64_t first_ns;   /* the first step's duration (the reference rank's), -1: no steps */
+    int first_step;     /* its step number */
+};
+
+/* The warm-up steps of step durations dur[0..n) in step order: the index w of the first
+ * step that has settled -- dur[w] <= (1 + ANALYSIS_WARMUP_TOL) x the median (lower middle)
+ * of dur[w+1 .. w+ANALYSIS_WARMUP_NEXT] (those present; a last step has settled) -- tried
+ * for w < cap = min(ANALYSIS_WARMUP_CAP, n / 4); cap when none has. */
+int analysis_warmup_detect(const int64_t *dur, size_t n);
+
 struct run_stat {
     const struct run *run;
     struct rank_stat *ranks; /* as run->ranks */
@@ -77,11 +101,15 @@ struct run_stat {
     int64_t images;
     double wall_s, train_s, images_per_s, speedup, efficiency;
     int train_from_wall; /* no step ranges: train_s is wall_s */
+    struct warmup_stat warmup; /* the steps left out of the per-step statistics */
 };
 
 /* Analyse every run of rs into a new array of rs->n run_stat (free with analysis_free).
  * Returns NULL after error_set() (out of memory). */
 struct run_stat *analysis_run(const struct runset *rs);
+/* analysis_run with warmup_steps warm-up steps left out of every run's per-step statistics
+ * (ANALYSIS_WARMUP_AUTO: detected per run; more than a run has: all but its last). */
+struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps);
 void analysis_free(struct run_stat *st, int n);
 
 /* The host's load while a run was measured (report/FORMULAS.md "Figures measured under
@@ -101,6 +129,15 @@ void analysis_load(const struct run *r, struct run_load *out);
 
 /* The index of the baseline run (mode "baseline", else world size 1), or -1. */
 int analysis_baseline(const struct runset *rs);
+
+/* ---- repeats (report/FORMULAS.md "Repeats") ---- */
+
+/* The median and range of v[0..n) (n > 0): the middle value of the sorted values, the mean
+ * of the two middle ones for even n; min, max.  Sorts v. */
+struct spread {
+    double median, min, max;
+};
+void analysis_spread(double *v, size_t n, struct spread *out);
 
 /* ---- the formulas of report/FORMULAS.md, one function each ----
  * Those that return int: 1 and *out set when the figure is defined, 0 (the empty field)

@@ -289,7 +289,8 @@ static const char page_css[] =
 
 int charts_write(const struct runset *rs, const struct run_stat *st,
                  const struct table *const *tables, int ntables,
-                 const char *const *cautions, size_t ncautions, const char *out_dir)
+                 const char *const *cautions, size_t ncautions,
+                 const char *const *notes, size_t nnotes, const char *out_dir)
 {
     if (charts_file(out_dir, "phases.svg", chart_phases, rs, st) < 0 ||
         charts_file(out_dir, "speedup.svg", chart_speedup, rs, st) < 0)
@@ -333,6 +334,11 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     for (size_t i = 0; i < ncautions; i++) { /* one paragraph per line */
         fputs("<p class=\"caution\">caution: ", f);
         html_escape(f, cautions[i]);
+        fputs("</p>\n", f);
+    }
+    for (size_t i = 0; i < nnotes; i++) { /* the repeats' spread, the warm-up steps */
+        fputs("<p class=\"note\">", f);
+        html_escape(f, notes[i]);
         fputs("</p>\n", f);
     }
     fputs("<h2>Where the time goes</h2>\n", f);

@@ -28,7 +28,7 @@
  * last in the per-rank tables, and only when a run names its ranks' hosts (meta.csv
  * host.rankN, which DDP runs write): the tables of runs that do not keep their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
-                  PH_MAX, PH_PCT_OF_STEP, PH_HOST, PH_NCOLS };
+                  PH_MAX, PH_PCT_OF_STEP, PH_WARMUP, PH_HOST, PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_RUN] = {"run", "run", "", 1},
     [PH_RANK] = {"rank", "rank", "", 0},
@@ -40,6 +40,7 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_P95] = {"p95_ms", "p95", "ms", 0},
     [PH_MAX] = {"max_ms", "max", "ms", 0},
     [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0},
+    [PH_WARMUP] = {"warmup_steps", "warm-up", "steps", 0},
     [PH_HOST] = {"host", "host", "", 1}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
@@ -108,7 +109,9 @@ static const struct table_col stragglers_cols[ST_NCOLS] = {
 
 enum speedup_col { SP_RUN, SP_MODE, SP_DEVICE, SP_WORLD_SIZE, SP_AMP, SP_EPOCHS, SP_IMAGES,
                    SP_WALL, SP_TRAIN, SP_IMAGES_PER_S, SP_SPEEDUP, SP_EFFICIENCY,
-                   SP_FINAL_ACCURACY, SP_NCOLS };
+                   SP_FINAL_ACCURACY, SP_REPEATS, SP_WALL_MED, SP_WALL_MIN, SP_WALL_MAX,
+                   SP_IPS_MED, SP_IPS_MIN, SP_IPS_MAX, SP_SPEEDUP_MED, SP_SPEEDUP_MIN,
+                   SP_SPEEDUP_MAX, SP_NCOLS };
 static const struct table_col speedup_cols[SP_NCOLS] = {
     [SP_RUN] = {"run", "run", "", 1},
     [SP_MODE] = {"mode", "mode", "", 1},
@@ -122,9 +125,21 @@ static const struct table_col speedup_cols[SP_NCOLS] = {
     [SP_IMAGES_PER_S] = {"images_per_s", "throughput", "img/s", 0},
     [SP_SPEEDUP] = {"speedup", "speedup", "x", 0},
     [SP_EFFICIENCY] = {"efficiency", "efficiency", "", 0},
-    [SP_FINAL_ACCURACY] = {"final_accuracy", "accuracy", "", 0}};
+    [SP_FINAL_ACCURACY] = {"final_accuracy", "accuracy", "", 0},
+    [SP_REPEATS] = {"repeats", "repeats", "", 0},
+    [SP_WALL_MED] = {"wall_s_median", "wall med", "s", 0},
+    [SP_WALL_MIN] = {"wall_s_min", "min", "s", 0},
+    [SP_WALL_MAX] = {"wall_s_max", "max", "s", 0},
+    [SP_IPS_MED] = {"images_per_s_median", "throughput med", "img/s", 0},
+    [SP_IPS_MIN] = {"images_per_s_min", "min", "img/s", 0},
+    [SP_IPS_MAX] = {"images_per_s_max", "max", "img/s", 0},
+    [SP_SPEEDUP_MED] = {"speedup_median", "speedup med", "x", 0},
+    [SP_SPEEDUP_MIN] = {"speedup_min", "min", "x", 0},
+    [SP_SPEEDUP_MAX] = {"speedup_max", "max", "x", 0}};
 
 #define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int report_is_dir(const char *path);
 
 static double ms(int64_t ns)
 {
@@ -157,6 +172,7 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 table_set(t, PH_MAX, "%.3f", ms(ps->max_ns));
                 if (analysis_pct_of_step(r, ps, &pct))
                     table_set(t, PH_PCT_OF_STEP, "%.2f", pct);
+                table_set(t, PH_WARMUP, "%d", st[i].warmup.steps);
                 const char *host = run_rank_host(&rs->runs[i], r->rank);
                 if (host && t->ncols > PH_HOST)
                     table_set(t, PH_HOST, "%s", host);
@@ -309,7 +325,99 @@ static int report_stragglers_worst(const struct runset *rs, const struct run_sta
     return 0;
 }
 
-static void report_speedup(const struct runset *rs, const struct run_stat *st, struct table *t)
+/* ---- repeats (--repeat N of the main job; FORMULAS.md "Repeats") ----
+ * Repeat 1 of a main job is DIR/baseline and DIR/ddp, repeat k >= 2 DIR/repeat-k/baseline
+ * and DIR/repeat-k/ddp.  A run's repeats are the runs of the same name in repeat-2/,
+ * repeat-3/, ... beside it; each repeat's speedup is against that repeat's baseline. */
+#define REPORT_MAX_REPEATS 100
+
+struct repeats {
+    int n;                     /* repeats read, this run included (1: none beside it) */
+    double wall[REPORT_MAX_REPEATS], ips[REPORT_MAX_REPEATS], speedup[REPORT_MAX_REPEATS];
+    int nwall, nips, nspeedup; /* the repeats with each figure */
+};
+
+static void report_repeat_add(struct repeats *p, const struct run_stat *s)
+{
+    if (p->n >= REPORT_MAX_REPEATS)
+        return;
+    p->n++;
+    if (s->has_wall)
+        p->wall[p->nwall++] = s->wall_s;
+    if (s->has_ips)
+        p->ips[p->nips++] = s->images_per_s;
+    if (s->has_speedup)
+        p->speedup[p->nspeedup++] = s->speedup;
+}
+
+/* "a/b/c" -> the length of "a/b" (0 when there is no slash) */
+static size_t report_parent_len(const char *dir)
+{
+    const char *slash = strrchr(dir, '/');
+    return slash ? (size_t)(slash - dir) : 0;
+}
+
+static const char *report_base(const char *dir)
+{
+    const char *slash = strrchr(dir, '/');
+    return slash ? slash + 1 : dir;
+}
+
+static int report_same_parent(const char *a, const char *b)
+{
+    size_t la = report_parent_len(a), lb = report_parent_len(b);
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* Fill rep[0..rs->n): each ddpprof run's own figures, then those of its repeats, read from
+ * the repeat-k/ directories beside it with the same warm-up rule.  0, or -1 (error_set). */
+static int report_repeats(const struct runset *rs, const struct run_stat *st, int warmup,
+                          struct repeats *rep)
+{
+    for (int i = 0; i < rs->n; i++)
+        report_repeat_add(&rep[i], &st[i]);
+    for (int i = 0; i < rs->n; i++) {
+        const struct run *r = &rs->runs[i];
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = report_same_parent(rs->runs[j].dir, r->dir);
+        if (seen || !r->format || strcmp(r->format, "ddpprof") != 0)
+            continue;
+        size_t plen = report_parent_len(r->dir);
+        for (int k = 2; k <= REPORT_MAX_REPEATS; k++) {
+            char *dir = NULL;
+            if (asprintf(&dir, "%.*s%srepeat-%d", (int)plen, r->dir, plen ? "/" : "", k) < 0)
+                return error_set("report: out of memory");
+            if (!report_is_dir(dir)) {
+                free(dir);
+                break;
+            }
+            struct runset sub;
+            runset_init(&sub);
+            struct run_stat *sst = NULL;
+            int rc = runset_add_dir(&sub, dir);
+            if (rc == 0)
+                rc = runset_finish(&sub);
+            if (rc == 0 && !(sst = analysis_run_warmup(&sub, warmup)))
+                rc = -1;
+            for (int q = 0; q < sub.n && rc == 0; q++)
+                for (int j = i; j < rs->n; j++)
+                    if (report_same_parent(rs->runs[j].dir, r->dir) &&
+                        strcmp(report_base(rs->runs[j].dir), report_base(sub.runs[q].dir)) == 0)
+                        report_repeat_add(&rep[j], &sst[q]);
+            if (sst)
+                analysis_free(sst, sub.n);
+            runset_free(&sub);
+            free(dir);
+            if (rc < 0)
+                return error_wrap("repeat %d", k);
+        }
+    }
+    return 0;
+}
+
+static void report_speedup(const struct runset *rs, const struct run_stat *st,
+                           struct repeats *rep, struct table *t)
 {
     for (int i = 0; i < rs->n; i++) {
         const struct run *r = &rs->runs[i];
@@ -334,6 +442,27 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st, s
             table_set(t, SP_EFFICIENCY, "%.3f", s->efficiency);
         }
         table_set(t, SP_FINAL_ACCURACY, "%s", meta_or_empty(r, "final_accuracy"));
+        struct repeats *p = &rep[i];
+        struct spread sp;
+        table_set(t, SP_REPEATS, "%d", p->n);
+        if (p->nwall > 0) {
+            analysis_spread(p->wall, (size_t)p->nwall, &sp);
+            table_set(t, SP_WALL_MED, "%.3f", sp.median);
+            table_set(t, SP_WALL_MIN, "%.3f", sp.min);
+            table_set(t, SP_WALL_MAX, "%.3f", sp.max);
+        }
+        if (p->nips > 0) {
+            analysis_spread(p->ips, (size_t)p->nips, &sp);
+            table_set(t, SP_IPS_MED, "%.1f", sp.median);
+            table_set(t, SP_IPS_MIN, "%.1f", sp.min);
+            table_set(t, SP_IPS_MAX, "%.1f", sp.max);
+        }
+        if (p->nspeedup > 0) {
+            analysis_spread(p->speedup, (size_t)p->nspeedup, &sp);
+            table_set(t, SP_SPEEDUP_MED, "%.3f", sp.median);
+            table_set(t, SP_SPEEDUP_MIN, "%.3f", sp.min);
+            table_set(t, SP_SPEEDUP_MAX, "%.3f", sp.max);
+        }
     }
 }
 
@@ -370,6 +499,70 @@ static void report_cautions_free(struct report_cautions *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The notes beside the tables: each run's warm-up ("step 1: 643.0 ms, warm-up, not
+ * counted") into warm, and the spread of the runs made more than once into spread. */
+static void report_notes(const struct runset *rs, const struct run_stat *st,
+                         const struct repeats *rep, struct report_cautions *warm,
+                         struct report_cautions *spread)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const struct warmup_stat *w = &st[i].warmup;
+        const char *how = w->detected ? "detected: the first step within 50% of the median "
+                                        "of the next 5, at most 10 and a quarter of the "
+                                        "steps; --warmup-steps N to choose"
+                                      : "--warmup-steps";
+        if (w->steps == 1)
+            report_line(warm, "run %s: step %d: %.1f ms, warm-up, not counted in the per-step "
+                              "statistics (%s)",
+                        rs->runs[i].label, w->first_step, ms(w->first_ns), how);
+        else if (w->steps > 1)
+            report_line(warm, "run %s: steps %d-%d: warm-up (step %d: %.1f ms), not counted in "
+                              "the per-step statistics (%s)",
+                        rs->runs[i].label, w->first_step, w->last_step, w->first_step,
+                        ms(w->first_ns), how);
+        else if (w->first_ns >= 0 && w->detected)
+            report_line(warm, "run %s: no warm-up step (step %d: %.1f ms had settled)",
+                        rs->runs[i].label, w->first_step, ms(w->first_ns));
+        const struct repeats *p = &rep[i];
+        if (p->n < 2)
+            continue;
+        double v[REPORT_MAX_REPEATS];
+        struct spread a, b;
+        char sp[128] = "";
+        if (p->nspeedup > 0) {
+            memcpy(v, p->speedup, (size_t)p->nspeedup * sizeof *v);
+            analysis_spread(v, (size_t)p->nspeedup, &a);
+            snprintf(sp, sizeof sp, "speedup %.2fx (%.2f-%.2fx), ", a.median, a.min, a.max);
+        }
+        memcpy(v, p->ips, (size_t)p->nips * sizeof *v);
+        if (p->nips > 0)
+            analysis_spread(v, (size_t)p->nips, &a);
+        memcpy(v, p->wall, (size_t)p->nwall * sizeof *v);
+        if (p->nwall > 0)
+            analysis_spread(v, (size_t)p->nwall, &b);
+        if (p->nips > 0 && p->nwall > 0)
+            report_line(spread, "run %s over %d repeats, median (min-max): %sthroughput %.1f "
+                                "(%.1f-%.1f) img/s, wall %.3f (%.3f-%.3f) s",
+                        rs->runs[i].label, p->n, sp, a.median, a.min, a.max, b.median, b.min,
+                        b.max);
+    }
+}
+
+/* 1 when run r had more CPU ranks on its host than the host has cores (--oversubscribe):
+ * meta.csv device cpu, local_world_size (else world_size) above host_cores. */
+static int report_oversubscribed(const struct run *r, int *ranks, int *cores)
+{
+    const char *dev = run_meta(r, "device"), *c = run_meta(r, "host_cores");
+    const char *n = run_meta(r, "local_world_size");
+    if (!n)
+        n = run_meta(r, "world_size");
+    if (!dev || strcmp(dev, "cpu") != 0 || !c || !n)
+        return 0;
+    *ranks = atoi(n);
+    *cores = atoi(c);
+    return *cores > 0 && *ranks > *cores;
+}
+
 /* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
  * load"): a run measured on a busy host, a speedup that compares such a run, an
  * efficiency above 1.  Appended to *t, one line each (none: t->n stays 0). */
@@ -378,12 +571,22 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
 {
     int base = analysis_baseline(rs);
     struct run_load base_load = {0};
-    if (base >= 0)
+    int over_ranks = 0, over_cores = 0, base_over = 0;
+    if (base >= 0) {
         analysis_load(&rs->runs[base], &base_load);
+        base_over = report_oversubscribed(&rs->runs[base], &over_ranks, &over_cores);
+        base_load.loaded |= base_over;
+    }
     for (int i = 0; i < rs->n; i++) {
         const struct run *r = &rs->runs[i];
         struct run_load l;
         analysis_load(r, &l);
+        int over = report_oversubscribed(r, &over_ranks, &over_cores);
+        if (over)
+            report_line(t, "run %s was oversubscribed: %d CPU ranks on %d cores "
+                           "(--oversubscribe), so the ranks took turns on the cores: its times "
+                           "are slower than this machine's",
+                        r->label, over_ranks, over_cores);
         if (l.loaded) {
             char cores[32] = "", steal[80] = "", load[96] = "";
             if (l.cores)
@@ -408,6 +611,7 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
         }
         if (!st[i].has_speedup || i == base)
             continue;
+        l.loaded |= over; /* the speedup of an oversubscribed run is no scaling either */
         if (l.loaded || base_load.loaded)
             report_line(t, "the speedup of %s (%.2fx) compares runs measured under load (%s): "
                            "it is not this machine's scaling; rerun on an idle machine",
@@ -595,16 +799,23 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     const char *out = opts && opts->out_dir ? opts->out_dir : rs.default_out;
     if (rc == 0)
         rc = report_mkdirs(out);
-    if (rc == 0 && !(st = analysis_run(&rs)))
+    int warmup = opts && opts->warmup_given ? opts->warmup_steps : ANALYSIS_WARMUP_AUTO;
+    if (rc == 0 && !(st = analysis_run_warmup(&rs, warmup)))
         rc = -1;
-    struct report_cautions cautions = {0};
+    struct report_cautions cautions = {0}, warm = {0}, spread = {0};
+    struct repeats *rep = NULL;
+    if (rc == 0 && !(rep = calloc((size_t)rs.n + 1, sizeof *rep)))
+        rc = error_set("report: out of memory");
+    if (rc == 0)
+        rc = report_repeats(&rs, st, warmup, rep);
     if (rc == 0) {
+        report_notes(&rs, st, rep, &warm, &spread);
         report_cautions(&rs, st, &cautions);
         report_phases(&rs, st, &t[T_PHASES]);
         report_overlap(&rs, st, &t[T_OVERLAP]);
         report_buckets(&rs, st, &t[T_BUCKETS]);
         report_stragglers(&rs, st, &t[T_STRAGGLERS]);
-        report_speedup(&rs, st, &t[T_SPEEDUP]);
+        report_speedup(&rs, st, rep, &t[T_SPEEDUP]);
         report_ranks(&rs, st, &t[T_RANKS]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
     }
@@ -621,14 +832,22 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     if (rc == 0) {
         const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
                                        &t[T_WORST], &t[T_RANKS]};
+        struct report_cautions notes = {0};
+        for (size_t i = 0; i < spread.n; i++)
+            report_line(&notes, "%s", spread.line[i]);
+        for (size_t i = 0; i < warm.n; i++)
+            report_line(&notes, "%s", warm.line[i]);
         rc = charts_write(&rs, st, shown, NCOLS(shown), (const char *const *)cautions.line,
-                          cautions.n, out);
+                          cautions.n, (const char *const *)notes.line, notes.n, out);
+        report_cautions_free(&notes);
     }
     int kineto_files = 0;
     if (rc == 0 && opts && opts->kineto)
         rc = kineto_write(&rs, out, &kineto_files);
     if (rc == 0 && terminal) {
         table_print(&t[T_PHASES], terminal, TERMINAL_MAX_ROWS);
+        for (size_t i = 0; i < warm.n; i++)
+            fprintf(terminal, "#  %s\n", warm.line[i]);
         table_print(&t[T_OVERLAP], terminal, TERMINAL_MAX_ROWS);
         table_print(&t[T_BUCKETS], terminal, TERMINAL_MAX_ROWS);
         if (t[T_STRAGGLERS].nrows > 0) {
@@ -637,6 +856,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     t[T_STRAGGLERS].nrows);
         }
         table_print(&t[T_SPEEDUP], terminal, TERMINAL_MAX_ROWS);
+        for (size_t i = 0; i < spread.n; i++)
+            fprintf(terminal, "#  %s\n", spread.line[i]);
         for (size_t i = 0; i < cautions.n; i++)
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
@@ -651,6 +872,9 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         fflush(terminal);
     }
     report_cautions_free(&cautions);
+    report_cautions_free(&warm);
+    report_cautions_free(&spread);
+    free(rep);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
     analysis_free(st, rs.n);
@@ -660,7 +884,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 
 const char *report_usage(void)
 {
-    return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto]";
+    return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
+           "[--warmup-steps N]";
 }
 
 int report_main(int argc, char **argv)
@@ -679,6 +904,17 @@ int report_main(int argc, char **argv)
             o.out_dir = argv[++i];
         } else if (strcmp(argv[i], "--kineto") == 0) {
             o.kineto = 1;
+        } else if (strcmp(argv[i], "--warmup-steps") == 0) {
+            char *end = NULL;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (i + 1 >= argc || end == argv[i + 1] || *end || v < 0 || v > 1000000) {
+                free(inputs);
+                return error_set("report: --warmup-steps needs a step count in [0, 1000000] "
+                                 "(%s)", report_usage());
+            }
+            o.warmup_given = 1;
+            o.warmup_steps = (int)v;
+            i++;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("%s\n\n"
                    "  RUN_DIR     a ddpprof run directory, or a parent of runs (baseline/, ddp/)\n"
@@ -687,7 +923,10 @@ int report_main(int argc, char **argv)
                    "  TRACE.json  PyTorch profiler trace files (Kineto JSON or the legacy\n"
                    "              exporter's array; .gz too): all the files given form one run\n"
                    "  --out DIR   where the tables go (default: the first input's directory)\n"
-                   "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n",
+                   "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n"
+                   "  --warmup-steps N  leave each run's first N steps out of the per-step\n"
+                   "              statistics (default: until the step time settles,\n"
+                   "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n",
                    report_usage());
             free(inputs);
             return 0;

@@ -303,28 +303,28 @@ static int json_valid(const char *s)
 /* ---- the expected tables ---- */
 
 static const char *want_phases =
-    "run,rank,phase,count,total_ms,mean_ms,p50_ms,p95_ms,max_ms,pct_of_step\n"
+    "run,rank,phase,count,total_ms,mean_ms,p50_ms,p95_ms,max_ms,pct_of_step,warmup_steps\n"
     /* baseline: steps 6000, 8000 µs -> p50 = d_ceil(1) = 6000, p95 = d_ceil(1.9) = 8000 */
-    "baseline,0,step,2,14.000,7.000,6.000,8.000,8.000,100.00\n"
-    "baseline,0,data,2,1.500,0.750,0.500,1.000,1.000,10.71\n"      /* 1500/14000 */
-    "baseline,0,forward,2,3.500,1.750,1.500,2.000,2.000,25.00\n"
-    "baseline,0,backward,2,7.000,3.500,3.000,4.000,4.000,50.00\n"
-    "baseline,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,14.29\n" /* 2000/14000 */
-    "baseline,0,eval,1,1.000,1.000,1.000,1.000,1.000,\n"           /* step 0: no share */
-    "ddp,0,step,2,16.000,8.000,8.000,8.000,8.000,100.00\n"
-    "ddp,0,data,2,1.000,0.500,0.500,0.500,0.500,6.25\n"
-    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00\n" /* the CUPTI kernel is not counted */
-    "ddp,0,backward,2,7.000,3.500,3.500,3.500,3.500,43.75\n"
+    "baseline,0,step,2,14.000,7.000,6.000,8.000,8.000,100.00,0\n"
+    "baseline,0,data,2,1.500,0.750,0.500,1.000,1.000,10.71,0\n"      /* 1500/14000 */
+    "baseline,0,forward,2,3.500,1.750,1.500,2.000,2.000,25.00,0\n"
+    "baseline,0,backward,2,7.000,3.500,3.000,4.000,4.000,50.00,0\n"
+    "baseline,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,14.29,0\n" /* 2000/14000 */
+    "baseline,0,eval,1,1.000,1.000,1.000,1.000,1.000,,0\n"           /* step 0: no share */
+    "ddp,0,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0\n"
+    "ddp,0,data,2,1.000,0.500,0.500,0.500,0.500,6.25,0\n"
+    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00,0\n" /* the CUPTI kernel is not counted */
+    "ddp,0,backward,2,7.000,3.500,3.500,3.500,3.500,43.75,0\n"
     /* all-reduce 1000,1000,1500,1500: p50 = d_2, p95 = d_ceil(3.8) = d_4 */
-    "ddp,0,allreduce,4,5.000,1.250,1.000,1.500,1.500,31.25\n"
-    "ddp,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50\n"
-    "ddp,1,step,2,16.000,8.000,8.000,8.000,8.000,100.00\n"
-    "ddp,1,data,2,1.200,0.600,0.500,0.700,0.700,7.50\n"
-    "ddp,1,forward,2,4.400,2.200,1.900,2.500,2.500,27.50\n"
-    "ddp,1,backward,2,6.800,3.400,3.300,3.500,3.500,42.50\n"
+    "ddp,0,allreduce,4,5.000,1.250,1.000,1.500,1.500,31.25,0\n"
+    "ddp,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0\n"
+    "ddp,1,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0\n"
+    "ddp,1,data,2,1.200,0.600,0.500,0.700,0.700,7.50,0\n"
+    "ddp,1,forward,2,4.400,2.200,1.900,2.500,2.500,27.50,0\n"
+    "ddp,1,backward,2,6.800,3.400,3.300,3.500,3.500,42.50,0\n"
     /* 500,700,900,1100 */
-    "ddp,1,allreduce,4,3.200,0.800,0.700,1.100,1.100,20.00\n"
-    "ddp,1,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50\n";
+    "ddp,1,allreduce,4,3.200,0.800,0.700,1.100,1.100,20.00,0\n"
+    "ddp,1,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0\n";
 
 static const char *want_overlap =
     "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"
@@ -367,11 +367,13 @@ static const char *want_stragglers =
 
 static const char *want_speedup =
     "run,mode,device,world_size,amp,epochs,images,wall_s,train_s,images_per_s,speedup,"
-    "efficiency,final_accuracy\n"
+    "efficiency,final_accuracy,repeats,wall_s_median,wall_s_min,wall_s_max,"
+    "images_per_s_median,images_per_s_min,images_per_s_max,speedup_median,speedup_min,"
+    "speedup_max\n"
     /* 64 images / 0.014 s = 4571.4 */
-    "baseline,baseline,cpu,1,off,1,64,1.500,0.014,4571.4,1.000,1.000,0.500000\n"
+    "baseline,baseline,cpu,1,off,1,64,1.500,0.014,4571.4,1.000,1.000,0.500000,1,1.500,1.500,1.500,4571.4,4571.4,4571.4,1.000,1.000,1.000\n"
     /* 128 / 0.016 = 8000 img/s; 8000 / 4571.43 = 1.75; / 2 ranks = 0.875 */
-    "ddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,1.750,0.875,0.600000\n";
+    "ddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,1.750,0.875,0.600000,1,1.250,1.250,1.250,8000.0,8000.0,8000.0,1.750,1.750,1.750\n";
 
 static void test_parent_layout(const char *root)
 {
@@ -460,7 +462,8 @@ static void test_several_runs(const char *root)
     char *sp = test_read_file(out, "speedup.csv");
     /* bw4 has no metrics.csv: images = 128 x 1 epoch; train_s 0.010 -> 12800 img/s; speedup
      * 12800 / 4571.43 = 2.8, efficiency 0.7 */
-    CHECK(sp && strstr(sp, "\nbw4,ddp,cuda,4,fp16,1,128,2.000,0.010,12800.0,2.800,0.700,0.7\n"),
+    CHECK(sp && strstr(sp, "\nbw4,ddp,cuda,4,fp16,1,128,2.000,0.010,12800.0,2.800,0.700,0.7"
+                    ",1,2.000,2.000,2.000,12800.0,12800.0,12800.0,2.800,2.800,2.800\n"),
           "speedup.csv of three runs:\n%s", sp ? sp : "(missing)");
     CHECK(sp && count_substr(sp, "\n") == 4, "speedup.csv should have a header and 3 rows");
     free(sp);
@@ -487,7 +490,8 @@ static void test_single_run_no_baseline(const char *root)
     int rc = report_run(dirs, 1, NULL, NULL);
     CHECK(rc == 0, "report on %s: %s", d, error_get());
     char *sp = test_read_file(d, "speedup.csv");
-    CHECK(sp && strstr(sp, "\nddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,,,0.600000\n"),
+    CHECK(sp && strstr(sp, "\nddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,,,0.600000"
+                    ",1,1.250,1.250,1.250,8000.0,8000.0,8000.0,,,\n"),
           "speedup.csv of a lone DDP run:\n%s", sp ? sp : "(missing)");
     free(sp);
     free(d);

@@ -188,12 +188,12 @@ static void test_kineto_fixture(void)
     /* backward: the kernels launched inside the host span [5000, 11600] run [5200, 12000);
      * forward: [1000, 4500) -> the device rows replace the host ones */
     expect_line("phases.csv", out,
-                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78");
+                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78,0");
     expect_line("phases.csv", out,
-                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44");
+                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44,0");
     /* ProfilerStep#10..#13 renumbered 1..4; batch 32 from the forward's first input dims:
      * 4 ranks x 4 steps x 32 = 512 images in 4 x 18 ms of rank 0's steps */
-    expect_line("speedup.csv", out, "kineto-2hosts,ddp,cuda,4,,,512,,0.072,7111.1,,,");
+    expect_line("speedup.csv", out, "kineto-2hosts,ddp,cuda,4,,,512,,0.072,7111.1,,,,1,,,,7111.1,7111.1,7111.1,,,");
     expect_line("stragglers.csv", out, "kineto-2hosts,4,4,0,12.000,12.000,0.000,0.000");
     free(err);
 

@@ -109,6 +109,11 @@ static const struct cli_option cli_options[] = {
              "rank computes flat out, so they only thrash)"},
     {"--mode", NULL, CLI_ENUM, CLI_MAIN, FIELD(runs), .choices = runs_choices, .group = G_DEV,
      .help = "the fp32 baseline on one device, the DDP run on all of them, or both"},
+    {"--repeat", NULL, CLI_INT, CLI_MAIN, FIELD(repeat), .min = 1, .max = 100, .metavar = "N",
+     .group = G_DEV,
+     .help = "make the baseline and the DDP run N times, alternately (repeat 1 in baseline/ and "
+             "ddp/, repeat k in repeat-k/); the report gives the median and the spread "
+             "(min-max) of wall time, throughput and speedup"},
     {"--mode", NULL, CLI_ENUM, CLI_TRAIN | CLI_WORKER, FIELD(train.mode),
      .choices = mode_choices, .always = 1, .group = G_DEV,
      .dflt = "ddp when N > 1, else baseline; a worker is always ddp",
@@ -194,6 +199,11 @@ static const struct cli_option cli_options[] = {
              "--resume) after each epoch N"},
     {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.trace), .choices = trace_choices,
      .group = G_OUT, .help = "probes: nothing, NVTX + host trace, + CUDA events/CUPTI"},
+    {"--warmup-steps", NULL, CLI_INT, CLI_MAIN, FIELD(warmup_steps), .min = 0, .max = 1000000,
+     .metavar = "N", .group = G_OUT,
+     .dflt = "until the step time settles, at most 10 (report/FORMULAS.md)",
+     .help = "the report leaves each run's first N steps out of the per-step statistics "
+             "(phases, overlap, buckets, stragglers); 0 keeps them all"},
 
     {"--amp", NULL, CLI_ENUM, CLI_ALL, FIELD(train.amp), .choices = amp_choices, .always = 1,
      .dflt = "fp16 for ddp, off for baseline", .group = G_AMP,
@@ -258,6 +268,8 @@ void cli_defaults(struct cli *c)
     c->runs = CLI_RUNS_BOTH;
     c->master_addr = DIST_ENV_DEFAULT_ADDR;
     c->nnodes = 1;
+    c->repeat = 1;
+    c->warmup_steps = -1; /* detected by the report */
 }
 
 /* ------------------------------------------------------------------ the table */

@@ -38,6 +38,8 @@ struct cli {
                                 into --cpu P unless --gpu names the devices) */
     int max_restarts;        /* --max-restarts K: restart every node's workers up to K times */
     int oversubscribe;       /* --oversubscribe: start more CPU ranks than this node has cores */
+    int repeat;              /* main job --repeat N: baseline and DDP run N times, alternately */
+    int warmup_steps;        /* main job --warmup-steps N for its report (-1: detected) */
     int help;                /* -h or --help was given: print cli_usage, do nothing else */
     uint64_t given;          /* bit i: option i of the table was on the command line */
 };

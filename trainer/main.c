@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,7 +314,10 @@ static int run_self(char **args, const char *phase, int wrap)
 }
 
 /* `ddpprof [--cpu N | --gpu LIST] --model M [train options]`: the fp32 baseline on one
- * device, the DDP+AMP run on all of them, then the report; one run directory. */
+ * device, the DDP+AMP run on all of them, then the report; one run directory.  With
+ * --repeat N both runs are made N times, alternately (baseline, ddp, baseline, ddp, ...):
+ * repeat 1 in DIR/baseline and DIR/ddp, repeat k >= 2 in DIR/repeat-k/baseline and
+ * DIR/repeat-k/ddp, where `ddpprof report DIR` finds them again. */
 static int cmd_main(int argc, char **argv)
 {
     struct cli c;
@@ -328,6 +332,11 @@ static int cmd_main(int argc, char **argv)
         printf("%s\n", note);
     if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
         return fail();
+    if (c.repeat > 1 && c.nnodes > 1) {
+        error_set("--repeat %d with --nnodes %d: repeats are made on one node only (run the "
+                  "job again for another measurement)", c.repeat, c.nnodes);
+        return fail();
+    }
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return fail();
@@ -339,6 +348,13 @@ static int cmd_main(int argc, char **argv)
         default_out_dir(out, sizeof out, c.train.model);
     if (mkdir_parents(out))
         return fail();
+    struct stat stale;
+    snprintf(sub, sizeof sub, "%s/repeat-%d", out, c.repeat + 1);
+    if (c.node_rank == 0 && stat(sub, &stale) == 0) { /* the report reads repeat-2, 3, ... */
+        error_set("%s is from an earlier --repeat: the report would count it as a repeat of "
+                  "this job; remove it or choose another --out", sub);
+        return fail();
+    }
 
     /* on several nodes every node makes the DDP run first, together; then node 0 alone
      * makes the one-process baseline and the report */
@@ -347,7 +363,8 @@ static int cmd_main(int argc, char **argv)
                                       nodes ? TRAIN_BASELINE : TRAIN_DDP};
     int rc = 0;
     main_own_signals(1);
-    for (int ph = 0; ph < 2 && rc == 0 && !main_signal; ph++) {
+    for (int it = 0; it < 2 * c.repeat && rc == 0 && !main_signal; it++) {
+        int ph = it % 2, k = it / 2 + 1; /* run ph of repeat k */
         enum train_mode mode = modes[ph];
         const char *phase = mode == TRAIN_BASELINE ? "baseline" : "ddp";
         if ((mode == TRAIN_BASELINE && (c.runs == CLI_RUNS_DDP || c.node_rank > 0)) ||
@@ -355,7 +372,10 @@ static int cmd_main(int argc, char **argv)
             continue;
         struct cli run;
         char devices[320];
-        snprintf(sub, sizeof sub, "%s/%s", out, phase);
+        if (k == 1)
+            snprintf(sub, sizeof sub, "%s/%s", out, phase);
+        else
+            snprintf(sub, sizeof sub, "%s/repeat-%d/%s", out, k, phase);
         if (cli_main_run(&c, mode, sub, &run))
             return fail();
         char **args = cli_argv(&run, CLI_TRAIN, self);
@@ -365,6 +385,9 @@ static int cmd_main(int argc, char **argv)
         if (mode == TRAIN_DDP && nodes)
             printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
                    c.nnodes, sub);
+        else if (c.repeat > 1)
+            printf("ddpprof: repeat %d of %d: %s run on %s -> %s\n", k, c.repeat, phase,
+                   devices, sub);
         else
             printf("ddpprof: %s run on %s -> %s\n", phase, devices, sub);
         rc = run_self(args, phase, mode == TRAIN_BASELINE);
@@ -390,8 +413,11 @@ static int cmd_main(int argc, char **argv)
         return 0;
     }
     const char *dirs[1] = {out};
+    struct report_opts ro = {.out_dir = out,
+                             .warmup_given = c.warmup_steps >= 0,
+                             .warmup_steps = c.warmup_steps};
     printf("\n");
-    if (report_run(dirs, 1, out, stdout))
+    if (report_run_opts(dirs, 1, &ro, stdout))
         return fail();
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
            out);

@@ -919,6 +919,9 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             probe_push(r.probe, PROBE_EVAL);
             rc = rank_evaluate(&r, &accuracy, &val_loss);
             probe_pop(r.probe);
+            /* every epoch's rows on disk (TRACE.md); a loss is counted in the writer and
+             * reported at teardown */
+            probe_flush(r.probe);
         }
         for (int k = 0; k < 2 && rc == 0 && r.rank == 0 && o.out_dir; k++) {
             /* every epoch for --resume; with --save-every-epoch also epoch_N, as the

@@ -586,6 +586,17 @@ void trace_writer_set_flush_interval(struct trace_writer *w, unsigned ms)
     pthread_mutex_unlock(&w->tick_mu);
 }
 
+/* -1 with close's message when rows were lost (under mu, for the cause), else 0 */
+static int tw_report_loss(struct trace_writer *w)
+{
+    uint64_t lost = atomic_load(&w->lost);
+    if (!lost)
+        return 0;
+    return error_set("%s: %llu trace row(s) lost (first cause: %s): the trace is incomplete; "
+                     "free disk space and run again",
+                     w->path, (unsigned long long)lost, w->cause);
+}
+
 int trace_writer_flush(struct trace_writer *w)
 {
     int rc;
@@ -596,6 +607,8 @@ int trace_writer_flush(struct trace_writer *w)
     } else {
         rc = error_set("trace %s: stopped by a fatal signal", w->path);
     }
+    if (rc == 0 && tw_report_loss(w)) /* e.g. the flusher thread's writes failed */
+        rc = -1;
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
@@ -619,11 +632,8 @@ int trace_writer_close(struct trace_writer *w)
     tw_unregister(w);
     if (close(w->fd) != 0 && rc == 0)
         rc = error_set("trace %s: close failed: %s", w->path, strerror(errno));
-    uint64_t lost = atomic_load(&w->lost);
-    if (lost)
-        rc = error_set("%s: %llu trace row(s) lost (first cause: %s): the trace is incomplete; "
-                       "free disk space and run again",
-                       w->path, (unsigned long long)lost, w->cause);
+    if (tw_report_loss(w))
+        rc = -1;
     pthread_mutex_destroy(&w->mu);
     free(w->buf);
     free(w);

@@ -89,7 +89,9 @@ void trace_writer_emit(void *ctx, const struct trace_row *row);
  * only at its threshold, at flush/close and from the signal handler).  Thread-safe. */
 void trace_writer_set_flush_interval(struct trace_writer *w, unsigned ms);
 
-/* Write the buffered rows now.  0 or -1 (error_set). */
+/* Write the buffered rows now.  0, or -1 with error_set when this write failed or rows
+ * were lost earlier in the writer's life (the message of trace_writer_close: how many and
+ * the first cause), so a caller that flushes now and then learns of a full disk early. */
 int trace_writer_flush(struct trace_writer *w);
 
 /* Rows added so far, and rows lost (failed writes, writer stopped, emit errors). */

@@ -919,9 +919,13 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             probe_push(r.probe, PROBE_EVAL);
             rc = rank_evaluate(&r, &accuracy, &val_loss);
             probe_pop(r.probe);
-            /* every epoch's rows on disk (TRACE.md); a loss is counted in the writer and
-             * reported at teardown */
+            /* every epoch's rows on disk (TRACE.md); rows lost so far (a full disk) fail
+             * the run now, before the epoch's checkpoint takes the last free space */
             probe_flush(r.probe);
+            struct probe_stats ps;
+            probe_stats(r.probe, &ps);
+            if (rc == 0 && ps.rows_lost)
+                rc = -1; /* probe_flush's error: the trace's, set last */
         }
         for (int k = 0; k < 2 && rc == 0 && r.rank == 0 && o.out_dir; k++) {
             /* every epoch for --resume; with --save-every-epoch also epoch_N, as the

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "probes/clock_offset.h"
 #include "comm/comm.h"
+#include "comm/flight.h"
 #include "device.h"
 #include "launch/dist_env.h"
 #include "launch/worker_link.h"
@@ -894,6 +895,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
     }
     r.tty = isatty(STDERR_FILENO);
     r.usage0 = usage0;
+    flight_set_dir(o.out_dir); /* a failed collective leaves rankN.flight.csv beside the trace */
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     if (r.restart_count == 0)

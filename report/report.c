@@ -394,6 +394,17 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
                             k == 0 && !st[i].has_ips ? " and the run's throughput are"
                                                      : " is");
         }
+        char flight[512] = ""; /* the comm's flight recorder after a failed collective */
+        size_t flen = 0;
+        for (int k = 0; k < r->nranks && flen < sizeof flight - 200; k++)
+            if (r->ranks[k].flight)
+                flen += (size_t)snprintf(flight + flen, sizeof flight - flen, "%srank %d %s %s",
+                                         flen ? ", " : "", r->ranks[k].rank,
+                                         flen ? "in" : "was in", r->ranks[k].flight);
+        if (flen)
+            report_line(t, "run %s: a collective failed; the flight recorder (rankN.flight.csv) "
+                           "says %s",
+                        r->label, flight);
         struct run_load l;
         analysis_load(r, &l);
         if (l.loaded) {

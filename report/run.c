@@ -639,6 +639,7 @@ void rank_trace_free(struct rank_trace *t)
     free(t->rows);
     free(t->clock_method);
     free(t->host);
+    free(t->flight);
     memset(t, 0, sizeof *t);
 }
 
@@ -691,6 +692,38 @@ static int run_highest_rank_file(const char *dir)
     }
     closedir(d);
     return hi;
+}
+
+/* rankN.flight.csv beside the trace (probes/TRACE.md): the rank's first collective not
+ * done, else its last, as "all-gather #80 (failed)"; NULL when there is none (or no
+ * memory).  A malformed line is skipped: the file is evidence, not input to check. */
+static char *run_flight_position(const char *dir, int rank)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank%d.flight.csv", rank);
+    char *path = run_path_join(dir, name);
+    FILE *in = path ? fopen(path, "r") : NULL;
+    free(path);
+    if (!in)
+        return NULL;
+    char line[512], kind[64], state[16], last[160] = "", first_open[160] = "";
+    unsigned long long seq;
+    int r, bucket;
+    while (fgets(line, sizeof line, in)) {
+        if (sscanf(line, "%d,%llu,%63[^,],%d,%*u,%15[^,],", &r, &seq, kind, &bucket, state) != 5)
+            continue; /* the header */
+        char here[160];
+        if (bucket >= 0)
+            snprintf(here, sizeof here, "%s #%llu (bucket %d, %s)", kind, seq, bucket, state);
+        else
+            snprintf(here, sizeof here, "%s #%llu (%s)", kind, seq, state);
+        snprintf(last, sizeof last, "%s", here);
+        if (!first_open[0] && strcmp(state, "done") != 0)
+            snprintf(first_open, sizeof first_open, "%s", here);
+    }
+    fclose(in);
+    const char *pick = first_open[0] ? first_open : last;
+    return pick[0] ? run_strdup(pick) : NULL;
 }
 
 /* The steps a run that did not finish (no meta.csv `steps`) planned: epochs x the batches
@@ -809,6 +842,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
                                                : "none (no offset in meta.csv)");
         if (!t->clock_method)
             return -1;
+        t->flight = run_flight_position(r->dir, rank);
     }
     /* one node's directory of a multi-node run (its ranks only): runset_finish merges the
      * nodes' directories and warns then if ranks are still missing */

@@ -70,6 +70,9 @@ struct rank_trace {
                           not finish, the steps it planned (epochs x steps per epoch); 0:
                           unknown */
     int cut;
+    char *flight;      /* where the comm's flight recorder (rankN.flight.csv beside the
+                          trace, probes/TRACE.md) says the rank was when a collective
+                          failed: "all-gather #80 (failed)"; NULL: no such file */
     int has_kernels;           /* imports: kern was swept while reading */
     struct kernel_sweep kern;
 };

@@ -6,7 +6,8 @@
 #  2. one rank skips a training step (DDPPROF_FAULT_SKIP_STEP, the tutorial's classic
 #     hang): the run ends non-zero with an error naming the rank and the collective,
 #     within the --timeout, instead of hanging; each rank leaves rankN.flight.csv (its
-#     last collectives and their states) and the launcher names both ranks' positions;
+#     last collectives and their states) and the launcher and the report name both ranks'
+#     positions;
 #  3. a busy --master-port is a clear one-line error;
 #  4. a rank SIGKILLed at step 150 (DDPPROF_FAULT_KILL_STEP) keeps its evidence: its trace
 #     has whole rows for every step that ended over 1.5 s before the kill (the writer
@@ -97,6 +98,9 @@ for k in 0 1; do
 done
 check skip-flight-names "$(grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+ \([a-z]+\)' "$tmp/skip.log"; echo $?)" \
   "the launcher did not name both ranks' positions: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -2)"
+"$bin" report "$out" --out "$tmp/skip-rep" >"$tmp/skip-rep.log" 2>&1 </dev/null
+check skip-flight-report "$(grep -qE 'caution: run [a-z0-9_-]+: a collective failed; the flight recorder \(rankN.flight.csv\) says rank 0 was in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+' "$tmp/skip-rep.log"; echo $?)" \
+  "the report did not name both ranks' positions: $(grep -i 'caution' "$tmp/skip-rep.log" | head -3)"
 
 # --- 3. busy master port ---
 python3 - "$tmp/port" <<'PY' &

@@ -7,7 +7,7 @@
 #     hang): the run ends non-zero with an error naming the rank and the collective,
 #     within the --timeout, instead of hanging; each rank leaves rankN.flight.csv (its
 #     last collectives and their states) and the launcher and the report name both ranks'
-#     positions;
+#     positions (2b: the same over gloo, where it is a timeout);
 #  3. a busy --master-port is a clear one-line error;
 #  4. a rank SIGKILLed at step 150 (DDPPROF_FAULT_KILL_STEP) keeps its evidence: its trace
 #     has whole rows for every step that ended over 1.5 s before the kill (the writer
@@ -101,6 +101,18 @@ check skip-flight-names "$(grep -qE '^ddpprof: flight recorder: rank 0 is in [a-
 "$bin" report "$out" --out "$tmp/skip-rep" >"$tmp/skip-rep.log" 2>&1 </dev/null
 check skip-flight-report "$(grep -qE 'caution: run [a-z0-9_-]+: a collective failed; the flight recorder \(rankN.flight.csv\) says rank 0 was in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+' "$tmp/skip-rep.log"; echo $?)" \
   "the report did not name both ranks' positions: $(grep -i 'caution' "$tmp/skip-rep.log" | head -3)"
+
+# --- 2b. the same over gloo (a real collective timeout there): both flight files, both named ---
+if "$bin" --version | grep -q '^comms:.* gloo'; then
+  out="$tmp/skipgloo"
+  DDPPROF_FAULT_SKIP_STEP=1:3 timeout 120 "$bin" train --cpu 2 --comm gloo --epochs 1 --limit 640 \
+    --test-limit 64 --threads 1 --quiet --timeout 2 --out "$out" >"$tmp/skipgloo.log" 2>&1 </dev/null
+  check skip-gloo-flight "$([ -s "$out/rank0.flight.csv" ] && [ -s "$out/rank1.flight.csv" ] &&
+    grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \(failed\), rank 1 in [a-z-]+ #[0-9]+ \(failed\)' "$tmp/skipgloo.log"; echo $?)" \
+    "gloo: no flight files or launcher line: $(grep -v '^\[rank [01]\] *$' "$tmp/skipgloo.log" | tail -2)"
+else
+  echo "part 2b skipped: this build has no gloo comm"
+fi
 
 # --- 3. busy master port ---
 python3 - "$tmp/port" <<'PY' &

@@ -87,13 +87,15 @@ check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 2 s)"
 check skip-names "$(grep -qE 'rank [01].*(all-reduce|all-gather|reduce|broadcast)' "$tmp/skip.log"; echo $?)" \
   "error does not name a rank and a collective: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -4)"
 check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
-# the flight recorders: each rank dumped its last collectives (trainer/comm/flight.h) and
-# the launcher's second line names where both ranks were
+# the flight recorders: each rank dumped its last collectives (trainer/comm/flight.h: at
+# most 64, the gradient all-reduces with their bucket) and the launcher's second line names
+# where both ranks were
 for k in 0 1; do
   check "skip-flight-rank$k" \
     "$(head -1 "$out/rank$k.flight.csv" 2>/dev/null | grep -qx 'rank,seq,kind,bucket,bytes,state,queued_ns,started_ns,ended_ns' &&
        awk -F, -v k=$k 'NR>1 {n++; if (NF!=9 || $1!=k || $2 !~ /^[0-9]+$/ || $6 !~ /^(queued|started|done|failed)$/) bad=1}
-                        END{exit bad || n<1 || n>64}' "$out/rank$k.flight.csv"; echo $?)" \
+                        NR>1 && $3=="all-reduce" && $4>=0 {bucket=1}
+                        END{exit bad || n<1 || n>64 || !bucket}' "$out/rank$k.flight.csv"; echo $?)" \
     "rank$k.flight.csv missing or malformed: $(head -3 "$out/rank$k.flight.csv" 2>&1)"
 done
 check skip-flight-names "$(grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+ \([a-z]+\)' "$tmp/skip.log"; echo $?)" \

@@ -26,6 +26,12 @@ struct flight {
 };
 
 static char flight_dir[4096];
+static _Thread_local int flight_bucket_hint = -1;
+
+void flight_next_bucket(int bucket)
+{
+    flight_bucket_hint = bucket;
+}
 
 static const char *const flight_state_names[] = {"queued", "started", "done", "failed"};
 
@@ -56,6 +62,8 @@ void flight_queued(struct flight *f, uint64_t seq, const char *kind, int bucket,
 {
     if (!f || !seq)
         return;
+    if (bucket < 0)
+        bucket = flight_bucket_hint;
     pthread_mutex_lock(&f->mu);
     struct flight_entry *e = &f->e[seq % FLIGHT_ENTRIES];
     *e = (struct flight_entry){.seq = seq, .kind = kind, .bucket = bucket, .bytes = bytes,

@@ -32,8 +32,13 @@ void flight_set_dir(const char *dir);
 struct flight *flight_create(int rank);
 void flight_free(struct flight *f);
 
+/* The DDP bucket of the next collective this thread issues (the reducer says it right
+ * before a bucket's all-reduce, and -1 right after): flight_queued takes it when its own
+ * bucket is -1.  Thread-local. */
+void flight_next_bucket(int bucket);
+
 /* Collective seq (1, 2, ... per communicator) was issued: kind is a static string ("all-reduce"),
- * bucket -1 when unknown, bytes its payload on this rank. */
+ * bucket -1 when unknown (then flight_next_bucket's), bytes its payload on this rank. */
 void flight_queued(struct flight *f, uint64_t seq, const char *kind, int bucket, uint64_t bytes);
 void flight_set_state(struct flight *f, uint64_t seq, enum flight_state st);
 

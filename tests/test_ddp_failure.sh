@@ -79,11 +79,11 @@ check kill-trace-rows "$(awk 'END{exit !(NR>1)}' "$out/rank0.trace.csv"; echo $?
 out="$tmp/skiprun"
 t0=$(now)
 DDPPROF_FAULT_SKIP_STEP=1:3 "$bin" train --cpu 2 --epochs 1 --limit 640 --test-limit 64 \
-  --threads 1 --quiet --timeout 2 --out "$out" >"$tmp/skip.log" 2>&1 </dev/null
+  --threads 1 --quiet --timeout 5 --out "$out" >"$tmp/skip.log" 2>&1 </dev/null
 rc=$?
 dt=$(elapsed "$t0")
 check skip-exit "$([ $rc -ne 0 ]; echo $?)" "a skipped step went unnoticed (exit 0)"
-check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 2 s)"
+check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 5 s)"
 check skip-names "$(grep -qE 'rank [01].*(all-reduce|all-gather|reduce|broadcast)' "$tmp/skip.log"; echo $?)" \
   "error does not name a rank and a collective: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -4)"
 check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
@@ -108,7 +108,7 @@ check skip-flight-report "$(grep -qE 'caution: run [a-z0-9_-]+: a collective fai
 if "$bin" --version | grep -q '^comms:.* gloo'; then
   out="$tmp/skipgloo"
   DDPPROF_FAULT_SKIP_STEP=1:3 timeout 120 "$bin" train --cpu 2 --comm gloo --epochs 1 --limit 640 \
-    --test-limit 64 --threads 1 --quiet --timeout 2 --out "$out" >"$tmp/skipgloo.log" 2>&1 </dev/null
+    --test-limit 64 --threads 1 --quiet --timeout 5 --out "$out" >"$tmp/skipgloo.log" 2>&1 </dev/null
   check skip-gloo-flight "$([ -s "$out/rank0.flight.csv" ] && [ -s "$out/rank1.flight.csv" ] &&
     grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \(failed\), rank 1 in [a-z-]+ #[0-9]+ \(failed\)' "$tmp/skipgloo.log"; echo $?)" \
     "gloo: no flight files or launcher line: $(grep -v '^\[rank [01]\] *$' "$tmp/skipgloo.log" | tail -2)"

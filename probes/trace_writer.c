@@ -40,6 +40,13 @@ struct trace_writer {
     _Atomic int64_t disk;     /* bytes in the file; the file offset except during a flush */
     _Atomic uint64_t rows, lost;
     int slot;                 /* index in tw_registry */
+    /* the flusher thread: writes the committed rows every interval_ms, so a rank that is
+     * SIGKILLed or hangs loses at most the last interval's rows */
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick;      /* CLOCK_MONOTONIC; signalled to stop or to re-time */
+    pthread_t flusher;
+    int flusher_on, stop;     /* under tick_mu */
+    unsigned interval_ms;     /* under tick_mu; 0: no timed flush */
     char cause[160];          /* first reason rows were lost (under mu) */
     char path[4096];
 };
@@ -404,6 +411,85 @@ static void tw_unregister(struct trace_writer *w)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* the flusher thread                                                                    */
+
+/* Write out what is committed, unless the writer is stopped or has nothing buffered.
+ * Takes mu (never held by a signal handler), so it is an ordinary flush. */
+static void tw_timed_flush(struct trace_writer *w)
+{
+    if (atomic_load_explicit(&w->committed, memory_order_acquire) == 0)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (tw_enter(w, TW_FLUSH)) {
+        tw_flush_owned(w); /* a failed write is counted in the writer, reported at close */
+        tw_move(w, TW_FLUSH, TW_IDLE);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void *tw_flusher_main(void *arg)
+{
+    struct trace_writer *w = arg;
+    pthread_mutex_lock(&w->tick_mu);
+    while (!w->stop) {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        unsigned ms = w->interval_ms ? w->interval_ms : 3600u * 1000u;
+        at.tv_sec += ms / 1000;
+        at.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        unsigned was = w->interval_ms;
+        while (!w->stop && rc != ETIMEDOUT && w->interval_ms == was)
+            rc = pthread_cond_timedwait(&w->tick, &w->tick_mu, &at);
+        if (w->stop || rc != ETIMEDOUT || !w->interval_ms)
+            continue; /* stopping, or re-timed: start the wait again */
+        pthread_mutex_unlock(&w->tick_mu);
+        tw_timed_flush(w);
+        pthread_mutex_lock(&w->tick_mu);
+    }
+    pthread_mutex_unlock(&w->tick_mu);
+    return NULL;
+}
+
+/* Start the flusher with every signal blocked in it, so that asynchronous signals
+ * (SIGTERM, SIGINT) are handled by the threads that produce rows, never mid-flush here. */
+static int tw_flusher_start(struct trace_writer *w)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->tick, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&w->tick_mu, NULL);
+    w->interval_ms = TRACE_FLUSH_INTERVAL_MS_DEFAULT;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->flusher, NULL, tw_flusher_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    w->flusher_on = rc == 0;
+    return rc;
+}
+
+static void tw_flusher_stop(struct trace_writer *w)
+{
+    if (w->flusher_on) {
+        pthread_mutex_lock(&w->tick_mu);
+        w->stop = 1;
+        pthread_cond_signal(&w->tick);
+        pthread_mutex_unlock(&w->tick_mu);
+        pthread_join(w->flusher, NULL);
+        w->flusher_on = 0;
+    }
+    pthread_cond_destroy(&w->tick);
+    pthread_mutex_destroy(&w->tick_mu);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* public                                                                                */
 
 struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes)
@@ -446,6 +532,13 @@ struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_b
         error_set("trace writer: more than %d trace files open in one process", TW_MAX_WRITERS);
         goto fail;
     }
+    if (tw_flusher_start(w) != 0) {
+        tw_unregister(w);
+        pthread_mutex_destroy(&w->mu);
+        tw_flusher_stop(w);
+        error_set("trace writer: cannot start the flusher thread for %s", w->path);
+        goto fail;
+    }
     return w;
 fail:
     if (w->fd >= 0)
@@ -485,6 +578,25 @@ void trace_writer_emit(void *ctx, const struct trace_row *row)
     trace_writer_add(ctx, row); /* a loss is counted in the writer and reported at close */
 }
 
+void trace_writer_set_flush_interval(struct trace_writer *w, unsigned ms)
+{
+    pthread_mutex_lock(&w->tick_mu);
+    w->interval_ms = ms;
+    pthread_cond_signal(&w->tick);
+    pthread_mutex_unlock(&w->tick_mu);
+}
+
+/* -1 with close's message when rows were lost (under mu, for the cause), else 0 */
+static int tw_report_loss(struct trace_writer *w)
+{
+    uint64_t lost = atomic_load(&w->lost);
+    if (!lost)
+        return 0;
+    return error_set("%s: %llu trace row(s) lost (first cause: %s): the trace is incomplete; "
+                     "free disk space and run again",
+                     w->path, (unsigned long long)lost, w->cause);
+}
+
 int trace_writer_flush(struct trace_writer *w)
 {
     int rc;
@@ -495,6 +607,8 @@ int trace_writer_flush(struct trace_writer *w)
     } else {
         rc = error_set("trace %s: stopped by a fatal signal", w->path);
     }
+    if (rc == 0 && tw_report_loss(w)) /* e.g. the flusher thread's writes failed */
+        rc = -1;
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
@@ -513,15 +627,13 @@ int trace_writer_close(struct trace_writer *w)
 {
     if (!w)
         return 0;
+    tw_flusher_stop(w);
     int rc = trace_writer_flush(w);
     tw_unregister(w);
     if (close(w->fd) != 0 && rc == 0)
         rc = error_set("trace %s: close failed: %s", w->path, strerror(errno));
-    uint64_t lost = atomic_load(&w->lost);
-    if (lost)
-        rc = error_set("%s: %llu trace row(s) lost (first cause: %s): the trace is incomplete; "
-                       "free disk space and run again",
-                       w->path, (unsigned long long)lost, w->cause);
+    if (tw_report_loss(w))
+        rc = -1;
     pthread_mutex_destroy(&w->mu);
     free(w->buf);
     free(w);

@@ -3,11 +3,15 @@
  * Writes the format of probes/trace_format.h (explained in probes/TRACE.md), quoting names
  * as libcsv does.  Rows are formatted into
  * a memory buffer (no allocation per row) and written with write(2) in whole rows when
- * the buffer passes its threshold, at trace_writer_flush/close, and from a handler for
+ * the buffer passes its threshold, at least once a second (a flusher thread per writer,
+ * TRACE_FLUSH_INTERVAL_MS_DEFAULT), at trace_writer_flush/close, and from a handler for
  * SIGSEGV, SIGBUS, SIGABRT, SIGTERM and SIGINT, so a crash loses at most the rows still in
- * the buffer and the file never ends in a partial row.
+ * the buffer, a SIGKILL (or a hang ended by one) at most the last second's rows, and the
+ * file never ends in a partial row.
  *
  * Threads: any number of threads may add rows to one writer (a mutex serialises them).
+ * The flusher thread takes the same mutex for its flush; it runs with every signal
+ * blocked, so asynchronous signals land in the threads that add rows.
  *
  * Signals: the handler never takes the mutex.  Ownership of the buffer is one atomic word
  * (idle / appending / flushing / handler / stopped, with the owner's thread id); the
@@ -60,14 +64,17 @@ struct trace_row {
 typedef void (*trace_emit_fn)(void *ctx, const struct trace_row *row);
 
 #define TRACE_FLUSH_BYTES_DEFAULT (256u * 1024u)
+#define TRACE_FLUSH_INTERVAL_MS_DEFAULT 1000u
 #define TRACE_ROW_MAX 4096 /* bound on one formatted row (name quoted at worst) */
 
 struct trace_writer;
 
 /* Create (truncate) dir/rank<rank>.trace.csv (TRACE_FILE_FORMAT) and write its header
- * line (TRACE_HEADER) at once.  flush_bytes: buffer threshold (0:
+ * line (TRACE_HEADER) at once, and start its flusher thread (every
+ * TRACE_FLUSH_INTERVAL_MS_DEFAULT ms).  flush_bytes: buffer threshold (0:
  * TRACE_FLUSH_BYTES_DEFAULT).  dir must exist.
- * NULL + error_set (cannot create the file, out of memory, more than 16 writers open). */
+ * NULL + error_set (cannot create the file or the thread, out of memory, more than 16
+ * writers open). */
 struct trace_writer *trace_writer_open(const char *dir, int rank, size_t flush_bytes);
 
 /* Append one row; writes the buffer out when it passes the threshold.  0, or -1 with
@@ -78,7 +85,13 @@ int trace_writer_add(struct trace_writer *w, const struct trace_row *row);
 /* trace_emit_fn adapter: trace_writer_add((struct trace_writer *)ctx, row), errors counted. */
 void trace_writer_emit(void *ctx, const struct trace_row *row);
 
-/* Write the buffered rows now.  0 or -1 (error_set). */
+/* The flusher's interval in ms from now on (0: no timed flush; the buffer is then written
+ * only at its threshold, at flush/close and from the signal handler).  Thread-safe. */
+void trace_writer_set_flush_interval(struct trace_writer *w, unsigned ms);
+
+/* Write the buffered rows now.  0, or -1 with error_set when this write failed or rows
+ * were lost earlier in the writer's life (the message of trace_writer_close: how many and
+ * the first cause), so a caller that flushes now and then learns of a full disk early. */
 int trace_writer_flush(struct trace_writer *w);
 
 /* Rows added so far, and rows lost (failed writes, writer stopped, emit errors). */

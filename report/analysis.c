@@ -1188,7 +1188,9 @@ static void analysis_throughput(struct run_stat *st)
         if (st->nranks > 0)
             report_warn("%s: no step ranges in the traces: train_s is wall_s", r->dir);
     }
-    if (st->has_images && st->has_train && st->train_s > 0) {
+    /* rank 0's trace stopped early (run.h cut): its step time is not the run's */
+    if (st->has_images && st->has_train && st->train_s > 0 &&
+        !(r->nranks > 0 && r->ranks[0].cut && !st->train_from_wall)) {
         st->images_per_s = analysis_images_per_s(st->images, st->train_s);
         st->has_ips = 1;
     }

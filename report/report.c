@@ -231,7 +231,8 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             table_set(t, OV_COMPUTE, "%.3f", ms(r->compute_ns));
             table_set(t, OV_COMM, "%.3f", ms(r->comm_ns));
             table_set(t, OV_EXPOSED_COMM, "%.3f", ms(r->exposed_ns));
-            if (analysis_overlap_pct(r, &pct))
+            const int cut = rs->runs[i].ranks[k].cut; /* stopped early: no ratio */
+            if (!cut && analysis_overlap_pct(r, &pct))
                 table_set(t, OV_OVERLAP, "%.2f", pct);
             table_set(t, OV_IDLE, "%.3f", ms(r->idle_ns));
             const char *host = run_rank_host(&rs->runs[i], r->rank);
@@ -243,7 +244,7 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             int64_t ns;
             table_set(t, OV_K_COMPUTE, "%.3f", ms(k->compute.total));
             table_set(t, OV_K_COMM, "%.3f", ms(k->comm.total));
-            if (analysis_kernel_overlap_pct(k, &pct))
+            if (!cut && analysis_kernel_overlap_pct(k, &pct))
                 table_set(t, OV_K_OVERLAP, "%.2f", pct);
             table_set(t, OV_K_IDLE, "%.3f", ms(analysis_kernel_idle_ns(k)));
             if (analysis_host_wait_ns(k, &ns))
@@ -564,7 +565,7 @@ static int report_oversubscribed(const struct run *r, int *ranks, int *cores)
 }
 
 /* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
- * load"): a run measured on a busy host, a speedup that compares such a run, an
+ * load"): a rank whose trace ends early (run.h cut), a run measured on a busy host, a speedup that compares such a run, an
  * efficiency above 1.  Appended to *t, one line each (none: t->n stays 0). */
 static void report_cautions(const struct runset *rs, const struct run_stat *st,
                             struct report_cautions *t)
@@ -579,6 +580,28 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
     }
     for (int i = 0; i < rs->n; i++) {
         const struct run *r = &rs->runs[i];
+        for (int k = 0; k < r->nranks; k++) { /* a rank that stopped early (run.h cut) */
+            const struct rank_trace *rt = &r->ranks[k];
+            if (rt->cut)
+                report_line(t, "run %s: rank %d's trace ends at step %lld of %lld — it "
+                               "stopped there: its overlap%s left empty and its phase times "
+                               "cover only the steps it has",
+                            r->label, rt->rank, (long long)rt->last_step,
+                            (long long)rt->run_steps,
+                            k == 0 && !st[i].has_ips ? " and the run's throughput are"
+                                                     : " is");
+        }
+        char flight[512] = ""; /* the comm's flight recorder after a failed collective */
+        size_t flen = 0;
+        for (int k = 0; k < r->nranks && flen < sizeof flight - 200; k++)
+            if (r->ranks[k].flight)
+                flen += (size_t)snprintf(flight + flen, sizeof flight - flen, "%srank %d %s %s",
+                                         flen ? ", " : "", r->ranks[k].rank,
+                                         flen ? "in" : "was in", r->ranks[k].flight);
+        if (flen)
+            report_line(t, "run %s: a collective failed; the flight recorder (rankN.flight.csv) "
+                           "says %s",
+                        r->label, flight);
         struct run_load l;
         analysis_load(r, &l);
         int over = report_oversubscribed(r, &over_ranks, &over_cores);

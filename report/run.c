@@ -639,6 +639,7 @@ void rank_trace_free(struct rank_trace *t)
     free(t->rows);
     free(t->clock_method);
     free(t->host);
+    free(t->flight);
     memset(t, 0, sizeof *t);
 }
 
@@ -693,33 +694,90 @@ static int run_highest_rank_file(const char *dir)
     return hi;
 }
 
+/* rankN.flight.csv beside the trace (probes/TRACE.md): the rank's first collective not
+ * done, else its last, as "all-gather #80 (failed)"; NULL when there is none (or no
+ * memory).  A malformed line is skipped: the file is evidence, not input to check. */
+static char *run_flight_position(const char *dir, int rank)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank%d.flight.csv", rank);
+    char *path = run_path_join(dir, name);
+    FILE *in = path ? fopen(path, "r") : NULL;
+    free(path);
+    if (!in)
+        return NULL;
+    char line[512], kind[64], state[16], last[160] = "", first_open[160] = "";
+    unsigned long long seq;
+    int r, bucket;
+    while (fgets(line, sizeof line, in)) {
+        if (sscanf(line, "%d,%llu,%63[^,],%d,%*u,%15[^,],", &r, &seq, kind, &bucket, state) != 5)
+            continue; /* the header */
+        char here[160];
+        if (bucket >= 0)
+            snprintf(here, sizeof here, "%s #%llu (bucket %d, %s)", kind, seq, bucket, state);
+        else
+            snprintf(here, sizeof here, "%s #%llu (%s)", kind, seq, state);
+        snprintf(last, sizeof last, "%s", here);
+        if (!first_open[0] && strcmp(state, "done") != 0)
+            snprintf(first_open, sizeof first_open, "%s", here);
+    }
+    fclose(in);
+    const char *pick = first_open[0] ? first_open : last;
+    return pick[0] ? run_strdup(pick) : NULL;
+}
+
+/* The steps a run that did not finish (no meta.csv `steps`) planned: epochs x the batches
+ * of one rank's DistributedSampler share (ceil, or floor with drop_last, of train_samples /
+ * world_size), the trainer's loop (trainer/train.c); 0 when meta.csv does not say. */
+static int64_t run_planned_steps(const struct run *r)
+{
+    const char *keys[] = {"epochs", "train_samples", "batch_size", "world_size"};
+    int64_t v[4];
+    for (int k = 0; k < 4; k++) {
+        const char *s = run_meta(r, keys[k]);
+        if (!s || run_parse_i64(s, strlen(s), &v[k]) < 0 || v[k] < 1 || v[k] > INT32_MAX)
+            return 0;
+    }
+    const char *dl = run_meta(r, "drop_last");
+    int64_t share = dl && strcmp(dl, "1") == 0 ? v[1] / v[3] : (v[1] + v[3] - 1) / v[3];
+    return v[0] * ((share + v[2] - 1) / v[2]);
+}
+
 /* Warn about a rank whose trace is missing steps the run took (meta.csv `steps`, written
- * by rank 0 at the end of a run that finished): rows lost to a full disk, or a rank that
- * stopped early.  Its figures then cover part of the run, and the report says so. */
-static void run_check_steps(const struct run *r)
+ * by rank 0 at the end of a run that finished) or, in a run that did not finish, planned:
+ * a rank that stopped there (it died, or hung and was stopped), or rows lost to a full
+ * disk.  Its figures then cover part of the run: the rank is marked cut (run.h) and the
+ * report says so. */
+static void run_check_steps(struct run *r)
 {
     const char *total_s = run_meta(r, "steps");
     int64_t total;
     if (!total_s || run_parse_i64(total_s, strlen(total_s), &total) < 0 || total < 1)
+        total = run_planned_steps(r);
+    if (total < 1)
         return;
     for (int i = 0; i < r->nranks; i++) {
-        const struct rank_trace *t = &r->ranks[i];
+        struct rank_trace *t = &r->ranks[i];
         int64_t lo = INT64_MAX, hi = 0;
         for (size_t k = 0; k < t->n; k++)
             if (t->rows[k].step > 0) {
                 lo = t->rows[k].step < lo ? t->rows[k].step : lo;
                 hi = t->rows[k].step > hi ? t->rows[k].step : hi;
             }
+        t->last_step = hi;
+        t->run_steps = total;
+        t->cut = hi < total;
         if (hi == 0) {
-            report_warn("%s: rank %d's trace has no training step but the run took %lld: its "
-                        "rows were lost (a full disk?) or it was cut; its figures are empty",
+            report_warn("%s: rank %d's trace has no training step but the run took %lld: it "
+                        "stopped before its first step, or its rows were lost (a full "
+                        "disk?); its figures are empty",
                         t->path, t->rank, (long long)total);
             continue;
         }
         if (hi < total) {
-            report_warn("%s: rank %d's trace ends at step %lld of %lld: it is truncated (rows "
-                        "lost to a full disk, or the rank stopped early); its figures cover "
-                        "part of the run",
+            report_warn("%s: rank %d's trace ends at step %lld of %lld: it stopped there (it "
+                        "died or hung, or its rows were lost to a full disk); its figures "
+                        "cover part of the run and its overlap is left empty",
                         t->path, t->rank, (long long)hi, (long long)total);
             continue;
         }
@@ -784,6 +842,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
                                                : "none (no offset in meta.csv)");
         if (!t->clock_method)
             return -1;
+        t->flight = run_flight_position(r->dir, rank);
     }
     /* one node's directory of a multi-node run (its ranks only): runset_finish merges the
      * nodes' directories and warns then if ranks are still missing */

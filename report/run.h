@@ -62,6 +62,17 @@ struct rank_trace {
     char *host;         /* the host, when the input says (NULL: unknown) */
     struct run_row *rows;
     size_t n, cap;
+    /* where the trace ends against the run (ddpprof runs; see run_check_steps in run.c):
+     * cut is 1 when last_step < run_steps, a rank that stopped early (it died or hung, or
+     * its rows were lost): its ratios (overlap) are left empty and the report cautions */
+    int64_t last_step; /* the highest training step in the trace (0: none) */
+    int64_t run_steps; /* the steps the run took (meta.csv steps), or, for a run that did
+                          not finish, the steps it planned (epochs x steps per epoch); 0:
+                          unknown */
+    int cut;
+    char *flight;      /* where the comm's flight recorder (rankN.flight.csv beside the
+                          trace, probes/TRACE.md) says the rank was when a collective
+                          failed: "all-gather #80 (failed)"; NULL: no such file */
     int has_kernels;           /* imports: kern was swept while reading */
     struct kernel_sweep kern;
 };

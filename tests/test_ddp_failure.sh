@@ -5,8 +5,15 @@
 #     the rank and the signal, and no worker process or shm segment is left;
 #  2. one rank skips a training step (DDPPROF_FAULT_SKIP_STEP, the tutorial's classic
 #     hang): the run ends non-zero with an error naming the rank and the collective,
-#     within the --timeout, instead of hanging;
-#  3. a busy --master-port is a clear one-line error.
+#     within the --timeout, instead of hanging; each rank leaves rankN.flight.csv (its
+#     last collectives and their states) and the launcher and the report name both ranks'
+#     positions (2b: the same over gloo, where it is a timeout);
+#  3. a busy --master-port is a clear one-line error;
+#  4. a rank SIGKILLed at step 150 (DDPPROF_FAULT_KILL_STEP) keeps its evidence: its trace
+#     has whole rows for every step that ended over 1.5 s before the kill (the writer
+#     flushes once a second), and the report of that run names it ("rank 1's trace ends
+#     at step N of 200 — it stopped there", N <= 149: the rows of its last second are
+#     lost with it) and leaves its overlap empty.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
@@ -72,14 +79,42 @@ check kill-trace-rows "$(awk 'END{exit !(NR>1)}' "$out/rank0.trace.csv"; echo $?
 out="$tmp/skiprun"
 t0=$(now)
 DDPPROF_FAULT_SKIP_STEP=1:3 "$bin" train --cpu 2 --epochs 1 --limit 640 --test-limit 64 \
-  --threads 1 --quiet --timeout 2 --out "$out" >"$tmp/skip.log" 2>&1 </dev/null
+  --threads 1 --quiet --timeout 5 --out "$out" >"$tmp/skip.log" 2>&1 </dev/null
 rc=$?
 dt=$(elapsed "$t0")
 check skip-exit "$([ $rc -ne 0 ]; echo $?)" "a skipped step went unnoticed (exit 0)"
-check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 2 s)"
+check skip-time "$(less "$dt" 20; echo $?)" "took ${dt}s (timeout 5 s)"
 check skip-names "$(grep -qE 'rank [01].*(all-reduce|all-gather|reduce|broadcast)' "$tmp/skip.log"; echo $?)" \
   "error does not name a rank and a collective: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -4)"
 check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
+# the flight recorders: each rank dumped its last collectives (trainer/comm/flight.h: at
+# most 64, the gradient all-reduces with their bucket) and the launcher's second line names
+# where both ranks were
+for k in 0 1; do
+  check "skip-flight-rank$k" \
+    "$(head -1 "$out/rank$k.flight.csv" 2>/dev/null | grep -qx 'rank,seq,kind,bucket,bytes,state,queued_ns,started_ns,ended_ns' &&
+       awk -F, -v k=$k 'NR>1 {n++; if (NF!=9 || $1!=k || $2 !~ /^[0-9]+$/ || $6 !~ /^(queued|started|done|failed)$/) bad=1}
+                        NR>1 && $3=="all-reduce" && $4>=0 {bucket=1}
+                        END{exit bad || n<1 || n>64 || !bucket}' "$out/rank$k.flight.csv"; echo $?)" \
+    "rank$k.flight.csv missing or malformed: $(head -3 "$out/rank$k.flight.csv" 2>&1)"
+done
+check skip-flight-names "$(grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+ \([a-z]+\)' "$tmp/skip.log"; echo $?)" \
+  "the launcher did not name both ranks' positions: $(grep -v '^\[rank [01]\] *$' "$tmp/skip.log" | tail -2)"
+"$bin" report "$out" --out "$tmp/skip-rep" >"$tmp/skip-rep.log" 2>&1 </dev/null
+check skip-flight-report "$(grep -qE 'caution: run [a-z0-9_-]+: a collective failed; the flight recorder \(rankN.flight.csv\) says rank 0 was in [a-z-]+ #[0-9]+ \([a-z]+\), rank 1 in [a-z-]+ #[0-9]+' "$tmp/skip-rep.log"; echo $?)" \
+  "the report did not name both ranks' positions: $(grep -i 'caution' "$tmp/skip-rep.log" | head -3)"
+
+# --- 2b. the same over gloo (a real collective timeout there): both flight files, both named ---
+if "$bin" --version | grep -q '^comms:.* gloo'; then
+  out="$tmp/skipgloo"
+  DDPPROF_FAULT_SKIP_STEP=1:3 timeout 120 "$bin" train --cpu 2 --comm gloo --epochs 1 --limit 640 \
+    --test-limit 64 --threads 1 --quiet --timeout 5 --out "$out" >"$tmp/skipgloo.log" 2>&1 </dev/null
+  check skip-gloo-flight "$([ -s "$out/rank0.flight.csv" ] && [ -s "$out/rank1.flight.csv" ] &&
+    grep -qE '^ddpprof: flight recorder: rank 0 is in [a-z-]+ #[0-9]+ \(failed\), rank 1 in [a-z-]+ #[0-9]+ \(failed\)' "$tmp/skipgloo.log"; echo $?)" \
+    "gloo: no flight files or launcher line: $(grep -v '^\[rank [01]\] *$' "$tmp/skipgloo.log" | tail -2)"
+else
+  echo "part 2b skipped: this build has no gloo comm"
+fi
 
 # --- 3. busy master port ---
 python3 - "$tmp/port" <<'PY' &
@@ -98,6 +133,36 @@ kill "$holder" 2>/dev/null
 check port-exit "$([ $rc -ne 0 ]; echo $?)" "a busy port went unnoticed"
 check port-message "$(grep -q "port $port .*busy" "$tmp/port.log"; echo $?)" \
   "no busy-port message: $(tail -3 "$tmp/port.log")"
+
+# --- 4. a SIGKILLed rank keeps its trace; the report names where it stopped ---
+out="$tmp/evidence"
+DDPPROF_FAULT_KILL_STEP=1:150 timeout 300 "$bin" train --cpu 2 --epochs 1 --limit 12800 \
+  --test-limit 64 --threads 1 --quiet --timeout 30 --out "$out" >"$tmp/evidence.log" 2>&1 </dev/null
+rc=$?
+check evidence-exit "$([ $rc -ne 0 ] && grep -q 'rank 1 failed (killed by signal 9' "$tmp/evidence.log"; echo $?)" \
+  "exit $rc: $(tail -2 "$tmp/evidence.log")"
+check evidence-trace-whole \
+  "$(awk -F, 'NR>1 && (NF!=12 || $7 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$out/rank1.trace.csv"; echo $?)" \
+  "rank1.trace.csv is not well-formed: $(tail -c 200 "$out/rank1.trace.csv")"
+# the kill: the end of rank 0's last step (rank 0 was stopped by SIGTERM, which flushes all);
+# every step rank 0 ended 1.5 s before that (1 s flush interval + 0.5 s for a loaded
+# machine) must have rank 1's step row (same host: one CLOCK_MONOTONIC)
+cover=$(awk -F, 'FNR==1 {f++; next}
+  f==1 && $4=="step" {e[$2]=$8; if ($8>kill) kill=$8}
+  f==2 && $4=="step" {have[$2]=1; n1++}
+  END {need=0; miss=0; for (s in e) if (e[s] < kill - 1.5e9) {need++; if (!(s in have)) miss++}
+       printf "%d %d %d", need, miss, n1}' "$out/rank0.trace.csv" "$out/rank1.trace.csv")
+read -r need miss n1 <<<"$cover"
+check evidence-trace-rows "$([ "${n1:-0}" -gt 0 ] && [ "${need:-0}" -gt 0 ] && [ "${miss:-1}" -eq 0 ]; echo $?)" \
+  "rank 1's trace misses $miss of the $need steps that ended over 1.5 s before the kill ($n1 step rows)"
+"$bin" report "$out" --out "$tmp/evidence-rep" >"$tmp/evidence-rep.log" 2>&1 </dev/null
+rc=$?
+check evidence-report "$([ $rc -eq 0 ] &&
+  grep -qE "caution: run [a-z0-9_-]+: rank 1's trace ends at step (1[0-4][0-9]|[1-9][0-9]?) of 200 — it stopped there" "$tmp/evidence-rep.log"; echo $?)" \
+  "report exit $rc, no caution naming rank 1's end: $(grep -i 'caution\|warning' "$tmp/evidence-rep.log" | head -3)"
+check evidence-overlap-empty \
+  "$(awk -F, 'NR>1 && $2==1 {found=1; if ($7!="") bad=1} END{exit !(found && !bad)}' "$tmp/evidence-rep/overlap.csv"; echo $?)" \
+  "rank 1's overlap_pct is not left empty: $(cat "$tmp/evidence-rep/overlap.csv" 2>/dev/null | head -3)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,7 +6,8 @@
  * several threads write at once; a child that dies by SIGTERM, SIGABRT or SIGSEGV (or is
  * SIGTERMed while two threads are writing and flushing, the signal landing in the main
  * thread or in a writer mid-append or mid-flush) leaves only whole, parseable rows
- * and loses none it had committed; a handler installed before the writer is chained and
+ * and loses none it had committed; a child SIGKILLed mid-run has all rows but the last
+ * second's in the file (the flusher thread), whole and in sequence; a handler installed before the writer is chained and
  * the writer stays usable; --trace off creates nothing; a training-like sequence of probe
  * calls gives the expected, nested host rows. */
 #include "common/clock.h"
@@ -237,6 +238,7 @@ static void test_threshold(void)
     CHECK(w != NULL, "open: %s", error_get());
     if (!w)
         return;
+    trace_writer_set_flush_interval(w, 0); /* only the threshold writes, however slow we run */
     char path[700];
     trace_path(path, sizeof path, dir, 0);
     long header = (long)strlen(TRACE_HEADER);
@@ -471,6 +473,61 @@ static void test_death(enum death how, const char *label, int iteration)
         CHECK(counts[0] + counts[1] > 0, "%s: no rows at all", label);
     } else {
         CHECK(p.n == 501, "%s: %zu rows, expected header + 500", label, p.n);
+    }
+    parsed_free(&p);
+}
+
+/* ---- SIGKILL: the flusher wrote all but the last second -------------------------- */
+
+/* A child adds one row every 2 ms (step = sequence, start_ns = CLOCK_MONOTONIC now) into a
+ * 1 MiB buffer that never fills, and is SIGKILLed after about 2.5 s: no handler runs, so
+ * only the once-a-second flusher can have put rows in the file.  They must be whole, in
+ * sequence from 0, and reach to within 1.5 s of the kill (the 1 s interval, plus 0.5 s for
+ * a loaded machine's scheduling). */
+static void test_sigkill(void)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/sigkill", tmp);
+    mkdir(dir, 0755);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct trace_writer *w = trace_writer_open(dir, 0, 1 << 20);
+        if (!w)
+            _exit(3);
+        for (int64_t i = 0; i < 100000; i++) { /* 200 s at most: the parent kills it first */
+            struct trace_row r = row_of(0, i, "step, \"quoted\"");
+            r.bucket = 0; /* sequences_complete: thread 0 */
+            r.start_ns = r.end_ns = clock_now_ns();
+            trace_writer_add(w, &r);
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+        _exit(4);
+    }
+    struct timespec ts = {2, 500000000};
+    nanosleep(&ts, NULL);
+    int64_t killed_ns = clock_now_ns();
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "sigkill: child status %#x",
+          status);
+    char path[700];
+    trace_path(path, sizeof path, dir, 0);
+    struct parsed p;
+    int nl = 0;
+    CHECK(parse_trace(path, &p, &nl) == 0, "sigkill: no trace file");
+    CHECK(trace_well_formed(&p), "sigkill: trace not well formed (%zu rows)", p.n);
+    CHECK(nl, "sigkill: file ends in a partial row");
+    long counts[1] = {0};
+    CHECK(sequences_complete(&p, 1, counts), "sigkill: rows missing or out of sequence");
+    CHECK(p.n > 1, "sigkill: the trace holds only its header");
+    if (p.n > 1) {
+        int64_t last_ns = atoll(p.rows[p.n - 1][6]);
+        CHECK(killed_ns - last_ns < 1500000000LL,
+              "sigkill: the last row in the file is %.3f s older than the kill (%zu rows)",
+              1e-9 * (double)(killed_ns - last_ns), p.n - 1);
     }
     parsed_free(&p);
 }
@@ -774,6 +831,7 @@ int main(void)
         test_death(DIE_TERM_WHILE_BUSY, "busy", i);
     for (int i = 0; i < 16; i++)
         test_death(DIE_TERM_IN_WRITER, "in-writer", i);
+    test_sigkill();
     test_chained_handler();
     test_off();
     test_full_cost();

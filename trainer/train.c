@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "probes/clock_offset.h"
 #include "comm/comm.h"
+#include "comm/flight.h"
 #include "device.h"
 #include "launch/dist_env.h"
 #include "launch/worker_link.h"
@@ -894,6 +895,7 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
     }
     r.tty = isatty(STDERR_FILENO);
     r.usage0 = usage0;
+    flight_set_dir(o.out_dir); /* a failed collective leaves rankN.flight.csv beside the trace */
     r.fault_skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r.rank);
     r.fault_inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r.rank);
     if (r.restart_count == 0)
@@ -919,6 +921,13 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             probe_push(r.probe, PROBE_EVAL);
             rc = rank_evaluate(&r, &accuracy, &val_loss);
             probe_pop(r.probe);
+            /* every epoch's rows on disk (TRACE.md); rows lost so far (a full disk) fail
+             * the run now, before the epoch's checkpoint takes the last free space */
+            probe_flush(r.probe);
+            struct probe_stats ps;
+            probe_stats(r.probe, &ps);
+            if (rc == 0 && ps.rows_lost)
+                rc = -1; /* probe_flush's error: the trace's, set last */
         }
         for (int k = 0; k < 2 && rc == 0 && r.rank == 0 && o.out_dir; k++) {
             /* every epoch for --resume; with --save-every-epoch also epoch_N, as the

@@ -10,6 +10,7 @@
  * callers queue work and sleep on a condition variable until it is done. */
 #include "comm/comm_gloo.h"
 
+#include "comm/flight.h"
 #include "comm/store.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -154,11 +155,15 @@ namespace {
 class GlooComm {
   public:
     GlooComm(int rank, int world, int timeout_ms)
-        : rank_(rank), world_(world), timeout_ms_(timeout_ms)
+        : rank_(rank), world_(world), timeout_ms_(timeout_ms), flight_(flight_create(rank))
     {
     }
 
-    ~GlooComm() { stop(); }
+    ~GlooComm()
+    {
+        stop();
+        flight_free(flight_);
+    }
 
     /* 0 or -1 (error_set) */
     int connect(struct store *s, const std::string &prefix, const char *peer_addr);
@@ -202,6 +207,7 @@ class GlooComm {
     bool stopping_ = false;
     bool running_ = false; /* a collective is running (on the comm thread or a waiter) */
     std::string failure_; /* the first error: every later call repeats it */
+    struct flight *flight_; /* the last collectives, dumped at the first failure (NULL: none) */
 };
 
 /* The address of this host's interface that routes to peer (a UDP connect sends nothing),
@@ -446,6 +452,7 @@ void GlooComm::execute(std::unique_lock<std::mutex> &lock)
     running_ = true;
     lock.unlock();
     w->start_ns = clock_now_ns();
+    flight_set_state(flight_, w->seq, FLIGHT_STARTED);
     std::string msg;
     if (!failed) { /* a broken comm fails at once with its first error */
         try {
@@ -461,6 +468,9 @@ void GlooComm::execute(std::unique_lock<std::mutex> &lock)
         }
     }
     w->end_ns = clock_now_ns();
+    flight_set_state(flight_, w->seq, failed || !msg.empty() ? FLIGHT_FAILED : FLIGHT_DONE);
+    if (!failed && !msg.empty())
+        flight_dump(flight_); /* the first failure: where this rank was, beside its trace */
     lock.lock();
     running_ = false;
     if (failed) {
@@ -513,6 +523,9 @@ comm_work *GlooComm::issue(gloo_op op, void *buf, const void *send, size_t count
     w->root = root;
     std::lock_guard<std::mutex> lock(mu_);
     w->seq = ++issued_;
+    uint64_t bytes = (uint64_t)count * comm_dtype_size(dt);
+    flight_queued(flight_, w->seq, gloo_op_name(op), -1,
+                  op == GLOO_ALLGATHER ? bytes * (uint64_t)world_ : bytes);
     queue_.push_back(w);
     live_.insert(w);
     work_cv_.notify_one();

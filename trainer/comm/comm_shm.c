@@ -35,6 +35,7 @@
  * order of collectives is the issue order either way.  wait() likewise runs a handle itself
  * when the comm thread has not taken it yet. */
 #include "comm/comm_shm.h"
+#include "comm/flight.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +143,7 @@ struct shm_comm {
     uint64_t chunks;        /* chunks moved; its parity picks the slot set */
     int check_pending;      /* next barrier is the collective's first: compare descriptors */
     char failure[1024];     /* the first error, repeated by every later call */
+    struct flight *flight;  /* the last collectives, dumped at the first failure (NULL: none) */
 
     /* shared with the callers, under mu */
     pthread_t thread;
@@ -547,12 +549,16 @@ static int shm_execute(struct shm_comm *c, struct comm_work *w, int failed)
                          c->failure);
     }
     w->start_ns = clock_now_ns();
+    flight_set_state(c->flight, w->seq, FLIGHT_STARTED);
     int rc = shm_run(c, w);
     w->end_ns = clock_now_ns();
+    flight_set_state(c->flight, w->seq, rc < 0 ? FLIGHT_FAILED : FLIGHT_DONE);
     if (rc < 0) {
         snprintf(c->failure, sizeof c->failure, "%s", error_get());
-        if (!atomic_load(&c->cancel))
+        if (!atomic_load(&c->cancel)) {
             shm_abort_segment(c, c->failure);
+            flight_dump(c->flight); /* where this rank was, beside its trace */
+        }
     }
     return rc;
 }
@@ -632,6 +638,15 @@ static int shm_check_args(const struct shm_comm *c, enum shm_op op, const void *
     return 0;
 }
 
+/* This rank's payload of one collective (the flight recorder's bytes): its buffer, or for
+ * all-gather what it receives. */
+static uint64_t shm_bytes(const struct shm_comm *c, enum shm_op op, size_t count,
+                          enum comm_dtype dt)
+{
+    uint64_t b = (uint64_t)count * comm_dtype_size(dt);
+    return op == SHM_ALLGATHER ? b * (uint64_t)c->base.world : b;
+}
+
 /* Queue one collective whose arguments were checked; the handle, or NULL + error_set. */
 static struct comm_work *shm_enqueue(struct shm_comm *c, enum shm_op op, void *buf,
                                      const void *send, size_t count, enum comm_dtype dt,
@@ -651,6 +666,7 @@ static struct comm_work *shm_enqueue(struct shm_comm *c, enum shm_op op, void *b
     w->root = root;
     pthread_mutex_lock(&c->mu);
     w->seq = ++c->issued;
+    flight_queued(c->flight, w->seq, shm_op_name(op), -1, shm_bytes(c, op, count, dt));
     if (c->tail)
         c->tail->next = w;
     else
@@ -718,6 +734,7 @@ static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const v
     }
     struct comm_work w = {.op = op, .buf = buf, .send = send, .count = count, .dt = dt,
                           .root = root, .seq = ++c->issued};
+    flight_queued(c->flight, w.seq, shm_op_name(op), -1, shm_bytes(c, op, count, dt));
     c->busy = 1;
     int rc = shm_run_taken_locked(c, &w);
     pthread_mutex_unlock(&c->mu);
@@ -788,6 +805,7 @@ static void shm_destroy(struct comm *base)
     pthread_cond_destroy(&c->done_cv);
     pthread_cond_destroy(&c->work_cv);
     pthread_mutex_destroy(&c->mu);
+    flight_free(c->flight);
     free(c);
 }
 
@@ -1035,6 +1053,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     comm_shm_set_polling(&c->base, cpus <= 0 || world <= cpus);
     c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
+    c->flight = flight_create(rank); /* out of memory: the comm works without one */
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);
     pthread_cond_init(&c->done_cv, NULL);

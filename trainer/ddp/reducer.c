@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "comm/flight.h"
 #include "common/error.h"
 
 #include <stdlib.h>
@@ -47,7 +48,9 @@ static int reducer_launch_ready(struct reducer *r)
                               b, bytes);
         if (r->obs.launching)
             r->obs.launching(r->obs.ctx, b, bytes);
+        flight_next_bucket(b); /* the flight recorder's bucket column */
         bk->work = r->comm->allreduce_async(r->comm, bk->buf, bk->numel, COMM_F32);
+        flight_next_bucket(-1);
         if (r->obs.issued)
             r->obs.issued(r->obs.ctx, b);
         if (!bk->work)

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "comm/flight.h"
 #include "launch/dist_env.h"
 #include "launch/worker_link.h"
 
@@ -905,6 +906,29 @@ static void launcher_say_failure(const struct launcher_state *st)
             f->culprit_stop_sig ? ")" : "", f->failed_rank, f->cause, stopped);
 }
 
+/* After a failure: where each local rank's flight recorder says it was, one line (nothing
+ * when no rank left a flight file). */
+static void launcher_say_flight(const struct launcher_state *st)
+{
+    const char *dir = st->o->flight_dir;
+    if (!dir || !*dir)
+        return;
+    char line[1024] = "";
+    size_t len = 0;
+    int found = 0;
+    for (int i = 0; i < st->n && len < sizeof line - 200; i++) {
+        char where[160];
+        int rank = st->rank_base + i;
+        if (!flight_position(dir, rank, where, sizeof where))
+            continue;
+        len += (size_t)snprintf(line + len, sizeof line - len, "%srank %d %s %s",
+                                found ? ", " : "", rank, found ? "in" : "is in", where);
+        found++;
+    }
+    if (found)
+        fprintf(stderr, "ddpprof: flight recorder: %s (rank<N>.flight.csv in %s)\n", line, dir);
+}
+
 int launcher_run(const struct launch_opts *o)
 {
     if (!o || o->nprocs < 1 || !o->argv || !o->argv[0])
@@ -1007,6 +1031,7 @@ int launcher_run(const struct launch_opts *o)
     }
     if (st.failed_rank >= 0) {
         launcher_say_failure(&st);
+        launcher_say_flight(&st);
         if (o->result)
             *o->result = st.fail;
         rc = 1;

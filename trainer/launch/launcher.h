@@ -53,6 +53,9 @@ struct launch_opts {
                                 0: no bound (workers that do not speak the link) */
     int progress;            /* 1: draw the job's progress bar (rank 0's "progress"
                                 messages) on our stderr when it is a terminal */
+    const char *flight_dir;  /* the run directory, where a failed collective leaves
+                                rank<N>.flight.csv (comm/flight.h); NULL: none.  A failure
+                                then gets a second line saying where each rank was */
 
     /* the job beyond this node (all 0: one node, ranks 0..nprocs-1) */
     int rank_base;           /* RANK of local rank 0 (node_rank * nprocs) */
@@ -92,7 +95,10 @@ struct launch_opts {
  * returns 1.  The line names the culprit where one is known: "ddpprof: rank 1 did not
  * arrive in all-gather #1607 (stopped by SIGSTOP); rank 0 failed waiting for it (exit
  * status 1); stopped the other 1 rank(s)" (see launch_result.culprit_rank), else the rank
- * that failed: "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)".  The
+ * that failed: "ddpprof: rank 1 failed (exit status 3); stopped the other 2 rank(s)".  With
+ * flight_dir, where the workers' flight recorders were dumped a second line follows:
+ * "ddpprof: flight recorder: rank 0 is in all-reduce #1127 (failed), rank 1 in reduce #1127
+ * (failed) (rankN.flight.csv in DIR)".  The
  * rank that failed is the first, except that one killed by a signal within 200 ms of an
  * error exit (or later, while it is visibly dying) is named instead (the error most likely
  * came from losing it).  With rendezvous_ms, a worker late for the rendezvous fails the

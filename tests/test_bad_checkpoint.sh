@@ -102,6 +102,26 @@ refused weight-inf-init "tensor 'fc.weight' holds inf at element 0" --init fc.we
 refused counter-negative "'layer1.1.num_batches_tracked' = -3" --init layer1.1.num_batches_tracked:-3
 refused all-done "has 2 epoch\(s\) done and --epochs is 2: nothing left to train" --resume \
   epoch=2
+# a mid-epoch checkpoint (one 32-sample step of epoch 1 done) records the world and batch
+# size it was taken with: another of either would skip other samples, so it is refused
+# naming what changed (it used to re-train silently from the wrong sample)
+refused mid-epoch-batch "taken mid-epoch .* with batch size 16 per rank, now 32" --resume \
+  epoch=0 step=2 sampler_position=32 batch_size=16
+refused mid-epoch-world "taken mid-epoch .* with world size 2, now 1" --resume \
+  epoch=0 step=1 sampler_position=32 world_size=2
+refused mid-epoch-both "world size 4, now 1 and batch size 8 per rank, now 32" --resume \
+  epoch=0 step=1 sampler_position=32 world_size=4 batch_size=8
+refused position-negative "'sampler_position' = '-1' is not a whole number" --resume \
+  sampler_position=-1
+# the same shapes resume mid-epoch: the rest of epoch 1 (one step), then epoch 2 (two)
+edit "$tmp/mid.safetensors" epoch=0 step=1 sampler_position=32
+"$bin" "${common[@]}" --epochs 2 --resume "$tmp/mid.safetensors" --out "$tmp/mid" >/dev/null \
+  2>"$tmp/err" </dev/null
+rc=$?
+steps=$(($(wc -l <"$tmp/mid/metrics.csv") - 1))
+if [ $rc -eq 0 ] && [ "$steps" -eq 3 ]; then ok; else
+  bad "mid-epoch resume, same shapes: exit $rc, $steps step(s) (want 3): $(cat "$tmp/err")"
+fi
 
 # the checkpoint as it was resumes and trains epoch 2
 "$bin" "${common[@]}" --epochs 2 --resume "$ck" --out "$tmp/resumed" >/dev/null 2>"$tmp/err" </dev/null

@@ -79,6 +79,8 @@ struct rank {
     struct grad_scaler scaler;
     int start_epoch; /* epochs already done (resume) */
     int resumed;     /* state came from --resume: start_epoch and step are the checkpoint's */
+    int resumed_has_run;               /* the checkpoint recorded resumed_run */
+    struct checkpoint_run resumed_run; /* its world, batch size and sampler position */
     int node_rank;   /* GROUP_RANK, else rank / local_world */
     int restart_count; /* TORCHELASTIC_RESTART_COUNT: the attempt of an elastic job */
     char run_id[160];  /* the job's id (and attempt), the same on every rank */
@@ -372,6 +374,8 @@ static int rank_resume_ddp(struct rank *r)
     if (rc == 0 && checkpoint_resume(path, &r->m->params, &r->opt, &r->scaler, o->model,
                                      &r->start_epoch, &r->step))
         rc = error_wrap("--resume");
+    if (rc == 0 && (r->resumed_has_run = checkpoint_read_run(path, &r->resumed_run)) < 0)
+        rc = error_wrap("--resume %s", o->resume_path);
     if (r->rank != 0 && path != o->resume_path)
         unlink(path);
     r->resumed = rc == 0;
@@ -390,10 +394,29 @@ static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_
     probe_bucket_range(ctx, bucket, bytes, span->start_ns, span->end_ns);
 }
 
-/* --resume from a checkpoint whose epochs are all done is refused: nothing would train */
+/* --resume from a checkpoint whose epochs are all done is refused: nothing would train;
+ * so is one taken mid-epoch by a run of another world or batch size, whose sampler
+ * position would point at other samples here */
 static int rank_check_resume_left(const struct rank *r)
 {
     const struct train_opts *o = r->o;
+    const struct checkpoint_run *cr = &r->resumed_run;
+    if (r->start_epoch < o->epochs && r->resumed_has_run && cr->position > 0 &&
+        (cr->world_size != r->world || cr->batch_size != o->batch_size)) {
+        char what[160];
+        int n = 0;
+        if (cr->world_size != r->world)
+            n += snprintf(what + n, sizeof what - (size_t)n, "world size %d, now %d",
+                          cr->world_size, r->world);
+        if (cr->batch_size != o->batch_size)
+            snprintf(what + n, sizeof what - (size_t)n, "%sbatch size %d per rank, now %d",
+                     n ? " and " : "", cr->batch_size, o->batch_size);
+        return error_set("--resume: %s was taken mid-epoch (epoch %d, %lld samples into "
+                         "each rank's share) with %s: the rest of that epoch would train "
+                         "other samples; resume with the same --batch-size and ranks, or "
+                         "from an epoch-end checkpoint",
+                         o->resume_path, r->start_epoch + 1, cr->position, what);
+    }
     if (r->start_epoch < o->epochs)
         return 0;
     return error_set("--resume: %s has %d epoch(s) done and --epochs is %d: nothing left "
@@ -609,6 +632,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         if (checkpoint_resume(o->resume_path, &r->m->params, &r->opt, &r->scaler, o->model,
                               &r->start_epoch, &r->step))
             return error_wrap("--resume");
+        if ((r->resumed_has_run = checkpoint_read_run(o->resume_path, &r->resumed_run)) < 0)
+            return error_wrap("--resume");
         r->resumed = 1;
     }
     int b = o->batch_size;
@@ -792,7 +817,13 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
      * that checkpoint had done; steps per epoch are those of the run that wrote it, the
      * same world size and batch size */
     int64_t per_epoch = (count + o->batch_size - 1) / o->batch_size, first = 0;
-    if (r->resumed && epoch == r->start_epoch) {
+    if (r->resumed && epoch == r->start_epoch && r->resumed_has_run) {
+        first = r->resumed_run.position; /* same world and batch size: checked at setup */
+        if (first >= count && first > 0)
+            return error_set("--resume %s: its sampler position %lld is past this epoch's "
+                             "%lld samples per rank (was --limit or --drop-last changed?)",
+                             o->resume_path, (long long)first, (long long)count);
+    } else if (r->resumed && epoch == r->start_epoch) { /* a checkpoint without them */
         int64_t done = r->step - (int64_t)epoch * per_epoch;
         if (done > 0 && done < per_epoch)
             first = done * o->batch_size;
@@ -827,8 +858,11 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
             r->rank == 0 && o->out_dir) {
             char path[4200];
             snprintf(path, sizeof path, "%s/checkpoint.safetensors", o->out_dir);
-            if (checkpoint_save_optim(path, &r->m->params, &r->opt, &r->scaler, o->model, epoch,
-                                      r->step))
+            const struct checkpoint_run cr = {.world_size = r->world,
+                                              .batch_size = o->batch_size,
+                                              .position = at + n};
+            if (checkpoint_save_run(path, &r->m->params, &r->opt, &r->scaler, o->model, epoch,
+                                    r->step, &cr))
                 return -1;
         }
         if (at + n == count || batches % 20 == 0)
@@ -930,8 +964,10 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
                 snprintf(path, sizeof path, "%s/epoch_%d.safetensors", o.out_dir, epoch + 1);
             else
                 break;
-            rc = checkpoint_save_optim(path, &r.m->params, &r.opt, &r.scaler, o.model,
-                                       epoch + 1, r.step);
+            const struct checkpoint_run cr = {.world_size = r.world,
+                                              .batch_size = o.batch_size, .position = 0};
+            rc = checkpoint_save_run(path, &r.m->params, &r.opt, &r.scaler, o.model,
+                                     epoch + 1, r.step, &cr);
         }
         if (rc == 0) {
             if (example_lines)

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -212,6 +213,26 @@ static int check_fit(const struct cli *c, enum cli_command cmd)
     return launcher_check_fit(n, c->oversubscribe, what);
 }
 
+/* --threads T for each of `ranks` ranks on this node: more threads than its cores only
+ * thrash, refused like too many --cpu ranks unless --oversubscribe.  0 or -1 (error_set). */
+static int check_threads(const struct cli *c, enum cli_command cmd, int ranks)
+{
+    if (!cli_is_given(c, "--threads", cmd) || c->oversubscribe)
+        return 0;
+    cpu_set_t allowed;
+    long cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                     ? CPU_COUNT(&allowed)
+                     : sysconf(_SC_NPROCESSORS_ONLN);
+    long long want = (long long)ranks * c->train.threads;
+    if (cores < 1 || want <= cores)
+        return 0;
+    long most = cores / ranks > 0 ? cores / ranks : 1;
+    return error_set("--threads %d: %d rank%s x %d threads on %ld core%s would only thrash: "
+                     "give --threads %ld at most, or add --oversubscribe to run them anyway",
+                     c->train.threads, ranks, ranks == 1 ? "" : "s", c->train.threads, cores,
+                     cores == 1 ? "" : "s", most);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -219,7 +240,8 @@ static int cmd_train(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)))
+    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)) ||
+        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train) : 1))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -327,6 +349,8 @@ static int cmd_main(int argc, char **argv)
     if (device_pick(&c.train, note, sizeof note))
         printf("%s\n", note);
     if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
+        return fail();
+    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train) : 1))
         return fail();
     char self[PATH_MAX];
     if (self_path(self, sizeof self))

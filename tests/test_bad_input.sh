@@ -75,6 +75,24 @@ expect_error unknown-command "unknown command 'trian'" trian
 expect_error main-mode "--mode: 'bogus' is not both, baseline or ddp" --mode bogus
 expect_error train-mode "--mode: 'both' is not baseline or ddp" train --mode both
 
+# a bad --model or --data is refused before the run directory is made, by train (one rank
+# or several) and by the main job alike
+no_dir() { # no_dir NAME DIR
+  if [ -e "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: $2 was made: $(ls "$2")"; else
+    passed=$((passed + 1)); fi
+}
+for how in "train --cpu 1" "train --cpu 2" "--cpu 1"; do
+  expect_error "model-first ($how)" "unknown model 'resnet99'" $how --epochs 1 --quiet \
+    --data "$tmp/ok" --model resnet99 --out "$tmp/run-model"
+  no_dir "model-first ($how)" "$tmp/run-model"
+  expect_error "data-first ($how)" "/nonexistent-ddpprof: missing data directory" $how \
+    --epochs 1 --quiet --data /nonexistent-ddpprof --out "$tmp/run-data"
+  no_dir "data-first ($how)" "$tmp/run-data"
+  expect_error "data-truncated-first ($how)" "truncated.*train-images|train-images.*truncated" \
+    $how --epochs 1 --quiet --data "$tmp/trunc" --out "$tmp/run-data"
+  no_dir "data-truncated-first ($how)" "$tmp/run-data"
+done
+
 # --threads beyond this machine's cores (ranks x threads) is refused like --cpu beyond them,
 # before anything is written; --oversubscribe runs it anyway
 cores=$(nproc)

@@ -241,7 +241,8 @@ static int cmd_train(int argc, char **argv)
     if (c.help)
         return cli_usage(stdout), 0;
     if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)) ||
-        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train) : 1))
+        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train) : 1) ||
+        train_check_inputs(&c.train))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -350,7 +351,8 @@ static int cmd_main(int argc, char **argv)
         printf("%s\n", note);
     if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
         return fail();
-    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train) : 1))
+    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train) : 1) ||
+        train_check_inputs(&c.train))
         return fail();
     char self[PATH_MAX];
     if (self_path(self, sizeof self))

@@ -580,6 +580,25 @@ static int rank_record_usage(struct rank *r, double wall_s)
     return 0;
 }
 
+int train_check_inputs(const struct train_opts *o)
+{
+    struct dataset_request rq = {.kind = (enum dataset_kind)o->dataset, .dir = o->data_dir,
+                                 .seed = o->seed, .norm_mean = o->norm_mean,
+                                 .norm_std = o->norm_std};
+    if (model_input(o->model, &rq.c, &rq.h, &rq.w, &rq.classes))
+        return -1;
+    if (rq.kind == DATASET_SYNTHETIC)
+        return 0; /* generated: nothing to check */
+    struct dataset train, test;
+    enum dataset_kind kind;
+    char note[512];
+    if (dataset_open(&rq, &train, &test, &kind, note, sizeof note))
+        return -1;
+    dataset_free(&train);
+    dataset_free(&test);
+    return 0;
+}
+
 static int rank_setup(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;

@@ -22,6 +22,7 @@ ck=$tmp/first/checkpoint.safetensors
 
 # edit OUT KEY=VALUE...: a copy of the checkpoint with metadata KEY set to VALUE (VALUE
 # "-" removes it), or with TENSOR:nan / TENSOR:-3 written into the first element of TENSOR
+# (TENSOR:all=V: into every element)
 edit() {
   python3 - "$ck" "$@" <<'PY'
 import json, math, struct, sys
@@ -35,7 +36,10 @@ for e in edits:
         name, value = e.split(":", 1)
         t = head[name]
         at = t["data_offsets"][0]
-        if t["dtype"] == "I64":
+        if value.startswith("all="):
+            end = t["data_offsets"][1]
+            data[at:end] = struct.pack("<f", float(value[4:])) * ((end - at) // 4)
+        elif t["dtype"] == "I64":
             data[at:at + 8] = struct.pack("<q", int(value))
         else:
             data[at:at + 4] = struct.pack("<f", float(value))
@@ -121,6 +125,20 @@ rc=$?
 steps=$(($(wc -l <"$tmp/mid/metrics.csv") - 1))
 if [ $rc -eq 0 ] && [ "$steps" -eq 3 ]; then ok; else
   bad "mid-epoch resume, same shapes: exit $rc, $steps step(s) (want 3): $(cat "$tmp/err")"
+fi
+
+# weights beyond fp16's range: under --amp fp16 the GradScaler skips every training step
+# and evaluation's forward overflows; the val loss (nan) comes with one warning naming why
+edit "$tmp/huge.safetensors" fc.weight:all=30000
+"$bin" "${common[@]}" --epochs 1 --amp fp16 --init "$tmp/huge.safetensors" --out "$tmp/huge" \
+  >/dev/null 2>"$tmp/err" </dev/null
+rc=$?
+val=$(sed -n 's/^epoch\.1\.val_loss,//p' "$tmp/huge/meta.csv" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && case $val in *nan*) true ;; *) false ;; esac &&
+  grep -q "warning: epoch 1's val loss is nan under --amp fp16: the evaluation's fp16 forward overflowed.*skipped 2 of this epoch's 2" "$tmp/err"; then
+  ok
+else
+  bad "huge weights under fp16: exit $rc, val loss '$val', stderr: $(cat "$tmp/err")"
 fi
 
 # the checkpoint as it was resumes and trains epoch 2

@@ -95,6 +95,7 @@ struct rank {
     struct probe *probe;
     struct clock_offset clock;  /* this rank's offset to rank 0 */
     long long step;
+    long long epoch_steps, epoch_skipped; /* this epoch's steps; those the scaler skipped */
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
     long long fault_kill_step; /* test fault injection: SIGKILL itself at this step (0: none) */
@@ -789,6 +790,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (!sm->found_inf && optim_step(&r->opt))
         return -1;
     scaler_update(&r->scaler, sm->found_inf);
+    r->epoch_steps++;
+    r->epoch_skipped += sm->found_inf != 0;
     probe_pop(r->probe);
     return 0;
 }
@@ -825,6 +828,7 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     if (sampler_init(&s, r->train.n, r->world, r->rank, o->shuffle, (int64_t)o->seed, 0))
         return -1;
     sampler_set_epoch(&s, epoch);
+    r->epoch_steps = r->epoch_skipped = 0;
     if (sampler_indices(&s, r->indices))
         return -1;
     int64_t count = sampler_num_samples(&s);
@@ -889,6 +893,23 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     }
     *mean_loss = batches ? sum / batches : 0.0;
     return 0;
+}
+
+/* A val loss of nan or inf under AMP: the evaluation's half-precision forward overflowed
+ * (fp16 holds at most 65504) or met a nan; the GradScaler guards the training steps only,
+ * so nothing stopped it.  One warning line on stderr naming the cause and the way out. */
+static void rank_warn_val_loss(const struct rank *r, int epoch, double val_loss)
+{
+    const int f16 = r->o->amp == AMP_F16;
+    fprintf(stderr,
+            "ddpprof: warning: epoch %d's val loss is %s under --amp %s: the evaluation's %s "
+            "forward %s, and the GradScaler guards only the training steps (it skipped %lld "
+            "of this epoch's %lld for inf/nan gradients); the weights outgrew %s: lower --lr%s\n",
+            epoch + 1, isnan(val_loss) ? "nan" : "inf", f16 ? "fp16" : "bf16",
+            f16 ? "fp16" : "bf16",
+            f16 ? "overflowed (a value above fp16's 65504 became inf)" : "met an inf or nan",
+            r->epoch_skipped, r->epoch_steps, f16 ? "fp16" : "bf16",
+            f16 ? ", or use --amp bf16 (fp32's range)" : "");
 }
 
 /* accuracy and mean loss per sample on the test set; in DDP each rank evaluates its
@@ -988,6 +1009,8 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
             rc = checkpoint_save_run(path, &r.m->params, &r.opt, &r.scaler, o.model,
                                      epoch + 1, r.step, &cr);
         }
+        if (rc == 0 && r.rank == 0 && o.amp != AMP_OFF && !isfinite(val_loss))
+            rank_warn_val_loss(&r, epoch, val_loss);
         if (rc == 0) {
             if (example_lines)
                 say(&r, "val | epoch: %d | loss: %.4f | accuracy: %.4f\n\n", epoch + 1,

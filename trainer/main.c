@@ -233,6 +233,31 @@ static int check_threads(const struct cli *c, enum cli_command cmd, int ranks)
                      cores == 1 ? "" : "s", most);
 }
 
+/* "ddpprof: run written to DIR; its tables: ddpprof report DIR" on stdout (DIR quoted for
+ * a shell where it needs it), after a run that succeeded */
+static void say_run_written(const char *dir)
+{
+    char q[4200];
+    size_t at = 0;
+    const int plain = dir[0] && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                                            "vwxyz0123456789/._-+,:@%=") == strlen(dir);
+    if (!plain)
+        q[at++] = '\'';
+    for (const char *p = dir; *p && at + 6 < sizeof q; p++) {
+        if (*p == '\'' && !plain) {
+            memcpy(q + at, "'\\''", 4);
+            at += 4;
+        } else {
+            q[at++] = *p;
+        }
+    }
+    if (!plain)
+        q[at++] = '\'';
+    q[at] = '\0';
+    printf("ddpprof: run written to %s; its tables: ddpprof report %s\n", q, q);
+    fflush(stdout);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -253,10 +278,15 @@ static int cmd_train(int argc, char **argv)
         /* the run directory must be usable before any worker starts */
         if (mkdir_parents(c.train.out_dir))
             return fail();
-        return train_nodes(&c);
+        int rc = train_nodes(&c);
+        if (rc == 0 && !c.train.quiet)
+            say_run_written(c.train.out_dir);
+        return rc;
     }
     if (train_run(&c.train, NULL))
         return fail();
+    if (!c.train.quiet)
+        say_run_written(c.train.out_dir);
     return 0;
 }
 
@@ -428,6 +458,8 @@ static int cmd_worker(int argc, char **argv)
 {
     struct cli c;
     struct dist_env env;
+    /* under ddpprof train its launcher says where the run went; else rank 0 does */
+    const int launched = getenv(WORKER_LINK_ENV) != NULL;
     worker_link_open(); /* its launcher's (ddpprof train's) link, if any */
     if (cli_parse(&c, CLI_WORKER, argc, argv, 2)) {
         worker_link_say("failed %s", error_get());
@@ -460,6 +492,8 @@ static int cmd_worker(int argc, char **argv)
         worker_link_say("failed %s", error_get());
         return 1;
     }
+    if (env.rank == 0 && !launched && !c.train.quiet)
+        say_run_written(c.train.out_dir);
     return 0;
 }
 

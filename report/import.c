@@ -1266,8 +1266,16 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
     /* ranks */
     int64_t world = 0;
     for (int i = 0; i < n && rc == 0; i++) {
+        int named;
         if (hdr[i].has_rank && hdr[i].rank >= 0 && hdr[i].rank < 65536) {
             run->ranks[i].rank = (int)hdr[i].rank;
+        } else if (!buf && ptjson_rank_of_name(paths[i], &named)) {
+            run->ranks[i].rank = named;
+            report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file name",
+                        paths[i],
+                        hdr[i].format == PT_FORMAT_LEGACY ? "the legacy exporter writes none"
+                                                          : "not a distributed run?",
+                        named);
         } else {
             run->ranks[i].rank = i;
             report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file order",

@@ -225,6 +225,40 @@ static void test_kineto_fixture(void)
 
 /* ---- the legacy fixture ---- */
 
+/* the legacy fixture's traces renamed a_rank1 and b_rank0: the rank comes from the file
+ * name (against the file order, which would make a_rank1 rank 0), with a warning saying so */
+static void test_legacy_named_ranks(void)
+{
+    char *dir = test_path(root, "legacy-named"), *out = test_path(root, "legacy-named-out");
+    char *cmd = NULL, *err = NULL;
+    const char *src = fixture("legacy-gloo-2ranks");
+    if (asprintf(&cmd,
+                 "mkdir -p '%s' && cp '%s/fixturehost_1000.1795438320634.pt.trace.json.gz' "
+                 "'%s/a_rank1.pt.trace.json.gz' && cp "
+                 "'%s/fixturehost_1001.1795438320634.pt.trace.json.gz' "
+                 "'%s/b_rank0.pt.trace.json.gz'",
+                 dir, src, dir, src, dir) < 0)
+        abort();
+    CHECK(system(cmd) == 0, "%s", cmd);
+    int rc = report1(dir, out, &err);
+    CHECK(rc == 0, "report on the renamed legacy traces: %s", error_get());
+    CHECK(err && strstr(err, "a_rank1.pt.trace.json.gz: no distributedInfo.rank") &&
+              strstr(err, "taken as rank 1 from the file name") &&
+              strstr(err, "taken as rank 0 from the file name") && !strstr(err, "file order"),
+          "the ranks from the names:\n%s", err ? err : "");
+    int r = -1;
+    CHECK(ptjson_rank_of_name("/x/rank7/w_RANK-12.pt.trace.json", &r) == 1 && r == 12,
+          "rank of a name: %d", r);
+    CHECK(ptjson_rank_of_name("/x/rank7/host_1001.pt.trace.json", &r) == 0 &&
+              ptjson_rank_of_name("ranked.json", &r) == 0 &&
+              ptjson_rank_of_name("rank99999.json", &r) == 0,
+          "names without a rank give one");
+    free(cmd);
+    free(err);
+    free(out);
+    free(dir);
+}
+
 static void test_legacy_fixture(void)
 {
     char *out = test_path(root, "legacy-out"), *err = NULL;
@@ -939,6 +973,7 @@ int main(void)
     test_units();
     test_kineto_fixture();
     test_legacy_fixture();
+    test_legacy_named_ranks();
     test_mini_good_and_reversed();
     test_warnings();
     test_errors();

@@ -3,6 +3,7 @@
 # worker` (rank 0, started by hand as torchrun would) end a run that succeeded with one
 # line saying where it was written and the `ddpprof report` command for it; that command,
 # run as printed (a directory with a space is quoted), makes the tables.  --quiet omits it.
+# `ddpprof report` whose stdout fails (/dev/full) exits non-zero with one line.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
@@ -40,6 +41,19 @@ check worker "$tmp/worker"
 "$bin" train --cpu 1 "${tiny[@]}" --quiet --out "$tmp/quiet" >"$tmp/out" 2>"$tmp/err" </dev/null
 if [ -s "$tmp/out" ]; then failed=$((failed + 1)); echo "FAIL quiet: $(cat "$tmp/out")"; else
   passed=$((passed + 1)); fi
+
+# the report to a stdout that takes nothing (/dev/full): one line and a failed exit, not 0;
+# the tables in the directory stay whole
+if [ -w /dev/full ]; then
+  "$bin" report "$tmp/two" >/dev/full 2>"$tmp/err"
+  rc=$?
+  if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "writing the report to stdout failed" "$tmp/err" &&
+    [ -s "$tmp/two/phases.csv" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL report >/dev/full: exit $rc: $(cat "$tmp/err")"
+  fi
+fi
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -233,6 +233,18 @@ static int check_threads(const struct cli *c, enum cli_command cmd, int ranks)
                      cores == 1 ? "" : "s", most);
 }
 
+/* Whether everything printed on stdout reached it (a full disk, a closed pipe, /dev/full
+ * fail only at the flush): 0, or -1 (error_set naming the cause). */
+static int check_stdout(const char *what)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    return error_set("writing %s to stdout failed (%s); the files in the run directory are "
+                     "whole: read them there, or give stdout room",
+                     what, errno ? strerror(errno) : "a full disk or device, or a closed pipe?");
+}
+
 /* "ddpprof: run written to DIR; its tables: ddpprof report DIR" on stdout (DIR quoted for
  * a shell where it needs it), after a run that succeeded */
 static void say_run_written(const char *dir)
@@ -451,7 +463,7 @@ static int cmd_main(int argc, char **argv)
         return fail();
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
            out);
-    return 0;
+    return check_stdout("the report") ? fail() : 0;
 }
 
 static int cmd_worker(int argc, char **argv)
@@ -514,7 +526,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "worker") == 0)
         return cmd_worker(argc, argv);
     if (strcmp(argv[1], "report") == 0)
-        return report_main(argc - 1, argv + 1) ? fail() : 0;
+        return report_main(argc - 1, argv + 1) || check_stdout("the report") ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
     error_set("unknown command '%s' (commands: train, worker, report; see ddpprof --help)",

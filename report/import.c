@@ -1267,6 +1267,18 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
     int64_t world = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         int named;
+        if (hdr[i].has_world && (hdr[i].world_size < 1 || hdr[i].world_size > 65536)) {
+            rc = error_set("%s: distributedInfo.world_size = %lld is not in [1, 65536]: the "
+                           "trace is damaged or was edited",
+                           paths[i], (long long)hdr[i].world_size);
+            break;
+        }
+        if (hdr[i].has_rank && (hdr[i].rank < 0 || hdr[i].rank >= 65536)) {
+            rc = error_set("%s: distributedInfo.rank = %lld is not in [0, 65536): the trace is "
+                           "damaged or was edited",
+                           paths[i], (long long)hdr[i].rank);
+            break;
+        }
         if (hdr[i].has_rank && hdr[i].rank >= 0 && hdr[i].rank < 65536) {
             run->ranks[i].rank = (int)hdr[i].rank;
         } else if (!buf && ptjson_rank_of_name(paths[i], &named)) {

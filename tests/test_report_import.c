@@ -631,6 +631,34 @@ static void test_errors(void)
     free(err);
     free(out);
     free(d);
+    /* a rank or world size out of range is a damaged trace, refused naming it (2e9 was
+     * ignored: the world then came from the ranks given) */
+    static const char dist[] = "\"rank\":0,\"world_size\":2";
+    const char *const bad_dist[][3] = {
+        {"world-2e9", "\"rank\":0,\"world_size\":2e9", "world_size = 2000000000 is not in [1, 65536]"},
+        {"world-0", "\"rank\":0,\"world_size\":0", "world_size = 0 is not in [1, 65536]"},
+        {"rank-big", "\"rank\":70000,\"world_size\":2", "rank = 70000 is not in [0, 65536)"},
+    };
+    for (size_t k = 0; k < sizeof bad_dist / sizeof bad_dist[0]; k++) {
+        char *bd = make_dir(bad_dist[k][0]), *bt = mini_trace(&mini_good), *edited = NULL;
+        char *at = strstr(bt, dist);
+        CHECK(at != NULL, "the mini trace has no %s", dist);
+        if (at && asprintf(&edited, "%.*s%s%s", (int)(at - bt), bt, bad_dist[k][1],
+                           at + strlen(dist)) > 0) {
+            write_text(bd, "a_1.1.pt.trace.json", edited);
+            char *bo = test_path(root, "err-out");
+            CHECK(report1(bd, bo, &err) == -1 && strstr(error_get(), bad_dist[k][2]) &&
+                      strstr(error_get(), "a_1.1.pt.trace.json"),
+                  "%s: %s", bad_dist[k][0], error_get());
+            free(err);
+            err = NULL;
+            free(bo);
+        }
+        free(edited);
+        free(bt);
+        free(bd);
+    }
+
     /* not a run directory, and no traces in it either */
     d = make_dir("nothing-here");
     out = test_path(root, "err-out");

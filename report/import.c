@@ -1273,6 +1273,10 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
                            paths[i], (long long)hdr[i].world_size);
             break;
         }
+        if (hdr[i].bad_durs)
+            report_warn("%s: %llu complete event(s) with a dur that is no duration (negative, "
+                        "not a number, or beyond 292 years): left out",
+                        paths[i], (unsigned long long)hdr[i].bad_durs);
         if (hdr[i].has_rank && (hdr[i].rank < 0 || hdr[i].rank >= 65536)) {
             rc = error_set("%s: distributedInfo.rank = %lld is not in [0, 65536): the trace is "
                            "damaged or was edited",

@@ -294,7 +294,8 @@ static int pt_number(void *vp, const char *s, size_t len)
             e->has_ts = ptjson_us_to_ns(s, len, &e->ts_ns) == 0;
             break;
         case K_DUR:
-            e->has_dur = ptjson_us_to_ns(s, len, &e->dur_ns) == 0;
+            e->has_dur = ptjson_us_to_ns(s, len, &e->dur_ns) == 0 && e->dur_ns >= 0;
+            e->bad_dur = !e->has_dur;
             break;
         case K_PID:
             if (pt_parse_i64(s, len, &v) == 0)
@@ -514,6 +515,10 @@ static int pt_close(struct ptjson *p)
     p->depth--;
     if (cx == CT_EVENT) {
         p->events++;
+        if (p->ev.bad_dur && p->ev.ph == 'X') { /* not a zero-length range: counted, left out */
+            p->hdr.bad_durs++;
+            return 1;
+        }
         if (p->fn(p->ctx, &p->ev) < 0) {
             p->failed = 1;
             return 0;

@@ -45,7 +45,8 @@ struct pt_event {
     char ph; /* 'X', 'M', 'i', 's', 'f', ...; 0 when absent */
     enum pt_cat cat;
     unsigned has_ts : 1, has_dur : 1, has_tid : 1, has_corr : 1, has_ext : 1, has_stream : 1,
-        has_nelems : 1, has_dims0 : 1, name_cut : 1;
+        has_nelems : 1, has_dims0 : 1, name_cut : 1,
+        bad_dur : 1; /* a dur that is no duration: negative, not a number, beyond int64 ns */
     int64_t ts_ns, dur_ns;
     int64_t pid, tid;   /* numbers as written; a string is hashed into a negative id */
     int64_t correlation, external_id, stream;
@@ -65,6 +66,7 @@ struct pt_header {
     int64_t schema_version, rank, world_size, base_ns;
     char backend[32];  /* distributedInfo.backend */
     int devices;       /* entries of deviceProperties */
+    uint64_t bad_durs; /* complete ('X') events whose dur is no duration: not reported */
 };
 
 /* Called for every complete event of traceEvents (or of the legacy array).  Returns 0, or

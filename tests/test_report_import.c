@@ -517,6 +517,24 @@ static void test_warnings(void)
     expect_prefix("ranks.csv", out, "no-steps,0,kineto,host,3,0.000,reference,");
     free(d);
 
+    /* dur -1 and 1e300 on two DataLoader ranges: left out with a count, not read as
+     * zero-length ranges without a word */
+    d = make_dir("bad-dur");
+    char *bt = mini_trace(&mini_good), *p1 = strstr(bt, "\"dur\":500"), *p2 = NULL;
+    p2 = p1 ? strstr(p1 + 1, "\"dur\":500") : NULL;
+    CHECK(p1 && p2, "the mini trace has two DataLoader ranges");
+    char *edited = NULL;
+    if (p1 && p2 &&
+        asprintf(&edited, "%.*s\"dur\":-1%.*s\"dur\":1e300%s", (int)(p1 - bt), bt,
+                 (int)(p2 - p1 - 9), p1 + 9, p2 + 9) > 0) {
+        write_text(d, "host_100.1.pt.trace.json", edited);
+        expect_warning("bad dur", d, "2 complete event(s) with a dur that is no duration",
+                       "left out");
+    }
+    free(edited);
+    free(bt);
+    free(d);
+
     m = mini_good;
     m.rank = -1; /* no distributedInfo */
     d = mini_dir("no-rank", m);

@@ -3,7 +3,8 @@
 # worker` (rank 0, started by hand as torchrun would) end a run that succeeded with one
 # line saying where it was written and the `ddpprof report` command for it; that command,
 # run as printed (a directory with a space is quoted), makes the tables.  --quiet omits it.
-# `ddpprof report` whose stdout fails (/dev/full) exits non-zero with one line.
+# `ddpprof report` whose stdout fails (/dev/full) exits non-zero with one line; it removes
+# the temp files of an earlier report that was killed.
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
@@ -53,6 +54,25 @@ if [ -w /dev/full ]; then
   else
     failed=$((failed + 1)); echo "FAIL report >/dev/full: exit $rc: $(cat "$tmp/err")"
   fi
+fi
+
+# an interrupted report's temp files (NAME.tmp.PID of a process that is gone) go with the
+# next report that writes NAME; a live process's temp file stays
+sleep 0 &
+gone=$!
+wait "$gone"
+if ! kill -0 "$gone" 2>/dev/null; then
+  echo partial >"$tmp/two/phases.csv.tmp.$gone"
+  echo partial >"$tmp/two/timeline.json.tmp.$gone"
+  echo mine >"$tmp/two/phases.csv.tmp.$$"
+  "$bin" report "$tmp/two" >/dev/null 2>"$tmp/err"
+  if [ ! -e "$tmp/two/phases.csv.tmp.$gone" ] && [ ! -e "$tmp/two/timeline.json.tmp.$gone" ] &&
+    [ -e "$tmp/two/phases.csv.tmp.$$" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL stale temp files: $(ls "$tmp/two" | grep '\.tmp\.')"
+  fi
+  rm -f "$tmp/two/phases.csv.tmp.$$"
 fi
 
 echo "$passed passed, $failed failed"

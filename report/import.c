@@ -1334,8 +1334,32 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
     /* ranks */
     int64_t world = 0;
     for (int i = 0; i < n && rc == 0; i++) {
+        int named;
+        if (hdr[i].has_world && (hdr[i].world_size < 1 || hdr[i].world_size > 65536)) {
+            rc = error_set("%s: distributedInfo.world_size = %lld is not in [1, 65536]: the "
+                           "trace is damaged or was edited",
+                           paths[i], (long long)hdr[i].world_size);
+            break;
+        }
+        if (hdr[i].bad_durs)
+            report_warn("%s: %llu complete event(s) with a dur that is no duration (negative, "
+                        "not a number, or beyond 292 years): left out",
+                        paths[i], (unsigned long long)hdr[i].bad_durs);
+        if (hdr[i].has_rank && (hdr[i].rank < 0 || hdr[i].rank >= 65536)) {
+            rc = error_set("%s: distributedInfo.rank = %lld is not in [0, 65536): the trace is "
+                           "damaged or was edited",
+                           paths[i], (long long)hdr[i].rank);
+            break;
+        }
         if (hdr[i].has_rank && hdr[i].rank >= 0 && hdr[i].rank < 65536) {
             run->ranks[i].rank = (int)hdr[i].rank;
+        } else if (!buf && ptjson_rank_of_name(paths[i], &named)) {
+            run->ranks[i].rank = named;
+            report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file name",
+                        paths[i],
+                        hdr[i].format == PT_FORMAT_LEGACY ? "the legacy exporter writes none"
+                                                          : "not a distributed run?",
+                        named);
         } else {
             run->ranks[i].rank = i;
             report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file order",

@@ -29,7 +29,8 @@ int import_dir_traces(const char *dir, char ***paths, int *n);
 
 /* Read the trace files paths[0..n) (n >= 1) as the ranks of one run, named after where
  * (a directory, or the first file), appended to rs.  Ranks come from each trace's
- * distributedInfo.rank (else from the file order, with a warning); clocks are aligned
+ * distributedInfo.rank (else from "rankN" in the file name, else from the file order, with
+ * a warning); clocks are aligned
  * (same host: shared clock; otherwise from all-reduce end times) and the offset and its
  * method kept per rank.  Returns 0, or -1 after error_set() with one line naming the file
  * (unreadable, not JSON, no events, nothing a training step is made of, two traces of one

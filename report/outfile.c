@@ -4,14 +4,56 @@
 
 #include "common/error.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Remove path's temp files left by reports that died before their rename (PATH.tmp.PID
+ * with no process PID): an interrupted report's leftovers go with the next report that
+ * writes the same file.  A live process's temp file is its own, never touched. */
+static void outfile_sweep(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[4096];
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1,
+                 path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    const size_t blen = strlen(base);
+    struct dirent *ent;
+    for (int seen = 0; (ent = readdir(d)) != NULL && seen < 100000; seen++) {
+        const char *n = ent->d_name;
+        if (strncmp(n, base, blen) != 0 || strncmp(n + blen, ".tmp.", 5) != 0)
+            continue;
+        const char *digits = n + blen + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (end == digits || *end || errno || pid <= 0 || pid > 0x7fffffffL ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask about): its own file */
+        char stale[8192];
+        snprintf(stale, sizeof stale, "%s/%s", dir, n);
+        unlink(stale);
+    }
+    closedir(d);
+}
+
 int outfile_open(struct outfile *o, const char *path)
 {
     memset(o, 0, sizeof *o);
+    outfile_sweep(path);
     o->path = strdup(path);
     if (!o->path || asprintf(&o->tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
         free(o->path);

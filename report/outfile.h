@@ -3,7 +3,8 @@
  * Each file is written to a temp file beside it (NAME.tmp.PID, same directory, so the
  * rename cannot cross file systems), flushed and fsync'ed, and renamed over NAME only
  * when every byte reached the disk: a full disk or a crash leaves the previous NAME (or
- * none), never a truncated one.  Every report writer (tables, timeline, charts, Kineto
+ * none), never a truncated one; a temp file whose process is gone (a report killed before
+ * its rename) is removed by the next report that writes NAME.  Every report writer (tables, timeline, charts, Kineto
  * export) goes through it. */
 #ifndef DDPPROF_REPORT_OUTFILE_H
 #define DDPPROF_REPORT_OUTFILE_H

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yajl/yajl_parse.h>
 
 #include "common/error.h"
@@ -293,7 +294,8 @@ static int pt_number(void *vp, const char *s, size_t len)
             e->has_ts = ptjson_us_to_ns(s, len, &e->ts_ns) == 0;
             break;
         case K_DUR:
-            e->has_dur = ptjson_us_to_ns(s, len, &e->dur_ns) == 0;
+            e->has_dur = ptjson_us_to_ns(s, len, &e->dur_ns) == 0 && e->dur_ns >= 0;
+            e->bad_dur = !e->has_dur;
             break;
         case K_PID:
             if (pt_parse_i64(s, len, &v) == 0)
@@ -513,6 +515,10 @@ static int pt_close(struct ptjson *p)
     p->depth--;
     if (cx == CT_EVENT) {
         p->events++;
+        if (p->ev.bad_dur && p->ev.ph == 'X') { /* not a zero-length range: counted, left out */
+            p->hdr.bad_durs++;
+            return 1;
+        }
         if (p->fn(p->ctx, &p->ev) < 0) {
             p->failed = 1;
             return 0;
@@ -656,4 +662,27 @@ int ptjson_parse_buffer(const char *buf, size_t len, const char *what, pt_event_
         *hdr = p->hdr;
     ptjson_free(p);
     return rc;
+}
+
+int ptjson_rank_of_name(const char *path, int *rank)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int found = 0;
+    for (const char *c = base; *c; c++) {
+        if (strncasecmp(c, "rank", 4) != 0)
+            continue;
+        const char *d = c + 4;
+        if (*d == '_' || *d == '-')
+            d++;
+        long v = 0;
+        int digits = 0;
+        for (; *d >= '0' && *d <= '9' && v < 65536; d++, digits++)
+            v = v * 10 + (*d - '0');
+        if (digits > 0 && v < 65536 && !(*d >= '0' && *d <= '9')) {
+            *rank = (int)v; /* the last one wins */
+            found = 1;
+        }
+    }
+    return found;
 }

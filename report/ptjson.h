@@ -45,7 +45,8 @@ struct pt_event {
     char ph; /* 'X', 'M', 'i', 's', 'f', ...; 0 when absent */
     enum pt_cat cat;
     unsigned has_ts : 1, has_dur : 1, has_tid : 1, has_corr : 1, has_ext : 1, has_stream : 1,
-        has_nelems : 1, has_dims0 : 1, name_cut : 1;
+        has_nelems : 1, has_dims0 : 1, name_cut : 1,
+        bad_dur : 1; /* a dur that is no duration: negative, not a number, beyond int64 ns */
     int64_t ts_ns, dur_ns;
     int64_t pid, tid;   /* numbers as written; a string is hashed into a negative id */
     int64_t correlation, external_id, stream;
@@ -65,6 +66,7 @@ struct pt_header {
     int64_t schema_version, rank, world_size, base_ns;
     char backend[32];  /* distributedInfo.backend */
     int devices;       /* entries of deviceProperties */
+    uint64_t bad_durs; /* complete ('X') events whose dur is no duration: not reported */
 };
 
 /* Called for every complete event of traceEvents (or of the legacy array).  Returns 0, or
@@ -100,5 +102,10 @@ int ptjson_parse_buffer(const char *buf, size_t len, const char *what, pt_event_
 /* Parse a JSON number of microseconds ("1234.5678", "-3", "1.5e3") into nanoseconds,
  * rounded to the nearest.  Returns 0, or -1 when it is not a number or overflows. */
 int ptjson_us_to_ns(const char *s, size_t len, int64_t *ns);
+
+/* The rank a trace's file name gives, for a trace that does not say (the legacy exporter):
+ * the digits after the last "rank" in the name past its last '/' ("rank1", "rank_1",
+ * "rank-1"; any case), 0..65535.  1 with *rank set, or 0 when the name gives none. */
+int ptjson_rank_of_name(const char *path, int *rank);
 
 #endif

@@ -22,6 +22,7 @@ ck=$tmp/first/checkpoint.safetensors
 
 # edit OUT KEY=VALUE...: a copy of the checkpoint with metadata KEY set to VALUE (VALUE
 # "-" removes it), or with TENSOR:nan / TENSOR:-3 written into the first element of TENSOR
+# (TENSOR:all=V: into every element)
 edit() {
   python3 - "$ck" "$@" <<'PY'
 import json, math, struct, sys
@@ -35,7 +36,10 @@ for e in edits:
         name, value = e.split(":", 1)
         t = head[name]
         at = t["data_offsets"][0]
-        if t["dtype"] == "I64":
+        if value.startswith("all="):
+            end = t["data_offsets"][1]
+            data[at:end] = struct.pack("<f", float(value[4:])) * ((end - at) // 4)
+        elif t["dtype"] == "I64":
             data[at:at + 8] = struct.pack("<q", int(value))
         else:
             data[at:at + 4] = struct.pack("<f", float(value))
@@ -102,6 +106,40 @@ refused weight-inf-init "tensor 'fc.weight' holds inf at element 0" --init fc.we
 refused counter-negative "'layer1.1.num_batches_tracked' = -3" --init layer1.1.num_batches_tracked:-3
 refused all-done "has 2 epoch\(s\) done and --epochs is 2: nothing left to train" --resume \
   epoch=2
+# a mid-epoch checkpoint (one 32-sample step of epoch 1 done) records the world and batch
+# size it was taken with: another of either would skip other samples, so it is refused
+# naming what changed (it used to re-train silently from the wrong sample)
+refused mid-epoch-batch "taken mid-epoch .* with batch size 16 per rank, now 32" --resume \
+  epoch=0 step=2 sampler_position=32 batch_size=16
+refused mid-epoch-world "taken mid-epoch .* with world size 2, now 1" --resume \
+  epoch=0 step=1 sampler_position=32 world_size=2
+refused mid-epoch-both "world size 4, now 1 and batch size 8 per rank, now 32" --resume \
+  epoch=0 step=1 sampler_position=32 world_size=4 batch_size=8
+refused position-negative "'sampler_position' = '-1' is not a whole number" --resume \
+  sampler_position=-1
+# the same shapes resume mid-epoch: the rest of epoch 1 (one step), then epoch 2 (two)
+edit "$tmp/mid.safetensors" epoch=0 step=1 sampler_position=32
+"$bin" "${common[@]}" --epochs 2 --resume "$tmp/mid.safetensors" --out "$tmp/mid" >/dev/null \
+  2>"$tmp/err" </dev/null
+rc=$?
+steps=$(($(wc -l <"$tmp/mid/metrics.csv") - 1))
+if [ $rc -eq 0 ] && [ "$steps" -eq 3 ]; then ok; else
+  bad "mid-epoch resume, same shapes: exit $rc, $steps step(s) (want 3): $(cat "$tmp/err")"
+fi
+
+# weights beyond fp16's range: under --amp fp16 the GradScaler skips every training step
+# and evaluation's forward overflows; the val loss (nan) comes with one warning naming why
+edit "$tmp/huge.safetensors" fc.weight:all=30000
+"$bin" "${common[@]}" --epochs 1 --amp fp16 --init "$tmp/huge.safetensors" --out "$tmp/huge" \
+  >/dev/null 2>"$tmp/err" </dev/null
+rc=$?
+val=$(sed -n 's/^epoch\.1\.val_loss,//p' "$tmp/huge/meta.csv" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && case $val in *nan*) true ;; *) false ;; esac &&
+  grep -q "warning: epoch 1's val loss is nan under --amp fp16: the evaluation's fp16 forward overflowed.*skipped 2 of this epoch's 2" "$tmp/err"; then
+  ok
+else
+  bad "huge weights under fp16: exit $rc, val loss '$val', stderr: $(cat "$tmp/err")"
+fi
 
 # the checkpoint as it was resumes and trains epoch 2
 "$bin" "${common[@]}" --epochs 2 --resume "$ck" --out "$tmp/resumed" >/dev/null 2>"$tmp/err" </dev/null

@@ -75,6 +75,41 @@ expect_error unknown-command "unknown command 'trian'" trian
 expect_error main-mode "--mode: 'bogus' is not both, baseline or ddp" --mode bogus
 expect_error train-mode "--mode: 'both' is not baseline or ddp" train --mode both
 
+# a bad --model or --data is refused before the run directory is made, by train (one rank
+# or several) and by the main job alike
+no_dir() { # no_dir NAME DIR
+  if [ -e "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: $2 was made: $(ls "$2")"; else
+    passed=$((passed + 1)); fi
+}
+for how in "train --cpu 1" "train --cpu 2" "--cpu 1"; do
+  expect_error "model-first ($how)" "unknown model 'resnet99'" $how --epochs 1 --quiet \
+    --data "$tmp/ok" --model resnet99 --out "$tmp/run-model"
+  no_dir "model-first ($how)" "$tmp/run-model"
+  expect_error "data-first ($how)" "/nonexistent-ddpprof: missing data directory" $how \
+    --epochs 1 --quiet --data /nonexistent-ddpprof --out "$tmp/run-data"
+  no_dir "data-first ($how)" "$tmp/run-data"
+  expect_error "data-truncated-first ($how)" "truncated.*train-images|train-images.*truncated" \
+    $how --epochs 1 --quiet --data "$tmp/trunc" --out "$tmp/run-data"
+  no_dir "data-truncated-first ($how)" "$tmp/run-data"
+done
+
+# --threads beyond this machine's cores (ranks x threads) is refused like --cpu beyond them,
+# before anything is written; --oversubscribe runs it anyway
+cores=$(nproc)
+tiny=(--dataset synthetic --limit 8 --test-limit 8 --epochs 1 --quiet)
+expect_error threads-over "--threads $((cores + 1)): 1 rank x $((cores + 1)) threads on $cores core.*--oversubscribe" \
+  train --cpu 1 --threads $((cores + 1)) "${tiny[@]}" --out "$tmp/run-threads"
+[ "$cores" -lt 2 ] || expect_error threads-over-ranks "--threads $cores: 2 ranks x $cores threads" \
+  train --cpu 2 --threads "$cores" "${tiny[@]}" --out "$tmp/run-threads"
+expect_error threads-over-main "--threads $((cores + 1)): 1 rank x" \
+  --cpu 1 --threads $((cores + 1)) "${tiny[@]}" --out "$tmp/run-threads"
+[ ! -e "$tmp/run-threads" ] || { failed=$((failed + 1)); echo "FAIL threads-over: $tmp/run-threads made"; }
+if "$bin" train --cpu 1 --threads $((cores + 1)) --oversubscribe "${tiny[@]}" --out "$tmp/run-over" >/dev/null 2>"$tmp/err" </dev/null; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL threads-oversubscribe: $(cat "$tmp/err")"
+fi
+
 # expect_usage NAME ARGS... : exit 0, the usage on stdout, nothing on stderr
 # expect_usage NAME ARGS...: the command's usage (with MARK, default the training options'
 # --resume) on stdout, nothing on stderr, exit 0

@@ -160,6 +160,28 @@ static void test_bad_inputs(void)
                  (const char *const[]){"data_batch_3.bin", "truncated", "4 records", NULL});
     free(dir);
 
+    /* a test batch of another size than the training batches is a set of its own (a
+     * user's subset), not a truncated file: it loads, fewer records or more */
+    for (int k = 0; k < 2; k++) {
+        const int records = k ? RECORDS + 2 : RECORDS - 3;
+        dir = make_set();
+        write_batch(dir, "test_batch.bin", 5, records, -1, 0, 0);
+        struct dataset train, test;
+        CHECK(cifar_load(dir, &train, &test) == 0, "test batch of %d records: %s", records,
+              error_get());
+        CHECK(train.n == 5 * RECORDS && test.n == records, "train %d test %d records (want %d)",
+              train.n, test.n, records);
+        dataset_free(&train);
+        dataset_free(&test);
+        free(dir);
+    }
+
+    dir = make_set();
+    write_batch(dir, "test_batch.bin", 5, RECORDS - 1, -1, 0, 2500); /* cut mid-record */
+    expect_error("test batch cut mid-record", dir,
+                 (const char *const[]){"test_batch.bin", "cut short", NULL});
+    free(dir);
+
     dir = make_set();
     write_batch(dir, "data_batch_5.bin", 4, RECORDS - 1, -1, 0, 2500); /* cut mid-record */
     expect_error("cut mid-record", dir,

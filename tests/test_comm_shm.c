@@ -732,6 +732,42 @@ static void test_attach_failures(void)
     CHECK(dt >= 0.45 && dt < 3.0, "took %.3f s (timeout 0.5 s, slack for a loaded machine)", dt);
     check_no_segments();
 
+    /* SIGTERM (the launcher stopping a failed job) lands on rank 0 while it waits for the
+     * others to attach: it dies of the signal, and the segment's name goes with it (it
+     * stayed in /dev/shm) */
+    case_begin("rank 0 is sent SIGTERM while it waits for the others to attach");
+    char shm_path[160];
+    snprintf(shm_path, sizeof shm_path, "/dev/shm%s", segment);
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        comm_shm_create(0, 2, segment, SMALL_SLOT, 10000);
+        _exit(3);
+    }
+    int there = 0;
+    for (int i = 0; i < 500 && kid > 0 && !there; i++) { /* 5 s at most */
+        there = access(shm_path, F_OK) == 0;
+        if (!there)
+            clock_sleep_ms(10);
+    }
+    CHECK(there, "rank 0 made no %s", shm_path);
+    clock_sleep_ms(50); /* into its wait */
+    int st = -1;
+    if (kid > 0) {
+        kill(kid, SIGTERM);
+        for (int i = 0; i < 500 && waitpid(kid, &st, WNOHANG) == 0; i++)
+            clock_sleep_ms(10);
+        if (st == -1) {
+            kill(kid, SIGKILL);
+            waitpid(kid, &st, 0);
+        }
+    }
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "rank 0's status 0x%x (want SIGTERM)", st);
+    CHECK(access(shm_path, F_OK) != 0, "%s left behind by a SIGTERM in the attach window",
+          shm_path);
+    shm_unlink(segment);
+    check_no_segments();
+
     /* a leftover segment: rank 0 refuses it and says how to remove it */
     case_begin("leftover segment");
     int fd = shm_open(segment, O_RDWR | O_CREAT | O_EXCL, 0600);

@@ -271,6 +271,40 @@ static void test_kineto_vs_hta(void)
 
 /* ---- the legacy fixture ---- */
 
+/* the legacy fixture's traces renamed a_rank1 and b_rank0: the rank comes from the file
+ * name (against the file order, which would make a_rank1 rank 0), with a warning saying so */
+static void test_legacy_named_ranks(void)
+{
+    char *dir = test_path(root, "legacy-named"), *out = test_path(root, "legacy-named-out");
+    char *cmd = NULL, *err = NULL;
+    const char *src = fixture("legacy-gloo-2ranks");
+    if (asprintf(&cmd,
+                 "mkdir -p '%s' && cp '%s/fixturehost_1000.1795438320634.pt.trace.json.gz' "
+                 "'%s/a_rank1.pt.trace.json.gz' && cp "
+                 "'%s/fixturehost_1001.1795438320634.pt.trace.json.gz' "
+                 "'%s/b_rank0.pt.trace.json.gz'",
+                 dir, src, dir, src, dir) < 0)
+        abort();
+    CHECK(system(cmd) == 0, "%s", cmd);
+    int rc = report1(dir, out, &err);
+    CHECK(rc == 0, "report on the renamed legacy traces: %s", error_get());
+    CHECK(err && strstr(err, "a_rank1.pt.trace.json.gz: no distributedInfo.rank") &&
+              strstr(err, "taken as rank 1 from the file name") &&
+              strstr(err, "taken as rank 0 from the file name") && !strstr(err, "file order"),
+          "the ranks from the names:\n%s", err ? err : "");
+    int r = -1;
+    CHECK(ptjson_rank_of_name("/x/rank7/w_RANK-12.pt.trace.json", &r) == 1 && r == 12,
+          "rank of a name: %d", r);
+    CHECK(ptjson_rank_of_name("/x/rank7/host_1001.pt.trace.json", &r) == 0 &&
+              ptjson_rank_of_name("ranked.json", &r) == 0 &&
+              ptjson_rank_of_name("rank99999.json", &r) == 0,
+          "names without a rank give one");
+    free(cmd);
+    free(err);
+    free(out);
+    free(dir);
+}
+
 static void test_legacy_fixture(void)
 {
     char *out = test_path(root, "legacy-out"), *err = NULL;
@@ -689,6 +723,24 @@ static void test_warnings(void)
     expect_prefix("ranks.csv", out, "no-steps,0,kineto,host,3,0.000,reference,");
     free(d);
 
+    /* dur -1 and 1e300 on two DataLoader ranges: left out with a count, not read as
+     * zero-length ranges without a word */
+    d = make_dir("bad-dur");
+    char *bt = mini_trace(&mini_good), *p1 = strstr(bt, "\"dur\":500"), *p2 = NULL;
+    p2 = p1 ? strstr(p1 + 1, "\"dur\":500") : NULL;
+    CHECK(p1 && p2, "the mini trace has two DataLoader ranges");
+    char *edited = NULL;
+    if (p1 && p2 &&
+        asprintf(&edited, "%.*s\"dur\":-1%.*s\"dur\":1e300%s", (int)(p1 - bt), bt,
+                 (int)(p2 - p1 - 9), p1 + 9, p2 + 9) > 0) {
+        write_text(d, "host_100.1.pt.trace.json", edited);
+        expect_warning("bad dur", d, "2 complete event(s) with a dur that is no duration",
+                       "left out");
+    }
+    free(edited);
+    free(bt);
+    free(d);
+
     m = mini_good;
     m.rank = -1; /* no distributedInfo */
     d = mini_dir("no-rank", m);
@@ -803,6 +855,34 @@ static void test_errors(void)
     free(err);
     free(out);
     free(d);
+    /* a rank or world size out of range is a damaged trace, refused naming it (2e9 was
+     * ignored: the world then came from the ranks given) */
+    static const char dist[] = "\"rank\":0,\"world_size\":2";
+    const char *const bad_dist[][3] = {
+        {"world-2e9", "\"rank\":0,\"world_size\":2e9", "world_size = 2000000000 is not in [1, 65536]"},
+        {"world-0", "\"rank\":0,\"world_size\":0", "world_size = 0 is not in [1, 65536]"},
+        {"rank-big", "\"rank\":70000,\"world_size\":2", "rank = 70000 is not in [0, 65536)"},
+    };
+    for (size_t k = 0; k < sizeof bad_dist / sizeof bad_dist[0]; k++) {
+        char *bd = make_dir(bad_dist[k][0]), *bt = mini_trace(&mini_good), *edited = NULL;
+        char *at = strstr(bt, dist);
+        CHECK(at != NULL, "the mini trace has no %s", dist);
+        if (at && asprintf(&edited, "%.*s%s%s", (int)(at - bt), bt, bad_dist[k][1],
+                           at + strlen(dist)) > 0) {
+            write_text(bd, "a_1.1.pt.trace.json", edited);
+            char *bo = test_path(root, "err-out");
+            CHECK(report1(bd, bo, &err) == -1 && strstr(error_get(), bad_dist[k][2]) &&
+                      strstr(error_get(), "a_1.1.pt.trace.json"),
+                  "%s: %s", bad_dist[k][0], error_get());
+            free(err);
+            err = NULL;
+            free(bo);
+        }
+        free(edited);
+        free(bt);
+        free(bd);
+    }
+
     /* not a run directory, and no traces in it either */
     d = make_dir("nothing-here");
     out = test_path(root, "err-out");
@@ -1146,6 +1226,7 @@ int main(void)
     test_kineto_fixture();
     test_kineto_vs_hta();
     test_legacy_fixture();
+    test_legacy_named_ranks();
     test_mini_good_and_reversed();
     test_first_step();
     test_launch_ids();

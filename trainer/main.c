@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -214,6 +215,63 @@ static int check_fit(const struct cli *c, enum cli_command cmd)
     return launcher_check_fit(n, c->oversubscribe, what);
 }
 
+/* --threads T for each of `ranks` ranks on this node: more threads than its cores only
+ * thrash, refused like too many --cpu ranks unless --oversubscribe.  0 or -1 (error_set). */
+static int check_threads(const struct cli *c, enum cli_command cmd, int ranks)
+{
+    if (!cli_is_given(c, "--threads", cmd) || c->oversubscribe)
+        return 0;
+    cpu_set_t allowed;
+    long cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                     ? CPU_COUNT(&allowed)
+                     : sysconf(_SC_NPROCESSORS_ONLN);
+    long long want = (long long)ranks * c->train.threads;
+    if (cores < 1 || want <= cores)
+        return 0;
+    long most = cores / ranks > 0 ? cores / ranks : 1;
+    return error_set("--threads %d: %d rank%s x %d threads on %ld core%s would only thrash: "
+                     "give --threads %ld at most, or add --oversubscribe to run them anyway",
+                     c->train.threads, ranks, ranks == 1 ? "" : "s", c->train.threads, cores,
+                     cores == 1 ? "" : "s", most);
+}
+
+/* Whether everything printed on stdout reached it (a full disk, a closed pipe, /dev/full
+ * fail only at the flush): 0, or -1 (error_set naming the cause). */
+static int check_stdout(const char *what)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    return error_set("writing %s to stdout failed (%s); the files in the run directory are "
+                     "whole: read them there, or give stdout room",
+                     what, errno ? strerror(errno) : "a full disk or device, or a closed pipe?");
+}
+
+/* "ddpprof: run written to DIR; its tables: ddpprof report DIR" on stdout (DIR quoted for
+ * a shell where it needs it), after a run that succeeded */
+static void say_run_written(const char *dir)
+{
+    char q[4200];
+    size_t at = 0;
+    const int plain = dir[0] && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                                            "vwxyz0123456789/._-+,:@%=") == strlen(dir);
+    if (!plain)
+        q[at++] = '\'';
+    for (const char *p = dir; *p && at + 6 < sizeof q; p++) {
+        if (*p == '\'' && !plain) {
+            memcpy(q + at, "'\\''", 4);
+            at += 4;
+        } else {
+            q[at++] = *p;
+        }
+    }
+    if (!plain)
+        q[at++] = '\'';
+    q[at] = '\0';
+    printf("ddpprof: run written to %s; its tables: ddpprof report %s\n", q, q);
+    fflush(stdout);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -221,7 +279,9 @@ static int cmd_train(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)))
+    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)) ||
+        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train) : 1) ||
+        train_check_inputs(&c.train))
         return fail();
     char out[4096];
     if (!c.train.out_dir) {
@@ -232,10 +292,15 @@ static int cmd_train(int argc, char **argv)
         /* the run directory must be usable before any worker starts */
         if (mkdir_parents(c.train.out_dir))
             return fail();
-        return train_nodes(&c);
+        int rc = train_nodes(&c);
+        if (rc == 0 && !c.train.quiet)
+            say_run_written(c.train.out_dir);
+        return rc;
     }
     if (train_run(&c.train, NULL))
         return fail();
+    if (!c.train.quiet)
+        say_run_written(c.train.out_dir);
     return 0;
 }
 
@@ -338,6 +403,9 @@ static int cmd_main(int argc, char **argv)
                   "job again for another measurement)", c.repeat, c.nnodes);
         return fail();
     }
+    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train) : 1) ||
+        train_check_inputs(&c.train))
+        return fail();
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return fail();
@@ -422,13 +490,15 @@ static int cmd_main(int argc, char **argv)
         return fail();
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
            out);
-    return 0;
+    return check_stdout("the report") ? fail() : 0;
 }
 
 static int cmd_worker(int argc, char **argv)
 {
     struct cli c;
     struct dist_env env;
+    /* under ddpprof train its launcher says where the run went; else rank 0 does */
+    const int launched = getenv(WORKER_LINK_ENV) != NULL;
     worker_link_open(); /* its launcher's (ddpprof train's) link, if any */
     if (cli_parse(&c, CLI_WORKER, argc, argv, 2)) {
         worker_link_say("failed %s", error_get());
@@ -461,6 +531,8 @@ static int cmd_worker(int argc, char **argv)
         worker_link_say("failed %s", error_get());
         return 1;
     }
+    if (env.rank == 0 && !launched && !c.train.quiet)
+        say_run_written(c.train.out_dir);
     return 0;
 }
 
@@ -481,7 +553,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "worker") == 0)
         return cmd_worker(argc, argv);
     if (strcmp(argv[1], "report") == 0)
-        return report_main(argc - 1, argv + 1) ? fail() : 0;
+        return report_main(argc - 1, argv + 1) || check_stdout("the report") ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
     error_set("unknown command '%s' (commands: train, worker, report; see ddpprof --help)",

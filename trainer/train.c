@@ -80,6 +80,8 @@ struct rank {
     struct grad_scaler scaler;
     int start_epoch; /* epochs already done (resume) */
     int resumed;     /* state came from --resume: start_epoch and step are the checkpoint's */
+    int resumed_has_run;               /* the checkpoint recorded resumed_run */
+    struct checkpoint_run resumed_run; /* its world, batch size and sampler position */
     int node_rank;   /* GROUP_RANK, else rank / local_world */
     int restart_count; /* TORCHELASTIC_RESTART_COUNT: the attempt of an elastic job */
     char run_id[160];  /* the job's id (and attempt), the same on every rank */
@@ -94,6 +96,7 @@ struct rank {
     struct probe *probe;
     struct clock_offset clock;  /* this rank's offset to rank 0 */
     long long step;
+    long long epoch_steps, epoch_skipped; /* this epoch's steps; those the scaler skipped */
     long long fault_skip_step; /* test fault injection: skip this step on this rank (0: none) */
     long long fault_inf_step;  /* test fault injection: inf gradient at this step (0: none) */
     long long fault_kill_step; /* test fault injection: SIGKILL itself at this step (0: none) */
@@ -373,6 +376,8 @@ static int rank_resume_ddp(struct rank *r)
     if (rc == 0 && checkpoint_resume(path, &r->m->params, &r->opt, &r->scaler, o->model,
                                      &r->start_epoch, &r->step))
         rc = error_wrap("--resume");
+    if (rc == 0 && (r->resumed_has_run = checkpoint_read_run(path, &r->resumed_run)) < 0)
+        rc = error_wrap("--resume %s", o->resume_path);
     if (r->rank != 0 && path != o->resume_path)
         unlink(path);
     r->resumed = rc == 0;
@@ -391,10 +396,29 @@ static void obs_finished(void *ctx, int bucket, size_t bytes, const struct comm_
     probe_bucket_range(ctx, bucket, bytes, span->start_ns, span->end_ns);
 }
 
-/* --resume from a checkpoint whose epochs are all done is refused: nothing would train */
+/* --resume from a checkpoint whose epochs are all done is refused: nothing would train;
+ * so is one taken mid-epoch by a run of another world or batch size, whose sampler
+ * position would point at other samples here */
 static int rank_check_resume_left(const struct rank *r)
 {
     const struct train_opts *o = r->o;
+    const struct checkpoint_run *cr = &r->resumed_run;
+    if (r->start_epoch < o->epochs && r->resumed_has_run && cr->position > 0 &&
+        (cr->world_size != r->world || cr->batch_size != o->batch_size)) {
+        char what[160];
+        int n = 0;
+        if (cr->world_size != r->world)
+            n += snprintf(what + n, sizeof what - (size_t)n, "world size %d, now %d",
+                          cr->world_size, r->world);
+        if (cr->batch_size != o->batch_size)
+            snprintf(what + n, sizeof what - (size_t)n, "%sbatch size %d per rank, now %d",
+                     n ? " and " : "", cr->batch_size, o->batch_size);
+        return error_set("--resume: %s was taken mid-epoch (epoch %d, %lld samples into "
+                         "each rank's share) with %s: the rest of that epoch would train "
+                         "other samples; resume with the same --batch-size and ranks, or "
+                         "from an epoch-end checkpoint",
+                         o->resume_path, r->start_epoch + 1, cr->position, what);
+    }
     if (r->start_epoch < o->epochs)
         return 0;
     return error_set("--resume: %s has %d epoch(s) done and --epochs is %d: nothing left "
@@ -558,6 +582,25 @@ static int rank_record_usage(struct rank *r, double wall_s)
     return 0;
 }
 
+int train_check_inputs(const struct train_opts *o)
+{
+    struct dataset_request rq = {.kind = (enum dataset_kind)o->dataset, .dir = o->data_dir,
+                                 .seed = o->seed, .norm_mean = o->norm_mean,
+                                 .norm_std = o->norm_std};
+    if (model_input(o->model, &rq.c, &rq.h, &rq.w, &rq.classes))
+        return -1;
+    if (rq.kind == DATASET_SYNTHETIC)
+        return 0; /* generated: nothing to check */
+    struct dataset train, test;
+    enum dataset_kind kind;
+    char note[512];
+    if (dataset_open(&rq, &train, &test, &kind, note, sizeof note))
+        return -1;
+    dataset_free(&train);
+    dataset_free(&test);
+    return 0;
+}
+
 static int rank_setup(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
@@ -609,6 +652,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     if (o->resume_path && o->mode != TRAIN_DDP) {
         if (checkpoint_resume(o->resume_path, &r->m->params, &r->opt, &r->scaler, o->model,
                               &r->start_epoch, &r->step))
+            return error_wrap("--resume");
+        if ((r->resumed_has_run = checkpoint_read_run(o->resume_path, &r->resumed_run)) < 0)
             return error_wrap("--resume");
         r->resumed = 1;
     }
@@ -746,6 +791,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (!sm->found_inf && optim_step(&r->opt))
         return -1;
     scaler_update(&r->scaler, sm->found_inf);
+    r->epoch_steps++;
+    r->epoch_skipped += sm->found_inf != 0;
     probe_pop(r->probe);
     return 0;
 }
@@ -782,6 +829,7 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     if (sampler_init(&s, r->train.n, r->world, r->rank, o->shuffle, (int64_t)o->seed, 0))
         return -1;
     sampler_set_epoch(&s, epoch);
+    r->epoch_steps = r->epoch_skipped = 0;
     if (sampler_indices(&s, r->indices))
         return -1;
     int64_t count = sampler_num_samples(&s);
@@ -793,7 +841,13 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
      * that checkpoint had done; steps per epoch are those of the run that wrote it, the
      * same world size and batch size */
     int64_t per_epoch = (count + o->batch_size - 1) / o->batch_size, first = 0;
-    if (r->resumed && epoch == r->start_epoch) {
+    if (r->resumed && epoch == r->start_epoch && r->resumed_has_run) {
+        first = r->resumed_run.position; /* same world and batch size: checked at setup */
+        if (first >= count && first > 0)
+            return error_set("--resume %s: its sampler position %lld is past this epoch's "
+                             "%lld samples per rank (was --limit or --drop-last changed?)",
+                             o->resume_path, (long long)first, (long long)count);
+    } else if (r->resumed && epoch == r->start_epoch) { /* a checkpoint without them */
         int64_t done = r->step - (int64_t)epoch * per_epoch;
         if (done > 0 && done < per_epoch)
             first = done * o->batch_size;
@@ -828,8 +882,11 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
             r->rank == 0 && o->out_dir) {
             char path[4200];
             snprintf(path, sizeof path, "%s/checkpoint.safetensors", o->out_dir);
-            if (checkpoint_save_optim(path, &r->m->params, &r->opt, &r->scaler, o->model, epoch,
-                                      r->step))
+            const struct checkpoint_run cr = {.world_size = r->world,
+                                              .batch_size = o->batch_size,
+                                              .position = at + n};
+            if (checkpoint_save_run(path, &r->m->params, &r->opt, &r->scaler, o->model, epoch,
+                                    r->step, &cr))
                 return -1;
         }
         if (at + n == count || batches % 20 == 0)
@@ -837,6 +894,23 @@ static int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
     }
     *mean_loss = batches ? sum / batches : 0.0;
     return 0;
+}
+
+/* A val loss of nan or inf under AMP: the evaluation's half-precision forward overflowed
+ * (fp16 holds at most 65504) or met a nan; the GradScaler guards the training steps only,
+ * so nothing stopped it.  One warning line on stderr naming the cause and the way out. */
+static void rank_warn_val_loss(const struct rank *r, int epoch, double val_loss)
+{
+    const int f16 = r->o->amp == AMP_F16;
+    fprintf(stderr,
+            "ddpprof: warning: epoch %d's val loss is %s under --amp %s: the evaluation's %s "
+            "forward %s, and the GradScaler guards only the training steps (it skipped %lld "
+            "of this epoch's %lld for inf/nan gradients); the weights outgrew %s: lower --lr%s\n",
+            epoch + 1, isnan(val_loss) ? "nan" : "inf", f16 ? "fp16" : "bf16",
+            f16 ? "fp16" : "bf16",
+            f16 ? "overflowed (a value above fp16's 65504 became inf)" : "met an inf or nan",
+            r->epoch_skipped, r->epoch_steps, f16 ? "fp16" : "bf16",
+            f16 ? ", or use --amp bf16 (fp32's range)" : "");
 }
 
 /* accuracy and mean loss per sample on the test set; in DDP each rank evaluates its
@@ -939,9 +1013,13 @@ int train_run(const struct train_opts *o_in, const struct dist_env *env)
                 snprintf(path, sizeof path, "%s/epoch_%d.safetensors", o.out_dir, epoch + 1);
             else
                 break;
-            rc = checkpoint_save_optim(path, &r.m->params, &r.opt, &r.scaler, o.model,
-                                       epoch + 1, r.step);
+            const struct checkpoint_run cr = {.world_size = r.world,
+                                              .batch_size = o.batch_size, .position = 0};
+            rc = checkpoint_save_run(path, &r.m->params, &r.opt, &r.scaler, o.model,
+                                     epoch + 1, r.step, &cr);
         }
+        if (rc == 0 && r.rank == 0 && o.amp != AMP_OFF && !isfinite(val_loss))
+            rank_warn_val_loss(&r, epoch, val_loss);
         if (rc == 0) {
             if (example_lines)
                 say(&r, "val | epoch: %d | loss: %.4f | accuracy: %.4f\n\n", epoch + 1,

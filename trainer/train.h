@@ -61,6 +61,11 @@ struct train_opts {
  * Fashion-MNIST (--dataset auto), shuffled with seed 0; resnet18 at width 64). */
 void train_opts_default(struct train_opts *o);
 
+/* --model and --data checked before anything is written: the model is one there is and
+ * its data set loads and fits it (loaded once, then freed).  0, or -1 with the error the
+ * run itself would give. */
+int train_check_inputs(const struct train_opts *o);
+
 /* Run training as described by o on this rank (env NULL: world 1).  0 or -1 (error_set). */
 int train_run(const struct train_opts *o, const struct dist_env *env);
 

@@ -206,7 +206,7 @@ static int store_connect(struct store *s, int64_t deadline_ms)
     snprintf(port_text, sizeof port_text, "%d", s->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *ais = NULL;
-    int delay_ms = 10, last_errno = ECONNREFUSED, rc = -1;
+    int delay_ms = 10, last_errno = 0, rc = -1;
     for (;;) {
         if (!ais) {
             int gai = getaddrinfo(s->host, port_text, &hints, &ais);
@@ -220,7 +220,10 @@ static int store_connect(struct store *s, int64_t deadline_ms)
         }
         for (struct addrinfo *ai = ais; ai && s->fd < 0; ai = ai->ai_next) {
             s->fd = store_try_connect(ai, deadline_ms);
-            if (s->fd < 0)
+            /* an attempt the deadline cut short says nothing of the peer: an earlier
+             * "refused" stays the reason (it was reported as "timed out") */
+            if (s->fd < 0 && (errno != ETIMEDOUT || last_errno == 0 ||
+                              clock_now_ms() < deadline_ms))
                 last_errno = errno;
         }
         if (s->fd >= 0) {
@@ -237,7 +240,8 @@ static int store_connect(struct store *s, int64_t deadline_ms)
             error_set("store: could not connect to rank 0's store at %s:%d within %.1f s "
                       "(rank %d of %d; last error: %s; %s)",
                       s->host, s->port, s->timeout_ms / 1000.0, s->rank, s->world,
-                      strerror(last_errno),
+                      last_errno == ECONNREFUSED ? "connection refused: nothing listens there"
+                                                 : strerror(last_errno ? last_errno : ETIMEDOUT),
                       s->rank == 0 ? "this rank hosts the store: is the master address one "
                                      "of this host's?"
                                    : "is rank 0 running?");

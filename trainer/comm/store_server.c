@@ -14,7 +14,9 @@
  * garbage, huge lengths and silent connections cost a few hundred bytes each and never
  * stall the ranks' requests (no read or write here ever blocks).  Once every rank has said
  * hello (the group is formed), a new connection from an address no rank came from is
- * refused at once.  A rank (any peer that said a valid hello) is trusted to speak the
+ * refused at once.  At most STORE_MAX_RANK_CONNS connections may say the same rank at once,
+ * and when accept runs out of descriptors the listening socket is left alone for
+ * STORE_ACCEPT_PAUSE_MS (it stays readable: polling it at once would spin).  A rank (any peer that said a valid hello) is trusted to speak the
  * protocol: its buffers are bounded by the message limits, and the table by
  * STORE_TABLE_MAX_BYTES. */
 #include "comm/store_server.h"
@@ -44,6 +46,8 @@
 #define STORE_HELLO_BYTES (STORE_REQ_HEADER + 8) /* a stranger's first and only request */
 #define STORE_HELLO_MS 2000        /* a stranger silent this long is closed */
 #define STORE_MAX_STRANGERS 64     /* more at once: the oldest is closed */
+#define STORE_MAX_RANK_CONNS 4     /* open connections saying one rank: a 5th hello is refused */
+#define STORE_ACCEPT_PAUSE_MS 100  /* out of descriptors: the listening socket rests this long */
 #define STORE_OUT_HIGH (4u << 20)  /* replies queued to a rank that does not read: serve no
                                       more of its requests until they drain */
 #define STORE_TABLE_MAX_BYTES (64u << 20) /* keys and values held, all ranks together */
@@ -86,6 +90,7 @@ struct store_server {
     uint32_t *rank_addrs; /* the addresses ranks said hello from (network order), unique */
     int naddrs;
     long refused;         /* connections refused (for tests and the curious) */
+    int64_t accept_rest_until_ms; /* out of descriptors: accept again from then */
 
     /* shared with store_server_stop, under mu */
     pthread_mutex_t mu;
@@ -227,6 +232,13 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
     }
     if (rank < 0 || rank >= srv->world || c->rank >= 0) {
         store_conn_error(c, "store: bad hello from rank %d of %d", rank, world);
+        return;
+    }
+    if (srv->rank_conns[rank] >= STORE_MAX_RANK_CONNS) { /* only this thread writes it */
+        store_conn_error(c,
+                         "store: rank %d already holds %d connections to this store; another "
+                         "is refused (is a second process posing as rank %d?)",
+                         rank, srv->rank_conns[rank], rank);
         return;
     }
     c->closing = 0;
@@ -565,8 +577,10 @@ static int store_server_accept(struct store_server *srv)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return 0;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                return 0; /* try again on the next turn */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                srv->accept_rest_until_ms = clock_now_ms() + STORE_ACCEPT_PAUSE_MS;
+                return 0; /* try again after the rest */
+            }
             return -1;
         }
         uint32_t addr = plen >= sizeof peer && peer.sin_family == AF_INET
@@ -606,13 +620,17 @@ static void *store_server_main(void *arg)
             break; /* out of memory: stop serving; clients see closed connections */
         struct pollfd *pfds = srv->pfds;
         pfds[0] = (struct pollfd){.fd = srv->wake[0], .events = POLLIN};
-        pfds[1] = (struct pollfd){.fd = srv->listen_fd, .events = POLLIN};
+        int64_t rest = srv->accept_rest_until_ms - clock_now_ms();
+        pfds[1] = (struct pollfd){.fd = srv->listen_fd, .events = rest > 0 ? 0 : POLLIN};
         for (size_t i = 0; i < srv->nconns; i++) {
             struct store_conn *c = srv->conns[i];
             pfds[2 + i] = (struct pollfd){
                 .fd = c->fd, .events = (short)(POLLIN | (c->out_len > c->out_off ? POLLOUT : 0))};
         }
-        if (poll(pfds, n, store_expire_strangers(srv)) < 0) {
+        int wait_ms = store_expire_strangers(srv);
+        if (rest > 0 && (wait_ms < 0 || rest < wait_ms))
+            wait_ms = (int)rest;
+        if (poll(pfds, n, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             break;

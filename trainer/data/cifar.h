@@ -28,7 +28,8 @@ int cifar_parse(const uint8_t *buf, size_t len, const char *name, struct dataset
 
 /* Load both splits from dir, normalised with CIFAR-10's statistics.  0, or -1 with one
  * error_set line (a missing directory or batch, a file cifar_parse rejects, a batch with
- * fewer records than data_batch_1.bin: truncated) and both left empty. */
+ * another number of records than data_batch_1.bin: one of them is truncated; the test
+ * batch may hold any whole number of records) and both left empty. */
 int cifar_load(const char *dir, struct dataset *train, struct dataset *test);
 
 /* 1 when dir holds data_batch_1.bin (a CIFAR-10 directory, for auto-detection) */

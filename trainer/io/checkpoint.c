@@ -85,9 +85,10 @@ static int checkpoint_add_optim(struct st_writer *w, struct backend *be, const s
     return st_writer_add(w, name, ST_F32, 0, NULL, &step);
 }
 
-int checkpoint_save_optim(const char *path, const struct param_table *params,
-                          const struct optim *opt, const struct grad_scaler *scaler,
-                          const char *model, int epoch, long long step)
+int checkpoint_save_run(const char *path, const struct param_table *params,
+                        const struct optim *opt, const struct grad_scaler *scaler,
+                        const char *model, int epoch, long long step,
+                        const struct checkpoint_run *run)
 {
     struct st_writer *w = st_writer_create();
     if (!w)
@@ -119,10 +120,25 @@ int checkpoint_save_optim(const char *path, const struct param_table *params,
         rc = st_writer_metadata(w, "format", CHECKPOINT_FORMAT);
     if (rc == 0 && scaler)
         rc = checkpoint_scaler_meta(w, scaler);
+    if (rc == 0 && run) {
+        snprintf(value, sizeof value, "%d", run->world_size);
+        rc |= st_writer_metadata(w, "world_size", value);
+        snprintf(value, sizeof value, "%d", run->batch_size);
+        rc |= st_writer_metadata(w, "batch_size", value);
+        snprintf(value, sizeof value, "%lld", run->position);
+        rc |= st_writer_metadata(w, "sampler_position", value);
+    }
     if (rc == 0)
         rc = st_writer_save(w, path);
     st_writer_free(w);
     return rc ? error_wrap("saving checkpoint") : 0;
+}
+
+int checkpoint_save_optim(const char *path, const struct param_table *params,
+                          const struct optim *opt, const struct grad_scaler *scaler,
+                          const char *model, int epoch, long long step)
+{
+    return checkpoint_save_run(path, params, opt, scaler, model, epoch, step, NULL);
 }
 
 int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
@@ -259,6 +275,31 @@ static int checkpoint_meta_real(const struct st_file *st, const char *path, cons
                          path, key, checkpoint_shown(v), range);
     *out = x;
     return 0;
+}
+
+int checkpoint_read_run(const char *path, struct checkpoint_run *out)
+{
+    struct st_file *st = st_open(path);
+    if (!st)
+        return -1;
+    int rc = 0;
+    if (!st_metadata_get(st, "world_size") && !st_metadata_get(st, "batch_size") &&
+        !st_metadata_get(st, "sampler_position")) {
+        st_close(st); /* written before these fields */
+        return 0;
+    }
+    long long world, batch, position;
+    if (checkpoint_meta_int(st, path, "world_size", 1, INT_MAX, &world) ||
+        checkpoint_meta_int(st, path, "batch_size", 1, INT_MAX, &batch) ||
+        checkpoint_meta_int(st, path, "sampler_position", 0, CHECKPOINT_MAX_STEPS, &position))
+        rc = -1;
+    st_close(st);
+    if (rc)
+        return -1;
+    out->world_size = (int)world;
+    out->batch_size = (int)batch;
+    out->position = position;
+    return 1;
 }
 
 /* The run state in a checkpoint's metadata, every field range-checked before any of it is

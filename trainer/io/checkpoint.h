@@ -32,6 +32,28 @@ int checkpoint_save_optim(const char *path, const struct param_table *params,
                           const struct optim *opt, const struct grad_scaler *scaler,
                           const char *model, int epoch, long long step);
 
+/* Where in its epoch the run that wrote a checkpoint stood: the world size, the per-rank
+ * batch size and the sampler position (samples of this rank's DistributedSampler share
+ * already trained in the current epoch; 0 at an epoch's end).  A mid-epoch --resume
+ * skips `position` samples, which is right only with the same world and batch size. */
+struct checkpoint_run {
+    int world_size;
+    int batch_size;
+    long long position;
+};
+
+/* checkpoint_save_optim, with metadata world_size, batch_size and sampler_position from
+ * run (run may be NULL: none written) */
+int checkpoint_save_run(const char *path, const struct param_table *params,
+                        const struct optim *opt, const struct grad_scaler *scaler,
+                        const char *model, int epoch, long long step,
+                        const struct checkpoint_run *run);
+
+/* The checkpoint_run of the checkpoint at path: 1 with *out filled, 0 when the checkpoint
+ * predates these fields (none of them there), -1 (error_set naming the field and value)
+ * when one is missing or out of range (world and batch size >= 1, position >= 0). */
+int checkpoint_read_run(const char *path, struct checkpoint_run *out);
+
 /* checkpoint_save_optim with SGD's state (opt may be NULL) */
 int checkpoint_save(const char *path, const struct param_table *params, const struct sgd *opt,
                     const struct grad_scaler *scaler, const char *model, int epoch,

@@ -18,13 +18,28 @@ static struct model *registry_resnet18(struct backend *be, uint64_t seed,
     return resnet18_create(be, seed, o->width > 0 ? o->width : 64);
 }
 
+/* in_c, in_h, in_w and classes as each model's create sets them (model_input) */
 static const struct {
     const char *name;
     struct model *(*create)(struct backend *be, uint64_t seed, const struct model_opts *o);
+    int in_c, in_h, in_w, classes;
 } model_registry[] = {
-    {"convnet", registry_convnet},
-    {"resnet18", registry_resnet18},
+    {"convnet", registry_convnet, 1, 28, 28, 10},
+    {"resnet18", registry_resnet18, 3, 32, 32, 10},
 };
+
+int model_input(const char *name, int *c, int *h, int *w, int *classes)
+{
+    for (size_t i = 0; i < sizeof model_registry / sizeof model_registry[0]; i++)
+        if (strcmp(name, model_registry[i].name) == 0) {
+            *c = model_registry[i].in_c;
+            *h = model_registry[i].in_h;
+            *w = model_registry[i].in_w;
+            *classes = model_registry[i].classes;
+            return 0;
+        }
+    return error_set("unknown model '%s' (known: %s)", name, model_names());
+}
 
 struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
                                 const struct model_opts *opts)

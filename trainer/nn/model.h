@@ -53,6 +53,10 @@ struct model *model_create(const char *name, struct backend *be, uint64_t seed);
 /* the names model_create accepts, comma-separated */
 const char *model_names(void);
 
+/* The input shape (c, h, w) and class count of the model called name, without creating
+ * it; 0, or -1 (error_set "unknown model ...") */
+int model_input(const char *name, int *c, int *h, int *w, int *classes);
+
 struct model *convnet_create(struct backend *be, uint64_t seed);
 /* width: channels of conv1 and conv2 (64: the example's 11,173,962 parameters) */
 struct model *resnet18_create(struct backend *be, uint64_t seed, int width);

@@ -88,6 +88,7 @@ _Static_assert(offsetof(struct rec, dev_start) >= CPU_REC_BYTES, "window entries
 struct dev_item {
     int64_t start, end;
     int64_t launch, corr, bytes; /* launch -1: not yet known */
+    int64_t stream;              /* -1: not given */
     uint32_t name;               /* R_NCCL: id in names; else STRPOOL_NONE */
     uint8_t cls;                 /* enum kernel_class */
     uint8_t allreduce;
@@ -388,6 +389,9 @@ static int imp_dev_out(struct imp *im, struct dev_item *d)
     if (d->launch < 0 && d->has_corr)
         im->unlaunched++;
     analysis_kernel_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
+    if (d->stream >= 0 &&
+        analysis_kernel_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
+        return -1;
     if (d->allreduce) {
         struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
                         .name = d->name, .kind = R_NCCL};
@@ -456,7 +460,8 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
 static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
 {
     struct dev_item d = {.start = e->ts_ns, .end = end, .launch = -1, .corr = e->correlation,
-                         .bytes = -1, .name = STRPOOL_NONE, .has_corr = e->has_corr};
+                         .bytes = -1, .name = STRPOOL_NONE, .has_corr = e->has_corr,
+                         .stream = e->has_stream && e->stream >= 0 ? e->stream : -1};
     if (e->cat == PT_CAT_KERNEL) {
         d.cls = KERNEL_COMPUTE;
         if (strcasestr(e->name, "nccl")) {
@@ -668,6 +673,9 @@ static void imp_free(struct imp *im)
     free(im->nccl.v);
     free(im->annot.v);
     free(im->gann.v);
+    for (int i = 0; i < im->kern.nstreams; i++)
+        free(im->kern.streams[i].v);
+    free(im->kern.streams);
 }
 
 /* Let every window's records out, CPU first. */
@@ -682,8 +690,7 @@ static int imp_drain(struct imp *im)
     while (reorder_pop(&im->dev, &d))
         if (imp_dev_out(im, &d) < 0)
             return -1;
-    analysis_kernel_finish(&im->kern);
-    return 0;
+    return analysis_kernel_finish(&im->kern);
 }
 
 /* ---- steps, buckets, rows ---- */
@@ -997,6 +1004,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         return -1;
     t->has_kernels = 1;
     t->kern = im->kern;
+    im->kern.streams = NULL; /* the rank_trace owns them now */
+    im->kern.nstreams = 0;
     return 0;
 }
 

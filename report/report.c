@@ -83,6 +83,18 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0},
     [OV_HOST] = {"host", "host", "", 1}};
 
+enum idle_col { ID_RUN, ID_RANK, ID_STREAM, ID_HOST_WAIT, ID_KERNEL_WAIT, ID_OTHER,
+                ID_QUEUE_MEAN, ID_QUEUE_MAX, ID_NCOLS };
+static const struct table_col idle_cols[ID_NCOLS] = {
+    [ID_RUN] = {"run", "run", "", 1},
+    [ID_RANK] = {"rank", "rank", "", 0},
+    [ID_STREAM] = {"stream", "stream", "", 0},
+    [ID_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
+    [ID_KERNEL_WAIT] = {"kernel_wait_ms", "kernel wait", "ms", 0},
+    [ID_OTHER] = {"other_ms", "other", "ms", 0},
+    [ID_QUEUE_MEAN] = {"queue_mean", "queue mean", "", 0},
+    [ID_QUEUE_MAX] = {"queue_max", "queue max", "", 0}};
+
 enum ranks_col { RK_RUN, RK_RANK, RK_FORMAT, RK_HOST, RK_STEPS, RK_OFFSET, RK_METHOD, RK_SOURCE,
                  RK_NCOLS };
 static const struct table_col ranks_cols[RK_NCOLS] = {
@@ -251,6 +263,30 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
                 table_set(t, OV_HOST_WAIT, "%.3f", ms(ns));
             if (analysis_kernel_gap_ns(k, &ns))
                 table_set(t, OV_KERNEL_GAP, "%.3f", ms(ns));
+        }
+}
+
+/* idle.csv: HTA's idle time breakdown and queue length per rank and stream (imports whose
+ * device activity names its stream) */
+static void report_idle(const struct runset *rs, const struct run_stat *st, struct table *t)
+{
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < st[i].nranks; k++) {
+            const struct rank_stat *r = &st[i].ranks[k];
+            for (int j = 0; r->has_kern && j < r->kern.nstreams; j++) {
+                const struct kernel_stream *s = &r->kern.streams[j];
+                table_add_row(t);
+                table_set(t, ID_RUN, "%s", rs->runs[i].label);
+                table_set(t, ID_RANK, "%d", r->rank);
+                table_set(t, ID_STREAM, "%lld", (long long)s->id);
+                table_set(t, ID_HOST_WAIT, "%.3f", ms(s->host_wait_ns));
+                table_set(t, ID_KERNEL_WAIT, "%.3f", ms(s->kernel_wait_ns));
+                table_set(t, ID_OTHER, "%.3f", ms(s->other_ns));
+                if (s->queue_points > 0) {
+                    table_set(t, ID_QUEUE_MEAN, "%.4f", s->queue_mean);
+                    table_set(t, ID_QUEUE_MAX, "%lld", (long long)s->queue_max);
+                }
+            }
         }
 }
 
@@ -795,7 +831,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     struct runset rs;
     runset_init(&rs);
     struct run_stat *st = NULL;
-    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_WORST, T_COUNT };
+    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_IDLE, T_WORST,
+           T_COUNT };
     struct table t[T_COUNT];
     table_init(&t[T_PHASES], "phases: time per phase, per run and rank", "phases.csv",
                phases_cols, NCOLS(phases_cols));
@@ -810,6 +847,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                speedup_cols, NCOLS(speedup_cols));
     table_init(&t[T_RANKS], "ranks: where each rank came from and how its clock was aligned",
                "ranks.csv", ranks_cols, NCOLS(ranks_cols));
+    table_init(&t[T_IDLE], "idle: HTA's idle time breakdown and queue length per rank and stream",
+               "idle.csv", idle_cols, NCOLS(idle_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
     int rc = report_inputs(&rs, inputs, n);
@@ -840,6 +879,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_stragglers(&rs, st, &t[T_STRAGGLERS]);
         report_speedup(&rs, st, rep, &t[T_SPEEDUP]);
         report_ranks(&rs, st, &t[T_RANKS]);
+        report_idle(&rs, st, &t[T_IDLE]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
     }
     for (int k = 0; k < T_WORST && rc == 0; k++)
@@ -872,6 +912,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         for (size_t i = 0; i < warm.n; i++)
             fprintf(terminal, "#  %s\n", warm.line[i]);
         table_print(&t[T_OVERLAP], terminal, TERMINAL_MAX_ROWS);
+        if (t[T_IDLE].nrows > 0)
+            table_print(&t[T_IDLE], terminal, TERMINAL_MAX_ROWS);
         table_print(&t[T_BUCKETS], terminal, TERMINAL_MAX_ROWS);
         if (t[T_STRAGGLERS].nrows > 0) {
             table_print(&t[T_WORST], terminal, STRAGGLERS_SHOWN);
@@ -887,7 +929,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv timeline.json report.html phases.svg speedup.svg\n",
+                "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
                 out);
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,

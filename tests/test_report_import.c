@@ -263,6 +263,51 @@ static void test_kineto_vs_hta(void)
         compared++;
     }
     CHECK(compared == 8, "compared %d HTA figures (want 4 ranks x idle, compute)", compared);
+    /* idle.csv: HTA's per-stream idle time breakdown (exact to 0.5 µs) and queue_max */
+    char *id = test_read_file(out, "idle.csv");
+    CHECK(id && strstr(id, "run,rank,stream,host_wait_ms,kernel_wait_ms,other_ms,queue_mean,"
+                           "queue_max\n"),
+          "idle.csv's header:\n%s", id ? id : "");
+    int per_stream = 0;
+    if (f)
+        rewind(f);
+    while (f && id && fgets(line, sizeof line, f)) {
+        int rank, stream, col;
+        char fig[32];
+        double us;
+        if (sscanf(line, "exact,%d,%31[a-z_],%d,%lf", &rank, fig, &stream, &us) != 4)
+            continue;
+        if (strcmp(fig, "host_wait") == 0)
+            col = 3;
+        else if (strcmp(fig, "kernel_wait") == 0)
+            col = 4;
+        else if (strcmp(fig, "other") == 0)
+            col = 5;
+        else if (strcmp(fig, "queue_max") == 0)
+            col = 7;
+        else
+            continue; /* queue_mean: HTA's depends on its unstable sort's order at ties */
+        char want[64];
+        snprintf(want, sizeof want, "\nkineto-2hosts,%d,%d,", rank, stream);
+        const char *p = strstr(id, want);
+        double v[8] = {0};
+        p = p ? p + 1 : NULL;
+        for (int k = 0; p && k < 8; k++) {
+            v[k] = strtod(p, NULL);
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+        double got = col == 7 ? v[col] : v[col] * 1000;
+        CHECK(got > us - 0.5 && got < us + 0.5, "rank %d stream %d: ddpprof's %s %.3f, HTA's %.3f",
+              rank, stream, fig, got, us);
+        per_stream++;
+    }
+    CHECK(per_stream == 29, "compared %d per-stream HTA figures (want 29: HTA leaves out some zeros)", per_stream);
+    /* queue_mean: HTA's launches-then-kernels order kept at equal times (a stable sort) */
+    CHECK(id && strstr(id, "\nkineto-2hosts,0,7,32.400,0.000,0.800,0.8000,2\n") &&
+              strstr(id, "\nkineto-2hosts,3,20,53.500,0.000,1.200,0.5000,1\n"),
+          "idle.csv:\n%s", id ? id : "");
+    free(id);
     if (f)
         fclose(f);
     free(ov);

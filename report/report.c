@@ -79,8 +79,8 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_K_COMM] = {"k_comm_ms", "k comm", "ms", 0},
     [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
     [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
-    [OV_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
-    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0},
+    [OV_HOST_WAIT] = {"device_host_wait_ms", "device host wait", "ms", 0},
+    [OV_KERNEL_GAP] = {"device_kernel_gap_ms", "device kernel gap", "ms", 0},
     [OV_HOST] = {"host", "host", "", 1}};
 
 enum idle_col { ID_RUN, ID_RANK, ID_STREAM, ID_HOST_WAIT, ID_KERNEL_WAIT, ID_OTHER,

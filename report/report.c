@@ -830,6 +830,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         return error_set("report: no run directory or trace given (%s)", report_usage());
     struct runset rs;
     runset_init(&rs);
+    rs.hta_defaults = opts && opts->hta_defaults;
     struct run_stat *st = NULL;
     enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_IDLE, T_WORST,
            T_COUNT };
@@ -950,7 +951,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 const char *report_usage(void)
 {
     return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--warmup-steps N]";
+           "[--warmup-steps N] [--hta-defaults]";
 }
 
 int report_main(int argc, char **argv)
@@ -969,6 +970,8 @@ int report_main(int argc, char **argv)
             o.out_dir = argv[++i];
         } else if (strcmp(argv[i], "--kineto") == 0) {
             o.kineto = 1;
+        } else if (strcmp(argv[i], "--hta-defaults") == 0) {
+            o.hta_defaults = 1;
         } else if (strcmp(argv[i], "--warmup-steps") == 0) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -991,7 +994,10 @@ int report_main(int argc, char **argv)
                    "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n"
                    "  --warmup-steps N  leave each run's first N steps out of the per-step\n"
                    "              statistics (default: until the step time settles,\n"
-                   "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n",
+                   "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n"
+                   "  --hta-defaults  PyTorch traces' kernel columns (k_, idle.csv) as Holistic\n"
+                   "              Trace Analysis' default settings give them: times rounded\n"
+                   "              to µs, the last ProfilerStep's kernels left out\n",
                    report_usage());
             free(inputs);
             return 0;

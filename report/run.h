@@ -120,6 +120,8 @@ struct runset {
     struct strpool names;  /* trace `name` values */
     struct strpool labels; /* trace `phase` and `kind` values */
     char *default_out;     /* the first directory given: the run itself, or the parent */
+    int hta_defaults;      /* PyTorch traces: the kernel sweep as HTA's default settings
+                              (--hta-defaults: times rounded to µs, the last step dropped) */
 };
 
 /* Print "ddpprof report: warning: ..." on stderr (the report's one side channel: a partial

@@ -225,8 +225,8 @@ int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
 /* k_idle_ms: the window (first start to last end) less the union of all activities. */
 int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k);
 
-/* device_host_wait_ms: the device-wide idle gaps closed by an activity the host launched after the gap
- * began; device_kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
+/* device_host_wait_ms: the device-wide idle gaps closed by an activity the host launched
+ * after the gap began; device_kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
 int analysis_host_wait_ns(const struct kernel_sweep *k, int64_t *ns);
 int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns);
 

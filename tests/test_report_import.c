@@ -1046,7 +1046,8 @@ static void check_export_round_trip(const char *run, const char *label, const ch
         asprintf(&exported, "%s_0.pt.trace.json", host) < 0)
         abort();
     const char *in[] = {run};
-    CHECK(report_capture(in, 1, a, CAPTURE_KINETO, &err) == 0, "%s with --kineto: %s", label, error_get());
+    CHECK(report_capture(in, 1, a, CAPTURE_KINETO, &err) == 0, "%s with --kineto: %s", label,
+          error_get());
     free(err);
     char *k0 = test_read_file(k, exported);
     CHECK(k0 && strstr(k0, "\"schemaVersion\": 1") && strstr(k0, "\"distributedInfo\"") &&

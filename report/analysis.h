@@ -206,8 +206,18 @@ int analysis_xfer_algbw(const struct bucket_stat *b, double *gbps);
 void analysis_kernel_add(struct kernel_sweep *k, int64_t start_ns, int64_t end_ns,
                          enum kernel_class cls, int64_t launch_ns);
 
-/* Close the sweep's open intervals (after the last analysis_kernel_add). */
-void analysis_kernel_finish(struct kernel_sweep *k);
+/* The same activity on its stream, for HTA's per-stream figures (idle.csv); -1: out of
+ * memory (error set). */
+int analysis_kernel_stream_add(struct kernel_sweep *k, int64_t stream, int64_t start_ns,
+                               int64_t end_ns, int64_t launch_ns);
+
+/* HTA's consecutive_kernel_delay: a gap under it whose kernel was already launched is
+ * "kernel wait" (HTA compares it with the trace's unit, µs in Kineto JSON: 30 µs). */
+#define ANALYSIS_KERNEL_WAIT_NS 30000
+
+/* Close the sweep's open intervals (after the last analysis_kernel_add) and compute each
+ * stream's idle time breakdown and queue length. */
+int analysis_kernel_finish(struct kernel_sweep *k);
 
 /* k_overlap_pct: 100 · |comm ∩ compute| / |comm| over the kernels; undefined without comm. */
 int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
@@ -215,8 +225,8 @@ int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
 /* k_idle_ms: the window (first start to last end) less the union of all activities. */
 int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k);
 
-/* host_wait_ms: the idle gaps closed by an activity the host launched after the gap
- * began; kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
+/* device_host_wait_ms: the device-wide idle gaps closed by an activity the host launched
+ * after the gap began; device_kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
 int analysis_host_wait_ns(const struct kernel_sweep *k, int64_t *ns);
 int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns);
 

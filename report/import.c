@@ -88,6 +88,7 @@ _Static_assert(offsetof(struct rec, dev_start) >= CPU_REC_BYTES, "window entries
 struct dev_item {
     int64_t start, end;
     int64_t launch, corr, bytes; /* launch -1: not yet known */
+    int64_t stream;              /* -1: not given */
     uint32_t name;               /* R_NCCL: id in names; else STRPOOL_NONE */
     uint8_t cls;                 /* enum kernel_class */
     uint8_t allreduce;
@@ -125,6 +126,8 @@ struct imp {
     int dev_out;           /* device activity has come out of its window */
     int64_t attr_mark;     /* latest launch attributed to a phase */
     struct kernel_sweep kern;
+    int hta;               /* --hta-defaults: times rounded to µs, the last step's kernels out */
+    int64_t hta_last_step; /* its last ProfilerStep's start (rounded); INT64_MAX: none */
     int failed;
     /* counts for the warnings */
     uint64_t events, no_ts, cpu_after_dev, unknown_nccl, dtype_unknown;
@@ -387,7 +390,14 @@ static int imp_dev_out(struct imp *im, struct dev_item *d)
         d->launch = imp_launch_get(im, d->corr);
     if (d->launch < 0 && d->has_corr)
         im->unlaunched++;
-    analysis_kernel_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
+    /* HTA's defaults (include_last_profiler_step=False) keep the device activity launched
+     * before the last ProfilerStep began, and none whose launch is not in the trace */
+    int swept = !im->hta || (d->launch >= 0 && d->launch < im->hta_last_step);
+    if (swept)
+        analysis_kernel_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
+    if (swept && d->stream >= 0 &&
+        analysis_kernel_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
+        return -1;
     if (d->allreduce) {
         struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
                         .name = d->name, .kind = R_NCCL};
@@ -456,7 +466,8 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
 static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
 {
     struct dev_item d = {.start = e->ts_ns, .end = end, .launch = -1, .corr = e->correlation,
-                         .bytes = -1, .name = STRPOOL_NONE, .has_corr = e->has_corr};
+                         .bytes = -1, .name = STRPOOL_NONE, .has_corr = e->has_corr,
+                         .stream = e->has_stream && e->stream >= 0 ? e->stream : -1};
     if (e->cat == PT_CAT_KERNEL) {
         d.cls = KERNEL_COMPUTE;
         if (strcasestr(e->name, "nccl")) {
@@ -484,6 +495,19 @@ static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
     return 0;
 }
 
+static int64_t us_floor(int64_t ns)
+{
+    int64_t q = ns / 1000;
+    return (q - (ns % 1000 < 0)) * 1000;
+}
+
+static int64_t us_ceil(int64_t ns)
+{
+    return -us_floor(-ns);
+}
+
+static int imp_event_at(struct imp *im, const struct pt_event *e, int64_t end);
+
 static int imp_event(void *ctx, const struct pt_event *e)
 {
     struct imp *im = ctx;
@@ -497,6 +521,20 @@ static int imp_event(void *ctx, const struct pt_event *e)
     }
     int64_t dur = e->has_dur && e->dur_ns > 0 ? e->dur_ns : 0;
     int64_t end = e->ts_ns + dur;
+    if (im->hta) { /* HTA's rounding: the start up, the end down, to µs */
+        struct pt_event r = *e;
+        r.ts_ns = us_ceil(e->ts_ns);
+        end = us_floor(end);
+        if (end < r.ts_ns)
+            end = r.ts_ns;
+        r.dur_ns = end - r.ts_ns;
+        return imp_event_at(im, &r, end);
+    }
+    return imp_event_at(im, e, end);
+}
+
+static int imp_event_at(struct imp *im, const struct pt_event *e, int64_t end)
+{
     switch (e->cat) {
     case PT_CAT_NONE:
     case PT_CAT_CPU_OP:
@@ -649,6 +687,8 @@ static int imp_init(struct imp *im, struct runset *rs, const char *path)
     memset(im, 0, sizeof *im);
     im->path = path;
     im->rs = rs;
+    im->hta = rs->hta_defaults;
+    im->hta_last_step = INT64_MAX;
     if (launch_map_init(&im->launch, IMPORT_LAUNCHES) < 0 ||
         reorder_init(&im->cpu, CPU_REC_BYTES, IMPORT_WINDOW) < 0 ||
         reorder_init(&im->dev, sizeof(struct dev_item), IMPORT_WINDOW) < 0)
@@ -668,6 +708,9 @@ static void imp_free(struct imp *im)
     free(im->nccl.v);
     free(im->annot.v);
     free(im->gann.v);
+    for (int i = 0; i < im->kern.nstreams; i++)
+        free(im->kern.streams[i].v);
+    free(im->kern.streams);
 }
 
 /* Let every window's records out, CPU first. */
@@ -682,8 +725,7 @@ static int imp_drain(struct imp *im)
     while (reorder_pop(&im->dev, &d))
         if (imp_dev_out(im, &d) < 0)
             return -1;
-    analysis_kernel_finish(&im->kern);
-    return 0;
+    return analysis_kernel_finish(&im->kern);
 }
 
 /* ---- steps, buckets, rows ---- */
@@ -997,6 +1039,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         return -1;
     t->has_kernels = 1;
     t->kern = im->kern;
+    im->kern.streams = NULL; /* the rank_trace owns them now */
+    im->kern.nstreams = 0;
     return 0;
 }
 
@@ -1042,6 +1086,32 @@ static void imp_warn(const struct imp *im)
 }
 
 /* Read one rank: from path (buf NULL) or from buf[0..len).  Fills t's rows, *hdr, *res. */
+static int last_step_event(void *ctx, const struct pt_event *e)
+{
+    int64_t *last = ctx;
+    if (e->ph == 'X' && e->has_ts && starts_with(e->name, e->name_len, "ProfilerStep#")) {
+        int64_t ts = us_ceil(e->ts_ns);
+        if (*last == INT64_MAX || ts > *last)
+            *last = ts;
+    }
+    return 0;
+}
+
+/* --hta-defaults: the start of the trace's last ProfilerStep, rounded up to µs as HTA
+ * rounds it (INT64_MAX: none, nothing dropped).  Returns 0, or -1 after error_set(). */
+static int imp_last_step(const char *path, const char *buf, size_t len, int64_t *last)
+{
+    struct ptjson *p = ptjson_new(path, last_step_event, last);
+    if (!p)
+        return -1;
+    int cut = 0;
+    int rc = buf ? ptjson_feed(p, buf, len) : imp_read_file(path, imp_feed_json, p, &cut);
+    if (rc == 0 && ptjson_finish(p) < 0)
+        rc = -1;
+    ptjson_free(p);
+    return rc;
+}
+
 static int imp_rank(struct runset *rs, const char *path, const char *buf, size_t len,
                     struct rank_trace *t, struct pt_header *hdr, struct imp_result *res)
 {
@@ -1053,6 +1123,8 @@ static int imp_rank(struct runset *rs, const char *path, const char *buf, size_t
     if (rc == 0 && !p)
         rc = -1;
     int gz_cut = 0;
+    if (rc == 0 && im->hta) /* a first pass for the last ProfilerStep's start */
+        rc = imp_last_step(path, buf, len, &im->hta_last_step);
     if (rc == 0)
         rc = buf ? ptjson_feed(p, buf, len) : imp_read_file(path, imp_feed_json, p, &gz_cut);
     if (rc == 0) {

@@ -79,9 +79,21 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_K_COMM] = {"k_comm_ms", "k comm", "ms", 0},
     [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
     [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
-    [OV_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
-    [OV_KERNEL_GAP] = {"kernel_gap_ms", "kernel gap", "ms", 0},
+    [OV_HOST_WAIT] = {"device_host_wait_ms", "device host wait", "ms", 0},
+    [OV_KERNEL_GAP] = {"device_kernel_gap_ms", "device kernel gap", "ms", 0},
     [OV_HOST] = {"host", "host", "", 1}};
+
+enum idle_col { ID_RUN, ID_RANK, ID_STREAM, ID_HOST_WAIT, ID_KERNEL_WAIT, ID_OTHER,
+                ID_QUEUE_MEAN, ID_QUEUE_MAX, ID_NCOLS };
+static const struct table_col idle_cols[ID_NCOLS] = {
+    [ID_RUN] = {"run", "run", "", 1},
+    [ID_RANK] = {"rank", "rank", "", 0},
+    [ID_STREAM] = {"stream", "stream", "", 0},
+    [ID_HOST_WAIT] = {"host_wait_ms", "host wait", "ms", 0},
+    [ID_KERNEL_WAIT] = {"kernel_wait_ms", "kernel wait", "ms", 0},
+    [ID_OTHER] = {"other_ms", "other", "ms", 0},
+    [ID_QUEUE_MEAN] = {"queue_mean", "queue mean", "", 0},
+    [ID_QUEUE_MAX] = {"queue_max", "queue max", "", 0}};
 
 enum ranks_col { RK_RUN, RK_RANK, RK_FORMAT, RK_HOST, RK_STEPS, RK_OFFSET, RK_METHOD, RK_SOURCE,
                  RK_NCOLS };
@@ -251,6 +263,30 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
                 table_set(t, OV_HOST_WAIT, "%.3f", ms(ns));
             if (analysis_kernel_gap_ns(k, &ns))
                 table_set(t, OV_KERNEL_GAP, "%.3f", ms(ns));
+        }
+}
+
+/* idle.csv: HTA's idle time breakdown and queue length per rank and stream (imports whose
+ * device activity names its stream) */
+static void report_idle(const struct runset *rs, const struct run_stat *st, struct table *t)
+{
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < st[i].nranks; k++) {
+            const struct rank_stat *r = &st[i].ranks[k];
+            for (int j = 0; r->has_kern && j < r->kern.nstreams; j++) {
+                const struct kernel_stream *s = &r->kern.streams[j];
+                table_add_row(t);
+                table_set(t, ID_RUN, "%s", rs->runs[i].label);
+                table_set(t, ID_RANK, "%d", r->rank);
+                table_set(t, ID_STREAM, "%lld", (long long)s->id);
+                table_set(t, ID_HOST_WAIT, "%.3f", ms(s->host_wait_ns));
+                table_set(t, ID_KERNEL_WAIT, "%.3f", ms(s->kernel_wait_ns));
+                table_set(t, ID_OTHER, "%.3f", ms(s->other_ns));
+                if (s->queue_points > 0) {
+                    table_set(t, ID_QUEUE_MEAN, "%.4f", s->queue_mean);
+                    table_set(t, ID_QUEUE_MAX, "%lld", (long long)s->queue_max);
+                }
+            }
         }
 }
 
@@ -794,8 +830,10 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         return error_set("report: no run directory or trace given (%s)", report_usage());
     struct runset rs;
     runset_init(&rs);
+    rs.hta_defaults = opts && opts->hta_defaults;
     struct run_stat *st = NULL;
-    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_WORST, T_COUNT };
+    enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_IDLE, T_WORST,
+           T_COUNT };
     struct table t[T_COUNT];
     table_init(&t[T_PHASES], "phases: time per phase, per run and rank", "phases.csv",
                phases_cols, NCOLS(phases_cols));
@@ -810,6 +848,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                speedup_cols, NCOLS(speedup_cols));
     table_init(&t[T_RANKS], "ranks: where each rank came from and how its clock was aligned",
                "ranks.csv", ranks_cols, NCOLS(ranks_cols));
+    table_init(&t[T_IDLE], "idle: HTA's idle time breakdown and queue length per rank and stream",
+               "idle.csv", idle_cols, NCOLS(idle_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
     int rc = report_inputs(&rs, inputs, n);
@@ -840,6 +880,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_stragglers(&rs, st, &t[T_STRAGGLERS]);
         report_speedup(&rs, st, rep, &t[T_SPEEDUP]);
         report_ranks(&rs, st, &t[T_RANKS]);
+        report_idle(&rs, st, &t[T_IDLE]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
     }
     for (int k = 0; k < T_WORST && rc == 0; k++)
@@ -872,6 +913,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         for (size_t i = 0; i < warm.n; i++)
             fprintf(terminal, "#  %s\n", warm.line[i]);
         table_print(&t[T_OVERLAP], terminal, TERMINAL_MAX_ROWS);
+        if (t[T_IDLE].nrows > 0)
+            table_print(&t[T_IDLE], terminal, TERMINAL_MAX_ROWS);
         table_print(&t[T_BUCKETS], terminal, TERMINAL_MAX_ROWS);
         if (t[T_STRAGGLERS].nrows > 0) {
             table_print(&t[T_WORST], terminal, STRAGGLERS_SHOWN);
@@ -887,7 +930,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv timeline.json report.html phases.svg speedup.svg\n",
+                "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
                 out);
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
@@ -908,7 +951,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 const char *report_usage(void)
 {
     return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--warmup-steps N]";
+           "[--warmup-steps N] [--hta-defaults]";
 }
 
 int report_main(int argc, char **argv)
@@ -927,6 +970,8 @@ int report_main(int argc, char **argv)
             o.out_dir = argv[++i];
         } else if (strcmp(argv[i], "--kineto") == 0) {
             o.kineto = 1;
+        } else if (strcmp(argv[i], "--hta-defaults") == 0) {
+            o.hta_defaults = 1;
         } else if (strcmp(argv[i], "--warmup-steps") == 0) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -949,7 +994,10 @@ int report_main(int argc, char **argv)
                    "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n"
                    "  --warmup-steps N  leave each run's first N steps out of the per-step\n"
                    "              statistics (default: until the step time settles,\n"
-                   "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n",
+                   "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n"
+                   "  --hta-defaults  PyTorch traces' kernel columns (k_, idle.csv) as Holistic\n"
+                   "              Trace Analysis' default settings give them: times rounded\n"
+                   "              to µs, the last ProfilerStep's kernels left out\n",
                    report_usage());
             free(inputs);
             return 0;

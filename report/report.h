@@ -32,6 +32,8 @@ struct report_opts {
     int warmup_given;    /* 0: detect each run's warm-up steps (report/FORMULAS.md) */
     int warmup_steps;    /* warmup_given: leave each run's first warmup_steps steps out of
                             the per-step statistics (0: none) */
+    int hta_defaults;    /* --hta-defaults: PyTorch traces' kernel columns (k_, idle.csv) as
+                            HTA's default settings give them (report/FORMULAS.md) */
 };
 
 /* report_run with options, on any mix of inputs: ddpprof run directories (or parents of

@@ -640,6 +640,9 @@ void rank_trace_free(struct rank_trace *t)
     free(t->clock_method);
     free(t->host);
     free(t->flight);
+    for (int i = 0; i < t->kern.nstreams; i++)
+        free(t->kern.streams[i].v);
+    free(t->kern.streams);
     memset(t, 0, sizeof *t);
 }
 

@@ -41,6 +41,21 @@ struct kernel_run {
     int64_t total; /* the length of the closed ones */
 };
 
+/* One device activity on a stream, for HTA's per-stream figures (idle.csv). */
+struct kernel_act {
+    int64_t start, end, launch; /* launch -1: unknown */
+};
+
+/* A stream's activities and, after analysis_kernel_finish, HTA's figures for it. */
+struct kernel_stream {
+    int64_t id;
+    struct kernel_act *v;
+    size_t n, cap;
+    int64_t host_wait_ns, kernel_wait_ns, other_ns; /* HTA's idle time breakdown */
+    int64_t queue_points, queue_max;                /* HTA's queue length (0 points: none) */
+    double queue_mean;
+};
+
 struct kernel_sweep {
     int64_t count;             /* activities added */
     int64_t first_ns, last_ns; /* the window: first start, last end */
@@ -50,6 +65,9 @@ struct kernel_sweep {
     int64_t gaps, gaps_launch_known;
     int64_t launches_known;    /* activities whose launch time was known */
     int finished;
+    struct kernel_stream *streams; /* per stream, ascending id (owned by the rank_trace; a
+                                      rank_stat's copy borrows them) */
+    int nstreams, cap_streams;
 };
 
 /* The rows of one rank's trace file, in file order. */
@@ -102,6 +120,8 @@ struct runset {
     struct strpool names;  /* trace `name` values */
     struct strpool labels; /* trace `phase` and `kind` values */
     char *default_out;     /* the first directory given: the run itself, or the parent */
+    int hta_defaults;      /* PyTorch traces: the kernel sweep as HTA's default settings
+                              (--hta-defaults: times rounded to µs, the last step dropped) */
 };
 
 /* Print "ddpprof report: warning: ..." on stderr (the report's one side channel: a partial

@@ -328,7 +328,7 @@ static const char *want_phases =
 
 static const char *want_overlap =
     "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"
-    "k_comm_ms,k_overlap_pct,k_idle_ms,host_wait_ms,kernel_gap_ms\n"
+    "k_comm_ms,k_overlap_pct,k_idle_ms,device_host_wait_ms,device_kernel_gap_ms\n"
     /* C = [500,6000]+[7000,14000] = 12500; no comm; idle = 14000 - 12500; no kernels: the
      * kernel columns are empty */
     "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,\n"

@@ -62,7 +62,10 @@ static void add(struct text *t, const char *fmt, ...)
 }
 
 /* Run report_run_opts on inputs with stderr captured into *err (caller frees). */
-static int report_capture(const char *const *inputs, int n, const char *out, int kineto,
+#define CAPTURE_KINETO 1 /* report_capture's flags: --kineto */
+#define CAPTURE_HTA 2    /* --hta-defaults */
+
+static int report_capture(const char *const *inputs, int n, const char *out, int flags,
                           char **err)
 {
     char *errpath = test_path(root, "stderr.txt");
@@ -72,7 +75,8 @@ static int report_capture(const char *const *inputs, int n, const char *out, int
     dup2(fd, 2);
     close(fd);
     error_clear();
-    struct report_opts o = {.out_dir = out, .kineto = kineto};
+    struct report_opts o = {.out_dir = out, .kineto = (flags & CAPTURE_KINETO) != 0,
+                            .hta_defaults = (flags & CAPTURE_HTA) != 0};
     int rc = report_run_opts(inputs, n, &o, NULL);
     fflush(stderr);
     dup2(saved, 2);
@@ -227,10 +231,16 @@ static void test_kineto_fixture(void)
  * kineto-2hosts.hta.csv, written by hta_expected.py with HTA's code; this test does not need
  * HTA): with the last step kept and no rounding ("exact"), ddpprof's k_idle_ms is HTA's
  * temporal breakdown idle time and k_compute_ms its compute time, per rank, to the µs. */
-static void test_kineto_vs_hta(void)
+/* ddpprof's figures against HTA's committed ones for setting "exact" (the report's own) or
+ * "default" (ddpprof report --hta-defaults) */
+static void kineto_vs_hta(const char *setting)
 {
-    char *out = test_path(root, "hta-out"), *err = NULL, path[4200];
-    CHECK(report1(fixture("kineto-2hosts"), out, &err) == 0, "kineto: %s", error_get());
+    const int dflt = strcmp(setting, "default") == 0;
+    const char *in[] = {fixture("kineto-2hosts")};
+    char *out = test_path(root, dflt ? "hta-default-out" : "hta-out"), *err = NULL, path[4200];
+    char fmt[64];
+    CHECK(report_capture(in, 1, out, dflt ? CAPTURE_HTA : 0, &err) == 0, "kineto: %s",
+          error_get());
     free(err);
     snprintf(path, sizeof path, "%s.hta.csv", fixture("kineto-2hosts"));
     FILE *f = fopen(path, "r");
@@ -242,7 +252,8 @@ static void test_kineto_vs_hta(void)
         int rank;
         char fig[32];
         double us;
-        if (sscanf(line, "exact,%d,%31[a-z_],,%lf", &rank, fig, &us) != 3 ||
+        snprintf(fmt, sizeof fmt, "%s,%%d,%%31[a-z_],,%%lf", setting);
+        if (sscanf(line, fmt, &rank, fig, &us) != 3 ||
             (strcmp(fig, "idle") != 0 && strcmp(fig, "compute") != 0))
             continue;
         char want[64], *row;
@@ -259,14 +270,70 @@ static void test_kineto_vs_hta(void)
         }
         double got = strcmp(fig, "idle") == 0 ? v[11] : v[8];
         CHECK(row && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
-              "rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", rank, fig, got, us);
+              "%s, rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", setting, rank, fig, got, us);
         compared++;
     }
     CHECK(compared == 8, "compared %d HTA figures (want 4 ranks x idle, compute)", compared);
+    /* idle.csv: HTA's per-stream idle time breakdown (exact to 0.5 µs) and queue_max */
+    char *id = test_read_file(out, "idle.csv");
+    CHECK(id && strstr(id, "run,rank,stream,host_wait_ms,kernel_wait_ms,other_ms,queue_mean,"
+                           "queue_max\n"),
+          "idle.csv's header:\n%s", id ? id : "");
+    int per_stream = 0;
+    if (f)
+        rewind(f);
+    while (f && id && fgets(line, sizeof line, f)) {
+        int rank, stream, col;
+        char fig[32];
+        double us;
+        snprintf(fmt, sizeof fmt, "%s,%%d,%%31[a-z_],%%d,%%lf", setting);
+        if (sscanf(line, fmt, &rank, fig, &stream, &us) != 4)
+            continue;
+        if (strcmp(fig, "host_wait") == 0)
+            col = 3;
+        else if (strcmp(fig, "kernel_wait") == 0)
+            col = 4;
+        else if (strcmp(fig, "other") == 0)
+            col = 5;
+        else if (strcmp(fig, "queue_max") == 0)
+            col = 7;
+        else
+            continue; /* queue_mean: HTA's depends on its unstable sort's order at ties */
+        char want[64];
+        snprintf(want, sizeof want, "\nkineto-2hosts,%d,%d,", rank, stream);
+        const char *p = strstr(id, want);
+        double v[8] = {0};
+        p = p ? p + 1 : NULL;
+        for (int k = 0; p && k < 8; k++) {
+            v[k] = strtod(p, NULL);
+            p = strchr(p, ',');
+            p = p ? p + 1 : NULL;
+        }
+        double got = col == 7 ? v[col] : v[col] * 1000;
+        CHECK(got > us - 0.5 && got < us + 0.5,
+              "%s, rank %d stream %d: ddpprof's %s %.3f, HTA's %.3f", setting, rank, stream, fig,
+              got, us);
+        per_stream++;
+    }
+    CHECK(per_stream == 29, "%s: compared %d per-stream HTA figures (want 29: HTA leaves out "
+                            "some zeros)", setting, per_stream);
+    /* queue_mean: HTA's launches-then-kernels order kept at equal times (a stable sort) */
+    CHECK(id && strstr(id, dflt ? "\nkineto-2hosts,0,7,22.800,0.000,0.600,0.8000,2\n"
+                                : "\nkineto-2hosts,0,7,32.400,0.000,0.800,0.8000,2\n") &&
+              strstr(id, dflt ? "\nkineto-2hosts,3,20,38.208,0.000,0.903,0.5000,1\n"
+                              : "\nkineto-2hosts,3,20,53.500,0.000,1.200,0.5000,1\n"),
+          "%s: idle.csv:\n%s", setting, id ? id : "");
+    free(id);
     if (f)
         fclose(f);
     free(ov);
     free(out);
+}
+
+static void test_kineto_vs_hta(void)
+{
+    kineto_vs_hta("exact");
+    kineto_vs_hta("default");
 }
 
 /* ---- the legacy fixture ---- */
@@ -979,7 +1046,8 @@ static void check_export_round_trip(const char *run, const char *label, const ch
         asprintf(&exported, "%s_0.pt.trace.json", host) < 0)
         abort();
     const char *in[] = {run};
-    CHECK(report_capture(in, 1, a, 1, &err) == 0, "%s with --kineto: %s", label, error_get());
+    CHECK(report_capture(in, 1, a, CAPTURE_KINETO, &err) == 0, "%s with --kineto: %s", label,
+          error_get());
     free(err);
     char *k0 = test_read_file(k, exported);
     CHECK(k0 && strstr(k0, "\"schemaVersion\": 1") && strstr(k0, "\"distributedInfo\"") &&
@@ -1010,7 +1078,7 @@ static void test_mixed_and_export(void)
     char *f1 = test_path(mini, "host_101.1.pt.trace.json");
     /* a run directory and two loose trace files (one run) in one report, with the export */
     const char *in[] = {run, f0, f1};
-    CHECK(report_capture(in, 3, out, 1, &err) == 0, "mixed inputs: %s", error_get());
+    CHECK(report_capture(in, 3, out, CAPTURE_KINETO, &err) == 0, "mixed inputs: %s", error_get());
     char *sp = test_read_file(out, "speedup.csv");
     CHECK(sp && strstr(sp, "\nrt,ddp,cpu,2,") &&
               strstr(sp, "\nhost_100.1.pt.trace.json,ddp,cuda,2,"),

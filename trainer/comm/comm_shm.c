@@ -837,9 +837,13 @@ static size_t shm_header_bytes(int world)
  * name in /dev/shm that only this code removes.  A SIGINT, SIGTERM, SIGHUP or SIGQUIT
  * landing there (the launcher stopping a failed job) removes the name first, then takes
  * its old action again and is raised anew, so no signal leaves a segment behind.  (SIGKILL
- * cannot be caught: then the other ranks' deadline removes it.)  One window per process. */
+ * cannot be caught: then the other ranks' deadline removes it.)  One window per process:
+ * where ranks are threads of one process (tests), the first comm to open it owns it, and
+ * only its owner closes it (shm_window_lock orders them; the handler reads only
+ * shm_window_open, a sig_atomic_t set before and cleared after the path is valid). */
 static const int shm_window_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define SHM_WINDOW_SIGNALS (int)(sizeof shm_window_signals / sizeof shm_window_signals[0])
+static pthread_mutex_t shm_window_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction shm_window_old[SHM_WINDOW_SIGNALS];
 static char shm_window_path[300]; /* "/dev/shm/NAME" while the window is open */
 static volatile sig_atomic_t shm_window_open;
@@ -854,27 +858,35 @@ static void shm_window_on_signal(int sig)
     raise(sig); /* delivered with the old action once this handler returns */
 }
 
-static void shm_window_begin(const char *name)
+/* 1 when this call opened the window (pass it to shm_window_end), 0 when another comm of
+ * this process holds it */
+static int shm_window_begin(const char *name)
 {
-    if (shm_window_open)
-        return; /* a second comm in this process: the first one's window stands */
-    snprintf(shm_window_path, sizeof shm_window_path, "/dev/shm%s", name);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = shm_window_on_signal;
-    sigfillset(&sa.sa_mask);
-    shm_window_open = 1;
-    for (int i = 0; i < SHM_WINDOW_SIGNALS; i++)
-        sigaction(shm_window_signals[i], &sa, &shm_window_old[i]);
+    pthread_mutex_lock(&shm_window_lock);
+    const int opened = !shm_window_open;
+    if (opened) {
+        snprintf(shm_window_path, sizeof shm_window_path, "/dev/shm%s", name);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = shm_window_on_signal;
+        sigfillset(&sa.sa_mask);
+        shm_window_open = 1;
+        for (int i = 0; i < SHM_WINDOW_SIGNALS; i++)
+            sigaction(shm_window_signals[i], &sa, &shm_window_old[i]);
+    }
+    pthread_mutex_unlock(&shm_window_lock);
+    return opened;
 }
 
-static void shm_window_end(void)
+static void shm_window_end(int opened)
 {
-    if (!shm_window_open)
+    if (!opened)
         return;
+    pthread_mutex_lock(&shm_window_lock);
     for (int i = 0; i < SHM_WINDOW_SIGNALS; i++)
         sigaction(shm_window_signals[i], &shm_window_old[i], NULL);
     shm_window_open = 0;
+    pthread_mutex_unlock(&shm_window_lock);
 }
 
 /* All ranks are in: remove the name (nothing can leak from now on), then let everyone go. */
@@ -1108,7 +1120,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
     }
 
     int64_t deadline = clock_now_ns() + (int64_t)timeout_ms * 1000000LL;
-    shm_window_begin(c->name);
+    const int window = shm_window_begin(c->name);
     int rc = rank == 0 ? shm_segment_create(c, max_bytes)
                        : shm_segment_attach(c, max_bytes, deadline);
     if (rc == 0 && world == 1)
@@ -1118,7 +1130,7 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
         shm_unlink(c->name); /* not everyone came: nobody else may remove the name */
         rc = -1;
     }
-    shm_window_end(); /* the name is gone now, whichever way it went */
+    shm_window_end(window); /* the name is gone now, whichever way it went */
     if (rc == 0) {
         /* the comm thread takes no signals: they stay with the caller's threads */
         sigset_t all, old;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/flight_file.h"
 #include "common/parse.h"
 #include "common/printable.h"
 #include "common/vec.h"
@@ -697,36 +698,12 @@ static int run_highest_rank_file(const char *dir)
     return hi;
 }
 
-/* rankN.flight.csv beside the trace (probes/TRACE.md): the rank's first collective not
- * done, else its last, as "all-gather #80 (failed)"; NULL when there is none (or no
- * memory).  A malformed line is skipped: the file is evidence, not input to check. */
+/* rankN.flight.csv beside the trace (probes/TRACE.md), as common/flight_file.h reads it:
+ * "all-gather #80 (failed)"; NULL when there is none (or no memory). */
 static char *run_flight_position(const char *dir, int rank)
 {
-    char name[64];
-    snprintf(name, sizeof name, "rank%d.flight.csv", rank);
-    char *path = run_path_join(dir, name);
-    FILE *in = path ? fopen(path, "r") : NULL;
-    free(path);
-    if (!in)
-        return NULL;
-    char line[512], kind[64], state[16], last[160] = "", first_open[160] = "";
-    unsigned long long seq;
-    int r, bucket;
-    while (fgets(line, sizeof line, in)) {
-        if (sscanf(line, "%d,%llu,%63[^,],%d,%*u,%15[^,],", &r, &seq, kind, &bucket, state) != 5)
-            continue; /* the header */
-        char here[160];
-        if (bucket >= 0)
-            snprintf(here, sizeof here, "%s #%llu (bucket %d, %s)", kind, seq, bucket, state);
-        else
-            snprintf(here, sizeof here, "%s #%llu (%s)", kind, seq, state);
-        snprintf(last, sizeof last, "%s", here);
-        if (!first_open[0] && strcmp(state, "done") != 0)
-            snprintf(first_open, sizeof first_open, "%s", here);
-    }
-    fclose(in);
-    const char *pick = first_open[0] ? first_open : last;
-    return pick[0] ? run_strdup(pick) : NULL;
+    char where[160];
+    return flight_file_position(dir, rank, where, sizeof where) ? run_strdup(where) : NULL;
 }
 
 /* The steps a run that did not finish (no meta.csv `steps`) planned: epochs x the batches

@@ -12,12 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/flight_file.h" /* FLIGHT_FILE_FORMAT; flight_file_position reads a dump */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define FLIGHT_ENTRIES 64
-#define FLIGHT_FILE_FORMAT "rank%d.flight.csv"
 #define FLIGHT_HEADER "rank,seq,kind,bucket,bytes,state,queued_ns,started_ns,ended_ns\n"
 
 enum flight_state { FLIGHT_QUEUED = 0, FLIGHT_STARTED, FLIGHT_DONE, FLIGHT_FAILED };
@@ -45,11 +46,6 @@ void flight_set_state(struct flight *f, uint64_t seq, enum flight_state st);
 /* Write the recorder to <dir>/rank<N>.flight.csv (flight_set_dir), once: later calls do
  * nothing.  0, or -1 (no directory, or the file could not be written; error state kept). */
 int flight_dump(struct flight *f);
-
-/* Read <dir>/rank<rank>.flight.csv and describe where that rank stopped: its first
- * collective not done (else its last), as "all-reduce #1127 (started)".  1 with out
- * filled, or 0 when there is no such file or it holds no collective. */
-int flight_position(const char *dir, int rank, char *out, size_t cap);
 
 #ifdef __cplusplus
 }

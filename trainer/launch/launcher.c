@@ -919,7 +919,7 @@ static void launcher_say_flight(const struct launcher_state *st)
     for (int i = 0; i < st->n && len < sizeof line - 200; i++) {
         char where[160];
         int rank = st->rank_base + i;
-        if (!flight_position(dir, rank, where, sizeof where))
+        if (!flight_file_position(dir, rank, where, sizeof where))
             continue;
         len += (size_t)snprintf(line + len, sizeof line - len, "%srank %d %s %s",
                                 found ? ", " : "", rank, found ? "in" : "is in", where);

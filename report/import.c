@@ -1425,20 +1425,16 @@ static int imp_run(struct runset *rs, const char *where, char *const *paths, int
         }
         if (hdr[i].has_rank && hdr[i].rank >= 0 && hdr[i].rank < 65536) {
             run->ranks[i].rank = (int)hdr[i].rank;
-        } else if (!buf && ptjson_rank_of_name(paths[i], &named)) {
-            run->ranks[i].rank = named;
-            report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file name",
-                        paths[i],
-                        hdr[i].format == PT_FORMAT_LEGACY ? "the legacy exporter writes none"
-                                                          : "not a distributed run?",
-                        named);
         } else {
-            run->ranks[i].rank = i;
-            report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file order",
+            /* the rank a file name says ("..._rank1...", not for a trace given in memory),
+             * else the file's place in the list */
+            const int by_name = !buf && ptjson_rank_of_name(paths[i], &named);
+            run->ranks[i].rank = by_name ? named : i;
+            report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file %s",
                         paths[i],
                         hdr[i].format == PT_FORMAT_LEGACY ? "the legacy exporter writes none"
                                                           : "not a distributed run?",
-                        i);
+                        run->ranks[i].rank, by_name ? "name" : "order");
         }
         if (hdr[i].has_world && hdr[i].world_size > world && hdr[i].world_size <= 65536)
             world = hdr[i].world_size;

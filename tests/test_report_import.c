@@ -647,6 +647,37 @@ static char *legacy_trace(int first)
     return t.s;
 }
 
+/* The report of run directory d (name) into out: 3 steps of 9 ms per rank of 2, forward
+ * the phases.csv figures given ("5.100,1.700,..."), one bucket of bytes ("" where the
+ * trace does not say) called in every step, and straggler rows for steps 1..3 only. */
+static void check_three_steps(const char *d, const char *out, const char *name,
+                              const char *forward, const char *bytes)
+{
+    char *err = NULL, line[160];
+    CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
+    free(err);
+    for (int r = 0; r < 2; r++) {
+        snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0",
+                 name, r);
+        expect_line("phases.csv", out, line);
+        snprintf(line, sizeof line, "%s,%d,forward,3,%s,0", name, r, forward);
+        expect_line("phases.csv", out, line);
+    }
+    /* one bucket, 3 steps x 2 ranks */
+    snprintf(line, sizeof line, "%s,2,0,,%s,6,1.900,", name, bytes);
+    expect_prefix("buckets.csv", out, line);
+    for (int s = 1; s <= 3; s++) {
+        snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
+        expect_prefix("stragglers.csv", out, line);
+    }
+    snprintf(line, sizeof line, "%s,4,", name);
+    char *st = test_read_file(out, "stragglers.csv");
+    CHECK(st && !strstr(st, line) && (snprintf(line, sizeof line, "\n%s,0,", name), 1) &&
+              !strstr(st, line),
+          "%s: stragglers.csv has steps 1..3 only:\n%s", name, st ? st : "");
+    free(st);
+}
+
 /* Whatever number torch.profiler gave the first step (#0 by default, #1, or #5 after a
  * schedule's wait and warm-up), every profiled step is counted: 3 steps per rank, each
  * step's share of step time adds up, every step has its straggler row and its bucket
@@ -657,35 +688,13 @@ static void test_first_step(void)
 {
     static const int firsts[] = {0, 1, 5};
     for (size_t i = 0; i < sizeof firsts / sizeof *firsts; i++) {
-        char name[32], *err = NULL, *out = test_path(root, "first-out");
+        char name[32], *out = test_path(root, "first-out");
         /* Kineto: forward device span [800, 2500) = 1700 µs of each 9000 µs step: 18.89 % */
         struct mini m = mini_good;
         m.first = firsts[i];
         snprintf(name, sizeof name, "kfirst%d", firsts[i]);
-        char *d = mini_dir(name, m), line[160];
-        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
-        free(err);
-        for (int r = 0; r < 2; r++) {
-            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0",
-                     name, r);
-            expect_line("phases.csv", out, line);
-            snprintf(line, sizeof line, "%s,%d,forward,3,5.100,1.700,1.700,1.700,1.700,18.89,0",
-                     name, r);
-            expect_line("phases.csv", out, line);
-        }
-        /* one bucket, 3 steps x 2 ranks */
-        snprintf(line, sizeof line, "%s,2,0,,4000,6,1.900,", name);
-        expect_prefix("buckets.csv", out, line);
-        for (int s = 1; s <= 3; s++) {
-            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
-            expect_prefix("stragglers.csv", out, line);
-        }
-        snprintf(line, sizeof line, "%s,4,", name);
-        char *st = test_read_file(out, "stragglers.csv");
-        CHECK(st && !strstr(st, line) && (snprintf(line, sizeof line, "\n%s,0,", name), 1) &&
-                  !strstr(st, line),
-              "%s: stragglers.csv has steps 1..3 only:\n%s", name, st ? st : "");
-        free(st);
+        char *d = mini_dir(name, m);
+        check_three_steps(d, out, name, "5.100,1.700,1.700,1.700,1.700,18.89", "4000");
         free(d);
 
         /* the legacy exporter's format: host times, a gloo all-reduce per step */
@@ -697,22 +706,7 @@ static void test_first_step(void)
             write_text(d, fname, t);
             free(t);
         }
-        CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
-        free(err);
-        for (int r = 0; r < 2; r++) {
-            snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0",
-                     name, r);
-            expect_line("phases.csv", out, line);
-            snprintf(line, sizeof line, "%s,%d,forward,3,6.000,2.000,2.000,2.000,2.000,22.22,0",
-                     name, r);
-            expect_line("phases.csv", out, line);
-        }
-        snprintf(line, sizeof line, "%s,2,0,,,6,1.900,", name);
-        expect_prefix("buckets.csv", out, line);
-        for (int s = 1; s <= 3; s++) {
-            snprintf(line, sizeof line, "%s,%d,2,0,", name, s);
-            expect_prefix("stragglers.csv", out, line);
-        }
+        check_three_steps(d, out, name, "6.000,2.000,2.000,2.000,2.000,22.22", "");
         free(d);
         free(out);
     }

@@ -386,9 +386,10 @@ static int imp_dev_out(struct import_rank *im, struct dev_item *d)
 /* ---- events ---- */
 
 static const enum rec_kind span_rec[] = {
-    [IMPORT_STEP] = R_STEP,     [IMPORT_FORWARD] = R_FORWARD,     [IMPORT_BACKWARD] = R_BACKWARD,
-    [IMPORT_OPTIMIZER] = R_OPTIMIZER, [IMPORT_DATA] = R_DATA, [IMPORT_COLL] = R_COLL,
-    [IMPORT_PARAMS] = R_PARAMS, [IMPORT_DIMS] = R_DIMS};
+    [IMPORT_STEP] = R_STEP,           [IMPORT_FORWARD] = R_FORWARD,
+    [IMPORT_BACKWARD] = R_BACKWARD,   [IMPORT_OPTIMIZER] = R_OPTIMIZER,
+    [IMPORT_DATA] = R_DATA,           [IMPORT_COLL] = R_COLL,
+    [IMPORT_PARAMS] = R_PARAMS,       [IMPORT_DIMS] = R_DIMS};
 
 int import_rank_span(struct import_rank *im, const struct import_span *sp)
 {

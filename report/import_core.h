@@ -98,6 +98,9 @@ struct import_rank_info {
     uint64_t bad_durs;       /* events left out for a duration that is none (a warning) */
 };
 
+struct import_rank; /* a rank being read (import_core.c) */
+struct imp_result;  /* what a rank came to, for the run (import_core.c) */
+
 /* One run being imported: its ranks, one import_rank_begin .. import_rank_free each, then
  * import_sink_finish. */
 struct import_sink {

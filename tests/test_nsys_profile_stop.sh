@@ -38,7 +38,7 @@ esac
 exit 1
 EOF
 chmod +x "$work/bin/nsys"
-export NSYS=$work/bin/nsys
+export NSYS=$work/bin/nsys PATH=$work/bin:$PATH
 job=(--cpu 2 --epochs 1 --limit 128 --test-limit 32 --threads 1 --quiet)
 
 # left NAME: nothing of the run may be left running
@@ -88,7 +88,7 @@ done
 set +m
 
 # 3. no nsys: say how to get one, exit 2
-NSYS=$work/none/nsys "$src/scripts/nsys-profile" "$work/out" "${job[@]}" >"$work/none.log" 2>&1
+PATH=${PATH#"$work/bin:"} NSYS=$work/none/nsys "$src/scripts/nsys-profile" "$work/out" "${job[@]}" >"$work/none.log" 2>&1
 rc=$?
 check none-status "$([ $rc -eq 2 ]; echo $?)" "exit status $rc, want 2"
 check none-message "$(grep -q 'scripts/setup-nsys' "$work/none.log"; echo $?)" \

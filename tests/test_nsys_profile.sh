@@ -48,7 +48,7 @@ took=$((SECONDS - t0))
 echo "scripts/nsys-profile with $("$nsys" --version 2>&1 | head -n 1): exit $rc after $took s"
 check finished "$([ $rc -eq 0 ]; echo $?)" "exit status $rc: $(grep -v -e Exporting -e '\[1/1\]' "$work/log" | tail -n 8)"
 check in-time "$([ $took -lt $limit ]; echo $?)" "took $took s, the limit is $limit s"
-rest=$(grep -lz "TMPDIR=$out/.nsys-tmp" /proc/[0-9]*/environ 2>/dev/null; pgrep -af -- "$out")
+rest=$(grep -lzF "TMPDIR=$out/.nsys-tmp" /proc/[0-9]*/environ 2>/dev/null; pgrep -af -- "$out")
 check nothing-left "$([ -z "$rest" ]; echo $?)" "still running: $rest"
 check no-leftover-message "$(! grep -q 'still ran after the job ended' "$work/log"; echo $?)" \
   "nsys agents outlived their ranks: $(grep 'still ran' "$work/log")"

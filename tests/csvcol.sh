@@ -10,8 +10,13 @@
 #       (by the current file's header, its first line), has("NAME") whether the file
 #       has that column, and ncols the header's field count (a row is well-formed when
 #       NF == ncols).  The header is an ordinary record (FNR == 1), as in plain awk.
+#       (Before any header was read -- an empty or missing file -- col() is "", as a
+#       field of plain awk would be.)
 #   csv_has FILE COLUMN
-#       exit status 0 when FILE's header has COLUMN (never fails the test).
+#       exit status 0 when FILE's header has COLUMN (never ends the test).
+#   csv_header FILE COLUMN...
+#       exit status 0 when FILE's first line is a header holding every COLUMN, in any
+#       order, other columns beside them (an assertion: never ends the test).
 #
 # Fields are read as RFC 4180, as the tables are written (report/table.c, probes/
 # trace_writer.c, probes/runlog.c): a field holding a comma, quote or line break is
@@ -33,14 +38,17 @@ function __csv_die(name,   i, h) {
   exit 2
 }
 function col(name) {
-  if (!(name in __csv_idx)) __csv_die(name)
+  if (!(name in __csv_idx)) { if (!__csv_hdr) return ""; __csv_die(name) }
   return $(__csv_idx[name])
 }
 function has(name) { return name in __csv_idx }
-function __csv_split(   s, line, n, i, c, f, q, fld) {
+# a row with quotes, unquoted: split again on \034 so that its fields compare as numbers
+# where they look like numbers (as fields do; assigned ones would not), then $0 rebuilt
+# with commas (a row with quotes prints unquoted)
+function __csv_split(   s, line, i, c, f, q, fs, ofs) {
   s = $0
   while (gsub(/"/, "\"", s) % 2 == 1 && (getline line) > 0) s = s "\n" line
-  n = 0; f = ""; q = 0
+  f = ""; q = 0
   for (i = 1; i <= length(s); i++) {
     c = substr(s, i, 1)
     if (q) {
@@ -48,16 +56,15 @@ function __csv_split(   s, line, n, i, c, f, q, fld) {
       else if (substr(s, i + 1, 1) == "\"") { f = f c; i++ }
       else q = 0
     } else if (c == "\"") q = 1
-    else if (c == ",") { fld[++n] = f; f = "" }
+    else if (c == ",") f = f "\034"
     else f = f c
   }
-  fld[++n] = f
-  $0 = ""
-  for (i = 1; i <= n; i++) $i = fld[i]
+  fs = FS; FS = "\034"; $0 = f; FS = fs
+  ofs = OFS; OFS = ","; $1 = $1; OFS = ofs
 }
 function __csv_header(   i) {
   split("", __csv_idx); split("", __csv_name)
-  ncols = NF
+  ncols = NF; __csv_hdr = 1
   for (i = 1; i <= NF; i++) { __csv_idx[$i] = i; __csv_name[i] = $i }
 }
 index($0, "\"") { __csv_split() }
@@ -112,4 +119,10 @@ csv_col() {
 csv_has() {
   [ -r "$1" ] || return 1
   awk -F, -v want="$2" "$_csvcol_lib"'FNR == 1 { exit !has(want) }' "$1"
+}
+
+csv_header() {
+  local file=$1 c
+  shift
+  for c in "$@"; do csv_has "$file" "$c" || return 1; done
 }

@@ -38,6 +38,9 @@ expect "quoted line break" "$(csv_col "$tmp/q.csv" kind n=3)" z
 expect "after a quoted row" "$(csv_col "$tmp/q.csv" n name=plain)" 4
 expect "NF of quoted rows" "$(csv_awk 'FNR > 1 && NF != ncols { n++ } END { print n + 0 }' "$tmp/q.csv")" 0
 expect "rows" "$(csv_awk 'FNR > 1 { n++ } END { print n }' "$tmp/q.csv")" 4
+expect "numbers compare as numbers" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/q.csv")" 4
+printf 'name,n\n"x,y",1000\nz,999\n"w",10\n' >"$tmp/n.csv"
+expect "numbers of quoted rows" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/n.csv")" 1000
 expect "csv_has" "$(csv_has "$tmp/q.csv" kind; echo $?)$(csv_has "$tmp/q.csv" nope; echo $?)" 01
 
 # a missing column fails loudly, in every way it can be asked for; run in a shell of its

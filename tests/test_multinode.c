@@ -252,31 +252,24 @@ static void test_merged_report(void)
     CHECK(rc == 0, "ddpprof report n0 n1 failed");
     if (rc)
         show_log("merged");
-    char *ov = test_read_file(tmp, "merged/overlap.csv");
+    struct test_csv *ov = test_csv_read(tmp, "merged/overlap.csv");
     CHECK(ov != NULL, "no merged overlap.csv");
     if (!ov)
         return;
-    int rows = 0, on_a = 0, on_b = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(ov, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "run,", 4) == 0) {
-            CHECK(strstr(line, ",host") != NULL, "overlap.csv header has no host: %s", line);
-            continue;
-        }
-        rows++;
-        int rank = -1;
-        char *comma = strchr(line, ',');
-        if (comma)
-            rank = atoi(comma + 1);
-        const char *host = strrchr(line, ',');
-        int a = host && strcmp(host, ",nodeA") == 0, b = host && strcmp(host, ",nodeB") == 0;
-        CHECK((rank <= 1 && a) || (rank >= 2 && b), "rank %d on the wrong host: %s", rank, line);
+    int on_a = 0, on_b = 0;
+    int rank_col = test_csv_col(ov, "rank"), host_col = test_csv_col(ov, "host"); /* no host: */
+    for (int r = 0; r < ov->nrows; r++) { /* test_csv_col failed, naming the columns */
+        int rank = atoi(test_csv_get(ov, r, rank_col));
+        const char *host = test_csv_get(ov, r, host_col);
+        int a = strcmp(host, "nodeA") == 0, b = strcmp(host, "nodeB") == 0;
+        CHECK((rank <= 1 && a) || (rank >= 2 && b), "rank %d on the wrong host: '%s'", rank, host);
         on_a += a;
         on_b += b;
     }
-    CHECK(rows == 4 && on_a == 2 && on_b == 2,
-          "merged overlap.csv: %d ranks (want 4), %d on nodeA, %d on nodeB", rows, on_a, on_b);
-    free(ov);
+    CHECK(ov->nrows == 4 && on_a == 2 && on_b == 2,
+          "merged overlap.csv: %d ranks (want 4), %d on nodeA, %d on nodeB", ov->nrows, on_a,
+          on_b);
+    test_csv_free(ov);
     char *tl = test_read_file(tmp, "merged/timeline.json");
     CHECK(tl && strstr(tl, "n0 rank 0 (nodeA)") && strstr(tl, "n0 rank 3 (nodeB)"),
           "the merged timeline does not hold every rank with its host");

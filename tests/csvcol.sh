@@ -4,7 +4,8 @@
 #
 #   csv_col FILE COLUMN [KEY=VALUE...]
 #       COLUMN of every data row (the header left out) whose column KEY is VALUE, for
-#       each KEY=VALUE given, one value a line.
+#       each KEY=VALUE given, one value a line.  (A file that cannot be read: one line
+#       on stderr and status 1, as awk would, without ending the test.)
 #   csv_awk [-v VAR=VALUE...] 'PROGRAM' FILE...
 #       awk -F, running PROGRAM, where col("NAME") is the field NAME of the current row
 #       (by the current file's header, its first line), has("NAME") whether the file
@@ -118,7 +119,7 @@ csv_col() {
 
 csv_has() {
   [ -r "$1" ] || return 1
-  awk -F, -v want="$2" "$_csvcol_lib"'FNR == 1 { exit !has(want) }' "$1"
+  awk -F, -v want="$2" "$_csvcol_lib"'FNR == 1 { found = has(want); exit } END { exit !found }' "$1"
 }
 
 csv_header() {

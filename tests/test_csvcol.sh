@@ -68,6 +68,7 @@ printf 'run,ms\n' >"$tmp/h.csv"
 expect "header only" "$(csv_col "$tmp/h.csv" ms; echo $?)" 0
 # an empty file has no columns
 : >"$tmp/e.csv"
+expect "csv_has: an empty file" "$(csv_has "$tmp/e.csv" ms; echo $?)" 1
 bash -c ". '$here/csvcol.sh'; csv_col '$tmp/e.csv' ms" >/dev/null 2>"$tmp/err"
 rc=$?
 if [ $rc -ne 0 ] && grep -q "^csvcol: $tmp/e.csv: no column 'ms'" "$tmp/err"; then ok; else

@@ -245,7 +245,7 @@ static void kineto_vs_hta(const char *setting)
     snprintf(path, sizeof path, "%s.hta.csv", fixture("kineto-2hosts"));
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "%s: cannot open", path);
-    char *ov = test_read_file(out, "overlap.csv");
+    struct test_csv *ov = test_csv_read(out, "overlap.csv");
     int compared = 0;
     char line[256];
     while (f && ov && fgets(line, sizeof line, f)) {
@@ -256,20 +256,12 @@ static void kineto_vs_hta(const char *setting)
         if (sscanf(line, fmt, &rank, fig, &us) != 3 ||
             (strcmp(fig, "idle") != 0 && strcmp(fig, "compute") != 0))
             continue;
-        char want[64], *row;
-        snprintf(want, sizeof want, "\nkineto-2hosts,%d,", rank);
-        row = strstr(ov, want);
-        /* run,rank,step,compute,comm,exposed,overlap_pct,idle,k_compute (8),k_comm,
-         * k_overlap_pct,k_idle (11) */
-        double v[16] = {0};
-        const char *p = row ? row + 1 : NULL;
-        for (int k = 0; p && k < 12; k++) {
-            v[k] = strtod(p, NULL);
-            p = strchr(p, ',');
-            p = p ? p + 1 : NULL;
-        }
-        double got = strcmp(fig, "idle") == 0 ? v[11] : v[8];
-        CHECK(row && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
+        char rk[16];
+        snprintf(rk, sizeof rk, "%d", rank);
+        int row = test_csv_find(ov, 0, "run", "kineto-2hosts", "rank", rk, NULL);
+        int col = test_csv_col(ov, strcmp(fig, "idle") == 0 ? "k_idle_ms" : "k_compute_ms");
+        double got = strtod(test_csv_get(ov, row, col), NULL);
+        CHECK(row >= 0 && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
               "%s, rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", setting, rank, fig, got, us);
         compared++;
     }
@@ -280,36 +272,33 @@ static void kineto_vs_hta(const char *setting)
                            "queue_max\n"),
           "idle.csv's header:\n%s", id ? id : "");
     int per_stream = 0;
+    struct test_csv *idt = test_csv_read(out, "idle.csv");
     if (f)
         rewind(f);
-    while (f && id && fgets(line, sizeof line, f)) {
-        int rank, stream, col;
+    while (f && idt && fgets(line, sizeof line, f)) {
+        int rank, stream;
         char fig[32];
+        const char *name;
         double us;
         snprintf(fmt, sizeof fmt, "%s,%%d,%%31[a-z_],%%d,%%lf", setting);
         if (sscanf(line, fmt, &rank, fig, &stream, &us) != 4)
             continue;
         if (strcmp(fig, "host_wait") == 0)
-            col = 3;
+            name = "host_wait_ms";
         else if (strcmp(fig, "kernel_wait") == 0)
-            col = 4;
+            name = "kernel_wait_ms";
         else if (strcmp(fig, "other") == 0)
-            col = 5;
+            name = "other_ms";
         else if (strcmp(fig, "queue_max") == 0)
-            col = 7;
+            name = "queue_max";
         else
             continue; /* queue_mean: HTA's depends on its unstable sort's order at ties */
-        char want[64];
-        snprintf(want, sizeof want, "\nkineto-2hosts,%d,%d,", rank, stream);
-        const char *p = strstr(id, want);
-        double v[8] = {0};
-        p = p ? p + 1 : NULL;
-        for (int k = 0; p && k < 8; k++) {
-            v[k] = strtod(p, NULL);
-            p = strchr(p, ',');
-            p = p ? p + 1 : NULL;
-        }
-        double got = col == 7 ? v[col] : v[col] * 1000;
+        char rk[16], st[16];
+        snprintf(rk, sizeof rk, "%d", rank);
+        snprintf(st, sizeof st, "%d", stream);
+        int row = test_csv_find(idt, 0, "run", "kineto-2hosts", "rank", rk, "stream", st, NULL);
+        double v = strtod(test_csv_get(idt, row, test_csv_col(idt, name)), NULL);
+        double got = strcmp(name, "queue_max") == 0 ? v : v * 1000;
         CHECK(got > us - 0.5 && got < us + 0.5,
               "%s, rank %d stream %d: ddpprof's %s %.3f, HTA's %.3f", setting, rank, stream, fig,
               got, us);
@@ -324,9 +313,10 @@ static void kineto_vs_hta(const char *setting)
                               : "\nkineto-2hosts,3,20,53.500,0.000,1.200,0.5000,1\n"),
           "%s: idle.csv:\n%s", setting, id ? id : "");
     free(id);
+    test_csv_free(idt);
     if (f)
         fclose(f);
-    free(ov);
+    test_csv_free(ov);
     free(out);
 }
 
@@ -393,21 +383,18 @@ static void test_legacy_fixture(void)
               strstr(bk, "\nlegacy-gloo-2ranks,2,1,,,4,") &&
               !strstr(bk, "\nlegacy-gloo-2ranks,2,2,"),
           "buckets.csv:\n%s", bk ? bk : "");
-    if (bk) {
-        const char *row = strstr(bk, "\nlegacy-gloo-2ranks,2,0,");
-        int commas = 0;
-        const char *p = row ? row + 1 : NULL;
-        char fields[16][32] = {{0}};
-        for (int f = 0; p && f < 15; f++) {
-            const char *e = strpbrk(p, ",\n");
-            snprintf(fields[f], sizeof fields[f], "%.*s", (int)(e - p), p);
-            commas += *e == ',';
-            p = e + 1;
-        }
-        CHECK(commas == 14 && fields[7][0] == '\0' && fields[8][0] == '\0' &&
-                  fields[13][0] == '\0' && fields[10][0] != '\0' && fields[11][0] != '\0',
+    struct test_csv *bt = bk ? test_csv_read(out, "buckets.csv") : NULL;
+    if (bt) {
+        int r = test_csv_find(bt, 0, "run", "legacy-gloo-2ranks", "world_size", "2", "bucket", "0",
+                              NULL);
+#define BUCKET0(name) test_csv_get(bt, r, test_csv_col(bt, name))[0]
+        CHECK(r >= 0 && bt->nfields[r] == bt->ncols && BUCKET0("algbw_GBps") == '\0' &&
+                  BUCKET0("busbw_GBps") == '\0' && BUCKET0("xfer_algbw_GBps") == '\0' &&
+                  BUCKET0("transfer_ms") != '\0' && BUCKET0("sync_wait_ms") != '\0',
               "b0: algbw/busbw/xfer empty without sizes, transfer and sync wait present");
+#undef BUCKET0
     }
+    test_csv_free(bt);
     free(bk);
     char *ph = test_read_file(out, "phases.csv");
     static const char *phases[] = {"step,2,", "data,2,", "forward,2,", "backward,2,",

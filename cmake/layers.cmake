@@ -12,9 +12,11 @@
 #     the dependency graph is the target_link_libraries calls, and only them.
 #
 # An include that reaches upward (report including a trainer header, data including comm)
-# does not compile, and tests/check_layers (cmake/check_layers.py, run by ctest as
-# test_layers) reads the same graph -- build/layers.txt, written below from the targets'
-# link properties at the end of the configure -- to say which rule an include breaks:
+# does not compile, and cmake/check_layers.py (ctest test_layers) reads the same graph --
+# build/layers.txt, written below from the targets' link properties at the end of the
+# configure -- to say which rule an include breaks, including the one kind the roots
+# cannot stop: an include the compiler finds beside the file (trainer/main.c including
+# "cuda/cuda_api.h" finds trainer/cuda/cuda_api.h):
 #
 #     report/import.c:12: includes "train.h" -- rule: report may use only common,
 #     trace_format (report/CMakeLists.txt: target_link_libraries(ddpprof_report ...))

@@ -1,7 +1,7 @@
 /* comm.h — the collectives ops table (struct comm).
  *
  * One implementation per transport: `shm` (comm_shm.c) for CPU ranks on one node, driven
- * by a comm thread so all-reduce overlaps backward; `nccl` (trainer/cuda/comm_nccl.c) for
+ * by a comm thread so all-reduce overlaps backward; `nccl` (trainer/comm/cuda/comm_nccl.c) for
  * GPUs.  Buffers are device pointers of the rank's backend (host memory for shm).  Every wait has the
  * timeout given at creation; a timeout is an error (error_set) naming the rank, the
  * collective and its sequence number, never a hang.

@@ -87,8 +87,11 @@ awk -v F="$(phase_field forward total_ms)" -v B="$(phase_field backward total_ms
 # buckets.csv: gradient buckets only (as many as meta.csv's buckets)
 expect "buckets.csv rows" "$(($(wc -l <"$tmp/rep/buckets.csv") - 1))" \
   "$(awk -F, '$1=="buckets" {print $2}' "$tmp/run/meta.csv")"
-# the timeline puts them on the comm lane
+# the timeline has them (on the comm lane, stream 1: checked in the trace above), and the
+# step drawing in report.html on the first comm lane
 grep -q '"comm.allgather"' "$tmp/rep/timeline.json" && ok || bad "timeline.json lacks comm.allgather"
+grep -q 'comm.allgather (allgather): ' "$tmp/rep/report.html" && ok ||
+  bad "report.html's step drawing lacks the all-gathers"
 
 # 3. --no-sync-bn: plain BatchNorm, no all-gather
 if "$bin" "${tiny[@]}" --no-sync-bn --out "$tmp/nosync" >/dev/null 2>"$tmp/err2" </dev/null; then

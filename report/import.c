@@ -277,10 +277,14 @@ static size_t backend_prefix(const char *s, size_t len)
     return i > 0 && i + 1 < len && s[i] == ':' && s[i + 1] != ':' ? i + 1 : 0;
 }
 
-/* The collective's bytes from its args, -1 when they are not there. */
-static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
+/* The bytes of a collective of phase ph from its args: "In msg nelems" x the size of
+ * "dtype", but an all-gather's are what the rank receives ("Out msg nelems", world x in, as
+ * a ddpprof run's); -1 when they are not there. */
+static int64_t imp_other_bytes(struct imp *im, const struct pt_event *e, int ph)
 {
-    if (!e->has_nelems || !e->dtype[0])
+    int out = ph == TRACE_PHASE_COMM_ALLGATHER && e->has_out_nelems;
+    int64_t n = out ? e->out_nelems : e->in_nelems;
+    if ((!out && !e->has_nelems) || !e->dtype[0])
         return -1;
     int64_t per = dtype_bytes(e->dtype);
     if (per == 0) {
@@ -288,7 +292,13 @@ static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
             snprintf(im->unknown_dtype, sizeof im->unknown_dtype, "%s", e->dtype);
         return -1;
     }
-    return e->in_nelems > INT64_MAX / per ? -1 : e->in_nelems * per;
+    return n > INT64_MAX / per ? -1 : n * per;
+}
+
+/* The collective's bytes from its args, -1 when they are not there (an all-reduce's). */
+static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
+{
+    return imp_other_bytes(im, e, TRACE_PHASE_ALLREDUCE);
 }
 
 /* ---- the CPU window's output: records, in start order ---- */
@@ -502,6 +512,7 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
     size_t len = e->name_len;
     struct rec r = {.start = e->ts_ns, .end = end, .tid = e->tid, .val = -1, .launch = -1,
                     .name = STRPOOL_NONE};
+    int bph; /* the phase of another collective's op */
     if (starts_with(n, len, "autograd::engine::evaluate_function: ")) {
         r.kind = R_BACKWARD;
         return imp_cpu_push(im, &r);
@@ -529,15 +540,17 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
             return 0;
         r.kind = ph < 0 ? R_PARAMS : R_OPARAMS;
         r.phase = (uint8_t)(ph < 0 ? 0 : ph);
-        r.val = imp_coll_bytes(im, e);
-    } else if (backend_prefix(n, len) &&
-               coll_phase_of(n + backend_prefix(n, len), len - backend_prefix(n, len)) >= 0) {
-        r.kind = R_OCOLL;
-        r.phase = (uint8_t)coll_phase_of(n + backend_prefix(n, len), len - backend_prefix(n, len));
-        r.val = imp_coll_bytes(im, e);
-    } else if (starts_with(n, len, "c10d::") && coll_phase_of(n + 6, len - 6) >= 0) {
-        r.kind = R_OISSUE;
-        r.phase = (uint8_t)coll_phase_of(n + 6, len - 6);
+        r.val = ph < 0 ? imp_coll_bytes(im, e) : imp_other_bytes(im, e, ph);
+    } else if ((bph = backend_prefix(n, len) ? coll_phase_of(n + backend_prefix(n, len),
+                                                             len - backend_prefix(n, len))
+                                             : -1) >= 0) {
+        r.kind = R_OCOLL; /* gloo:broadcast, nccl:_allgather_base, ... */
+        r.phase = (uint8_t)bph;
+        r.val = imp_other_bytes(im, e, bph);
+    } else if (starts_with(n, len, "c10d::") && (bph = coll_phase_of(n + 6, len - 6)) >= 0) {
+        r.kind = R_OISSUE; /* c10d::broadcast_, c10d::_allgather_base_, ... */
+        r.phase = (uint8_t)bph;
+        r.val = imp_other_bytes(im, e, bph);
     } else if (e->has_dims0) {
         r.kind = R_DIMS;
         r.val = e->dims0;
@@ -572,7 +585,7 @@ static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
                 ph = coll_phase_of(e->coll, strlen(e->coll));
             d.coll = (uint8_t)(ph > 0 ? ph : 0);
             if (d.allreduce || d.coll) {
-                d.bytes = imp_coll_bytes(im, e);
+                d.bytes = d.coll ? imp_other_bytes(im, e, d.coll) : imp_coll_bytes(im, e);
                 if ((d.name = imp_name(im, e->name, e->name_len)) == STRPOOL_NONE)
                     return -1;
             }
@@ -1063,6 +1076,21 @@ static void imp_pair_steps(struct rec_list *la, const size_t *ia, size_t na,
     }
 }
 
+/* imp_pair_steps over the records of kind ka in la and kind kb in lb, both of phase ph.
+ * 0, or -1 after error_set() (out of memory). */
+static int imp_pair_kinds(struct imp *im, struct rec_list *la, int ka, struct rec_list *lb,
+                          int kb, int ph, imp_pair_fn fn)
+{
+    size_t *a = NULL, *b = NULL;
+    size_t na = imp_collect(la, ka, ph, &a), nb = imp_collect(lb, kb, ph, &b);
+    int rc = na == (size_t)-1 || nb == (size_t)-1 ? imp_oom(im) : 0;
+    if (rc == 0)
+        imp_pair_steps(la, a, na, lb, b, nb, fn);
+    free(a);
+    free(b);
+    return rc;
+}
+
 /* record_param_comms b inside the op a that issued it: a takes its size */
 static void pair_params(struct rec *a, struct rec *b)
 {
@@ -1113,34 +1141,14 @@ static int imp_other_collectives(struct imp *im)
         if (!trace_phase_collective(ph) || ph == TRACE_PHASE_ALLREDUCE ||
             ph == TRACE_PHASE_COMM_ALLREDUCE)
             continue;
-        size_t *a = NULL, *b = NULL, na, nb;
-        int rc = 0;
-        na = imp_collect(&im->recs, R_OISSUE, ph, &a);
-        nb = imp_collect(&im->recs, R_OPARAMS, ph, &b);
-        if (na != (size_t)-1 && nb != (size_t)-1)
-            imp_pair_steps(&im->recs, a, na, &im->recs, b, nb, pair_params);
+        if (imp_pair_kinds(im, &im->recs, R_OISSUE, &im->recs, R_OPARAMS, ph, pair_params) < 0)
+            return -1;
         imp_promote(&im->recs, R_OPARAMS, R_OISSUE, ph);
-        free(a);
-        free(b);
-        a = b = NULL;
-        na = imp_collect(&im->recs, R_OCOLL, ph, &a);
-        nb = imp_collect(&im->recs, R_OISSUE, ph, &b);
-        if (na != (size_t)-1 && nb != (size_t)-1)
-            imp_pair_steps(&im->recs, a, na, &im->recs, b, nb, pair_issue);
+        if (imp_pair_kinds(im, &im->recs, R_OCOLL, &im->recs, R_OISSUE, ph, pair_issue) < 0)
+            return -1;
         imp_promote(&im->recs, R_OISSUE, R_OCOLL, ph);
-        free(a);
-        free(b);
-        a = b = NULL;
-        na = imp_collect(&im->odev, R_ODEV, ph, &a);
-        nb = imp_collect(&im->recs, R_OCOLL, ph, &b);
-        if (na != (size_t)-1 && nb != (size_t)-1)
-            imp_pair_steps(&im->odev, a, na, &im->recs, b, nb, pair_sizes);
-        else
-            rc = imp_oom(im);
-        free(a);
-        free(b);
-        if (rc < 0)
-            return rc;
+        if (imp_pair_kinds(im, &im->odev, R_ODEV, &im->recs, R_OCOLL, ph, pair_sizes) < 0)
+            return -1;
     }
     return 0;
 }

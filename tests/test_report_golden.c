@@ -314,7 +314,8 @@ static const char *want_phases =
     "baseline,0,eval,1,1.000,1.000,1.000,1.000,1.000,,0,,\n"           /* step 0: no share */
     "ddp,0,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0,,\n"
     "ddp,0,data,2,1.000,0.500,0.500,0.500,0.500,6.25,0,,\n"
-    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00,0,,\n" /* the CUPTI kernel is not counted */
+    /* the CUPTI kernel is not counted */
+    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00,0,,\n"
     "ddp,0,backward,2,7.000,3.500,3.500,3.500,3.500,43.75,0,,\n"
     /* all-reduce 1000,1000,1500,1500: p50 = d_2, p95 = d_ceil(3.8) = d_4 */
     "ddp,0,allreduce,4,5.000,1.250,1.000,1.500,1.500,31.25,0,allreduce,10000000\n"

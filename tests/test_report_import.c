@@ -793,6 +793,70 @@ static char *legacy_trace(int first)
     return t.s;
 }
 
+/* The name rules of the other collectives (FORMULAS.md "Imported PyTorch traces"), in a
+ * trace built here: per 10 ms step (µs from its start), forward [1000, 4000) holding
+ * c10d::broadcast_ [1100, 1200) + its gloo:broadcast [1300, 1500) on the worker (one
+ * collective [1100, 1500), no sizes) and c10d::_allgather_base_ [2000, 2100) with its
+ * record_param_comms (_allgather_base, 10 Float in, 20 out: 80 bytes received) and
+ * nccl:_allgather_base [2050, 2600) (one [2000, 2600)); backward [4500, 5500) holding the
+ * bucket gloo:all_reduce [4600, 4800) and a lone c10d::reduce_scatter_tensor_ [5000, 5300);
+ * gloo:barrier [6000, 6100); optimizer [7000, 7500).  Per step: C = 3000 - 400 - 600 +
+ * 1000 - 300 + 500 = 3200; M = 200 + 400 + 600 + 300 + 100 = 1600, M ∩ C = the bucket's
+ * 200: exposed 1400, 12.50 %; idle = 9000 - |C ∪ M| = 9000 - 4600 = 4400. */
+static void test_collective_names(void)
+{
+    struct text t = {0};
+    static const struct {
+        const char *name, *args;
+        int tid, s, e;
+    } ev[] = {
+        {"DistributedDataParallel.forward", "{}", 1, 1000, 4000},
+        {"c10d::broadcast_", "{}", 1, 1100, 1200},
+        {"gloo:broadcast", "{}", 9, 1300, 1500},
+        {"c10d::_allgather_base_", "{}", 1, 2000, 2100},
+        {"record_param_comms", "{\"Collective name\": \"_allgather_base\", \"In msg nelems\": "
+                               "10, \"Out msg nelems\": 20, \"dtype\": \"Float\"}", 1, 2010, 2090},
+        {"nccl:_allgather_base", "{}", 9, 2050, 2600},
+        {"autograd::engine::evaluate_function: AddmmBackward0", "{}", 2, 4500, 5500},
+        {"gloo:all_reduce", "{}", 9, 4600, 4800},
+        {"c10d::reduce_scatter_tensor_", "{}", 2, 5000, 5300},
+        {"gloo:barrier", "{}", 9, 6000, 6100},
+        {"Optimizer.step#SGD.step", "{}", 1, 7000, 7500}};
+    add(&t, "[");
+    for (int k = 0; k < 2; k++) {
+        int s = 100 + k * 10000;
+        add(&t, "%s{\"name\": \"ProfilerStep#%d\", \"ph\": \"X\", \"ts\": %d, \"dur\": 9000, "
+                "\"tid\": 1, \"pid\": 1, \"args\": {}}", k ? ",\n" : "", k + 1, s);
+        for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
+            add(&t, ",\n{\"name\": \"%s\", \"ph\": \"X\", \"ts\": %d, \"dur\": %d, \"tid\": %d, "
+                    "\"pid\": 1, \"args\": %s}",
+                ev[i].name, s + ev[i].s, ev[i].e - ev[i].s, ev[i].tid, ev[i].args);
+    }
+    add(&t, "]\n");
+    char *d = make_dir("collnames"), *out = test_path(root, "collnames-out"), *err = NULL;
+    write_text(d, "host_100.1.pt.trace.json", t.s);
+    free(t.s);
+    CHECK(report1(d, out, &err) == 0, "report on the collective names: %s", error_get());
+    expect_line("phases.csv", out,
+                "collnames,0,comm.broadcast,2,0.800,0.400,0.400,0.400,0.400,4.44,0,broadcast,");
+    expect_line("phases.csv", out,
+                "collnames,0,comm.allgather,2,1.200,0.600,0.600,0.600,0.600,6.67,0,allgather,160");
+    expect_line("phases.csv", out, "collnames,0,comm.reduce_scatter,2,0.600,0.300,0.300,0.300,"
+                                   "0.300,3.33,0,reduce_scatter,");
+    expect_line("phases.csv", out,
+                "collnames,0,barrier,2,0.200,0.100,0.100,0.100,0.100,1.11,0,barrier,");
+    expect_line("phases.csv", out,
+                "collnames,0,allreduce,2,0.400,0.200,0.200,0.200,0.200,2.22,0,allreduce,");
+    expect_line("overlap.csv", out, "collnames,0,18.000,6.400,3.200,2.800,12.50,8.800,,,,,,");
+    char *bk = test_read_file(out, "buckets.csv");
+    CHECK(bk && strstr(bk, "\ncollnames,1,0,") && !strstr(bk, "\ncollnames,1,1,"),
+          "buckets.csv: the one gradient bucket:\n%s", bk ? bk : "");
+    free(bk);
+    free(err);
+    free(out);
+    free(d);
+}
+
 /* The report of run directory d (name) into out: 3 steps of 9 ms per rank of 2, forward
  * the phases.csv figures given ("5.100,1.700,..."), one bucket of bytes ("" where the
  * trace does not say) called in every step, and straggler rows for steps 1..3 only. */
@@ -1436,6 +1500,7 @@ int main(void)
     test_legacy_fixture();
     test_legacy_named_ranks();
     test_legacy_bn_fixture();
+    test_collective_names();
     test_mini_good_and_reversed();
     test_first_step();
     test_launch_ids();

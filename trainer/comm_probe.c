@@ -114,7 +114,7 @@ struct comm *comm_probe_wrap(struct comm *inner, struct probe *probe)
         error_set("out of memory for the recording comm");
         return NULL;
     }
-    struct comm *in = inner;
+    const struct comm *in = inner;
     p->inner = inner;
     p->probe = probe;
     p->base = (struct comm){
@@ -127,7 +127,7 @@ struct comm *comm_probe_wrap(struct comm *inner, struct probe *probe)
         .reduce = cp_reduce,
         .allgather = cp_allgather,
         .barrier = cp_barrier,
-        .stream = cp_stream,
+        .stream = in->stream ? cp_stream : NULL,
         .order = in->order ? cp_order : NULL,
         .destroy = cp_destroy,
         .allreduce = cp_allreduce,

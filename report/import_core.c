@@ -46,8 +46,13 @@ enum rec_kind {
     R_COLL,      /* IMPORT_COLL: a backend's collective op (val: bytes) */
     R_PARAMS,    /* IMPORT_PARAMS (val: bytes; used: taken by a COLL) */
     R_DIMS,      /* (window only) IMPORT_DIMS (val: the first input's size) */
-    R_NCCL,      /* a device collective: a communication kernel (val: bytes) */
-    R_ANNOT      /* a device range of a collective (fallback for unknown kernels) */
+    R_NCCL,      /* a device all-reduce: a communication kernel (val: bytes) */
+    R_ANNOT,     /* a device range of an all-reduce (fallback for unknown kernels) */
+    /* every other collective (coll: its kind; val: bytes): */
+    R_OCOLL,     /* IMPORT_COLL: a backend's op, gloo:broadcast, ... (the row) */
+    R_OISSUE,    /* IMPORT_ISSUE: the op that issued it, c10d::broadcast_, ... */
+    R_OPARAMS,   /* IMPORT_PARAMS: its description, record_param_comms (bytes) */
+    R_ODEV       /* a device one: ncclKernel_Broadcast_..., ... */
 };
 
 static const enum trace_phase rec_phase[] = {
@@ -55,16 +60,16 @@ static const enum trace_phase rec_phase[] = {
     [R_BACKWARD] = TRACE_PHASE_BACKWARD, [R_OPTIMIZER] = TRACE_PHASE_OPTIMIZER,
     [R_DATA] = TRACE_PHASE_DATA,         [R_DIMS] = TRACE_PHASE_SETUP};
 
-/* The phase of each collective's rows.  Every collective is communication; only the
- * all-reduces are numbered into buckets (rec_numbered). */
+/* The phase of each collective's rows.  Every collective is communication; the all-reduces
+ * are the gradient buckets (imp_number_buckets), every other kind one row per call
+ * (imp_other_collectives). */
 static const enum trace_phase coll_phase[IMPORT_COLL_COUNT] = {
     [IMPORT_COLL_NONE] = TRACE_PHASE_ALLREDUCE,
     [IMPORT_COLL_ALL_REDUCE] = TRACE_PHASE_ALLREDUCE,
-    [IMPORT_COLL_BROADCAST] = TRACE_PHASE_ALLREDUCE,
-    [IMPORT_COLL_ALL_GATHER] = TRACE_PHASE_ALLREDUCE,
-    [IMPORT_COLL_REDUCE_SCATTER] = TRACE_PHASE_ALLREDUCE,
-    [IMPORT_COLL_REDUCE] = TRACE_PHASE_ALLREDUCE,
-    [IMPORT_COLL_ALL_TO_ALL] = TRACE_PHASE_ALLREDUCE,
+    [IMPORT_COLL_BROADCAST] = TRACE_PHASE_COMM_BROADCAST,
+    [IMPORT_COLL_ALL_GATHER] = TRACE_PHASE_COMM_ALLGATHER,
+    [IMPORT_COLL_REDUCE_SCATTER] = TRACE_PHASE_COMM_REDUCE_SCATTER,
+    [IMPORT_COLL_REDUCE] = TRACE_PHASE_COMM_REDUCE,
     [IMPORT_COLL_BARRIER] = TRACE_PHASE_BARRIER};
 
 /* A host-window entry and a kept record (the window entries are its first 48 bytes). */
@@ -76,7 +81,7 @@ struct rec {
     uint32_t name;      /* id in the runset's names */
     uint8_t kind;
     uint8_t used;
-    uint8_t coll;       /* enum import_coll: R_COLL, R_PARAMS, R_NCCL, R_ANNOT */
+    uint8_t coll;       /* enum import_coll: R_COLL .. R_ANNOT (all-reduce), R_O* */
     /* not in the window: */
     int64_t dev_start, dev_end; /* device span of the kernels it launched (-1 none) */
     int32_t step, bucket;       /* set at the end */
@@ -87,7 +92,8 @@ _Static_assert(offsetof(struct rec, dev_start) >= CPU_REC_BYTES, "window entries
 
 static int rec_is_coll(const struct rec *r)
 {
-    return r->kind == R_COLL || r->kind == R_PARAMS || r->kind == R_NCCL || r->kind == R_ANNOT;
+    return r->kind == R_COLL || r->kind == R_PARAMS || r->kind == R_NCCL || r->kind == R_ANNOT ||
+           r->kind >= R_OCOLL;
 }
 
 static enum trace_phase rec_phase_of(const struct rec *r)
@@ -138,8 +144,9 @@ struct import_rank {
     struct reorder cpu, dev;
     struct launch_map launch;
     struct rec_list recs;  /* host records, in start order */
-    struct rec_list nccl;  /* device collectives, in start order */
-    struct rec_list annot; /* device ranges of collectives */
+    struct rec_list nccl;  /* device all-reduces, in start order */
+    struct rec_list annot; /* device ranges of all-reduces */
+    struct rec_list odev;  /* device collectives other than all-reduces, in start order */
     struct rec_list gann;  /* device ranges of phases (forward, ...) */
     size_t bwd_open;       /* 1 + index of the backward span being grown; 0: none */
     size_t want_dims;      /* 1 + index of the forward waiting for its batch size; 0: none */
@@ -217,6 +224,7 @@ static struct rec *imp_phase_at(struct import_rank *im, int64_t t)
 static int imp_cpu_out(struct import_rank *im, const struct rec *r)
 {
     if (im->dev_out && r->kind != R_DIMS && r->kind != R_COLL && r->kind != R_PARAMS &&
+        r->kind != R_OCOLL && r->kind != R_OISSUE && r->kind != R_OPARAMS &&
         r->start < im->attr_mark)
         im->cpu_after_dev++;
     switch ((enum rec_kind)r->kind) {
@@ -261,6 +269,9 @@ static int imp_cpu_out(struct import_rank *im, const struct rec *r)
         return rec_append(im, &im->recs, &c);
     }
     case R_PARAMS:
+    case R_OCOLL:
+    case R_OISSUE:
+    case R_OPARAMS:
         return rec_append(im, &im->recs, r);
     default: /* step, forward, optimizer, data: a new call ends a backward span */
         im->bwd_open = 0;
@@ -365,9 +376,10 @@ static int imp_dev_out(struct import_rank *im, struct dev_item *d)
         analysis_kernel_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
         return -1;
     if (d->coll != IMPORT_COLL_NONE) {
+        int ar = d->coll == IMPORT_COLL_ALL_REDUCE;
         struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
-                        .name = d->name, .kind = R_NCCL, .coll = d->coll};
-        return rec_append(im, &im->nccl, &r);
+                        .name = d->name, .kind = ar ? R_NCCL : R_ODEV, .coll = d->coll};
+        return rec_append(im, ar ? &im->nccl : &im->odev, &r);
     }
     if (d->cls != KERNEL_COMM && d->launch >= 0) {
         struct rec *p = imp_phase_at(im, d->launch);
@@ -389,7 +401,8 @@ static const enum rec_kind span_rec[] = {
     [IMPORT_STEP] = R_STEP,           [IMPORT_FORWARD] = R_FORWARD,
     [IMPORT_BACKWARD] = R_BACKWARD,   [IMPORT_OPTIMIZER] = R_OPTIMIZER,
     [IMPORT_DATA] = R_DATA,           [IMPORT_COLL] = R_COLL,
-    [IMPORT_PARAMS] = R_PARAMS,       [IMPORT_DIMS] = R_DIMS};
+    [IMPORT_PARAMS] = R_PARAMS,       [IMPORT_DIMS] = R_DIMS,
+    [IMPORT_ISSUE] = R_OISSUE};
 
 int import_rank_span(struct import_rank *im, const struct import_span *sp)
 {
@@ -398,6 +411,9 @@ int import_rank_span(struct import_rank *im, const struct import_span *sp)
                     .coll = (uint8_t)sp->coll};
     if (sp->kind == IMPORT_STEP && (sp->val < 0 || sp->val > 1000000000))
         return 0; /* not a step number: ignored */
+    if ((sp->kind == IMPORT_COLL || sp->kind == IMPORT_PARAMS) &&
+        sp->coll != IMPORT_COLL_ALL_REDUCE)
+        r.kind = sp->kind == IMPORT_COLL ? R_OCOLL : R_OPARAMS;
     if (sp->kind != IMPORT_BACKWARD && sp->kind != IMPORT_DIMS &&
         (r.name = imp_name(im, sp->name, sp->name_len)) == STRPOOL_NONE)
         return -1;
@@ -426,6 +442,8 @@ int import_rank_activity(struct import_rank *im, const struct import_activity *a
 
 int import_rank_device_span(struct import_rank *im, const struct import_span *sp)
 {
+    if (sp->kind == IMPORT_COLL && sp->coll != IMPORT_COLL_ALL_REDUCE)
+        return 0; /* the device time of other collectives is their kernels' */
     struct rec r = {.start = sp->start_ns, .end = sp->end_ns, .val = -1, .launch = -1,
                     .kind = sp->kind == IMPORT_COLL ? R_ANNOT : span_rec[sp->kind],
                     .coll = (uint8_t)sp->coll};
@@ -512,6 +530,7 @@ void import_rank_free(struct import_rank *im)
     free(im->recs.v);
     free(im->nccl.v);
     free(im->annot.v);
+    free(im->odev.v);
     free(im->gann.v);
     for (int i = 0; i < im->kern.nstreams; i++)
         free(im->kern.streams[i].v);
@@ -773,6 +792,120 @@ static int imp_params_as_coll(struct import_rank *im)
     return 0;
 }
 
+/* ---- the other collectives: one row each ---- */
+
+/* The indices in l of the records of this kind and collective, in list order, into *out
+ * (the caller frees it); returns the count, or (size_t)-1 out of memory. */
+static size_t imp_collect(const struct rec_list *l, int kind, int coll, size_t **out)
+{
+    size_t n = 0;
+    *out = malloc((l->n + 1) * sizeof **out);
+    if (!*out)
+        return (size_t)-1;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == kind && l->v[i].coll == coll)
+            (*out)[n++] = i;
+    return n;
+}
+
+typedef void (*imp_pair_fn)(struct rec *a, struct rec *b);
+
+/* Pairs the k-th record of a step in la[ia] with the k-th of the same step in lb[ib]
+ * (both in start order, so in step order): fn(a, b) for each pair. */
+static void imp_pair_steps(struct rec_list *la, const size_t *ia, size_t na,
+                           struct rec_list *lb, const size_t *ib, size_t nb, imp_pair_fn fn)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        struct rec *a = &la->v[ia[i]], *b = &lb->v[ib[j]];
+        if (a->step < b->step) {
+            i++;
+        } else if (b->step < a->step) {
+            j++;
+        } else {
+            fn(a, b);
+            i++;
+            j++;
+        }
+    }
+}
+
+/* imp_pair_steps over the records of kind ka in la and kind kb in lb, both of collective
+ * coll.  0, or -1 after error_set() (out of memory). */
+static int imp_pair_kinds(struct import_rank *im, struct rec_list *la, int ka,
+                          struct rec_list *lb, int kb, int coll, imp_pair_fn fn)
+{
+    size_t *a = NULL, *b = NULL;
+    size_t na = imp_collect(la, ka, coll, &a), nb = imp_collect(lb, kb, coll, &b);
+    int rc = na == (size_t)-1 || nb == (size_t)-1 ? imp_oom(im) : 0;
+    if (rc == 0)
+        imp_pair_steps(la, a, na, lb, b, nb, fn);
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* a description b inside the op a that issued it: a takes its size */
+static void pair_params(struct rec *a, struct rec *b)
+{
+    if (a->val < 0)
+        a->val = b->val;
+    b->used = 1;
+}
+
+/* backend op a and the op b that issued it: one collective, from the issue to the end of
+ * the backend's work (the training thread waits for it in between) */
+static void pair_issue(struct rec *a, struct rec *b)
+{
+    if (b->start < a->start)
+        a->start = b->start;
+    if (b->end > a->end)
+        a->end = b->end;
+    if (a->val < 0)
+        a->val = b->val;
+    b->used = 1;
+}
+
+/* a device collective a and its host row b share their sizes */
+static void pair_sizes(struct rec *a, struct rec *b)
+{
+    if (a->val < 0)
+        a->val = b->val;
+    if (b->val < 0)
+        b->val = a->val;
+}
+
+/* The unused records of kind from and this collective in l become kind to. */
+static void imp_promote(struct rec_list *l, int from, int to, int coll)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == from && l->v[i].coll == coll && !l->v[i].used)
+            l->v[i].kind = (uint8_t)to;
+}
+
+/* A collective other than an all-reduce is one row (R_OCOLL) per call: its backend op
+ * (gloo:broadcast) from the start of the op that issued it (c10d::broadcast_, else its
+ * description) to the later end; without a backend op, the issuing op alone; sizes from the
+ * description.  Records are paired by their order within the step and kind (outside steps:
+ * in the group of step 0).  Device collectives (NCCL kernels) exchange sizes with the host
+ * rows.  0, or -1 after error_set(). */
+static int imp_other_collectives(struct import_rank *im)
+{
+    for (int c = IMPORT_COLL_NONE + 1; c < IMPORT_COLL_COUNT; c++) {
+        if (c == IMPORT_COLL_ALL_REDUCE)
+            continue;
+        if (imp_pair_kinds(im, &im->recs, R_OISSUE, &im->recs, R_OPARAMS, c, pair_params) < 0)
+            return -1;
+        imp_promote(&im->recs, R_OPARAMS, R_OISSUE, c);
+        if (imp_pair_kinds(im, &im->recs, R_OCOLL, &im->recs, R_OISSUE, c, pair_issue) < 0)
+            return -1;
+        imp_promote(&im->recs, R_OISSUE, R_OCOLL, c);
+        if (imp_pair_kinds(im, &im->odev, R_ODEV, &im->recs, R_OCOLL, c, pair_sizes) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int import_rank_finish(struct import_rank *im)
 {
     struct rank_trace *t = imp_trace(im);
@@ -812,6 +945,14 @@ int import_rank_finish(struct import_rank *im)
         struct rec *r = &dev->v[i];
         r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
     }
+    for (size_t i = 0; i < im->odev.n; i++) {
+        struct rec *r = &im->odev.v[i];
+        r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
+    }
+    if (imp_other_collectives(im) < 0) {
+        free(steps);
+        return -1;
+    }
     /* the host collectives: the backend ops; in a step without any, their descriptions */
     if (imp_params_as_coll(im) < 0) {
         free(steps);
@@ -830,7 +971,8 @@ int import_rank_finish(struct import_rank *im)
     int images_known = 1, forwards = 0;
     for (size_t i = 0; i < im->recs.n && !im->failed; i++) {
         const struct rec *r = &im->recs.v[i];
-        if (r->kind == R_DIMS || r->kind == R_PARAMS)
+        if (r->kind == R_DIMS || r->kind == R_PARAMS || r->kind == R_OISSUE ||
+            r->kind == R_OPARAMS)
             continue;
         if (r->kind == R_FORWARD && r->step >= 1) {
             forwards++;
@@ -856,9 +998,12 @@ int import_rank_finish(struct import_rank *im)
         }
     for (size_t i = 0; i < dev->n && !im->failed; i++)
         imp_row(im, t, &dev->v[i], TRACE_CLOCK_DEVICE, dev->v[i].start, dev->v[i].end);
+    for (size_t i = 0; i < im->odev.n && !im->failed; i++)
+        imp_row(im, t, &im->odev.v[i], TRACE_CLOCK_DEVICE, im->odev.v[i].start,
+                im->odev.v[i].end);
     /* a phase without kernels launched inside it (no launch times: e.g. ddpprof's own
      * export) takes its device time from its device ranges */
-    int launched[R_ANNOT + 1] = {0};
+    int launched[R_ODEV + 1] = {0};
     for (size_t i = 0; i < im->recs.n; i++)
         launched[im->recs.v[i].kind] |= im->recs.v[i].dev_start >= 0;
     for (size_t i = 0; i < im->gann.n && !im->failed; i++) {

@@ -31,7 +31,7 @@
 #define IMPORT_MAX_DUR 100000000000000LL
 
 /* What collective a span or kernel is.  The gradient buckets are the all-reduces; every
- * kind is communication (import_core.c's coll_phase says each one's phase). */
+ * kind is communication, its own phase (import_core.c's coll_phase: comm.broadcast, ...). */
 enum import_coll {
     IMPORT_COLL_NONE,
     IMPORT_COLL_ALL_REDUCE,
@@ -39,7 +39,6 @@ enum import_coll {
     IMPORT_COLL_ALL_GATHER,
     IMPORT_COLL_REDUCE_SCATTER,
     IMPORT_COLL_REDUCE,
-    IMPORT_COLL_ALL_TO_ALL,
     IMPORT_COLL_BARRIER,
     IMPORT_COLL_COUNT
 };
@@ -52,11 +51,14 @@ enum import_kind {
     IMPORT_OPTIMIZER, /* an optimizer call */
     IMPORT_DATA,      /* loading a batch */
     IMPORT_COLL,      /* a collective as the backend ran it (coll; val: bytes, -1 unknown) */
-    IMPORT_PARAMS,    /* a collective's description around its op on the same thread (coll;
-                         val: bytes): gives the op its bytes, stands for it in a step without
-                         any op of its kind */
-    IMPORT_DIMS       /* an op with input shapes (val: the first input's first size): the
+    IMPORT_PARAMS,    /* a collective's description (coll; val: bytes): an all-reduce's,
+                         around its op on the same thread, gives the op its bytes and stands
+                         for it in a step without any; another's is paired with its op by
+                         order in the step (import_core.c, imp_other_collectives) */
+    IMPORT_DIMS,      /* an op with input shapes (val: the first input's first size): the
                          first one inside a forward on its thread gives the batch size */
+    IMPORT_ISSUE      /* the op that issued a collective other than an all-reduce (coll;
+                         val: bytes): the collective's row starts with it */
 };
 
 /* A host span (import_rank_span), or a device range over a phase's or a collective's device

@@ -32,10 +32,14 @@ struct pt_rank {
     char unknown_dtype[32];
 };
 
-/* The collective's bytes from its args, -1 when they are not there. */
-static int64_t pt_coll_bytes(struct pt_rank *pr, const struct pt_event *e)
+/* The bytes of a collective of kind coll from its args: "In msg nelems" x the size of
+ * "dtype", but an all-gather's are what the rank receives ("Out msg nelems", world x in, as
+ * a ddpprof run's); -1 when they are not there. */
+static int64_t pt_coll_bytes(struct pt_rank *pr, const struct pt_event *e, enum import_coll coll)
 {
-    if (!e->has_nelems || !e->dtype[0])
+    int out = coll == IMPORT_COLL_ALL_GATHER && e->has_out_nelems;
+    int64_t n = out ? e->out_nelems : e->in_nelems;
+    if ((!out && !e->has_nelems) || !e->dtype[0])
         return -1;
     int64_t per = pt_dtype_bytes(e->dtype);
     if (per == 0) {
@@ -43,7 +47,7 @@ static int64_t pt_coll_bytes(struct pt_rank *pr, const struct pt_event *e)
             snprintf(pr->unknown_dtype, sizeof pr->unknown_dtype, "%s", e->dtype);
         return -1;
     }
-    return e->in_nelems > INT64_MAX / per ? -1 : e->in_nelems * per;
+    return n > INT64_MAX / per ? -1 : n * per;
 }
 
 /* A host op (cpu_op, user_annotation, a legacy event). */
@@ -62,8 +66,8 @@ static int pt_host_event(struct pt_rank *pr, const struct pt_event *e, int64_t e
     } else if (sp.kind == IMPORT_STEP) {
         if (!pt_name_step(e->name, e->name_len, &sp.val))
             return 0; /* not a step number: ignored */
-    } else if (sp.kind == IMPORT_COLL || sp.kind == IMPORT_PARAMS) {
-        sp.val = pt_coll_bytes(pr, e);
+    } else if (sp.kind == IMPORT_COLL || sp.kind == IMPORT_PARAMS || sp.kind == IMPORT_ISSUE) {
+        sp.val = pt_coll_bytes(pr, e, sp.coll);
     }
     return import_rank_span(pr->core, &sp);
 }
@@ -83,7 +87,7 @@ static int pt_device_event(struct pt_rank *pr, const struct pt_event *e, int64_t
             a.cls = KERNEL_COMM;
             a.unknown_name = !known;
             if (a.coll != IMPORT_COLL_NONE)
-                a.bytes = pt_coll_bytes(pr, e);
+                a.bytes = pt_coll_bytes(pr, e, a.coll);
         }
     }
     return import_rank_activity(pr->core, &a);

@@ -18,8 +18,10 @@
  * gpu_user_annotation range (device_span 1) named name[0..len) is: 1 with *kind and *coll
  * set (IMPORT_COLL_NONE but for IMPORT_COLL and IMPORT_PARAMS), 0 when no rule names it, -1
  * when a rule names it as nothing to import (record_param_comms whose coll_arg, its
- * "Collective name" arg, "" when absent, names no collective known here).  A step's number
- * is pt_name_step's. */
+ * "Collective name" arg, "" when absent, names no collective known here).  Collectives:
+ * BACKEND:all_reduce (all-reduce), record_param_comms (its arg's), BACKEND:WORD (gloo:
+ * broadcast, nccl:_allgather_base, ...) and the op that issued one, c10d::WORD
+ * (IMPORT_ISSUE).  A step's number is pt_name_step's. */
 int pt_name_span(const char *name, size_t len, const char *coll_arg, int device_span,
                  enum import_kind *kind, enum import_coll *coll);
 
@@ -27,9 +29,11 @@ int pt_name_span(const char *name, size_t len, const char *coll_arg, int device_
 int pt_name_step(const char *name, size_t len, int64_t *n);
 
 /* A device kernel named name[0..len): 1 when it is NCCL's (any "nccl" in the name, any case),
- * with *coll its collective (IMPORT_COLL_NONE when neither its name nor coll_arg says) and
- * *known 1 when the name follows one of NCCL's schemes (ncclKernel_*, ncclDevKernel_*);
- * 0 for any other kernel. */
+ * with *coll its collective (IMPORT_COLL_NONE when neither its name nor coll_arg, its
+ * "Collective name" arg, says: an all-reduce by the name's AllReduce or the arg, else the
+ * word after the scheme, ncclKernel_Broadcast_..., else the arg's word) and *known 1 when
+ * the name follows one of NCCL's schemes (ncclKernel_*, ncclDevKernel_*); 0 for any other
+ * kernel. */
 int pt_name_kernel(const char *name, size_t len, const char *coll_arg, enum import_coll *coll,
                    int *known);
 

@@ -7,8 +7,9 @@
  *   - the core driven by hand with normalised events, as a new format's importer would
  *     drive it: a two-rank run on two hosts whose steps (ProfilerStep#5, #6 in the trace)
  *     become 1 and 2, whose all-reduces are buckets 0 and 1 of each step with a broadcast
- *     between them numbered in none, whose kernels land in the phase that launched them,
- *     and whose second rank's clock, 1 ms behind, is found from the all-reduce ends. */
+ *     between them (its own phase, comm lane, no bucket, issued earlier than its backend
+ *     op started), whose kernels land in the phase that launched them, and whose second
+ *     rank's clock, 1 ms behind, is found from the all-reduce ends. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,22 @@ static void test_names(void)
     expect_span(":all_reduce", "", 0, 0, 0, 0);
     expect_span("record_param_comms", "allreduce", 0, 1, IMPORT_PARAMS, ar);
     expect_span("record_param_comms", "", 0, -1, 0, 0);
+    expect_span("record_param_comms", "scatter", 0, -1, 0, 0);
     expect_span("aten::conv2d", "", 0, 0, 0, 0);
+    /* the other collectives: backend ops, the c10d:: ops that issue them, descriptions */
+    expect_span("gloo:broadcast", "", 0, 1, IMPORT_COLL, IMPORT_COLL_BROADCAST);
+    expect_span("gloo:broadcast", "", 1, 0, 0, 0); /* device ranges: all-reduces only */
+    expect_span("nccl:_allgather_base", "", 0, 1, IMPORT_COLL, IMPORT_COLL_ALL_GATHER);
+    expect_span("nccl:reduce_scatter_tensor", "", 0, 1, IMPORT_COLL,
+                IMPORT_COLL_REDUCE_SCATTER);
+    expect_span("gloo:barrier", "", 0, 1, IMPORT_COLL, IMPORT_COLL_BARRIER);
+    expect_span("gloo:scatter", "", 0, 0, 0, 0);
+    expect_span("c10d::broadcast_", "", 0, 1, IMPORT_ISSUE, IMPORT_COLL_BROADCAST);
+    expect_span("c10d::_allgather_base_", "", 0, 1, IMPORT_ISSUE, IMPORT_COLL_ALL_GATHER);
+    expect_span("c10d::allreduce_", "", 0, 0, 0, 0); /* an all-reduce's: its backend op */
+    expect_span("record_param_comms", "broadcast", 0, 1, IMPORT_PARAMS, IMPORT_COLL_BROADCAST);
+    expect_span("record_param_comms", "_allgather_base", 0, 1, IMPORT_PARAMS,
+                IMPORT_COLL_ALL_GATHER);
     int64_t n = -1;
     CHECK(pt_name_step("ProfilerStep#12", 15, &n) == 1 && n == 12, "step number 12: %lld",
           (long long)n);
@@ -130,8 +146,12 @@ static void test_names(void)
     CHECK(pt_name_kernel(k2, strlen(k2), "all_reduce", &coll, &known) == 1 && coll == ar &&
               known == 0,
           "an unknown NCCL kernel name, its Collective name arg an all-reduce");
-    CHECK(pt_name_kernel(k3, strlen(k3), "", &coll, &known) == 1 && known == 1,
-          "NCCL kernel of another collective");
+    CHECK(pt_name_kernel(k3, strlen(k3), "", &coll, &known) == 1 && known == 1 &&
+              coll == IMPORT_COLL_BROADCAST,
+          "NCCL kernel of another collective: %d", (int)coll);
+    CHECK(pt_name_kernel(k2, strlen(k2), "allgather", &coll, &known) == 1 &&
+              coll == IMPORT_COLL_ALL_GATHER,
+          "an unknown NCCL kernel name, its Collective name arg an all-gather");
     CHECK(pt_name_kernel("sgemm", 5, "", &coll, &known) == 0, "a compute kernel");
     CHECK(pt_dtype_bytes("BFloat16") == 2 && pt_dtype_bytes("Float") == 4 &&
               pt_dtype_bytes("quint4x2") == 0,
@@ -181,6 +201,8 @@ static void feed_rank(struct import_sink *sink, const char *path, int rank, cons
         span(r, IMPORT_BACKWARD, IMPORT_COLL_NONE, b + 3 * ms, b + 5 * ms, -1, "bwd op");
         span(r, IMPORT_COLL, IMPORT_COLL_ALL_REDUCE, b + 4 * ms, b + 5 * ms, 4096, "ar");
         span(r, IMPORT_BACKWARD, IMPORT_COLL_NONE, b + 5 * ms, b + 7 * ms, -1, "bwd op");
+        span(r, IMPORT_ISSUE, IMPORT_COLL_BROADCAST, b + 5 * ms - 100, b + 5 * ms + 50, -1,
+             "issue");
         span(r, IMPORT_COLL, IMPORT_COLL_BROADCAST, b + 5 * ms, b + 5 * ms + ms / 2, 64, "bc");
         span(r, IMPORT_COLL, IMPORT_COLL_ALL_REDUCE, b + 6 * ms, b + 7 * ms, -1, "ar");
         span(r, IMPORT_OPTIMIZER, IMPORT_COLL_NONE, b + 8 * ms, b + 9 * ms, -1, "opt");
@@ -249,15 +271,17 @@ static void test_core(void)
         const struct rank_trace *t = &run->ranks[rank];
         for (int step = 1; step <= 2; step++) {
             const int64_t b = 50 * ms + (step - 1) * 10 * ms;
-            const struct run_row *st = find_row(&rs, t, "step", TRACE_CLOCK_HOST, step, 0),
-                                 *a0 = find_row(&rs, t, "allreduce", TRACE_CLOCK_HOST, step, 0),
-                                 *bc = find_row(&rs, t, "allreduce", TRACE_CLOCK_HOST, step, 1),
-                                 *a1 = find_row(&rs, t, "allreduce", TRACE_CLOCK_HOST, step, 2),
-                                 *d1 = find_row(&rs, t, "allreduce", TRACE_CLOCK_DEVICE, step, 1),
-                                 *fw = find_row(&rs, t, "forward", TRACE_CLOCK_DEVICE, step, 0),
-                                 *bw = find_row(&rs, t, "backward", TRACE_CLOCK_HOST, step, 0);
+            const int h = TRACE_CLOCK_HOST, d = TRACE_CLOCK_DEVICE;
+            const struct run_row *st = find_row(&rs, t, "step", h, step, 0),
+                                 *a0 = find_row(&rs, t, "allreduce", h, step, 0),
+                                 *bc = find_row(&rs, t, "comm.broadcast", h, step, 0),
+                                 *a1 = find_row(&rs, t, "allreduce", h, step, 1),
+                                 *d1 = find_row(&rs, t, "allreduce", d, step, 1),
+                                 *fw = find_row(&rs, t, "forward", d, step, 0),
+                                 *bw = find_row(&rs, t, "backward", h, step, 0);
             CHECK(st && st->start_ns == b && a0 && a0->bucket == 0 && a0->bytes == 4096 && bc &&
                       bc->bucket == -1 && bc->bytes == 64 && bc->stream == TRACE_LANE_COMM &&
+                      bc->start_ns == b + 5 * ms - 100 && bc->end_ns == b + 5 * ms + ms / 2 &&
                       a1 && a1->bucket == 1 && a1->bytes == -1 && d1 && d1->bucket == 1 &&
                       d1->bytes == 4096 && d1->end_ns == b + 7 * ms,
                   "rank %d step %d: steps renumbered, buckets 0 and 1 around the broadcast",

@@ -8,6 +8,8 @@
  * ResNet18. */
 #include "train.h"
 
+#include "comm_probe.h"
+
 #include "backend/backend.h"
 #include "io/checkpoint.h"
 #include "common/clock.h"
@@ -73,6 +75,8 @@ struct rank {
     const struct train_opts *o;
     int rank, world, local_rank, local_world;
     struct device dev; /* backend, comm, CPU binding */
+    struct comm *coll; /* dev.comm recording each collective (comm_probe.h): every
+                          collective but the reducer's buckets goes through it */
     struct model *m;
     struct optim opt;
     float lr;        /* the learning rate trained with (--lr, times the world size with
@@ -344,7 +348,7 @@ static int rank_resume_ddp(struct rank *r)
     int rc = dev ? 0 : error_set("out of memory for the checkpoint");
     if (rc == 0 && r->rank == 0)
         be->upload(be, dev, data, (size_t)bytes);
-    if (rc == 0 && r->dev.comm->broadcast(r->dev.comm, dev, words, COMM_F32, 0))
+    if (rc == 0 && r->coll->broadcast(r->coll, dev, words, COMM_F32, 0))
         rc = error_wrap("receiving the checkpoint from rank 0");
     if (rc == 0 && r->rank != 0)
         be->download(be, data, dev, (size_t)bytes);
@@ -426,6 +430,22 @@ static int rank_check_resume_left(const struct rank *r)
                      o->resume_path, r->start_epoch, o->epochs, r->start_epoch);
 }
 
+/* The rank's probe (rank<N>.trace.csv in --out, or an off one without --out). */
+static int rank_open_probe(struct rank *r)
+{
+    const struct train_opts *o = r->o;
+    struct probe_opts po;
+    probe_opts_default(&po);
+    po.rank = r->rank;
+    po.run_dir = o->out_dir ? o->out_dir : ".";
+    po.mode = o->out_dir ? o->trace : PROBE_OFF;
+    device_probe_opts(&r->dev, &po);
+    po.quiet = r->rank != 0;
+    if (!(r->probe = probe_create(&po)))
+        return error_wrap("probes");
+    return 0;
+}
+
 static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
@@ -434,12 +454,15 @@ static int rank_setup_ddp(struct rank *r, const struct dist_env *env)
         return -1;
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
         return -1;
+    /* the probe before the first collective, so that the initial broadcast is recorded */
+    if (rank_open_probe(r) || !(r->coll = comm_probe_wrap(r->dev.comm, r->probe)))
+        return -1;
     if (o->resume_path && rank_resume_ddp(r))
         return -1;
-    if (ddp_broadcast_state(&r->m->params, r->dev.comm))
+    if (ddp_broadcast_state(&r->m->params, r->coll))
         return -1;
     if (o->sync_bn)
-        r->m->set_sync_bn(r->m, r->dev.comm);
+        r->m->set_sync_bn(r->m, r->coll);
     size_t cap = (size_t)(o->bucket_cap_mb * 1048576.0);
     if (cap < sizeof(float))
         cap = sizeof(float);
@@ -676,15 +699,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         return -1;
     if (r->resumed && rank_check_resume_left(r))
         return -1;
-    struct probe_opts po;
-    probe_opts_default(&po);
-    po.rank = r->rank;
-    po.run_dir = o->out_dir ? o->out_dir : ".";
-    po.mode = o->out_dir ? o->trace : PROBE_OFF;
-    device_probe_opts(&r->dev, &po);
-    po.quiet = r->rank != 0;
-    if (!(r->probe = probe_create(&po)))
-        return error_wrap("probes");
+    if (!r->probe && rank_open_probe(r))
+        return -1;
     if (r->red)
         reducer_set_observer(r->red, (struct reducer_observer){obs_launching, obs_issued,
                                                                obs_finished, r->probe});
@@ -714,6 +730,8 @@ static int rank_teardown(struct rank *r, int failed)
     optim_free(&r->opt);
     if (r->m)
         r->m->destroy(r->m);
+    if (r->coll)
+        r->coll->destroy(r->coll);
     device_comm_close(&r->dev);
     if (r->store && failed)
         store_abort(r->store);
@@ -770,8 +788,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->scale(be, 1, 1.0f / (float)r->world, r->scalars, r->scalars);
         /* stream-ordered; settle bounds the read below by the comm's timeout (it also
          * covers the buckets and SyncBatchNorm's collectives, joined without a host wait) */
-        if (comm_allreduce_join(r->dev.comm, r->scalars, 1, COMM_F32) ||
-            comm_settle(r->dev.comm))
+        if (comm_allreduce_join(r->coll, r->scalars, 1, COMM_F32) || comm_settle(r->coll))
             return error_wrap("all-reducing the loss");
     }
     float l = NAN;
@@ -786,7 +803,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
                          isnan(l) ? "nan" : l > 0 ? "inf" : "-inf",
                          r->world > 1 ? " (the mean over the ranks)" : "",
                          r->o->amp == AMP_BF16 ? "bf16" : "fp32");
-    if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->scalars, &sm->found_inf))
+    if (scaler_unscale(&r->scaler, &m->params, r->coll, r->scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && optim_step(&r->opt))
         return -1;
@@ -936,7 +953,7 @@ static int rank_evaluate(struct rank *r, double *accuracy, double *mean_loss)
         loss_sum += (double)n * be->softmax_xent(be, n, r->m->classes, logits, r->y_dev, NULL);
     }
     float tally[3] = {(float)count, (float)correct, (float)loss_sum};
-    struct comm *comm = r->dev.comm;
+    struct comm *comm = r->coll;
     if (comm) {
         be->upload(be, r->scalars, tally, sizeof tally);
         if (comm->reduce(comm, r->scalars, 3, COMM_F32, 0))

@@ -1939,9 +1939,24 @@ static void cpu_pool_run_ctx(void *ctx, int m, void (*fn)(void *arg, int t), voi
     cpu_pool_run(ctx, m, fn, arg);
 }
 
+const char *conv_algo_name(enum conv_algo algo)
+{
+    switch (algo) {
+    case CONV_ALGO_AUTO: return "auto";
+    case CONV_ALGO_DIRECT: return "direct";
+    case CONV_ALGO_WINOGRAD: return "winograd";
+    }
+    return "?";
+}
+
 struct backend *backend_cpu_create(int threads)
 {
     return backend_cpu_create_path(threads, 0, CPU_PATH_FAST);
+}
+
+struct backend *backend_cpu_create_algo(int threads, enum conv_algo algo)
+{
+    return backend_cpu_create_conv(threads, 0, CPU_PATH_FAST, algo);
 }
 
 struct backend *backend_cpu_create_chunked(int threads, int chunk)
@@ -1961,6 +1976,12 @@ int backend_cpu_is_fast(const struct backend *be)
 }
 
 struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path)
+{
+    return backend_cpu_create_conv(threads, chunk, path, CONV_ALGO_AUTO);
+}
+
+struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path path,
+                                        enum conv_algo algo)
 {
     if (threads < 0) {
         error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
@@ -2015,12 +2036,12 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
         const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
-        cb->fast = conv_dnnl_create(&cp);
+        cb->fast = conv_dnnl_create(&cp, algo == CONV_ALGO_WINOGRAD);
         if (cb->fast)
             conv = conv_dnnl_describe(cb->fast);
         else
             why = error_get();
-        cb->wino = conv_wino_create(&cp);
+        cb->wino = algo == CONV_ALGO_DIRECT ? NULL : conv_wino_create(&cp);
         if (cb->wino)
             wino = cb->fast && conv_dnnl_winograd(cb->fast)
                        ? "; own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels"
@@ -2029,8 +2050,10 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
         if (cb->pool_avx512)
             pooling = "AVX-512";
     }
-    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s%s; max pooling: %s", conv,
-             wino, *why ? " -- " : "", why, pooling);
+    snprintf(cb->describe, sizeof cb->describe, "convolutions%s%s%s: %s%s%s%s; max pooling: %s",
+             path == CPU_PATH_FAST ? " (--conv-algo " : "",
+             path == CPU_PATH_FAST ? conv_algo_name(algo) : "", path == CPU_PATH_FAST ? ")" : "",
+             conv, wino, *why ? " -- " : "", why, pooling);
     error_clear();
     return &cb->ops;
 }

@@ -9,10 +9,11 @@
  * ones, which the trainer runs, and the reference ones, kept as the oracle they are
  * compared with (tests/test_backend_ops.c, pair cpuref-vs-cpufast):
  * - convolution: fast, oneDNN's JIT kernels on each thread's slice of the batch
- *   (conv_dnnl.h; where the build has oneDNN and it takes the shape: Winograd F(4x4,3x3)
- *   for 3x3 stride-1 layers of 8x8 pixels and more on AVX-512, direct elsewhere), or the
- *   backend's own Winograd F(2x2,3x3) (conv_wino.h) for the 3x3 stride-1 layers oneDNN
- *   runs no Winograd for (all of them without AVX-512 or without oneDNN); reference,
+ *   (conv_dnnl.h; where the build has oneDNN and it takes the shape: direct, and with
+ *   CONV_ALGO_WINOGRAD Winograd F(4x4,3x3) for 3x3 stride-1 layers of 8x8 pixels and more
+ *   on AVX-512), and, unless CONV_ALGO_DIRECT, the backend's own Winograd F(2x2,3x3)
+ *   (conv_wino.h) for the 3x3 stride-1 layers oneDNN runs no Winograd for (all of them
+ *   without AVX-512, without oneDNN, or with CONV_ALGO_AUTO: backend.h); reference,
  *   im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of a chunk sit
  *   side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when one image's
  *   P*Q is small, and the chunk is sized to stay in a core's L2 cache;

@@ -1,8 +1,9 @@
 /* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated convolution
  * kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU backend's own
- * threads, each thread on its own slice of the batch.  Direct kernels, except Winograd
- * F(4x4,3x3) for 3x3 stride-1 layers of at least 8x8 output pixels and 16 channels where
- * oneDNN has it (AVX-512; conv_dnnl.c gives the measurements behind the rule).
+ * threads, each thread on its own slice of the batch.  Direct kernels, except, when
+ * created with allow_winograd (--conv-algo winograd), Winograd F(4x4,3x3) for 3x3 stride-1
+ * layers of at least 8x8 output pixels and 16 channels where oneDNN has it (AVX-512;
+ * conv_dnnl.c gives the measurements behind the rule).
  *
  * backend_cpu.c calls these from its conv2d slots and falls back to its reference path
  * (im2col + sgemm, the oracle) where they return -1: a build without oneDNN

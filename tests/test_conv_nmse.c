@@ -48,7 +48,7 @@ struct golden {
     double sumsq[NOPS], torch_nmse[NOPS];
 };
 
-/* the paths compared; class != 0: asserted within NMSE_CLASS of PyTorch */
+/* the paths compared; in_class: asserted within NMSE_CLASS of PyTorch */
 struct path {
     const char *name;
     enum cpu_path path;

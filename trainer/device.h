@@ -33,6 +33,7 @@ struct device {
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
     enum train_comm comm_choice; /* --comm */
+    enum conv_algo conv_algo;    /* --conv-algo (CPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */

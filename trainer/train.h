@@ -51,6 +51,7 @@ struct train_opts {
     const char *resume_path; /* --resume CKPT: continue that run's state (read by rank 0) */
     long checkpoint_every;   /* --checkpoint-every STEPS: rank 0 also saves every STEPS steps */
     enum train_comm comm;    /* --comm shm|gloo|nccl|auto */
+    enum conv_algo conv_algo; /* --conv-algo auto|direct|winograd (CPU ranks; backend.h) */
     enum probe_mode trace;   /* --trace off|nvtx|full */
     int cpu_ranks;           /* --cpu N: CPU ranks (0: not given) */
     int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */

@@ -71,6 +71,20 @@ static enum import_claim nsys_claims(const char *path, int is_dir)
     return is_sqlite_file(path) ? IMPORT_CLAIM_YES : IMPORT_CLAIM_NO;
 }
 
+#ifndef DDPPROF_HAVE_SQLITE
+
+static int nsys_load(const char *path, struct import_sink *sink)
+{
+    (void)sink;
+    return error_set("%s: this ddpprof was built without SQLite: install libsqlite3-dev and "
+                     "rebuild (scripts/setup) to read Nsight Systems reports",
+                     path);
+}
+
+#else
+
+#include <sqlite3.h>
+
 /* The rank in a file name: "rankN" (any case), else a stem ending in [._-]N; -1 none. */
 static int64_t nsys_rank_of(const char *path)
 {
@@ -93,20 +107,6 @@ static int64_t nsys_rank_of(const char *path)
         return -1;
     return strtoll(d, NULL, 10);
 }
-
-#ifndef DDPPROF_HAVE_SQLITE
-
-static int nsys_load(const char *path, struct import_sink *sink)
-{
-    (void)sink;
-    return error_set("%s: this ddpprof was built without SQLite: install libsqlite3-dev and "
-                     "rebuild (scripts/setup) to read Nsight Systems reports",
-                     path);
-}
-
-#else
-
-#include <sqlite3.h>
 
 /* ---- the export: .nsys-rep → .sqlite ---- */
 

@@ -18,7 +18,7 @@
  *     session start), TARGET_INFO_SYSTEM_ENV's Hostname: the host (nsys's clock is one per
  *     host: ranks of one host share it; across hosts the core aligns as for Kineto).
  * The rank: "rankN" in the file name (scripts/nsys-profile's <phase>.rank<N>), else a file
- * name ending in [._-]N (nsys -o report.%q{RANK}); a report holding several training
+ * name ending in .N (nsys -o report.%q{RANK}); a report holding several training
  * processes (nsys profile torchrun ...) is one rank per process, in pid order.
  *
  * Columns are found by name (pragma table_info), so the exports of nsys 2022.4 (Debian's;
@@ -85,16 +85,22 @@ static int nsys_load(const char *path, struct import_sink *sink)
 
 #include <sqlite3.h>
 
-/* The rank in a file name: "rankN" (any case), else a stem ending in [._-]N; -1 none. */
+/* The rank in a file name: "rankN" (any case; "rank_N", "rank-N", "rank.N" too), else a
+ * stem ending in ".N" (nsys -o NAME.%q{RANK}; not "_N": tensorboard-style names end in a
+ * pid); -1 none. */
 static int64_t nsys_rank_of(const char *path)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     for (const char *c = base; *c; c++) {
-        if (strncasecmp(c, "rank", 4) == 0 && c[4] >= '0' && c[4] <= '9') {
-            char *end;
-            long long v = strtoll(c + 4, &end, 10);
-            if (v >= 0 && v < 1000000)
+        if (strncasecmp(c, "rank", 4) != 0)
+            continue;
+        const char *d = c + 4;
+        if (*d == '_' || *d == '-' || *d == '.')
+            d++;
+        if (*d >= '0' && *d <= '9') {
+            long long v = strtoll(d, NULL, 10);
+            if (v >= 0 && v < 65536)
                 return v;
         }
     }
@@ -103,7 +109,7 @@ static int64_t nsys_rank_of(const char *path)
     const char *d = e;
     while (d > base && d[-1] >= '0' && d[-1] <= '9')
         d--;
-    if (d == e || d == base || e - d > 6 || (d[-1] != '.' && d[-1] != '_' && d[-1] != '-'))
+    if (d == e || d == base || e - d > 5 || d[-1] != '.' || strtoll(d, NULL, 10) >= 65536)
         return -1;
     return strtoll(d, NULL, 10);
 }

@@ -4,7 +4,8 @@
 #      of a 2-rank CPU ddpprof run (4 steps, made by make_nsys_fixture.sh): ranks 0 and 1
 #      from the file names, format nsys, host from TARGET_INFO_SYSTEM_ENV, the ddpprof
 #      domain's phases (3 steps after the warm-up: step, data, forward, backward, optimizer,
-#      allreduce 3 each), one bucket with 6 calls (3 steps x 2 ranks);
+#      allreduce 3 each), one bucket with 6 calls (3 steps x 2 ranks); the rank from a
+#      name NAME.N as well;
 #   2. the current documented schema (make_current_schema.py, generated here: a PyTorch DDP
 #      job of two processes in one file, with kernels, memcpy/memset, runtime launches and
 #      NCCL's domain): one rank per process, PyTorch's range names as phases, the all-reduce
@@ -53,6 +54,15 @@ done
 expect "2022.4 buckets" "$(csv_col "$out/buckets.csv" bucket | tr '\n' ' ')" "0 "
 expect "2022.4 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
 expect "2022.4 device" "$(csv_col "$out/speedup.csv" device)" cpu
+
+# the rank from nsys -o NAME.%q{RANK}'s names: the file's, not its place in the list
+mkdir -p "$work/named"
+cp "$fix/ddp-2022.4/rank0.sqlite" "$work/named/prof.1.sqlite"
+cp "$fix/ddp-2022.4/rank1.sqlite" "$work/named/prof.0.sqlite"
+"$bin" report "$work/named/prof.1.sqlite" "$work/named/prof.0.sqlite" --out "$work/named/out" \
+  >"$work/named.log" 2>&1
+expect "NAME.N report exit" "$?" 0
+expect "NAME.N rank 1's file" "$(csv_col "$work/named/out/ranks.csv" source rank=1)" "$work/named/prof.1.sqlite"
 
 # 2. the current schema: two processes in one file, kernels, NCCL's payload
 db=$work/torchrun.sqlite

@@ -6,7 +6,7 @@
  *   ddpprof-bench-report load DIR                      read the traces only
  *   ddpprof-bench-report run DIR OUT                   the whole report (no terminal output)
  *   ddpprof-bench-report kineto-gen FILE MB            write a Kineto trace of about MB MB
- *   ddpprof-bench-report import FILE                   read one PyTorch trace (report/import.c)
+ *   ddpprof-bench-report import FILE                   read one PyTorch trace (report/import_*.c)
  *
  * load, run and import print one line: rows or bytes, wall and CPU seconds, rows per wall
  * second or MB per CPU second (one core: the reader is one thread) and peak RSS (VmHWM of

@@ -1,6 +1,6 @@
 /* fuzz_ptjson.c — a PyTorch profiler trace (Kineto JSON or the legacy exporter's array)
- * read from memory as a one-rank run (report/import.c over report/ptjson.c and yajl), then
- * analysed (report/analysis.c) as every table would be.
+ * read from memory as a one-rank run (report/import_pytorch.c over report/ptjson.c and yajl,
+ * into the import core), then analysed (report/analysis.c) as every table would be.
  *
  * The import must succeed or fail with one line; an imported run must analyse. */
 #include "fuzz/fuzz_util.h"

@@ -752,20 +752,7 @@ static int report_inputs(struct runset *rs, const char *const *inputs, int n)
         if (stat(in, &st) != 0) {
             rc = error_set("%s: no such run directory or trace file (%s)", in, strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
-            char **paths = NULL;
-            int np = 0;
-            if (run_dir_is_run(in) || (rc = import_dir_traces(in, &paths, &np)) < 0 || np == 0) {
-                if (rc == 0)
-                    rc = runset_add_dir(rs, in);
-            } else {
-                if (!rs->default_out && !(rs->default_out = strdup(in)))
-                    rc = error_set("report: out of memory");
-                if (rc == 0)
-                    rc = import_run(rs, in, paths, np);
-            }
-            for (int k = 0; k < np; k++)
-                free(paths[k]);
-            free(paths);
+            rc = import_dir(rs, in);
         } else if (S_ISREG(st.st_mode)) {
             loose[nloose++] = (char *)in;
         } else {

@@ -1,8 +1,8 @@
 /* report.h — `ddpprof report`: turn run directories and PyTorch profiler traces into the
  * tables, the merged timeline and the charts.  Reads the files probes/ writes
  * (probes/TRACE.md: rankN.trace.csv, meta.csv, metrics.csv) and torch.profiler's traces
- * (Kineto JSON, the legacy exporter's array; report/import.h); never needs the trainer or a
- * GPU.  Formulas: report/FORMULAS.md. */
+ * (Kineto JSON, the legacy exporter's array: the importers, report/importer.h); never needs
+ * the trainer or a GPU.  Formulas: report/FORMULAS.md. */
 #ifndef DDPPROF_REPORT_H
 #define DDPPROF_REPORT_H
 

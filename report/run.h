@@ -2,8 +2,8 @@
  * directory (meta.csv, metrics.csv and rankN.trace.csv per rank: the contract is
  * probes/TRACE.md, its format probes/trace_format.h, the one header of probes/ the report
  * includes; a parent directory holding baseline/ and ddp/ runs expands into both), or a
- * set of PyTorch profiler traces mapped onto the same rows (report/import.c).  Trace rows
- * are flat structs with interned strings, shifted onto the run's reference clock as they
+ * set of trace files of other formats mapped onto the same rows (report/importer.h).  Trace
+ * rows are flat structs with interned strings, shifted onto the run's reference clock as they
  * are read, so memory is linear in the rows. */
 #ifndef DDPPROF_REPORT_RUN_H
 #define DDPPROF_REPORT_RUN_H

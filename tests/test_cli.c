@@ -13,9 +13,12 @@
  *    training, the main job's --mode listed;
  * 6. the ResNet18 recipe's options (--model resnet18, --resnet-width, --dataset,
  *    --optimizer, --lr-scale-by-world, --drop-last, --save-every-epoch) through the main
- *    job's train argv and train's worker argv. */
+ *    job's train argv and train's worker argv;
+ * 7. the options the table records in meta.csv (cli_write_meta): --resnet-width for
+ *    resnet18 only. */
 #include "cli.h"
 #include "common/error.h"
+#include "probes/runlog.h"
 #include "testutil.h"
 #include "train.h"
 
@@ -464,6 +467,44 @@ static void test_recipe_options(void)
           "--dataset imagenet: '%s'", error_get());
 }
 
+/* the meta.csv that cli_write_meta writes for c's options, into buf */
+static void meta_of(const struct cli *c, char *buf, size_t cap)
+{
+    char dir[] = "/tmp/test_cli_meta_XXXXXX", path[64];
+    buf[0] = '\0';
+    struct runlog log = {0};
+    CHECK(mkdtemp(dir) != NULL && runlog_open(&log, dir) == 0, "run log in %s", dir);
+    cli_write_meta(&c->train, &log);
+    CHECK(runlog_close(&log) == 0, "closing the run log: %s", error_get());
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    remove(path);
+    remove(dir);
+}
+
+static void test_meta(void)
+{
+    struct cli c;
+    char meta[4096];
+    char *resnet[] = {"--model", "resnet18", "--resnet-width", "8", NULL};
+    CHECK(parse(&c, CLI_TRAIN, resnet) == 0, "resnet18 options: %s", error_get());
+    meta_of(&c, meta, sizeof meta);
+    CHECK(strcmp(meta, "key,value\nresnet_width,8\n") == 0, "resnet18's options in meta.csv: '%s'",
+          meta);
+    char *convnet[] = {"--resnet-width", "8", NULL};
+    CHECK(parse(&c, CLI_TRAIN, convnet) == 0, "convnet options: %s", error_get());
+    meta_of(&c, meta, sizeof meta);
+    CHECK(strcmp(meta, "key,value\n") == 0, "convnet's meta.csv records a resnet18 option: '%s'",
+          meta);
+}
+
 int main(void)
 {
     test_rich_round_trip();
@@ -474,5 +515,6 @@ int main(void)
     test_errors();
     test_usage();
     test_recipe_options();
+    test_meta();
     return test_finish();
 }

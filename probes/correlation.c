@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+_Static_assert(PROBE_PHASE_COUNT + 1 <= 16, "phase + 1 fits the external id's 4 bits");
+
 /* bits 60..63 phase + 1, 44..59 bucket + 1 (0: none), 32..43 epoch, 0..31 step */
 uint64_t corr_encode(enum probe_phase ph, int64_t step, int epoch, int bucket)
 {

@@ -34,7 +34,7 @@ uint32_t phase_color(enum probe_phase ph);
 uint32_t phase_category(enum probe_phase ph);
 
 /* Trace lane (enum trace_lane, the stream column) of the phase's host and device rows:
- * 1 for allreduce, 2 for data, 0 for everything else. */
+ * 1 for the collectives (allreduce, comm.*, barrier), 2 for data, 0 for everything else. */
 int phase_stream(enum probe_phase ph);
 
 #ifdef __cplusplus

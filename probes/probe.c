@@ -199,7 +199,9 @@ void probe_push(struct probe *p, enum probe_phase ph)
     f->start_ns = clock_now_ns(); /* last: the host row excludes the probe's own work */
 }
 
-void probe_pop(struct probe *p)
+void probe_pop(struct probe *p) { probe_pop_bytes(p, 0); }
+
+void probe_pop_bytes(struct probe *p, uint64_t bytes)
 {
     if (!p || p->mode == PROBE_OFF)
         return;
@@ -224,7 +226,7 @@ void probe_pop(struct probe *p)
         .clock = TRACE_CLOCK_HOST,
         .start_ns = f->start_ns,
         .end_ns = end_ns,
-        .bytes = 0,
+        .bytes = bytes,
         .name = NULL,
         .kind = TRACE_KIND_RANGE,
         .stream = phase_stream(f->ph),

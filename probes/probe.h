@@ -85,6 +85,9 @@ void probe_set_step(struct probe *p, int64_t step, int epoch);
 #define PROBE_MAX_DEPTH 16
 void probe_push(struct probe *p, enum probe_phase ph);
 void probe_pop(struct probe *p);
+/* probe_pop for a range that moved data: its rows carry bytes (a collective's payload:
+ * the comm.* phases, TRACE.md) */
+void probe_pop_bytes(struct probe *p, uint64_t bytes);
 
 /* A DDP bucket's all-reduce, in three calls on the training thread:
  *   probe_bucket_launch  right before the asynchronous all-reduce is issued: starts the

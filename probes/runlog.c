@@ -128,6 +128,8 @@ static FILE *runlog_create_file(const char *dir, const char *name)
     FILE *f = fopen(path, "w");
     if (!f)
         error_set("cannot write '%s': %s (choose another --out)", path, strerror(errno));
+    else /* unbuffered: nothing of a row that failed stays behind to be written later */
+        setvbuf(f, NULL, _IONBF, 0);
     return f;
 }
 
@@ -151,17 +153,24 @@ int runlog_open(struct runlog *r, const char *dir)
     fputs("key,value\n", r->meta);
     fputs("step,epoch,loss,loss_scale,lr,images,found_inf\n", r->metrics);
     fflush(r->metrics);
+    r->meta_good = ftello(r->meta);
+    r->metrics_good = ftello(r->metrics);
     return 0;
 }
 
-/* flush the row just written to f (dir/name); a row that did not reach the disk is
- * counted, and the first failure kept for runlog_close */
-static int runlog_check(struct runlog *r, FILE *f, const char *name)
+/* flush the row just written to f (dir/name; *good: where its last whole row ends); a row
+ * that did not reach the disk is counted, the first failure kept for runlog_close, and the
+ * part of it that did is cut off, so the file stays whole rows (a full disk) */
+static int runlog_check(struct runlog *r, FILE *f, off_t *good, const char *name)
 {
-    if (fflush(f) == 0 && !ferror(f))
+    if (fflush(f) == 0 && !ferror(f)) {
+        *good = ftello(f);
         return 0;
+    }
     int e = errno ? errno : EIO;
     clearerr(f);
+    if (ftruncate(fileno(f), *good) != 0 || fseeko(f, *good, SEEK_SET) != 0)
+        clearerr(f); /* left as it is: the row is counted as lost either way */
     if (r->lost++ == 0)
         snprintf(r->why, sizeof r->why, "%s: %s", name, strerror(e));
     return error_set("writing %s/%s: %s", r->dir, name, strerror(e));
@@ -180,7 +189,7 @@ int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
     fputc(',', r->meta);
     csv_field_write(r->meta, value);
     fputc('\n', r->meta);
-    return runlog_check(r, r->meta, "meta.csv");
+    return runlog_check(r, r->meta, &r->meta_good, "meta.csv");
 }
 
 int runlog_metrics(struct runlog *r, const struct step_metrics *m)
@@ -189,7 +198,7 @@ int runlog_metrics(struct runlog *r, const struct step_metrics *m)
         return 0;
     fprintf(r->metrics, "%lld,%d,%.9g,%.9g,%.9g,%lld,%d\n", (long long)m->step, m->epoch,
             m->loss, m->loss_scale, m->lr, (long long)m->images, m->found_inf);
-    return runlog_check(r, r->metrics, "metrics.csv");
+    return runlog_check(r, r->metrics, &r->metrics_good, "metrics.csv");
 }
 
 int runlog_close(struct runlog *r)

@@ -8,10 +8,12 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct runlog {
     char dir[4096];
     FILE *meta, *metrics;
+    off_t meta_good, metrics_good; /* where each file's last whole row ends */
     long lost;      /* rows that did not reach the disk (runlog_close fails then) */
     char why[256];  /* the first such failure */
 };

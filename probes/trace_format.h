@@ -76,11 +76,41 @@ enum trace_column { TRACE_COLUMNS(TRACE_COL_ENUM_, TRACE_COL_ENUM_) TRACE_COL_CO
     X(EVAL, "eval")                                                                          \
     X(BARRIER, "barrier")                                                                    \
     X(SETUP, "setup")         /* outside training steps; also CUPTI activity launched        \
-                                 outside any range */
+                                 outside any range */                                        \
+    /* every other collective, one phase per kind (bucket -1, bytes set, lane comm) */      \
+    X(COMM_ALLREDUCE, "comm.allreduce") /* not a gradient bucket: SyncBatchNorm backward,  \
+                                           AMP's found-inf flag, the loss */               \
+    X(COMM_BROADCAST, "comm.broadcast") /* DDP's parameter/buffer broadcast, a checkpoint */ \
+    X(COMM_ALLGATHER, "comm.allgather") /* SyncBatchNorm forward's statistics */             \
+    X(COMM_REDUCE_SCATTER, "comm.reduce_scatter")                                            \
+    X(COMM_REDUCE, "comm.reduce")       /* evaluation's totals */
 
 #define TRACE_PHASE_ENUM_(id, name) TRACE_PHASE_##id,
 enum trace_phase { TRACE_PHASES(TRACE_PHASE_ENUM_) TRACE_PHASE_COUNT };
 #undef TRACE_PHASE_ENUM_
+
+/* ---- collectives: the phases that are communication and the collective kind each one
+ * is (report/FORMULAS.md: every collective is communication; gradient all-reduces are
+ * the allreduce phase, the buckets) ---- */
+#define TRACE_COLLECTIVES(X)                                                                 \
+    X(ALLREDUCE, "allreduce")                                                                \
+    X(COMM_ALLREDUCE, "allreduce")                                                           \
+    X(COMM_BROADCAST, "broadcast")                                                           \
+    X(COMM_ALLGATHER, "allgather")                                                           \
+    X(COMM_REDUCE_SCATTER, "reduce_scatter")                                                 \
+    X(COMM_REDUCE, "reduce")                                                                 \
+    X(BARRIER, "barrier")
+
+/* The collective kind of a phase ("allreduce", "broadcast", ...), or NULL when the phase
+ * (enum trace_phase) is not communication. */
+static inline const char *trace_phase_collective(int phase)
+{
+#define TRACE_COLL_CASE_(id, kind)                                                           \
+    case TRACE_PHASE_##id:                                                                   \
+        return kind;
+    switch (phase) { TRACE_COLLECTIVES(TRACE_COLL_CASE_) default: return NULL; }
+#undef TRACE_COLL_CASE_
+}
 
 /* ---- the clock column ---- */
 #define TRACE_CLOCKS(X)                                                                      \
@@ -112,7 +142,7 @@ enum trace_kind { TRACE_KINDS(TRACE_KIND_ENUM_) TRACE_KIND_COUNT };
 /* ---- the stream column of range rows: lanes (CUPTI rows hold the CUDA stream id) ---- */
 #define TRACE_LANES(X)                                                                       \
     X(COMPUTE, "compute") /* the training thread / compute stream */                         \
-    X(COMM, "comm")       /* the comm thread / NCCL stream: allreduce rows */                \
+    X(COMM, "comm")       /* the comm thread / NCCL stream: collectives  */                  \
     X(DATA, "data")       /* data loading: data rows */
 
 #define TRACE_LANE_ENUM_(id, name) TRACE_LANE_##id,

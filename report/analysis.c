@@ -25,7 +25,9 @@ const char *const seg_names[SEG_COUNT] = {"data", "forward", "backward", "optimi
 static const enum trace_phase analysis_order[] = {
     TRACE_PHASE_STEP,      TRACE_PHASE_DATA,      TRACE_PHASE_FORWARD,
     TRACE_PHASE_BACKWARD,  TRACE_PHASE_ALLREDUCE, TRACE_PHASE_OPTIMIZER,
-    TRACE_PHASE_BARRIER,   TRACE_PHASE_EVAL,      TRACE_PHASE_SETUP};
+    TRACE_PHASE_BARRIER,   TRACE_PHASE_EVAL,      TRACE_PHASE_SETUP,
+    TRACE_PHASE_COMM_ALLREDUCE, TRACE_PHASE_COMM_BROADCAST, TRACE_PHASE_COMM_ALLGATHER,
+    TRACE_PHASE_COMM_REDUCE_SCATTER, TRACE_PHASE_COMM_REDUCE};
 _Static_assert(sizeof analysis_order / sizeof *analysis_order == TRACE_PHASE_COUNT,
                "every phase of the trace format has its place in the report order");
 
@@ -175,6 +177,27 @@ static int64_t ivl_overlap_one(const struct ivl *u, size_t n, int64_t s, int64_t
 double analysis_mean_ns(int64_t total_ns, size_t count)
 {
     return (double)total_ns / (double)count;
+}
+
+/* a \ b for merged lists a, b into out (room for na + nb intervals); returns the count */
+static size_t ivl_diff(const struct ivl *a, size_t na, const struct ivl *b, size_t nb,
+                       struct ivl *out)
+{
+    size_t n = 0, j = 0;
+    for (size_t i = 0; i < na; i++) {
+        int64_t s = a[i].s;
+        while (j < nb && b[j].e <= s)
+            j++;
+        for (size_t k = j; k < nb && b[k].s < a[i].e; k++) {
+            if (b[k].s > s)
+                out[n++] = (struct ivl){s, b[k].s};
+            if (b[k].e > s)
+                s = b[k].e;
+        }
+        if (s < a[i].e)
+            out[n++] = (struct ivl){s, a[i].e};
+    }
+    return n;
 }
 
 /* exposed_comm_ms: |M| - |M ∩ C| for the merged unions M (communication), C (compute) */
@@ -748,10 +771,14 @@ static int analysis_phase_stats(const struct analysis_ctx *c, const struct rank_
         struct phase_stat *ps = &out->phases[out->nphases++];
         ps->phase = c->dense_label[p];
         ps->count = m;
+        for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+            if (c->known[ph] == p)
+                ps->collective = trace_phase_collective(ph);
         for (size_t i = 0; i < m; i++) {
             const struct run_row *row = &rows[sel->idx[first[p] + i]];
             dur[i] = row->end_ns - row->start_ns;
             ps->total_ns += dur[i];
+            ps->bytes = row->bytes < 0 || ps->bytes < 0 ? -1 : ps->bytes + row->bytes;
             if (row->step >= 1) {
                 ps->in_steps_ns += dur[i];
                 ps->in_steps = 1;
@@ -784,19 +811,69 @@ static int analysis_phase_stats(const struct analysis_ctx *c, const struct rank_
     return rc;
 }
 
-/* Step 3, overlap.csv: the unions C (compute), M (communication) and S (steps), and from
- * them exposed communication, idle time and the chart's last two segments. */
-static int analysis_overlap(const struct analysis_ctx *c, const struct rank_sel *sel,
-                            struct rank_stat *out)
+/* The dense indices of the communication phases into mph (every collective, -1 where
+ * absent) and of those that are not gradient buckets into held (the training thread's own
+ * collectives: not compute); returns the count of each (the same). */
+static int analysis_comm_phases(const struct analysis_ctx *c, int *mph, int *held)
+{
+    int n = 0;
+    for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+        if (trace_phase_collective(ph)) {
+            mph[n] = c->known[ph];
+            held[n++] = ph == TRACE_PHASE_ALLREDUCE ? -1 : c->known[ph];
+        }
+    return n;
+}
+
+/* C: forward, backward and optimizer less the time of the collectives other than the
+ * gradient buckets (FORMULAS.md: a broadcast inside forward is communication, not
+ * forward's compute).  0, or -1 after error_set(). */
+static int analysis_compute_union(const struct analysis_ctx *c, const struct rank_sel *sel,
+                                  struct ivl **out, size_t *n)
 {
     const int *K = c->known;
     int cph[3] = {K[TRACE_PHASE_FORWARD], K[TRACE_PHASE_BACKWARD], K[TRACE_PHASE_OPTIMIZER]};
-    int mph[1] = {K[TRACE_PHASE_ALLREDUCE]}, sph[1] = {K[TRACE_PHASE_STEP]};
+    int mph[TRACE_PHASE_COUNT], held[TRACE_PHASE_COUNT];
+    int nh = analysis_comm_phases(c, mph, held);
+    struct ivl *all = NULL, *h = NULL;
+    size_t na = 0, nhv = 0;
+    int rc = analysis_union(sel, cph, 3, &all, &na);
+    if (rc == 0)
+        rc = analysis_union(sel, held, nh, &h, &nhv);
+    if (rc == 0 && nhv > 0) {
+        struct ivl *d = malloc((na + nhv + 1) * sizeof *d);
+        if (!d) {
+            rc = analysis_oom(sel->t);
+        } else {
+            na = ivl_diff(all, na, h, nhv, d);
+            free(all);
+            all = d;
+        }
+    }
+    free(h);
+    if (rc < 0) {
+        free(all);
+        return rc;
+    }
+    *out = all;
+    *n = na;
+    return 0;
+}
+
+/* Step 3, overlap.csv: the unions C (compute), M (communication: every collective) and S
+ * (steps), and from them exposed communication, idle time and the chart's last two
+ * segments. */
+static int analysis_overlap(const struct analysis_ctx *c, const struct rank_sel *sel,
+                            struct rank_stat *out)
+{
+    int mph[TRACE_PHASE_COUNT], held[TRACE_PHASE_COUNT];
+    int nmph = analysis_comm_phases(c, mph, held);
+    int sph[1] = {c->known[TRACE_PHASE_STEP]};
     struct ivl *compute = NULL, *comm = NULL, *steps = NULL, *both = NULL;
     size_t nc = 0, nm = 0, ns = 0;
-    int rc = analysis_union(sel, cph, 3, &compute, &nc);
+    int rc = analysis_compute_union(c, sel, &compute, &nc);
     if (rc == 0)
-        rc = analysis_union(sel, mph, 1, &comm, &nm);
+        rc = analysis_union(sel, mph, nmph, &comm, &nm);
     if (rc == 0)
         rc = analysis_union(sel, sph, 1, &steps, &ns);
     if (rc == 0 && !(both = malloc((nc + nm + 1) * sizeof *both)))

@@ -24,6 +24,9 @@ struct phase_stat {
     double mean_ns;
     int64_t in_steps_ns; /* total of the rows with step >= 1 */
     int in_steps;        /* some row has step >= 1 */
+    const char *collective; /* the collective kind of a communication phase
+                               (trace_phase_collective), else NULL */
+    int64_t bytes;          /* total payload of its rows; -1: some row's is unknown */
 };
 
 struct rank_stat {

@@ -57,7 +57,12 @@ enum rec_kind {
     R_PARAMS,    /* record_param_comms of an all-reduce (val: bytes; used: taken by a COLL) */
     R_DIMS,      /* (window only) an op with input shapes (val: the first input's size) */
     R_NCCL,      /* a device all-reduce: an NCCL kernel (val: bytes) */
-    R_ANNOT      /* a gpu_user_annotation nccl:all_reduce (fallback for unknown kernels) */
+    R_ANNOT,     /* a gpu_user_annotation nccl:all_reduce (fallback for unknown kernels) */
+    /* every other collective (phase: its comm.* phase or barrier; val: bytes): */
+    R_OCOLL,     /* a backend's op: gloo:broadcast, nccl:all_gather, ... (the row) */
+    R_OISSUE,    /* the op that issued it: c10d::broadcast_, c10d::_allgather_base_, ... */
+    R_OPARAMS,   /* record_param_comms with its Collective name (bytes) */
+    R_ODEV       /* a device one: an NCCL kernel, ncclKernel_Broadcast_..., ... */
 };
 
 static const enum trace_phase rec_phase[] = {
@@ -65,7 +70,9 @@ static const enum trace_phase rec_phase[] = {
     [R_BACKWARD] = TRACE_PHASE_BACKWARD,   [R_OPTIMIZER] = TRACE_PHASE_OPTIMIZER,
     [R_DATA] = TRACE_PHASE_DATA,           [R_COLL] = TRACE_PHASE_ALLREDUCE,
     [R_PARAMS] = TRACE_PHASE_ALLREDUCE,    [R_DIMS] = TRACE_PHASE_SETUP,
-    [R_NCCL] = TRACE_PHASE_ALLREDUCE,      [R_ANNOT] = TRACE_PHASE_ALLREDUCE};
+    [R_NCCL] = TRACE_PHASE_ALLREDUCE,      [R_ANNOT] = TRACE_PHASE_ALLREDUCE,
+    [R_OCOLL] = TRACE_PHASE_BARRIER,       [R_OISSUE] = TRACE_PHASE_BARRIER,
+    [R_OPARAMS] = TRACE_PHASE_BARRIER,     [R_ODEV] = TRACE_PHASE_BARRIER}; /* R_O*: r.phase */
 
 /* A CPU-window entry and a kept record (the window entries are its first 48 bytes). */
 struct rec {
@@ -76,6 +83,7 @@ struct rec {
     uint32_t name;      /* id in the runset's names */
     uint8_t kind;
     uint8_t used;
+    uint8_t phase;      /* R_O*: enum trace_phase of the collective */
     /* not in the window: */
     int64_t dev_start, dev_end; /* device span of the kernels it launched (-1 none) */
     int32_t step, bucket;       /* set at the end */
@@ -93,7 +101,8 @@ struct dev_item {
     uint8_t cls;                 /* enum kernel_class */
     uint8_t allreduce;
     uint8_t has_corr;
-    uint8_t pad[5];
+    uint8_t coll;                /* another collective's NCCL kernel: its phase; else 0 */
+    uint8_t pad[4];
 };
 
 struct launch_slot {
@@ -120,6 +129,7 @@ struct imp {
     struct rec_list recs;  /* CPU records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */
     struct rec_list annot; /* gpu_user_annotation all-reduces */
+    struct rec_list odev;  /* device collectives other than all-reduces, in start order */
     struct rec_list gann;  /* gpu_user_annotation spans of phases (forward, ...) */
     size_t bwd_open;       /* 1 + index of the backward span being grown; 0: none */
     size_t want_dims;      /* 1 + index of the forward waiting for its batch size; 0: none */
@@ -200,6 +210,54 @@ static int is_allreduce_name(const char *c)
     return strcasestr(c, "allreduce") || strcasestr(c, "all_reduce");
 }
 
+/* The phase of a collective other than all-reduce named s[0..len) as PyTorch names them
+ * (op suffixes, record_param_comms' Collective name, NCCL kernel infixes): broadcast,
+ * all_gather / allgather / _allgather_base / all_gather_into_tensor, reduce_scatter /
+ * _reduce_scatter_base / reduce_scatter_tensor, reduce, barrier; leading and trailing
+ * underscores and a _base, _into_tensor, _tensor or _coalesced tail are not part of the
+ * kind.  -1 for anything else (an all-reduce included). */
+static int coll_phase_of(const char *s, size_t len)
+{
+    static const struct {
+        const char *name;
+        enum trace_phase ph;
+    } kinds[] = {{"broadcast", TRACE_PHASE_COMM_BROADCAST},
+                 {"allgather", TRACE_PHASE_COMM_ALLGATHER},
+                 {"all_gather", TRACE_PHASE_COMM_ALLGATHER},
+                 {"reducescatter", TRACE_PHASE_COMM_REDUCE_SCATTER},
+                 {"reduce_scatter", TRACE_PHASE_COMM_REDUCE_SCATTER},
+                 {"reduce", TRACE_PHASE_COMM_REDUCE},
+                 {"barrier", TRACE_PHASE_BARRIER}};
+    static const char *const tails[] = {"_coalesced", "_into_tensor", "_tensor", "_base"};
+    while (len > 0 && s[0] == '_')
+        s++, len--;
+    while (len > 0 && s[len - 1] == '_')
+        len--;
+    for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+        size_t n = strlen(tails[t]);
+        if (len > n && strncasecmp(s + len - n, tails[t], n) == 0)
+            len -= n;
+    }
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        if (strlen(kinds[k].name) == len && strncasecmp(s, kinds[k].name, len) == 0)
+            return (int)kinds[k].ph;
+    return -1;
+}
+
+/* The phase of an NCCL kernel of a collective other than all-reduce (ncclKernel_Broadcast_
+ * RING_LL_..., ncclDevKernel_AllGather_RING_LL, ..._ReduceScatter_...), or -1: the word
+ * after the scheme's prefix. */
+static int nccl_kernel_coll_phase(const char *name, size_t len)
+{
+    size_t i = starts_with(name, len, "ncclKernel_")      ? 11
+               : starts_with(name, len, "ncclDevKernel_") ? 14
+                                                          : len;
+    size_t j = i;
+    while (j < len && name[j] != '_' && name[j] != '(')
+        j++;
+    return j > i ? coll_phase_of(name + i, j - i) : -1;
+}
+
 /* "nccl:all_reduce", "gloo:all_reduce", ...: a backend's name, a colon, all_reduce */
 static int is_backend_allreduce(const char *s, size_t len)
 {
@@ -209,10 +267,24 @@ static int is_backend_allreduce(const char *s, size_t len)
     return i > 0 && i < len && s[i] == ':' && starts_with(s + i + 1, len - i - 1, "all_reduce");
 }
 
-/* The collective's bytes from its args, -1 when they are not there. */
-static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
+/* The length of "<backend>:" at the start of s ("gloo:", "nccl:", "mpi:"), else 0 (c10d's
+ * "c10d::op" included) */
+static size_t backend_prefix(const char *s, size_t len)
 {
-    if (!e->has_nelems || !e->dtype[0])
+    size_t i = 0;
+    while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+        i++;
+    return i > 0 && i + 1 < len && s[i] == ':' && s[i + 1] != ':' ? i + 1 : 0;
+}
+
+/* The bytes of a collective of phase ph from its args: "In msg nelems" x the size of
+ * "dtype", but an all-gather's are what the rank receives ("Out msg nelems", world x in, as
+ * a ddpprof run's); -1 when they are not there. */
+static int64_t imp_other_bytes(struct imp *im, const struct pt_event *e, int ph)
+{
+    int out = ph == TRACE_PHASE_COMM_ALLGATHER && e->has_out_nelems;
+    int64_t n = out ? e->out_nelems : e->in_nelems;
+    if ((!out && !e->has_nelems) || !e->dtype[0])
         return -1;
     int64_t per = dtype_bytes(e->dtype);
     if (per == 0) {
@@ -220,7 +292,13 @@ static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
             snprintf(im->unknown_dtype, sizeof im->unknown_dtype, "%s", e->dtype);
         return -1;
     }
-    return e->in_nelems > INT64_MAX / per ? -1 : e->in_nelems * per;
+    return n > INT64_MAX / per ? -1 : n * per;
+}
+
+/* The collective's bytes from its args, -1 when they are not there (an all-reduce's). */
+static int64_t imp_coll_bytes(struct imp *im, const struct pt_event *e)
+{
+    return imp_other_bytes(im, e, TRACE_PHASE_ALLREDUCE);
 }
 
 /* ---- the CPU window's output: records, in start order ---- */
@@ -250,6 +328,7 @@ static struct rec *imp_phase_at(struct imp *im, int64_t t)
 static int imp_cpu_out(struct imp *im, const struct rec *r)
 {
     if (im->dev_out && r->kind != R_DIMS && r->kind != R_COLL && r->kind != R_PARAMS &&
+        r->kind != R_OCOLL && r->kind != R_OISSUE && r->kind != R_OPARAMS &&
         r->start < im->attr_mark)
         im->cpu_after_dev++;
     switch ((enum rec_kind)r->kind) {
@@ -294,6 +373,9 @@ static int imp_cpu_out(struct imp *im, const struct rec *r)
         return rec_append(im, &im->recs, &c);
     }
     case R_PARAMS:
+    case R_OCOLL:
+    case R_OISSUE:
+    case R_OPARAMS:
         return rec_append(im, &im->recs, r);
     default: /* step, forward, optimizer, data: a new call ends a backward span */
         im->bwd_open = 0;
@@ -403,6 +485,11 @@ static int imp_dev_out(struct imp *im, struct dev_item *d)
                         .name = d->name, .kind = R_NCCL};
         return rec_append(im, &im->nccl, &r);
     }
+    if (d->coll) {
+        struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
+                        .name = d->name, .kind = R_ODEV, .phase = d->coll};
+        return rec_append(im, &im->odev, &r);
+    }
     if (d->cls != KERNEL_COMM && d->launch >= 0) {
         struct rec *p = imp_phase_at(im, d->launch);
         if (p) {
@@ -425,6 +512,7 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
     size_t len = e->name_len;
     struct rec r = {.start = e->ts_ns, .end = end, .tid = e->tid, .val = -1, .launch = -1,
                     .name = STRPOOL_NONE};
+    int bph; /* the phase of another collective's op */
     if (starts_with(n, len, "autograd::engine::evaluate_function: ")) {
         r.kind = R_BACKWARD;
         return imp_cpu_push(im, &r);
@@ -447,10 +535,22 @@ static int imp_cpu_event(struct imp *im, const struct pt_event *e, int64_t end)
         r.kind = R_COLL;
         r.val = imp_coll_bytes(im, e);
     } else if (len == 18 && memcmp(n, "record_param_comms", 18) == 0) {
-        if (!is_allreduce_name(e->coll))
+        int ph = coll_phase_of(e->coll, strlen(e->coll));
+        if (!is_allreduce_name(e->coll) && ph < 0)
             return 0;
-        r.kind = R_PARAMS;
-        r.val = imp_coll_bytes(im, e);
+        r.kind = ph < 0 ? R_PARAMS : R_OPARAMS;
+        r.phase = (uint8_t)(ph < 0 ? 0 : ph);
+        r.val = ph < 0 ? imp_coll_bytes(im, e) : imp_other_bytes(im, e, ph);
+    } else if ((bph = backend_prefix(n, len) ? coll_phase_of(n + backend_prefix(n, len),
+                                                             len - backend_prefix(n, len))
+                                             : -1) >= 0) {
+        r.kind = R_OCOLL; /* gloo:broadcast, nccl:_allgather_base, ... */
+        r.phase = (uint8_t)bph;
+        r.val = imp_other_bytes(im, e, bph);
+    } else if (starts_with(n, len, "c10d::") && (bph = coll_phase_of(n + 6, len - 6)) >= 0) {
+        r.kind = R_OISSUE; /* c10d::broadcast_, c10d::_allgather_base_, ... */
+        r.phase = (uint8_t)bph;
+        r.val = imp_other_bytes(im, e, bph);
     } else if (e->has_dims0) {
         r.kind = R_DIMS;
         r.val = e->dims0;
@@ -478,8 +578,14 @@ static int imp_dev_event(struct imp *im, const struct pt_event *e, int64_t end)
                 snprintf(im->unknown_nccl_name, sizeof im->unknown_nccl_name, "%.80s", e->name);
             d.allreduce = (known && strstr(e->name, "AllReduce")) ||
                           (e->coll[0] && is_allreduce_name(e->coll));
-            if (d.allreduce) {
-                d.bytes = imp_coll_bytes(im, e);
+            int ph = d.allreduce ? -1
+                     : known  ? nccl_kernel_coll_phase(e->name, e->name_len)
+                              : coll_phase_of(e->coll, strlen(e->coll));
+            if (ph < 0 && !d.allreduce && e->coll[0])
+                ph = coll_phase_of(e->coll, strlen(e->coll));
+            d.coll = (uint8_t)(ph > 0 ? ph : 0);
+            if (d.allreduce || d.coll) {
+                d.bytes = d.coll ? imp_other_bytes(im, e, d.coll) : imp_coll_bytes(im, e);
                 if ((d.name = imp_name(im, e->name, e->name_len)) == STRPOOL_NONE)
                     return -1;
             }
@@ -707,6 +813,7 @@ static void imp_free(struct imp *im)
     free(im->recs.v);
     free(im->nccl.v);
     free(im->annot.v);
+    free(im->odev.v);
     free(im->gann.v);
     for (int i = 0; i < im->kern.nstreams; i++)
         free(im->kern.streams[i].v);
@@ -859,18 +966,18 @@ static int imp_row(struct imp *im, struct rank_trace *t, const struct rec *r, in
 {
     if (VEC_RESERVE(t->rows, t->cap, t->n + 1))
         return imp_oom(im);
-    enum trace_phase ph = rec_phase[r->kind];
+    enum trace_phase ph = r->kind >= R_OCOLL ? (enum trace_phase)r->phase : rec_phase[r->kind];
     struct run_row *row = &t->rows[t->n];
     memset(row, 0, sizeof *row);
     row->start_ns = s;
     row->end_ns = e;
-    row->bytes = ph == TRACE_PHASE_ALLREDUCE ? r->val : 0;
+    row->bytes = trace_phase_collective(ph) ? r->val : 0;
     row->step = r->step;
     row->epoch = -1;
     row->bucket = ph == TRACE_PHASE_ALLREDUCE ? r->bucket : -1;
-    row->stream = ph == TRACE_PHASE_ALLREDUCE ? TRACE_LANE_COMM
-                  : ph == TRACE_PHASE_DATA    ? TRACE_LANE_DATA
-                                              : TRACE_LANE_COMPUTE;
+    row->stream = trace_phase_collective(ph) ? TRACE_LANE_COMM
+                  : ph == TRACE_PHASE_DATA   ? TRACE_LANE_DATA
+                                             : TRACE_LANE_COMPUTE;
     row->clock = (uint8_t)clock;
     uint32_t phase = strpool_intern(&im->rs->labels, trace_phase_name(ph),
                                     strlen(trace_phase_name(ph)));
@@ -931,6 +1038,121 @@ static int imp_params_as_coll(struct imp *im)
     return 0;
 }
 
+/* ---- the other collectives: one row each ---- */
+
+/* The indices in l of the records of this kind and phase, in list order, into *out (the
+ * caller frees it); returns the count, or (size_t)-1 out of memory. */
+static size_t imp_collect(const struct rec_list *l, int kind, int phase, size_t **out)
+{
+    size_t n = 0;
+    *out = malloc((l->n + 1) * sizeof **out);
+    if (!*out)
+        return (size_t)-1;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == kind && l->v[i].phase == phase)
+            (*out)[n++] = i;
+    return n;
+}
+
+typedef void (*imp_pair_fn)(struct rec *a, struct rec *b);
+
+/* Pairs the k-th record of a step in la[ia] with the k-th of the same step in lb[ib]
+ * (both in start order, so in step order): fn(a, b) for each pair. */
+static void imp_pair_steps(struct rec_list *la, const size_t *ia, size_t na,
+                           struct rec_list *lb, const size_t *ib, size_t nb, imp_pair_fn fn)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        struct rec *a = &la->v[ia[i]], *b = &lb->v[ib[j]];
+        if (a->step < b->step) {
+            i++;
+        } else if (b->step < a->step) {
+            j++;
+        } else {
+            fn(a, b);
+            i++;
+            j++;
+        }
+    }
+}
+
+/* imp_pair_steps over the records of kind ka in la and kind kb in lb, both of phase ph.
+ * 0, or -1 after error_set() (out of memory). */
+static int imp_pair_kinds(struct imp *im, struct rec_list *la, int ka, struct rec_list *lb,
+                          int kb, int ph, imp_pair_fn fn)
+{
+    size_t *a = NULL, *b = NULL;
+    size_t na = imp_collect(la, ka, ph, &a), nb = imp_collect(lb, kb, ph, &b);
+    int rc = na == (size_t)-1 || nb == (size_t)-1 ? imp_oom(im) : 0;
+    if (rc == 0)
+        imp_pair_steps(la, a, na, lb, b, nb, fn);
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* record_param_comms b inside the op a that issued it: a takes its size */
+static void pair_params(struct rec *a, struct rec *b)
+{
+    if (a->val < 0)
+        a->val = b->val;
+    b->used = 1;
+}
+
+/* backend op a and the op b that issued it: one collective, from the issue to the end of
+ * the backend's work (the training thread waits for it in between) */
+static void pair_issue(struct rec *a, struct rec *b)
+{
+    if (b->start < a->start)
+        a->start = b->start;
+    if (b->end > a->end)
+        a->end = b->end;
+    if (a->val < 0)
+        a->val = b->val;
+    b->used = 1;
+}
+
+/* a device collective a and its host row b share their sizes */
+static void pair_sizes(struct rec *a, struct rec *b)
+{
+    if (a->val < 0)
+        a->val = b->val;
+    if (b->val < 0)
+        b->val = a->val;
+}
+
+/* The unused records of kind from and this phase in l become kind to. */
+static void imp_promote(struct rec_list *l, int from, int to, int phase)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == from && l->v[i].phase == phase && !l->v[i].used)
+            l->v[i].kind = (uint8_t)to;
+}
+
+/* A collective other than an all-reduce is one row (R_OCOLL) per call: its backend op
+ * (gloo:broadcast) from the start of the op that issued it (c10d::broadcast_, else its
+ * record_param_comms) to the later end; without a backend op, the issuing op alone; sizes
+ * from record_param_comms.  Records are paired by their order within the step and kind;
+ * (outside steps: in the group of step 0).  Device collectives (NCCL kernels) exchange sizes with
+ * the host rows.  0, or -1 after error_set(). */
+static int imp_other_collectives(struct imp *im)
+{
+    for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++) {
+        if (!trace_phase_collective(ph) || ph == TRACE_PHASE_ALLREDUCE ||
+            ph == TRACE_PHASE_COMM_ALLREDUCE)
+            continue;
+        if (imp_pair_kinds(im, &im->recs, R_OISSUE, &im->recs, R_OPARAMS, ph, pair_params) < 0)
+            return -1;
+        imp_promote(&im->recs, R_OPARAMS, R_OISSUE, ph);
+        if (imp_pair_kinds(im, &im->recs, R_OCOLL, &im->recs, R_OISSUE, ph, pair_issue) < 0)
+            return -1;
+        imp_promote(&im->recs, R_OISSUE, R_OCOLL, ph);
+        if (imp_pair_kinds(im, &im->odev, R_ODEV, &im->recs, R_OCOLL, ph, pair_sizes) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* What the rank came to, for the run. */
 struct imp_result {
     int64_t images;  /* sum of the batch sizes of the forwards in steps, -1 unknown */
@@ -976,6 +1198,14 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         struct rec *r = &dev->v[i];
         r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
     }
+    for (size_t i = 0; i < im->odev.n; i++) {
+        struct rec *r = &im->odev.v[i];
+        r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
+    }
+    if (imp_other_collectives(im) < 0) {
+        free(steps);
+        return -1;
+    }
     /* the host all-reduces: the backend ops; in a step without any, its record_param_comms */
     if (imp_params_as_coll(im) < 0) {
         free(steps);
@@ -994,7 +1224,8 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
     int images_known = 1, forwards = 0;
     for (size_t i = 0; i < im->recs.n && !im->failed; i++) {
         const struct rec *r = &im->recs.v[i];
-        if (r->kind == R_DIMS || r->kind == R_PARAMS)
+        if (r->kind == R_DIMS || r->kind == R_PARAMS || r->kind == R_OISSUE ||
+            r->kind == R_OPARAMS)
             continue;
         if (r->kind == R_FORWARD && r->step >= 1) {
             forwards++;
@@ -1020,9 +1251,12 @@ static int imp_finish(struct imp *im, struct rank_trace *t, struct imp_result *r
         }
     for (size_t i = 0; i < dev->n && !im->failed; i++)
         imp_row(im, t, &dev->v[i], TRACE_CLOCK_DEVICE, dev->v[i].start, dev->v[i].end);
+    for (size_t i = 0; i < im->odev.n && !im->failed; i++)
+        imp_row(im, t, &im->odev.v[i], TRACE_CLOCK_DEVICE, im->odev.v[i].start,
+                im->odev.v[i].end);
     /* a phase without kernels launched inside it (no launch times: e.g. ddpprof's own
      * export) takes its device time from its gpu_user_annotation spans */
-    int launched[R_ANNOT + 1] = {0};
+    int launched[R_ODEV + 1] = {0};
     for (size_t i = 0; i < im->recs.n; i++)
         launched[im->recs.v[i].kind] |= im->recs.v[i].dev_start >= 0;
     for (size_t i = 0; i < im->gann.n && !im->failed; i++) {

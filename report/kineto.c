@@ -88,21 +88,32 @@ static const char *kx_cpu_name(const struct kx_ctx *c, const struct run_row *r, 
     case TRACE_PHASE_ALLREDUCE:
         snprintf(name, cap, "%s:all_reduce", c->backend);
         return "cpu_op";
+    case TRACE_PHASE_COMM_BROADCAST:
+    case TRACE_PHASE_COMM_ALLGATHER:
+    case TRACE_PHASE_COMM_REDUCE_SCATTER:
+    case TRACE_PHASE_COMM_REDUCE:
+    case TRACE_PHASE_BARRIER: /* gloo:broadcast, ...: the backend's op, as PyTorch names it */
+        snprintf(name, cap, "%s:%s", c->backend,
+                 phase == TRACE_PHASE_COMM_ALLGATHER ? "all_gather"
+                                                     : trace_phase_collective(phase));
+        return "cpu_op";
     default:
         snprintf(name, cap, "ddpprof.%s", phase >= 0 ? trace_phase_name(phase) : "range");
         return "user_annotation";
     }
 }
 
-/* A host range as a CPU event (two for an all-reduce: record_param_comms around the
- * backend's op). */
+/* A host range as a CPU event (two for a collective with a payload: record_param_comms
+ * around the backend's op). */
 static void kx_cpu(struct kx_ctx *c, const struct run_row *r, int phase)
 {
     FILE *f = c->f;
     int pid = KINETO_CPU_PID + c->t->rank, tid = 1 + (r->stream >= 0 ? r->stream : 0);
     char name[96];
     const char *cat = kx_cpu_name(c, r, phase, name, sizeof name);
-    if (phase == TRACE_PHASE_ALLREDUCE && r->bucket >= 0) {
+    const char *coll = phase >= 0 ? trace_phase_collective(phase) : NULL;
+    if (coll && phase != TRACE_PHASE_COMM_ALLREDUCE && r->bytes >= 0 &&
+        (phase != TRACE_PHASE_ALLREDUCE || r->bucket >= 0)) {
         kx_sep(c);
         fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
                    "\"pid\": %d, \"tid\": %d, ",
@@ -110,10 +121,11 @@ static void kx_cpu(struct kx_ctx *c, const struct run_row *r, int phase)
         kx_ts(f, "ts", r->start_ns - c->base_ns);
         fputs(", ", f);
         kx_ts(f, "dur", r->end_ns - r->start_ns);
-        fprintf(f, ", \"args\": {\"Collective name\": \"allreduce\", \"In msg nelems\": %lld, "
+        fprintf(f, ", \"args\": {\"Collective name\": \"%s\", \"In msg nelems\": %lld, "
                    "\"Out msg nelems\": %lld, \"dtype\": \"Byte\", \"Group size\": %d, "
                    "\"Rank\": %d}}",
-                (long long)r->bytes, (long long)r->bytes, c->run->world_size, c->t->rank);
+                coll, (long long)r->bytes, (long long)r->bytes, c->run->world_size,
+                c->t->rank);
     }
     kx_sep(c);
     fprintf(f, "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": ", cat);
@@ -136,7 +148,8 @@ static void kx_annotation(struct kx_ctx *c, const struct run_row *r, int phase)
     fputs("{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": ", f);
     kx_str(f, name);
     fprintf(f, ", \"pid\": 0, \"tid\": %d, ",
-            phase == TRACE_PHASE_ALLREDUCE ? KINETO_COMM_STREAM : KINETO_COMPUTE_STREAM);
+            phase >= 0 && trace_phase_collective(phase) ? KINETO_COMM_STREAM
+                                                        : KINETO_COMPUTE_STREAM);
     kx_ts(f, "ts", r->start_ns - c->base_ns);
     fputs(", ", f);
     kx_ts(f, "dur", r->end_ns - r->start_ns);

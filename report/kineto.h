@@ -9,7 +9,10 @@
  *     DistributedDataParallel.forward, autograd::engine::evaluate_function (backward),
  *     Optimizer.step#, enumerate(DataLoader)#, and each bucket's all-reduce as
  *     record_param_comms (Collective name, In/Out msg nelems, dtype, Group size) around
- *     BACKEND:all_reduce;
+ *     BACKEND:all_reduce; the other collectives likewise as record_param_comms around
+ *     BACKEND:broadcast, BACKEND:all_gather, BACKEND:reduce_scatter, BACKEND:reduce,
+ *     BACKEND:barrier (comm.allreduce rows, which no import could tell from a bucket, as
+ *     ddpprof.comm.allreduce annotations);
  *   - device-clock ranges (CUDA-event timing) as gpu_user_annotation ranges named as their
  *     phase's CPU event (a bucket's: BACKEND:all_reduce), which is what Kineto writes for a
  *     record_function's span over the device work;

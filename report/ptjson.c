@@ -37,8 +37,8 @@ enum pt_key {
     /* event */
     K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,
     /* args */
-    K_EXTERNAL_ID, K_CORRELATION, K_STREAM, K_COLL_NAME, K_IN_NELEMS, K_DTYPE, K_INPUT_DIMS,
-    K_ARG_NAME,
+    K_EXTERNAL_ID, K_CORRELATION, K_STREAM, K_COLL_NAME, K_IN_NELEMS, K_OUT_NELEMS, K_DTYPE,
+    K_INPUT_DIMS, K_ARG_NAME,
     /* distributedInfo */
     K_RANK, K_WORLD_SIZE, K_BACKEND
 };
@@ -199,6 +199,8 @@ static enum pt_key pt_key_of(enum pt_ctx cx, const unsigned char *k, size_t len)
             return K_COLL_NAME;
         if (KEY_IS("In msg nelems"))
             return K_IN_NELEMS;
+        if (KEY_IS("Out msg nelems"))
+            return K_OUT_NELEMS;
         if (KEY_IS("dtype"))
             return K_DTYPE;
         if (KEY_IS("Input Dims"))
@@ -324,6 +326,9 @@ static int pt_number(void *vp, const char *s, size_t len)
         case K_IN_NELEMS:
             e->has_nelems = pt_parse_i64(s, len, &e->in_nelems) == 0 && e->in_nelems >= 0;
             break;
+        case K_OUT_NELEMS:
+            e->has_out_nelems = pt_parse_i64(s, len, &e->out_nelems) == 0 && e->out_nelems >= 0;
+            break;
         default:
             break;
         }
@@ -396,6 +401,10 @@ static int pt_string(void *vp, const unsigned char *s, size_t len)
         case K_IN_NELEMS: /* written as a string by some exporters */
             e->has_nelems = pt_parse_i64((const char *)s, len, &e->in_nelems) == 0 &&
                             e->in_nelems >= 0;
+            break;
+        case K_OUT_NELEMS:
+            e->has_out_nelems = pt_parse_i64((const char *)s, len, &e->out_nelems) == 0 &&
+                                e->out_nelems >= 0;
             break;
         default:
             break;

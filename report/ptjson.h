@@ -7,9 +7,9 @@
  *
  * Kept from an event: ts and dur (µs in the file, with decimals) as integer nanoseconds
  * rounded to the nearest; the args "External id", "correlation", "stream", "Collective
- * name", "In msg nelems", "dtype", "Input Dims" (only the first size of the first input
- * with at least two dimensions) and, for metadata events, "name".  A field of the wrong
- * JSON type counts as absent.  Nothing here knows what the events mean: that is
+ * name", "In msg nelems", "Out msg nelems", "dtype", "Input Dims" (only the first size of
+ * the first input with at least two dimensions) and, for metadata events, "name".  A field
+ * of the wrong JSON type counts as absent.  Nothing here knows what the events mean: that is
  * report/import.c. */
 #ifndef DDPPROF_REPORT_PTJSON_H
 #define DDPPROF_REPORT_PTJSON_H
@@ -45,12 +45,13 @@ struct pt_event {
     char ph; /* 'X', 'M', 'i', 's', 'f', ...; 0 when absent */
     enum pt_cat cat;
     unsigned has_ts : 1, has_dur : 1, has_tid : 1, has_corr : 1, has_ext : 1, has_stream : 1,
-        has_nelems : 1, has_dims0 : 1, name_cut : 1,
+        has_nelems : 1, has_out_nelems : 1, has_dims0 : 1, name_cut : 1,
         bad_dur : 1; /* a dur that is no duration: negative, not a number, beyond int64 ns */
     int64_t ts_ns, dur_ns;
     int64_t pid, tid;   /* numbers as written; a string is hashed into a negative id */
     int64_t correlation, external_id, stream;
     int64_t in_nelems;  /* args "In msg nelems" */
+    int64_t out_nelems; /* args "Out msg nelems" (an all-gather's: world x in) */
     int64_t dims0;      /* args "Input Dims": first size of the first input with >= 2 dims */
     char coll[32];      /* args "Collective name" (cut to fit) */
     char dtype[32];     /* args "dtype" */

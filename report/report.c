@@ -28,7 +28,8 @@
  * last in the per-rank tables, and only when a run names its ranks' hosts (meta.csv
  * host.rankN, which DDP runs write): the tables of runs that do not keep their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
-                  PH_MAX, PH_PCT_OF_STEP, PH_WARMUP, PH_HOST, PH_NCOLS };
+                  PH_MAX, PH_PCT_OF_STEP, PH_WARMUP, PH_COLLECTIVE, PH_BYTES, PH_HOST,
+                  PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_RUN] = {"run", "run", "", 1},
     [PH_RANK] = {"rank", "rank", "", 0},
@@ -41,6 +42,8 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_MAX] = {"max_ms", "max", "ms", 0},
     [PH_PCT_OF_STEP] = {"pct_of_step", "of step", "%", 0},
     [PH_WARMUP] = {"warmup_steps", "warm-up", "steps", 0},
+    [PH_COLLECTIVE] = {"collective", "collective", "", 1},
+    [PH_BYTES] = {"bytes", "bytes", "B", 0},
     [PH_HOST] = {"host", "host", "", 1}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
@@ -185,6 +188,10 @@ static void report_phases(const struct runset *rs, const struct run_stat *st, st
                 if (analysis_pct_of_step(r, ps, &pct))
                     table_set(t, PH_PCT_OF_STEP, "%.2f", pct);
                 table_set(t, PH_WARMUP, "%d", st[i].warmup.steps);
+                if (ps->collective) /* communication: its kind and payload */
+                    table_set(t, PH_COLLECTIVE, "%s", ps->collective);
+                if (ps->collective && ps->bytes >= 0)
+                    table_set(t, PH_BYTES, "%lld", (long long)ps->bytes);
                 const char *host = run_rank_host(&rs->runs[i], r->rank);
                 if (host && t->ncols > PH_HOST)
                     table_set(t, PH_HOST, "%s", host);

@@ -73,6 +73,8 @@ static void sv_step(FILE *f, const struct run_stat *s, const struct sv_ids *ids,
                 t1 = row->end_ns;
             if (p == TRACE_PHASE_ALLREDUCE && row->bucket + 1 > lanes)
                 lanes = row->bucket + 1;
+            if (p != TRACE_PHASE_ALLREDUCE && trace_phase_collective(p) && lanes < 1)
+                lanes = 1; /* the other collectives are drawn on the first comm lane */
         }
     }
     if (t0 == INT64_MAX || t1 <= t0)
@@ -97,7 +99,8 @@ static void sv_step(FILE *f, const struct run_stat *s, const struct sv_ids *ids,
                 10 + p * 110, seg_colors[sv_phases[p].seg], 24 + p * 110,
                 seg_names[sv_phases[p].seg]);
     fprintf(f, "<rect x=\"450\" y=\"26\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-               "<text x=\"464\" y=\"35\" fill=\"#222\">all-reduce, one lane per bucket</text>\n",
+               "<text x=\"464\" y=\"35\" fill=\"#222\">collectives: all-reduce a lane per bucket, "
+               "others the first</text>\n",
             seg_colors[SEG_EXPOSED]);
     int bottom = top + run->nranks * rank_h;
     for (int k = 0; tick > 0 && k * tick <= ms * (1 + 1e-9); k++) {
@@ -136,6 +139,11 @@ static void sv_step(FILE *f, const struct run_stat *s, const struct sv_ids *ids,
                            "<title>rank %d bucket %d all-reduce: %.3f ms</title></rect>\n",
                         x0, y + SV_PHASE_H + lane * SV_LANE_H + 1, w, SV_LANE_H - 2,
                         seg_colors[SEG_EXPOSED], t->rank, row->bucket, d_ms);
+            } else if (trace_phase_collective(p)) { /* broadcast, all-gather, ...: lane 0 */
+                fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
+                           "<title>rank %d %s (%s): %.3f ms</title></rect>\n",
+                        x0, y + SV_PHASE_H + 1, w, SV_LANE_H - 2, seg_colors[SEG_EXPOSED],
+                        t->rank, trace_phase_name(p), trace_phase_collective(p), d_ms);
             } else if (color) {
                 fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
                            "<title>rank %d %s: %.3f ms</title></rect>\n",

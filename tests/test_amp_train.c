@@ -31,24 +31,16 @@ static int run(const char *env, const char *out, const char *args)
     return rc;
 }
 
-/* column col (0-based) of metrics.csv data row `row` (0-based) */
-static double metric(const char *out, int row, int col)
+/* column col of metrics.csv data row `row` (0-based) */
+static double metric(const char *out, int row, const char *col)
 {
-    char path[2048], line[512];
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", tmp, out);
-    FILE *f = fopen(path, "r");
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, out);
+    struct test_csv *t = test_csv_read(dir, "metrics.csv");
     double v = NAN;
-    for (int i = -1; f && fgets(line, sizeof line, f); i++) {
-        if (i != row)
-            continue;
-        char *p = line;
-        for (int c = 0; c < col && p; c++)
-            p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
-        if (p)
-            v = strtod(p, NULL);
-    }
-    if (f)
-        fclose(f);
+    if (t && row < t->nrows)
+        v = strtod(test_csv_get(t, row, test_csv_col(t, col)), NULL);
+    test_csv_free(t);
     return v;
 }
 
@@ -85,10 +77,10 @@ static void test_inf_skips_step(void)
     CHECK(run("DDPPROF_FAULT_INF_STEP=1:3", "inf", a) == 0, "run with an inf at step 3");
     CHECK(run("", "two", b) == 0, "run of the first 2 steps");
     for (int s = 0; s < 3; s++) {
-        CHECK(metric("inf", s, 3) == 1024.0, "step %d ran at scale 1024, got %g", s + 1,
-              metric("inf", s, 3));
-        CHECK(metric("inf", s, 6) == (s == 2), "step %d found_inf = %g", s + 1,
-              metric("inf", s, 6));
+        CHECK(metric("inf", s, "loss_scale") == 1024.0, "step %d ran at scale 1024, got %g",
+              s + 1, metric("inf", s, "loss_scale"));
+        CHECK(metric("inf", s, "found_inf") == (s == 2), "step %d found_inf = %g", s + 1,
+              metric("inf", s, "found_inf"));
     }
     struct st_file *fa = ckpt("inf"), *fb = ckpt("two");
     CHECK(fa && fb, "checkpoints");
@@ -152,8 +144,8 @@ static void test_resume(const char *name, const char *args)
     snprintf(ar, sizeof ar, "%s --epochs 3 --overwrite --resume \"%s\"", args, ck);
     CHECK(run("", part, ar) == 0, "%s: resumed for epochs 2-3", name);
     CHECK(files_equal(full, part), "%s: resumed run's checkpoint is not bit-identical", name);
-    CHECK(metric(part, 0, 0) == 31.0, "%s: resumed run continues at step 31 (got %g)", name,
-          metric(part, 0, 0));
+    CHECK(metric(part, 0, "step") == 31.0, "%s: resumed run continues at step 31 (got %g)",
+          name, metric(part, 0, "step"));
 }
 
 int main(void)

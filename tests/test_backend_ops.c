@@ -18,8 +18,9 @@
  *                 convolutions).  Reference: the CPU backend on 1 thread with its
  *                 reference convolutions alone (im2col + sgemm, backend_cpu_create_path).
  *                 Candidate: the CPU backend with its fast convolutions (conv_dnnl.h,
- *                 oneDNN; conv_wino.h, its own Winograd) on CAND_THREADS threads split as
- *                 in cpu1-vs-cpuN.  Every op
+ *                 oneDNN; conv_wino.h, its own Winograd; every algorithm, --conv-algo
+ *                 winograd, unless $DDPPROF_CONV_ALGO names another) on CAND_THREADS
+ *                 threads split as in cpu1-vs-cpuN.  Every op
  *                 but the convolutions runs the same code on both: the same rules as
  *                 cpu1-vs-cpuN; the convolutions differ in algorithm (see conv_check).
  *   cpu-vs-cuda   Reference: the CPU backend (the oracle).  Candidate: the CUDA backend
@@ -1342,7 +1343,13 @@ int main(int argc, char **argv)
                pair_name);
     } else if (fast_pair) {
         ref = backend_cpu_create_path(1, 0, CPU_PATH_REFERENCE);
-        cand = backend_cpu_create_path(CAND_THREADS, CAND_CHUNK, CPU_PATH_FAST);
+        /* every fast kernel this machine has unless $DDPPROF_CONV_ALGO says which */
+        enum conv_algo algo = CONV_ALGO_WINOGRAD;
+        const char *want = getenv("DDPPROF_CONV_ALGO");
+        for (int a = CONV_ALGO_AUTO; want && a <= CONV_ALGO_WINOGRAD; a++)
+            if (strcmp(want, conv_algo_name((enum conv_algo)a)) == 0)
+                algo = (enum conv_algo)a;
+        cand = backend_cpu_create_conv(CAND_THREADS, CAND_CHUNK, CPU_PATH_FAST, algo);
         if (cand && !backend_cpu_is_fast(cand)) {
             char why[300];
             snprintf(why, sizeof why, "no fast convolutions in this build: %s",

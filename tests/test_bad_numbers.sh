@@ -6,6 +6,7 @@
 # that step, naming it, on one rank and on every rank of a DDP run.  Under fp16 AMP the same
 # inf gradient is the GradScaler's to skip: the run goes on.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -71,7 +72,7 @@ fi
 DDPPROF_FAULT_INF_STEP=0:2 "$bin" train --cpu 1 --amp fp16 "${common[@]}" --out "$tmp/r5" >/dev/null 2>"$tmp/err" </dev/null
 rc=$?
 if [ $rc -eq 0 ] && [ "$(steps "$tmp/r5")" -eq 10 ] &&
-  [ "$(awk -F, 'NR == 3 {print $7}' "$tmp/r5/metrics.csv")" = 1 ]; then ok; else
+  [ "$(csv_awk 'NR == 3 {print col("found_inf")}' "$tmp/r5/metrics.csv")" = 1 ]; then ok; else
   bad "fp16 inf gradient: exit $rc, $(steps "$tmp/r5") step(s)"
 fi
 

@@ -249,6 +249,23 @@ static void test_nodes(void)
     CHECK(parse(&c, CLI_TRAIN, bad_comm) == -1 && strstr(error_get(), "shm") &&
               strstr(error_get(), "gloo"),
           "--comm mpi: %s", error_get());
+
+    /* --conv-algo: auto by default, reaches the workers, refuses what it does not know */
+    char *none[] = {NULL};
+    CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.dev.conv_algo == CONV_ALGO_AUTO,
+          "--conv-algo defaults to auto: %d", (int)c.train.dev.conv_algo);
+    char *wino[] = {"--conv-algo", "winograd", NULL};
+    CHECK(parse(&c, CLI_TRAIN, wino) == 0 && c.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
+          "--conv-algo winograd: %s", error_get());
+    child = cli_argv(&c, CLI_WORKER, "ddpprof");
+    CHECK(child && cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
+              back.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
+          "--conv-algo winograd reaches a worker: %s", error_get());
+    cli_argv_free(child);
+    char *bad_algo[] = {"--conv-algo", "fft", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad_algo) == -1 && strstr(error_get(), "direct") &&
+              strstr(error_get(), "winograd"),
+          "--conv-algo fft: %s", error_get());
 }
 
 static void test_defaults_round_trip(void)

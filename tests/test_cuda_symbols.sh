@@ -7,7 +7,8 @@
 #     ncclCommInitRankConfig and comm_poll_until (the bounded poll of ncclInProgress) and
 #     not the blocking ncclCommInitRank;
 #   - every function a module takes from the program (not from a library it links) is in
-#     its IMPORTS (cmake/layers.cmake): a program exports exactly those, so one missing is a
+#     its IMPORTS (cmake/layers.cmake), and every import is one it takes (the list is the
+#     module's undefined symbols, exactly): a program exports exactly those, so one missing is a
 #     module that loads in one program and fails in another (clock_now_ns in the CUDA
 #     module resolved in ddpprof, which also loads the probes module, but not in
 #     test_backend_ops).
@@ -59,6 +60,15 @@ imports_complete() {
   done
   check "$name-imports" "$([ -z "$missing" ] && echo 0 || echo 1)" \
     "$mod takes$missing from the program but its IMPORTS (trainer/ or probes/CMakeLists.txt) do not list it"
+  # and no more: an import the module no longer calls is a function every program keeps
+  # and exports for nothing
+  local stale="" undef_mod
+  undef_mod=$(nm -D --undefined-only "$mod" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+  for sym in $(tr -d '{};' <"$imports"); do
+    grep -qx "$sym" <<<"$undef_mod" || stale="$stale $sym"
+  done
+  check "$name-imports-used" "$([ -z "$stale" ] && echo 0 || echo 1)" \
+    "$mod does not call$stale, which its IMPORTS (trainer/ or probes/CMakeLists.txt) list"
 }
 if ldd "$module" | grep -q 'not found'; then
   check imports-ldd 1 "ldd cannot resolve every library of $module here"

@@ -38,22 +38,23 @@ static int run(const char *out, const char *args)
     return rc;
 }
 
+/* the loss column of metrics.csv, its rows with a number there */
 static int read_losses(const char *out, double *loss)
 {
-    char path[2048], line[256];
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", tmp, out);
-    FILE *f = fopen(path, "r");
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, out);
+    struct test_csv *t = test_csv_read(dir, "metrics.csv");
     int n = 0;
-    if (!f)
+    if (!t)
         return 0;
-    if (fgets(line, sizeof line, f))
-        while (n < MAX_STEPS && fgets(line, sizeof line, f)) {
-            long long step;
-            int epoch;
-            if (sscanf(line, "%lld,%d,%lf", &step, &epoch, &loss[n]) == 3)
-                n++;
-        }
-    fclose(f);
+    int col = test_csv_col(t, "loss");
+    for (int r = 0; col >= 0 && r < t->nrows && n < MAX_STEPS; r++) {
+        const char *s = test_csv_get(t, r, col);
+        char *end;
+        loss[n] = strtod(s, &end);
+        n += end != s;
+    }
+    test_csv_free(t);
     return n;
 }
 

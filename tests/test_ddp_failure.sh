@@ -15,6 +15,7 @@
 #     at step N of 200 — it stopped there", N <= 149: the rows of its last second are
 #     lost with it) and leaves its overlap empty.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -63,14 +64,14 @@ check kill-names-rank "$(grep -q 'rank 1 failed (killed by signal 9' "$tmp/kill.
 sleep 0.2
 check kill-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: $(pids_of "$out")"
 check kill-no-shm "$(! ls /dev/shm 2>/dev/null | grep -q "ddpprof-$rank0-"; echo $?)" "shm segment left in /dev/shm"
-check kill-metrics-whole "$(awk -F, 'NF!=7{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
+check kill-metrics-whole "$(csv_awk 'NF!=ncols{bad=1} END{exit bad}' "$out/metrics.csv"; echo $?)" \
   "metrics.csv has a malformed row after the crash"
 # the traces on disk are well-formed CSV: the header and whole rows only, for the killed
 # rank (its buffered rows are lost, never half-written) and for the stopped one
 for t in "$out/rank0.trace.csv" "$out/rank1.trace.csv"; do
   check "kill-trace-$(basename "$t")" \
-    "$(head -1 "$t" | grep -qx 'rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream' &&
-       awk -F, 'NR>1 && (NF!=12 || $7 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$t"; echo $?)" \
+    "$(csv_header "$t" rank step epoch phase bucket clock start_ns end_ns bytes name kind stream &&
+       csv_awk 'NR>1 && (NF!=ncols || col("start_ns") !~ /^[0-9]+$/ || col("end_ns") !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$t"; echo $?)" \
     "$t is not well-formed after the crash: $(tail -c 200 "$t")"
 done
 check kill-trace-rows "$(awk 'END{exit !(NR>1)}' "$out/rank0.trace.csv"; echo $?)" "rank 0 left no trace rows"
@@ -92,9 +93,9 @@ check skip-no-orphans "$([ -z "$(pids_of "$out")" ]; echo $?)" "processes left: 
 # where both ranks were
 for k in 0 1; do
   check "skip-flight-rank$k" \
-    "$(head -1 "$out/rank$k.flight.csv" 2>/dev/null | grep -qx 'rank,seq,kind,bucket,bytes,state,queued_ns,started_ns,ended_ns' &&
-       awk -F, -v k=$k 'NR>1 {n++; if (NF!=9 || $1!=k || $2 !~ /^[0-9]+$/ || $6 !~ /^(queued|started|done|failed)$/) bad=1}
-                        NR>1 && $3=="all-reduce" && $4>=0 {bucket=1}
+    "$(csv_header "$out/rank$k.flight.csv" rank seq kind bucket bytes state queued_ns started_ns ended_ns &&
+       csv_awk -v k=$k 'NR>1 {n++; if (NF!=ncols || col("rank")!=k || col("seq") !~ /^[0-9]+$/ || col("state") !~ /^(queued|started|done|failed)$/) bad=1}
+                        NR>1 && col("kind")=="all-reduce" && col("bucket")>=0 {bucket=1}
                         END{exit bad || n<1 || n>64 || !bucket}' "$out/rank$k.flight.csv"; echo $?)" \
     "rank$k.flight.csv missing or malformed: $(head -3 "$out/rank$k.flight.csv" 2>&1)"
 done
@@ -142,14 +143,14 @@ rc=$?
 check evidence-exit "$([ $rc -ne 0 ] && grep -q 'rank 1 failed (killed by signal 9' "$tmp/evidence.log"; echo $?)" \
   "exit $rc: $(tail -2 "$tmp/evidence.log")"
 check evidence-trace-whole \
-  "$(awk -F, 'NR>1 && (NF!=12 || $7 !~ /^[0-9]+$/ || $8 !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$out/rank1.trace.csv"; echo $?)" \
+  "$(csv_awk 'NR>1 && (NF!=ncols || col("start_ns") !~ /^[0-9]+$/ || col("end_ns") !~ /^[0-9]+$/) {bad=1} END{exit bad}' "$out/rank1.trace.csv"; echo $?)" \
   "rank1.trace.csv is not well-formed: $(tail -c 200 "$out/rank1.trace.csv")"
 # the kill: the end of rank 0's last step (rank 0 was stopped by SIGTERM, which flushes all);
 # every step rank 0 ended 1.5 s before that (1 s flush interval + 0.5 s for a loaded
 # machine) must have rank 1's step row (same host: one CLOCK_MONOTONIC)
-cover=$(awk -F, 'FNR==1 {f++; next}
-  f==1 && $4=="step" {e[$2]=$8; if ($8>kill) kill=$8}
-  f==2 && $4=="step" {have[$2]=1; n1++}
+cover=$(csv_awk 'FNR==1 {f++; next}
+  f==1 && col("phase")=="step" {e[col("step")]=col("end_ns"); if (col("end_ns")>kill) kill=col("end_ns")}
+  f==2 && col("phase")=="step" {have[col("step")]=1; n1++}
   END {need=0; miss=0; for (s in e) if (e[s] < kill - 1.5e9) {need++; if (!(s in have)) miss++}
        printf "%d %d %d", need, miss, n1}' "$out/rank0.trace.csv" "$out/rank1.trace.csv")
 read -r need miss n1 <<<"$cover"
@@ -161,7 +162,7 @@ check evidence-report "$([ $rc -eq 0 ] &&
   grep -qE "caution: run [a-z0-9_-]+: rank 1's trace ends at step (1[0-4][0-9]|[1-9][0-9]?) of 200 — it stopped there" "$tmp/evidence-rep.log"; echo $?)" \
   "report exit $rc, no caution naming rank 1's end: $(grep -i 'caution\|warning' "$tmp/evidence-rep.log" | head -3)"
 check evidence-overlap-empty \
-  "$(awk -F, 'NR>1 && $2==1 {found=1; if ($7!="") bad=1} END{exit !(found && !bad)}' "$tmp/evidence-rep/overlap.csv"; echo $?)" \
+  "$(csv_awk 'NR>1 && col("rank")==1 {found=1; if (col("overlap_pct")!="") bad=1} END{exit !(found && !bad)}' "$tmp/evidence-rep/overlap.csv"; echo $?)" \
   "rank 1's overlap_pct is not left empty: $(cat "$tmp/evidence-rep/overlap.csv" 2>/dev/null | head -3)"
 
 echo "$passed passed, $failed failed"

@@ -67,8 +67,9 @@ check_clean() { # check_clean NAME MARKER RANK0_PID PORT
     "shm segment of rank 0 (pid $3) left: $(ls /dev/shm | grep ddpprof)"
   check "$1-no-port" "$(! listening "$4"; echo $?)" "the store's port $4 still listens"
 }
-# every CSV in the directory parses: meta.csv 2 fields a row, metrics.csv 7 numeric
-# fields, rank traces the header and 12 fields a row
+# every CSV in the directory parses: meta.csv 2 fields a row, metrics.csv the header's
+# count of numeric fields, rank traces the header (its columns by name) and as many fields
+# a row
 check_csvs() { # check_csvs NAME DIR
   python3 - "$2" >"$tmp/csv.log" 2>&1 <<'PY'
 import csv, glob, os, sys
@@ -79,14 +80,18 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.csv"))):
     if name == "meta.csv":
         bad += [f"{name}:{i + 1}" for i, r in enumerate(rows) if len(r) != 2]
     elif name == "metrics.csv":
-        bad += [f"{name}:{i + 1}" for i, r in enumerate(rows[1:]) if len(r) != 7 or
+        bad += [f"{name}:{i + 1}" for i, r in enumerate(rows[1:]) if len(r) != len(rows[0]) or
                 not all(x.replace(".", "").replace("-", "").replace("e", "").replace("+", "")
                         .replace("nan", "0").replace("inf", "0").isdigit() for x in r)]
     elif name.endswith(".trace.csv"):
-        if not rows or len(rows[0]) != 12:
+        cols = ("rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream"
+                .split(","))
+        if not rows or not set(cols) <= set(rows[0]):
             bad.append(f"{name}: header")
-        bad += [f"{name}:{i + 2}" for i, r in enumerate(rows[1:]) if len(r) != 12 or
-                not r[6].isdigit() or not r[7].isdigit()]
+            continue
+        s, e = rows[0].index("start_ns"), rows[0].index("end_ns")
+        bad += [f"{name}:{i + 2}" for i, r in enumerate(rows[1:]) if len(r) != len(rows[0]) or
+                not r[s].isdigit() or not r[e].isdigit()]
 print(" ".join(bad))
 sys.exit(1 if bad else 0)
 PY

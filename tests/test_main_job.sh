@@ -7,6 +7,7 @@
 # from the recorded timestamps: bucket 0 starts before backward ends and before the last
 # bucket's all-reduce, which can only start once backward produced the last gradient).
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,15 +28,15 @@ done
 check printed-speedup "$(grep -q 'speedup' "$tmp/out.log"; echo $?)" "no speedup table printed"
 check timeline-json "$(python3 -m json.tool "$run/timeline.json" >/dev/null 2>&1; echo $?)" "timeline.json is not valid JSON"
 
-# every trace row is whole and well-formed: 12 fields, end >= start
+# every trace row is whole and well-formed: the header's fields, end >= start
 for t in "$run"/baseline/rank0.trace.csv "$run"/ddp/rank*.trace.csv; do
   check "rows-$(basename "$(dirname "$t")")-$(basename "$t")" \
-    "$(awk -F, 'NR>1 && (NF!=12 || $8+0 < $7+0) {bad=1} END{exit bad}' "$t"; echo $?)" "malformed row in $t"
+    "$(csv_awk 'NR>1 && (NF!=ncols || col("end_ns")+0 < col("start_ns")+0) {bad=1} END{exit bad}' "$t"; echo $?)" "malformed row in $t"
 done
 
 # clocks are monotonic: on every rank, step N+1 starts after step N ended
 for t in "$run"/baseline/rank0.trace.csv "$run"/ddp/rank*.trace.csv; do
-  bad=$(awk -F, 'NR>1 && $4=="step" {s[$2]=$7; e[$2]=$8; if ($2>max) max=$2}
+  bad=$(csv_awk 'NR>1 && col("phase")=="step" {s[col("step")]=col("start_ns"); e[col("step")]=col("end_ns"); if (col("step")>max) max=col("step")}
     END {for (k = 2; k <= max; k++) if (!(s[k] >= e[k-1])) {print "step " k " starts before step " k-1 " ended"; exit}}' "$t")
   check "monotonic-$(basename "$(dirname "$t")")-$(basename "$t")" "$([ -z "$bad" ]; echo $?)" "$t: $bad"
 done
@@ -44,7 +45,7 @@ done
 for d in baseline ddp; do
   wall=$(awk -F, '$1=="wall_s"{print $2}' "$run/$d/meta.csv")
   for t in "$run/$d"/rank*.trace.csv; do
-    steps=$(awk -F, '$4=="step"{s+=($8-$7)/1e9} END{printf "%.6f", s}' "$t")
+    steps=$(csv_awk 'col("phase")=="step"{s+=(col("end_ns")-col("start_ns"))/1e9} END{printf "%.6f", s}' "$t")
     check "steps-within-wall-$d" "$(awk -v a="$steps" -v b="$wall" 'BEGIN { exit !(a <= b) }'; echo $?)" \
       "$t: steps total ${steps}s > wall ${wall}s"
   done
@@ -54,10 +55,10 @@ done
 buckets=$(awk -F, '$1=="buckets"{print $2}' "$run/ddp/meta.csv")
 check several-buckets "$([ "${buckets:-0}" -ge 2 ]; echo $?)" "--bucket-cap-mb 0.02 gave $buckets bucket(s)"
 for t in "$run"/ddp/rank*.trace.csv; do
-  bad=$(awk -F, -v nb="$buckets" '
-    NR>1 && $4=="step" {s0[$2]=$7; s1[$2]=$8; steps++}
-    NR>1 && $4=="backward" {be[$2]=$8}
-    NR>1 && $4=="allreduce" {n[$2]++; if ($5==0) b0[$2]=$7; ar_s[$2 "," $5]=$7; ar_e[$2 "," $5]=$8}
+  bad=$(csv_awk -v nb="$buckets" '
+    NR>1 && col("phase")=="step" {s0[col("step")]=col("start_ns"); s1[col("step")]=col("end_ns"); steps++}
+    NR>1 && col("phase")=="backward" {be[col("step")]=col("end_ns")}
+    NR>1 && col("phase")=="allreduce" {n[col("step")]++; if (col("bucket")==0) b0[col("step")]=col("start_ns"); ar_s[col("step") "," col("bucket")]=col("start_ns"); ar_e[col("step") "," col("bucket")]=col("end_ns")}
     END {
       bad = 0
       for (k in s0) {

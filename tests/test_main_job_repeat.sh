@@ -7,6 +7,7 @@
 # the smaller and larger; throughput and wall time likewise; the terminal and report.html
 # show the spread; `ddpprof report DIR` alone reads the same back.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,8 +28,7 @@ if [ "$order" = "repeat 1 of 2: baseline run;repeat 1 of 2: ddp run;repeat 2 of 
   ok; else bad "run order: $order"; fi
 
 # col FILE RUN NAME: the field NAME of run RUN in speedup.csv FILE
-col() { awk -F, -v run="$2" -v name="$3" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
-  NR>1 && $1==run {print $c[name]}' "$1"; }
+col() { csv_col "$1" "$3" run="$2"; }
 "$bin" report "$run/repeat-2" --out "$tmp/r2" >/dev/null 2>"$tmp/r2.err" </dev/null || bad "report of repeat 2: $(cat "$tmp/r2.err")"
 sp="$run/speedup.csv"
 for r in baseline ddp; do

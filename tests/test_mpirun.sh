@@ -5,6 +5,7 @@
 # the same loss at every step.  As root mpirun needs --allow-run-as-root, and on 2 cores
 # --oversubscribe.  Skips (77) without mpirun.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 "$bin" --version | grep -q '^comms:.* gloo' ||
   { echo "skipped: this build has no gloo comm (libgloo-dev not found at configure time)"; exit 77; }
@@ -31,8 +32,8 @@ out="$tmp/mpirun"
 check mpirun-world "$(grep -qx 'world_size,4' "$out/meta.csv" 2>/dev/null; echo $?)" "meta.csv world_size is not 4"
 check mpirun-traces "$(ls "$out"/rank[0-3].trace.csv 2>/dev/null | wc -l | grep -qx 4; echo $?)" \
   "not 4 rank traces: $(ls "$out" 2>&1)"
-check mpirun-same-job "$(paste -d, "$tmp/own/metrics.csv" "$out/metrics.csv" | awk -F, 'NR > 1 { n++;
-    d = $3 - $10; if (d < 0) d = -d; if (d > 1e-6 * ($3 < 0 ? -$3 : $3)) bad++ } END { exit !(n == 10 && bad == 0) }'; echo $?)" \
+check mpirun-same-job "$(paste -d, <(csv_col "$tmp/own/metrics.csv" loss) <(csv_col "$out/metrics.csv" loss) | awk -F, '{ n++;
+    d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6 * ($1 < 0 ? -$1 : $1)) bad++ } END { exit !(n == 10 && bad == 0) }'; echo $?)" \
   "losses differ from ddpprof's own launch of the same job"
 
 echo "$passed passed, $failed failed"

@@ -159,22 +159,23 @@ static int run_nodes(const char *out0, const char *out1, const char *extra, cons
     return ra || rb;
 }
 
+/* the loss column of metrics.csv, its rows with a number there */
 static int read_losses(const char *out, double *loss)
 {
-    char path[2048], line[256];
-    snprintf(path, sizeof path, "%s/%s/metrics.csv", tmp, out);
-    FILE *f = fopen(path, "r");
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, out);
+    struct test_csv *t = test_csv_read(dir, "metrics.csv");
     int n = 0;
-    if (!f)
+    if (!t)
         return 0;
-    if (fgets(line, sizeof line, f))
-        while (n < MAX_STEPS && fgets(line, sizeof line, f)) {
-            long long step;
-            int epoch;
-            if (sscanf(line, "%lld,%d,%lf", &step, &epoch, &loss[n]) == 3)
-                n++;
-        }
-    fclose(f);
+    int col = test_csv_col(t, "loss");
+    for (int r = 0; col >= 0 && r < t->nrows && n < MAX_STEPS; r++) {
+        const char *s = test_csv_get(t, r, col);
+        char *end;
+        loss[n] = strtod(s, &end);
+        n += end != s;
+    }
+    test_csv_free(t);
     return n;
 }
 
@@ -252,31 +253,24 @@ static void test_merged_report(void)
     CHECK(rc == 0, "ddpprof report n0 n1 failed");
     if (rc)
         show_log("merged");
-    char *ov = test_read_file(tmp, "merged/overlap.csv");
+    struct test_csv *ov = test_csv_read(tmp, "merged/overlap.csv");
     CHECK(ov != NULL, "no merged overlap.csv");
     if (!ov)
         return;
-    int rows = 0, on_a = 0, on_b = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(ov, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "run,", 4) == 0) {
-            CHECK(strstr(line, ",host") != NULL, "overlap.csv header has no host: %s", line);
-            continue;
-        }
-        rows++;
-        int rank = -1;
-        char *comma = strchr(line, ',');
-        if (comma)
-            rank = atoi(comma + 1);
-        const char *host = strrchr(line, ',');
-        int a = host && strcmp(host, ",nodeA") == 0, b = host && strcmp(host, ",nodeB") == 0;
-        CHECK((rank <= 1 && a) || (rank >= 2 && b), "rank %d on the wrong host: %s", rank, line);
+    int on_a = 0, on_b = 0;
+    int rank_col = test_csv_col(ov, "rank"), host_col = test_csv_col(ov, "host"); /* no host: */
+    for (int r = 0; r < ov->nrows; r++) { /* test_csv_col failed, naming the columns */
+        int rank = atoi(test_csv_get(ov, r, rank_col));
+        const char *host = test_csv_get(ov, r, host_col);
+        int a = strcmp(host, "nodeA") == 0, b = strcmp(host, "nodeB") == 0;
+        CHECK((rank <= 1 && a) || (rank >= 2 && b), "rank %d on the wrong host: '%s'", rank, host);
         on_a += a;
         on_b += b;
     }
-    CHECK(rows == 4 && on_a == 2 && on_b == 2,
-          "merged overlap.csv: %d ranks (want 4), %d on nodeA, %d on nodeB", rows, on_a, on_b);
-    free(ov);
+    CHECK(ov->nrows == 4 && on_a == 2 && on_b == 2,
+          "merged overlap.csv: %d ranks (want 4), %d on nodeA, %d on nodeB", ov->nrows, on_a,
+          on_b);
+    test_csv_free(ov);
     char *tl = test_read_file(tmp, "merged/timeline.json");
     CHECK(tl && strstr(tl, "n0 rank 0 (nodeA)") && strstr(tl, "n0 rank 3 (nodeB)"),
           "the merged timeline does not hold every rank with its host");
@@ -305,22 +299,24 @@ static long long meta_ll(const char *meta, const char *key, int *found)
 
 static int load_allreduces(const char *dir, int rank, long long offset, struct ar *out, int n)
 {
-    char name[64], path[2048], line[512];
+    char name[64], path[2048];
     snprintf(name, sizeof name, "rank%d.trace.csv", rank);
-    snprintf(path, sizeof path, "%s/%s/%s", tmp, dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    snprintf(path, sizeof path, "%s/%s", tmp, dir);
+    struct test_csv *t = test_csv_read(path, name);
+    if (!t)
         return n;
-    while (n < MAX_ROWS && fgets(line, sizeof line, f)) {
-        int r, step, epoch, bucket;
-        char phase[32], clock[16];
-        long long s, e;
-        if (sscanf(line, "%d,%d,%d,%31[^,],%d,%15[^,],%lld,%lld", &r, &step, &epoch, phase,
-                   &bucket, clock, &s, &e) == 8 &&
-            strcmp(phase, "allreduce") == 0 && strcmp(clock, "host") == 0 && bucket >= 0)
-            out[n++] = (struct ar){rank, step, bucket, s + offset, e + offset};
+    int c_step = test_csv_col(t, "step"), c_phase = test_csv_col(t, "phase");
+    int c_bucket = test_csv_col(t, "bucket"), c_clock = test_csv_col(t, "clock");
+    int c_start = test_csv_col(t, "start_ns"), c_end = test_csv_col(t, "end_ns");
+    for (int r = 0; r < t->nrows && n < MAX_ROWS; r++) {
+        int bucket = atoi(test_csv_get(t, r, c_bucket));
+        if (strcmp(test_csv_get(t, r, c_phase), "allreduce") == 0 &&
+            strcmp(test_csv_get(t, r, c_clock), "host") == 0 && bucket >= 0)
+            out[n++] = (struct ar){rank, atoi(test_csv_get(t, r, c_step)), bucket,
+                                   atoll(test_csv_get(t, r, c_start)) + offset,
+                                   atoll(test_csv_get(t, r, c_end)) + offset};
     }
-    fclose(f);
+    test_csv_free(t);
     return n;
 }
 

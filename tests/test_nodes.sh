@@ -11,6 +11,7 @@
 #     writes, byte for byte;
 #  4. the same without restarts left: the run ends non-zero naming the node, rank and cause.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 gloo=1
 "$bin" --version | grep -q '^comms:.* gloo' || gloo=0
@@ -70,7 +71,7 @@ resumed=$(awk -F, '$1 == "resumed_step" { print $2 }' "$tmp/r/meta.csv")
 check restart-meta "$(grep -qx 'restarts,1' "$tmp/r/meta.csv" && [ "$resumed" = 4 -o "$resumed" = 2 ] &&
   grep -q '^restart.1.cause,node 0 (host .*): rank 1 failed (killed by signal 9' "$tmp/r/meta.csv"; echo $?)" \
   "meta.csv does not tell the restart: $(grep -E 'restart|resumed' "$tmp/r/meta.csv" | tr '\n' ' ')"
-check restart-steps "$(awk -F, -v r="$resumed" 'NR == 2 { first = $1 } END { exit !(first == r + 1 && $1 == 20) }' "$tmp/r/metrics.csv"; echo $?)" \
+check restart-steps "$(csv_awk -v r="$resumed" 'NR == 2 { first = col("step") } END { exit !(first == r + 1 && col("step") == 20) }' "$tmp/r/metrics.csv"; echo $?)" \
   "the restarted attempt did not run steps $((resumed + 1))..20 (240 samples, global batch 12)"
 timeout 120 "$bin" train --cpu 2 $args --checkpoint-every 2 --resume "$tmp/r/attempt-0/checkpoint.safetensors" \
   --out "$tmp/u" >"$tmp/u.log" 2>&1

@@ -303,28 +303,30 @@ static int json_valid(const char *s)
 /* ---- the expected tables ---- */
 
 static const char *want_phases =
-    "run,rank,phase,count,total_ms,mean_ms,p50_ms,p95_ms,max_ms,pct_of_step,warmup_steps\n"
+    "run,rank,phase,count,total_ms,mean_ms,p50_ms,p95_ms,max_ms,pct_of_step,warmup_steps,"
+    "collective,bytes\n"
     /* baseline: steps 6000, 8000 µs -> p50 = d_ceil(1) = 6000, p95 = d_ceil(1.9) = 8000 */
-    "baseline,0,step,2,14.000,7.000,6.000,8.000,8.000,100.00,0\n"
-    "baseline,0,data,2,1.500,0.750,0.500,1.000,1.000,10.71,0\n"      /* 1500/14000 */
-    "baseline,0,forward,2,3.500,1.750,1.500,2.000,2.000,25.00,0\n"
-    "baseline,0,backward,2,7.000,3.500,3.000,4.000,4.000,50.00,0\n"
-    "baseline,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,14.29,0\n" /* 2000/14000 */
-    "baseline,0,eval,1,1.000,1.000,1.000,1.000,1.000,,0\n"           /* step 0: no share */
-    "ddp,0,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0\n"
-    "ddp,0,data,2,1.000,0.500,0.500,0.500,0.500,6.25,0\n"
-    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00,0\n" /* the CUPTI kernel is not counted */
-    "ddp,0,backward,2,7.000,3.500,3.500,3.500,3.500,43.75,0\n"
+    "baseline,0,step,2,14.000,7.000,6.000,8.000,8.000,100.00,0,,\n"
+    "baseline,0,data,2,1.500,0.750,0.500,1.000,1.000,10.71,0,,\n"      /* 1500/14000 */
+    "baseline,0,forward,2,3.500,1.750,1.500,2.000,2.000,25.00,0,,\n"
+    "baseline,0,backward,2,7.000,3.500,3.000,4.000,4.000,50.00,0,,\n"
+    "baseline,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,14.29,0,,\n" /* 2000/14000 */
+    "baseline,0,eval,1,1.000,1.000,1.000,1.000,1.000,,0,,\n"           /* step 0: no share */
+    "ddp,0,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0,,\n"
+    "ddp,0,data,2,1.000,0.500,0.500,0.500,0.500,6.25,0,,\n"
+    /* the CUPTI kernel is not counted */
+    "ddp,0,forward,2,4.000,2.000,2.000,2.000,2.000,25.00,0,,\n"
+    "ddp,0,backward,2,7.000,3.500,3.500,3.500,3.500,43.75,0,,\n"
     /* all-reduce 1000,1000,1500,1500: p50 = d_2, p95 = d_ceil(3.8) = d_4 */
-    "ddp,0,allreduce,4,5.000,1.250,1.000,1.500,1.500,31.25,0\n"
-    "ddp,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0\n"
-    "ddp,1,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0\n"
-    "ddp,1,data,2,1.200,0.600,0.500,0.700,0.700,7.50,0\n"
-    "ddp,1,forward,2,4.400,2.200,1.900,2.500,2.500,27.50,0\n"
-    "ddp,1,backward,2,6.800,3.400,3.300,3.500,3.500,42.50,0\n"
+    "ddp,0,allreduce,4,5.000,1.250,1.000,1.500,1.500,31.25,0,allreduce,10000000\n"
+    "ddp,0,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0,,\n"
+    "ddp,1,step,2,16.000,8.000,8.000,8.000,8.000,100.00,0,,\n"
+    "ddp,1,data,2,1.200,0.600,0.500,0.700,0.700,7.50,0,,\n"
+    "ddp,1,forward,2,4.400,2.200,1.900,2.500,2.500,27.50,0,,\n"
+    "ddp,1,backward,2,6.800,3.400,3.300,3.500,3.500,42.50,0,,\n"
     /* 500,700,900,1100 */
-    "ddp,1,allreduce,4,3.200,0.800,0.700,1.100,1.100,20.00,0\n"
-    "ddp,1,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0\n";
+    "ddp,1,allreduce,4,3.200,0.800,0.700,1.100,1.100,20.00,0,allreduce,10000000\n"
+    "ddp,1,optimizer,2,2.000,1.000,1.000,1.000,1.000,12.50,0,,\n";
 
 static const char *want_overlap =
     "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"

@@ -9,6 +9,11 @@
  *   - the legacy fixture (a real 2-rank gloo DDP job written by Debian's torch 1.13): what
  *     does not depend on that machine's timing (ranks, steps, buckets, phases, unknown
  *     sizes left empty, offsets from all-reduce ends, the warnings);
+ *   - the legacy BatchNorm fixture (the same job with a BatchNorm2d: DDP broadcasts its
+ *     buffers in every forward, and the loop all-gathers the loss): every collective is
+ *     communication — one comm.broadcast row per broadcast (c10d::broadcast_ with its
+ *     gloo:broadcast), comm.allgather rows, overlap.csv's comm_ms and compute_ms as
+ *     FORMULAS.md defines them, worked out here from the imported rows;
  *   - run directories and trace files mixed in one report; the --kineto export read back
  *     gives the same tables;
  *   - every bad input the issue names (no ProfilerStep, no rank, a cut file, a cut .gz,
@@ -162,9 +167,10 @@ static void test_kineto_fixture(void)
                 "4.286");
     /* overlap, rank 0, per step (x 4 steps):
      *   phase-based: C = device forward [1000,4500) + backward [5200,12000) + optimizer
-     *   [14100,14600) = 3500 + 6800 + 500 = 10800; M = b0 2000 + b1 2200 + b2 1000 = 5200;
-     *   M ∩ C = [7100,11300) = 4200 -> exposed 1000, 80.77 %; idle = 18000 - |C ∪ M| =
-     *   18000 - (3500 + 7800 + 500) = 6200
+     *   [14100,14600) = 3500 + 6800 + 500 = 10800; M = every collective: the broadcast
+     *   kernel [700,800) + b0 2000 + b1 2200 + b2 1000 = 5300; M ∩ C = [7100,11300) = 4200
+     *   -> exposed 1100, 79.25 %; idle = 18000 - |C ∪ M| = 18000 - (100 + 3500 + 7800 +
+     *   500) = 6100
      *   kernel-based: compute kernels 800+800+800+700 + 1800+2000+2000+500 + 500 = 9900;
      *   NCCL: broadcast [700,800) + [7100,11300) + [12000,13000) = 5300; NCCL ∩ compute =
      *   [7100,11000) = 3900 -> 73.58 %; busy = memcpy [600,900) + [1000,1800) + [1900,2700)
@@ -175,26 +181,38 @@ static void test_kineto_fixture(void)
      *   L14050 = 2300 per step, + 3 x [14600, 20600) between steps (memcpy L20520) = 27200;
      *   kernel gaps [900,1000) L700 and [1800,1900) L1600: 200 per step = 800 */
     expect_line("overlap.csv", out,
-                "kineto-2hosts,0,72.000,43.200,20.800,4.000,80.77,24.800,39.600,21.200,73.58,"
+                "kineto-2hosts,0,72.000,43.200,21.200,4.400,79.25,24.400,39.600,21.200,73.58,"
                 "28.000,27.200,0.800");
-    /* rank r enters each all-reduce 100r late: M = 5200 - 300r, M ∩ C = 4200 - 200r, the
+    /* rank r enters each all-reduce 100r late: M = 5300 - 300r, M ∩ C = 4200 - 200r, the
      * gap [12000, 12000 + 100r) before b2 (launched at 11620: a kernel gap) adds 100r to
-     * idle and to kernel gap; NCCL kernels 5300 - 300r, ∩ compute 3900 - 200r */
+     * idle and to kernel gap; NCCL kernels 5300 - 300r, ∩ compute 3900 - 200r (comm_ms is
+     * k_comm_ms now: both are every NCCL collective) */
     expect_line("overlap.csv", out,
-                "kineto-2hosts,1,72.000,43.200,19.600,3.600,81.63,25.200,39.600,20.000,74.00,"
+                "kineto-2hosts,1,72.000,43.200,20.000,4.000,80.00,24.800,39.600,20.000,74.00,"
                 "28.400,27.200,1.200");
     expect_line("overlap.csv", out,
-                "kineto-2hosts,2,72.000,43.200,18.400,3.200,82.61,25.600,39.600,18.800,74.47,"
+                "kineto-2hosts,2,72.000,43.200,18.800,3.600,80.85,25.200,39.600,18.800,74.47,"
                 "28.800,27.200,1.600");
     expect_line("overlap.csv", out,
-                "kineto-2hosts,3,72.000,43.200,17.200,2.800,83.72,26.000,39.600,17.600,75.00,"
+                "kineto-2hosts,3,72.000,43.200,17.600,3.200,81.82,25.600,39.600,17.600,75.00,"
                 "29.200,27.200,2.000");
+    /* the broadcast: record_param_comms (broadcast, 1024 x Float = 4096 B) in forward and
+     * its NCCL kernel [700, 800) (old and new names): a comm.broadcast device row per step,
+     * sized from the host's record_param_comms; the buckets' all-reduces are the allreduce
+     * phase (3 x 4 steps) */
+    expect_line("phases.csv", out,
+                "kineto-2hosts,0,comm.broadcast,4,0.400,0.100,0.100,0.100,0.100,0.56,0,"
+                "broadcast,16384");
+    expect_line("phases.csv", out,
+                "kineto-2hosts,3,comm.broadcast,4,0.400,0.100,0.100,0.100,0.100,0.56,0,"
+                "broadcast,16384");
+    expect_prefix("phases.csv", out, "kineto-2hosts,0,allreduce,12,20.800,");
     /* backward: the kernels launched inside the host span [5000, 11600] run [5200, 12000);
      * forward: [1000, 4500) -> the device rows replace the host ones */
     expect_line("phases.csv", out,
-                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78,0");
+                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78,0,,");
     expect_line("phases.csv", out,
-                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44,0");
+                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44,0,,");
     /* ProfilerStep#10..#13 renumbered 1..4; batch 32 from the forward's first input dims:
      * 4 ranks x 4 steps x 32 = 512 images in 4 x 18 ms of rank 0's steps */
     expect_line("speedup.csv", out, "kineto-2hosts,ddp,cuda,4,,,512,,0.072,7111.1,,,,1,,,,7111.1,7111.1,7111.1,,,");
@@ -245,7 +263,7 @@ static void kineto_vs_hta(const char *setting)
     snprintf(path, sizeof path, "%s.hta.csv", fixture("kineto-2hosts"));
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "%s: cannot open", path);
-    char *ov = test_read_file(out, "overlap.csv");
+    struct test_csv *ov = test_csv_read(out, "overlap.csv");
     int compared = 0;
     char line[256];
     while (f && ov && fgets(line, sizeof line, f)) {
@@ -256,20 +274,12 @@ static void kineto_vs_hta(const char *setting)
         if (sscanf(line, fmt, &rank, fig, &us) != 3 ||
             (strcmp(fig, "idle") != 0 && strcmp(fig, "compute") != 0))
             continue;
-        char want[64], *row;
-        snprintf(want, sizeof want, "\nkineto-2hosts,%d,", rank);
-        row = strstr(ov, want);
-        /* run,rank,step,compute,comm,exposed,overlap_pct,idle,k_compute (8),k_comm,
-         * k_overlap_pct,k_idle (11) */
-        double v[16] = {0};
-        const char *p = row ? row + 1 : NULL;
-        for (int k = 0; p && k < 12; k++) {
-            v[k] = strtod(p, NULL);
-            p = strchr(p, ',');
-            p = p ? p + 1 : NULL;
-        }
-        double got = strcmp(fig, "idle") == 0 ? v[11] : v[8];
-        CHECK(row && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
+        char rk[16];
+        snprintf(rk, sizeof rk, "%d", rank);
+        int row = test_csv_find(ov, 0, "run", "kineto-2hosts", "rank", rk, NULL);
+        int col = test_csv_col(ov, strcmp(fig, "idle") == 0 ? "k_idle_ms" : "k_compute_ms");
+        double got = strtod(test_csv_get(ov, row, col), NULL);
+        CHECK(row >= 0 && got * 1000 > us - 0.5 && got * 1000 < us + 0.5,
               "%s, rank %d: ddpprof's k_%s %.3f ms, HTA's %.3f µs", setting, rank, fig, got, us);
         compared++;
     }
@@ -280,36 +290,33 @@ static void kineto_vs_hta(const char *setting)
                            "queue_max\n"),
           "idle.csv's header:\n%s", id ? id : "");
     int per_stream = 0;
+    struct test_csv *idt = test_csv_read(out, "idle.csv");
     if (f)
         rewind(f);
-    while (f && id && fgets(line, sizeof line, f)) {
-        int rank, stream, col;
+    while (f && idt && fgets(line, sizeof line, f)) {
+        int rank, stream;
         char fig[32];
+        const char *name;
         double us;
         snprintf(fmt, sizeof fmt, "%s,%%d,%%31[a-z_],%%d,%%lf", setting);
         if (sscanf(line, fmt, &rank, fig, &stream, &us) != 4)
             continue;
         if (strcmp(fig, "host_wait") == 0)
-            col = 3;
+            name = "host_wait_ms";
         else if (strcmp(fig, "kernel_wait") == 0)
-            col = 4;
+            name = "kernel_wait_ms";
         else if (strcmp(fig, "other") == 0)
-            col = 5;
+            name = "other_ms";
         else if (strcmp(fig, "queue_max") == 0)
-            col = 7;
+            name = "queue_max";
         else
             continue; /* queue_mean: HTA's depends on its unstable sort's order at ties */
-        char want[64];
-        snprintf(want, sizeof want, "\nkineto-2hosts,%d,%d,", rank, stream);
-        const char *p = strstr(id, want);
-        double v[8] = {0};
-        p = p ? p + 1 : NULL;
-        for (int k = 0; p && k < 8; k++) {
-            v[k] = strtod(p, NULL);
-            p = strchr(p, ',');
-            p = p ? p + 1 : NULL;
-        }
-        double got = col == 7 ? v[col] : v[col] * 1000;
+        char rk[16], st[16];
+        snprintf(rk, sizeof rk, "%d", rank);
+        snprintf(st, sizeof st, "%d", stream);
+        int row = test_csv_find(idt, 0, "run", "kineto-2hosts", "rank", rk, "stream", st, NULL);
+        double v = strtod(test_csv_get(idt, row, test_csv_col(idt, name)), NULL);
+        double got = strcmp(name, "queue_max") == 0 ? v : v * 1000;
         CHECK(got > us - 0.5 && got < us + 0.5,
               "%s, rank %d stream %d: ddpprof's %s %.3f, HTA's %.3f", setting, rank, stream, fig,
               got, us);
@@ -324,9 +331,10 @@ static void kineto_vs_hta(const char *setting)
                               : "\nkineto-2hosts,3,20,53.500,0.000,1.200,0.5000,1\n"),
           "%s: idle.csv:\n%s", setting, id ? id : "");
     free(id);
+    test_csv_free(idt);
     if (f)
         fclose(f);
-    free(ov);
+    test_csv_free(ov);
     free(out);
 }
 
@@ -393,21 +401,18 @@ static void test_legacy_fixture(void)
               strstr(bk, "\nlegacy-gloo-2ranks,2,1,,,4,") &&
               !strstr(bk, "\nlegacy-gloo-2ranks,2,2,"),
           "buckets.csv:\n%s", bk ? bk : "");
-    if (bk) {
-        const char *row = strstr(bk, "\nlegacy-gloo-2ranks,2,0,");
-        int commas = 0;
-        const char *p = row ? row + 1 : NULL;
-        char fields[16][32] = {{0}};
-        for (int f = 0; p && f < 15; f++) {
-            const char *e = strpbrk(p, ",\n");
-            snprintf(fields[f], sizeof fields[f], "%.*s", (int)(e - p), p);
-            commas += *e == ',';
-            p = e + 1;
-        }
-        CHECK(commas == 14 && fields[7][0] == '\0' && fields[8][0] == '\0' &&
-                  fields[13][0] == '\0' && fields[10][0] != '\0' && fields[11][0] != '\0',
+    struct test_csv *bt = bk ? test_csv_read(out, "buckets.csv") : NULL;
+    if (bt) {
+        int r = test_csv_find(bt, 0, "run", "legacy-gloo-2ranks", "world_size", "2", "bucket", "0",
+                              NULL);
+#define BUCKET0(name) test_csv_get(bt, r, test_csv_col(bt, name))[0]
+        CHECK(r >= 0 && bt->nfields[r] == bt->ncols && BUCKET0("algbw_GBps") == '\0' &&
+                  BUCKET0("busbw_GBps") == '\0' && BUCKET0("xfer_algbw_GBps") == '\0' &&
+                  BUCKET0("transfer_ms") != '\0' && BUCKET0("sync_wait_ms") != '\0',
               "b0: algbw/busbw/xfer empty without sizes, transfer and sync wait present");
+#undef BUCKET0
     }
+    test_csv_free(bt);
     free(bk);
     char *ph = test_read_file(out, "phases.csv");
     static const char *phases[] = {"step,2,", "data,2,", "forward,2,", "backward,2,",
@@ -426,6 +431,134 @@ static void test_legacy_fixture(void)
     free(sp);
     free(err);
     free(out);
+}
+
+/* ---- the legacy BatchNorm fixture: every collective is communication ---- */
+
+struct span {
+    int64_t s, e;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* |union| of the host range rows of rank t whose phase is one of names[0..n) (NULL ends) */
+static int64_t rows_union(const struct runset *rs, const struct rank_trace *t,
+                          const char *const *names)
+{
+    struct span *v = calloc(t->n + 1, sizeof *v);
+    size_t m = 0;
+    for (size_t i = 0; v && i < t->n; i++)
+        for (const char *const *nm = names; *nm; nm++)
+            if (strcmp(strpool_get(&rs->labels, t->rows[i].phase), *nm) == 0 &&
+                t->rows[i].step >= 1)
+                v[m++] = (struct span){t->rows[i].start_ns, t->rows[i].end_ns};
+    if (!v)
+        abort();
+    qsort(v, m, sizeof *v, cmp_span);
+    int64_t len = 0, s = 0, e = INT64_MIN;
+    for (size_t i = 0; i < m; i++) {
+        if (v[i].s > e) {
+            if (e > s)
+                len += e - s;
+            s = v[i].s;
+            e = v[i].e;
+        } else if (v[i].e > e) {
+            e = v[i].e;
+        }
+    }
+    if (m && e > s)
+        len += e - s;
+    free(v);
+    return len;
+}
+
+/* A real gloo job with a BatchNorm (tests/fixtures/pytorch/make_legacy_traces.py --bn):
+ * DDP broadcasts the buffers twice per forward (one per dtype), the loop all-gathers the
+ * loss after the optimizer step.  Before every collective was communication, the broadcasts
+ * were forward compute and the all-gathers nothing. */
+static void test_legacy_bn_fixture(void)
+{
+    char *out = test_path(root, "legacy-bn-out"), *err = NULL;
+    int rc = report1(fixture("legacy-gloo-bn-2ranks"), out, &err);
+    CHECK(rc == 0, "report on the legacy BatchNorm fixture: %s", error_get());
+    /* 2 steps: 4 broadcasts (c10d::broadcast_ and its gloo:broadcast are one), 2
+     * all-gathers, per rank; the legacy exporter writes no sizes: bytes empty; buckets.csv
+     * keeps the 2 gradient buckets only */
+    for (int r = 0; r < 2; r++) {
+        char want[128];
+        snprintf(want, sizeof want, "legacy-gloo-bn-2ranks,%d,comm.broadcast,4,", r);
+        expect_prefix("phases.csv", out, want);
+        snprintf(want, sizeof want, "legacy-gloo-bn-2ranks,%d,comm.allgather,2,", r);
+        expect_prefix("phases.csv", out, want);
+        snprintf(want, sizeof want, "legacy-gloo-bn-2ranks,%d,allreduce,4,", r);
+        expect_prefix("phases.csv", out, want);
+    }
+    char *ph = test_read_file(out, "phases.csv");
+    CHECK(ph && strstr(ph, ",0,broadcast,\n") && strstr(ph, ",0,allgather,\n") &&
+              strstr(ph, ",0,allreduce,\n") && strstr(ph, "forward,2,") &&
+              !strstr(ph, ",0,forward,\n"),
+          "phases.csv: collective kinds, no bytes (unknown):\n%s", ph ? ph : "");
+    free(ph);
+    char *bk = test_read_file(out, "buckets.csv");
+    CHECK(bk && strstr(bk, "\nlegacy-gloo-bn-2ranks,2,1,") &&
+              !strstr(bk, "\nlegacy-gloo-bn-2ranks,2,2,"),
+          "buckets.csv: the gradient buckets only:\n%s", bk ? bk : "");
+    free(bk);
+    free(err);
+    free(out);
+
+    /* overlap.csv from the rows, as FORMULAS.md defines it: M = every collective, C =
+     * forward, backward, optimizer less the other collectives: |C| = |FBO ∪ H| - |H| */
+    struct runset rs;
+    runset_init(&rs);
+    char **paths = NULL;
+    int n = 0;
+    CHECK(import_dir_traces(fixture("legacy-gloo-bn-2ranks"), &paths, &n) == 0 && n == 2,
+          "import_dir_traces: %d traces: %s", n, error_get());
+    struct run_stat *st = NULL;
+    if (n == 2 && import_run(&rs, "bn", paths, n) == 0 && runset_finish(&rs) == 0 &&
+        (st = analysis_run_warmup(&rs, 0))) {
+        static const char *const fbo[] = {"forward", "backward", "optimizer", NULL};
+        static const char *const held[] = {"comm.broadcast", "comm.allgather", NULL};
+        static const char *const fbo_held[] = {"forward", "backward", "optimizer",
+                                               "comm.broadcast", "comm.allgather", NULL};
+        static const char *const bcast[] = {"comm.broadcast", NULL};
+        static const char *const fwd[] = {"forward", NULL};
+        static const char *const fwd_bcast[] = {"forward", "comm.broadcast", NULL};
+        static const char *const every[] = {"allreduce", "comm.broadcast", "comm.allgather",
+                                            NULL};
+        static const char *const grads[] = {"allreduce", NULL};
+        for (int k = 0; k < 2; k++) {
+            const struct rank_trace *t = &rs.runs[0].ranks[k];
+            const struct rank_stat *r = &st[0].ranks[k];
+            int64_t h = rows_union(&rs, t, held), b = rows_union(&rs, t, bcast);
+            int64_t c = rows_union(&rs, t, fbo_held) - h, m = rows_union(&rs, t, every);
+            /* the broadcasts lie inside forward, and take time (ms on this machine) */
+            CHECK(b > 100000 && rows_union(&rs, t, fwd_bcast) == rows_union(&rs, t, fwd),
+                  "rank %d: broadcasts %lld ns, not all inside forward", t->rank,
+                  (long long)b);
+            CHECK(r->compute_ns == c && r->comm_ns == m,
+                  "rank %d: compute %lld comm %lld ns, want %lld %lld", t->rank,
+                  (long long)r->compute_ns, (long long)r->comm_ns, (long long)c, (long long)m);
+            /* what changed: the broadcast time left compute, the collectives joined comm */
+            CHECK(r->compute_ns <= rows_union(&rs, t, fbo) - b &&
+                      r->comm_ns > rows_union(&rs, t, grads),
+                  "rank %d: compute %lld ns holds the broadcasts' %lld, or comm %lld ns only "
+                  "the gradient all-reduces", t->rank, (long long)r->compute_ns, (long long)b,
+                  (long long)r->comm_ns);
+        }
+    } else {
+        CHECK(0, "import_run / analysis: %s", error_get());
+    }
+    analysis_free(st, rs.n);
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    runset_free(&rs);
 }
 
 /* ---- a small Kineto trace built here ---- */
@@ -647,6 +780,70 @@ static char *legacy_trace(int first)
     return t.s;
 }
 
+/* The name rules of the other collectives (FORMULAS.md "Imported PyTorch traces"), in a
+ * trace built here: per 10 ms step (µs from its start), forward [1000, 4000) holding
+ * c10d::broadcast_ [1100, 1200) + its gloo:broadcast [1300, 1500) on the worker (one
+ * collective [1100, 1500), no sizes) and c10d::_allgather_base_ [2000, 2100) with its
+ * record_param_comms (_allgather_base, 10 Float in, 20 out: 80 bytes received) and
+ * nccl:_allgather_base [2050, 2600) (one [2000, 2600)); backward [4500, 5500) holding the
+ * bucket gloo:all_reduce [4600, 4800) and a lone c10d::reduce_scatter_tensor_ [5000, 5300);
+ * gloo:barrier [6000, 6100); optimizer [7000, 7500).  Per step: C = 3000 - 400 - 600 +
+ * 1000 - 300 + 500 = 3200; M = 200 + 400 + 600 + 300 + 100 = 1600, M ∩ C = the bucket's
+ * 200: exposed 1400, 12.50 %; idle = 9000 - |C ∪ M| = 9000 - 4600 = 4400. */
+static void test_collective_names(void)
+{
+    struct text t = {0};
+    static const struct {
+        const char *name, *args;
+        int tid, s, e;
+    } ev[] = {
+        {"DistributedDataParallel.forward", "{}", 1, 1000, 4000},
+        {"c10d::broadcast_", "{}", 1, 1100, 1200},
+        {"gloo:broadcast", "{}", 9, 1300, 1500},
+        {"c10d::_allgather_base_", "{}", 1, 2000, 2100},
+        {"record_param_comms", "{\"Collective name\": \"_allgather_base\", \"In msg nelems\": "
+                               "10, \"Out msg nelems\": 20, \"dtype\": \"Float\"}", 1, 2010, 2090},
+        {"nccl:_allgather_base", "{}", 9, 2050, 2600},
+        {"autograd::engine::evaluate_function: AddmmBackward0", "{}", 2, 4500, 5500},
+        {"gloo:all_reduce", "{}", 9, 4600, 4800},
+        {"c10d::reduce_scatter_tensor_", "{}", 2, 5000, 5300},
+        {"gloo:barrier", "{}", 9, 6000, 6100},
+        {"Optimizer.step#SGD.step", "{}", 1, 7000, 7500}};
+    add(&t, "[");
+    for (int k = 0; k < 2; k++) {
+        int s = 100 + k * 10000;
+        add(&t, "%s{\"name\": \"ProfilerStep#%d\", \"ph\": \"X\", \"ts\": %d, \"dur\": 9000, "
+                "\"tid\": 1, \"pid\": 1, \"args\": {}}", k ? ",\n" : "", k + 1, s);
+        for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
+            add(&t, ",\n{\"name\": \"%s\", \"ph\": \"X\", \"ts\": %d, \"dur\": %d, \"tid\": %d, "
+                    "\"pid\": 1, \"args\": %s}",
+                ev[i].name, s + ev[i].s, ev[i].e - ev[i].s, ev[i].tid, ev[i].args);
+    }
+    add(&t, "]\n");
+    char *d = make_dir("collnames"), *out = test_path(root, "collnames-out"), *err = NULL;
+    write_text(d, "host_100.1.pt.trace.json", t.s);
+    free(t.s);
+    CHECK(report1(d, out, &err) == 0, "report on the collective names: %s", error_get());
+    expect_line("phases.csv", out,
+                "collnames,0,comm.broadcast,2,0.800,0.400,0.400,0.400,0.400,4.44,0,broadcast,");
+    expect_line("phases.csv", out,
+                "collnames,0,comm.allgather,2,1.200,0.600,0.600,0.600,0.600,6.67,0,allgather,160");
+    expect_line("phases.csv", out, "collnames,0,comm.reduce_scatter,2,0.600,0.300,0.300,0.300,"
+                                   "0.300,3.33,0,reduce_scatter,");
+    expect_line("phases.csv", out,
+                "collnames,0,barrier,2,0.200,0.100,0.100,0.100,0.100,1.11,0,barrier,");
+    expect_line("phases.csv", out,
+                "collnames,0,allreduce,2,0.400,0.200,0.200,0.200,0.200,2.22,0,allreduce,");
+    expect_line("overlap.csv", out, "collnames,0,18.000,6.400,3.200,2.800,12.50,8.800,,,,,,");
+    char *bk = test_read_file(out, "buckets.csv");
+    CHECK(bk && strstr(bk, "\ncollnames,1,0,") && !strstr(bk, "\ncollnames,1,1,"),
+          "buckets.csv: the one gradient bucket:\n%s", bk ? bk : "");
+    free(bk);
+    free(err);
+    free(out);
+    free(d);
+}
+
 /* The report of run directory d (name) into out: 3 steps of 9 ms per rank of 2, forward
  * the phases.csv figures given ("5.100,1.700,..."), one bucket of bytes ("" where the
  * trace does not say) called in every step, and straggler rows for steps 1..3 only. */
@@ -657,10 +854,10 @@ static void check_three_steps(const char *d, const char *out, const char *name,
     CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
     free(err);
     for (int r = 0; r < 2; r++) {
-        snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0",
+        snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0,,",
                  name, r);
         expect_line("phases.csv", out, line);
-        snprintf(line, sizeof line, "%s,%d,forward,3,%s,0", name, r, forward);
+        snprintf(line, sizeof line, "%s,%d,forward,3,%s,0,,", name, r, forward);
         expect_line("phases.csv", out, line);
     }
     /* one bucket, 3 steps x 2 ranks */
@@ -1289,6 +1486,8 @@ int main(void)
     test_kineto_vs_hta();
     test_legacy_fixture();
     test_legacy_named_ranks();
+    test_legacy_bn_fixture();
+    test_collective_names();
     test_mini_good_and_reversed();
     test_first_step();
     test_launch_ids();

@@ -12,6 +12,7 @@
 #   4 CPU ranks on 2 cores: "run ddp was oversubscribed: 4 CPU ranks on 2 cores", and the
 #   speedup that compares it is cautioned; 2 ranks on 2 cores get neither
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -51,8 +52,7 @@ run "$tmp/a/baseline" baseline 1 host_cores,2
 run "$tmp/a/ddp" ddp 2 host_cores,2 local_world_size,2
 
 # field COL of the phases.csv row of run RUN, rank RANK (default 0), phase step
-step_field() { awk -F, -v run="$2" -v col="$3" -v rank="${4:-0}" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
-  NR>1 && $1==run && $2==rank && $3=="step" {print $c[col]}' "$1/phases.csv"; }
+step_field() { csv_col "$1/phases.csv" "$3" run="$2" rank="${4:-0}" phase=step; }
 expect() { # WHAT GOT WANT
   if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
 }
@@ -63,22 +63,22 @@ expect "default count" "$(step_field "$tmp/a" ddp count)" 7
 expect "default max" "$(step_field "$tmp/a" ddp max_ms 1)" 150.000
 expect "default warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 1
 expect "default baseline count" "$(step_field "$tmp/a" baseline count)" 7
-expect "stragglers without step 1" "$(awk -F, '$1=="ddp" && $2==1' "$tmp/a/stragglers.csv" | wc -l)" 0
-expect "stragglers from step 2" "$(awk -F, '$1=="ddp"' "$tmp/a/stragglers.csv" | wc -l)" 7
+expect "stragglers without step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 0
+expect "stragglers from step 2" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp | wc -l)" 7
 expect "terminal warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/out")" 1
 expect "page warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/a/report.html")" 1
 # the worst straggler shown is step 5 (rank 1), not the warm-up
 worst=$(awk '/^# stragglers: the steps/ {s = 1; next} s && $1=="ddp" {print $2; exit}' "$tmp/out")
 expect "worst straggler" "$worst" 5
 # train_s (rank 0's steps) still counts every step: 0.6 + 7 x 0.1 s
-expect "train_s counts the warm-up" "$(awk -F, '$1=="ddp" {print $9}' "$tmp/a/speedup.csv")" 1.300
+expect "train_s counts the warm-up" "$(csv_col "$tmp/a/speedup.csv" train_s run=ddp)" 1.300
 
 # 2. --warmup-steps 0 keeps them, 2 leaves two out
 "$bin" report "$tmp/a" --warmup-steps 0 >"$tmp/out0" 2>"$tmp/err" </dev/null || bad "report 0: $(cat "$tmp/err")"
 expect "0: count" "$(step_field "$tmp/a" ddp count)" 8
 expect "0: max" "$(step_field "$tmp/a" ddp max_ms)" 600.000
 expect "0: warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 0
-expect "0: stragglers step 1" "$(awk -F, '$1=="ddp" && $2==1' "$tmp/a/stragglers.csv" | wc -l)" 1
+expect "0: stragglers step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 1
 expect "0: no warm-up line" "$(grep -c 'warm-up, not counted' "$tmp/out0")" 0
 "$bin" report "$tmp/a" --warmup-steps 2 >/dev/null 2>"$tmp/err" </dev/null || bad "report 2: $(cat "$tmp/err")"
 expect "2: count" "$(step_field "$tmp/a" ddp count)" 6

@@ -18,6 +18,7 @@
 #    buckets.csv and in report.html;
 # 7. --dataset cifar where there is none: one error line naming the missing batch.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d)
@@ -39,7 +40,7 @@ check synthetic-note "$(grep -c 'meaningless' "$tmp/a.log" | grep -qx 1; echo $?
   "the synthetic data set is not announced exactly once"
 
 # 1. the loss falls
-fall=$(awk -F, 'NR>1 {l[NR-1]=$3; n=NR-1} END {
+fall=$(csv_awk 'NR>1 {l[NR-1]=col("loss"); n=NR-1} END {
   for (i = 1; i <= 4; i++) { a += l[i]; b += l[n-4+i] }
   printf "%.4f %.4f %d", a/4, b/4, (n == 16 && b < 0.85 * a) ? 0 : 1 }' "$tmp/a/metrics.csv")
 check loss-falls "${fall##* }" "steps 1-4 vs the last 4 (mean loss): ${fall% *}, want 16 steps"
@@ -48,9 +49,9 @@ check loss-falls "${fall##* }" "steps 1-4 vs the last 4 (mean loss): ${fall% *},
 nb=$(meta "$tmp/a" buckets)
 check buckets "$([ "${nb:-0}" -gt 1 ]; echo $?)" "--bucket-cap-mb 0.01 gave ${nb:-no} bucket(s)"
 for t in "$tmp"/a/rank0.trace.csv "$tmp"/a/rank1.trace.csv; do
-  bad=$(awk -F, -v nb="$nb" '
-    NR>1 && $4=="step" {steps[$2]=1}
-    NR>1 && $4=="allreduce" {n[$2]++; seen[$2 "," $5]++}
+  bad=$(csv_awk -v nb="$nb" '
+    NR>1 && col("phase")=="step" {steps[col("step")]=1}
+    NR>1 && col("phase")=="allreduce" {n[col("step")]++; seen[col("step") "," col("bucket")]++}
     END {
       for (s in steps) {
         if (n[s] != nb) { print "step " s ": " n[s]+0 " all-reduce rows, want " nb; exit }
@@ -67,11 +68,11 @@ done
 # every step's calls: --warmup-steps 0 keeps the warm-up steps (report/FORMULAS.md)
 "$bin" report "$tmp/a" --out "$tmp/rep" --warmup-steps 0 >"$tmp/rep.log" 2>&1
 check report "$?" "report failed: $(tail -3 "$tmp/rep.log")"
-bad=$(awk -F, -v nb="$nb" -v steps=16 -v world=2 'NR==FNR {m[$1]=$2; next}
+bad=$(csv_awk -v nb="$nb" -v steps=16 -v world=2 'NR==FNR {m[col("key")]=col("value"); next}
   FNR>1 {rows++
-    if ($4 != m["bucket." $3 ".params"] || $5 != m["bucket." $3 ".bytes"])
-      { print "bucket " $3 ": params " $4 " bytes " $5 " in the table, " m["bucket." $3 ".params"] " and " m["bucket." $3 ".bytes"] " in meta.csv"; exit }
-    if ($6 != steps * world) { print "bucket " $3 ": " $6 " calls, want " steps * world; exit } }
+    if (col("params") != m["bucket." col("bucket") ".params"] || col("bytes") != m["bucket." col("bucket") ".bytes"])
+      { print "bucket " col("bucket") ": params " col("params") " bytes " col("bytes") " in the table, " m["bucket." col("bucket") ".params"] " and " m["bucket." col("bucket") ".bytes"] " in meta.csv"; exit }
+    if (col("count") != steps * world) { print "bucket " col("bucket") ": " col("count") " calls, want " steps * world; exit } }
   END { if (rows != nb) print rows+0 " rows for " nb " buckets" }' "$tmp/a/meta.csv" "$tmp/rep/buckets.csv")
 check report-buckets "$([ -z "$bad" ]; echo $?)" "$bad"
 
@@ -81,13 +82,13 @@ rc=$?
 check resume-run "$rc" "exit $rc: $(tail -5 "$tmp/b.log")"
 check resume-identical "$(cmp -s "$tmp/a/epoch_2.safetensors" "$tmp/b/epoch_2.safetensors"; echo $?)" \
   "epoch_2.safetensors of the resumed run differs from the uninterrupted run's"
-check resume-metrics "$(diff <(awk -F, '$2==2' "$tmp/a/metrics.csv") <(awk -F, 'NR>1' "$tmp/b/metrics.csv") >/dev/null; echo $?)" \
+check resume-metrics "$(diff <(csv_awk 'col("epoch")==2' "$tmp/a/metrics.csv") <(csv_awk 'NR>1' "$tmp/b/metrics.csv") >/dev/null; echo $?)" \
   "the resumed run's epoch-2 metrics differ"
 check resume-no-epoch1 "$([ ! -e "$tmp/b/epoch_1.safetensors" ]; echo $?)" "the resumed run wrote epoch 1 again"
 
 # 5. the checkpoint in the example's PyTorch module
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  taken=$(awk -F, 'NR>1 && $7==0' "$tmp/a/metrics.csv" | wc -l) # steps the GradScaler kept
+  taken=$(csv_awk 'NR>1 && col("found_inf")==0' "$tmp/a/metrics.csv" | wc -l) # steps the GradScaler kept
   out=$(/usr/bin/python3 - "$src/tests/golden" "$tmp/a/epoch_2.safetensors" "$taken" <<'EOF' 2>&1
 import json, struct, sys
 import numpy as np
@@ -129,7 +130,7 @@ check main-job "$rc" "exit $rc: $(tail -5 "$tmp/main.log")"
 check main-synthetic "$(grep -q 'no CIFAR-10 batches.*synthetic.*meaningless' "$tmp/main.log"; echo $?)" \
   "the main job did not say it trains on synthetic data"
 nb=$(meta "$tmp/main/ddp" buckets)
-rows=$(awk -F, 'NR>1 && $1 ~ /ddp/' "$tmp/main/buckets.csv" | wc -l)
+rows=$(csv_awk 'NR>1 && col("run") ~ /ddp/' "$tmp/main/buckets.csv" | wc -l)
 check main-buckets "$([ "${nb:-0}" -ge 20 ] && [ "$rows" -eq "$nb" ]; echo $?)" \
   "${nb:-no} buckets in meta.csv, $rows rows in buckets.csv (want 20 or more, one each)"
 html=$(grep -c '<tr><td class="l">ddp</td><td>2</td>' "$tmp/main/report.html")

@@ -135,18 +135,21 @@ static void read_rows(const char *dir, int rank, struct ar_row host[][BUCKETS],
 {
     char file[32];
     snprintf(file, sizeof file, "rank%d.trace.csv", rank);
-    char *text = test_read_file(dir, file);
-    CHECK(text != NULL, "no %s", file);
-    if (!text)
+    struct test_csv *t = test_csv_read(dir, file);
+    CHECK(t != NULL, "no %s", file);
+    if (!t)
         return;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        int rk, step, epoch, bucket;
-        long long a, b, bytes;
-        char phase[16], clock[16], name[64];
-        if (sscanf(line, "%d,%d,%d,%15[^,],%d,%15[^,],%lld,%lld,%lld,%63[^,]", &rk, &step,
-                   &epoch, phase, &bucket, clock, &a, &b, &bytes, name) != 10 ||
-            strcmp(phase, "allreduce") != 0)
+    int c_rank = test_csv_col(t, "rank"), c_step = test_csv_col(t, "step");
+    int c_phase = test_csv_col(t, "phase"), c_bucket = test_csv_col(t, "bucket");
+    int c_clock = test_csv_col(t, "clock"), c_start = test_csv_col(t, "start_ns");
+    int c_end = test_csv_col(t, "end_ns"), c_name = test_csv_col(t, "name");
+    for (int i = 0; i < t->nrows; i++) {
+        if (strcmp(test_csv_get(t, i, c_phase), "allreduce") != 0)
             continue;
+        int rk = atoi(test_csv_get(t, i, c_rank)), step = atoi(test_csv_get(t, i, c_step));
+        int bucket = atoi(test_csv_get(t, i, c_bucket));
+        long long a = atoll(test_csv_get(t, i, c_start)), b = atoll(test_csv_get(t, i, c_end));
+        const char *clock = test_csv_get(t, i, c_clock), *name = test_csv_get(t, i, c_name);
         CHECK(rk == rank && step >= 1 && step <= STEPS && bucket >= 0 && bucket < BUCKETS,
               "%s: row of rank %d step %d bucket %d", file, rk, step, bucket);
         if (step < 1 || step > STEPS || bucket < 0 || bucket >= BUCKETS)
@@ -166,7 +169,7 @@ static void read_rows(const char *dir, int rank, struct ar_row host[][BUCKETS],
             r->end = b;
         }
     }
-    free(text);
+    test_csv_free(t);
 }
 
 /* scripts/check-gpu-trace's line for check name on dir, or "" (python3 missing: NULL) */

@@ -8,6 +8,7 @@
 # meta.csv and metrics.csv (not a node leader's), and the same loss at every step.  Also:
 # `ddpprof worker --master-port` wins over MASTER_PORT.  Skips (77) without torch.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 "$bin" --version | grep -q '^comms:.* gloo' ||
   { echo "skipped: this build has no gloo comm (libgloo-dev not found at configure time)"; exit 77; }
@@ -24,7 +25,7 @@ free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 args="--comm gloo --quiet --limit 240 --test-limit 48 --epochs 1 --threads 1 --timeout 60 --amp off --batch-size 6 --seed 3"
 # the same loss at every step: loss column of two metrics.csv, within 1e-6 relative
 same_losses() {
-  paste -d, "$1" "$2" | awk -F, 'NR > 1 { n++; d = $3 - $10; if (d < 0) d = -d; if (d > 1e-6 * ($3 < 0 ? -$3 : $3)) bad++ }
+  paste -d, <(csv_col "$1" loss) <(csv_col "$2" loss) | awk -F, '{ n++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6 * ($1 < 0 ? -$1 : $1)) bad++ }
     END { exit !(n == 10 && bad == 0) }'
 }
 

@@ -18,31 +18,25 @@
 
 static const char *data_dir = "/usr/share/datasets/fashion-mnist";
 
-/* mean loss of metrics.csv rows [from, to) (0-based data rows); -1 if unreadable */
-static double mean_loss(const char *path, int from, int to, int *rows)
+/* mean loss of dir/metrics.csv rows [from, to) (0-based data rows); -1 if unreadable */
+static double mean_loss(const char *dir, int from, int to, int *rows)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    struct test_csv *t = test_csv_read(dir, "metrics.csv");
+    if (!t)
         return -1.0;
-    char line[256];
     double sum = 0.0;
-    int i = 0, used = 0;
-    if (!fgets(line, sizeof line, f)) { /* header */
-        fclose(f);
-        return -1.0;
-    }
-    while (fgets(line, sizeof line, f)) {
-        long long step;
-        int epoch;
-        double loss;
-        if (sscanf(line, "%lld,%d,%lf", &step, &epoch, &loss) == 3 && i >= from && i < to) {
+    int used = 0, col = test_csv_col(t, "loss");
+    for (int i = from; col >= 0 && i < to && i < t->nrows; i++) {
+        const char *s = test_csv_get(t, i, col);
+        char *end;
+        double loss = strtod(s, &end);
+        if (end != s) {
             sum += loss;
             used++;
         }
-        i++;
     }
-    fclose(f);
-    *rows = i;
+    *rows = t->nrows;
+    test_csv_free(t);
     return used ? sum / used : -1.0;
 }
 
@@ -65,9 +59,8 @@ static void test_training_lowers_loss(void)
 
     char path[4200];
     int rows = 0;
-    snprintf(path, sizeof path, "%s/metrics.csv", dir);
-    double first = mean_loss(path, 0, 20, &rows);
-    double last = mean_loss(path, 232, 252, &rows);
+    double first = mean_loss(dir, 0, 20, &rows);
+    double last = mean_loss(dir, 232, 252, &rows);
     CHECK(rows == 252, "metrics.csv has %d steps, want 4 epochs x 63 = 252", rows);
     /* ln(10) = 2.30 at chance; a working trainer is far below half of where it started
      * after 250 steps of SGD with momentum (PyTorch reaches ~0.6 on this set-up) */

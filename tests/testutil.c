@@ -97,6 +97,123 @@ char *test_read_file(const char *dir, const char *name)
     return s;
 }
 
+struct test_csv *test_csv_read(const char *dir, const char *name)
+{
+    char *text = test_read_file(dir, name);
+    if (!text || !text[0]) {
+        free(text);
+        return NULL;
+    }
+    struct test_csv *t = calloc(1, sizeof *t);
+    size_t cap = 64, n = 0, rcap = 16, nrec = 0;
+    char **fields = malloc(cap * sizeof *fields);
+    size_t *first = calloc(rcap, sizeof *first); /* index in fields of each record's first */
+    if (!t || !fields || !first)
+        abort();
+    t->path = test_path(dir, name);
+    t->text_ = text;
+    /* unquote in place: the output never runs ahead of the input */
+    char *in = text, *out = text;
+    while (*in) {
+        if (n + 1 >= cap && !(fields = realloc(fields, (cap *= 2) * sizeof *fields)))
+            abort();
+        if (nrec + 1 >= rcap && !(first = realloc(first, (rcap *= 2) * sizeof *first)))
+            abort();
+        first[nrec++] = n;
+        for (;;) { /* one field */
+            fields[n++] = out;
+            if (*in == '"') {
+                for (in++; *in; in++) {
+                    if (*in == '"' && in[1] != '"')
+                        break;
+                    *out++ = *in;
+                    if (*in == '"')
+                        in++;
+                }
+                if (*in == '"')
+                    in++;
+            }
+            while (*in && *in != ',' && *in != '\n')
+                *out++ = *in++;
+            char end = *in;
+            if (end)
+                in++;
+            *out++ = '\0';
+            if (end != ',')
+                break;
+            if (n + 1 >= cap && !(fields = realloc(fields, (cap *= 2) * sizeof *fields)))
+                abort();
+        }
+    }
+    first[nrec] = n;
+    t->fields_ = fields;
+    t->ncols = (int)first[1];
+    t->header = fields;
+    t->nrows = (int)nrec - 1;
+    t->row = malloc((nrec ? nrec : 1) * sizeof *t->row);
+    t->nfields = malloc((nrec ? nrec : 1) * sizeof *t->nfields);
+    if (!t->row || !t->nfields)
+        abort();
+    for (size_t r = 1; r < nrec; r++) {
+        t->row[r - 1] = fields + first[r];
+        t->nfields[r - 1] = (int)(first[r + 1] - first[r]);
+    }
+    free(first);
+    return t;
+}
+
+int test_csv_col(const struct test_csv *t, const char *name)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (strcmp(t->header[c], name) == 0)
+            return c;
+    test_failed++;
+    fprintf(stderr, "FAIL %s: no column '%s' (columns:", t->path, name);
+    for (int c = 0; c < t->ncols; c++)
+        fprintf(stderr, "%s%s", c ? "," : " ", t->header[c]);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
+const char *test_csv_get(const struct test_csv *t, int r, int col)
+{
+    return r >= 0 && r < t->nrows && col >= 0 && col < t->nfields[r] ? t->row[r][col] : "";
+}
+
+int test_csv_find(const struct test_csv *t, int from, ...)
+{
+    int cols[16], n = 0, bad = 0;
+    const char *vals[16];
+    va_list ap;
+    va_start(ap, from);
+    for (const char *c; n < 16 && (c = va_arg(ap, const char *)) != NULL; n++) {
+        cols[n] = test_csv_col(t, c);
+        vals[n] = va_arg(ap, const char *);
+        bad |= cols[n] < 0;
+    }
+    va_end(ap);
+    for (int r = from < 0 ? 0 : from; !bad && r < t->nrows; r++) {
+        int k = 0;
+        while (k < n && strcmp(test_csv_get(t, r, cols[k]), vals[k]) == 0)
+            k++;
+        if (k == n)
+            return r;
+    }
+    return -1;
+}
+
+void test_csv_free(struct test_csv *t)
+{
+    if (!t)
+        return;
+    free(t->path);
+    free(t->row);
+    free(t->nfields);
+    free(t->fields_);
+    free(t->text_);
+    free(t);
+}
+
 const char *test_source_dir(void)
 {
     const char *d = getenv("DDPPROF_SOURCE_DIR");

@@ -40,6 +40,32 @@ void test_write_file(const char *dir, const char *name, const char *text, size_t
 /* the whole of dir/name, NUL-terminated (caller frees), or NULL when it cannot be read */
 char *test_read_file(const char *dir, const char *name);
 
+/* A CSV table read whole (RFC 4180: a quoted field may hold commas, line breaks and ""
+ * for a quote), its first row the header.  Tests find a column by its header name, never
+ * by its position, so a column added to a table breaks none of them. */
+struct test_csv {
+    char *path;     /* dir/name, for messages */
+    int ncols;      /* fields of the header */
+    char **header;  /* the column names */
+    int nrows;      /* data rows (the header left out) */
+    char ***row;    /* row[r][c], unquoted */
+    int *nfields;   /* fields of row r (a well-formed row has ncols) */
+    char *text_;    /* storage */
+    char **fields_; /* storage */
+};
+/* dir/name read (caller frees with test_csv_free), or NULL when it cannot be read or is
+ * empty (no failure recorded: the caller CHECKs) */
+struct test_csv *test_csv_read(const char *dir, const char *name);
+/* the index of column name; when the header has no such column, a test failure naming the
+ * file and the column (and the columns it has), and -1 */
+int test_csv_col(const struct test_csv *t, const char *name);
+/* field col of data row r; "" when col < 0 or the row is shorter */
+const char *test_csv_get(const struct test_csv *t, int r, int col);
+/* the first data row from row `from` on whose every named column holds the value given:
+ * (col, value) pairs ending in NULL; -1 when none (a missing column: test_csv_col's failure) */
+int test_csv_find(const struct test_csv *t, int from, ...);
+void test_csv_free(struct test_csv *t);
+
 /* the source tree ($DDPPROF_SOURCE_DIR, else "."), and a fresh temp directory (caller frees) */
 const char *test_source_dir(void);
 char *test_tmpdir(void);

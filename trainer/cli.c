@@ -78,11 +78,16 @@ static const struct cli_choice comm_choices[] = {{"auto", TRAIN_COMM_AUTO},
                                                  {"gloo", TRAIN_COMM_GLOO},
                                                  {"nccl", TRAIN_COMM_NCCL},
                                                  {NULL, 0}};
+static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
+                                                      {"direct", CONV_ALGO_DIRECT},
+                                                      {"winograd", CONV_ALGO_WINOGRAD},
+                                                      {NULL, 0}};
 
 _Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
                    sizeof(enum amp_dtype) == sizeof(int) &&
                    sizeof(enum probe_mode) == sizeof(int) &&
-                   sizeof(enum train_comm) == sizeof(int),
+                   sizeof(enum train_comm) == sizeof(int) &&
+                   sizeof(enum conv_algo) == sizeof(int),
                "CLI_ENUM stores an int");
 _Static_assert(sizeof(((struct train_opts *)0)->data.dataset) == sizeof(int) &&
                    sizeof(((struct train_opts *)0)->optim.kind) == sizeof(int),
@@ -188,6 +193,13 @@ static const struct cli_option cli_options[] = {
     {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.dev.threads), .min = 1, .max = 1024,
      .metavar = "N", .dflt = "cores / ranks", .group = G_TRAIN,
      .help = "CPU threads per rank"},
+    {"--conv-algo", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.conv_algo),
+     .choices = conv_algo_choices, .group = G_TRAIN,
+     .help = "CPU ranks' convolution algorithms: auto, the fastest within PyTorch's accuracy "
+             "(per op within 4x of PyTorch float32's error against float64: direct, GEMM and "
+             "the own Winograd F(2x2,3x3)); direct, no Winograd at all; winograd, auto plus "
+             "oneDNN's Winograd F(4x4,3x3) on AVX-512 machines, faster and less exact "
+             "(README, Convolution algorithms). GPU ranks: cuDNN chooses"},
 
     {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.run.out_dir), .metavar = "DIR",
      .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},

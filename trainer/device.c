@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include "backend/backend.h"
+#include "backend/backend_cpu.h"
 #include "comm/comm.h"
 #include "comm/comm_gloo.h"
 #include "comm/comm_shm.h"
@@ -150,6 +151,7 @@ int device_open(struct device *d, const struct device_opts *o, int rank, int loc
     d->gpu = -1;
     d->timeout_ms = o->timeout_ms;
     d->comm_choice = o->comm;
+    d->conv_algo = o->conv_algo;
     d->local_world = local_world;
     cpu_set_t allowed;
     d->cpus_fit = device_cpus_fit(o->ngpus || o->threads < 1 ? 1 : o->threads, local_world,
@@ -163,7 +165,7 @@ int device_open(struct device *d, const struct device_opts *o, int rank, int loc
         d->be = backend_cuda_create(d->gpu);
     } else {
         device_bind_cpus(o->threads, local_rank, local_world, d->cpus, sizeof d->cpus);
-        d->be = backend_cpu_create(o->threads);
+        d->be = backend_cpu_create_algo(o->threads, o->conv_algo);
     }
     return d->be ? 0 : -1;
 }
@@ -292,6 +294,10 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, "nccl", "%d", ci.nccl_version);
     }
     runlog_meta(l, "backend", "%s", d->be->name);
+    if (d->gpu < 0) { /* the choice, and what it runs on this machine */
+        runlog_meta(l, "conv_algo", "%s", conv_algo_name(d->conv_algo));
+        runlog_meta(l, "cpu_kernels", "%s", backend_cpu_describe(d->be));
+    }
     runlog_meta(l, "comm", "%s", d->comm ? d->comm->name : "none");
     runlog_meta(l, "cpu_binding", "%s", d->cpus[0] ? d->cpus : "none");
 }

@@ -16,6 +16,8 @@
 #ifndef DDPPROF_DEVICE_H
 #define DDPPROF_DEVICE_H
 
+#include "backend/backend.h" /* enum conv_algo */
+
 #include <stddef.h>
 
 struct comm;
@@ -35,6 +37,7 @@ struct device_opts {
     int gpus[TRAIN_MAX_GPUS];
     int threads;             /* --threads: CPU backend threads per rank (0: cores / ranks) */
     enum train_comm comm;    /* --comm shm|gloo|nccl|auto */
+    enum conv_algo conv_algo; /* --conv-algo auto|direct|winograd (CPU ranks; backend.h) */
     int timeout_ms;          /* --timeout: any collective or rendezvous */
 };
 
@@ -46,6 +49,7 @@ struct device {
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
     enum train_comm comm_choice; /* --comm */
+    enum conv_algo conv_algo;    /* --conv-algo (CPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */

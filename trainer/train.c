@@ -8,6 +8,7 @@
  * `val | epoch: N | loss: X | accuracy: Y`) for ResNet18. */
 #include "train_rank.h"
 
+#include "comm/comm.h"
 #include "comm/flight.h"
 #include "comm/store.h"
 #include "common/clock.h"
@@ -143,6 +144,21 @@ static int rank_setup_batch(struct rank *r)
     return 0;
 }
 
+int rank_open_probe(struct rank *r)
+{
+    const struct train_opts *o = r->o;
+    struct probe_opts po;
+    probe_opts_default(&po);
+    po.rank = r->rank;
+    po.run_dir = o->run.out_dir ? o->run.out_dir : ".";
+    po.mode = o->run.out_dir ? o->run.trace : PROBE_OFF;
+    device_probe_opts(&r->dev, &po);
+    po.quiet = r->rank != 0;
+    if (!(r->probe = probe_create(&po)))
+        return error_wrap("probes");
+    return 0;
+}
+
 static int rank_setup(struct rank *r, const struct dist_env *env)
 {
     const struct train_opts *o = r->o;
@@ -166,15 +182,8 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
         return -1;
     if (r->resume.resumed && rank_resume_check(r))
         return -1;
-    struct probe_opts po;
-    probe_opts_default(&po);
-    po.rank = r->rank;
-    po.run_dir = o->run.out_dir ? o->run.out_dir : ".";
-    po.mode = o->run.out_dir ? o->run.trace : PROBE_OFF;
-    device_probe_opts(&r->dev, &po);
-    po.quiet = r->rank != 0;
-    if (!(r->probe = probe_create(&po)))
-        return error_wrap("probes");
+    if (!r->probe && rank_open_probe(r)) /* DDP opened it before its first collective */
+        return -1;
     rank_session_observe(r);
     rank_meta_write(r);
     if (r->store && rank_meta_clocks(r))
@@ -202,6 +211,8 @@ static int rank_teardown(struct rank *r, int failed)
     optim_free(&r->opt);
     if (r->m)
         r->m->destroy(r->m);
+    if (r->coll)
+        r->coll->destroy(r->coll);
     device_comm_close(&r->dev);
     if (r->store && failed)
         store_abort(r->store);

@@ -36,7 +36,7 @@ int rank_evaluate(struct rank *r, double *accuracy, double *mean_loss)
             (double)n * be->softmax_xent(be, n, r->m->classes, logits, r->batch.y_dev, NULL);
     }
     float tally[3] = {(float)count, (float)correct, (float)loss_sum};
-    struct comm *comm = r->dev.comm;
+    struct comm *comm = r->coll;
     if (comm) {
         be->upload(be, r->batch.scalars, tally, sizeof tally);
         if (comm->reduce(comm, r->batch.scalars, 3, COMM_F32, 0))

@@ -58,6 +58,8 @@ struct rank {
     int restart_count; /* TORCHELASTIC_RESTART_COUNT: the attempt of an elastic job */
     char run_id[160];  /* the job's id (and attempt), the same on every rank */
     struct device dev; /* backend, comm, CPU binding */
+    struct comm *coll; /* dev.comm recording each collective (comm_probe.h): every
+                          collective but the reducer's buckets goes through it */
     struct store *store;
     struct reducer *red;
     struct model *m;
@@ -81,6 +83,9 @@ struct rank {
 
 /* train.c: a line on stdout from rank 0, unless --quiet */
 void rank_say(const struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* train.c: the rank's probe (rank<N>.trace.csv in --out, or an off one without --out) */
+int rank_open_probe(struct rank *r);
 
 /* train_faults.c: the faults the environment asks of this rank */
 void rank_faults_read(struct rank *r);

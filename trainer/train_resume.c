@@ -75,7 +75,7 @@ int rank_resume_ddp(struct rank *r)
     int rc = dev ? 0 : error_set("out of memory for the checkpoint");
     if (rc == 0 && r->rank == 0)
         be->upload(be, dev, data, (size_t)bytes);
-    if (rc == 0 && r->dev.comm->broadcast(r->dev.comm, dev, words, COMM_F32, 0))
+    if (rc == 0 && r->coll->broadcast(r->coll, dev, words, COMM_F32, 0))
         rc = error_wrap("receiving the checkpoint from rank 0");
     if (rc == 0 && r->rank != 0)
         be->download(be, data, dev, (size_t)bytes);

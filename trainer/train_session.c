@@ -4,6 +4,8 @@
  * reducer's buckets, and this rank's clock offset to rank 0. */
 #include "train_rank.h"
 
+#include "comm_probe.h"
+
 #include "comm/comm.h"
 #include "comm/store.h"
 #include "comm/tcpstore.h"
@@ -167,12 +169,15 @@ int rank_session_open(struct rank *r, const struct dist_env *env)
         return -1;
     if (device_comm_open(&r->dev, r->store, r->rank, r->world, store_port(r->store)))
         return -1;
+    /* the probe before the first collective, so that the initial broadcast is recorded */
+    if (rank_open_probe(r) || !(r->coll = comm_probe_wrap(r->dev.comm, r->probe)))
+        return -1;
     if (o->run.resume_path && rank_resume_ddp(r))
         return -1;
-    if (ddp_broadcast_state(&r->m->params, r->dev.comm))
+    if (ddp_broadcast_state(&r->m->params, r->coll))
         return -1;
     if (o->ddp.sync_bn)
-        r->m->set_sync_bn(r->m, r->dev.comm);
+        r->m->set_sync_bn(r->m, r->coll);
     size_t cap = (size_t)(o->ddp.bucket_cap_mb * 1048576.0);
     if (cap < sizeof(float))
         cap = sizeof(float);

@@ -71,8 +71,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         be->scale(be, 1, 1.0f / (float)r->world, r->batch.scalars, r->batch.scalars);
         /* stream-ordered; settle bounds the read below by the comm's timeout (it also
          * covers the buckets and SyncBatchNorm's collectives, joined without a host wait) */
-        if (comm_allreduce_join(r->dev.comm, r->batch.scalars, 1, COMM_F32) ||
-            comm_settle(r->dev.comm))
+        if (comm_allreduce_join(r->coll, r->batch.scalars, 1, COMM_F32) ||
+            comm_settle(r->coll))
             return error_wrap("all-reducing the loss");
     }
     float l = NAN;
@@ -87,7 +87,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
                          isnan(l) ? "nan" : l > 0 ? "inf" : "-inf",
                          r->world > 1 ? " (the mean over the ranks)" : "",
                          r->o->amp.dtype == AMP_BF16 ? "bf16" : "fp32");
-    if (scaler_unscale(&r->scaler, &m->params, r->dev.comm, r->batch.scalars, &sm->found_inf))
+    if (scaler_unscale(&r->scaler, &m->params, r->coll, r->batch.scalars, &sm->found_inf))
         return -1;
     if (!sm->found_inf && optim_step(&r->opt))
         return -1;

@@ -238,9 +238,28 @@ struct backend {
     void (*destroy)(struct backend *be); /* frees the backend itself */
 };
 
+/* Which convolution algorithms the CPU backend may run (--conv-algo), as cuDNN's algorithm
+ * choice and torch.backends.cudnn.allow_tf32 trade accuracy for speed by choice only:
+ *   CONV_ALGO_AUTO      the fastest of those within PyTorch's numerical class: per op,
+ *                       an error against float64 within 4x of PyTorch float32's
+ *                       (tests/test_conv_nmse.c): direct and GEMM convolutions, and the
+ *                       backend's own Winograd F(2x2,3x3), whose transform constants are
+ *                       0, +-1, +-1/2; never oneDNN's Winograd F(4x4,3x3);
+ *   CONV_ALGO_DIRECT    direct (oneDNN) or im2col + GEMM convolutions only;
+ *   CONV_ALGO_WINOGRAD  auto plus oneDNN's F(4x4,3x3) where it has it (AVX-512) and it is
+ *                       faster: less exact (README, "Convolution algorithms").
+ * The CUDA backend leaves the choice to cuDNN. */
+enum conv_algo { CONV_ALGO_AUTO, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD };
+
+/* "auto", "direct", "winograd" */
+const char *conv_algo_name(enum conv_algo algo);
+
 /* The CPU backend. threads: OpenBLAS/worker threads (0 = library default). NULL + error_set
- * on failure; free with be->destroy(be). */
+ * on failure; free with be->destroy(be).  Its convolutions are CONV_ALGO_AUTO's. */
 struct backend *backend_cpu_create(int threads);
+
+/* backend_cpu_create(threads) with the convolutions algo allows */
+struct backend *backend_cpu_create_algo(int threads, enum conv_algo algo);
 
 #ifdef __cplusplus
 }

@@ -9,10 +9,11 @@
  * ones, which the trainer runs, and the reference ones, kept as the oracle they are
  * compared with (tests/test_backend_ops.c, pair cpuref-vs-cpufast):
  * - convolution: fast, oneDNN's JIT kernels on each thread's slice of the batch
- *   (conv_dnnl.h; where the build has oneDNN and it takes the shape: Winograd F(4x4,3x3)
- *   for 3x3 stride-1 layers of 8x8 pixels and more on AVX-512, direct elsewhere), or the
- *   backend's own Winograd F(2x2,3x3) (conv_wino.h) for the 3x3 stride-1 layers oneDNN
- *   runs no Winograd for (all of them without AVX-512 or without oneDNN); reference,
+ *   (conv_dnnl.h; where the build has oneDNN and it takes the shape: direct, and with
+ *   CONV_ALGO_WINOGRAD Winograd F(4x4,3x3) for 3x3 stride-1 layers of 8x8 pixels and more
+ *   on AVX-512), and, unless CONV_ALGO_DIRECT, the backend's own Winograd F(2x2,3x3)
+ *   (conv_wino.h) for the 3x3 stride-1 layers oneDNN runs no Winograd for (all of them
+ *   without AVX-512, without oneDNN, or with CONV_ALGO_AUTO: backend.h); reference,
  *   im2col/col2im plus OpenBLAS sgemm over chunks of images: the columns of a chunk sit
  *   side by side in one (C*R*S, nb*P*Q) matrix, so each GEMM is wide even when one image's
  *   P*Q is small, and the chunk is sized to stay in a core's L2 cache;
@@ -1939,9 +1940,24 @@ static void cpu_pool_run_ctx(void *ctx, int m, void (*fn)(void *arg, int t), voi
     cpu_pool_run(ctx, m, fn, arg);
 }
 
+const char *conv_algo_name(enum conv_algo algo)
+{
+    switch (algo) {
+    case CONV_ALGO_AUTO: return "auto";
+    case CONV_ALGO_DIRECT: return "direct";
+    case CONV_ALGO_WINOGRAD: return "winograd";
+    }
+    return "?";
+}
+
 struct backend *backend_cpu_create(int threads)
 {
     return backend_cpu_create_path(threads, 0, CPU_PATH_FAST);
+}
+
+struct backend *backend_cpu_create_algo(int threads, enum conv_algo algo)
+{
+    return backend_cpu_create_conv(threads, 0, CPU_PATH_FAST, algo);
 }
 
 struct backend *backend_cpu_create_chunked(int threads, int chunk)
@@ -1961,6 +1977,12 @@ int backend_cpu_is_fast(const struct backend *be)
 }
 
 struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path)
+{
+    return backend_cpu_create_conv(threads, chunk, path, CONV_ALGO_AUTO);
+}
+
+struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path path,
+                                        enum conv_algo algo)
 {
     if (threads < 0) {
         error_set("backend_cpu_create: threads %d: use 0 (library default) or a positive count",
@@ -2015,12 +2037,12 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
         const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
-        cb->fast = conv_dnnl_create(&cp);
+        cb->fast = conv_dnnl_create(&cp, algo == CONV_ALGO_WINOGRAD);
         if (cb->fast)
             conv = conv_dnnl_describe(cb->fast);
         else
             why = error_get();
-        cb->wino = conv_wino_create(&cp);
+        cb->wino = algo == CONV_ALGO_DIRECT ? NULL : conv_wino_create(&cp);
         if (cb->wino)
             wino = cb->fast && conv_dnnl_winograd(cb->fast)
                        ? "; own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels"
@@ -2029,8 +2051,10 @@ struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path pa
         if (cb->pool_avx512)
             pooling = "AVX-512";
     }
-    snprintf(cb->describe, sizeof cb->describe, "convolutions: %s%s%s%s; max pooling: %s", conv,
-             wino, *why ? " -- " : "", why, pooling);
+    snprintf(cb->describe, sizeof cb->describe, "convolutions%s%s%s: %s%s%s%s; max pooling: %s",
+             path == CPU_PATH_FAST ? " (--conv-algo " : "",
+             path == CPU_PATH_FAST ? conv_algo_name(algo) : "", path == CPU_PATH_FAST ? ")" : "",
+             conv, wino, *why ? " -- " : "", why, pooling);
     error_clear();
     return &cb->ops;
 }

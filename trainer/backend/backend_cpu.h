@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-struct backend;
+#include "backend/backend.h"
 
 /* backend_cpu_create(threads), except that with chunk > 0 every parallel loop is split
  * into pieces of chunk items (elements, channels or planes; the last piece shorter) dealt
@@ -25,8 +25,14 @@ struct backend *backend_cpu_create_chunked(int threads, int chunk);
  * Every other op has one implementation. */
 enum cpu_path { CPU_PATH_FAST, CPU_PATH_REFERENCE };
 
-/* backend_cpu_create_chunked(threads, chunk) with the kernels of path */
+/* backend_cpu_create_chunked(threads, chunk) with the kernels of path (CONV_ALGO_AUTO's
+ * convolutions on CPU_PATH_FAST) */
 struct backend *backend_cpu_create_path(int threads, int chunk, enum cpu_path path);
+
+/* the same with the fast convolutions algo allows (backend.h; ignored on
+ * CPU_PATH_REFERENCE, which runs im2col + sgemm alone) */
+struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path path,
+                                        enum conv_algo algo);
 
 /* One line saying which kernels be (a CPU backend) runs, e.g. "convolutions: oneDNN 2.6.3
  * (cpu isa avx512_core, omp runtime); max pooling: AVX-512", and where the fast path was

@@ -77,6 +77,7 @@ struct conv_dnnl {
     size_t ws_stride, ws_threads;
     char *wbuf;              /* the weights in the layout the convolution wants */
     size_t wbuf_bytes;
+    int allow_winograd;      /* conv_dnnl_create's: Winograd may run where it is faster */
     int winograd;            /* conv_dnnl_winograd */
     char describe[200];
 };
@@ -253,9 +254,9 @@ static int plan_same_key(const struct plan *pl, enum plan_kind kind,
  * 0.15x / - / 0.23x.  Winograd rounds differently from direct (its transforms add and
  * subtract scaled inputs): tests/test_backend_ops.c bounds the difference. */
 #define WINO_MIN_PIXELS 64
-static dnnl_alg_kind_t conv_alg(const struct conv2d_shape *cs)
+static dnnl_alg_kind_t conv_alg(const struct conv_dnnl *cd, const struct conv2d_shape *cs)
 {
-    if (cs->r == 3 && cs->s == 3 && cs->stride == 1 && cs->c >= 16 && cs->k >= 16 &&
+    if (cd->allow_winograd && cs->r == 3 && cs->s == 3 && cs->stride == 1 && cs->c >= 16 && cs->k >= 16 &&
         (long)cs->p * cs->q >= WINO_MIN_PIXELS)
         return dnnl_convolution_winograd;
     return dnnl_convolution_direct;
@@ -356,7 +357,7 @@ static int plan_build(struct conv_dnnl *cd, struct plan *pl)
 {
     const struct conv2d_shape *cs = &pl->cs;
     dnnl_primitive_desc_t pd;
-    const dnnl_alg_kind_t alg = conv_alg(cs);
+    const dnnl_alg_kind_t alg = conv_alg(cd, cs);
     /* where oneDNN has no Winograd kernel for this machine or shape: direct */
     if (conv_pd(cd, pl, alg, &pd) &&
         (alg == dnnl_convolution_direct || conv_pd(cd, pl, dnnl_convolution_direct, &pd)))
@@ -824,7 +825,7 @@ static int winograd_here(struct conv_dnnl *cd)
                       .cs = {.n = 1, .c = 64, .h = 8, .w = 8, .k = 64, .r = 3, .s = 3,
                              .pad = 1, .stride = 1, .p = 8, .q = 8}};
     dnnl_primitive_desc_t pd;
-    if (conv_alg(&pl.cs) != dnnl_convolution_winograd ||
+    if (conv_alg(cd, &pl.cs) != dnnl_convolution_winograd ||
         conv_pd(cd, &pl, dnnl_convolution_winograd, &pd)) {
         error_clear();
         return 0;
@@ -833,7 +834,7 @@ static int winograd_here(struct conv_dnnl *cd)
     return 1;
 }
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd)
 {
     if (pool->threads < 1)
         return error_set("conv_dnnl_create: %d threads", pool->threads), NULL;
@@ -841,6 +842,7 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
     if (!cd)
         return error_set("oneDNN: out of memory"), NULL;
     cd->pool = *pool;
+    cd->allow_winograd = allow_winograd;
     dnnl_single_thread();
     dnnl_status_t st = dnnl_engine_create(&cd->engine, dnnl_cpu, 0);
     if (st == dnnl_success)

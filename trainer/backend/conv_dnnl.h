@@ -1,8 +1,9 @@
 /* conv_dnnl.h — the CPU backend's fast convolutions: oneDNN's JIT-generated convolution
  * kernels (AVX2, AVX-512 or AMX, whatever the machine has), run on the CPU backend's own
- * threads, each thread on its own slice of the batch.  Direct kernels, except Winograd
- * F(4x4,3x3) for 3x3 stride-1 layers of at least 8x8 output pixels and 16 channels where
- * oneDNN has it (AVX-512; conv_dnnl.c gives the measurements behind the rule).
+ * threads, each thread on its own slice of the batch.  Direct kernels, except, when
+ * created with allow_winograd (--conv-algo winograd), Winograd F(4x4,3x3) for 3x3 stride-1
+ * layers of at least 8x8 output pixels and 16 channels where oneDNN has it (AVX-512;
+ * conv_dnnl.c gives the measurements behind the rule).
  *
  * backend_cpu.c calls these from its conv2d slots and falls back to its reference path
  * (im2col + sgemm, the oracle) where they return -1: a build without oneDNN
@@ -31,13 +32,17 @@
 struct conv_dnnl;
 
 /* A fast path on pool (copied; pool->ctx must outlive it), or NULL + error_set saying why
- * not (this build has no oneDNN, or the library failed to start). */
-struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool);
+ * not (this build has no oneDNN, or the library failed to start).  allow_winograd 0: direct
+ * kernels only (the accuracy of PyTorch's own CPU convolutions, which are oneDNN's direct
+ * ones); 1: Winograd F(4x4,3x3) too where oneDNN has it and it is faster (less exact:
+ * tests/test_conv_nmse.c, README "Convolution algorithms"). */
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd);
 void conv_dnnl_destroy(struct conv_dnnl *cd); /* NULL is a no-op */
 
 /* 1 where oneDNN runs its Winograd F(4x4,3x3) for 3x3, stride-1 layers of at least 8x8
  * output pixels and 16 channels (its AVX-512 kernels; conv_dnnl.c says why those), 0 where
- * it runs direct kernels for them (no AVX-512, or DNNL_MAX_CPU_ISA below it) */
+ * it runs direct kernels for them (created with allow_winograd 0, no AVX-512, or
+ * DNNL_MAX_CPU_ISA below it) */
 int conv_dnnl_winograd(const struct conv_dnnl *cd);
 
 /* One line for logs and benchmarks: "oneDNN 2.6.3 (cpu isa avx512_core, omp runtime,

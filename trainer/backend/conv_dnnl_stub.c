@@ -5,9 +5,10 @@
 
 #include "common/error.h"
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd)
 {
     (void)pool;
+    (void)allow_winograd;
     return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
                      "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions (and its "
                      "own Winograd for 3x3 stride-1 layers); "

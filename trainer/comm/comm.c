@@ -20,6 +20,8 @@ int comm_join(struct comm *c, struct comm_work *work)
 
 int comm_allreduce_join(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
 {
+    if (c->allreduce_join)
+        return c->allreduce_join(c, buf, count, dt);
     if (!c->join)
         return comm_allreduce(c, buf, count, dt);
     struct comm_work *w = c->allreduce_async(c, buf, count, dt);

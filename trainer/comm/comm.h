@@ -1,7 +1,7 @@
 /* comm.h — the collectives ops table (struct comm).
  *
  * One implementation per transport: `shm` (comm_shm.c) for CPU ranks on one node, driven
- * by a comm thread so all-reduce overlaps backward; `nccl` (trainer/cuda/comm_nccl.c) for
+ * by a comm thread so all-reduce overlaps backward; `nccl` (trainer/comm/cuda/comm_nccl.c) for
  * GPUs.  Buffers are device pointers of the rank's backend (host memory for shm).  Every wait has the
  * timeout given at creation; a timeout is an error (error_set) naming the rank, the
  * collective and its sequence number, never a hang.
@@ -80,6 +80,10 @@ struct comm {
      * timeout: then an error naming the rank, the last collective issued and its sequence
      * number (communicator aborted).  Cheap when nothing was issued since the last one. */
     int (*settle)(struct comm *c);
+    /* Optional (NULL: comm_allreduce_join is allreduce_async + join, or comm_allreduce).
+     * comm_allreduce_join's contract in one call, for a wrapper that sees the whole
+     * collective (trainer/comm_probe.c); no transport sets it. */
+    int (*allreduce_join)(struct comm *c, void *buf, size_t count, enum comm_dtype dt);
 };
 
 /* Blocking all-reduce: c->allreduce where the transport has one, else allreduce_async +

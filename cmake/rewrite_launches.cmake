@@ -1,8 +1,8 @@
 # rewrite_launches.cmake — turns CUDA launches into plain C++ calls for the emulation
-# (cuda_emu.h):  kernel<T><<<grid, block, shmem, stream>>>(args)  becomes
+# (tests/cuda_emu/cuda_emu.h):  kernel<T><<<grid, block, shmem, stream>>>(args)  becomes
 # emu_launch(kernel<T>, grid, block, shmem, stream)(args).  Lines stay where they were
 # and a #line directive names the original file, so compiler messages point into it.
-#   cmake -DIN=trainer/cuda/kernels.cu -DOUT=kernels_emu.cpp -P rewrite_launches.cmake
+#   cmake -DIN=trainer/cuda/kernels.cu -DOUT=kernels_emu.cpp -P cmake/rewrite_launches.cmake
 # A launch's configuration must not contain '>' (kernels.cu says so).
 if(NOT IN OR NOT OUT)
   message(FATAL_ERROR "rewrite_launches.cmake: pass -DIN=<file.cu> -DOUT=<file.cpp>")

@@ -1,4 +1,4 @@
-# fuzz/fuzz.cmake — the flags of a fuzzing build (-DDDPPROF_FUZZ=ON), included by the top
+# cmake/fuzz.cmake — the flags of a fuzzing build (-DDDPPROF_FUZZ=ON), included by the top
 # CMakeLists.txt before any target: everything is compiled for libFuzzer's coverage
 # (-fsanitize=fuzzer-no-link) under ASan and UBSan, and fuzz/CMakeLists.txt then links the
 # fuzz_<name> programs with libFuzzer's main.  clang only (Debian: clang and

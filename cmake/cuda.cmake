@@ -1,8 +1,9 @@
-# trainer/cuda/cuda.cmake — how the CUDA backend and NCCL comm build, included from
+# cmake/cuda.cmake — how the CUDA backend and NCCL comm build, included from
 # trainer/CMakeLists.txt when the toolkit with cuDNN and NCCL was found (DDPPROF_HAVE_CUDA).
 # The root CMakeLists.txt enabled the CUDA language and chose CMAKE_CUDA_ARCHITECTURES
 # (sm_80 and sm_90 by default); ddpprof_cuda_module (libddpprof_cuda.so, which
-# cuda_loader.c loads on first use) already holds trainer/cuda/*.c and *.cu.
+# cuda_loader.c loads on first use) already holds trainer/cuda/*.c and *.cu and the NCCL
+# comm (trainer/comm/cuda/comm_nccl.c, the object library ddpprof_comm_nccl).
 
 # .cu files: every nvcc and host-compiler warning is an error (unless -DDDPPROF_WERROR=OFF),
 # as -Wall -Wextra -Werror is for C; line info lets Nsight Compute and compute-sanitizer point at source lines.

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test_nsys_profile.sh — scripts/nsys-profile under a real nsys (Debian's 2022.4, CPU-only,
+# unpacked by scripts/setup-nsys into build-nsys/; or $NSYS; or the nsys on PATH) on a short
+# 2-rank CPU run: it must finish within its time limit, leave nothing running, write one
+# .nsys-rep and one NVTX summary CSV per training process (baseline rank 0, DDP ranks 0
+# and 1); `nsys export --type sqlite` of each DDP rank must hold the ddpprof domain's
+# ranges (step, data, forward, backward, optimizer pushed and popped once per step;
+# allreduce.bN started and ended at least once per step), and `ddpprof report` must read
+# the traces the same run wrote.  Skips (77), saying why, without nsys (with the reason
+# scripts/setup-nsys recorded in build-nsys/unavailable when it could not get one) and in
+# a sanitized build (the plain build runs it; nsys and a sanitizer's runtime in one process
+# are not what it checks, and the run would take several times longer).
+set -u
+src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=${DDPPROF_BUILD_DIR:-$src/build}
+export DDPPROF=${DDPPROF:-$build/ddpprof}
+if grep -qE '^DDPPROF_SANITIZE:[A-Z]*=.+' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "skipped: a sanitized build ($(grep -E '^DDPPROF_SANITIZE:' "$build/CMakeCache.txt")): nsys injecting its libraries into sanitized ranks is not what this test checks; the plain build runs it"
+  exit 77
+fi
+nsys=${NSYS:-}
+if [ -z "$nsys" ] && [ -x "$src/build-nsys/root/usr/bin/nsys" ]; then nsys=$src/build-nsys/root/usr/bin/nsys; fi
+if [ -z "$nsys" ]; then nsys=$(command -v nsys || true); fi
+if [ -z "$nsys" ]; then
+  if [ -s "$src/build-nsys/unavailable" ]; then
+    echo "skipped: scripts/setup-nsys could not get Debian's nsys: $(cat "$src/build-nsys/unavailable")"
+  else
+    echo "skipped: no nsys (\$NSYS unset, no build-nsys/, none on PATH): scripts/setup-nsys unpacks Debian's into build-nsys/"
+  fi
+  exit 77
+fi
+export NSYS=$nsys
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-nsys.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
+}
+out=$work/out
+limit=60
+# 256 samples, batch 32 per rank, 2 ranks: 4 DDP steps (the baseline makes 8)
+t0=$SECONDS
+timeout -k 5 $((limit + 30)) "$src/scripts/nsys-profile" --time-limit $limit "$out" \
+  --cpu 2 --epochs 1 --limit 256 --test-limit 64 --batch-size 32 --threads 1 --quiet \
+  >"$work/log" 2>&1
+rc=$?
+took=$((SECONDS - t0))
+echo "scripts/nsys-profile with $("$nsys" --version 2>&1 | head -n 1): exit $rc after $took s"
+check finished "$([ $rc -eq 0 ]; echo $?)" "exit status $rc: $(grep -v -e Exporting -e '\[1/1\]' "$work/log" | tail -n 8)"
+check in-time "$([ $took -lt $limit ]; echo $?)" "took $took s, the limit is $limit s"
+rest=$(grep -lzF "TMPDIR=$out/.nsys-tmp" /proc/[0-9]*/environ 2>/dev/null; pgrep -af -- "$out")
+check nothing-left "$([ -z "$rest" ]; echo $?)" "still running: $rest"
+check no-leftover-message "$(! grep -q 'still ran after the job ended' "$work/log"; echo $?)" \
+  "nsys agents outlived their ranks: $(grep 'still ran' "$work/log")"
+for r in baseline.rank0 ddp.rank0 ddp.rank1; do
+  check "$r-report" "$([ -s "$out/$r.nsys-rep" ]; echo $?)" "no $r.nsys-rep: $(ls "$out" 2>&1 | tr '\n' ' ')"
+  check "$r-csv" "$(ls "$out/$r"_nvtx*sum.csv >/dev/null 2>&1; echo $?)" "no NVTX summary CSV of $r"
+done
+
+for r in 0 1; do
+  db=$work/ddp.rank$r.sqlite
+  "$nsys" export --type sqlite --force-overwrite true -o "$db" "$out/ddp.rank$r.nsys-rep" >/dev/null 2>&1
+  check "export-rank$r" "$([ -s "$db" ]; echo $?)" "nsys export --type sqlite wrote no $db"
+  [ -s "$db" ] || continue
+  msg=$(python3 - "$db" 2>&1 <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+def etype(name):
+    row = db.execute("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+dom = db.execute("SELECT domainId FROM NVTX_EVENTS WHERE eventType = ? AND text = 'ddpprof'",
+                 (etype("NvtxDomainCreate"),)).fetchone()
+if not dom:
+    sys.exit("no NVTX domain 'ddpprof'")
+counts = {}
+for kind, name, n in db.execute(
+        """SELECT e.eventType, COALESCE(e.text, s.value), COUNT(*) FROM NVTX_EVENTS e
+           LEFT JOIN StringIds s ON s.id = e.textId
+           WHERE e.domainId = ? AND e."end" IS NOT NULL AND e."end" >= e.start
+           GROUP BY 1, 2""", (dom[0],)):
+    counts[(kind, name)] = n
+pp, se = etype("NvtxPushPopRange"), etype("NvtxStartEndRange")
+bad = [f"{name}: {counts.get((pp, name), 0)} pushed/popped ranges, want 4"
+       for name in ("step", "data", "forward", "backward", "optimizer")
+       if counts.get((pp, name), 0) != 4]
+allreduce = sum(n for (kind, name), n in counts.items()
+                if kind == se and name and name.startswith("allreduce.b"))
+if allreduce < 4:
+    bad.append(f"allreduce.bN: {allreduce} started/ended ranges, want at least 4")
+if bad:
+    sys.exit("; ".join(bad))
+print(f"ranges: {sorted(f'{n} {c}' for (k, n), c in counts.items() if k in (pp, se))}")
+EOF
+  )
+  check "nvtx-rank$r" "$?" "$msg"
+  echo "rank $r $msg"
+done
+
+"$DDPPROF" report "$out/run" --out "$work/report" >"$work/report.log" 2>&1
+rc=$?
+check report "$rc" "ddpprof report of the run exited $rc: $(tail -n 3 "$work/report.log")"
+check report-phases "$(grep -q forward "$work/report/phases.csv" 2>/dev/null; echo $?)" \
+  "no forward phase in the report's phases.csv"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

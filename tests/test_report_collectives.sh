@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# test_report_collectives.sh — every collective is communication (issue 22 §2,
+# report/FORMULAS.md "Every collective is communication"): a 2-CPU-rank DDP run of the
+# ConvNet (two BatchNorm layers, SyncBatchNorm on: the default) records
+#   - DDP's initial broadcast of the parameters and buffers: comm.broadcast rows at step 0,
+#     their bytes the model's parameters and buffers;
+#   - SyncBatchNorm's all-gather in forward, one per BN layer and step: comm.allgather rows
+#     of 2 x (2C + 1) floats (C = 16 and 32 channels: 264 and 520 bytes), and its
+#     all-reduce in backward (comm.allreduce, 2C + 1 floats), nested in forward / backward,
+#     on the comm lane;
+# and the report counts them: phases.csv has their rows with the collective kind and bytes,
+# overlap.csv's comm_ms holds them and compute_ms no longer does (forward + backward +
+# optimizer less the training thread's collectives), buckets.csv only gradient all-reduces.
+# --no-sync-bn: no comm.allgather rows.
+set -u
+bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+expect() { # WHAT GOT WANT
+  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
+}
+
+tiny=(train --cpu 2 --model convnet --dataset synthetic --limit 128 --test-limit 32
+      --batch-size 16 --epochs 1 --quiet)
+if ! "$bin" "${tiny[@]}" --out "$tmp/run" >"$tmp/out" 2>"$tmp/err" </dev/null; then
+  echo "FAIL the 2-rank run:"; cat "$tmp/err"; exit 1
+fi
+trace=$tmp/run/rank0.trace.csv
+steps=$(awk -F, '$4=="step" && $6=="host"' "$trace" | wc -l)
+[ "$steps" -ge 1 ] && ok || bad "no step rows in $trace"
+
+# rows of PHASE on the host clock: "step bytes stream" per line
+rows() { awk -F, -v ph="$1" '$4==ph && $6=="host" {print $2, $9, $12}' "$trace"; }
+
+# 1. the trace: the initial broadcast, the all-gathers, SyncBatchNorm's all-reduces
+bcast=$(rows comm.broadcast | awk '$1==0 {n++; b+=$2} END {print n+0, b+0}')
+params_bytes=$(awk -F, '$1 ~ /^bucket\.[0-9]+\.bytes$/ {b+=$2} END {print b+0}' "$tmp/run/meta.csv")
+read -r nb bb <<<"$bcast"
+[ "$nb" -ge 1 ] && ok || bad "no comm.broadcast row at step 0"
+# the broadcast carries every parameter (the buckets' bytes) and the buffers besides
+[ "$bb" -gt "$params_bytes" ] && ok || bad "broadcast bytes $bb not above the parameters' $params_bytes"
+expect "all-gathers per step (two BN layers)" \
+  "$(rows comm.allgather | awk '$1>=1 {n++} END {print n+0}')" "$((2 * steps))"
+expect "all-gather bytes" "$(rows comm.allgather | awk '{print $2}' | sort -un | tr '\n' ' ')" "264 520 "
+expect "all-gathers on the comm lane" "$(rows comm.allgather | awk '{print $3}' | sort -u)" "1"
+expect "SyncBatchNorm backward all-reduce bytes" \
+  "$(rows comm.allreduce | awk '$2!=4 {print $2}' | sort -un | tr '\n' ' ')" "132 260 "
+# each all-gather lies inside a forward range of its step
+inside=$(awk -F, '$6=="host" && $4=="forward" {fs[$2]=$7; fe[$2]=$8}
+  $6=="host" && $4=="comm.allgather" && $2>=1 {g[++n]=$2" "$7" "$8}
+  END {bad=0; for (i=1;i<=n;i++) {split(g[i],a," "); if (a[2]<fs[a[1]] || a[3]>fe[a[1]]) bad++}; print n, bad}' "$trace")
+expect "all-gathers inside forward (count, outside)" "$inside" "$((2 * steps)) 0"
+
+# 2. the report
+if ! "$bin" report "$tmp/run" --out "$tmp/rep" >"$tmp/rep.out" 2>"$tmp/rep.err" </dev/null; then
+  echo "FAIL report:"; cat "$tmp/rep.err"; exit 1
+fi
+# field COL of phases.csv's row of rank 0 and PHASE
+phase_field() { awk -F, -v ph="$1" -v col="$2" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
+  NR>1 && $2==0 && $3==ph {print $c[col]}' "$tmp/rep/phases.csv"; }
+overlap_field() { awk -F, -v col="$1" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
+  NR>1 && $2==0 {print $c[col]}' "$tmp/rep/overlap.csv"; }
+expect "phases.csv comm.allgather collective" "$(phase_field comm.allgather collective)" allgather
+expect "phases.csv comm.broadcast collective" "$(phase_field comm.broadcast collective)" broadcast
+expect "phases.csv allreduce collective" "$(phase_field allreduce collective)" allreduce
+expect "phases.csv forward: no collective" "$(phase_field forward collective)" ""
+warm=$(phase_field step warmup_steps)
+counted=$((steps - warm))
+expect "phases.csv comm.allgather count" "$(phase_field comm.allgather count)" "$((2 * counted))"
+ag_bytes=$(awk -F, -v w="$warm" '$4=="comm.allgather" && $6=="host" && $2>w {b+=$9} END {print b+0}' "$trace")
+expect "phases.csv comm.allgather bytes" "$(phase_field comm.allgather bytes)" "$ag_bytes"
+expect "phases.csv comm.broadcast bytes" "$(phase_field comm.broadcast bytes)" "$bb"
+# compute = forward + backward + optimizer less the collectives they hold; comm holds them
+# (every figure has 3 decimals: a tolerance of 0.005 ms per term)
+awk -v F="$(phase_field forward total_ms)" -v B="$(phase_field backward total_ms)" \
+    -v O="$(phase_field optimizer total_ms)" -v G="$(phase_field comm.allgather total_ms)" \
+    -v A="$(phase_field comm.allreduce total_ms)" -v C="$(overlap_field compute_ms)" \
+    -v M="$(overlap_field comm_ms)" -v R="$(phase_field allreduce total_ms)" 'BEGIN {
+  want = F + B + O - G - A; d = C - want; if (d < 0) d = -d
+  if (d > 0.03) { print "compute_ms " C " != forward+backward+optimizer-collectives " want; exit 1 }
+  if (M + 0.02 < G + A) { print "comm_ms " M " below the all-gathers and all-reduces " G + A; exit 1 }
+  if (M + 0.02 < R) { print "comm_ms " M " below the buckets " R; exit 1 } }' && ok ||
+  bad "overlap.csv compute/comm"
+# buckets.csv: gradient buckets only (as many as meta.csv's buckets)
+expect "buckets.csv rows" "$(($(wc -l <"$tmp/rep/buckets.csv") - 1))" \
+  "$(awk -F, '$1=="buckets" {print $2}' "$tmp/run/meta.csv")"
+# the timeline has them (on the comm lane, stream 1: checked in the trace above), and the
+# step drawing in report.html on the first comm lane
+grep -q '"comm.allgather"' "$tmp/rep/timeline.json" && ok || bad "timeline.json lacks comm.allgather"
+grep -q 'comm.allgather (allgather): ' "$tmp/rep/report.html" && ok ||
+  bad "report.html's step drawing lacks the all-gathers"
+
+# 3. --no-sync-bn: plain BatchNorm, no all-gather
+if "$bin" "${tiny[@]}" --no-sync-bn --out "$tmp/nosync" >/dev/null 2>"$tmp/err2" </dev/null; then
+  expect "--no-sync-bn all-gathers" \
+    "$(awk -F, '$4=="comm.allgather"' "$tmp/nosync/rank0.trace.csv" | wc -l)" 0
+else
+  bad "--no-sync-bn run: $(cat "$tmp/err2")"
+fi
+
+echo "test_report_collectives: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -25,7 +25,7 @@
 
 static void test_counts_and_words(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     char words[128];
     CHECK(device_ranks(&o) == 1, "no device given: %d ranks, want 1", device_ranks(&o));
@@ -50,7 +50,7 @@ static void test_counts_and_words(void)
 
 static void test_cpu_rank(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.cpu_ranks = 1;
     o.threads = 1;
@@ -108,7 +108,7 @@ static void test_cpu_rank(void)
  * world); explicit choices a CPU rank cannot use are one line saying what to pick. */
 static void test_comm_choice(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.cpu_ranks = 1;
     o.threads = 1;
@@ -168,7 +168,7 @@ static void test_comm_choice(void)
 
 static void test_missing_gpu(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.ngpus = 1;
     o.gpus[0] = 1000;
@@ -191,7 +191,7 @@ static void test_missing_gpu(void)
 
 static void test_pick(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     char note[256] = "";
     o.cpu_ranks = 3;
@@ -212,7 +212,7 @@ static void test_pick(void)
 
 static void test_shared_gpu(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     CHECK(!device_gpus_shared(&o), "CPU ranks share a GPU");
     o.ngpus = 2;

@@ -21,12 +21,12 @@
 /* the shm comm's per-rank slot: larger collectives move in chunks of half of it */
 #define DEVICE_SHM_BYTES ((size_t)4 << 20)
 
-int device_ranks(const struct train_opts *o)
+int device_ranks(const struct device_opts *o)
 {
     return o->ngpus ? o->ngpus : o->cpu_ranks > 0 ? o->cpu_ranks : 1;
 }
 
-int device_gpus_shared(const struct train_opts *o)
+int device_gpus_shared(const struct device_opts *o)
 {
     for (int i = 0; i < o->ngpus; i++)
         for (int j = 0; j < i; j++)
@@ -35,7 +35,7 @@ int device_gpus_shared(const struct train_opts *o)
     return 0;
 }
 
-int device_check(const struct train_opts *o)
+int device_check(const struct device_opts *o)
 {
     if (!o->ngpus)
         return 0;
@@ -63,7 +63,7 @@ static void device_format_gpus(char *buf, size_t cap, const int *gpus, int n)
     }
 }
 
-int device_pick(struct train_opts *o, char *note, size_t cap)
+int device_pick(struct device_opts *o, char *note, size_t cap)
 {
     if (o->ngpus || o->cpu_ranks)
         return 0;
@@ -88,7 +88,7 @@ int device_pick(struct train_opts *o, char *note, size_t cap)
     return 1;
 }
 
-void device_keep_first(struct train_opts *o)
+void device_keep_first(struct device_opts *o)
 {
     if (o->ngpus)
         o->ngpus = 1;
@@ -96,7 +96,7 @@ void device_keep_first(struct train_opts *o)
         o->cpu_ranks = 1;
 }
 
-void device_describe(const struct train_opts *o, char *buf, size_t cap)
+void device_describe(const struct device_opts *o, char *buf, size_t cap)
 {
     if (o->ngpus) {
         char list[256];
@@ -144,7 +144,7 @@ static void device_bind_cpus(int threads, int local_rank, int local_world, char 
         cpus[0] = '\0';
 }
 
-int device_open(struct device *d, const struct train_opts *o, int rank, int local_rank,
+int device_open(struct device *d, const struct device_opts *o, int rank, int local_rank,
                 int local_world)
 {
     memset(d, 0, sizeof *d);

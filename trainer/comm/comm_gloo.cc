@@ -104,11 +104,10 @@ class StoreAdapter : public gloo::rendezvous::Store {
     std::string prefix_;
 };
 
-} // namespace
-
 class GlooComm {
   public:
-    GlooComm(int rank, int world, int timeout_ms) : rank_(rank), world_(world), timeout_ms_(timeout_ms)
+    GlooComm(int rank, int world, int timeout_ms)
+        : rank_(rank), world_(world), timeout_ms_(timeout_ms)
     {
     }
 
@@ -478,6 +477,26 @@ void gloo_c_destroy(struct comm *c)
     delete h;
 }
 
+/* designated initialisers in declaration order (C++20's rule, accepted by g++ before) */
+const struct comm gloo_comm_ops = {
+    .name = "gloo",
+    .rank = 0,
+    .world = 0,
+    .broadcast = gloo_c_broadcast,
+    .allreduce_async = gloo_c_allreduce_async,
+    .wait = gloo_c_wait,
+    .reduce = gloo_c_reduce,
+    .allgather = gloo_c_allgather,
+    .barrier = gloo_c_barrier,
+    .stream = gloo_c_stream,
+    .order = nullptr,
+    .destroy = gloo_c_destroy,
+    .allreduce = gloo_c_allreduce,
+    .join = nullptr,
+    .allgather_join = nullptr,
+    .settle = nullptr,
+};
+
 } // namespace
 
 extern "C" struct comm *comm_gloo_create(struct store *store, const char *key_prefix, int rank,
@@ -504,18 +523,9 @@ extern "C" struct comm *comm_gloo_create(struct store *store, const char *key_pr
     }
     h->impl = impl;
     struct comm *c = &h->base;
-    c->name = "gloo";
+    *c = gloo_comm_ops;
     c->rank = rank;
     c->world = world;
-    c->broadcast = gloo_c_broadcast;
-    c->allreduce_async = gloo_c_allreduce_async;
-    c->wait = gloo_c_wait;
-    c->reduce = gloo_c_reduce;
-    c->allgather = gloo_c_allgather;
-    c->barrier = gloo_c_barrier;
-    c->stream = gloo_c_stream;
-    c->destroy = gloo_c_destroy;
-    c->allreduce = gloo_c_allreduce;
     return c;
 }
 

@@ -804,6 +804,20 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
     }
 }
 
+static const struct comm shm_comm_ops = {
+    .name = "shm",
+    .broadcast = shm_broadcast,
+    .allreduce_async = shm_allreduce_async,
+    .wait = shm_wait,
+    .reduce = shm_reduce,
+    .allgather = shm_allgather,
+    .barrier = shm_barrier,
+    .stream = shm_stream,
+    .order = NULL, /* no stream: a collective runs on host memory the caller owns */
+    .destroy = shm_destroy,
+    .allreduce = shm_allreduce,
+};
+
 void comm_shm_set_polling(struct comm *base, int poll)
 {
     ((struct shm_comm *)base)->spin_ns = poll ? SHM_SPIN_NS : 0;
@@ -839,19 +853,9 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
         error_set("comm shm: rank %d: out of memory", rank);
         return NULL;
     }
-    c->base.name = "shm";
+    c->base = shm_comm_ops;
     c->base.rank = rank;
     c->base.world = world;
-    c->base.broadcast = shm_broadcast;
-    c->base.allreduce_async = shm_allreduce_async;
-    c->base.wait = shm_wait;
-    c->base.reduce = shm_reduce;
-    c->base.allgather = shm_allgather;
-    c->base.barrier = shm_barrier;
-    c->base.stream = shm_stream;
-    c->base.order = NULL; /* no stream: a collective runs on host memory the caller owns */
-    c->base.destroy = shm_destroy;
-    c->base.allreduce = shm_allreduce;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -16,6 +16,7 @@
  *    job's train argv and train's worker argv. */
 #include "cli.h"
 #include "common/error.h"
+#include "device.h"
 #include "testutil.h"
 #include "train.h"
 
@@ -184,7 +185,7 @@ static void test_nodes(void)
     CHECK(c.train.cpu_ranks == 2 && cli_world(&c) == 4 && c.train.mode == TRAIN_DDP,
           "--nproc-per-node 2 on 2 nodes: cpu %d world %d mode %d", c.train.cpu_ranks,
           cli_world(&c), (int)c.train.mode);
-    CHECK(c.train.comm == TRAIN_COMM_GLOO && c.train.checkpoint_every == 5,
+    CHECK(c.train.comm == device_comm_index("gloo") && c.train.checkpoint_every == 5,
           "--comm gloo --checkpoint-every 5: %d %ld", (int)c.train.comm,
           c.train.checkpoint_every);
     CHECK(cli_is_given(&c, "--master-port", CLI_TRAIN) &&

@@ -32,7 +32,7 @@ struct device {
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
-    enum train_comm comm_choice; /* --comm */
+    int comm_choice;    /* --comm: an index of the comm registry (0: auto) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */
@@ -61,6 +61,12 @@ void device_keep_first(struct train_opts *o);
 
 /* The comms this build has, "shm gloo nccl" (for --version and the tests). */
 void device_comms(char *buf, size_t cap);
+
+/* --comm's choices: the i-th name of the comm registry ("auto", "shm", "gloo", "nccl"),
+ * NULL past its end.  train_opts.comm holds the index. */
+const char *device_comm_name(int i);
+/* its index ("auto": 0), -1 when the registry has no such name */
+int device_comm_index(const char *name);
 
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
 void device_describe(const struct train_opts *o, char *buf, size_t cap);

@@ -15,9 +15,6 @@ struct dist_env;
 
 enum train_mode { TRAIN_BASELINE, TRAIN_DDP };
 
-/* --comm: the collectives' transport (device.c decides what auto means) */
-enum train_comm { TRAIN_COMM_AUTO, TRAIN_COMM_SHM, TRAIN_COMM_GLOO, TRAIN_COMM_NCCL };
-
 #define TRAIN_MAX_GPUS 64
 
 struct train_opts {
@@ -50,7 +47,7 @@ struct train_opts {
     int scale_interval;
     const char *resume_path; /* --resume CKPT: continue that run's state (read by rank 0) */
     long checkpoint_every;   /* --checkpoint-every STEPS: rank 0 also saves every STEPS steps */
-    enum train_comm comm;    /* --comm shm|gloo|nccl|auto */
+    int comm;                /* --comm: device_comm_name's index (0: auto, device.c decides) */
     enum probe_mode trace;   /* --trace off|nvtx|full */
     int cpu_ranks;           /* --cpu N: CPU ranks (0: not given) */
     int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */

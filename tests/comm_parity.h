@@ -1,0 +1,26 @@
+/* comm_parity.h — one parity driver for every host transport of struct comm (shm, gloo):
+ * each collective (broadcast from every root, all-reduce blocking, asynchronous and joined,
+ * reduce to the first and last rank, all-gather blocking and joined, barrier) in every
+ * dtype (f32, f16, bf16) and at lengths 0, 1, 7 and `big`, checked against one oracle.
+ *
+ * The oracle: rank r's input for a tag is derived from (r, tag), so every rank computes
+ * every rank's input.  Sums: with `exact`, bit-identical to the fp32 sum in rank order
+ * 0..world-1 rounded once to the dtype (shm's contract); else within the rounding of an
+ * fp32 sum of world terms in any order (plus the one rounding to fp16/bf16), and the same
+ * bits on every rank (gloo's).  Broadcast, all-gather and the non-roots of reduce: exact.
+ * Asynchronous all-reduces run in issue order (their spans) and a blocking collective
+ * issued behind them is ordered after them; a handle left unwaited is freed by destroy.
+ *
+ * Failures are CHECKs (testutil.h) on the calling rank. */
+#ifndef DDPPROF_TESTS_COMM_PARITY_H
+#define DDPPROF_TESTS_COMM_PARITY_H
+
+#include <stddef.h>
+
+struct comm;
+
+/* Run every check on c (a joined comm of c->world ranks, every rank calling this with the
+ * same arguments).  Leaves c usable. */
+void comm_parity_run(struct comm *c, size_t big, int exact);
+
+#endif

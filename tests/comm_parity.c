@@ -6,10 +6,18 @@
 #include "common/half.h"
 #include "testutil.h"
 
+#include "common/clock.h"
+
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *const parity_dt_names[] = {"f32", "f16", "bf16"};
 
@@ -240,4 +248,74 @@ void comm_parity_run(struct comm *c, size_t big, int exact)
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
         parity_length(c, lengths[li], exact, &tag);
     parity_async(c, big, exact);
+}
+
+void comm_parity_fork(int world, comm_rank_fn fn, const void *arg, int killed_rank,
+                      int killed_sig, int limit_s, int case_number)
+{
+    static struct {
+        int passed, failed;
+    } *reports; /* MAP_SHARED, one per rank */
+    if (!reports) {
+        void *m = mmap(NULL, sizeof *reports * COMM_PARITY_MAX_WORLD, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+        if (m == MAP_FAILED)
+            return;
+        reports = m;
+    }
+    pid_t pids[COMM_PARITY_MAX_WORLD];
+    memset(reports, 0, sizeof *reports * COMM_PARITY_MAX_WORLD);
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < world; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0) {
+            CHECK(0, "fork: %s", strerror(errno));
+            return;
+        }
+        if (pids[r] == 0) {
+            test_passed = test_failed = 0;
+            fn(r, world, arg);
+            reports[r].passed = test_passed;
+            reports[r].failed = test_failed;
+            fflush(stdout);
+            fflush(stderr);
+            _exit(0);
+        }
+    }
+    int status[COMM_PARITY_MAX_WORLD], done[COMM_PARITY_MAX_WORLD] = {0}, left = world;
+    double give_up = clock_now_s() + limit_s;
+    while (left > 0) {
+        for (int r = 0; r < world; r++)
+            if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
+                done[r] = 1;
+                left--;
+            }
+        if (left && clock_now_s() > give_up) {
+            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, limit_s);
+            for (int r = 0; r < world; r++)
+                if (!done[r]) {
+                    kill(pids[r], SIGKILL);
+                    waitpid(pids[r], &status[r], 0);
+                    done[r] = 1;
+                    status[r] = 0;
+                }
+            left = 0;
+        }
+        if (left)
+            clock_sleep_ms(5);
+    }
+    for (int r = 0; r < world; r++) {
+        if (r == killed_rank) {
+            CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == killed_sig,
+                  "case %d: rank %d should have died by signal %d (status %#x)", case_number, r,
+                  killed_sig, status[r]);
+            continue;
+        }
+        CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
+              "case %d: rank %d exited with status %#x", case_number, r, status[r]);
+        test_passed += reports[r].passed;
+        test_failed += reports[r].failed;
+    }
 }

@@ -19,6 +19,18 @@
 
 struct comm;
 
+#define COMM_PARITY_MAX_WORLD 4
+
+/* The rank side of a case: runs in a forked process, reports through CHECK. */
+typedef void (*comm_rank_fn)(int rank, int world, const void *arg);
+
+/* Fork world (<= COMM_PARITY_MAX_WORLD) ranks running fn; each must exit 0, except
+ * killed_rank (-1: none), which must die by signal killed_sig.  Ranks still running after
+ * limit_s are killed and the case fails ("case N" in messages).  The ranks' CHECK counts
+ * are added to this process's. */
+void comm_parity_fork(int world, comm_rank_fn fn, const void *arg, int killed_rank,
+                      int killed_sig, int limit_s, int case_number);
+
 /* Run every check on c (a joined comm of c->world ranks, every rank calling this with the
  * same arguments).  Leaves c usable. */
 void comm_parity_run(struct comm *c, size_t big, int exact);

@@ -28,7 +28,7 @@
 #include "comm_parity.h"
 #include "testutil.h"
 
-#define MAX_WORLD 4
+#define MAX_WORLD COMM_PARITY_MAX_WORLD
 #define BIG_LEN 1000003 /* prime: Gloo's segments do not divide it */
 #define HOST "127.0.0.1"
 #define TIMEOUT_MS 20000     /* correctness cases: only a hang would reach it */
@@ -39,74 +39,14 @@
 static int case_number;
 static int port; /* the current case's store port */
 
-struct rank_report {
-    int passed, failed;
-};
-static struct rank_report *reports; /* MAP_SHARED, MAX_WORLD entries */
-
-typedef void (*rank_fn)(int rank, int world, const void *arg);
-
-/* Fork `world` ranks running fn; expect each to exit 0, or to die by SIGKILL for
- * killed_rank.  Collects the ranks' CHECK counts. */
-static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank)
+/* Fork `world` ranks running fn on a fresh store port (see comm_parity_fork); killed_rank
+ * (-1: none) must die by SIGKILL. */
+static void run_ranks(int world, comm_rank_fn fn, const void *arg, int killed_rank)
 {
-    pid_t pids[MAX_WORLD];
     case_number++;
     port = launcher_free_port();
     CHECK(port > 0, "no free port: %s", error_get());
-    memset(reports, 0, sizeof *reports * MAX_WORLD);
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < world; r++) {
-        pids[r] = fork();
-        if (pids[r] < 0) {
-            CHECK(0, "fork: %s", strerror(errno));
-            return;
-        }
-        if (pids[r] == 0) {
-            test_passed = test_failed = 0;
-            fn(r, world, arg);
-            reports[r].passed = test_passed;
-            reports[r].failed = test_failed;
-            fflush(stdout);
-            fflush(stderr);
-            _exit(0);
-        }
-    }
-    int status[MAX_WORLD], done[MAX_WORLD] = {0}, left = world;
-    double give_up = clock_now_s() + CASE_LIMIT_S;
-    while (left > 0) {
-        for (int r = 0; r < world; r++)
-            if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
-                done[r] = 1;
-                left--;
-            }
-        if (left && clock_now_s() > give_up) {
-            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, CASE_LIMIT_S);
-            for (int r = 0; r < world; r++)
-                if (!done[r]) {
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], &status[r], 0);
-                    done[r] = 1;
-                    status[r] = 0;
-                }
-            left = 0;
-        }
-        if (left)
-            clock_sleep_ms(5);
-    }
-    for (int r = 0; r < world; r++) {
-        if (r == killed_rank) {
-            CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL,
-                  "case %d: rank %d should have died by SIGKILL (status %#x)", case_number, r,
-                  status[r]);
-            continue;
-        }
-        CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-              "case %d: rank %d exited with status %#x", case_number, r, status[r]);
-        test_passed += reports[r].passed;
-        test_failed += reports[r].failed;
-    }
+    comm_parity_fork(world, fn, arg, killed_rank, SIGKILL, CASE_LIMIT_S, case_number);
 }
 
 /* Rank r's input for a tag: f32 in [-1, 1) */
@@ -287,10 +227,6 @@ int main(void)
 {
     if (!comm_gloo_available())
         test_skip("this build has no Gloo (libgloo-dev not found at configure time)");
-    reports = mmap(NULL, sizeof *reports * MAX_WORLD, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (reports == MAP_FAILED)
-        return 1;
     for (int world = 1; world <= MAX_WORLD; world++) {
         double t0 = clock_now_s();
         run_ranks(world, correct_rank, NULL, -1);

@@ -29,7 +29,7 @@
 #include "comm_parity.h"
 #include "testutil.h"
 
-#define MAX_WORLD 4
+#define MAX_WORLD COMM_PARITY_MAX_WORLD
 #define BIG_LEN 1000003 /* prime, and larger than a 64 KiB slot: chunked */
 #define SMALL_SLOT (64 * 1024)
 #define LARGE_SLOT (8 * 1024 * 1024) /* BIG_LEN f32 fits one 4 MiB half-slot: one chunk */
@@ -42,11 +42,6 @@ static char prefix[64]; /* "ddpprof-test-shm-<pid>-": every segment name of this
 static int case_number;
 static char segment[128]; /* the current case's segment name */
 
-/* counts and a message from each forked rank */
-struct rank_report {
-    int passed, failed;
-};
-static struct rank_report *reports; /* MAP_SHARED, MAX_WORLD entries */
 
 /* ---------------------------------------------------------------------------------------- */
 /* fp16 / bf16 helpers                                                                       */
@@ -211,70 +206,12 @@ static void check_no_segments(void)
     closedir(d);
 }
 
-typedef void (*rank_fn)(int rank, int world, const void *arg);
-
-/* Fork `world` ranks running fn; expect each to exit 0, or to die by `killed_sig` for the
- * rank `killed_rank`.  Collects the ranks' CHECK counts. */
-static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, int killed_sig)
+/* Fork `world` ranks running fn (see comm_parity_fork); then nothing may be left in
+ * /dev/shm. */
+static void run_ranks(int world, comm_rank_fn fn, const void *arg, int killed_rank,
+                      int killed_sig)
 {
-    pid_t pids[MAX_WORLD];
-    memset(reports, 0, sizeof *reports * MAX_WORLD);
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < world; r++) {
-        pids[r] = fork();
-        if (pids[r] < 0) {
-            CHECK(0, "fork: %s", strerror(errno));
-            return;
-        }
-        if (pids[r] == 0) {
-            test_passed = test_failed = 0;
-            fn(r, world, arg);
-            reports[r].passed = test_passed;
-            reports[r].failed = test_failed;
-            fflush(stdout);
-            fflush(stderr);
-            _exit(0);
-        }
-    }
-    int status[MAX_WORLD], done[MAX_WORLD] = {0}, left = world;
-    double give_up = clock_now_s() + CASE_LIMIT_S;
-    while (left > 0) {
-        for (int r = 0; r < world; r++) {
-            if (done[r])
-                continue;
-            pid_t got = waitpid(pids[r], &status[r], WNOHANG);
-            if (got == pids[r]) {
-                done[r] = 1;
-                left--;
-            }
-        }
-        if (left && clock_now_s() > give_up) {
-            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, CASE_LIMIT_S);
-            for (int r = 0; r < world; r++)
-                if (!done[r]) {
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], &status[r], 0);
-                    done[r] = 1;
-                    status[r] = 0;
-                }
-            left = 0;
-        }
-        if (left)
-            clock_sleep_ms(5);
-    }
-    for (int r = 0; r < world; r++) {
-        if (r == killed_rank) {
-            CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == killed_sig,
-                  "case %d: rank %d should have died by signal %d (status %#x)", case_number, r,
-                  killed_sig, status[r]);
-            continue;
-        }
-        CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-              "case %d: rank %d exited with status %#x", case_number, r, status[r]);
-        test_passed += reports[r].passed;
-        test_failed += reports[r].failed;
-    }
+    comm_parity_fork(world, fn, arg, killed_rank, killed_sig, CASE_LIMIT_S, case_number);
     check_no_segments();
 }
 
@@ -632,12 +569,6 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(prefix, sizeof prefix, "ddpprof-test-shm-%d-", (int)getpid());
-    reports = mmap(NULL, sizeof *reports * MAX_WORLD, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (reports == MAP_FAILED) {
-        perror("mmap");
-        return 1;
-    }
 
     test_half_known_values();
 

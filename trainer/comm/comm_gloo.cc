@@ -121,6 +121,7 @@ class GlooComm {
 
     /* the queue's hooks (see comm_queue_ops) */
     int run_item(const comm_item *w);
+    void failed();
     void interrupt(bool running);
 
   private:
@@ -144,9 +145,15 @@ int gloo_run_item(void *ctx, const comm_item *it)
     return static_cast<GlooComm *>(ctx)->run_item(it);
 }
 
+void gloo_failed(void *ctx, const char *msg)
+{
+    (void)msg;
+    static_cast<GlooComm *>(ctx)->failed();
+}
+
 void gloo_interrupt(void *ctx, int running) { static_cast<GlooComm *>(ctx)->interrupt(running); }
 
-const comm_queue_ops gloo_queue_ops = {gloo_run_item, nullptr, gloo_interrupt};
+const comm_queue_ops gloo_queue_ops = {gloo_run_item, gloo_failed, gloo_interrupt};
 
 /* The address of this host's interface that routes to peer (a UDP connect sends nothing),
  * as text into out; 0, or -1 when peer cannot be resolved or routed. */
@@ -398,6 +405,17 @@ int GlooComm::run_item(const comm_item *w)
         return error_set("comm gloo: rank %d of %d: %s failed: an unknown exception", rank_,
                          world_, describe(w).c_str());
     }
+}
+
+/* The first failure: the comm is unusable from now on, so close this rank's connections.
+ * The peers then fail at once instead of at their timeout, and Gloo's transport thread
+ * writes nothing more from the failed collective's buffers: a send still queued from the
+ * caller's buffer, which the caller may free once the collective returned its error, was
+ * seen to fail inside that thread (writev: Bad address) and terminate the process. */
+void GlooComm::failed()
+{
+    if (ctx_)
+        ctx_->closeConnections();
 }
 
 /* A collective still running waits for peers that may never come, up to Gloo's timeout, and

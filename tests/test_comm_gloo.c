@@ -4,10 +4,11 @@
  * Every collective for world sizes 1-4 through the parity driver (comm_parity.h), as
  * test_comm_shm does.  Gloo sums in its own order (its ring), so sums are checked within
  * fp32 rounding of that order and, bit for bit, to be the same on every rank; copies
- * (broadcast, all-gather, reduce's untouched non-roots) must be exact.  Failure cases: a rank that skips a collective (a timeout naming the rank, the
- * collective and its number), a rank SIGKILLed mid-collective (the others fail naming the
- * collective, never hang), every call after a failure fails at once, a rank destroying its
- * comm with work in flight (it returns at once, its peer fails at once).  Skips (77) in a
+ * (broadcast, all-gather, reduce's untouched non-roots) must be exact.  Failure cases: a
+ * rank that skips a collective (a timeout naming the rank, the collective and its number),
+ * a rank SIGKILLed mid-collective (the others fail naming the collective, never hang),
+ * every call after a failure fails at once, a rank destroying its comm with work in flight
+ * (it returns at once, its peer fails at once).  Skips (77) in a
  * build without Gloo. */
 #include <errno.h>
 #include <signal.h>

@@ -8,8 +8,7 @@
  * rank that skips a collective (a timeout naming the rank, the collective and its number),
  * a rank SIGKILLed mid-collective (the others fail naming the collective, never hang),
  * every call after a failure fails at once, a rank destroying its comm with work in flight
- * (it returns at once, its peer fails at once).  Skips (77) in a
- * build without Gloo. */
+ * (it returns at once, its peer fails at once).  Skips (77) in a build without Gloo. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>

@@ -153,7 +153,7 @@ void gloo_failed(void *ctx, const char *msg)
 
 void gloo_interrupt(void *ctx, int running) { static_cast<GlooComm *>(ctx)->interrupt(running); }
 
-const comm_queue_ops gloo_queue_ops = {gloo_run_item, gloo_failed, gloo_interrupt};
+const comm_queue_ops gloo_queue_ops = {gloo_run_item, gloo_failed, gloo_interrupt, 0};
 
 /* The address of this host's interface that routes to peer (a UDP connect sends nothing),
  * as text into out; 0, or -1 when peer cannot be resolved or routed. */

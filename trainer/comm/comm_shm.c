@@ -500,7 +500,8 @@ static void shm_interrupt(void *ctx, int running)
     shm_futex_wake(&c->hdr->gate);
 }
 
-static const struct comm_queue_ops shm_queue_ops = {shm_run_item, shm_failed, shm_interrupt};
+static const struct comm_queue_ops shm_queue_ops = {shm_run_item, shm_failed, shm_interrupt,
+                                                   1};
 
 static struct comm_queue *shm_q(struct comm *base) { return ((struct shm_comm *)base)->q; }
 

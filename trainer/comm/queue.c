@@ -305,7 +305,7 @@ int comm_queue_call(struct comm_queue *q, enum comm_op op, void *buf, const void
     if (queue_check_args(q, op, buf, send, count, dt, root) < 0)
         return -1;
     pthread_mutex_lock(&q->mu);
-    if (q->head || q->busy) {
+    if (!q->ops->call_inline || q->head || q->busy) {
         pthread_mutex_unlock(&q->mu);
         struct comm_work *w = queue_enqueue(q, op, buf, send, count, dt, root);
         return w ? comm_queue_wait(q, w, NULL) : -1;

@@ -18,6 +18,7 @@
  *    resnet18 only. */
 #include "cli.h"
 #include "common/error.h"
+#include "device.h"
 #include "probes/runlog.h"
 #include "testutil.h"
 #include "train.h"
@@ -204,8 +205,8 @@ static void test_nodes(void)
     CHECK(c.train.dev.cpu_ranks == 2 && cli_world(&c) == 4 && c.train.mode == TRAIN_DDP,
           "--nproc-per-node 2 on 2 nodes: cpu %d world %d mode %d", c.train.dev.cpu_ranks,
           cli_world(&c), (int)c.train.mode);
-    CHECK(c.train.dev.comm == TRAIN_COMM_GLOO && c.train.run.checkpoint_every == 5,
-          "--comm gloo --checkpoint-every 5: %d %ld", (int)c.train.dev.comm,
+    CHECK(c.train.dev.comm == device_comm_index("gloo") && c.train.run.checkpoint_every == 5,
+          "--comm gloo --checkpoint-every 5: %d %ld", c.train.dev.comm,
           c.train.run.checkpoint_every);
     CHECK(cli_is_given(&c, "--master-port", CLI_TRAIN) &&
               !cli_is_given(&c, "--seed", CLI_TRAIN),

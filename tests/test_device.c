@@ -120,7 +120,7 @@ static void test_comm_choice(void)
     if (!st)
         return;
 
-    o.comm = TRAIN_COMM_NCCL;
+    o.comm = device_comm_index("nccl");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     CHECK(device_comm_open(&d, st, 0, 1, port) == -1 && strstr(error_get(), "--comm nccl") &&
               strstr(error_get(), "GPU"),
@@ -128,14 +128,14 @@ static void test_comm_choice(void)
     device_close(&d);
 
     /* auto, with this host holding 1 of 2 ranks: gloo would be picked; ask for shm */
-    o.comm = TRAIN_COMM_SHM;
+    o.comm = device_comm_index("shm");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     CHECK(device_comm_open(&d, st, 0, 2, port) == -1 && strstr(error_get(), "one host") &&
               strstr(error_get(), "gloo"),
           "--comm shm across hosts: %s", error_get());
     device_close(&d);
 
-    o.comm = TRAIN_COMM_GLOO;
+    o.comm = device_comm_index("gloo");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     int rc = device_comm_open(&d, st, 0, 1, port);
     if (comm_gloo_available()) {
@@ -156,7 +156,7 @@ static void test_comm_choice(void)
     if (!st)
         return;
     CHECK(store_set(st, "device/host/1", "elsewhere", 9) == 0, "set: %s", error_get());
-    o.comm = TRAIN_COMM_AUTO;
+    o.comm = device_comm_index("auto");
     o.timeout_ms = 500;
     CHECK(device_open(&d, &o, 0, 0, 2) == 0, "device_open: %s", error_get());
     rc = device_comm_open(&d, st, 0, 2, port);

@@ -45,6 +45,8 @@ struct cli_option {
     double scale;         /* CLI_DOUBLE into an int field: stored units per 1 (0: none) */
     int flag_value;       /* CLI_FLAG */
     const struct cli_choice *choices; /* CLI_ENUM, ended by a NULL name */
+    const char *(*choice_at)(int i); /* CLI_ENUM without choices: the i-th name (value i),
+                                        NULL past the end (a registry elsewhere) */
     const char *metavar;  /* "N", "DIR" (CLI_ENUM: made from the choices) */
     const char *dflt;     /* the default in words where the value alone would mislead;
                              NULL: the value in cli_defaults; "": no default shown */
@@ -73,11 +75,6 @@ static const struct cli_choice dataset_choices[] = {
     {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
 static const struct cli_choice optimizer_choices[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {NULL, 0}};
-static const struct cli_choice comm_choices[] = {{"auto", TRAIN_COMM_AUTO},
-                                                 {"shm", TRAIN_COMM_SHM},
-                                                 {"gloo", TRAIN_COMM_GLOO},
-                                                 {"nccl", TRAIN_COMM_NCCL},
-                                                 {NULL, 0}};
 static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
                                                       {"direct", CONV_ALGO_DIRECT},
                                                       {"winograd", CONV_ALGO_WINOGRAD},
@@ -86,7 +83,6 @@ static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
 _Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
                    sizeof(enum amp_dtype) == sizeof(int) &&
                    sizeof(enum probe_mode) == sizeof(int) &&
-                   sizeof(enum train_comm) == sizeof(int) &&
                    sizeof(enum conv_algo) == sizeof(int),
                "CLI_ENUM stores an int");
 _Static_assert(sizeof(((struct train_opts *)0)->data.dataset) == sizeof(int) &&
@@ -241,7 +237,7 @@ static const struct cli_option cli_options[] = {
      .help = "gradient bucket cap in MiB, fractions allowed"},
     {"--no-sync-bn", NULL, CLI_FLAG, CLI_ALL, FIELD(train.ddp.sync_bn), .flag_value = 0,
      .group = G_DDP, .help = "keep BatchNorm local instead of SyncBatchNorm"},
-    {"--comm", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.comm), .choices = comm_choices,
+    {"--comm", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.comm), .choice_at = device_comm_name,
      .group = G_DDP,
      .help = "collectives: auto is nccl on GPUs, shm when every CPU rank is on one host, "
              "gloo otherwise"},
@@ -448,17 +444,28 @@ static int cli_parse_list(const char *opt, const char *s, long max, int *list, i
 }
 
 /* "a, b or c" */
-static void cli_choice_list(const struct cli_choice *ch, const char *sep, const char *last,
+/* option o's i-th choice (its value in *value), NULL past the end */
+static const char *cli_choice(const struct cli_option *o, int i, int *value)
+{
+    if (o->choice_at) {
+        *value = i;
+        return o->choice_at(i);
+    }
+    *value = o->choices[i].value;
+    return o->choices[i].name;
+}
+
+static void cli_choice_list(const struct cli_option *o, const char *sep, const char *last,
                             char *buf, size_t cap)
 {
     size_t at = 0;
-    int n = 0;
-    while (ch[n].name)
+    int n = 0, value;
+    while (cli_choice(o, n, &value))
         n++;
     buf[0] = '\0';
     for (int i = 0; i < n && at < cap; i++) {
         int w = snprintf(buf + at, cap - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep,
-                         ch[i].name);
+                         cli_choice(o, i, &value));
         if (w < 0)
             break;
         at += (size_t)w;
@@ -494,15 +501,18 @@ static int cli_set(struct cli *c, const struct cli_option *o, const char *opt, c
     case CLI_STRING:
         memcpy(cli_field(c, o->offset), &v, sizeof v);
         return 0;
-    case CLI_ENUM:
-        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
-            if (strcmp(v, ch->name) == 0) {
-                cli_set_int(c, o, ch->value);
+    case CLI_ENUM: {
+        int value;
+        const char *name;
+        for (int i = 0; (name = cli_choice(o, i, &value)); i++)
+            if (strcmp(v, name) == 0) {
+                cli_set_int(c, o, value);
                 return 0;
             }
         char names[128];
-        cli_choice_list(o->choices, ", ", " or ", names, sizeof names);
+        cli_choice_list(o, ", ", " or ", names, sizeof names);
         return error_set("%s: '%s' is not %s", opt, v, names);
+    }
     case CLI_LIST:
         return cli_parse_list(opt, v, (long)o->max, cli_field(c, o->offset),
                               cli_field(c, o->offset2));
@@ -634,9 +644,11 @@ static int cli_format(const struct cli *c, const struct cli_option *o, char *buf
     }
     case CLI_ENUM: {
         int64_t v = cli_get_int(c, o);
-        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
-            if (ch->value == v) {
-                snprintf(buf, cap, "%s", ch->name);
+        int value;
+        const char *name;
+        for (int i = 0; (name = cli_choice(o, i, &value)); i++)
+            if (value == v) {
+                snprintf(buf, cap, "%s", name);
                 return 1;
             }
         snprintf(buf, cap, "%lld", (long long)v);
@@ -802,7 +814,7 @@ void cli_usage(FILE *out)
             fprintf(out, "%s:\n", group = o->group);
         char meta[128], left[192], text[512], value[1024];
         if (o->kind == CLI_ENUM)
-            cli_choice_list(o->choices, "|", "|", meta, sizeof meta);
+            cli_choice_list(o, "|", "|", meta, sizeof meta);
         else
             snprintf(meta, sizeof meta, "%s", o->metavar ? o->metavar : "");
         snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "",

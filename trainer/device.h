@@ -26,7 +26,6 @@ struct runlog;
 struct store;
 
 /* --comm: the collectives' transport (device_comm_open decides what auto means) */
-enum train_comm { TRAIN_COMM_AUTO, TRAIN_COMM_SHM, TRAIN_COMM_GLOO, TRAIN_COMM_NCCL };
 
 #define TRAIN_MAX_GPUS 64
 
@@ -36,7 +35,7 @@ struct device_opts {
     int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */
     int gpus[TRAIN_MAX_GPUS];
     int threads;             /* --threads: CPU backend threads per rank (0: cores / ranks) */
-    enum train_comm comm;    /* --comm shm|gloo|nccl|auto */
+    int comm;                /* --comm: device_comm_name's index (0: auto, device.c decides) */
     enum conv_algo conv_algo; /* --conv-algo auto|direct|winograd (CPU ranks; backend.h) */
     int timeout_ms;          /* --timeout: any collective or rendezvous */
 };
@@ -48,8 +47,8 @@ struct device {
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
-    enum train_comm comm_choice; /* --comm */
-    enum conv_algo conv_algo;    /* --conv-algo (CPU ranks) */
+    int comm_choice;    /* --comm: an index of the comm registry (0: auto) */
+    enum conv_algo conv_algo; /* --conv-algo (CPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */
@@ -78,6 +77,12 @@ void device_keep_first(struct device_opts *o);
 
 /* The comms this build has, "shm gloo nccl" (for --version and the tests). */
 void device_comms(char *buf, size_t cap);
+
+/* --comm's choices: the i-th name of the comm registry ("auto", "shm", "gloo", "nccl"),
+ * NULL past its end.  train_opts.comm holds the index. */
+const char *device_comm_name(int i);
+/* its index ("auto": 0), -1 when the registry has no such name */
+int device_comm_index(const char *name);
 
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
 void device_describe(const struct device_opts *o, char *buf, size_t cap);

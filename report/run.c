@@ -708,7 +708,7 @@ static char *run_flight_position(const char *dir, int rank)
 
 /* The steps a run that did not finish (no meta.csv `steps`) planned: epochs x the batches
  * of one rank's DistributedSampler share (ceil, or floor with drop_last, of train_samples /
- * world_size), the trainer's loop (trainer/train.c); 0 when meta.csv does not say. */
+ * world_size), the trainer's loop (trainer/train_step.c); 0 when meta.csv does not say. */
 static int64_t run_planned_steps(const struct run *r)
 {
     const char *keys[] = {"epochs", "train_samples", "batch_size", "world_size"};

@@ -13,9 +13,13 @@
  *    training, the main job's --mode listed;
  * 6. the ResNet18 recipe's options (--model resnet18, --resnet-width, --dataset,
  *    --optimizer, --lr-scale-by-world, --drop-last, --save-every-epoch) through the main
- *    job's train argv and train's worker argv. */
+ *    job's train argv and train's worker argv;
+ * 7. the options the table records in meta.csv (cli_write_meta): --resnet-width for
+ *    resnet18 only. */
 #include "cli.h"
 #include "common/error.h"
+#include "device.h"
+#include "probes/runlog.h"
 #include "testutil.h"
 #include "train.h"
 
@@ -41,43 +45,54 @@ static void check_same(const struct cli *a, const struct cli *b, const char *wha
 {
     const struct train_opts *x = &a->train, *y = &b->train;
     CHECK(same_str(x->model, y->model), "%s: model %s vs %s", what, x->model, y->model);
-    CHECK(same_str(x->data_dir, y->data_dir), "%s: data %s vs %s", what, x->data_dir,
-          y->data_dir);
-    CHECK(x->epochs == y->epochs && x->batch_size == y->batch_size,
-          "%s: epochs %d/%d batch %d/%d", what, x->epochs, y->epochs, x->batch_size,
-          y->batch_size);
-    CHECK(x->lr == y->lr && x->momentum == y->momentum && x->weight_decay == y->weight_decay,
-          "%s: lr %.9g/%.9g momentum %.9g/%.9g wd %.9g/%.9g", what, (double)x->lr,
-          (double)y->lr, (double)x->momentum, (double)y->momentum, (double)x->weight_decay,
-          (double)y->weight_decay);
-    CHECK(x->seed == y->seed && x->shuffle == y->shuffle, "%s: seed/shuffle differ", what);
-    CHECK(x->limit == y->limit && x->test_limit == y->test_limit, "%s: limits %ld/%ld %ld/%ld",
-          what, x->limit, y->limit, x->test_limit, y->test_limit);
-    CHECK(x->norm_mean == y->norm_mean && x->norm_std == y->norm_std,
-          "%s: normalize %.9g,%.9g vs %.9g,%.9g", what, (double)x->norm_mean,
-          (double)x->norm_std, (double)y->norm_mean, (double)y->norm_std);
-    CHECK(same_str(x->out_dir, y->out_dir), "%s: out %s vs %s", what, x->out_dir, y->out_dir);
-    CHECK(same_str(x->init_path, y->init_path), "%s: init differs", what);
-    CHECK(same_str(x->resume_path, y->resume_path), "%s: resume differs", what);
-    CHECK(x->threads == y->threads, "%s: threads %d vs %d", what, x->threads, y->threads);
+    CHECK(same_str(x->data.dir, y->data.dir), "%s: data %s vs %s", what, x->data.dir,
+          y->data.dir);
+    CHECK(x->run.epochs == y->run.epochs && x->data.batch_size == y->data.batch_size,
+          "%s: epochs %d/%d batch %d/%d", what, x->run.epochs, y->run.epochs, x->data.batch_size,
+          y->data.batch_size);
+    CHECK(x->optim.lr == y->optim.lr && x->optim.momentum == y->optim.momentum &&
+              x->optim.weight_decay == y->optim.weight_decay,
+          "%s: lr %.9g/%.9g momentum %.9g/%.9g wd %.9g/%.9g", what, (double)x->optim.lr,
+          (double)y->optim.lr, (double)x->optim.momentum, (double)y->optim.momentum,
+          (double)x->optim.weight_decay, (double)y->optim.weight_decay);
+    CHECK(x->seed == y->seed && x->data.shuffle == y->data.shuffle, "%s: seed/shuffle differ",
+          what);
+    CHECK(x->data.limit == y->data.limit && x->data.test_limit == y->data.test_limit,
+          "%s: limits %ld/%ld %ld/%ld", what, x->data.limit, y->data.limit, x->data.test_limit,
+          y->data.test_limit);
+    CHECK(x->data.norm_mean == y->data.norm_mean && x->data.norm_std == y->data.norm_std,
+          "%s: normalize %.9g,%.9g vs %.9g,%.9g", what, (double)x->data.norm_mean,
+          (double)x->data.norm_std, (double)y->data.norm_mean, (double)y->data.norm_std);
+    CHECK(same_str(x->run.out_dir, y->run.out_dir), "%s: out %s vs %s", what, x->run.out_dir,
+          y->run.out_dir);
+    CHECK(same_str(x->run.init_path, y->run.init_path), "%s: init differs", what);
+    CHECK(same_str(x->run.resume_path, y->run.resume_path), "%s: resume differs", what);
+    CHECK(x->dev.threads == y->dev.threads, "%s: threads %d vs %d", what, x->dev.threads,
+          y->dev.threads);
     CHECK(x->mode == y->mode, "%s: mode %d vs %d", what, (int)x->mode, (int)y->mode);
-    CHECK(x->bucket_cap_mb == y->bucket_cap_mb, "%s: bucket cap %.17g vs %.17g", what,
-          x->bucket_cap_mb, y->bucket_cap_mb);
-    CHECK(x->sync_bn == y->sync_bn && x->quiet == y->quiet, "%s: sync_bn/quiet differ", what);
-    CHECK(x->timeout_ms == y->timeout_ms, "%s: timeout %d vs %d ms", what, x->timeout_ms,
-          y->timeout_ms);
-    CHECK(x->amp == y->amp, "%s: amp %d vs %d", what, (int)x->amp, (int)y->amp);
-    CHECK(x->scale_init == y->scale_init && x->scale_growth == y->scale_growth &&
-              x->scale_backoff == y->scale_backoff && x->scale_interval == y->scale_interval,
+    CHECK(x->ddp.bucket_cap_mb == y->ddp.bucket_cap_mb, "%s: bucket cap %.17g vs %.17g", what,
+          x->ddp.bucket_cap_mb, y->ddp.bucket_cap_mb);
+    CHECK(x->ddp.sync_bn == y->ddp.sync_bn && x->run.quiet == y->run.quiet,
+          "%s: sync_bn/quiet differ", what);
+    CHECK(x->dev.timeout_ms == y->dev.timeout_ms, "%s: timeout %d vs %d ms", what,
+          x->dev.timeout_ms, y->dev.timeout_ms);
+    CHECK(x->amp.dtype == y->amp.dtype, "%s: amp %d vs %d", what, (int)x->amp.dtype,
+          (int)y->amp.dtype);
+    CHECK(x->amp.scale_init == y->amp.scale_init && x->amp.scale_growth == y->amp.scale_growth &&
+              x->amp.scale_backoff == y->amp.scale_backoff &&
+              x->amp.scale_interval == y->amp.scale_interval,
           "%s: GradScaler options differ", what);
-    CHECK(x->trace == y->trace, "%s: trace %d vs %d", what, (int)x->trace, (int)y->trace);
-    CHECK(x->cpu_ranks == y->cpu_ranks, "%s: cpu %d vs %d", what, x->cpu_ranks, y->cpu_ranks);
-    CHECK(x->ngpus == y->ngpus, "%s: %d vs %d GPUs", what, x->ngpus, y->ngpus);
-    for (int i = 0; i < x->ngpus && i < y->ngpus; i++)
-        CHECK(x->gpus[i] == y->gpus[i], "%s: gpu %d: %d vs %d", what, i, x->gpus[i], y->gpus[i]);
-    CHECK(x->comm == y->comm && x->checkpoint_every == y->checkpoint_every,
-          "%s: comm %d/%d checkpoint-every %ld/%ld", what, (int)x->comm, (int)y->comm,
-          x->checkpoint_every, y->checkpoint_every);
+    CHECK(x->run.trace == y->run.trace, "%s: trace %d vs %d", what, (int)x->run.trace,
+          (int)y->run.trace);
+    CHECK(x->dev.cpu_ranks == y->dev.cpu_ranks, "%s: cpu %d vs %d", what, x->dev.cpu_ranks,
+          y->dev.cpu_ranks);
+    CHECK(x->dev.ngpus == y->dev.ngpus, "%s: %d vs %d GPUs", what, x->dev.ngpus, y->dev.ngpus);
+    for (int i = 0; i < x->dev.ngpus && i < y->dev.ngpus; i++)
+        CHECK(x->dev.gpus[i] == y->dev.gpus[i], "%s: gpu %d: %d vs %d", what, i, x->dev.gpus[i],
+              y->dev.gpus[i]);
+    CHECK(x->dev.comm == y->dev.comm && x->run.checkpoint_every == y->run.checkpoint_every,
+          "%s: comm %d/%d checkpoint-every %ld/%ld", what, (int)x->dev.comm, (int)y->dev.comm,
+          x->run.checkpoint_every, y->run.checkpoint_every);
     CHECK(a->runs == b->runs, "%s: runs %d vs %d", what, (int)a->runs, (int)b->runs);
     CHECK(same_str(a->master_addr, b->master_addr) && a->master_port == b->master_port,
           "%s: master %s:%d vs %s:%d", what, a->master_addr, a->master_port, b->master_addr,
@@ -130,23 +145,28 @@ static void test_rich_round_trip(void)
     struct cli c;
     CHECK(parse(&c, CLI_TRAIN, rich) == 0, "rich train line: %s", error_get());
     const struct train_opts *t = &c.train;
-    CHECK(t->cpu_ranks == 3 && t->ngpus == 0, "cpu %d gpus %d", t->cpu_ranks, t->ngpus);
-    CHECK(t->epochs == 5 && t->batch_size == 17, "-e/-b: %d %d", t->epochs, t->batch_size);
-    CHECK(t->lr == 0.0123f && t->momentum == 0.9f && t->weight_decay == 1e-4f, "SGD options");
-    CHECK(t->seed == 42 && t->shuffle == 0, "seed %llu shuffle %d",
-          (unsigned long long)t->seed, t->shuffle);
-    CHECK(t->limit == 1234 && t->test_limit == 99, "limits %ld %ld", t->limit, t->test_limit);
-    CHECK(strcmp(t->data_dir, "/tmp/data dir") == 0, "data '%s'", t->data_dir);
-    CHECK(t->norm_mean == 0.1307f && t->norm_std == 0.3081f, "normalize");
-    CHECK(t->threads == 3 && t->quiet == 1 && t->trace == PROBE_NVTX, "threads/quiet/trace");
+    CHECK(t->dev.cpu_ranks == 3 && t->dev.ngpus == 0, "cpu %d gpus %d", t->dev.cpu_ranks,
+          t->dev.ngpus);
+    CHECK(t->run.epochs == 5 && t->data.batch_size == 17, "-e/-b: %d %d", t->run.epochs,
+          t->data.batch_size);
+    CHECK(t->optim.lr == 0.0123f && t->optim.momentum == 0.9f && t->optim.weight_decay == 1e-4f,
+          "SGD options");
+    CHECK(t->seed == 42 && t->data.shuffle == 0, "seed %llu shuffle %d",
+          (unsigned long long)t->seed, t->data.shuffle);
+    CHECK(t->data.limit == 1234 && t->data.test_limit == 99, "limits %ld %ld", t->data.limit,
+          t->data.test_limit);
+    CHECK(strcmp(t->data.dir, "/tmp/data dir") == 0, "data '%s'", t->data.dir);
+    CHECK(t->data.norm_mean == 0.1307f && t->data.norm_std == 0.3081f, "normalize");
+    CHECK(t->dev.threads == 3 && t->run.quiet == 1 && t->run.trace == PROBE_NVTX,
+          "threads/quiet/trace");
     CHECK(t->mode == TRAIN_DDP, "3 ranks without --mode: mode %d, want ddp", (int)t->mode);
-    CHECK(t->amp == AMP_BF16, "--amp bf16: %d", (int)t->amp);
-    CHECK(t->scale_init == 1024.0f && t->scale_growth == 3.0f && t->scale_backoff == 0.25f &&
-              t->scale_interval == 7,
+    CHECK(t->amp.dtype == AMP_BF16, "--amp bf16: %d", (int)t->amp.dtype);
+    CHECK(t->amp.scale_init == 1024.0f && t->amp.scale_growth == 3.0f &&
+              t->amp.scale_backoff == 0.25f && t->amp.scale_interval == 7,
           "GradScaler options");
-    CHECK(t->bucket_cap_mb == 0.02 && t->sync_bn == 0, "DDP options");
+    CHECK(t->ddp.bucket_cap_mb == 0.02 && t->ddp.sync_bn == 0, "DDP options");
     /* 4.35 * 1000 is 4349.999... in doubles: rounded, not truncated */
-    CHECK(t->timeout_ms == 4350, "--timeout 4.35: %d ms", t->timeout_ms);
+    CHECK(t->dev.timeout_ms == 4350, "--timeout 4.35: %d ms", t->dev.timeout_ms);
     CHECK(strcmp(c.master_addr, "10.0.0.1") == 0 && c.master_port == 29501, "master");
     check_round_trip(&c, CLI_WORKER, "train -> worker");
     check_round_trip(&c, CLI_TRAIN, "train -> train");
@@ -154,8 +174,8 @@ static void test_rich_round_trip(void)
     char *gpus[] = {"--gpu", "3,1", "--lr", "0.3", "--bucket-cap-mb", "1e-6",
                     "--mode", "baseline", NULL};
     CHECK(parse(&c, CLI_MAIN, gpus) == 0, "main job with GPUs: %s", error_get());
-    CHECK(c.train.ngpus == 2 && c.train.gpus[0] == 3 && c.train.gpus[1] == 1,
-          "--gpu 3,1: %d GPUs %d %d", c.train.ngpus, c.train.gpus[0], c.train.gpus[1]);
+    CHECK(c.train.dev.ngpus == 2 && c.train.dev.gpus[0] == 3 && c.train.dev.gpus[1] == 1,
+          "--gpu 3,1: %d GPUs %d %d", c.train.dev.ngpus, c.train.dev.gpus[0], c.train.dev.gpus[1]);
     CHECK(c.runs == CLI_RUNS_BASELINE, "main --mode baseline: runs %d", (int)c.runs);
     check_round_trip(&c, CLI_MAIN, "main -> main");
     check_round_trip(&c, CLI_TRAIN, "main -> train");
@@ -163,8 +183,9 @@ static void test_rich_round_trip(void)
     /* a GPU listed twice: two ranks share it (host-staged collectives, device.c) */
     char *shared[] = {"--gpu", "0,0", "--mode", "ddp", NULL};
     CHECK(parse(&c, CLI_TRAIN, shared) == 0, "--gpu 0,0: %s", error_get());
-    CHECK(c.train.ngpus == 2 && c.train.gpus[0] == 0 && c.train.gpus[1] == 0,
-          "--gpu 0,0: %d ranks on GPUs %d %d", c.train.ngpus, c.train.gpus[0], c.train.gpus[1]);
+    CHECK(c.train.dev.ngpus == 2 && c.train.dev.gpus[0] == 0 && c.train.dev.gpus[1] == 0,
+          "--gpu 0,0: %d ranks on GPUs %d %d", c.train.dev.ngpus, c.train.dev.gpus[0],
+          c.train.dev.gpus[1]);
     check_round_trip(&c, CLI_WORKER, "shared GPU: train -> worker");
 }
 
@@ -181,12 +202,12 @@ static void test_nodes(void)
     CHECK(c.nnodes == 2 && c.node_rank == 1 && c.nproc_per_node == 2 && c.max_restarts == 3,
           "nnodes %d node-rank %d nproc %d restarts %d", c.nnodes, c.node_rank,
           c.nproc_per_node, c.max_restarts);
-    CHECK(c.train.cpu_ranks == 2 && cli_world(&c) == 4 && c.train.mode == TRAIN_DDP,
-          "--nproc-per-node 2 on 2 nodes: cpu %d world %d mode %d", c.train.cpu_ranks,
+    CHECK(c.train.dev.cpu_ranks == 2 && cli_world(&c) == 4 && c.train.mode == TRAIN_DDP,
+          "--nproc-per-node 2 on 2 nodes: cpu %d world %d mode %d", c.train.dev.cpu_ranks,
           cli_world(&c), (int)c.train.mode);
-    CHECK(c.train.comm == TRAIN_COMM_GLOO && c.train.checkpoint_every == 5,
-          "--comm gloo --checkpoint-every 5: %d %ld", (int)c.train.comm,
-          c.train.checkpoint_every);
+    CHECK(c.train.dev.comm == device_comm_index("gloo") && c.train.run.checkpoint_every == 5,
+          "--comm gloo --checkpoint-every 5: %d %ld", c.train.dev.comm,
+          c.train.run.checkpoint_every);
     CHECK(cli_is_given(&c, "--master-port", CLI_TRAIN) &&
               !cli_is_given(&c, "--seed", CLI_TRAIN),
           "cli_is_given");
@@ -208,9 +229,9 @@ static void test_nodes(void)
     struct cli main_c, run;
     CHECK(cli_parse(&main_c, CLI_MAIN, 12, nodes, 0) == 0, "main nodes line: %s", error_get());
     CHECK(cli_main_run(&main_c, TRAIN_BASELINE, "/tmp/b", &run) == 0 && run.nnodes == 1 &&
-              run.max_restarts == 0 && run.train.cpu_ranks == 1 && cli_world(&run) == 1,
+              run.max_restarts == 0 && run.train.dev.cpu_ranks == 1 && cli_world(&run) == 1,
           "the baseline of a 2-node main job: %s nnodes %d cpu %d", error_get(), run.nnodes,
-          run.train.cpu_ranks);
+          run.train.dev.cpu_ranks);
     CHECK(cli_main_run(&main_c, TRAIN_DDP, "/tmp/d", &run) == 0 && run.nnodes == 2 &&
               cli_world(&run) == 4,
           "the DDP run of a 2-node main job: %s", error_get());
@@ -232,14 +253,14 @@ static void test_nodes(void)
 
     /* --conv-algo: auto by default, reaches the workers, refuses what it does not know */
     char *none[] = {NULL};
-    CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.conv_algo == CONV_ALGO_AUTO,
-          "--conv-algo defaults to auto: %d", (int)c.train.conv_algo);
+    CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.dev.conv_algo == CONV_ALGO_AUTO,
+          "--conv-algo defaults to auto: %d", (int)c.train.dev.conv_algo);
     char *wino[] = {"--conv-algo", "winograd", NULL};
-    CHECK(parse(&c, CLI_TRAIN, wino) == 0 && c.train.conv_algo == CONV_ALGO_WINOGRAD,
+    CHECK(parse(&c, CLI_TRAIN, wino) == 0 && c.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
           "--conv-algo winograd: %s", error_get());
     child = cli_argv(&c, CLI_WORKER, "ddpprof");
     CHECK(child && cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
-              back.train.conv_algo == CONV_ALGO_WINOGRAD,
+              back.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
           "--conv-algo winograd reaches a worker: %s", error_get());
     cli_argv_free(child);
     char *bad_algo[] = {"--conv-algo", "fft", NULL};
@@ -255,12 +276,13 @@ static void test_defaults_round_trip(void)
     CHECK(parse(&c, CLI_TRAIN, none) == 0, "empty train line: %s", error_get());
     struct train_opts want;
     train_opts_default(&want);
-    CHECK(c.train.epochs == want.epochs && c.train.batch_size == want.batch_size &&
-              c.train.lr == want.lr && c.train.timeout_ms == want.timeout_ms,
+    CHECK(c.train.run.epochs == want.run.epochs &&
+              c.train.data.batch_size == want.data.batch_size &&
+              c.train.optim.lr == want.optim.lr && c.train.dev.timeout_ms == want.dev.timeout_ms,
           "defaults are train_opts_default's");
-    CHECK(c.train.mode == TRAIN_BASELINE && c.train.amp == AMP_OFF,
+    CHECK(c.train.mode == TRAIN_BASELINE && c.train.amp.dtype == AMP_OFF,
           "one rank: baseline without AMP (mode %d amp %d)", (int)c.train.mode,
-          (int)c.train.amp);
+          (int)c.train.amp.dtype);
     char **child = cli_argv(&c, CLI_WORKER, "ddpprof");
     CHECK(child != NULL, "cli_argv: %s", error_get());
     if (child) {
@@ -276,24 +298,25 @@ static void test_mode_defaults(void)
     struct cli c;
     char *two[] = {"--cpu", "2", NULL};
     CHECK(parse(&c, CLI_TRAIN, two) == 0 && c.train.mode == TRAIN_DDP &&
-              c.train.amp == AMP_F16,
-          "--cpu 2: mode %d amp %d, want ddp fp16", (int)c.train.mode, (int)c.train.amp);
+              c.train.amp.dtype == AMP_F16,
+          "--cpu 2: mode %d amp %d, want ddp fp16", (int)c.train.mode, (int)c.train.amp.dtype);
     char *two_off[] = {"--cpu", "2", "--amp", "off", NULL};
     CHECK(parse(&c, CLI_TRAIN, two_off) == 0 && c.train.mode == TRAIN_DDP &&
-              c.train.amp == AMP_OFF,
-          "--cpu 2 --amp off: mode %d amp %d", (int)c.train.mode, (int)c.train.amp);
+              c.train.amp.dtype == AMP_OFF,
+          "--cpu 2 --amp off: mode %d amp %d", (int)c.train.mode, (int)c.train.amp.dtype);
     check_round_trip(&c, CLI_WORKER, "--amp off on 2 ranks");
     char *one_ddp[] = {"--cpu", "1", "--mode", "ddp", NULL};
     CHECK(parse(&c, CLI_TRAIN, one_ddp) == 0 && c.train.mode == TRAIN_DDP &&
-              c.train.amp == AMP_F16,
-          "--cpu 1 --mode ddp: mode %d amp %d", (int)c.train.mode, (int)c.train.amp);
+              c.train.amp.dtype == AMP_F16,
+          "--cpu 1 --mode ddp: mode %d amp %d", (int)c.train.mode, (int)c.train.amp.dtype);
     char *worker_base[] = {"--mode", "baseline", NULL};
     CHECK(parse(&c, CLI_WORKER, worker_base) == 0 && c.train.mode == TRAIN_DDP &&
-              c.train.amp == AMP_F16,
-          "a worker is ddp: mode %d amp %d", (int)c.train.mode, (int)c.train.amp);
+              c.train.amp.dtype == AMP_F16,
+          "a worker is ddp: mode %d amp %d", (int)c.train.mode, (int)c.train.amp.dtype);
     char *order[] = {"--amp", "bf16", "--epochs", "2", "--epochs", "4", NULL};
-    CHECK(parse(&c, CLI_TRAIN, order) == 0 && c.train.epochs == 4 && c.train.amp == AMP_BF16,
-          "a later option wins: epochs %d", c.train.epochs);
+    CHECK(parse(&c, CLI_TRAIN, order) == 0 && c.train.run.epochs == 4 &&
+              c.train.amp.dtype == AMP_BF16,
+          "a later option wins: epochs %d", c.train.run.epochs);
 }
 
 static void test_main_runs(void)
@@ -304,27 +327,28 @@ static void test_main_runs(void)
     CHECK(c.runs == CLI_RUNS_BOTH, "main --mode default: %d", (int)c.runs);
     CHECK(cli_main_run(&c, TRAIN_BASELINE, "/tmp/x/baseline", &run) == 0, "baseline: %s",
           error_get());
-    CHECK(run.train.cpu_ranks == 1 && run.train.mode == TRAIN_BASELINE &&
-              run.train.amp == AMP_OFF && run.train.epochs == 2 &&
-              strcmp(run.train.out_dir, "/tmp/x/baseline") == 0,
-          "baseline run: cpu %d mode %d amp %d (want 1 baseline off)", run.train.cpu_ranks,
-          (int)run.train.mode, (int)run.train.amp);
+    CHECK(run.train.dev.cpu_ranks == 1 && run.train.mode == TRAIN_BASELINE &&
+              run.train.amp.dtype == AMP_OFF && run.train.run.epochs == 2 &&
+              strcmp(run.train.run.out_dir, "/tmp/x/baseline") == 0,
+          "baseline run: cpu %d mode %d amp %d (want 1 baseline off)", run.train.dev.cpu_ranks,
+          (int)run.train.mode, (int)run.train.amp.dtype);
     check_round_trip(&run, CLI_TRAIN, "main baseline run");
     CHECK(cli_main_run(&c, TRAIN_DDP, "/tmp/x/ddp", &run) == 0, "ddp: %s", error_get());
-    CHECK(run.train.cpu_ranks == 3 && run.train.mode == TRAIN_DDP && run.train.amp == AMP_BF16,
-          "ddp run: cpu %d mode %d amp %d (want 3 ddp bf16)", run.train.cpu_ranks,
-          (int)run.train.mode, (int)run.train.amp);
+    CHECK(run.train.dev.cpu_ranks == 3 && run.train.mode == TRAIN_DDP &&
+              run.train.amp.dtype == AMP_BF16,
+          "ddp run: cpu %d mode %d amp %d (want 3 ddp bf16)", run.train.dev.cpu_ranks,
+          (int)run.train.mode, (int)run.train.amp.dtype);
     check_round_trip(&run, CLI_TRAIN, "main ddp run");
 
     char *gpus[] = {"--gpu", "2,0", NULL};
     CHECK(parse(&c, CLI_MAIN, gpus) == 0, "main --gpu 2,0: %s", error_get());
-    CHECK(cli_main_run(&c, TRAIN_BASELINE, "b", &run) == 0 && run.train.ngpus == 1 &&
-              run.train.gpus[0] == 2 && run.train.amp == AMP_OFF,
-          "baseline on GPU %d of %d", run.train.gpus[0], run.train.ngpus);
-    CHECK(cli_main_run(&c, TRAIN_DDP, "d", &run) == 0 && run.train.ngpus == 2 &&
-              run.train.amp == AMP_F16,
-          "ddp on %d GPUs, amp %d (want fp16 without --amp)", run.train.ngpus,
-          (int)run.train.amp);
+    CHECK(cli_main_run(&c, TRAIN_BASELINE, "b", &run) == 0 && run.train.dev.ngpus == 1 &&
+              run.train.dev.gpus[0] == 2 && run.train.amp.dtype == AMP_OFF,
+          "baseline on GPU %d of %d", run.train.dev.gpus[0], run.train.dev.ngpus);
+    CHECK(cli_main_run(&c, TRAIN_DDP, "d", &run) == 0 && run.train.dev.ngpus == 2 &&
+              run.train.amp.dtype == AMP_F16,
+          "ddp on %d GPUs, amp %d (want fp16 without --amp)", run.train.dev.ngpus,
+          (int)run.train.amp.dtype);
 }
 
 /* parse fails with one line containing want */
@@ -400,11 +424,11 @@ static void test_usage(void)
     struct train_opts d;
     train_opts_default(&d);
     char want[128];
-    snprintf(want, sizeof want, "epochs (default %d)", d.epochs);
+    snprintf(want, sizeof want, "epochs (default %d)", d.run.epochs);
     CHECK(strstr(text, want) != NULL, "usage lacks '%s'", want);
-    snprintf(want, sizeof want, "(default %d)\n  --master-addr", d.timeout_ms / 1000);
+    snprintf(want, sizeof want, "(default %d)\n  --master-addr", d.dev.timeout_ms / 1000);
     CHECK(strstr(text, want) != NULL, "usage lacks the --timeout default '%s'", want);
-    snprintf(want, sizeof want, "(default %s)", d.data_dir);
+    snprintf(want, sizeof want, "(default %s)", d.data.dir);
     CHECK(strstr(text, want) != NULL, "usage lacks '%s'", want);
     /* --resume is a training option, not a mixed-precision one */
     const char *training = strstr(text, "\ntraining:\n"), *output = strstr(text, "\noutput:\n"),
@@ -427,12 +451,12 @@ static void test_recipe_options(void)
     struct cli c;
     CHECK(parse(&c, CLI_MAIN, line) == 0, "recipe line: %s", error_get());
     const struct train_opts *t = &c.train;
-    CHECK(strcmp(t->model, "resnet18") == 0 && t->resnet_width == 8 && t->dataset == 3 &&
-              t->optimizer == 1 && t->lr_scale_by_world == 1 && t->drop_last == 1 &&
-              t->save_every_epoch == 1,
+    CHECK(strcmp(t->model, "resnet18") == 0 && t->model_opts.width == 8 && t->data.dataset == 3 &&
+              t->optim.kind == 1 && t->optim.lr_scale_by_world == 1 && t->data.drop_last == 1 &&
+              t->run.save_every_epoch == 1,
           "model %s width %d dataset %d optimizer %d scale %d drop %d save %d", t->model,
-          t->resnet_width, t->dataset, t->optimizer, t->lr_scale_by_world, t->drop_last,
-          t->save_every_epoch);
+          t->model_opts.width, t->data.dataset, t->optim.kind, t->optim.lr_scale_by_world,
+          t->data.drop_last, t->run.save_every_epoch);
     struct cli run, back;
     char **child[2] = {NULL, NULL}; /* back's strings point into the last one */
     CHECK(cli_main_run(&c, TRAIN_DDP, "/tmp/run/ddp", &run) == 0, "main run: %s", error_get());
@@ -445,10 +469,10 @@ static void test_recipe_options(void)
         const int rc = cli_parse(&back, to, argv_count(child[hop]), child[hop], 2);
         CHECK(rc == 0, "child argv: %s", error_get());
         const struct train_opts *b = &back.train;
-        CHECK(rc == 0 && strcmp(b->model, "resnet18") == 0 && b->resnet_width == 8 &&
-                  b->dataset == t->dataset && b->optimizer == t->optimizer &&
-                  b->lr_scale_by_world && b->drop_last && b->save_every_epoch &&
-                  b->lr == t->lr && strcmp(b->data_dir, t->data_dir) == 0,
+        CHECK(rc == 0 && strcmp(b->model, "resnet18") == 0 && b->model_opts.width == 8 &&
+                  b->data.dataset == t->data.dataset && b->optim.kind == t->optim.kind &&
+                  b->optim.lr_scale_by_world && b->data.drop_last && b->run.save_every_epoch &&
+                  b->optim.lr == t->optim.lr && strcmp(b->data.dir, t->data.dir) == 0,
               "%s argv lost a recipe option", hop == 0 ? "train" : "worker");
     }
     cli_argv_free(child[0]);
@@ -461,6 +485,44 @@ static void test_recipe_options(void)
           "--dataset imagenet: '%s'", error_get());
 }
 
+/* the meta.csv that cli_write_meta writes for c's options, into buf */
+static void meta_of(const struct cli *c, char *buf, size_t cap)
+{
+    char dir[] = "/tmp/test_cli_meta_XXXXXX", path[64];
+    buf[0] = '\0';
+    struct runlog log = {0};
+    CHECK(mkdtemp(dir) != NULL && runlog_open(&log, dir) == 0, "run log in %s", dir);
+    cli_write_meta(&c->train, &log);
+    CHECK(runlog_close(&log) == 0, "closing the run log: %s", error_get());
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    remove(path);
+    remove(dir);
+}
+
+static void test_meta(void)
+{
+    struct cli c;
+    char meta[4096];
+    char *resnet[] = {"--model", "resnet18", "--resnet-width", "8", NULL};
+    CHECK(parse(&c, CLI_TRAIN, resnet) == 0, "resnet18 options: %s", error_get());
+    meta_of(&c, meta, sizeof meta);
+    CHECK(strcmp(meta, "key,value\nresnet_width,8\n") == 0, "resnet18's options in meta.csv: '%s'",
+          meta);
+    char *convnet[] = {"--resnet-width", "8", NULL};
+    CHECK(parse(&c, CLI_TRAIN, convnet) == 0, "convnet options: %s", error_get());
+    meta_of(&c, meta, sizeof meta);
+    CHECK(strcmp(meta, "key,value\n") == 0, "convnet's meta.csv records a resnet18 option: '%s'",
+          meta);
+}
+
 int main(void)
 {
     test_rich_round_trip();
@@ -471,5 +533,6 @@ int main(void)
     test_errors();
     test_usage();
     test_recipe_options();
+    test_meta();
     return test_finish();
 }

@@ -1,9 +1,9 @@
 /* test_comm_shm.c — the shm comm transport (comm_shm.c) between forked CPU ranks, and the
  * fp16/bf16 conversion helpers of kernel_math.h it reduces with.
  *
- * Every rank derives each rank's input from (rank, seed), so it checks its own results
- * against a serial reference (sums in rank order 0..world-1, fp16/bf16 summed in fp32 and
- * rounded once) bit for bit: results must be identical on all ranks.  Failure cases: a rank
+ * Correctness through the parity driver (comm_parity.h, shared with test_comm_gloo): every
+ * collective and dtype against a serial reference (sums in rank order 0..world-1,
+ * fp16/bf16 summed in fp32 and rounded once) bit for bit.  Failure cases: a rank
  * that skips a collective (timeout naming rank, collective and sequence number), mismatched
  * collectives, a rank SIGKILLed mid-collective, a rank that leaves, attach timeouts, a
  * leftover segment.  After every case /dev/shm must hold nothing with this test's prefix. */
@@ -26,28 +26,24 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/half.h"
+#include "comm_parity.h"
 #include "testutil.h"
 
-#define MAX_WORLD 4
+#define MAX_WORLD COMM_PARITY_MAX_WORLD
 #define BIG_LEN 1000003 /* prime, and larger than a 64 KiB slot: chunked */
+#define CHUNKED_LEN 100003 /* prime: 13 chunks of a 64 KiB slot's half in f32, 7 in f16 (the
+                            * parity driver's every form and dtype, in the sanitizers' time) */
 #define SMALL_SLOT (64 * 1024)
 #define LARGE_SLOT (8 * 1024 * 1024) /* BIG_LEN f32 fits one 4 MiB half-slot: one chunk */
 #define TIMEOUT_MS 10000             /* correctness cases: only a hang would reach it */
 #define SHORT_TIMEOUT_MS 500         /* failure cases */
 #define CASE_LIMIT_S 60              /* a case whose ranks have not all exited by then hung */
 
-static const size_t lengths[] = {0, 1, 7, BIG_LEN};
-#define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
 static char prefix[64]; /* "ddpprof-test-shm-<pid>-": every segment name of this run */
 static int case_number;
 static char segment[128]; /* the current case's segment name */
 
-/* counts and a message from each forked rank */
-struct rank_report {
-    int passed, failed;
-};
-static struct rank_report *reports; /* MAP_SHARED, MAX_WORLD entries */
 
 /* ---------------------------------------------------------------------------------------- */
 /* fp16 / bf16 helpers                                                                       */
@@ -212,70 +208,12 @@ static void check_no_segments(void)
     closedir(d);
 }
 
-typedef void (*rank_fn)(int rank, int world, const void *arg);
-
-/* Fork `world` ranks running fn; expect each to exit 0, or to die by `killed_sig` for the
- * rank `killed_rank`.  Collects the ranks' CHECK counts. */
-static void run_ranks(int world, rank_fn fn, const void *arg, int killed_rank, int killed_sig)
+/* Fork `world` ranks running fn (see comm_parity_fork); then nothing may be left in
+ * /dev/shm. */
+static void run_ranks(int world, comm_rank_fn fn, const void *arg, int killed_rank,
+                      int killed_sig)
 {
-    pid_t pids[MAX_WORLD];
-    memset(reports, 0, sizeof *reports * MAX_WORLD);
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < world; r++) {
-        pids[r] = fork();
-        if (pids[r] < 0) {
-            CHECK(0, "fork: %s", strerror(errno));
-            return;
-        }
-        if (pids[r] == 0) {
-            test_passed = test_failed = 0;
-            fn(r, world, arg);
-            reports[r].passed = test_passed;
-            reports[r].failed = test_failed;
-            fflush(stdout);
-            fflush(stderr);
-            _exit(0);
-        }
-    }
-    int status[MAX_WORLD], done[MAX_WORLD] = {0}, left = world;
-    double give_up = clock_now_s() + CASE_LIMIT_S;
-    while (left > 0) {
-        for (int r = 0; r < world; r++) {
-            if (done[r])
-                continue;
-            pid_t got = waitpid(pids[r], &status[r], WNOHANG);
-            if (got == pids[r]) {
-                done[r] = 1;
-                left--;
-            }
-        }
-        if (left && clock_now_s() > give_up) {
-            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, CASE_LIMIT_S);
-            for (int r = 0; r < world; r++)
-                if (!done[r]) {
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], &status[r], 0);
-                    done[r] = 1;
-                    status[r] = 0;
-                }
-            left = 0;
-        }
-        if (left)
-            clock_sleep_ms(5);
-    }
-    for (int r = 0; r < world; r++) {
-        if (r == killed_rank) {
-            CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == killed_sig,
-                  "case %d: rank %d should have died by signal %d (status %#x)", case_number, r,
-                  killed_sig, status[r]);
-            continue;
-        }
-        CHECK(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0,
-              "case %d: rank %d exited with status %#x", case_number, r, status[r]);
-        test_passed += reports[r].passed;
-        test_failed += reports[r].failed;
-    }
+    comm_parity_fork(world, fn, arg, killed_rank, killed_sig, CASE_LIMIT_S, case_number);
     check_no_segments();
 }
 
@@ -289,55 +227,8 @@ static void rank_input(float *x, size_t n, int rank, uint64_t tag)
     test_fill_uniform(x, n, -1.0f, 1.0f, &seed);
 }
 
-static void rank_input16(uint16_t *x, size_t n, int rank, uint64_t tag, enum comm_dtype dt)
-{
-    float *f = malloc((n ? n : 1) * sizeof *f);
-    rank_input(f, n, rank, tag);
-    for (size_t i = 0; i < n; i++) /* scaled so fp16 sums have rounding to do */
-        x[i] = dt == COMM_F16 ? half_f32_to_f16(f[i] * 300.0f) : half_f32_to_bf16(f[i]);
-    free(f);
-}
-
-/* serial reference: sum over ranks 0..world-1 in order */
-static void ref_sum_f32(float *out, size_t n, int world, uint64_t tag)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (int k = 0; k < world; k++) {
-        rank_input(k ? x : out, n, k, tag);
-        if (k)
-            for (size_t i = 0; i < n; i++)
-                out[i] += x[i];
-    }
-    free(x);
-}
-
-static void ref_sum_16(uint16_t *out, size_t n, int world, uint64_t tag, enum comm_dtype dt)
-{
-    float *acc = malloc((n ? n : 1) * sizeof *acc);
-    uint16_t *x = malloc((n ? n : 1) * sizeof *x);
-    for (int k = 0; k < world; k++) {
-        rank_input16(x, n, k, tag, dt);
-        for (size_t i = 0; i < n; i++) {
-            float v = dt == COMM_F16 ? half_f16_to_f32(x[i]) : half_bf16_to_f32(x[i]);
-            acc[i] = k ? acc[i] + v : v;
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        out[i] = dt == COMM_F16 ? half_f32_to_f16(acc[i]) : half_f32_to_bf16(acc[i]);
-    free(x);
-    free(acc);
-}
-
-static size_t first_diff(const void *a, const void *b, size_t n, size_t es)
-{
-    for (size_t i = 0; i < n; i++)
-        if (memcmp((const char *)a + i * es, (const char *)b + i * es, es))
-            return i;
-    return n;
-}
-
 struct correct_arg {
-    size_t max_bytes;
+    size_t max_bytes, big; /* the slot, the parity driver's largest length */
 };
 
 static struct comm *join(int rank, int world, size_t max_bytes, int timeout_ms)
@@ -363,147 +254,8 @@ static void correct_rank(int rank, int world, const void *argp)
     struct comm *c = join(rank, world, arg->max_bytes, TIMEOUT_MS);
     if (!c)
         return;
-    size_t cap = BIG_LEN;
-    float *buf = malloc(cap * sizeof *buf), *ref = malloc(cap * sizeof *ref);
-    float *gather = malloc((size_t)world * cap * sizeof *gather);
-    uint16_t *h = malloc(cap * sizeof *h), *href = malloc(cap * sizeof *href);
-    uint16_t *hgather = malloc((size_t)world * cap * sizeof *hgather);
-    uint64_t tag = 1;
-
-    for (size_t li = 0; li < NLENGTHS; li++) {
-        size_t n = lengths[li];
-
-        /* broadcast from every root, f32 and f16 (an odd byte count in some cases) */
-        for (int root = 0; root < world; root++, tag++) {
-            rank_input(buf, n, rank, tag);
-            rank_input(ref, n, root, tag);
-            int rc = c->broadcast(c, buf, n, COMM_F32, root);
-            CHECK(rc == 0, "broadcast: %s", error_get());
-            size_t at = first_diff(buf, ref, n, 4);
-            CHECK(at == n, "rank %d: broadcast f32 n=%zu root %d differs at %zu", rank, n, root,
-                  at);
-            rank_input16(h, n, rank, tag, COMM_F16);
-            rank_input16(href, n, root, tag, COMM_F16);
-            rc = c->broadcast(c, h, n, COMM_F16, root);
-            CHECK(rc == 0, "broadcast f16: %s", error_get());
-            at = first_diff(h, href, n, 2);
-            CHECK(at == n, "rank %d: broadcast f16 n=%zu root %d differs at %zu", rank, n, root,
-                  at);
-        }
-
-        /* all-reduce f32: bit-exact against the serial rank-order sum */
-        tag++;
-        rank_input(buf, n, rank, tag);
-        ref_sum_f32(ref, n, world, tag);
-        int rc = comm_allreduce(c, buf, n, COMM_F32);
-        CHECK(rc == 0, "allreduce f32: %s", error_get());
-        size_t at = first_diff(buf, ref, n, 4);
-        CHECK(at == n, "rank %d: all-reduce f32 n=%zu differs at %zu: %.9g vs %.9g", rank, n, at,
-              at < n ? buf[at] : 0.0, at < n ? ref[at] : 0.0);
-
-        /* all-reduce f16 and bf16: fp32 sum in rank order, rounded once */
-        for (enum comm_dtype dt = COMM_F16; dt <= COMM_BF16; dt++) {
-            tag++;
-            rank_input16(h, n, rank, tag, dt);
-            ref_sum_16(href, n, world, tag, dt);
-            rc = comm_allreduce(c, h, n, dt);
-            CHECK(rc == 0, "allreduce dt %d: %s", (int)dt, error_get());
-            at = first_diff(h, href, n, 2);
-            CHECK(at == n, "rank %d: all-reduce dt %d n=%zu differs at %zu: %#x vs %#x", rank,
-                  (int)dt, n, at, at < n ? h[at] : 0, at < n ? href[at] : 0);
-        }
-
-        /* reduce to the first and the last rank: root gets the sum, others keep their input */
-        for (int root = 0; root < world; root += world > 1 ? world - 1 : 1) {
-            tag++;
-            rank_input(buf, n, rank, tag);
-            if (rank == root)
-                ref_sum_f32(ref, n, world, tag);
-            else
-                rank_input(ref, n, rank, tag);
-            rc = c->reduce(c, buf, n, COMM_F32, root);
-            CHECK(rc == 0, "reduce: %s", error_get());
-            at = first_diff(buf, ref, n, 4);
-            CHECK(at == n, "rank %d: reduce f32 n=%zu root %d differs at %zu", rank, n, root, at);
-            rank_input16(h, n, rank, tag, COMM_BF16);
-            if (rank == root)
-                ref_sum_16(href, n, world, tag, COMM_BF16);
-            else
-                rank_input16(href, n, rank, tag, COMM_BF16);
-            rc = c->reduce(c, h, n, COMM_BF16, root);
-            CHECK(rc == 0, "reduce bf16: %s", error_get());
-            at = first_diff(h, href, n, 2);
-            CHECK(at == n, "rank %d: reduce bf16 n=%zu root %d differs at %zu", rank, n, root, at);
-        }
-
-        /* all-gather: rank order */
-        tag++;
-        rank_input(buf, n, rank, tag);
-        rc = c->allgather(c, buf, gather, n, COMM_F32);
-        CHECK(rc == 0, "allgather: %s", error_get());
-        for (int k = 0; k < world; k++) {
-            rank_input(ref, n, k, tag);
-            at = first_diff(gather + (size_t)k * n, ref, n, 4);
-            CHECK(at == n, "rank %d: all-gather n=%zu block %d differs at %zu", rank, n, k, at);
-        }
-        rank_input16(h, n, rank, tag, COMM_F16);
-        rc = c->allgather(c, h, hgather, n, COMM_F16);
-        CHECK(rc == 0, "allgather f16: %s", error_get());
-        for (int k = 0; k < world; k++) {
-            rank_input16(href, n, k, tag, COMM_F16);
-            at = first_diff(hgather + (size_t)k * n, href, n, 2);
-            CHECK(at == n, "rank %d: all-gather f16 n=%zu block %d differs at %zu", rank, n, k,
-                  at);
-        }
-
-        CHECK(c->barrier(c) == 0, "barrier: %s", error_get());
-    }
-
-    /* several asynchronous all-reduces in flight, a blocking broadcast queued behind them,
-     * then waited in order */
-    enum { NASYNC = 5 };
-    const size_t alen[NASYNC] = {BIG_LEN, 7, 0, 4099, 1};
-    float *abuf[NASYNC];
-    struct comm_work *work[NASYNC];
-    uint64_t atag = 1000;
-    for (int i = 0; i < NASYNC; i++) {
-        abuf[i] = malloc((alen[i] ? alen[i] : 1) * sizeof(float));
-        rank_input(abuf[i], alen[i], rank, atag + (uint64_t)i);
-        work[i] = c->allreduce_async(c, abuf[i], alen[i], COMM_F32);
-        CHECK(work[i] != NULL, "allreduce_async %d: %s", i, error_get());
-    }
-    rank_input(buf, 7, rank, atag + 99);
-    rank_input(ref, 7, world - 1, atag + 99);
-    CHECK(c->broadcast(c, buf, 7, COMM_F32, world - 1) == 0, "broadcast behind async: %s",
-          error_get());
-    CHECK(first_diff(buf, ref, 7, 4) == 7, "rank %d: broadcast behind async work differs", rank);
-    for (int i = 0; i < NASYNC; i++) {
-        if (!work[i])
-            continue;
-        int rc = c->wait(c, work[i], NULL);
-        CHECK(rc == 0, "wait %d: %s", i, error_get());
-        float *r = malloc((alen[i] ? alen[i] : 1) * sizeof *r);
-        ref_sum_f32(r, alen[i], world, atag + (uint64_t)i);
-        size_t at = first_diff(abuf[i], r, alen[i], 4);
-        CHECK(at == alen[i], "rank %d: async all-reduce %d (n=%zu) differs at %zu", rank, i,
-              alen[i], at);
-        free(r);
-        free(abuf[i]);
-    }
-
-    /* a handle left unwaited is freed by destroy (ASan would see a leak otherwise) */
-    rank_input(buf, 7, rank, 5);
-    struct comm_work *unwaited = c->allreduce_async(c, buf, 7, COMM_F32);
-    CHECK(unwaited != NULL, "allreduce_async: %s", error_get());
-    CHECK(c->barrier(c) == 0, "final barrier: %s", error_get()); /* orders it: buf is done */
-
+    comm_parity_run(c, arg->big, 1); /* sums bit-exact in rank order */
     c->destroy(c);
-    free(buf);
-    free(ref);
-    free(gather);
-    free(h);
-    free(href);
-    free(hgather);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -819,23 +571,17 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(prefix, sizeof prefix, "ddpprof-test-shm-%d-", (int)getpid());
-    reports = mmap(NULL, sizeof *reports * MAX_WORLD, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (reports == MAP_FAILED) {
-        perror("mmap");
-        return 1;
-    }
 
     test_half_known_values();
 
     for (int world = 1; world <= MAX_WORLD; world++) {
-        struct correct_arg small = {SMALL_SLOT};
+        struct correct_arg small = {SMALL_SLOT, CHUNKED_LEN};
         char what[96];
         snprintf(what, sizeof what, "world %d, 64 KiB slot (chunked)", world);
         case_begin(what);
         run_ranks(world, correct_rank, &small, -1, 0);
     }
-    struct correct_arg large = {LARGE_SLOT};
+    struct correct_arg large = {LARGE_SLOT, BIG_LEN};
     case_begin("world 3, 8 MiB slot (one chunk)");
     run_ranks(3, correct_rank, &large, -1, 0);
 

@@ -25,7 +25,7 @@
 
 static void test_counts_and_words(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     char words[128];
     CHECK(device_ranks(&o) == 1, "no device given: %d ranks, want 1", device_ranks(&o));
@@ -50,7 +50,7 @@ static void test_counts_and_words(void)
 
 static void test_cpu_rank(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.cpu_ranks = 1;
     o.threads = 1;
@@ -108,7 +108,7 @@ static void test_cpu_rank(void)
  * world); explicit choices a CPU rank cannot use are one line saying what to pick. */
 static void test_comm_choice(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.cpu_ranks = 1;
     o.threads = 1;
@@ -120,7 +120,7 @@ static void test_comm_choice(void)
     if (!st)
         return;
 
-    o.comm = TRAIN_COMM_NCCL;
+    o.comm = device_comm_index("nccl");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     CHECK(device_comm_open(&d, st, 0, 1, port) == -1 && strstr(error_get(), "--comm nccl") &&
               strstr(error_get(), "GPU"),
@@ -128,14 +128,14 @@ static void test_comm_choice(void)
     device_close(&d);
 
     /* auto, with this host holding 1 of 2 ranks: gloo would be picked; ask for shm */
-    o.comm = TRAIN_COMM_SHM;
+    o.comm = device_comm_index("shm");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     CHECK(device_comm_open(&d, st, 0, 2, port) == -1 && strstr(error_get(), "one host") &&
               strstr(error_get(), "gloo"),
           "--comm shm across hosts: %s", error_get());
     device_close(&d);
 
-    o.comm = TRAIN_COMM_GLOO;
+    o.comm = device_comm_index("gloo");
     CHECK(device_open(&d, &o, 0, 0, 1) == 0, "device_open: %s", error_get());
     int rc = device_comm_open(&d, st, 0, 1, port);
     if (comm_gloo_available()) {
@@ -156,7 +156,7 @@ static void test_comm_choice(void)
     if (!st)
         return;
     CHECK(store_set(st, "device/host/1", "elsewhere", 9) == 0, "set: %s", error_get());
-    o.comm = TRAIN_COMM_AUTO;
+    o.comm = device_comm_index("auto");
     o.timeout_ms = 500;
     CHECK(device_open(&d, &o, 0, 0, 2) == 0, "device_open: %s", error_get());
     rc = device_comm_open(&d, st, 0, 2, port);
@@ -168,7 +168,7 @@ static void test_comm_choice(void)
 
 static void test_missing_gpu(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     o.ngpus = 1;
     o.gpus[0] = 1000;
@@ -191,7 +191,7 @@ static void test_missing_gpu(void)
 
 static void test_pick(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     char note[256] = "";
     o.cpu_ranks = 3;
@@ -212,7 +212,7 @@ static void test_pick(void)
 
 static void test_shared_gpu(void)
 {
-    struct train_opts o;
+    struct device_opts o;
     memset(&o, 0, sizeof o);
     CHECK(!device_gpus_shared(&o), "CPU ranks share a GPU");
     o.ngpus = 2;

@@ -18,7 +18,7 @@
  * stream mode at most 2 host syncs (found_inf and the loss) and at most 2 settles, each
  * right before a download; blocking mode more (a check that the counting sees the waits).
  *
- * The step is train.c's rank_step in the same order (forward, loss, scaled backward with
+ * The step is train_step.c's rank_step in the same order (forward, loss, scaled backward with
  * the reducer's hook, reducer_finish, the loss's global mean, unscale + found_inf, SGD). */
 #include "backend/backend.h"
 #include "comm/comm.h"
@@ -237,7 +237,7 @@ struct setup {
     int32_t *y;
 };
 
-/* train.c's rank_step, in its order, without the probes */
+/* train_step.c's rank_step, in its order, without the probes */
 static int step(struct setup *s, float *loss)
 {
     struct backend *be = s->be;

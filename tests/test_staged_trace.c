@@ -3,7 +3,7 @@
  *
  * Two forked CPU ranks run the staged comm (comm_staged.c over the shm comm, a fake device
  * whose copies are memcpy) through the probe calls the trainer's reducer observer makes
- * (train.c: probe_bucket_launch, the async all-reduce, probe_bucket_issued, wait,
+ * (train_session.c: probe_bucket_launch, the async all-reduce, probe_bucket_issued, wait,
  * probe_bucket_range with the comm's span), 3 steps of 3 buckets, with the probe told the
  * comm is host-staged as device.c tells it.  Then each rank's trace must hold, per step and
  * bucket, one host row allreduce.bN (the shm collective's span) and one device row

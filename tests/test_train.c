@@ -45,15 +45,15 @@ static void test_training_lowers_loss(void)
     char *dir = test_tmpdir();
     struct train_opts o;
     train_opts_default(&o);
-    o.data_dir = data_dir;
-    o.epochs = 4;
-    o.limit = 2000;
-    o.test_limit = 2000;
-    o.lr = 0.01f;
-    o.momentum = 0.9f;
-    o.out_dir = dir;
-    o.quiet = 1;
-    o.threads = 2;
+    o.data.dir = data_dir;
+    o.run.epochs = 4;
+    o.data.limit = 2000;
+    o.data.test_limit = 2000;
+    o.optim.lr = 0.01f;
+    o.optim.momentum = 0.9f;
+    o.run.out_dir = dir;
+    o.run.quiet = 1;
+    o.dev.threads = 2;
     int rc = train_run(&o, NULL);
     CHECK(rc == 0, "train_run: %s", rc ? "failed" : "");
 

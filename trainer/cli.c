@@ -8,6 +8,7 @@
 #include "launch/dist_env.h"
 #include "launch/launcher.h"
 #include "nn/optim.h"
+#include "probes/runlog.h"
 
 #include <errno.h>
 #include <math.h>
@@ -44,9 +45,14 @@ struct cli_option {
     double scale;         /* CLI_DOUBLE into an int field: stored units per 1 (0: none) */
     int flag_value;       /* CLI_FLAG */
     const struct cli_choice *choices; /* CLI_ENUM, ended by a NULL name */
+    const char *(*choice_at)(int i); /* CLI_ENUM without choices: the i-th name (value i),
+                                        NULL past the end (a registry elsewhere) */
     const char *metavar;  /* "N", "DIR" (CLI_ENUM: made from the choices) */
     const char *dflt;     /* the default in words where the value alone would mislead;
                              NULL: the value in cli_defaults; "": no default shown */
+    const char *meta;     /* its key in meta.csv, written by cli_write_meta (NULL: none
+                             there, or written by the run itself) */
+    const char *model;    /* the one --model it applies to (recorded only for it), or NULL */
     int always;           /* in every child argv: its default depends on other options */
     int local;            /* never in a child argv (--help) */
     const char *group;
@@ -69,11 +75,6 @@ static const struct cli_choice dataset_choices[] = {
     {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
 static const struct cli_choice optimizer_choices[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {NULL, 0}};
-static const struct cli_choice comm_choices[] = {{"auto", TRAIN_COMM_AUTO},
-                                                 {"shm", TRAIN_COMM_SHM},
-                                                 {"gloo", TRAIN_COMM_GLOO},
-                                                 {"nccl", TRAIN_COMM_NCCL},
-                                                 {NULL, 0}};
 static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
                                                       {"direct", CONV_ALGO_DIRECT},
                                                       {"winograd", CONV_ALGO_WINOGRAD},
@@ -82,11 +83,10 @@ static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
 _Static_assert(sizeof(enum cli_runs) == sizeof(int) && sizeof(enum train_mode) == sizeof(int) &&
                    sizeof(enum amp_dtype) == sizeof(int) &&
                    sizeof(enum probe_mode) == sizeof(int) &&
-                   sizeof(enum train_comm) == sizeof(int) &&
                    sizeof(enum conv_algo) == sizeof(int),
                "CLI_ENUM stores an int");
-_Static_assert(sizeof(((struct train_opts *)0)->dataset) == sizeof(int) &&
-                   sizeof(((struct train_opts *)0)->optimizer) == sizeof(int),
+_Static_assert(sizeof(((struct train_opts *)0)->data.dataset) == sizeof(int) &&
+                   sizeof(((struct train_opts *)0)->optim.kind) == sizeof(int),
                "--dataset and --optimizer are ints");
 
 #define G_DEV "devices"
@@ -99,11 +99,11 @@ _Static_assert(sizeof(((struct train_opts *)0)->dataset) == sizeof(int) &&
 
 /* in --help order, grouped */
 static const struct cli_option cli_options[] = {
-    {"--cpu", NULL, CLI_INT, CLI_ALL, FIELD(train.cpu_ranks), .min = 1, .max = 1024,
+    {"--cpu", NULL, CLI_INT, CLI_ALL, FIELD(train.dev.cpu_ranks), .min = 1, .max = 1024,
      .metavar = "N", .group = G_DEV,
      .dflt = "1 for train; the main job takes every GPU, else 2 CPU ranks, 1 on one core",
      .help = "N CPU ranks"},
-    {"--gpu", NULL, CLI_LIST, CLI_ALL, FIELD(train.gpus), FIELD2(train.ngpus), .max = 1023,
+    {"--gpu", NULL, CLI_LIST, CLI_ALL, FIELD(train.dev.gpus), FIELD2(train.dev.ngpus), .max = 1023,
      .metavar = "LIST", .group = G_DEV,
      .help = "GPUs, one rank each, e.g. 0,1 (needs a CUDA build and a GPU); a GPU listed "
              "twice, e.g. 0,0, runs two ranks on it with host-staged shm collectives "
@@ -127,68 +127,69 @@ static const struct cli_option cli_options[] = {
     {"--model", NULL, CLI_STRING, CLI_ALL, FIELD(train.model), .metavar = "NAME",
      .group = G_TRAIN, .help = "the model to train: convnet (the DDP tutorial's) or resnet18 "
                                "(the distributed-training example's, CIFAR-10)"},
-    {"--resnet-width", NULL, CLI_INT, CLI_ALL, FIELD(train.resnet_width), .min = 1,
-     .max = 4096, .metavar = "N", .group = G_TRAIN,
+    {"--resnet-width", NULL, CLI_INT, CLI_ALL, FIELD(train.model_opts.width), .min = 1,
+     .max = 4096, .metavar = "N", .group = G_TRAIN, .meta = "resnet_width",
+     .model = "resnet18",
      .help = "resnet18: channels of its first stage, doubled at each of the next three (64 is "
              "the example's network; smaller ones keep its structure and names)"},
-    {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.epochs), .min = 1, .max = 1000000,
+    {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.run.epochs), .min = 1, .max = 1000000,
      .metavar = "N", .group = G_TRAIN, .help = "epochs"},
-    {"--batch-size", "-b", CLI_INT, CLI_ALL, FIELD(train.batch_size), .min = 1, .max = 65536,
+    {"--batch-size", "-b", CLI_INT, CLI_ALL, FIELD(train.data.batch_size), .min = 1, .max = 65536,
      .metavar = "N", .group = G_TRAIN, .help = "batch size per rank"},
-    {"--optimizer", NULL, CLI_ENUM, CLI_ALL, FIELD(train.optimizer),
+    {"--optimizer", NULL, CLI_ENUM, CLI_ALL, FIELD(train.optim.kind),
      .choices = optimizer_choices, .group = G_TRAIN,
      .help = "torch.optim.SGD, or Adam with PyTorch's defaults (betas 0.9, 0.999, eps 1e-8)"},
-    {"--lr", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.lr), .min = 0.0, .max = 1e6,
+    {"--lr", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.optim.lr), .min = 0.0, .max = 1e6,
      .metavar = "X", .group = G_TRAIN, .help = "learning rate"},
-    {"--lr-scale-by-world", NULL, CLI_FLAG, CLI_ALL, FIELD(train.lr_scale_by_world),
+    {"--lr-scale-by-world", NULL, CLI_FLAG, CLI_ALL, FIELD(train.optim.lr_scale_by_world),
      .flag_value = 1, .group = G_TRAIN,
      .help = "train with the learning rate times the number of ranks (the example's "
              "lr * GPUs)"},
-    {"--momentum", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.momentum), .min = 0.0, .max = 1.0,
+    {"--momentum", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.optim.momentum), .min = 0.0, .max = 1.0,
      .metavar = "X", .group = G_TRAIN, .help = "SGD momentum"},
-    {"--weight-decay", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.weight_decay), .min = 0.0,
+    {"--weight-decay", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.optim.weight_decay), .min = 0.0,
      .max = 1e6, .metavar = "X", .group = G_TRAIN, .help = "weight decay (SGD and Adam)"},
     {"--seed", NULL, CLI_INT, CLI_ALL, FIELD(train.seed), .min = 0, .max = 0x7fffffff,
      .metavar = "N", .group = G_TRAIN, .help = "shuffling and initialisation seed"},
-    {"--no-shuffle", NULL, CLI_FLAG, CLI_ALL, FIELD(train.shuffle), .flag_value = 0,
+    {"--no-shuffle", NULL, CLI_FLAG, CLI_ALL, FIELD(train.data.shuffle), .flag_value = 0,
      .group = G_TRAIN, .help = "keep the data set order"},
-    {"--limit", NULL, CLI_INT, CLI_ALL, FIELD(train.limit), .min = 1, .max = 0x7fffffff,
+    {"--limit", NULL, CLI_INT, CLI_ALL, FIELD(train.data.limit), .min = 1, .max = 0x7fffffff,
      .metavar = "N", .dflt = "all", .group = G_TRAIN,
      .help = "train on the first N samples only"},
-    {"--test-limit", NULL, CLI_INT, CLI_ALL, FIELD(train.test_limit), .min = 1,
+    {"--test-limit", NULL, CLI_INT, CLI_ALL, FIELD(train.data.test_limit), .min = 1,
      .max = 0x7fffffff, .metavar = "N", .dflt = "all", .group = G_TRAIN,
      .help = "test on the first N samples only"},
-    {"--drop-last", NULL, CLI_FLAG, CLI_ALL, FIELD(train.drop_last), .flag_value = 1,
+    {"--drop-last", NULL, CLI_FLAG, CLI_ALL, FIELD(train.data.drop_last), .flag_value = 1,
      .group = G_TRAIN, .help = "drop each epoch's last incomplete batch (DataLoader's "
                                "drop_last)"},
-    {"--dataset", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dataset), .choices = dataset_choices,
+    {"--dataset", NULL, CLI_ENUM, CLI_ALL, FIELD(train.data.dataset), .choices = dataset_choices,
      .group = G_TRAIN,
      .help = "the data: IDX files (train-images-idx3-ubyte, ...) or CIFAR-10 binary batches "
              "(cifar-10-batches-bin: data_batch_1.bin .. data_batch_5.bin, test_batch.bin) in "
              "--data, or 5000 training and 1000 test synthetic images from --seed (accuracy on "
              "them is meaningless); auto: IDX for convnet, for resnet18 CIFAR-10 when --data "
              "holds data_batch_1.bin, else synthetic. Nothing is downloaded"},
-    {"--data", NULL, CLI_STRING, CLI_ALL, FIELD(train.data_dir), .metavar = "DIR",
+    {"--data", NULL, CLI_STRING, CLI_ALL, FIELD(train.data.dir), .metavar = "DIR",
      .group = G_TRAIN,
      .help = "data directory"},
-    {"--normalize", NULL, CLI_PAIR, CLI_ALL, FIELD(train.norm_mean), FIELD2(train.norm_std),
-     .metavar = "MEAN,STD", .group = G_TRAIN,
+    {"--normalize", NULL, CLI_PAIR, CLI_ALL, FIELD(train.data.norm_mean),
+     FIELD2(train.data.norm_std), .metavar = "MEAN,STD", .group = G_TRAIN,
      .help = "normalise 1-channel pixels after scaling to [0,1] (3x32x32 images always use "
              "CIFAR-10's per-channel statistics)"},
-    {"--init", NULL, CLI_STRING, CLI_ALL, FIELD(train.init_path), .metavar = "FILE",
+    {"--init", NULL, CLI_STRING, CLI_ALL, FIELD(train.run.init_path), .metavar = "FILE",
      .group = G_TRAIN, .help = "start from a safetensors state_dict (PyTorch names)"},
-    {"--resume", NULL, CLI_STRING, CLI_ALL, FIELD(train.resume_path), .metavar = "CKPT",
+    {"--resume", NULL, CLI_STRING, CLI_ALL, FIELD(train.run.resume_path), .metavar = "CKPT",
      .group = G_TRAIN,
      .help = "continue from a checkpoint.safetensors (or epoch_N.safetensors) of an earlier "
              "run"},
-    {"--checkpoint-every", NULL, CLI_INT, CLI_ALL, FIELD(train.checkpoint_every), .min = 1,
+    {"--checkpoint-every", NULL, CLI_INT, CLI_ALL, FIELD(train.run.checkpoint_every), .min = 1,
      .max = 0x7fffffff, .metavar = "STEPS", .dflt = "every epoch only", .group = G_TRAIN,
      .help = "rank 0 also saves checkpoint.safetensors every STEPS steps (resumable "
              "mid-epoch with the same ranks and batch size)"},
-    {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.threads), .min = 1, .max = 1024,
+    {"--threads", NULL, CLI_INT, CLI_ALL, FIELD(train.dev.threads), .min = 1, .max = 1024,
      .metavar = "N", .dflt = "cores / ranks", .group = G_TRAIN,
      .help = "CPU threads per rank"},
-    {"--conv-algo", NULL, CLI_ENUM, CLI_ALL, FIELD(train.conv_algo),
+    {"--conv-algo", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.conv_algo),
      .choices = conv_algo_choices, .group = G_TRAIN,
      .help = "CPU ranks' convolution algorithms: auto, the fastest within PyTorch's accuracy "
              "(per op within 4x of PyTorch float32's error against float64: direct, GEMM and "
@@ -196,20 +197,20 @@ static const struct cli_option cli_options[] = {
              "oneDNN's Winograd F(4x4,3x3) on AVX-512 machines, faster and less exact "
              "(README, Convolution algorithms). GPU ranks: cuDNN chooses"},
 
-    {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.out_dir), .metavar = "DIR",
+    {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.run.out_dir), .metavar = "DIR",
      .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},
-    {"--overwrite", NULL, CLI_FLAG, CLI_ALL, FIELD(train.overwrite), .flag_value = 1,
+    {"--overwrite", NULL, CLI_FLAG, CLI_ALL, FIELD(train.run.overwrite), .flag_value = 1,
      .group = G_OUT,
      .help = "reuse a non-empty run directory: its run files (meta.csv, metrics.csv, every "
              "rankN.trace.csv, a killed checkpoint writer's temporary) are removed first; "
              "without it a non-empty --out is refused"},
-    {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.quiet), .flag_value = 1, .group = G_OUT,
+    {"--quiet", NULL, CLI_FLAG, CLI_ALL, FIELD(train.run.quiet), .flag_value = 1, .group = G_OUT,
      .help = "no progress lines"},
-    {"--save-every-epoch", NULL, CLI_FLAG, CLI_ALL, FIELD(train.save_every_epoch),
+    {"--save-every-epoch", NULL, CLI_FLAG, CLI_ALL, FIELD(train.run.save_every_epoch),
      .flag_value = 1, .group = G_OUT,
      .help = "rank 0 also writes epoch_N.safetensors (model and optimizer state, for "
              "--resume) after each epoch N"},
-    {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.trace), .choices = trace_choices,
+    {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.run.trace), .choices = trace_choices,
      .group = G_OUT, .help = "probes: nothing, NVTX + host trace, + CUDA events/CUPTI"},
     {"--warmup-steps", NULL, CLI_INT, CLI_MAIN, FIELD(warmup_steps), .min = 0, .max = 1000000,
      .metavar = "N", .group = G_OUT,
@@ -217,30 +218,30 @@ static const struct cli_option cli_options[] = {
      .help = "the report leaves each run's first N steps out of the per-step statistics "
              "(phases, overlap, buckets, stragglers); 0 keeps them all"},
 
-    {"--amp", NULL, CLI_ENUM, CLI_ALL, FIELD(train.amp), .choices = amp_choices, .always = 1,
+    {"--amp", NULL, CLI_ENUM, CLI_ALL, FIELD(train.amp.dtype), .choices = amp_choices, .always = 1,
      .dflt = "fp16 for ddp, off for baseline", .group = G_AMP,
      .help = "autocast conv/linear; in the main job it applies to the DDP run, the baseline "
              "stays fp32"},
-    {"--loss-scale-init", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_init), .min = 1e-30,
+    {"--loss-scale-init", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.amp.scale_init), .min = 1e-30,
      .max = 1e30, .metavar = "X", .group = G_AMP, .help = "GradScaler initial scale"},
-    {"--loss-scale-growth", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_growth), .min = 1.0,
+    {"--loss-scale-growth", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.amp.scale_growth), .min = 1.0,
      .max = 1e6, .metavar = "X", .group = G_AMP, .help = "growth factor"},
-    {"--loss-scale-backoff", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.scale_backoff),
+    {"--loss-scale-backoff", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.amp.scale_backoff),
      .min = 1e-6, .max = 1.0, .metavar = "X", .group = G_AMP, .help = "backoff factor"},
-    {"--loss-scale-interval", NULL, CLI_INT, CLI_ALL, FIELD(train.scale_interval), .min = 1,
+    {"--loss-scale-interval", NULL, CLI_INT, CLI_ALL, FIELD(train.amp.scale_interval), .min = 1,
      .max = 0x7fffffff, .metavar = "N", .group = G_AMP,
      .help = "clean steps before growing"},
 
-    {"--bucket-cap-mb", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.bucket_cap_mb), .min = 1e-6,
+    {"--bucket-cap-mb", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.ddp.bucket_cap_mb), .min = 1e-6,
      .max = 1e6, .metavar = "X", .group = G_DDP,
      .help = "gradient bucket cap in MiB, fractions allowed"},
-    {"--no-sync-bn", NULL, CLI_FLAG, CLI_ALL, FIELD(train.sync_bn), .flag_value = 0,
+    {"--no-sync-bn", NULL, CLI_FLAG, CLI_ALL, FIELD(train.ddp.sync_bn), .flag_value = 0,
      .group = G_DDP, .help = "keep BatchNorm local instead of SyncBatchNorm"},
-    {"--comm", NULL, CLI_ENUM, CLI_ALL, FIELD(train.comm), .choices = comm_choices,
+    {"--comm", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.comm), .choice_at = device_comm_name,
      .group = G_DDP,
      .help = "collectives: auto is nccl on GPUs, shm when every CPU rank is on one host, "
              "gloo otherwise"},
-    {"--timeout", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.timeout_ms), .min = 0.001,
+    {"--timeout", NULL, CLI_DOUBLE, CLI_ALL, FIELD(train.dev.timeout_ms), .min = 0.001,
      .max = 1e6, .scale = 1000.0, .metavar = "S", .group = G_DDP,
      .help = "seconds any collective or rendezvous may wait"},
     {"--master-addr", NULL, CLI_STRING, CLI_ALL, FIELD(master_addr), .metavar = "A",
@@ -316,7 +317,7 @@ int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd)
 
 int cli_world(const struct cli *c)
 {
-    return c->nnodes * device_ranks(&c->train);
+    return c->nnodes * device_ranks(&c->train.dev);
 }
 
 static void cli_mark(struct cli *c, const char *name, enum cli_command cmd, int given)
@@ -443,17 +444,28 @@ static int cli_parse_list(const char *opt, const char *s, long max, int *list, i
 }
 
 /* "a, b or c" */
-static void cli_choice_list(const struct cli_choice *ch, const char *sep, const char *last,
+/* option o's i-th choice (its value in *value), NULL past the end */
+static const char *cli_choice(const struct cli_option *o, int i, int *value)
+{
+    if (o->choice_at) {
+        *value = i;
+        return o->choice_at(i);
+    }
+    *value = o->choices[i].value;
+    return o->choices[i].name;
+}
+
+static void cli_choice_list(const struct cli_option *o, const char *sep, const char *last,
                             char *buf, size_t cap)
 {
     size_t at = 0;
-    int n = 0;
-    while (ch[n].name)
+    int n = 0, value;
+    while (cli_choice(o, n, &value))
         n++;
     buf[0] = '\0';
     for (int i = 0; i < n && at < cap; i++) {
         int w = snprintf(buf + at, cap - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep,
-                         ch[i].name);
+                         cli_choice(o, i, &value));
         if (w < 0)
             break;
         at += (size_t)w;
@@ -489,15 +501,18 @@ static int cli_set(struct cli *c, const struct cli_option *o, const char *opt, c
     case CLI_STRING:
         memcpy(cli_field(c, o->offset), &v, sizeof v);
         return 0;
-    case CLI_ENUM:
-        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
-            if (strcmp(v, ch->name) == 0) {
-                cli_set_int(c, o, ch->value);
+    case CLI_ENUM: {
+        int value;
+        const char *name;
+        for (int i = 0; (name = cli_choice(o, i, &value)); i++)
+            if (strcmp(v, name) == 0) {
+                cli_set_int(c, o, value);
                 return 0;
             }
         char names[128];
-        cli_choice_list(o->choices, ", ", " or ", names, sizeof names);
+        cli_choice_list(o, ", ", " or ", names, sizeof names);
         return error_set("%s: '%s' is not %s", opt, v, names);
+    }
     case CLI_LIST:
         return cli_parse_list(opt, v, (long)o->max, cli_field(c, o->offset),
                               cli_field(c, o->offset2));
@@ -514,21 +529,21 @@ static int cli_resolve(struct cli *c, enum cli_command cmd)
     if (c->node_rank >= c->nnodes)
         return error_set("--node-rank %d is not below --nnodes %d (nodes count from 0)",
                          c->node_rank, c->nnodes);
-    if (c->nproc_per_node && t->ngpus && c->nproc_per_node != t->ngpus)
+    if (c->nproc_per_node && t->dev.ngpus && c->nproc_per_node != t->dev.ngpus)
         return error_set("--nproc-per-node %d but --gpu lists %d GPU%s: one rank per GPU",
-                         c->nproc_per_node, t->ngpus, t->ngpus == 1 ? "" : "s");
-    if (c->nproc_per_node && t->cpu_ranks && c->nproc_per_node != t->cpu_ranks)
+                         c->nproc_per_node, t->dev.ngpus, t->dev.ngpus == 1 ? "" : "s");
+    if (c->nproc_per_node && t->dev.cpu_ranks && c->nproc_per_node != t->dev.cpu_ranks)
         return error_set("--nproc-per-node %d and --cpu %d disagree: give one of them",
-                         c->nproc_per_node, t->cpu_ranks);
-    if (c->nproc_per_node && !t->ngpus)
-        t->cpu_ranks = c->nproc_per_node;
+                         c->nproc_per_node, t->dev.cpu_ranks);
+    if (c->nproc_per_node && !t->dev.ngpus)
+        t->dev.cpu_ranks = c->nproc_per_node;
     int ranks = cli_world(c);
     if (cmd == CLI_WORKER)
         t->mode = TRAIN_DDP; /* one rank of a DDP job */
     else if (!cli_given(c, "--mode", CLI_TRAIN) && ranks > 1)
         t->mode = TRAIN_DDP;
     if (!cli_given(c, "--amp", cmd)) /* the tutorial: DDP + AMP, the baseline in fp32 */
-        t->amp = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
+        t->amp.dtype = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
     if (cmd == CLI_TRAIN && t->mode == TRAIN_BASELINE && ranks > 1)
         return error_set("--mode baseline runs one process: give one device (or --mode ddp)");
     return 0;
@@ -558,7 +573,7 @@ int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int fi
     }
     if (c->help)
         return 0;
-    if (c->train.cpu_ranks && c->train.ngpus)
+    if (c->train.dev.cpu_ranks && c->train.dev.ngpus)
         return error_set("--cpu and --gpu exclude each other: pick one");
     return cli_resolve(c, cmd);
 }
@@ -567,7 +582,7 @@ int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, str
 {
     *run = *c;
     if (mode == TRAIN_BASELINE) {
-        device_keep_first(&run->train);
+        device_keep_first(&run->train.dev);
         cli_mark(run, "--amp", CLI_TRAIN, 0); /* the baseline stays fp32 */
         /* one process on this node (node 0's main job makes it), nothing to restart */
         run->nnodes = 1;
@@ -577,7 +592,7 @@ int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, str
     }
     run->train.mode = mode;
     cli_mark(run, "--mode", CLI_TRAIN, 1);
-    run->train.out_dir = out;
+    run->train.run.out_dir = out;
     return cli_resolve(run, CLI_TRAIN);
 }
 
@@ -629,9 +644,11 @@ static int cli_format(const struct cli *c, const struct cli_option *o, char *buf
     }
     case CLI_ENUM: {
         int64_t v = cli_get_int(c, o);
-        for (const struct cli_choice *ch = o->choices; ch->name; ch++)
-            if (ch->value == v) {
-                snprintf(buf, cap, "%s", ch->name);
+        int value;
+        const char *name;
+        for (int i = 0; (name = cli_choice(o, i, &value)); i++)
+            if (value == v) {
+                snprintf(buf, cap, "%s", name);
                 return 1;
             }
         snprintf(buf, cap, "%lld", (long long)v);
@@ -672,6 +689,26 @@ static int cli_differs(const struct cli *c, const struct cli *d, const struct cl
     char a[1024], b[1024];
     int ha = cli_format(c, o, a, sizeof a), hb = cli_format(d, o, b, sizeof b);
     return ha != hb || strcmp(a, b) != 0;
+}
+
+/* ------------------------------------------------------------------ meta.csv */
+
+void cli_write_meta(const struct train_opts *o, struct runlog *log)
+{
+    struct cli c;
+    cli_defaults(&c);
+    c.train = *o;
+    for (int i = 0; i < CLI_NOPTIONS; i++) {
+        const struct cli_option *opt = &cli_options[i];
+        char value[1024];
+        if (!opt->meta || (opt->model && strcmp(opt->model, o->model) != 0))
+            continue;
+        if (opt->kind == CLI_FLAG)
+            snprintf(value, sizeof value, "%lld", (long long)cli_get_int(&c, opt));
+        else
+            cli_format(&c, opt, value, sizeof value);
+        runlog_meta(log, opt->meta, "%s", value);
+    }
 }
 
 /* ------------------------------------------------------------------ child argv */
@@ -777,7 +814,7 @@ void cli_usage(FILE *out)
             fprintf(out, "%s:\n", group = o->group);
         char meta[128], left[192], text[512], value[1024];
         if (o->kind == CLI_ENUM)
-            cli_choice_list(o->choices, "|", "|", meta, sizeof meta);
+            cli_choice_list(o, "|", "|", meta, sizeof meta);
         else
             snprintf(meta, sizeof meta, "%s", o->metavar ? o->metavar : "");
         snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "",

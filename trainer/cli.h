@@ -1,9 +1,10 @@
 /* cli.h — the command line, described once.
  *
- * One table in cli.c (name, short alias, kind, field, bounds, default, help, group) drives
- * parsing, the --help text (defaults printed from cli_defaults, not written by hand) and
- * the argv of every child process (cli_argv): the main job starts `train` runs, `train`
- * starts `worker` ranks, and each child parses back exactly its parent's options.
+ * One table in cli.c (name, short alias, kind, field, bounds, default, help, group, meta.csv
+ * key) drives parsing, the --help text (defaults printed from cli_defaults, not written by
+ * hand), the argv of every child process (cli_argv: the main job starts `train` runs, `train`
+ * starts `worker` ranks, and each child parses back exactly its parent's options) and the
+ * options' lines of meta.csv that the run does not compute itself (cli_write_meta).
  *
  * Commands: the main job (`ddpprof [options]`), `ddpprof train` and `ddpprof worker` take
  * the same options, except --mode: the main job's says which runs to make
@@ -21,6 +22,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+
+struct runlog;
 
 enum cli_command { CLI_MAIN = 1, CLI_TRAIN = 2, CLI_WORKER = 4 };
 
@@ -72,6 +75,11 @@ int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, str
  * free with cli_argv_free.  NULL + error_set when out of memory. */
 char **cli_argv(const struct cli *c, enum cli_command to, const char *prog);
 void cli_argv_free(char **argv);
+
+/* meta.csv's lines of the options the table records (those with a meta key; one that
+ * applies to one model only when o->model is that one), in table order, each value as the
+ * command line spells it (a flag as 0 or 1).  The run writes them after the model's line. */
+void cli_write_meta(const struct train_opts *o, struct runlog *log);
 
 /* The usage text, with every option of the table and its default. */
 void cli_usage(FILE *out);

@@ -21,12 +21,12 @@
 /* the shm comm's per-rank slot: larger collectives move in chunks of half of it */
 #define DEVICE_SHM_BYTES ((size_t)4 << 20)
 
-int device_ranks(const struct train_opts *o)
+int device_ranks(const struct device_opts *o)
 {
     return o->ngpus ? o->ngpus : o->cpu_ranks > 0 ? o->cpu_ranks : 1;
 }
 
-int device_gpus_shared(const struct train_opts *o)
+int device_gpus_shared(const struct device_opts *o)
 {
     for (int i = 0; i < o->ngpus; i++)
         for (int j = 0; j < i; j++)
@@ -35,7 +35,7 @@ int device_gpus_shared(const struct train_opts *o)
     return 0;
 }
 
-int device_check(const struct train_opts *o)
+int device_check(const struct device_opts *o)
 {
     if (!o->ngpus)
         return 0;
@@ -63,7 +63,7 @@ static void device_format_gpus(char *buf, size_t cap, const int *gpus, int n)
     }
 }
 
-int device_pick(struct train_opts *o, char *note, size_t cap)
+int device_pick(struct device_opts *o, char *note, size_t cap)
 {
     if (o->ngpus || o->cpu_ranks)
         return 0;
@@ -88,7 +88,7 @@ int device_pick(struct train_opts *o, char *note, size_t cap)
     return 1;
 }
 
-void device_keep_first(struct train_opts *o)
+void device_keep_first(struct device_opts *o)
 {
     if (o->ngpus)
         o->ngpus = 1;
@@ -96,7 +96,7 @@ void device_keep_first(struct train_opts *o)
         o->cpu_ranks = 1;
 }
 
-void device_describe(const struct train_opts *o, char *buf, size_t cap)
+void device_describe(const struct device_opts *o, char *buf, size_t cap)
 {
     if (o->ngpus) {
         char list[256];
@@ -144,7 +144,7 @@ static void device_bind_cpus(int threads, int local_rank, int local_world, char 
         cpus[0] = '\0';
 }
 
-int device_open(struct device *d, const struct train_opts *o, int rank, int local_rank,
+int device_open(struct device *d, const struct device_opts *o, int rank, int local_rank,
                 int local_world)
 {
     memset(d, 0, sizeof *d);
@@ -185,12 +185,6 @@ static int device_stage_upload(void *ctx, void *dev_dst, const void *host_src, s
     return be->status(be);
 }
 
-void device_comms(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "shm%s%s", comm_gloo_available() ? " gloo" : "",
-             cuda_build_enabled() ? " nccl" : "");
-}
-
 /* *one = 1 when every rank of world runs on this host, by host name through the store (a
  * launcher that does not say how many ranks share a host, e.g. Slurm without
  * SLURM_NTASKS_PER_NODE, leaves local_world at world).  0 or -1 (error_set). */
@@ -213,62 +207,155 @@ static int device_one_host(struct store *store, int rank, int world, int *one)
     return 0;
 }
 
-/* What --comm auto means for this rank: nccl on a GPU (shm, host-staged, on a GPU that
- * ranks share), shm when every rank is on this host, gloo when they span hosts.  -1
- * (error_set) when the store cannot say. */
-static int device_comm_pick(const struct device *d, struct store *store, int rank, int world)
+/* the registry's checks: whether this rank can use a comm (0), else one line saying what
+ * to pick (-1, error_set) */
+static int device_nccl_check(const struct device *d, int world)
 {
-    if (d->comm_choice != TRAIN_COMM_AUTO)
-        return d->comm_choice;
+    (void)world;
+    if (d->gpu < 0)
+        return error_set("--comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
+                         "shm or gloo");
+    if (d->gpu_shared)
+        return error_set("--gpu lists GPU %d more than once, and NCCL needs a GPU per "
+                         "rank: use --comm shm (host-staged) or auto", d->gpu);
+    return 0;
+}
+
+static int device_gloo_check(const struct device *d, int world)
+{
+    (void)world;
+    if (d->gpu >= 0)
+        return error_set("--comm gloo moves host memory: GPU ranks use nccl");
+    return 0;
+}
+
+static int device_shm_check(const struct device *d, int world)
+{
+    if (d->local_world < world)
+        return error_set("--comm shm needs every rank on one host, but this host has "
+                         "%d of the %d ranks: use --comm gloo (or auto)", d->local_world, world);
+    return 0;
+}
+
+static int device_always(void) { return 1; }
+
+static struct comm *device_nccl_create(struct device *d, struct store *store, int rank,
+                                       int world, int port)
+{
+    (void)port;
+    return comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
+}
+
+static struct comm *device_gloo_create(struct device *d, struct store *store, int rank,
+                                       int world, int port)
+{
+    (void)port;
+    return comm_gloo_create(store, "gloo/", rank, world, store_host(store), d->timeout_ms);
+}
+
+/* shm's segment name is rank 0's, published in the store; on a GPU, device buffers go
+ * through host copies (shm-staged) */
+static struct comm *device_shm_create(struct device *d, struct store *store, int rank,
+                                      int world, int port)
+{
+    char name[64];
+    size_t len = 0;
+    if (rank == 0) {
+        snprintf(name, sizeof name, "/ddpprof-%d-%d", (int)getpid(), port);
+        if (store_set(store, "shm_name", name, strlen(name) + 1))
+            return NULL;
+    } else if (store_get(store, "shm_name", name, sizeof name - 1, &len)) {
+        return NULL; /* the store's message names the rank; main prefixes it too */
+    }
+    name[rank == 0 ? strlen(name) : len] = '\0';
+    struct comm *c = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
+    if (c) /* a rank polls for a late peer only where every rank has its CPUs */
+        comm_shm_set_polling(c, d->cpus_fit);
+    if (c && d->gpu >= 0) { /* device buffers: through host copies */
+        const struct comm_stage stage = {device_stage_download, device_stage_upload, d->be};
+        c = comm_staged_create(c, &stage);
+    }
+    return c;
+}
+
+/* The comm registry: --comm's choices in this order (train_opts.comm is an index; 0,
+ * "auto", is resolved by device_comm_pick).  A new transport is its file, one line here
+ * and, where its source needs a condition, CMake. */
+struct device_comm {
+    const char *name;
+    int (*available)(void); /* this build has it (else create fails with one line) */
+    int (*check)(const struct device *d, int world);
+    struct comm *(*create)(struct device *d, struct store *store, int rank, int world,
+                           int port); /* NULL + error_set */
+};
+
+static const struct device_comm device_comm_registry[] = {
+    {"auto", device_always, NULL, NULL},
+    {"shm", device_always, device_shm_check, device_shm_create},
+    {"gloo", comm_gloo_available, device_gloo_check, device_gloo_create},
+    {"nccl", cuda_build_enabled, device_nccl_check, device_nccl_create},
+};
+#define DEVICE_NCOMMS (int)(sizeof device_comm_registry / sizeof device_comm_registry[0])
+
+const char *device_comm_name(int i)
+{
+    return i >= 0 && i < DEVICE_NCOMMS ? device_comm_registry[i].name : NULL;
+}
+
+int device_comm_index(const char *name)
+{
+    for (int i = 0; i < DEVICE_NCOMMS; i++)
+        if (strcmp(device_comm_registry[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static const struct device_comm *device_comm_find(const char *name)
+{
+    int i = device_comm_index(name);
+    return i > 0 ? &device_comm_registry[i] : NULL;
+}
+
+void device_comms(char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 1; i < DEVICE_NCOMMS && at < cap; i++) {
+        if (!device_comm_registry[i].available())
+            continue;
+        int w = snprintf(buf + at, cap - at, "%s%s", at ? " " : "", device_comm_registry[i].name);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
+/* What --comm auto means for this rank: nccl on a GPU (shm, host-staged, on a GPU that
+ * ranks share), shm when every rank is on this host, gloo when they span hosts.  NULL
+ * (error_set) when the store cannot say. */
+static const struct device_comm *device_comm_pick(const struct device *d, struct store *store,
+                                                  int rank, int world)
+{
+    if (d->comm_choice > 0 && d->comm_choice < DEVICE_NCOMMS)
+        return &device_comm_registry[d->comm_choice];
     if (d->gpu >= 0) /* ranks sharing a GPU: NCCL cannot, shm through host copies can */
-        return d->gpu_shared ? TRAIN_COMM_SHM : TRAIN_COMM_NCCL;
+        return device_comm_find(d->gpu_shared ? "shm" : "nccl");
     int one = 0;
     if (d->local_world < world)
-        return TRAIN_COMM_GLOO;
+        return device_comm_find("gloo");
     if (world > 1 && device_one_host(store, rank, world, &one))
-        return -1;
-    return world == 1 || one ? TRAIN_COMM_SHM : TRAIN_COMM_GLOO;
+        return NULL;
+    return device_comm_find(world == 1 || one ? "shm" : "gloo");
 }
 
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
 {
-    int pick = device_comm_pick(d, store, rank, world);
-    if (pick < 0)
+    const struct device_comm *pick = device_comm_pick(d, store, rank, world);
+    if (!pick)
         return error_wrap("picking the comm");
-    if (pick == TRAIN_COMM_NCCL && d->gpu < 0)
-        return error_set("--comm nccl needs GPU ranks (--gpu LIST); CPU ranks use "
-                         "shm or gloo");
-    if (pick == TRAIN_COMM_GLOO && d->gpu >= 0)
-        return error_set("--comm gloo moves host memory: GPU ranks use nccl");
-    if (pick == TRAIN_COMM_NCCL && d->gpu_shared)
-        return error_set("--gpu lists GPU %d more than once, and NCCL needs a GPU per "
-                         "rank: use --comm shm (host-staged) or auto", d->gpu);
-    if (pick == TRAIN_COMM_SHM && d->local_world < world)
-        return error_set("--comm shm needs every rank on one host, but this host has "
-                         "%d of the %d ranks: use --comm gloo (or auto)", d->local_world, world);
-    if (pick == TRAIN_COMM_NCCL) {
-        d->comm = comm_nccl_create(d->be, store, rank, world, d->timeout_ms);
-    } else if (pick == TRAIN_COMM_GLOO) {
-        d->comm = comm_gloo_create(store, "gloo/", rank, world, store_host(store), d->timeout_ms);
-    } else {
-        char name[64];
-        size_t len = 0;
-        if (rank == 0) {
-            snprintf(name, sizeof name, "/ddpprof-%d-%d", (int)getpid(), port);
-            if (store_set(store, "shm_name", name, strlen(name) + 1))
-                return -1;
-        } else if (store_get(store, "shm_name", name, sizeof name - 1, &len)) {
-            return -1; /* the store's message names the rank; main prefixes it too */
-        }
-        name[rank == 0 ? strlen(name) : len] = '\0';
-        d->comm = comm_shm_create(rank, world, name, DEVICE_SHM_BYTES, d->timeout_ms);
-        if (d->comm) /* a rank polls for a late peer only where every rank has its CPUs */
-            comm_shm_set_polling(d->comm, d->cpus_fit);
-        if (d->comm && d->gpu >= 0) { /* device buffers: through host copies */
-            const struct comm_stage stage = {device_stage_download, device_stage_upload, d->be};
-            d->comm = comm_staged_create(d->comm, &stage);
-        }
-    }
+    if (pick->check(d, world))
+        return -1;
+    d->comm = pick->create(d, store, rank, world, port);
     return d->comm ? 0 : -1;
 }
 

@@ -16,7 +16,7 @@
 #ifndef DDPPROF_DEVICE_H
 #define DDPPROF_DEVICE_H
 
-#include "train.h"
+#include "backend/backend.h" /* enum conv_algo */
 
 #include <stddef.h>
 
@@ -25,6 +25,21 @@ struct probe_opts;
 struct runlog;
 struct store;
 
+/* --comm: the collectives' transport (device_comm_open decides what auto means) */
+
+#define TRAIN_MAX_GPUS 64
+
+/* The options of the devices: where the ranks compute and how they talk. */
+struct device_opts {
+    int cpu_ranks;           /* --cpu N: CPU ranks (0: not given) */
+    int ngpus;               /* --gpu LIST: 0 for CPU ranks; local rank i uses gpus[i] */
+    int gpus[TRAIN_MAX_GPUS];
+    int threads;             /* --threads: CPU backend threads per rank (0: cores / ranks) */
+    int comm;                /* --comm: device_comm_name's index (0: auto, device.c decides) */
+    enum conv_algo conv_algo; /* --conv-algo auto|direct|winograd (CPU ranks; backend.h) */
+    int timeout_ms;          /* --timeout: any collective or rendezvous */
+};
+
 /* One rank's devices.  Owns be and comm (device_comm_close, device_close). */
 struct device {
     struct backend *be; /* this rank's backend */
@@ -32,8 +47,8 @@ struct device {
     int gpu;            /* the CUDA device this rank computes on, -1 on CPU */
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
-    enum train_comm comm_choice; /* --comm */
-    enum conv_algo conv_algo;    /* --conv-algo (CPU ranks) */
+    int comm_choice;    /* --comm: an index of the comm registry (0: auto) */
+    enum conv_algo conv_algo; /* --conv-algo (CPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */
@@ -41,36 +56,42 @@ struct device {
 };
 
 /* How many ranks o asks for: the GPUs of --gpu, else --cpu N, else 1. */
-int device_ranks(const struct train_opts *o);
+int device_ranks(const struct device_opts *o);
 
 /* 1 when --gpu lists a device more than once (ranks share a GPU), else 0.  A property of
  * the whole job, so that every rank picks the same comm. */
-int device_gpus_shared(const struct train_opts *o);
+int device_gpus_shared(const struct device_opts *o);
 
 /* Before anything starts: every device of --gpu exists (and this build has CUDA).  0, or
  * -1 (error_set) with one line naming the device and how many there are.  0 for CPU ranks. */
-int device_check(const struct train_opts *o);
+int device_check(const struct device_opts *o);
 
 /* The main job's devices when o names none (no --cpu, no --gpu): every visible GPU (at
  * most TRAIN_MAX_GPUS), else 2 CPU ranks (1 on a single core).  Returns 1 after filling
  * o's GPUs or CPU ranks and writing one line saying what it picked, without a newline,
  * into note; 0, changing nothing, when o names devices. */
-int device_pick(struct train_opts *o, char *note, size_t cap);
+int device_pick(struct device_opts *o, char *note, size_t cap);
 
 /* Keep only the first device of o (the main job's baseline): its first GPU, or 1 CPU rank. */
-void device_keep_first(struct train_opts *o);
+void device_keep_first(struct device_opts *o);
 
 /* The comms this build has, "shm gloo nccl" (for --version and the tests). */
 void device_comms(char *buf, size_t cap);
 
+/* --comm's choices: the i-th name of the comm registry ("auto", "shm", "gloo", "nccl"),
+ * NULL past its end.  train_opts.comm holds the index. */
+const char *device_comm_name(int i);
+/* its index ("auto": 0), -1 when the registry has no such name */
+int device_comm_index(const char *name);
+
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
-void device_describe(const struct train_opts *o, char *buf, size_t cap);
+void device_describe(const struct device_opts *o, char *buf, size_t cap);
 
 /* Rank local_rank of local_world on this host: bind a CPU rank to its own block of
  * o->threads cores when the blocks fit (before the backend starts its threads), then
  * create the backend: the cuda one on o->gpus[local_rank], or the cpu one with o->threads
  * threads.  0, or -1 (error_set) with nothing left open. */
-int device_open(struct device *d, const struct train_opts *o, int rank, int local_rank,
+int device_open(struct device *d, const struct device_opts *o, int rank, int local_rank,
                 int local_world);
 
 /* The comm of rank of world over store (the rendezvous at port, which names the shm

@@ -91,7 +91,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
     if (self_path(self, sizeof self))
         return -1;
     struct cli run = *c;
-    run.train.resume_path = at->resume[0] ? at->resume : NULL;
+    run.train.run.resume_path = at->resume[0] ? at->resume : NULL;
     /* the workers' rendezvous is in their environment (MASTER_ADDR, MASTER_PORT: this
      * attempt's worker store), not on their command line, where it would win */
     run.master_addr = DIST_ENV_DEFAULT_ADDR;
@@ -106,16 +106,16 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
     if (asprintf(&causes, "DDPPROF_RESTART_CAUSES=%s", at->causes) < 0)
         causes = NULL;
     char *env[] = {causes, NULL};
-    int nproc = device_ranks(&c->train);
+    int nproc = device_ranks(&c->train.dev);
     struct launch_opts lo = {
         .nprocs = nproc,
         .master_addr = c->master_addr,
         .master_port = at->worker_port,
         .argv = argv,
         .env = causes ? env : NULL,
-        .rendezvous_ms = c->train.timeout_ms,
-        .progress = !c->train.quiet,
-        .flight_dir = c->train.out_dir,
+        .rendezvous_ms = c->train.dev.timeout_ms,
+        .progress = !c->train.run.quiet,
+        .flight_dir = c->train.run.out_dir,
         .rank_base = c->node_rank * nproc,
         .world = cli_world(c),
         .node_rank = c->node_rank,
@@ -147,12 +147,12 @@ static int train_nodes(const struct cli *c)
     struct agent_opts ao = {
         .nnodes = c->nnodes,
         .node_rank = c->node_rank,
-        .nproc = device_ranks(&c->train),
+        .nproc = device_ranks(&c->train.dev),
         .master_addr = c->master_addr,
         .master_port = c->nnodes > 1 && !c->master_port ? DIST_ENV_DEFAULT_PORT : c->master_port,
-        .timeout_ms = c->train.timeout_ms,
-        .out_dir = c->train.out_dir,
-        .resume = c->train.resume_path,
+        .timeout_ms = c->train.dev.timeout_ms,
+        .out_dir = c->train.run.out_dir,
+        .resume = c->train.run.resume_path,
     };
     struct agent *agent = agent_create(&ao);
     if (!agent)
@@ -196,7 +196,7 @@ static int train_nodes(const struct cli *c)
             break;
         }
         fprintf(stderr, "ddpprof: %s; restarting (the failed attempt's files are in "
-                "%s/attempt-%d)\n", cause, c->train.out_dir, attempt);
+                "%s/attempt-%d)\n", cause, c->train.run.out_dir, attempt);
     }
     agent_destroy(agent);
     return rc;
@@ -206,10 +206,10 @@ static int train_nodes(const struct cli *c)
  * starts, unless --oversubscribe (launcher_check_fit).  0 or -1 (error_set). */
 static int check_fit(const struct cli *c, enum cli_command cmd)
 {
-    if (c->train.ngpus)
+    if (c->train.dev.ngpus)
         return 0; /* one rank per GPU, whose count device_check bounds */
     char what[64];
-    int n = device_ranks(&c->train);
+    int n = device_ranks(&c->train.dev);
     snprintf(what, sizeof what, "%s %d",
              cli_is_given(c, "--nproc-per-node", cmd) ? "--nproc-per-node" : "--cpu", n);
     return launcher_check_fit(n, c->oversubscribe, what);
@@ -225,14 +225,14 @@ static int check_threads(const struct cli *c, enum cli_command cmd, int ranks)
     long cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0
                      ? CPU_COUNT(&allowed)
                      : sysconf(_SC_NPROCESSORS_ONLN);
-    long long want = (long long)ranks * c->train.threads;
+    long long want = (long long)ranks * c->train.dev.threads;
     if (cores < 1 || want <= cores)
         return 0;
     long most = cores / ranks > 0 ? cores / ranks : 1;
     return error_set("--threads %d: %d rank%s x %d threads on %ld core%s would only thrash: "
                      "give --threads %ld at most, or add --oversubscribe to run them anyway",
-                     c->train.threads, ranks, ranks == 1 ? "" : "s", c->train.threads, cores,
-                     cores == 1 ? "" : "s", most);
+                     c->train.dev.threads, ranks, ranks == 1 ? "" : "s", c->train.dev.threads,
+                     cores, cores == 1 ? "" : "s", most);
 }
 
 /* Whether everything printed on stdout reached it (a full disk, a closed pipe, /dev/full
@@ -279,28 +279,28 @@ static int cmd_train(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)) ||
-        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train) : 1) ||
+    if (device_check(&c.train.dev) || (c.train.mode == TRAIN_DDP && check_fit(&c, CLI_TRAIN)) ||
+        check_threads(&c, CLI_TRAIN, c.train.mode == TRAIN_DDP ? device_ranks(&c.train.dev) : 1) ||
         train_check_inputs(&c.train))
         return fail();
     char out[4096];
-    if (!c.train.out_dir) {
+    if (!c.train.run.out_dir) {
         default_out_dir(out, sizeof out, c.train.model);
-        c.train.out_dir = out;
+        c.train.run.out_dir = out;
     }
     if (c.train.mode == TRAIN_DDP) {
         /* the run directory must be usable before any worker starts */
-        if (mkdir_parents(c.train.out_dir))
+        if (mkdir_parents(c.train.run.out_dir))
             return fail();
         int rc = train_nodes(&c);
-        if (rc == 0 && !c.train.quiet)
-            say_run_written(c.train.out_dir);
+        if (rc == 0 && !c.train.run.quiet)
+            say_run_written(c.train.run.out_dir);
         return rc;
     }
     if (train_run(&c.train, NULL))
         return fail();
-    if (!c.train.quiet)
-        say_run_written(c.train.out_dir);
+    if (!c.train.run.quiet)
+        say_run_written(c.train.run.out_dir);
     return 0;
 }
 
@@ -391,10 +391,10 @@ static int cmd_main(int argc, char **argv)
         return fail();
     if (c.help)
         return cli_usage(stdout), 0;
-    if (device_check(&c.train))
+    if (device_check(&c.train.dev))
         return fail();
     char note[512];
-    if (device_pick(&c.train, note, sizeof note))
+    if (device_pick(&c.train.dev, note, sizeof note))
         printf("%s\n", note);
     if (c.runs != CLI_RUNS_BASELINE && check_fit(&c, CLI_MAIN))
         return fail();
@@ -403,7 +403,7 @@ static int cmd_main(int argc, char **argv)
                   "job again for another measurement)", c.repeat, c.nnodes);
         return fail();
     }
-    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train) : 1) ||
+    if (check_threads(&c, CLI_MAIN, c.runs != CLI_RUNS_BASELINE ? device_ranks(&c.train.dev) : 1) ||
         train_check_inputs(&c.train))
         return fail();
     char self[PATH_MAX];
@@ -411,8 +411,8 @@ static int cmd_main(int argc, char **argv)
         return fail();
 
     char out[4096], sub[4200];
-    if (c.train.out_dir)
-        snprintf(out, sizeof out, "%s", c.train.out_dir);
+    if (c.train.run.out_dir)
+        snprintf(out, sizeof out, "%s", c.train.run.out_dir);
     else
         default_out_dir(out, sizeof out, c.train.model);
     if (mkdir_parents(out))
@@ -450,7 +450,7 @@ static int cmd_main(int argc, char **argv)
         char **args = cli_argv(&run, CLI_TRAIN, self);
         if (!args)
             return fail();
-        device_describe(&run.train, devices, sizeof devices);
+        device_describe(&run.train.dev, devices, sizeof devices);
         if (mode == TRAIN_DDP && nodes)
             printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
                    c.nnodes, sub);
@@ -518,9 +518,9 @@ static int cmd_worker(int argc, char **argv)
         env.agent_store = 0;
     }
     char out[4096];
-    if (!c.train.out_dir) {
+    if (!c.train.run.out_dir) {
         default_out_dir(out, sizeof out, c.train.model);
-        c.train.out_dir = out;
+        c.train.run.out_dir = out;
     }
     if (train_run(&c.train, &env)) {
         /* the rank once: a comm's own message may open with it already */
@@ -531,8 +531,8 @@ static int cmd_worker(int argc, char **argv)
         worker_link_say("failed %s", error_get());
         return 1;
     }
-    if (env.rank == 0 && !launched && !c.train.quiet)
-        say_run_written(c.train.out_dir);
+    if (env.rank == 0 && !launched && !c.train.run.quiet)
+        say_run_written(c.train.run.out_dir);
     return 0;
 }
 

@@ -6,7 +6,11 @@
  * timeout given at creation; a timeout is an error (error_set) naming the rank, the
  * collective and its sequence number, never a hang.
  *
- * All ranks must issue the same collectives in the same order (as NCCL and gloo). */
+ * All ranks must issue the same collectives in the same order (as NCCL and gloo).
+ *
+ * The host transports (shm, gloo) share one asynchronous engine, comm/queue.h (the comm
+ * thread, issue order, sequence numbers, the first error, the flight record); each only
+ * runs a collective.  trainer/device.c's registry lists every transport for --comm. */
 #ifndef DDPPROF_COMM_H
 #define DDPPROF_COMM_H
 

@@ -4,13 +4,13 @@
  * error_set status.
  *
  * Layout: struct gloo_holder (plain C: struct comm first, then a pointer) is what the C side
- * sees; class GlooComm owns the Gloo context, the TCP device, the comm thread and its queue.
- * The collectives run one at a time in issue order, each with Gloo's own timeout: on the
- * comm thread, or on a caller that waits for the next one before the comm thread took it;
- * callers queue work and sleep on a condition variable until it is done. */
+ * sees; class GlooComm owns the Gloo context and the TCP device.  The comm thread, its
+ * FIFO, the sequence numbers, the first-error latch and the flight record are the shared
+ * engine's (comm/queue.h): GlooComm::run executes one collective, with Gloo's own timeout,
+ * when the queue says. */
 #include "comm/comm_gloo.h"
 
-#include "comm/flight.h"
+#include "comm/queue.h"
 #include "comm/store.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -33,47 +33,18 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
 
 /* destroy: how long a running collective gets to end once the connections are closed */
 constexpr int GLOO_ABANDON_MS = 200;
-
-enum gloo_op { GLOO_BROADCAST, GLOO_ALLREDUCE, GLOO_REDUCE, GLOO_ALLGATHER, GLOO_BARRIER };
-
-const char *gloo_op_name(int op)
-{
-    switch (op) {
-    case GLOO_BROADCAST: return "broadcast";
-    case GLOO_ALLREDUCE: return "all-reduce";
-    case GLOO_REDUCE: return "reduce";
-    case GLOO_ALLGATHER: return "all-gather";
-    case GLOO_BARRIER: return "barrier";
-    }
-    return "?";
-}
-
-const char *gloo_dtype_name(int dt)
-{
-    switch (dt) {
-    case COMM_F32: return "f32";
-    case COMM_F16: return "f16";
-    case COMM_BF16: return "bf16";
-    }
-    return "?";
-}
 
 /* Gloo's messages start with "[/path/file.cc:123] ": keep what follows. */
 std::string gloo_trim(const char *what)
@@ -133,62 +104,32 @@ class StoreAdapter : public gloo::rendezvous::Store {
     std::string prefix_;
 };
 
-} // namespace
-
-/* An in-flight collective (comm.h's opaque handle). */
-struct comm_work {
-    gloo_op op;
-    void *buf;
-    const void *send;
-    size_t count;
-    comm_dtype dt;
-    int root;
-    uint64_t seq;
-    bool done;
-    int status;
-    int64_t start_ns, end_ns;
-    std::string msg; /* the comm thread's error message when status is -1 */
-};
-
-namespace {
-
 class GlooComm {
   public:
     GlooComm(int rank, int world, int timeout_ms)
-        : rank_(rank), world_(world), timeout_ms_(timeout_ms), flight_(flight_create(rank))
+        : rank_(rank), world_(world), timeout_ms_(timeout_ms)
     {
     }
 
-    ~GlooComm()
-    {
-        stop();
-        flight_free(flight_);
-    }
-
-    /* 0 or -1 (error_set) */
+    /* 0 or -1 (error_set); starts the queue's comm thread */
     int connect(struct store *s, const std::string &prefix, const char *peer_addr);
-
-    comm_work *issue(gloo_op op, void *buf, const void *send, size_t count, comm_dtype dt,
-                     int root);
-    int wait(comm_work *w, struct comm_span *span);
-    int issue_wait(gloo_op op, void *buf, const void *send, size_t count, comm_dtype dt,
-                   int root)
-    {
-        comm_work *w = issue(op, buf, send, count, dt, root);
-        return w ? wait(w, nullptr) : -1;
-    }
-    /* Stop the comm thread and release everything; false when a running collective had
-     * to be abandoned (then nothing may be freed: the thread still uses this object). */
+    /* Stop the queue and release everything; false when a running collective had to be
+     * abandoned (then nothing may be freed: the comm thread still uses this object). */
     bool stop();
 
+    comm_queue *q_ = nullptr;
+
+    /* the queue's hooks (see comm_queue_ops) */
+    int run_item(const comm_item *w);
+    void failed();
+    void interrupt(bool running);
+
   private:
-    void thread_main();
-    void execute(std::unique_lock<std::mutex> &lock);
-    void run(comm_work *w);
+    void run(const comm_item *w);
     template <typename Options, typename Fn>
     void guarded(const std::shared_ptr<Options> &o, uint32_t tag, std::chrono::milliseconds ms,
                  Fn fn);
-    std::string describe(const comm_work *w) const;
+    std::string describe(const comm_item *w) const;
     std::string peers_of(const std::string &msg) const;
 
     const int rank_, world_, timeout_ms_;
@@ -196,19 +137,23 @@ class GlooComm {
     std::shared_ptr<gloo::transport::Device> dev_;
     std::shared_ptr<gloo::rendezvous::Context> ctx_;
     std::vector<std::string> addrs_; /* each rank's listening address */
-    std::vector<float> wide_;        /* fp32 scratch of half-precision sums (comm thread) */
-
-    std::thread thread_;
-    std::mutex mu_;
-    std::condition_variable work_cv_, done_cv_;
-    std::deque<comm_work *> queue_;
-    std::set<comm_work *> live_; /* issued, not yet waited */
-    uint64_t issued_ = 0;
-    bool stopping_ = false;
-    bool running_ = false; /* a collective is running (on the comm thread or a waiter) */
-    std::string failure_; /* the first error: every later call repeats it */
-    struct flight *flight_; /* the last collectives, dumped at the first failure (NULL: none) */
+    std::vector<float> wide_;        /* fp32 scratch of half-precision sums (running thread) */
 };
+
+int gloo_run_item(void *ctx, const comm_item *it)
+{
+    return static_cast<GlooComm *>(ctx)->run_item(it);
+}
+
+void gloo_failed(void *ctx, const char *msg)
+{
+    (void)msg;
+    static_cast<GlooComm *>(ctx)->failed();
+}
+
+void gloo_interrupt(void *ctx, int running) { static_cast<GlooComm *>(ctx)->interrupt(running); }
+
+const comm_queue_ops gloo_queue_ops = {gloo_run_item, gloo_failed, gloo_interrupt, 0};
 
 /* The address of this host's interface that routes to peer (a UDP connect sends nothing),
  * as text into out; 0, or -1 when peer cannot be resolved or routed. */
@@ -290,12 +235,15 @@ int GlooComm::connect(struct store *s, const std::string &prefix, const char *pe
             std::vector<char> a = store.get("addr/" + std::to_string(k));
             addrs_[(size_t)k].assign(a.begin(), a.end());
         }
-        thread_ = std::thread(&GlooComm::thread_main, this);
     } catch (const std::exception &e) {
         rc = error_set("comm gloo: rank %d of %d: connecting on %s failed: %s", rank_, world_,
                        where.c_str(), gloo_trim(e.what()).c_str());
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc == 0 && !(q_ = comm_queue_create("gloo", rank_, world_, &gloo_queue_ops, this)))
+        rc = -1;
+    if (rc == 0 && comm_queue_start(q_) < 0)
+        rc = -1;
     return rc;
 }
 
@@ -318,17 +266,17 @@ std::string GlooComm::peers_of(const std::string &msg) const
     return "";
 }
 
-std::string GlooComm::describe(const comm_work *w) const
+std::string GlooComm::describe(const comm_item *w) const
 {
     char text[256];
-    if (w->op == GLOO_BARRIER)
+    if (w->op == COMM_OP_BARRIER)
         snprintf(text, sizeof text, "barrier #%llu", (unsigned long long)w->seq);
-    else if (w->op == GLOO_BROADCAST || w->op == GLOO_REDUCE)
-        snprintf(text, sizeof text, "%s #%llu (%zu %s, root %d)", gloo_op_name(w->op),
-                 (unsigned long long)w->seq, w->count, gloo_dtype_name(w->dt), w->root);
+    else if (w->op == COMM_OP_BROADCAST || w->op == COMM_OP_REDUCE)
+        snprintf(text, sizeof text, "%s #%llu (%zu %s, root %d)", comm_op_name(w->op),
+                 (unsigned long long)w->seq, w->count, comm_dtype_name(w->dt), w->root);
     else
-        snprintf(text, sizeof text, "%s #%llu (%zu %s)", gloo_op_name(w->op),
-                 (unsigned long long)w->seq, w->count, gloo_dtype_name(w->dt));
+        snprintf(text, sizeof text, "%s #%llu (%zu %s)", comm_op_name(w->op),
+                 (unsigned long long)w->seq, w->count, comm_dtype_name(w->dt));
     return text;
 }
 
@@ -371,18 +319,18 @@ void GlooComm::guarded(const std::shared_ptr<Options> &o, uint32_t tag,
     }
 }
 
-void GlooComm::run(comm_work *w)
+void GlooComm::run(const comm_item *w)
 {
     const size_t n = w->count, esize = comm_dtype_size(w->dt);
     const uint32_t tag = (uint32_t)w->seq;
     auto ms = std::chrono::milliseconds(timeout_ms_);
     switch (w->op) {
-    case GLOO_BARRIER: {
+    case COMM_OP_BARRIER: {
         auto o = std::make_shared<gloo::BarrierOptions>(ctx_);
         guarded(o, tag, ms, [](gloo::BarrierOptions &x) { gloo::barrier(x); });
         return;
     }
-    case GLOO_BROADCAST: {
+    case COMM_OP_BROADCAST: {
         if (n == 0)
             return;
         auto o = std::make_shared<gloo::BroadcastOptions>(ctx_);
@@ -391,7 +339,7 @@ void GlooComm::run(comm_work *w)
         guarded(o, tag, ms, [](gloo::BroadcastOptions &x) { gloo::broadcast(x); });
         return;
     }
-    case GLOO_ALLGATHER: {
+    case COMM_OP_ALLGATHER: {
         if (n == 0)
             return;
         auto o = std::make_shared<gloo::AllgatherOptions>(ctx_);
@@ -403,14 +351,14 @@ void GlooComm::run(comm_work *w)
         guarded(o, tag, ms, [](gloo::AllgatherOptions &x) { gloo::allgather(x); });
         return;
     }
-    case GLOO_ALLREDUCE:
-    case GLOO_REDUCE: {
+    case COMM_OP_ALLREDUCE:
+    case COMM_OP_REDUCE: {
         if (n == 0)
             return;
         /* fp32 sums: in place for f32 all-reduce; a reduce keeps the non-roots' buffers as
          * they were (Gloo uses its output as scratch), so it works on a copy */
         float *data = static_cast<float *>(w->buf);
-        bool copy = w->dt != COMM_F32 || w->op == GLOO_REDUCE;
+        bool copy = w->dt != COMM_F32 || w->op == COMM_OP_REDUCE;
         if (copy) {
             wide_.resize(n);
             if (w->dt == COMM_F32)
@@ -419,7 +367,7 @@ void GlooComm::run(comm_work *w)
                 gloo_widen(w->dt, w->buf, wide_.data(), n);
             data = wide_.data();
         }
-        if (w->op == GLOO_ALLREDUCE) {
+        if (w->op == COMM_OP_ALLREDUCE) {
             auto o = std::make_shared<gloo::AllreduceOptions>(ctx_);
             o->setOutput(data, n);
             o->setReduceFunction(gloo_sum_f32);
@@ -431,7 +379,7 @@ void GlooComm::run(comm_work *w)
             o->setReduceFunction(gloo_sum_f32);
             guarded(o, tag, ms, [](gloo::ReduceOptions &x) { gloo::reduce(x); });
         }
-        if (copy && (w->op == GLOO_ALLREDUCE || rank_ == w->root)) {
+        if (copy && (w->op == COMM_OP_ALLREDUCE || rank_ == w->root)) {
             if (w->dt == COMM_F32)
                 memcpy(w->buf, data, n * sizeof(float));
             else
@@ -442,157 +390,48 @@ void GlooComm::run(comm_work *w)
     }
 }
 
-/* Run the collective at the front of the queue; called with the lock held, by the comm
- * thread or by a caller waiting for it (see wait), and returns with it held. */
-void GlooComm::execute(std::unique_lock<std::mutex> &lock)
+int GlooComm::run_item(const comm_item *w)
 {
-    comm_work *w = queue_.front();
-    queue_.pop_front();
-    bool failed = !failure_.empty();
-    running_ = true;
-    lock.unlock();
-    w->start_ns = clock_now_ns();
-    flight_set_state(flight_, w->seq, FLIGHT_STARTED);
-    std::string msg;
-    if (!failed) { /* a broken comm fails at once with its first error */
-        try {
-            run(w);
-        } catch (const std::exception &e) {
-            std::string why = gloo_trim(e.what());
-            char secs[32];
-            snprintf(secs, sizeof secs, "%.1f", timeout_ms_ / 1000.0);
-            msg = "comm gloo: rank " + std::to_string(rank_) + " of " + std::to_string(world_) +
-                  ": " + describe(w) + " failed: " + why + peers_of(why) +
-                  " (a peer rank died, gave up, or is on another collective; timeout " + secs +
-                  " s)";
-        }
-    }
-    w->end_ns = clock_now_ns();
-    flight_set_state(flight_, w->seq, failed || !msg.empty() ? FLIGHT_FAILED : FLIGHT_DONE);
-    if (!failed && !msg.empty())
-        flight_dump(flight_); /* the first failure: where this rank was, beside its trace */
-    lock.lock();
-    running_ = false;
-    if (failed) {
-        w->status = -1;
-        w->msg = failure_;
-    } else if (!msg.empty()) {
-        w->status = -1;
-        w->msg = failure_ = msg;
-    }
-    w->done = true;
-    done_cv_.notify_all(); /* its waiter, and stop() */
-    work_cv_.notify_one(); /* the comm thread, for what was queued meanwhile */
-}
-
-void GlooComm::thread_main()
-{
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        work_cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !running_); });
-        if (queue_.empty())
-            return; /* stopping with nothing queued */
-        if (!running_)
-            execute(lock);
+    try {
+        run(w);
+        return 0;
+    } catch (const std::exception &e) {
+        std::string why = gloo_trim(e.what());
+        return error_set("comm gloo: rank %d of %d: %s failed: %s%s (a peer rank died, gave up, "
+                         "or is on another collective; timeout %.1f s)", rank_, world_,
+                         describe(w).c_str(), why.c_str(), peers_of(why).c_str(),
+                         timeout_ms_ / 1000.0);
+    } catch (...) {
+        return error_set("comm gloo: rank %d of %d: %s failed: an unknown exception", rank_,
+                         world_, describe(w).c_str());
     }
 }
 
-comm_work *GlooComm::issue(gloo_op op, void *buf, const void *send, size_t count, comm_dtype dt,
-                           int root)
+/* The first failure: the comm is unusable from now on, so close this rank's connections.
+ * The peers then fail at once instead of at their timeout, and Gloo's transport thread
+ * writes nothing more from the failed collective's buffers: a send still queued from the
+ * caller's buffer, which the caller may free once the collective returned its error, was
+ * seen to fail inside that thread (writev: Bad address) and terminate the process. */
+void GlooComm::failed()
 {
-    if (comm_dtype_size(dt) == 0) {
-        error_set("comm gloo: rank %d: %s with unknown dtype %d", rank_, gloo_op_name(op),
-                  (int)dt);
-        return nullptr;
-    }
-    if ((op == GLOO_BROADCAST || op == GLOO_REDUCE) && (root < 0 || root >= world_)) {
-        error_set("comm gloo: rank %d: %s root %d is not a rank of world %d", rank_,
-                  gloo_op_name(op), root, world_);
-        return nullptr;
-    }
-    comm_work *w = new (std::nothrow) comm_work();
-    if (!w) {
-        error_set("comm gloo: rank %d: out of memory issuing a %s", rank_, gloo_op_name(op));
-        return nullptr;
-    }
-    w->op = op;
-    w->buf = buf;
-    w->send = send;
-    w->count = count;
-    w->dt = dt;
-    w->root = root;
-    std::lock_guard<std::mutex> lock(mu_);
-    w->seq = ++issued_;
-    uint64_t bytes = (uint64_t)count * comm_dtype_size(dt);
-    flight_queued(flight_, w->seq, gloo_op_name(op), -1,
-                  op == GLOO_ALLGATHER ? bytes * (uint64_t)world_ : bytes);
-    queue_.push_back(w);
-    live_.insert(w);
-    work_cv_.notify_one();
-    return w;
+    if (ctx_)
+        ctx_->closeConnections();
 }
 
-int GlooComm::wait(comm_work *w, struct comm_span *span)
+/* A collective still running waits for peers that may never come, up to Gloo's timeout, and
+ * Gloo cannot cancel it: close this rank's connections (its peers fail at once instead of
+ * at their timeout); stop gives it GLOO_ABANDON_MS to end. */
+void GlooComm::interrupt(bool running)
 {
-    if (!w)
-        return error_set("comm gloo: rank %d: wait on a NULL handle (did allreduce_async fail?)",
-                         rank_);
-    std::unique_lock<std::mutex> lock(mu_);
-    /* Bounded: every collective has Gloo's timeout.  A collective the comm thread has not
-     * started yet, and that is next in order, is run here on the waiting thread: a blocking
-     * collective then costs no hand-over to the comm thread and back (on a busy core each
-     * is a scheduler wake-up), and an all-reduce still queued at wait overlaps nothing. */
-    while (!w->done) {
-        if (!running_ && !queue_.empty() && queue_.front() == w)
-            execute(lock);
-        else
-            done_cv_.wait(lock);
-    }
-    live_.erase(w);
-    lock.unlock();
-    int rc = w->status;
-    if (rc < 0)
-        error_set("%s", w->msg.c_str());
-    if (span) {
-        span->start_ns = w->start_ns;
-        span->end_ns = w->end_ns;
-    }
-    delete w;
-    return rc;
+    if (running && ctx_)
+        ctx_->closeConnections();
 }
 
 bool GlooComm::stop()
 {
-    {
-        std::unique_lock<std::mutex> lock(mu_);
-        stopping_ = true;
-        /* what is queued behind the running collective is not run */
-        for (comm_work *w : queue_) {
-            w->done = true;
-            w->status = -1;
-            w->msg = "comm gloo: rank " + std::to_string(rank_) + ": destroyed";
-        }
-        queue_.clear();
-        work_cv_.notify_all();
-        /* A collective still running waits for peers that may never come, up to Gloo's
-         * timeout, and Gloo cannot cancel it: close this rank's connections (its peers fail
-         * at once instead of at their timeout) and give it a moment to end.  If it does not,
-         * it is abandoned to the process's exit: its thread keeps this object (not freed). */
-        if (running_ && ctx_) {
-            ctx_->closeConnections();
-            done_cv_.wait_for(lock, std::chrono::milliseconds(GLOO_ABANDON_MS),
-                              [this] { return !running_; });
-            if (running_) {
-                thread_.detach();
-                return false;
-            }
-        }
-    }
-    if (thread_.joinable())
-        thread_.join();
-    for (comm_work *w : live_)
-        delete w;
-    live_.clear();
+    if (comm_queue_stop(q_, GLOO_ABANDON_MS) < 0)
+        return false; /* abandoned to the process's exit: its thread keeps this object */
+    q_ = nullptr;
     ctx_.reset();
     dev_.reset();
     kept_.clear(); /* after the device (and its thread) */
@@ -605,38 +444,43 @@ struct gloo_holder {
     GlooComm *impl;
 };
 
-GlooComm *gloo_impl(struct comm *c) { return reinterpret_cast<gloo_holder *>(c)->impl; }
+comm_queue *gloo_q(struct comm *c) { return reinterpret_cast<gloo_holder *>(c)->impl->q_; }
 
 int gloo_c_broadcast(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
-    return gloo_impl(c)->issue_wait(GLOO_BROADCAST, buf, nullptr, count, dt, root);
+    return comm_queue_call(gloo_q(c), COMM_OP_BROADCAST, buf, nullptr, count, dt, root);
 }
 
 struct comm_work *gloo_c_allreduce_async(struct comm *c, void *buf, size_t count,
                                          enum comm_dtype dt)
 {
-    return gloo_impl(c)->issue(GLOO_ALLREDUCE, buf, nullptr, count, dt, -1);
+    return comm_queue_issue(gloo_q(c), COMM_OP_ALLREDUCE, buf, nullptr, count, dt, -1);
 }
 
 int gloo_c_wait(struct comm *c, struct comm_work *w, struct comm_span *span)
 {
-    return gloo_impl(c)->wait(w, span);
+    return comm_queue_wait(gloo_q(c), w, span);
+}
+
+int gloo_c_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
+{
+    return comm_queue_call(gloo_q(c), COMM_OP_ALLREDUCE, buf, nullptr, count, dt, -1);
 }
 
 int gloo_c_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
-    return gloo_impl(c)->issue_wait(GLOO_REDUCE, buf, nullptr, count, dt, root);
+    return comm_queue_call(gloo_q(c), COMM_OP_REDUCE, buf, nullptr, count, dt, root);
 }
 
 int gloo_c_allgather(struct comm *c, const void *send, void *recv, size_t count,
                      enum comm_dtype dt)
 {
-    return gloo_impl(c)->issue_wait(GLOO_ALLGATHER, recv, send, count, dt, -1);
+    return comm_queue_call(gloo_q(c), COMM_OP_ALLGATHER, recv, send, count, dt, -1);
 }
 
 int gloo_c_barrier(struct comm *c)
 {
-    return gloo_impl(c)->issue_wait(GLOO_BARRIER, nullptr, nullptr, 0, COMM_F32, -1);
+    return comm_queue_call(gloo_q(c), COMM_OP_BARRIER, nullptr, nullptr, 0, COMM_F32, -1);
 }
 
 void *gloo_c_stream(struct comm *c) { return (void)c, nullptr; }
@@ -650,6 +494,27 @@ void gloo_c_destroy(struct comm *c)
         delete h->impl;
     delete h;
 }
+
+/* designated initialisers in declaration order (C++20's rule, accepted by g++ before) */
+const struct comm gloo_comm_ops = {
+    .name = "gloo",
+    .rank = 0,
+    .world = 0,
+    .broadcast = gloo_c_broadcast,
+    .allreduce_async = gloo_c_allreduce_async,
+    .wait = gloo_c_wait,
+    .reduce = gloo_c_reduce,
+    .allgather = gloo_c_allgather,
+    .barrier = gloo_c_barrier,
+    .stream = gloo_c_stream,
+    .order = nullptr,
+    .destroy = gloo_c_destroy,
+    .allreduce = gloo_c_allreduce,
+    .join = nullptr,
+    .allgather_join = nullptr,
+    .settle = nullptr,
+    .allreduce_join = nullptr,
+};
 
 } // namespace
 
@@ -670,23 +535,16 @@ extern "C" struct comm *comm_gloo_create(struct store *store, const char *key_pr
         return nullptr;
     }
     if (impl->connect(store, key_prefix ? key_prefix : "", peer_addr)) {
+        impl->stop(); /* nothing ran: cannot be abandoned */
         delete impl;
         delete h;
         return nullptr;
     }
     h->impl = impl;
     struct comm *c = &h->base;
-    c->name = "gloo";
+    *c = gloo_comm_ops;
     c->rank = rank;
     c->world = world;
-    c->broadcast = gloo_c_broadcast;
-    c->allreduce_async = gloo_c_allreduce_async;
-    c->wait = gloo_c_wait;
-    c->reduce = gloo_c_reduce;
-    c->allgather = gloo_c_allgather;
-    c->barrier = gloo_c_barrier;
-    c->stream = gloo_c_stream;
-    c->destroy = gloo_c_destroy;
     return c;
 }
 

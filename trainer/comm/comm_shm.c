@@ -22,20 +22,15 @@
  * rank 0's slot, then everyone copies the result out): a slot of parity p is rewritten only
  * after a barrier that every reader of its previous contents has passed.
  *
- * The barrier counter, the chunk parity and the descriptors belong to whichever thread runs
- * the current collective: the comm thread, or a caller that runs a blocking collective itself
- * (below); `busy` (under the mutex) says one is running, so exactly one thread at a time
- * touches them, and the mutex hands them from one to the next.  Queued work goes to the comm
- * thread (mutex + condition variables) in issue order.
- *
- * Blocking collectives (broadcast, reduce, all-gather, barrier, the blocking all-reduce) run
- * on the caller's thread when nothing is queued or running: no hand-off to the comm thread
- * and back, which on small collectives (SyncBatchNorm's statistics, a loss) cost more than
- * the exchange.  When an all-reduce is in flight they are queued behind it as before, so the
- * order of collectives is the issue order either way.  wait() likewise runs a handle itself
- * when the comm thread has not taken it yet. */
+ * The comm thread, the FIFO, the sequence numbers, the first-error latch and the flight
+ * record are the shared engine's (comm/queue.h): this file runs one collective when the
+ * queue says (shm_run).  The barrier counter, the chunk parity and the descriptors belong
+ * to whichever thread runs the current collective (the comm thread, or a caller running a
+ * blocking collective itself, which on small collectives such as SyncBatchNorm's statistics
+ * saves a hand-off that cost more than the exchange); the queue runs one at a time and
+ * its mutex hands them from one to the next. */
 #include "comm/comm_shm.h"
-#include "comm/flight.h"
+#include "comm/queue.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,7 +76,6 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
                "shm comm needs address-free lock-free atomics in shared memory");
 
 enum shm_state { SHM_ABSENT = 0, SHM_ATTACHED = 1, SHM_LEFT = 2 };
-enum shm_op { SHM_BROADCAST, SHM_ALLREDUCE, SHM_REDUCE, SHM_ALLGATHER, SHM_BARRIER };
 
 /* The collective a rank is entering; written by its owner before the first barrier. */
 struct shm_desc {
@@ -111,21 +105,6 @@ struct shm_header {
     struct shm_rank ranks[];    /* world entries */
 };
 
-struct comm_work {
-    struct comm_work *next;                 /* queue order */
-    struct comm_work *live_prev, *live_next; /* issued, not yet waited */
-    enum shm_op op;
-    void *buf;
-    const void *send;
-    size_t count;
-    enum comm_dtype dt;
-    int root;
-    uint64_t seq;
-    int done, status;
-    int64_t start_ns, end_ns; /* when the comm thread ran it (CLOCK_MONOTONIC) */
-    char msg[1024]; /* the comm thread's error message when status is -1 */
-};
-
 struct shm_comm {
     struct comm base; /* first: struct comm * converts to struct shm_comm * */
     char name[NAME_MAX + 1];
@@ -138,54 +117,13 @@ struct shm_comm {
     size_t chunk_bytes;
     uint64_t pidns_dev, pidns_ino;
 
-    /* the thread running the current collective only (see busy) */
+    /* the thread running the current collective only (the queue's busy owner) */
     uint32_t epoch;         /* barriers passed */
     uint64_t chunks;        /* chunks moved; its parity picks the slot set */
     int check_pending;      /* next barrier is the collective's first: compare descriptors */
-    char failure[1024];     /* the first error, repeated by every later call */
-    struct flight *flight;  /* the last collectives, dumped at the first failure (NULL: none) */
 
-    /* shared with the callers, under mu */
-    pthread_t thread;
-    int thread_started;
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv, done_cv;
-    struct comm_work *head, *tail, *live;
-    uint64_t issued; /* seq of the last collective issued */
-    int busy;        /* a collective is running (comm thread or a caller inline) */
-    int stopping, failed;
-    _Atomic int cancel; /* destroy: the running collective gives up at once */
+    struct comm_queue *q;   /* thread, FIFO, sequence numbers, first error, flight record */
 };
-
-static const char *shm_op_name(int op)
-{
-    switch (op) {
-    case SHM_BROADCAST:
-        return "broadcast";
-    case SHM_ALLREDUCE:
-        return "all-reduce";
-    case SHM_REDUCE:
-        return "reduce";
-    case SHM_ALLGATHER:
-        return "all-gather";
-    case SHM_BARRIER:
-        return "barrier";
-    }
-    return "?";
-}
-
-static const char *shm_dtype_name(int dt)
-{
-    switch (dt) {
-    case COMM_F32:
-        return "f32";
-    case COMM_F16:
-        return "f16";
-    case COMM_BF16:
-        return "bf16";
-    }
-    return "?";
-}
 
 static void shm_futex_wake(_Atomic uint32_t *word)
 {
@@ -244,10 +182,10 @@ static int shm_peer_dead(const struct shm_comm *c, int k)
 }
 
 /* "comm shm: rank R in all-reduce #S (count N)" */
-static void shm_where(const struct shm_comm *c, const struct comm_work *w, char *out, size_t cap)
+static void shm_where(const struct shm_comm *c, const struct comm_item *w, char *out, size_t cap)
 {
     snprintf(out, cap, "comm shm: rank %d in %s #%llu (count %zu)", c->base.rank,
-             shm_op_name(w->op), (unsigned long long)w->seq, w->count);
+             comm_op_name(w->op), (unsigned long long)w->seq, w->count);
 }
 
 /* Give up on the communicator: later calls fail, and the peers are told not to wait. */
@@ -264,7 +202,7 @@ static void shm_abort_segment(struct shm_comm *c, const char *why)
     shm_futex_wake(&h->gate);
 }
 
-static int shm_fail_dead(const struct shm_comm *c, const struct comm_work *w, int k)
+static int shm_fail_dead(const struct shm_comm *c, const struct comm_item *w, int k)
 {
     char where[256];
     shm_where(c, w, where, sizeof where);
@@ -272,7 +210,7 @@ static int shm_fail_dead(const struct shm_comm *c, const struct comm_work *w, in
                      (int)c->hdr->ranks[k].pid);
 }
 
-static int shm_fail_aborted(const struct shm_comm *c, const struct comm_work *w, int aborted)
+static int shm_fail_aborted(const struct shm_comm *c, const struct comm_item *w, int aborted)
 {
     char where[256];
     shm_where(c, w, where, sizeof where);
@@ -285,7 +223,7 @@ static int shm_arrived(const struct shm_comm *c, int k, uint32_t target)
     return (int32_t)(atomic_load(&c->hdr->ranks[k].arrive) - target) >= 0;
 }
 
-static int shm_fail_timeout(const struct shm_comm *c, const struct comm_work *w, uint32_t target)
+static int shm_fail_timeout(const struct shm_comm *c, const struct comm_item *w, uint32_t target)
 {
     char missing[256] = "";
     size_t len = 0;
@@ -299,12 +237,12 @@ static int shm_fail_timeout(const struct shm_comm *c, const struct comm_work *w,
     }
     return error_set("comm shm: rank %d timed out after %.1f s in %s #%llu (count %zu): "
                      "rank%s %s did not arrive (did a rank skip a collective or die?)",
-                     c->base.rank, c->timeout_ms / 1000.0, shm_op_name(w->op),
+                     c->base.rank, c->timeout_ms / 1000.0, comm_op_name(w->op),
                      (unsigned long long)w->seq, w->count, n == 1 ? "" : "s", missing);
 }
 
 /* Compare every rank's descriptor of this collective with ours. */
-static int shm_check_descs(const struct shm_comm *c, const struct comm_work *w)
+static int shm_check_descs(const struct shm_comm *c, const struct comm_item *w)
 {
     int par = (int)(w->seq & 1);
     const struct shm_desc *me = &c->hdr->ranks[c->base.rank].desc[par];
@@ -315,16 +253,16 @@ static int shm_check_descs(const struct shm_comm *c, const struct comm_work *w)
             continue;
         return error_set("comm shm: rank %d in %s #%llu (count %zu, %s, root %d) but rank %d is "
                          "in %s #%llu (count %llu, %s, root %d): all ranks must issue the same "
-                         "collectives in the same order", c->base.rank, shm_op_name(w->op),
-                         (unsigned long long)w->seq, w->count, shm_dtype_name(me->dtype),
-                         me->root, k, shm_op_name(d->op), (unsigned long long)d->seq,
-                         (unsigned long long)d->count, shm_dtype_name(d->dtype), d->root);
+                         "collectives in the same order", c->base.rank, comm_op_name(w->op),
+                         (unsigned long long)w->seq, w->count, comm_dtype_name(me->dtype),
+                         me->root, k, comm_op_name(d->op), (unsigned long long)d->seq,
+                         (unsigned long long)d->count, comm_dtype_name(d->dtype), d->root);
     }
     return 0;
 }
 
 /* Wait (bounded) until rank k has reached barrier `target`. */
-static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, uint32_t target,
+static int shm_wait_peer(struct shm_comm *c, const struct comm_item *w, int k, uint32_t target,
                          int64_t *deadline)
 {
     struct shm_rank *r = &c->hdr->ranks[k];
@@ -354,7 +292,7 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
         uint32_t seen = atomic_load(&r->arrive);
         if ((int32_t)(seen - target) >= 0)
             return 0;
-        if (atomic_load(&c->cancel)) {
+        if (comm_queue_cancelled(c->q)) {
             shm_where(c, w, where, sizeof where);
             return error_set("%s: the communicator was destroyed while the collective ran",
                              where);
@@ -389,7 +327,7 @@ static int shm_wait_peer(struct shm_comm *c, const struct comm_work *w, int k, u
 }
 
 /* One barrier among all ranks; the collective's first also checks the descriptors. */
-static int shm_barrier_wait(struct shm_comm *c, const struct comm_work *w)
+static int shm_barrier_wait(struct shm_comm *c, const struct comm_item *w)
 {
     struct shm_rank *me = &c->hdr->ranks[c->base.rank];
     uint32_t target = ++c->epoch;
@@ -457,7 +395,7 @@ static void shm_reduce_range(const struct shm_comm *c, uint64_t parity, enum com
 }
 
 /* Execute one collective (comm thread). */
-static int shm_run(struct shm_comm *c, struct comm_work *w)
+static int shm_run(struct shm_comm *c, const struct comm_item *w)
 {
     int world = c->base.world, me = c->base.rank;
     size_t es = comm_dtype_size(w->dt);
@@ -466,7 +404,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
     unsigned char *buf = w->buf;
 
     if (world == 1) { /* nothing to exchange; a sum of one term is that term */
-        if (w->op == SHM_ALLGATHER && w->count && w->buf != w->send)
+        if (w->op == COMM_OP_ALLGATHER && w->count && w->buf != w->send)
             memmove(w->buf, w->send, w->count * es);
         return 0;
     }
@@ -479,7 +417,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
     d->root = w->root;
     c->check_pending = 1;
 
-    if (w->op == SHM_BARRIER)
+    if (w->op == COMM_OP_BARRIER)
         return shm_barrier_wait(c, w);
 
     for (size_t ci = 0; ci < nchunks; ci++) {
@@ -488,7 +426,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
         size_t bytes = n * es;
         uint64_t p = c->chunks++;
         switch (w->op) {
-        case SHM_BROADCAST:
+        case COMM_OP_BROADCAST:
             if (me == w->root && bytes)
                 memcpy(shm_slot(c, p, me), buf + off * es, bytes);
             if (shm_barrier_wait(c, w) < 0)
@@ -496,7 +434,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
             if (me != w->root && bytes)
                 memcpy(buf + off * es, shm_slot(c, p, w->root), bytes);
             break;
-        case SHM_REDUCE:
+        case COMM_OP_REDUCE:
             if (bytes)
                 memcpy(shm_slot(c, p, me), buf + off * es, bytes);
             if (shm_barrier_wait(c, w) < 0)
@@ -504,7 +442,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
             if (me == w->root)
                 shm_reduce_range(c, p, w->dt, 0, n, buf + off * es);
             break;
-        case SHM_ALLGATHER: {
+        case COMM_OP_ALLGATHER: {
             const unsigned char *send = w->send;
             if (bytes)
                 memcpy(shm_slot(c, p, me), send + off * es, bytes);
@@ -514,7 +452,7 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
                 memcpy(buf + ((size_t)k * w->count + off) * es, shm_slot(c, p, k), bytes);
             break;
         }
-        case SHM_ALLREDUCE: {
+        case COMM_OP_ALLREDUCE: {
             if (bytes)
                 memcpy(shm_slot(c, p, me), buf + off * es, bytes);
             if (shm_barrier_wait(c, w) < 0)
@@ -531,246 +469,77 @@ static int shm_run(struct shm_comm *c, struct comm_work *w)
                 memcpy(buf + off * es, shm_slot(c, p, 0), bytes);
             break;
         }
-        case SHM_BARRIER:
+        case COMM_OP_BARRIER:
             break;
         }
     }
     return 0;
 }
 
-/* Run w on the calling thread, which owns it (it set busy, under mu, and read `failed`,
- * c->failed, then).  0, or -1 + error_set on this thread (and the segment aborted). */
-static int shm_execute(struct shm_comm *c, struct comm_work *w, int failed)
+/* The queue's hooks: run a collective; the first failure tells the peers; destroy makes
+ * the peers waiting for this rank fail now instead of at their timeout. */
+static int shm_run_item(void *ctx, const struct comm_item *it)
 {
-    if (failed) {
-        char where[256];
-        shm_where(c, w, where, sizeof where);
-        return error_set("%s: not run, the communicator failed earlier (destroy it): %s", where,
-                         c->failure);
-    }
-    w->start_ns = clock_now_ns();
-    flight_set_state(c->flight, w->seq, FLIGHT_STARTED);
-    int rc = shm_run(c, w);
-    w->end_ns = clock_now_ns();
-    flight_set_state(c->flight, w->seq, rc < 0 ? FLIGHT_FAILED : FLIGHT_DONE);
-    if (rc < 0) {
-        snprintf(c->failure, sizeof c->failure, "%s", error_get());
-        if (!atomic_load(&c->cancel)) {
-            shm_abort_segment(c, c->failure);
-            flight_dump(c->flight); /* where this rank was, beside its trace */
-        }
-    }
-    return rc;
+    return shm_run(ctx, it);
 }
 
-/* Under mu, after shm_execute: w is done (its waiters wake), the comm is free again. */
-static void shm_complete_locked(struct shm_comm *c, struct comm_work *w, int rc)
+static void shm_failed(void *ctx, const char *msg)
 {
-    if (rc < 0) {
-        c->failed = 1;
-        snprintf(w->msg, sizeof w->msg, "%s", error_get());
-    }
-    w->status = rc;
-    w->done = 1;
-    c->busy = 0;
-    pthread_cond_broadcast(&c->done_cv);
-    if (c->head) /* queued while a caller ran a collective itself */
-        pthread_cond_signal(&c->work_cv);
+    shm_abort_segment(ctx, msg);
 }
 
-/* Under mu: take the queue's head to run on this thread. */
-static struct comm_work *shm_take_locked(struct shm_comm *c)
+static void shm_interrupt(void *ctx, int running)
 {
-    struct comm_work *w = c->head;
-    c->head = w->next;
-    if (!c->head)
-        c->tail = NULL;
-    c->busy = 1;
-    return w;
+    (void)running; /* the running collective sees comm_queue_cancelled at its next check */
+    struct shm_comm *c = ctx;
+    if (!c->hdr)
+        return;
+    atomic_store(&c->hdr->ranks[c->base.rank].state, SHM_LEFT);
+    for (int k = 0; k < c->base.world; k++)
+        shm_futex_wake(&c->hdr->ranks[k].arrive);
+    shm_futex_wake(&c->hdr->gate);
 }
 
-/* Under mu, with w taken (busy set): run w on this thread, mu released meanwhile, and
- * complete it; returns its status (on -1 the message is this thread's too). */
-static int shm_run_taken_locked(struct shm_comm *c, struct comm_work *w)
-{
-    int failed = c->failed;
-    pthread_mutex_unlock(&c->mu);
-    int rc = shm_execute(c, w, failed);
-    pthread_mutex_lock(&c->mu);
-    shm_complete_locked(c, w, rc);
-    return rc;
-}
+static const struct comm_queue_ops shm_queue_ops = {shm_run_item, shm_failed, shm_interrupt,
+                                                   1};
 
-static void *shm_thread_main(void *arg)
-{
-    struct shm_comm *c = arg;
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        while ((!c->head || c->busy) && !c->stopping)
-            pthread_cond_wait(&c->work_cv, &c->mu);
-        if (c->stopping)
-            break; /* queued work is dropped: destroy frees it */
-        shm_run_taken_locked(c, shm_take_locked(c));
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
-}
-
-/* The arguments of one collective: 0, or -1 + error_set. */
-static int shm_check_args(const struct shm_comm *c, enum shm_op op, const void *buf,
-                          const void *send, size_t count, enum comm_dtype dt, int root)
-{
-    int me = c->base.rank, world = c->base.world;
-    size_t es = comm_dtype_size(dt);
-    if (!es)
-        return error_set("comm shm: rank %d: %s with dtype %d: not a comm_dtype (COMM_F32, "
-                         "COMM_F16, COMM_BF16)", me, shm_op_name(op), (int)dt);
-    if ((op == SHM_BROADCAST || op == SHM_REDUCE) && (root < 0 || root >= world))
-        return error_set("comm shm: rank %d: %s with root %d: the root must be a rank in 0..%d",
-                         me, shm_op_name(op), root, world - 1);
-    size_t total = op == SHM_ALLGATHER ? (size_t)world : 1;
-    if (count > SIZE_MAX / es / total)
-        return error_set("comm shm: rank %d: %s of %zu elements overflows size_t", me,
-                         shm_op_name(op), count);
-    if (count && (!buf || (op == SHM_ALLGATHER && !send)))
-        return error_set("comm shm: rank %d: %s of %zu elements with a NULL buffer", me,
-                         shm_op_name(op), count);
-    return 0;
-}
-
-/* This rank's payload of one collective (the flight recorder's bytes): its buffer, or for
- * all-gather what it receives. */
-static uint64_t shm_bytes(const struct shm_comm *c, enum shm_op op, size_t count,
-                          enum comm_dtype dt)
-{
-    uint64_t b = (uint64_t)count * comm_dtype_size(dt);
-    return op == SHM_ALLGATHER ? b * (uint64_t)c->base.world : b;
-}
-
-/* Queue one collective whose arguments were checked; the handle, or NULL + error_set. */
-static struct comm_work *shm_enqueue(struct shm_comm *c, enum shm_op op, void *buf,
-                                     const void *send, size_t count, enum comm_dtype dt,
-                                     int root)
-{
-    struct comm_work *w = calloc(1, sizeof *w);
-    if (!w) {
-        error_set("comm shm: rank %d: out of memory queueing a %s", c->base.rank,
-                  shm_op_name(op));
-        return NULL;
-    }
-    w->op = op;
-    w->buf = buf;
-    w->send = send;
-    w->count = count;
-    w->dt = dt;
-    w->root = root;
-    pthread_mutex_lock(&c->mu);
-    w->seq = ++c->issued;
-    flight_queued(c->flight, w->seq, shm_op_name(op), -1, shm_bytes(c, op, count, dt));
-    if (c->tail)
-        c->tail->next = w;
-    else
-        c->head = w;
-    c->tail = w;
-    w->live_next = c->live;
-    if (c->live)
-        c->live->live_prev = w;
-    c->live = w;
-    pthread_cond_signal(&c->work_cv);
-    pthread_mutex_unlock(&c->mu);
-    return w;
-}
-
-/* Validate and queue one collective; the handle, or NULL + error_set. */
-static struct comm_work *shm_issue(struct shm_comm *c, enum shm_op op, void *buf,
-                                   const void *send, size_t count, enum comm_dtype dt, int root)
-{
-    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
-        return NULL;
-    return shm_enqueue(c, op, buf, send, count, dt, root);
-}
-
-static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *span)
-{
-    struct shm_comm *c = (struct shm_comm *)base;
-    if (!w)
-        return error_set("comm shm: rank %d: wait on a NULL handle (did allreduce_async fail?)",
-                         base->rank);
-    pthread_mutex_lock(&c->mu);
-    if (!w->done && c->head == w && !c->busy) /* not taken yet: run it here, no hand-off */
-        shm_run_taken_locked(c, shm_take_locked(c));
-    while (!w->done) /* bounded: every wait for the peers has the timeout */
-        pthread_cond_wait(&c->done_cv, &c->mu);
-    if (w->live_prev)
-        w->live_prev->live_next = w->live_next;
-    else
-        c->live = w->live_next;
-    if (w->live_next)
-        w->live_next->live_prev = w->live_prev;
-    pthread_mutex_unlock(&c->mu);
-    int rc = w->status;
-    if (rc < 0)
-        error_set("%s", w->msg);
-    if (span) {
-        span->start_ns = w->start_ns;
-        span->end_ns = w->end_ns;
-    }
-    free(w);
-    return rc;
-}
-
-/* A blocking collective: run on this thread when nothing is queued or running (no
- * hand-off to the comm thread and back), else queued behind what is and waited for. */
-static int shm_issue_wait(struct shm_comm *c, enum shm_op op, void *buf, const void *send,
-                          size_t count, enum comm_dtype dt, int root)
-{
-    if (shm_check_args(c, op, buf, send, count, dt, root) < 0)
-        return -1;
-    pthread_mutex_lock(&c->mu);
-    if (c->head || c->busy) {
-        pthread_mutex_unlock(&c->mu);
-        struct comm_work *q = shm_enqueue(c, op, buf, send, count, dt, root);
-        return q ? shm_wait(&c->base, q, NULL) : -1;
-    }
-    struct comm_work w = {.op = op, .buf = buf, .send = send, .count = count, .dt = dt,
-                          .root = root, .seq = ++c->issued};
-    flight_queued(c->flight, w.seq, shm_op_name(op), -1, shm_bytes(c, op, count, dt));
-    c->busy = 1;
-    int rc = shm_run_taken_locked(c, &w);
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-}
+static struct comm_queue *shm_q(struct comm *base) { return ((struct shm_comm *)base)->q; }
 
 static int shm_broadcast(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
 {
-    return shm_issue_wait((struct shm_comm *)base, SHM_BROADCAST, buf, NULL, count, dt, root);
+    return comm_queue_call(shm_q(base), COMM_OP_BROADCAST, buf, NULL, count, dt, root);
 }
 
 static struct comm_work *shm_allreduce_async(struct comm *base, void *buf, size_t count,
                                              enum comm_dtype dt)
 {
-    return shm_issue((struct shm_comm *)base, SHM_ALLREDUCE, buf, NULL, count, dt, -1);
+    return comm_queue_issue(shm_q(base), COMM_OP_ALLREDUCE, buf, NULL, count, dt, -1);
+}
+
+static int shm_wait(struct comm *base, struct comm_work *w, struct comm_span *span)
+{
+    return comm_queue_wait(shm_q(base), w, span);
 }
 
 static int shm_allreduce(struct comm *base, void *buf, size_t count, enum comm_dtype dt)
 {
-    return shm_issue_wait((struct shm_comm *)base, SHM_ALLREDUCE, buf, NULL, count, dt, -1);
+    return comm_queue_call(shm_q(base), COMM_OP_ALLREDUCE, buf, NULL, count, dt, -1);
 }
 
 static int shm_reduce(struct comm *base, void *buf, size_t count, enum comm_dtype dt, int root)
 {
-    return shm_issue_wait((struct shm_comm *)base, SHM_REDUCE, buf, NULL, count, dt, root);
+    return comm_queue_call(shm_q(base), COMM_OP_REDUCE, buf, NULL, count, dt, root);
 }
 
 static int shm_allgather(struct comm *base, const void *send, void *recv, size_t count,
                          enum comm_dtype dt)
 {
-    return shm_issue_wait((struct shm_comm *)base, SHM_ALLGATHER, recv, send, count, dt, -1);
+    return comm_queue_call(shm_q(base), COMM_OP_ALLGATHER, recv, send, count, dt, -1);
 }
 
 static int shm_barrier(struct comm *base)
 {
-    return shm_issue_wait((struct shm_comm *)base, SHM_BARRIER, NULL, NULL, 0, COMM_F32, -1);
+    return comm_queue_call(shm_q(base), COMM_OP_BARRIER, NULL, NULL, 0, COMM_F32, -1);
 }
 
 static void *shm_stream(struct comm *base) { return (void)base, NULL; }
@@ -780,32 +549,12 @@ static void shm_destroy(struct comm *base)
     struct shm_comm *c = (struct shm_comm *)base;
     if (!c)
         return;
-    if (c->thread_started) {
-        pthread_mutex_lock(&c->mu);
-        c->stopping = 1;
-        pthread_cond_signal(&c->work_cv);
-        pthread_mutex_unlock(&c->mu);
-        atomic_store(&c->cancel, 1);
-    }
-    if (c->hdr) { /* peers waiting for this rank fail now instead of at their timeout */
-        atomic_store(&c->hdr->ranks[base->rank].state, SHM_LEFT);
-        for (int k = 0; k < base->world; k++)
-            shm_futex_wake(&c->hdr->ranks[k].arrive);
-        shm_futex_wake(&c->hdr->gate);
-    }
-    if (c->thread_started)
-        pthread_join(c->thread, NULL);
-    while (c->live) { /* handles nobody waited for */
-        struct comm_work *w = c->live;
-        c->live = w->live_next;
-        free(w);
-    }
+    if (c->q)
+        comm_queue_stop(c->q, 0); /* interrupts the running collective, then joins */
+    else
+        shm_interrupt(c, 0);
     if (c->hdr)
         munmap(c->hdr, c->map_bytes);
-    pthread_cond_destroy(&c->done_cv);
-    pthread_cond_destroy(&c->work_cv);
-    pthread_mutex_destroy(&c->mu);
-    flight_free(c->flight);
     free(c);
 }
 
@@ -1056,6 +805,20 @@ static int shm_wait_attached(struct shm_comm *c, int64_t deadline)
     }
 }
 
+static const struct comm shm_comm_ops = {
+    .name = "shm",
+    .broadcast = shm_broadcast,
+    .allreduce_async = shm_allreduce_async,
+    .wait = shm_wait,
+    .reduce = shm_reduce,
+    .allgather = shm_allgather,
+    .barrier = shm_barrier,
+    .stream = shm_stream,
+    .order = NULL, /* no stream: a collective runs on host memory the caller owns */
+    .destroy = shm_destroy,
+    .allreduce = shm_allreduce,
+};
+
 void comm_shm_set_polling(struct comm *base, int poll)
 {
     ((struct shm_comm *)base)->spin_ns = poll ? SHM_SPIN_NS : 0;
@@ -1091,28 +854,19 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
         error_set("comm shm: rank %d: out of memory", rank);
         return NULL;
     }
-    c->base.name = "shm";
+    c->base = shm_comm_ops;
     c->base.rank = rank;
     c->base.world = world;
-    c->base.broadcast = shm_broadcast;
-    c->base.allreduce_async = shm_allreduce_async;
-    c->base.wait = shm_wait;
-    c->base.reduce = shm_reduce;
-    c->base.allgather = shm_allgather;
-    c->base.barrier = shm_barrier;
-    c->base.stream = shm_stream;
-    c->base.order = NULL; /* no stream: a collective runs on host memory the caller owns */
-    c->base.destroy = shm_destroy;
-    c->base.allreduce = shm_allreduce;
     snprintf(c->name, sizeof c->name, "/%s", base_name);
     c->timeout_ms = timeout_ms;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     comm_shm_set_polling(&c->base, cpus <= 0 || world <= cpus);
     c->chunk_bytes = max_bytes / 2 / SHM_ALIGN * SHM_ALIGN;
-    c->flight = flight_create(rank); /* out of memory: the comm works without one */
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->work_cv, NULL);
-    pthread_cond_init(&c->done_cv, NULL);
+    c->q = comm_queue_create("shm", rank, world, &shm_queue_ops, c);
+    if (!c->q) {
+        free(c);
+        return NULL;
+    }
     struct stat ns;
     if (stat("/proc/self/ns/pid", &ns) == 0) {
         c->pidns_dev = (uint64_t)ns.st_dev;
@@ -1131,20 +885,9 @@ struct comm *comm_shm_create(int rank, int world, const char *segment_name, size
         rc = -1;
     }
     shm_window_end(window); /* the name is gone now, whichever way it went */
-    if (rc == 0) {
-        /* the comm thread takes no signals: they stay with the caller's threads */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int err = pthread_create(&c->thread, NULL, shm_thread_main, c);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (err) {
-            error_set("comm shm: rank %d cannot start its comm thread: %s", rank, strerror(err));
-            shm_abort_segment(c, error_get());
-            rc = -1;
-        } else {
-            c->thread_started = 1;
-        }
+    if (rc == 0 && comm_queue_start(c->q) < 0) {
+        shm_abort_segment(c, error_get());
+        rc = -1;
     }
     if (rc < 0) {
         shm_destroy(&c->base);

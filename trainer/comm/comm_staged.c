@@ -218,6 +218,19 @@ static void staged_destroy(struct comm *c)
     free(sc);
 }
 
+static const struct comm staged_comm_ops = {
+    .name = COMM_STAGED_NAME,
+    .broadcast = staged_broadcast,
+    .allreduce_async = staged_allreduce_async,
+    .wait = staged_wait,
+    .reduce = staged_reduce,
+    .allgather = staged_allgather,
+    .barrier = staged_barrier,
+    .stream = staged_stream,
+    .order = NULL, /* no stream: the download waits for the device itself */
+    .destroy = staged_destroy,
+};
+
 struct comm *comm_staged_create(struct comm *inner, const struct comm_stage *stage)
 {
     if (!inner || !stage || !stage->download || !stage->upload) {
@@ -232,20 +245,9 @@ struct comm *comm_staged_create(struct comm *inner, const struct comm_stage *sta
         inner->destroy(inner);
         return NULL;
     }
-    sc->base = (struct comm){
-        .name = COMM_STAGED_NAME,
-        .rank = inner->rank,
-        .world = inner->world,
-        .broadcast = staged_broadcast,
-        .allreduce_async = staged_allreduce_async,
-        .wait = staged_wait,
-        .reduce = staged_reduce,
-        .allgather = staged_allgather,
-        .barrier = staged_barrier,
-        .stream = staged_stream,
-        .order = NULL, /* no stream: the download waits for the device itself */
-        .destroy = staged_destroy,
-    };
+    sc->base = staged_comm_ops;
+    sc->base.rank = inner->rank;
+    sc->base.world = inner->world;
     sc->inner = inner;
     sc->stage = *stage;
     return &sc->base;

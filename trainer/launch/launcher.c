@@ -197,18 +197,22 @@ static void launcher_bar_draw(struct launcher_state *st)
     launcher_write_all(2, line, (size_t)n);
 }
 
+void launcher_draw_bar(int fd, const struct worker_progress *p)
+{
+    char bar[256], line[sizeof bar + 8];
+    launcher_format_bar(bar, sizeof bar, p);
+    int n = snprintf(line, sizeof line, "\r%s\033[K%s", bar, p->done >= p->total ? "\n" : "");
+    launcher_write_all(fd, line, (size_t)n);
+}
+
 /* Rank 0 says where it is: redraw; an epoch's last step ends the bar's line. */
 static void launcher_bar_update(struct launcher_state *st, const struct worker_progress *p)
 {
     if (!st->bar_on)
         return;
-    launcher_format_bar(st->bar, sizeof st->bar, p);
-    st->bar_shown = 1;
-    launcher_bar_draw(st);
-    if (p->done >= p->total) {
-        launcher_write_all(2, "\n", 1);
-        st->bar_shown = 0;
-    }
+    launcher_format_bar(st->bar, sizeof st->bar, p); /* kept for redraws between lines */
+    launcher_draw_bar(2, p);
+    st->bar_shown = p->done < p->total;
 }
 
 /* Emit one line (without its newline) as "[rank N] line\n" in one write. */

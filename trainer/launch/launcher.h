@@ -125,6 +125,11 @@ int launcher_check_fit(int nprocs, int oversubscribe, const char *what);
  * 31200/60000 images, loss 0.6100". */
 void launcher_format_bar(char *buf, size_t cap, const struct worker_progress *p);
 
+/* Draw that bar on fd (a terminal) over its current line; an epoch's last step (done at
+ * total) ends the line.  The launcher's own bar, and a rank's where no launcher draws it
+ * (`ddpprof train` on a terminal, a worker of torchrun's). */
+void launcher_draw_bar(int fd, const struct worker_progress *p);
+
 /* "SIGSTOP", "SIGTSTP", "SIGTTIN" or "SIGTTOU" for the signals that stop a process, else
  * "signal N" written into buf. */
 const char *launcher_stop_name(int sig, char *buf, size_t cap);

@@ -12,12 +12,6 @@ static struct model *registry_convnet(struct backend *be, uint64_t seed,
     return convnet_create(be, seed);
 }
 
-static struct model *registry_resnet18(struct backend *be, uint64_t seed,
-                                       const struct model_opts *o)
-{
-    return resnet18_create(be, seed, o->width > 0 ? o->width : 64);
-}
-
 /* in_c, in_h, in_w and classes as each model's create sets them (model_input) */
 static const struct {
     const char *name;
@@ -25,7 +19,7 @@ static const struct {
     int in_c, in_h, in_w, classes;
 } model_registry[] = {
     {"convnet", registry_convnet, 1, 28, 28, 10},
-    {"resnet18", registry_resnet18, 3, 32, 32, 10},
+    {"resnet18", resnet18_create_opts, 3, 32, 32, 10},
 };
 
 int model_input(const char *name, int *c, int *h, int *w, int *classes)
@@ -44,10 +38,10 @@ int model_input(const char *name, int *c, int *h, int *w, int *classes)
 struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
                                 const struct model_opts *opts)
 {
-    const struct model_opts none = {0};
+    const struct model_opts dflt = MODEL_OPTS_DEFAULT;
     for (size_t i = 0; i < sizeof model_registry / sizeof model_registry[0]; i++)
         if (strcmp(name, model_registry[i].name) == 0)
-            return model_registry[i].create(be, seed, opts ? opts : &none);
+            return model_registry[i].create(be, seed, opts ? opts : &dflt);
     return error_set("unknown model '%s' (known: %s)", name, model_names()), NULL;
 }
 

@@ -36,15 +36,20 @@ struct model {
     void *impl;
 };
 
-/* Options a model may take (0: its default). */
+/* Options a model may take; each model reads its own and ignores the others.  A new one
+ * is a field here with its default in MODEL_OPTS_DEFAULT, the one line of trainer/cli.c's
+ * option table that parses, documents and records it (meta.csv), and the model that reads
+ * it (its *_create_opts below). */
 struct model_opts {
     int width; /* resnet18: channels of its first stage, doubled at each stage (64) */
 };
 
+#define MODEL_OPTS_DEFAULT {.width = 64}
+
 /* "convnet" (the tutorial's ConvNet for 1x28x28 inputs, 10 classes) or "resnet18" (the
  * distributed-training example's ResNet18 for 3x32x32 inputs, 10 classes).  Parameters are
- * initialised with PyTorch's default distributions from seed.  opts may be NULL (every
- * default).  NULL + error_set for an unknown name (the message lists the known ones). */
+ * initialised with PyTorch's default distributions from seed.  opts may be NULL
+ * (MODEL_OPTS_DEFAULT).  NULL + error_set for an unknown name (the message lists the known ones). */
 struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
                                 const struct model_opts *opts);
 /* model_create_opts with every option at its default */
@@ -60,5 +65,8 @@ int model_input(const char *name, int *c, int *h, int *w, int *classes);
 struct model *convnet_create(struct backend *be, uint64_t seed);
 /* width: channels of conv1 and conv2 (64: the example's 11,173,962 parameters) */
 struct model *resnet18_create(struct backend *be, uint64_t seed, int width);
+/* resnet18_create with opts' (model_create_opts' registry entry) */
+struct model *resnet18_create_opts(struct backend *be, uint64_t seed,
+                                   const struct model_opts *opts);
 
 #endif

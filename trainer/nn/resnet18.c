@@ -270,3 +270,9 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
     }
     return m;
 }
+
+struct model *resnet18_create_opts(struct backend *be, uint64_t seed,
+                                   const struct model_opts *opts)
+{
+    return resnet18_create(be, seed, opts->width);
+}

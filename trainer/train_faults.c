@@ -1,0 +1,32 @@
+/* train_faults.c — fault injection for the failure tests only (tests/test_faults.sh):
+ * DDPPROF_FAULT_SKIP_STEP=RANK:STEP makes rank RANK skip training step STEP entirely: the
+ * tutorial's classic bug of one rank running one batch fewer, which must end in an error
+ * naming the collective, never a hang.
+ * DDPPROF_FAULT_INF_STEP=RANK:STEP puts an inf into rank RANK's loss gradient at STEP: the
+ * GradScaler must skip that step on every rank and back off.
+ * DDPPROF_FAULT_KILL_STEP=RANK:STEP makes rank RANK SIGKILL itself as step STEP begins, in
+ * the first attempt only (TORCHELASTIC_RESTART_COUNT 0): an elastic restart must recover.
+ * train_step.c acts on them. */
+#include "train_rank.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* the step var names for this rank, 0 when it names none or another rank */
+static long long fault_step(const char *var, int rank)
+{
+    const char *v = getenv(var);
+    int r;
+    long long step;
+    if (v && sscanf(v, "%d:%lld", &r, &step) == 2 && r == rank)
+        return step;
+    return 0;
+}
+
+void rank_faults_read(struct rank *r)
+{
+    r->faults.skip_step = fault_step("DDPPROF_FAULT_SKIP_STEP", r->rank);
+    r->faults.inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r->rank);
+    r->faults.kill_step =
+        r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_STEP", r->rank) : 0;
+}

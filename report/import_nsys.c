@@ -19,7 +19,7 @@
  *     host: ranks of one host share it; across hosts the core aligns as for Kineto).
  * The rank: "rankN" in the file name (scripts/nsys-profile's <phase>.rank<N>), else a file
  * name ending in .N (nsys -o report.%q{RANK}); a report holding several training
- * processes (nsys profile torchrun ...) is one rank per process, in pid order.
+ * processes (nsys profile torchrun ...) is one rank per training process, in pid order.
  *
  * Columns are found by name (pragma table_info), so the exports of nsys 2022.4 (Debian's;
  * schema 3.0) and of current releases both read; a table or column this file needs and the
@@ -447,13 +447,24 @@ static int nsys_schema(struct nsys_file *f)
     return 0;
 }
 
-/* The processes with NVTX ranges or kernels, in pid order. */
+/* The training processes, in pid order: those with a range that a training step is made
+ * of (ddpprof's step/forward/backward/allreduce.bN, PyTorch's ProfilerStep#N,
+ * DistributedDataParallel.forward, autograd ops, Optimizer.step, NCCL's collectives) or with
+ * kernels; not a launcher's (torchrun, ddpprof's parent) other ranges. */
 static int nsys_processes(struct nsys_file *f)
 {
+    const char *name = f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
+                       : f->has_text                ? "e.text"
+                                                    : "s.value";
     char *q = sqlite3_mprintf(
-        "SELECT DISTINCT (globalTid >> 24) & 16777215 AS p FROM NVTX_EVENTS WHERE eventType IN "
-        "(%lld, %lld) %s ORDER BY p",
-        (long long)f->ev_pushpop, (long long)f->ev_startend,
+        "SELECT DISTINCT (e.globalTid >> 24) & 16777215 AS p FROM NVTX_EVENTS e %s WHERE "
+        "e.eventType IN (%lld, %lld) AND (%s IN ('step', 'forward', 'backward', "
+        "'DistributedDataParallel.forward', 'ncclAllReduce', 'ncclBroadcast', "
+        "'ncclAllGather', 'ncclReduceScatter', 'ncclReduce') OR %s GLOB 'allreduce.b*' OR "
+        "%s GLOB 'ProfilerStep#*' OR %s GLOB 'Optimizer.step#*' OR "
+        "%s GLOB 'autograd::engine::evaluate_function: *') %s ORDER BY p",
+        f->has_textid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
+        (long long)f->ev_pushpop, (long long)f->ev_startend, name, name, name, name, name,
         f->has_kernel && f->kernel_pid
             ? "UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL"
             : "");
@@ -762,7 +773,7 @@ static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t
     struct import_rank *core = import_rank_begin(sink, f->path);
     if (!core)
         return -1;
-    int all = f->npids <= 1;
+    int all = f->npids == 0; /* no training process found: every range, to say so */
     f->ranges = f->skipped_ddpprof = f->bad_ts = 0;
     int rc = nsys_ranges(f, core, pid, all);
     if (rc == 0)
@@ -776,7 +787,7 @@ static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t
                        "(ddpprof's domain, ProfilerStep#N, DistributedDataParallel.forward, "
                        "autograd ops, Optimizer.step, NCCL's ranges) and no kernel: not a "
                        "training run's report?",
-                       f->path, all ? "" : " (a process)", (unsigned long long)f->ranges);
+                       f->path, f->npids > 1 ? " (a process)" : "", (unsigned long long)f->ranges);
     if (rc == 0) {
         const struct import_counts *c = import_rank_counts(core);
         if (c->unknown_comm)
@@ -792,7 +803,7 @@ static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t
     struct import_rank_info *info = import_rank_info(core);
     info->format = "nsys";
     info->shared_clock = f->base_ns > 0; /* nsys's clock is one per host */
-    int64_t rank = all ? nsys_rank_of(f->path) : k;
+    int64_t rank = f->npids <= 1 ? nsys_rank_of(f->path) : k;
     info->has_rank = rank >= 0;
     info->rank = rank;
     info->no_rank_why = "no rankN in the file name (scripts/nsys-profile's <phase>.rank<N>, "
@@ -827,7 +838,8 @@ static int nsys_load(const char *path, struct import_sink *sink)
     if (rc == 0)
         rc = nsys_processes(&f);
     if (rc == 0 && f.npids > 1)
-        report_warn("%s: %d processes with NVTX ranges or kernels: one rank each, in pid order",
+        report_warn("%s: %d training processes (with a training step's NVTX ranges or kernels): "
+                    "one rank each, in pid order",
                     path, f.npids);
     for (int k = 0; rc == 0 && k < (f.npids ? f.npids : 1); k++)
         rc = nsys_load_rank(&f, sink, f.npids ? f.pids[k] : 0, k);

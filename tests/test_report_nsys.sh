@@ -7,8 +7,8 @@
 #      allreduce 3 each), one bucket with 6 calls (3 steps x 2 ranks); the rank from a
 #      name NAME.N as well;
 #   2. the current documented schema (make_current_schema.py, generated here: a PyTorch DDP
-#      job of two processes in one file, with kernels, memcpy/memset, runtime launches and
-#      NCCL's domain): one rank per process, PyTorch's range names as phases, the all-reduce
+#      job of two processes in one file beside its launcher's, with kernels, memcpy/memset,
+#      runtime launches and NCCL's domain): one rank per training process, PyTorch's range names as phases, the all-reduce
 #      bucket's bytes from NCCL's payload (4096), device cuda, kernels attributed to phases;
 #   3. bad input, one clear line and a non-zero exit each: an SQLite database without
 #      NVTX_EVENTS, one whose NVTX_EVENTS lacks a column (named), a file that is not SQLite,
@@ -70,7 +70,7 @@ python3 "$fix/make_current_schema.py" "$db"
 out=$work/cur
 "$bin" report "$db" --out "$out" >"$work/cur.log" 2>&1
 expect "current report exit" "$?" 0
-contains "current one rank per process" "$work/cur.log" "2 processes with NVTX ranges or kernels"
+contains "current one rank per process" "$work/cur.log" "2 training processes"
 expect "current ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
 expect "current host" "$(csv_col "$out/ranks.csv" host | sort -u)" gpuhost
 expect "current steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "4 4 "

@@ -12,9 +12,11 @@
 # the other collectives, comm.broadcast/allgather/reduce; not eval, barrier, setup or
 # comm.allreduce, which the import core has no kind for, as for PyTorch traces),
 # the same steps per rank and the same buckets (numbers, calls) as `ddpprof report` of the
-# run's own traces; the figures of both are printed (total ms per phase; bucket bytes,
-# which only the own traces have: ddpprof's NVTX ranges carry the step, not the bytes).  Skips (77), saying why, without nsys (with the reason
-# scripts/setup-nsys recorded in build-nsys/unavailable when it could not get one) and in
+# run's own traces, and the compute phases' totals within 2 ms + 2%; the figures of both
+# are printed (total ms per phase; bucket bytes, which only the own traces have: ddpprof's
+# NVTX ranges carry the step, not the bytes).  Skips (77), saying why, without nsys (with
+# the reason scripts/setup-nsys recorded in build-nsys/unavailable when it could not get
+# one) and in
 # a sanitized build (the plain build runs it; nsys and a sanitizer's runtime in one process
 # are not what it checks, and the run would take several times longer).
 set -u
@@ -139,6 +141,15 @@ else
       [ -n "$note" ] && continue
       check "same-$ph-rank$r" "$([ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" \
         "rank $r $ph: $a in the own traces, '$b' from nsys"
+      # the compute phases' NVTX ranges are the rows' own, but for the probe's push/pop
+      # (microseconds): totals within 2 ms + 2% (a preemption between the two clocks)
+      case $ph in step|data|forward|backward|optimizer)
+        ta=$(csv_col "$work/own/phases.csv" total_ms rank=$r phase=$ph)
+        tb=$(csv_col "$work/fromnsys/phases.csv" total_ms rank=$r phase=$ph)
+        check "close-$ph-rank$r" \
+          "$(awk -v a="$ta" -v b="$tb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 2 + 0.02 * a) }'; echo $?)" \
+          "rank $r $ph total: $ta ms in the own traces, $tb ms from nsys" ;;
+      esac
     done
   done
   a=$(csv_col "$work/own/ranks.csv" steps | tr '\n' ' ')

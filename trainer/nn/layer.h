@@ -1,4 +1,4 @@
-/* layers.h — the layers the models are built from: Conv2d, BatchNorm2d (optionally
+/* layer.h — the layers the models are built from: Conv2d, BatchNorm2d (optionally
  * synchronised across ranks, as nn.SyncBatchNorm), Linear.
  *
  * A layer registers its tensors in the model's param_table under PyTorch's names and
@@ -12,8 +12,8 @@
  * cast at each forward, and cast their weight gradients back to the fp32 param grads (the
  * cast's backward); batch norm keeps fp32 parameters, statistics and gradients.  The
  * parameters, their gradients and everything the optimizer and DDP touch stay fp32. */
-#ifndef DDPPROF_LAYERS_H
-#define DDPPROF_LAYERS_H
+#ifndef DDPPROF_LAYER_H
+#define DDPPROF_LAYER_H
 
 #include "backend/backend.h"
 #include "nn/params.h"

@@ -1,5 +1,5 @@
-/* layers.c — Conv2d, BatchNorm2d/SyncBatchNorm and Linear on top of the backend table. */
-#include "nn/layers.h"
+/* layer.c — Conv2d, BatchNorm2d/SyncBatchNorm and Linear on top of the backend table. */
+#include "nn/layer.h"
 
 #include "comm/comm.h"
 #include "common/error.h"

@@ -1,5 +1,6 @@
-/* layer.h — the layers the models are built from: Conv2d, BatchNorm2d (optionally
- * synchronised across ranks, as nn.SyncBatchNorm), Linear.
+/* layer.h — what the layers the models are built from share: conv.h (Conv2d), batchnorm.h
+ * (BatchNorm2d, optionally synchronised across ranks as nn.SyncBatchNorm), linear.h
+ * (Linear).
  *
  * A layer registers its tensors in the model's param_table under PyTorch's names and
  * initialises them with PyTorch's default distributions.  Forward and backward call the
@@ -18,7 +19,6 @@
 #include "backend/backend.h"
 #include "nn/params.h"
 
-struct comm;
 struct rng;
 
 /* Called once per trainable parameter as soon as its gradient is final. */
@@ -29,74 +29,27 @@ struct grad_hook {
 
 int grad_hook_fire(const struct grad_hook *h, struct param *p);
 
-/* nn.Conv2d(in, out, kernel, stride, padding, bias) */
-struct conv2d {
-    int in, out, kernel, stride, pad;
-    struct param *weight, *bias; /* bias NULL without bias */
-    enum dtype dt;               /* activations' type: DT_F32, or autocast's half type */
-    void *w_cast, *b_cast;       /* autocast: the weights cast to dt by the last forward */
-    void *dw_cast, *db_cast;     /* autocast: their gradients in dt, before the fp32 cast */
-};
+/* ---- shared by Conv2d and Linear ---- */
 
-int conv2d_init(struct conv2d *l, struct param_table *t, const char *prefix, int in, int out,
-                int kernel, int stride, int pad, int bias, struct rng *rng);
-/* the shape of this layer applied to x (n, in, h, w); -1 (error_set) if it does not fit */
-int conv2d_shape_for(const struct conv2d *l, int n, int h, int w, struct conv2d_shape *cs);
-/* x (n,in,h,w) -> y (n,out,p,q), both of l->dt */
-void conv2d_forward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
-                    const void *x, void *y);
-/* x, dy, dx of l->dt; dx may be NULL (first layer) */
-int conv2d_backward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
-                    const void *x, const void *dy, void *dx, const struct grad_hook *hook);
+/* kaiming_uniform_(a=sqrt(5)) on w and uniform(+-1/sqrt(fan_in)) on b (may be NULL), which
+ * is PyTorch's default for both Conv2d and Linear: both bounds come to 1/sqrt(fan_in).
+ * 0 or -1 (error_set). */
+int layer_init_fan_in(struct param *w, struct param *b, struct backend *be, int fan_in,
+                      struct rng *rng);
 
-/* nn.BatchNorm2d(c) with eps 1e-5, momentum 0.1; SyncBatchNorm when sync != NULL and its
- * world > 1 (set after init, e.g. by DDP). */
-struct batchnorm {
-    int c;
-    float eps, momentum;
-    struct param *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
-    struct comm *sync;
-    /* device scratch: saved mean/invstd (c each), gathered stats, backward sums: sum_dy
-     * (c), sum_dy_xmu (c) and the element count per channel (1), all-reduced together
-     * under SyncBatchNorm, so the global count stays on the device */
-    float *mean, *invstd, *gather, *sums;
-    int gather_world;
-    float local_count; /* this rank's elements per channel in the last training forward */
-    enum dtype dt; /* activations' type (x, y, dy, dx), set by the model for autocast */
-};
+/* The autocast buffers of a weight and bias (w_cast, b_cast, dw_cast, db_cast, in that
+ * order): freed, then for a half type dt allocated.  0 or -1 (error_set). */
+int layer_cast_buffers_set(struct backend *be, enum dtype dt, const struct param *w,
+                           const struct param *b, void *bufs[4]);
 
-int batchnorm_init(struct batchnorm *l, struct param_table *t, const char *prefix, int c);
-/* x, y (n, c, hw) of l->dt; y may alias x.  train selects batch statistics (and updates
- * running statistics and num_batches_tracked); eval uses the running statistics. */
-int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, const void *x,
-                      void *y, int train);
-/* x is the forward input; x, dy, dx of l->dt; dx may alias dy */
-int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, const void *x,
-                       const void *dy, void *dx, const struct grad_hook *hook);
-void batchnorm_free(struct backend *be, struct batchnorm *l);
+/* The weight p to compute with: the parameter itself, or its copy cast to dt now
+ * (PyTorch's autocast casts a weight where an op uses it); NULL for p NULL. */
+const void *layer_cast_weight(struct backend *be, enum dtype dt, const struct param *p,
+                              void *copy);
 
-/* nn.Linear(in, out) */
-struct linear {
-    int in, out;
-    struct param *weight, *bias;
-    enum dtype dt;           /* as struct conv2d's */
-    void *w_cast, *b_cast;
-    void *dw_cast, *db_cast;
-};
-
-int linear_init(struct linear *l, struct param_table *t, const char *prefix, int in, int out,
-                struct rng *rng);
-/* x (n,in) -> y (n,out), both of l->dt */
-void linear_forward(struct backend *be, const struct linear *l, int n, const void *x, void *y);
-/* x, dy, dx of l->dt; dx may be NULL */
-int linear_backward(struct backend *be, const struct linear *l, int n, const void *x,
-                    const void *dy, void *dx, const struct grad_hook *hook);
-
-/* Autocast for conv and linear: dt = (enum dtype)amp, and the buffers of the weights'
- * half copies and their gradients allocated (AMP_OFF: freed).  0 or -1 (error_set). */
-int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp);
-int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp);
-void conv2d_free(struct backend *be, struct conv2d *l);
-void linear_free(struct backend *be, struct linear *l);
+/* The gradient of p computed in dt (copy) into its fp32 grad: the cast's backward (nothing
+ * for dt DT_F32 or p NULL). */
+void layer_cast_grad_back(struct backend *be, enum dtype dt, const struct param *p,
+                          const void *copy);
 
 #endif

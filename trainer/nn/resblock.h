@@ -13,7 +13,8 @@
 #ifndef DDPPROF_RESBLOCK_H
 #define DDPPROF_RESBLOCK_H
 
-#include "nn/layer.h"
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
 
 struct rng;
 

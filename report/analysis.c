@@ -472,11 +472,6 @@ int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct)
     return 1;
 }
 
-int64_t analysis_kernel_exposed_ns(const struct kernel_sweep *k)
-{
-    return k->cc.total - k->compute.total;
-}
-
 int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k)
 {
     return k->count > 0 ? (k->last_ns - k->first_ns) - k->all.total : 0;

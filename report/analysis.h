@@ -225,10 +225,6 @@ int analysis_kernel_finish(struct kernel_sweep *k);
 /* k_overlap_pct: 100 · |comm ∩ compute| / |comm| over the kernels; undefined without comm. */
 int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
 
-/* k_exposed_comm_ms: |comm| - |comm ∩ compute| over the kernels (= |comm ∪ compute| -
- * |compute|), the communication no compute kernel hides. */
-int64_t analysis_kernel_exposed_ns(const struct kernel_sweep *k);
-
 /* k_idle_ms: the window (first start to last end) less the union of all activities. */
 int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k);
 

@@ -67,7 +67,7 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
     [BU_XFER_BUSBW] = {"xfer_busbw_GBps", "xfer busbw", "GB/s", 0}};
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
-                   OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_EXPOSED_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
+                   OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
                    OV_KERNEL_GAP, OV_HOST, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
@@ -80,7 +80,6 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_IDLE] = {"idle_ms", "idle", "ms", 0},
     [OV_K_COMPUTE] = {"k_compute_ms", "k compute", "ms", 0},
     [OV_K_COMM] = {"k_comm_ms", "k comm", "ms", 0},
-    [OV_K_EXPOSED_COMM] = {"k_exposed_comm_ms", "k exposed comm", "ms", 0},
     [OV_K_OVERLAP] = {"k_overlap_pct", "k overlap", "%", 0},
     [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
     [OV_HOST_WAIT] = {"device_host_wait_ms", "device host wait", "ms", 0},
@@ -264,7 +263,6 @@ static void report_overlap(const struct runset *rs, const struct run_stat *st, s
             int64_t ns;
             table_set(t, OV_K_COMPUTE, "%.3f", ms(k->compute.total));
             table_set(t, OV_K_COMM, "%.3f", ms(k->comm.total));
-            table_set(t, OV_K_EXPOSED_COMM, "%.3f", ms(analysis_kernel_exposed_ns(k)));
             if (!cut && analysis_kernel_overlap_pct(k, &pct))
                 table_set(t, OV_K_OVERLAP, "%.2f", pct);
             table_set(t, OV_K_IDLE, "%.3f", ms(analysis_kernel_idle_ns(k)));

@@ -330,19 +330,19 @@ static const char *want_phases =
 
 static const char *want_overlap =
     "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"
-    "k_comm_ms,k_exposed_comm_ms,k_overlap_pct,k_idle_ms,device_host_wait_ms,device_kernel_gap_ms\n"
+    "k_comm_ms,k_overlap_pct,k_idle_ms,device_host_wait_ms,device_kernel_gap_ms\n"
     /* C = [500,6000]+[7000,14000] = 12500; no comm; idle = 14000 - 12500; no kernels: the
      * kernel columns are empty */
-    "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,,\n"
+    "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,\n"
     /* C = [500,6000]+[7000,8000]+[8500,14000]+[15000,16000] = 13000; M = 5000;
      * M∩C = 1000+500+1000+500 = 3000 -> exposed 2000, 60 %; C∪M = [500,8000]+[8500,16000];
      * one CUPTI kernel [600,1500]: k_compute 900 µs, no NCCL kernel (k_comm 0, overlap
      * undefined), window = the kernel, so k_idle 0; no launch times: host wait and kernel
      * gap unknown */
-    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000,0.900,0.000,0.000,,0.000,,\n"
+    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000,0.900,0.000,,0.000,,\n"
     /* C = [500,6500]+[7000,8000]+[8700,13900]+[15000,16000] = 13200; M = 700+500+900+1100;
      * M∩C = 700+0+900+0 = 1600 -> exposed 1600, 50 %; C∪M = [500,8000]+[8700,16000] = 14800 */
-    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200,,,,,,,\n";
+    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200,,,,,,\n";
 
 static const char *want_buckets =
     "run,world_size,bucket,params,bytes,count,mean_ms,algbw_GBps,busbw_GBps,pct_hidden,"

@@ -181,20 +181,20 @@ static void test_kineto_fixture(void)
      *   L14050 = 2300 per step, + 3 x [14600, 20600) between steps (memcpy L20520) = 27200;
      *   kernel gaps [900,1000) L700 and [1800,1900) L1600: 200 per step = 800 */
     expect_line("overlap.csv", out,
-                "kineto-2hosts,0,72.000,43.200,21.200,4.400,79.25,24.400,39.600,21.200,5.600,73.58,"
+                "kineto-2hosts,0,72.000,43.200,21.200,4.400,79.25,24.400,39.600,21.200,73.58,"
                 "28.000,27.200,0.800");
     /* rank r enters each all-reduce 100r late: M = 5300 - 300r, M ∩ C = 4200 - 200r, the
      * gap [12000, 12000 + 100r) before b2 (launched at 11620: a kernel gap) adds 100r to
      * idle and to kernel gap; NCCL kernels 5300 - 300r, ∩ compute 3900 - 200r (comm_ms is
      * k_comm_ms now: both are every NCCL collective) */
     expect_line("overlap.csv", out,
-                "kineto-2hosts,1,72.000,43.200,20.000,4.000,80.00,24.800,39.600,20.000,5.200,74.00,"
+                "kineto-2hosts,1,72.000,43.200,20.000,4.000,80.00,24.800,39.600,20.000,74.00,"
                 "28.400,27.200,1.200");
     expect_line("overlap.csv", out,
-                "kineto-2hosts,2,72.000,43.200,18.800,3.600,80.85,25.200,39.600,18.800,4.800,74.47,"
+                "kineto-2hosts,2,72.000,43.200,18.800,3.600,80.85,25.200,39.600,18.800,74.47,"
                 "28.800,27.200,1.600");
     expect_line("overlap.csv", out,
-                "kineto-2hosts,3,72.000,43.200,17.600,3.200,81.82,25.600,39.600,17.600,4.400,75.00,"
+                "kineto-2hosts,3,72.000,43.200,17.600,3.200,81.82,25.600,39.600,17.600,75.00,"
                 "29.200,27.200,2.000");
     /* the broadcast: record_param_comms (broadcast, 1024 x Float = 4096 B) in forward and
      * its NCCL kernel [700, 800) (old and new names): a comm.broadcast device row per step,
@@ -834,7 +834,7 @@ static void test_collective_names(void)
                 "collnames,0,barrier,2,0.200,0.100,0.100,0.100,0.100,1.11,0,barrier,");
     expect_line("phases.csv", out,
                 "collnames,0,allreduce,2,0.400,0.200,0.200,0.200,0.200,2.22,0,allreduce,");
-    expect_line("overlap.csv", out, "collnames,0,18.000,6.400,3.200,2.800,12.50,8.800,,,,,,,");
+    expect_line("overlap.csv", out, "collnames,0,18.000,6.400,3.200,2.800,12.50,8.800,,,,,,");
     char *bk = test_read_file(out, "buckets.csv");
     CHECK(bk && strstr(bk, "\ncollnames,1,0,") && !strstr(bk, "\ncollnames,1,1,"),
           "buckets.csv: the one gradient bucket:\n%s", bk ? bk : "");

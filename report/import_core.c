@@ -1306,9 +1306,7 @@ int import_sink_finish(struct import_sink *s)
 
 /* ---- inputs: which importer reads what ---- */
 
-/* The importer that claims path most surely (the first in the table on a tie), NULL when
- * none claims it at all; *level gets the claim. */
-static const struct importer *import_best(const char *path, int is_dir, enum import_claim *level)
+const struct importer *importer_for(const char *path, int is_dir, enum import_claim *level)
 {
     const struct importer *best = NULL;
     *level = IMPORT_CLAIM_NO;
@@ -1353,7 +1351,7 @@ int import_dir_traces(const char *dir, char ***paths, int *n)
         }
         enum import_claim level = IMPORT_CLAIM_NO;
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-            import_best(p, 0, &level);
+            importer_for(p, 0, &level);
         if (level < IMPORT_CLAIM_YES) {
             free(p);
             continue;
@@ -1397,7 +1395,7 @@ int import_run(struct runset *rs, const char *where, char *const *paths, int n)
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         enum import_claim level;
-        const struct importer *imp = import_best(paths[i], 0, &level);
+        const struct importer *imp = importer_for(paths[i], 0, &level);
         rc = imp ? imp->load(paths[i], &sink)
                  : error_set("%s: not a trace file the report reads", paths[i]);
     }
@@ -1410,7 +1408,7 @@ int import_run(struct runset *rs, const char *where, char *const *paths, int n)
 int import_dir(struct runset *rs, const char *dir)
 {
     enum import_claim level;
-    const struct importer *whole = import_best(dir, 1, &level);
+    const struct importer *whole = importer_for(dir, 1, &level);
     if (whole && level >= IMPORT_CLAIM_YES) {
         struct import_sink sink;
         import_sink_init(&sink, rs, dir, 0);

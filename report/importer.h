@@ -36,4 +36,8 @@ struct importer {
 extern const struct importer *const importers[];
 extern const size_t importers_count;
 
+/* The importer that claims path most surely (the first in the table on a tie), NULL when
+ * none claims it at all; *level gets the claim (report/import_core.c). */
+const struct importer *importer_for(const char *path, int is_dir, enum import_claim *level);
+
 #endif

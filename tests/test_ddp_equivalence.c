@@ -44,16 +44,9 @@ static int read_losses(const char *out, double *loss)
     char dir[2048];
     snprintf(dir, sizeof dir, "%s/%s", tmp, out);
     struct test_csv *t = test_csv_read(dir, "metrics.csv");
-    int n = 0;
     if (!t)
         return 0;
-    int col = test_csv_col(t, "loss");
-    for (int r = 0; col >= 0 && r < t->nrows && n < MAX_STEPS; r++) {
-        const char *s = test_csv_get(t, r, col);
-        char *end;
-        loss[n] = strtod(s, &end);
-        n += end != s;
-    }
+    int n = test_csv_doubles(t, "loss", loss, MAX_STEPS);
     test_csv_free(t);
     return n;
 }

@@ -13,7 +13,7 @@
 #include "comm/comm.h"
 #include "common/error.h"
 #include "ddp/reducer.h"
-#include "nn/layers.h"
+#include "nn/layer.h"
 #include "nn/params.h"
 #include "testutil.h"
 

@@ -24,24 +24,10 @@
 #include "report/run.h"
 #include "testutil.h"
 
-static const struct importer *claimant(const char *path, int is_dir, enum import_claim *level)
-{
-    const struct importer *best = NULL;
-    *level = IMPORT_CLAIM_NO;
-    for (size_t i = 0; i < importers_count; i++) {
-        enum import_claim c = importers[i]->claims(path, is_dir);
-        if (c > *level) {
-            *level = c;
-            best = importers[i];
-        }
-    }
-    return best;
-}
-
 static void expect_claim(const char *path, int is_dir, const char *name, enum import_claim want)
 {
     enum import_claim level;
-    const struct importer *imp = claimant(path, is_dir, &level);
+    const struct importer *imp = importer_for(path, is_dir, &level);
     CHECK(level == want && (name ? imp && strcmp(imp->name, name) == 0 : !imp),
           "%s: claimed %d by %s, want %d by %s", path, (int)level, imp ? imp->name : "none",
           (int)want, name ? name : "none");

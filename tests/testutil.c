@@ -202,6 +202,18 @@ int test_csv_find(const struct test_csv *t, int from, ...)
     return -1;
 }
 
+int test_csv_doubles(const struct test_csv *t, const char *name, double *out, int max)
+{
+    int col = test_csv_col(t, name), n = 0;
+    for (int r = 0; col >= 0 && r < t->nrows && n < max; r++) {
+        const char *s = test_csv_get(t, r, col);
+        char *end;
+        out[n] = strtod(s, &end);
+        n += end != s;
+    }
+    return n;
+}
+
 void test_csv_free(struct test_csv *t)
 {
     if (!t)

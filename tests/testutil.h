@@ -64,6 +64,10 @@ const char *test_csv_get(const struct test_csv *t, int r, int col);
 /* the first data row from row `from` on whose every named column holds the value given:
  * (col, value) pairs ending in NULL; -1 when none (a missing column: test_csv_col's failure) */
 int test_csv_find(const struct test_csv *t, int from, ...);
+/* the numbers of column name, at most max of them, into out (rows whose field is no number
+ * are passed over); how many were read, 0 when the column is missing (test_csv_col's
+ * failure) */
+int test_csv_doubles(const struct test_csv *t, const char *name, double *out, int max);
 void test_csv_free(struct test_csv *t);
 
 /* the source tree ($DDPPROF_SOURCE_DIR, else "."), and a fresh temp directory (caller frees) */

@@ -10,7 +10,7 @@
 #ifndef DDPPROF_REDUCER_H
 #define DDPPROF_REDUCER_H
 
-#include "nn/layers.h"
+#include "nn/layer.h"
 #include "nn/params.h"
 
 #include <stddef.h>

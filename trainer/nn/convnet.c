@@ -10,6 +10,9 @@
  * nothing, either way).  Only a window of non-positive values may keep another argmax,
  * whose gradient is zero; and a NaN input, which PyTorch's order turns into 0 before the
  * pooling, here becomes 0 after it. */
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
+#include "nn/linear.h"
 #include "nn/model.h"
 
 #include "common/error.h"

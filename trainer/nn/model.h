@@ -1,16 +1,19 @@
 /* model.h — a trainable model: its named tensors and its forward/backward.
  *
- * Models are written once against struct backend and layers.h.  model_create() picks one
- * by name ("convnet", "resnet18"); the returned model owns its parameters and activation
- * buffers, which grow to the largest batch seen.  Activations live until the next forward,
- * so backward must follow the forward it differentiates. */
+ * Models are written once against struct backend and the layers (conv.h, batchnorm.h,
+ * linear.h; layer.h the grad hook).  model_create() picks one by name ("convnet",
+ * "resnet18"); the returned model owns its parameters and activation buffers, which grow
+ * to the largest batch seen.  Activations live until the next forward, so backward must
+ * follow the forward it differentiates. */
 #ifndef DDPPROF_MODEL_H
 #define DDPPROF_MODEL_H
 
-#include "nn/layers.h"
+#include "nn/layer.h"
 #include "nn/params.h"
 
 #include <stdint.h>
+
+struct comm;
 
 struct model {
     const char *name;

@@ -13,7 +13,8 @@
 #ifndef DDPPROF_RESBLOCK_H
 #define DDPPROF_RESBLOCK_H
 
-#include "nn/layers.h"
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
 
 struct rng;
 
@@ -52,7 +53,7 @@ int resblock_backward(struct backend *be, struct resblock *b, void *dy, void *dx
 /* SyncBatchNorm over comm for the block's three batch norms (NULL: local) */
 void resblock_set_sync_bn(struct resblock *b, struct comm *comm);
 
-/* autocast (see layers.h): activations of (enum dtype)amp from the next forward on */
+/* autocast (see layer.h): activations of (enum dtype)amp from the next forward on */
 int resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp);
 
 void resblock_free(struct backend *be, struct resblock *b);

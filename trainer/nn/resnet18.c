@@ -8,6 +8,9 @@
  * W = 64 is the example's network (11,173,962 parameters); a smaller W keeps the same
  * structure and names for tests.  PyTorch's names: conv1.0.weight, conv1.1.running_var,
  * conv2.0.residual_function.0.weight, conv3.0.shortcut.1.bias, dense_layer.weight, ... */
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
+#include "nn/linear.h"
 #include "nn/model.h"
 #include "nn/resblock.h"
 

@@ -6,8 +6,17 @@
 # and 1); `nsys export --type sqlite` of each DDP rank must hold the ddpprof domain's
 # ranges (step, data, forward, backward, optimizer pushed and popped once per step;
 # allreduce.bN started and ended at least once per step), and `ddpprof report` must read
-# the traces the same run wrote.  Skips (77), saying why, without nsys (with the reason
-# scripts/setup-nsys recorded in build-nsys/unavailable when it could not get one) and in
+# the traces the same run wrote.  Then the equivalence (report/import_nsys.c): `ddpprof
+# report` of the DDP ranks' .nsys-rep files (exported by this nsys) must give the same
+# phases (count per phase per rank: step, data, forward, backward, optimizer, allreduce, and
+# the other collectives, comm.broadcast/allgather/reduce; not eval, barrier, setup or
+# comm.allreduce, which the import core has no kind for, as for PyTorch traces),
+# the same steps per rank and the same buckets (numbers, calls) as `ddpprof report` of the
+# run's own traces, and the compute phases' totals within 2 ms + 2%; the figures of both
+# are printed (total ms per phase; bucket bytes, which only the own traces have: ddpprof's
+# NVTX ranges carry the step, not the bytes).  Skips (77), saying why, without nsys (with
+# the reason scripts/setup-nsys recorded in build-nsys/unavailable when it could not get
+# one) and in
 # a sanitized build (the plain build runs it; nsys and a sanitizer's runtime in one process
 # are not what it checks, and the run would take several times longer).
 set -u
@@ -31,7 +40,7 @@ if [ -z "$nsys" ]; then
 fi
 export NSYS=$nsys
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-nsys.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 passed=0 failed=0
 check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
@@ -101,6 +110,57 @@ rc=$?
 check report "$rc" "ddpprof report of the run exited $rc: $(tail -n 3 "$work/report.log")"
 check report-phases "$(grep -q forward "$work/report/phases.csv" 2>/dev/null; echo $?)" \
   "no forward phase in the report's phases.csv"
+
+# the same run, read from nsys's reports and from ddpprof's own traces
+. "$src/tests/csvcol.sh"
+"$DDPPROF" report "$out/run/ddp" --out "$work/own" >"$work/own.log" 2>&1
+check own-report "$?" "ddpprof report of $out/run/ddp: $(tail -n 2 "$work/own.log")"
+"$DDPPROF" report "$out/ddp.rank0.nsys-rep" "$out/ddp.rank1.nsys-rep" --out "$work/fromnsys" \
+  >"$work/fromnsys.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "built without SQLite" "$work/fromnsys.log"; then
+  echo "equivalence not checked: $(tail -n 1 "$work/fromnsys.log")"
+else
+  check nsys-report "$rc" "ddpprof report of the .nsys-rep files exited $rc: $(tail -n 2 "$work/fromnsys.log")"
+  check nsys-format "$([ "$(csv_col "$work/fromnsys/ranks.csv" format | sort -u)" = nsys ]; echo $?)" \
+    "ranks.csv format is not nsys: $(csv_col "$work/fromnsys/ranks.csv" format | tr '\n' ' ')"
+  printf '%-6s %-15s %9s %9s %12s %12s\n' rank phase "own n" "nsys n" "own ms" "nsys ms"
+  # every phase of the own traces, but those the import core has no kind for (as for
+  # PyTorch traces): eval, barrier, setup, and comm.allreduce (an all-reduce that is not a
+  # gradient bucket: SyncBatchNorm's, the loss's) -- printed, not compared
+  for r in 0 1; do
+    for ph in step data forward backward optimizer allreduce \
+              $(csv_col "$work/own/phases.csv" phase rank=$r | grep -vxE 'step|data|forward|backward|optimizer|allreduce'); do
+      a=$(csv_col "$work/own/phases.csv" count rank=$r phase=$ph)
+      b=$(csv_col "$work/fromnsys/phases.csv" count rank=$r phase=$ph)
+      note=""
+      case $ph in eval|barrier|setup|comm.allreduce) note="  (not imported)" ;; esac
+      printf '%-6s %-15s %9s %9s %12s %12s%s\n' "$r" "$ph" "$a" "${b:--}" \
+        "$(csv_col "$work/own/phases.csv" total_ms rank=$r phase=$ph)" \
+        "$(csv_col "$work/fromnsys/phases.csv" total_ms rank=$r phase=$ph)" "$note"
+      [ -n "$note" ] && continue
+      check "same-$ph-rank$r" "$([ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" \
+        "rank $r $ph: $a in the own traces, '$b' from nsys"
+      # the compute phases' NVTX ranges are the rows' own, but for the probe's push/pop
+      # (microseconds): totals within 2 ms + 2% (a preemption between the two clocks)
+      case $ph in step|data|forward|backward|optimizer)
+        ta=$(csv_col "$work/own/phases.csv" total_ms rank=$r phase=$ph)
+        tb=$(csv_col "$work/fromnsys/phases.csv" total_ms rank=$r phase=$ph)
+        check "close-$ph-rank$r" \
+          "$(awk -v a="$ta" -v b="$tb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 2 + 0.02 * a) }'; echo $?)" \
+          "rank $r $ph total: $ta ms in the own traces, $tb ms from nsys" ;;
+      esac
+    done
+  done
+  a=$(csv_col "$work/own/ranks.csv" steps | tr '\n' ' ')
+  b=$(csv_col "$work/fromnsys/ranks.csv" steps | tr '\n' ' ')
+  echo "steps per rank: own $a, nsys $b"
+  check same-steps "$([ "$a" = "$b" ]; echo $?)" "steps per rank: own '$a', nsys '$b'"
+  a=$(csv_awk 'FNR > 1 {printf "%s:%s ", col("bucket"), col("count")}' "$work/own/buckets.csv")
+  b=$(csv_awk 'FNR > 1 {printf "%s:%s ", col("bucket"), col("count")}' "$work/fromnsys/buckets.csv")
+  echo "buckets (bucket:calls): own $a, nsys $b; bytes: own $(csv_col "$work/own/buckets.csv" bytes | tr '\n' ' ')nsys '$(csv_col "$work/fromnsys/buckets.csv" bytes | tr '\n' ' ')'"
+  check same-buckets "$([ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" "buckets: own '$a', nsys '$b'"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

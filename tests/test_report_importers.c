@@ -1,8 +1,9 @@
 /* test_report_importers.c — the importer table and the import core on their own
  * (report/importer.h, report/import_core.h, report/pytorch_names.h):
  *   - which importer claims what: a ddpprof run directory, the Kineto and the legacy
- *     fixtures' files, the report's own timeline.json, any other file (the Kineto reader's
- *     JSON error rather than none);
+ *     fixtures' files, the report's own timeline.json, nsys's .sqlite/.nsys-rep and an
+ *     SQLite file of any name, any other file (the Kineto reader's JSON error rather than
+ *     none);
  *   - PyTorch's name rules, including the names that must not match;
  *   - the core driven by hand with normalised events, as a new format's importer would
  *     drive it: a two-rank run on two hosts whose steps (ProfilerStep#5, #6 in the trace)
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "report/import.h"
@@ -34,7 +36,7 @@ static void expect_claim(const char *path, int is_dir, const char *name, enum im
 static void test_table(const char *tmp)
 {
     char buf[1024];
-    CHECK(importers_count == 3, "three importers, %zu listed", importers_count);
+    CHECK(importers_count == 4, "four importers, %zu listed", importers_count);
     for (size_t i = 0; i < importers_count; i++)
         CHECK(importers[i]->name && importers[i]->claims && importers[i]->load,
               "importer %zu has every slot", i);
@@ -60,6 +62,16 @@ static void test_table(const char *tmp)
     expect_claim(buf, 0, "PyTorch legacy exporter JSON", IMPORT_CLAIM_YES);
     snprintf(buf, sizeof buf, "%s/notes.txt", tmp);
     expect_claim(buf, 0, "PyTorch Kineto JSON", IMPORT_CLAIM_MAYBE);
+    /* Nsight Systems: its export surely (over a .nsys-rep beside it), a report, an SQLite
+     * database of any name (report/import_nsys.c) */
+    snprintf(buf, sizeof buf, "%s/tests/fixtures/nsys/ddp-2022.4/rank0.sqlite", test_source_dir());
+    expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_FIRST);
+    expect_claim("/nonexistent/ddp.rank1.nsys-rep", 0, "Nsight Systems report (SQLite export)",
+                 IMPORT_CLAIM_YES);
+    test_write_file(tmp, "db.bin", "SQLite format 3\0 and the rest", 30);
+    snprintf(buf, sizeof buf, "%s/db.bin", tmp);
+    expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_YES);
+    unlink(buf);
     /* a directory's trace files: t.json only (timeline.json and notes.txt are not listed) */
     char **paths = NULL;
     int n = -1;

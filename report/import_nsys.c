@@ -1,0 +1,858 @@
+/* import_nsys.c — Nsight Systems reports as an importer (report/importer.h): nsys's SQLite
+ * export (`nsys export --type sqlite`), read with SQLite's C library; a .nsys-rep is exported
+ * first (beside it, as `nsys stats` does, else in $TMPDIR) by the nsys in $NSYS or on PATH.
+ *
+ * What is read (report/FORMULAS.md "Imported Nsight Systems reports"):
+ *   NVTX_EVENTS (+ StringIds for registered strings, its NvtxDomainCreate rows for domain
+ *     names): push/pop and start/end ranges.  The "ddpprof" domain's ranges are ddpprof's
+ *     own phases (step with its number as payload, data, forward, backward, optimizer,
+ *     allreduce.bN: the buckets, comm.KIND: the other collectives); the "NCCL" domain's
+ *     ncclAllReduce/ncclBroadcast/... are the collectives' descriptions (IMPORT_PARAMS; bytes
+ *     from an extended payload's "Message size" when the export has it); every other range
+ *     (PyTorch's ProfilerStep#N, DistributedDataParallel.forward, autograd ops, Optimizer.step,
+ *     nccl:all_reduce, with emit_nvtx's ", seq = N ..." cut off) through pytorch_names.c's rules.
+ *   CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET: device activity (NCCL kernels by
+ *     pytorch_names.c's kernel rules), CUPTI_ACTIVITY_KIND_RUNTIME: the launches (correlation
+ *     ids).  Absent on a CPU-only report (Debian's nsys): then there is no device activity.
+ *   TARGET_INFO_SESSION_START_TIME.utcEpochNs: the base time (event times are ns since the
+ *     session start), TARGET_INFO_SYSTEM_ENV's Hostname: the host (nsys's clock is one per
+ *     host: ranks of one host share it; across hosts the core aligns as for Kineto).
+ * The rank: "rankN" in the file name (scripts/nsys-profile's <phase>.rank<N>), else a file
+ * name ending in .N (nsys -o report.%q{RANK}); a report holding several training
+ * processes (nsys profile torchrun ...) is one rank per training process, in pid order.
+ *
+ * Columns are found by name (pragma table_info), so the exports of nsys 2022.4 (Debian's;
+ * schema 3.0) and of current releases both read; a table or column this file needs and the
+ * export lacks is an error naming it.  Rows stream through sqlite3_step in start order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "report/import_core.h"
+#include "report/importer.h"
+#include "report/pytorch_names.h"
+#include "report/run.h"
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* Does the file begin with SQLite's header? */
+static int is_sqlite_file(const char *path)
+{
+    char b[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t got = read(fd, b, sizeof b);
+    close(fd);
+    return got == 16 && memcmp(b, "SQLite format 3", 16) == 0;
+}
+
+/* .sqlite surely, over a .nsys-rep of the same run in a directory (both there: the export is
+ * read, not the report twice); .nsys-rep surely; any file given by name that is an SQLite
+ * database. */
+static enum import_claim nsys_claims(const char *path, int is_dir)
+{
+    if (is_dir)
+        return IMPORT_CLAIM_NO;
+    if (has_suffix(path, ".sqlite"))
+        return IMPORT_CLAIM_FIRST;
+    if (has_suffix(path, ".nsys-rep") || has_suffix(path, ".qdrep"))
+        return IMPORT_CLAIM_YES;
+    return is_sqlite_file(path) ? IMPORT_CLAIM_YES : IMPORT_CLAIM_NO;
+}
+
+#ifndef DDPPROF_HAVE_SQLITE
+
+static int nsys_load(const char *path, struct import_sink *sink)
+{
+    (void)sink;
+    return error_set("%s: this ddpprof was built without SQLite: install libsqlite3-dev and "
+                     "rebuild (scripts/setup) to read Nsight Systems reports",
+                     path);
+}
+
+#else
+
+#include <sqlite3.h>
+
+/* The rank in a file name: "rankN" (any case; "rank_N", "rank-N", "rank.N" too), else a
+ * stem ending in ".N" (nsys -o NAME.%q{RANK}; not "_N": tensorboard-style names end in a
+ * pid); -1 none. */
+static int64_t nsys_rank_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (const char *c = base; *c; c++) {
+        if (strncasecmp(c, "rank", 4) != 0)
+            continue;
+        const char *d = c + 4;
+        if (*d == '_' || *d == '-' || *d == '.')
+            d++;
+        if (*d >= '0' && *d <= '9') {
+            long long v = strtoll(d, NULL, 10);
+            if (v >= 0 && v < 65536)
+                return v;
+        }
+    }
+    const char *dot = strrchr(base, '.');
+    const char *e = dot && dot != base ? dot : base + strlen(base);
+    const char *d = e;
+    while (d > base && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (d == e || d == base || e - d > 5 || d[-1] != '.' || strtoll(d, NULL, 10) >= 65536)
+        return -1;
+    return strtoll(d, NULL, 10);
+}
+
+/* ---- the export: .nsys-rep → .sqlite ---- */
+
+/* The nsys to export with: $NSYS, else nsys on PATH; NULL when none. */
+static char *nsys_find(void)
+{
+    const char *env = getenv("NSYS");
+    if (env && *env)
+        return access(env, X_OK) == 0 ? strdup(env) : NULL;
+    const char *path = getenv("PATH");
+    if (!path)
+        return NULL;
+    char *dup = strdup(path), *save = NULL, *found = NULL;
+    for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && !found;
+         d = strtok_r(NULL, ":", &save)) {
+        char *cand = NULL;
+        if (asprintf(&cand, "%s/nsys", *d ? d : ".") < 0)
+            break;
+        if (access(cand, X_OK) == 0)
+            found = cand;
+        else
+            free(cand);
+    }
+    free(dup);
+    return found;
+}
+
+/* Run nsys export of rep into out (stdout and stderr to log).  Returns the exit status. */
+static int nsys_export_run(const char *nsys, const char *rep, const char *out, const char *log)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(nsys, nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", out,
+              rep, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* The SQLite export of the report rep: X.sqlite beside it when that is newer, else exported
+ * there (or, where the directory is not writable, in $TMPDIR: *tmp set, to be removed).
+ * NULL after error_set(). */
+static char *nsys_export(const char *rep, int *tmp)
+{
+    *tmp = 0;
+    size_t n = strlen(rep);
+    size_t stem = has_suffix(rep, ".nsys-rep") ? n - 9 : has_suffix(rep, ".qdrep") ? n - 6 : n;
+    char *db = NULL;
+    if (asprintf(&db, "%.*s.sqlite", (int)stem, rep) < 0) {
+        error_set("%s: out of memory", rep);
+        return NULL;
+    }
+    struct stat sr, sd;
+    if (stat(rep, &sr) < 0) {
+        error_set("%s: cannot read it (%s)", rep, strerror(errno));
+        free(db);
+        return NULL;
+    }
+    if (stat(db, &sd) == 0 && sd.st_size > 0 && sd.st_mtime >= sr.st_mtime)
+        return db; /* exported already */
+    char *nsys = nsys_find();
+    if (!nsys) {
+        error_set("%s: an Nsight Systems report, and no nsys to export it (none in $NSYS or on "
+                  "PATH): run `nsys export --type sqlite -o %s %s` where nsys is (or "
+                  "scripts/setup-nsys, then NSYS=build-nsys/root/usr/bin/nsys) and give the "
+                  "report the .sqlite",
+                  rep, db, rep);
+        free(db);
+        return NULL;
+    }
+    const char *tdir = getenv("TMPDIR");
+    if (!tdir || !*tdir)
+        tdir = "/tmp";
+    char *log = NULL;
+    if (asprintf(&log, "%s/ddpprof-nsys-export.%d.log", tdir, (int)getpid()) < 0) {
+        free(nsys);
+        free(db);
+        error_set("%s: out of memory", rep);
+        return NULL;
+    }
+    int rc = nsys_export_run(nsys, rep, db, log);
+    if (rc != 0 || stat(db, &sd) < 0) { /* a read-only directory: in $TMPDIR */
+        char *tdb = NULL;
+        const char *base = strrchr(rep, '/');
+        base = base ? base + 1 : rep;
+        size_t bstem = strlen(base) - (n - stem);
+        if (asprintf(&tdb, "%s/ddpprof-nsys.%d.%.*s.sqlite", tdir, (int)getpid(), (int)bstem,
+                     base) >= 0) {
+            rc = nsys_export_run(nsys, rep, tdb, log);
+            if (rc == 0 && stat(tdb, &sd) == 0) {
+                free(db);
+                db = tdb;
+                *tmp = 1;
+            } else {
+                unlink(tdb);
+                free(tdb);
+                rc = rc ? rc : -1;
+            }
+        }
+    }
+    if (rc != 0) {
+        char line[200] = "";
+        FILE *f = fopen(log, "r");
+        if (f) {
+            char buf[200];
+            while (fgets(buf, sizeof buf, f)) /* its last line */
+                if (buf[0] != '\n')
+                    memcpy(line, buf, sizeof line);
+            fclose(f);
+            line[strcspn(line, "\n")] = 0;
+        }
+        error_set("%s: `%s export --type sqlite` failed (exit %d%s%s)", rep, nsys, rc,
+                  line[0] ? ": " : "", line);
+        free(db);
+        db = NULL;
+    }
+    unlink(log);
+    free(log);
+    free(nsys);
+    return db;
+}
+
+/* ---- the schema ---- */
+
+static int table_exists(sqlite3 *db, const char *table)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND "
+                               "name = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    int yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
+static int column_exists(sqlite3 *db, const char *table, const char *col)
+{
+    char *q = sqlite3_mprintf("SELECT 1 FROM pragma_table_info(%Q) WHERE name = %Q", table, col);
+    sqlite3_stmt *st;
+    int yes = 0;
+    if (q && sqlite3_prepare_v2(db, q, -1, &st, NULL) == SQLITE_OK) {
+        yes = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    sqlite3_free(q);
+    return yes;
+}
+
+/* Every column of cols (NULL-ended) in table, else error_set() naming the first missing. */
+static int need_columns(sqlite3 *db, const char *path, const char *table,
+                        const char *const *cols)
+{
+    for (; *cols; cols++)
+        if (!column_exists(db, table, *cols))
+            return error_set("%s: table %s has no column '%s': an nsys export schema this "
+                             "report does not know (it reads nsys 2022.4's and current ones)",
+                             path, table, *cols);
+    return 0;
+}
+
+/* One int64 from a query (def when no row or NULL). */
+static int64_t query_i64(sqlite3 *db, const char *sql, int64_t def)
+{
+    sqlite3_stmt *st;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return def;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* An NVTX event type's id by its name in ENUM_NSYS_EVENT_TYPE, def without one. */
+static int64_t event_type(sqlite3 *db, const char *name, int64_t def)
+{
+    if (!table_exists(db, "ENUM_NSYS_EVENT_TYPE"))
+        return def;
+    char *q = sqlite3_mprintf("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE name = %Q", name);
+    int64_t v = q ? query_i64(db, q, def) : def;
+    sqlite3_free(q);
+    return v;
+}
+
+/* ---- one report ---- */
+
+#define NSYS_MAX_DOMAINS 64
+#define PID_OF(g) (((g) >> 24) & 0xFFFFFF)
+#define TID_OF(g) ((g)&0xFFFFFF)
+
+enum nsys_domain { DOM_OTHER, DOM_DDPPROF, DOM_NCCL };
+
+struct nsys_file {
+    const char *path; /* as given */
+    sqlite3 *db;
+    int64_t base_ns;
+    char *host;
+    /* the NVTX schema */
+    int has_text, has_textid, has_domain, has_u64, has_i64, has_json;
+    int64_t ev_pushpop, ev_startend, ev_domain;
+    int64_t dom_id[NSYS_MAX_DOMAINS];
+    enum nsys_domain dom_kind[NSYS_MAX_DOMAINS];
+    int ndom;
+    /* the device tables present */
+    int has_kernel, has_memcpy, has_memset, has_runtime;
+    const char *kernel_name; /* shortName or demangledName */
+    int kernel_pid, memcpy_pid, memset_pid;
+    /* the training processes, in pid order */
+    int64_t *pids;
+    int npids;
+    /* counts for the warnings */
+    uint64_t ranges, skipped_ddpprof, bad_ts;
+};
+
+static int nsys_sql_error(struct nsys_file *f, const char *what)
+{
+    return error_set("%s: SQLite: %s: %s", f->path, what, sqlite3_errmsg(f->db));
+}
+
+static int nsys_schema(struct nsys_file *f)
+{
+    sqlite3 *db = f->db;
+    if (!table_exists(db, "NVTX_EVENTS")) {
+        int any = table_exists(db, "StringIds") || table_exists(db, "TARGET_INFO_SESSION_START_TIME");
+        return error_set("%s: no table NVTX_EVENTS (the NVTX ranges: ddpprof's, PyTorch's, "
+                         "NCCL's): %s",
+                         f->path,
+                         any ? "profile with NVTX tracing on (nsys profile -t nvtx,cuda; "
+                               "scripts/nsys-profile does)"
+                             : "not an Nsight Systems SQLite export (nsys export --type sqlite)");
+    }
+    static const char *const nvtx_cols[] = {"start", "end", "eventType", "globalTid", NULL};
+    if (need_columns(db, f->path, "NVTX_EVENTS", nvtx_cols) < 0)
+        return -1;
+    f->has_text = column_exists(db, "NVTX_EVENTS", "text");
+    f->has_textid = column_exists(db, "NVTX_EVENTS", "textId") && table_exists(db, "StringIds");
+    if (!f->has_text && !f->has_textid)
+        return error_set("%s: table NVTX_EVENTS has neither 'text' nor 'textId' (with "
+                         "StringIds): an nsys export schema this report does not know",
+                         f->path);
+    f->has_domain = column_exists(db, "NVTX_EVENTS", "domainId");
+    f->has_u64 = column_exists(db, "NVTX_EVENTS", "uint64Value");
+    f->has_i64 = column_exists(db, "NVTX_EVENTS", "int64Value");
+    f->has_json = column_exists(db, "NVTX_EVENTS", "jsonText");
+    f->ev_pushpop = event_type(db, "NvtxPushPopRange", 59);
+    f->ev_startend = event_type(db, "NvtxStartEndRange", 60);
+    f->ev_domain = event_type(db, "NvtxDomainCreate", 75);
+    if (f->has_domain && f->has_text) {
+        sqlite3_stmt *st;
+        char *q = sqlite3_mprintf("SELECT DISTINCT domainId, text FROM NVTX_EVENTS WHERE "
+                                  "eventType = %lld AND text IS NOT NULL",
+                                  (long long)f->ev_domain);
+        if (!q || sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+            sqlite3_free(q);
+            return nsys_sql_error(f, "the NVTX domains");
+        }
+        sqlite3_free(q);
+        while (sqlite3_step(st) == SQLITE_ROW && f->ndom < NSYS_MAX_DOMAINS) {
+            const char *name = (const char *)sqlite3_column_text(st, 1);
+            enum nsys_domain k = DOM_OTHER;
+            if (name && strcmp(name, "ddpprof") == 0)
+                k = DOM_DDPPROF;
+            else if (name && strcasecmp(name, "NCCL") == 0)
+                k = DOM_NCCL;
+            f->dom_id[f->ndom] = sqlite3_column_int64(st, 0);
+            f->dom_kind[f->ndom++] = k;
+        }
+        sqlite3_finalize(st);
+    }
+    /* the device tables (absent in a CPU-only report) */
+    static const char *const act_cols[] = {"start", "end", "correlationId", NULL};
+    f->has_kernel = table_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL");
+    if (f->has_kernel) {
+        if (need_columns(db, f->path, "CUPTI_ACTIVITY_KIND_KERNEL", act_cols) < 0)
+            return -1;
+        f->kernel_name = column_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL", "shortName")
+                             ? "shortName"
+                         : column_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL", "demangledName")
+                             ? "demangledName"
+                             : NULL;
+        if (!f->kernel_name || !table_exists(db, "StringIds"))
+            return error_set("%s: table CUPTI_ACTIVITY_KIND_KERNEL has no column 'shortName' "
+                             "or 'demangledName' (with StringIds): an nsys export schema this "
+                             "report does not know",
+                             f->path);
+        f->kernel_pid = column_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid");
+    }
+    f->has_memcpy = table_exists(db, "CUPTI_ACTIVITY_KIND_MEMCPY");
+    if (f->has_memcpy && need_columns(db, f->path, "CUPTI_ACTIVITY_KIND_MEMCPY", act_cols) < 0)
+        return -1;
+    f->memcpy_pid = f->has_memcpy && column_exists(db, "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid");
+    f->has_memset = table_exists(db, "CUPTI_ACTIVITY_KIND_MEMSET");
+    if (f->has_memset && need_columns(db, f->path, "CUPTI_ACTIVITY_KIND_MEMSET", act_cols) < 0)
+        return -1;
+    f->memset_pid = f->has_memset && column_exists(db, "CUPTI_ACTIVITY_KIND_MEMSET", "globalPid");
+    f->has_runtime = table_exists(db, "CUPTI_ACTIVITY_KIND_RUNTIME");
+    static const char *const rt_cols[] = {"start", "correlationId", "globalTid", NULL};
+    if (f->has_runtime && need_columns(db, f->path, "CUPTI_ACTIVITY_KIND_RUNTIME", rt_cols) < 0)
+        return -1;
+    /* who and when */
+    f->base_ns = 0;
+    if (table_exists(db, "TARGET_INFO_SESSION_START_TIME") &&
+        column_exists(db, "TARGET_INFO_SESSION_START_TIME", "utcEpochNs"))
+        f->base_ns = query_i64(db, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME", 0);
+    if (f->base_ns < 0 || f->base_ns > IMPORT_MAX_TS / 2)
+        f->base_ns = 0;
+    if (table_exists(db, "TARGET_INFO_SYSTEM_ENV") &&
+        column_exists(db, "TARGET_INFO_SYSTEM_ENV", "name") &&
+        column_exists(db, "TARGET_INFO_SYSTEM_ENV", "value")) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = "
+                                   "'Hostname' LIMIT 1",
+                               -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+                f->host = strdup((const char *)sqlite3_column_text(st, 0));
+            sqlite3_finalize(st);
+        }
+    }
+    return 0;
+}
+
+/* The training processes, in pid order: those with a range that a training step is made
+ * of (ddpprof's step/forward/backward/allreduce.bN, PyTorch's ProfilerStep#N,
+ * DistributedDataParallel.forward, autograd ops, Optimizer.step, NCCL's collectives) or with
+ * kernels; not a launcher's (torchrun, ddpprof's parent) other ranges. */
+static int nsys_processes(struct nsys_file *f)
+{
+    const char *name = f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
+                       : f->has_text                ? "e.text"
+                                                    : "s.value";
+    char *q = sqlite3_mprintf(
+        "SELECT DISTINCT (e.globalTid >> 24) & 16777215 AS p FROM NVTX_EVENTS e %s WHERE "
+        "e.eventType IN (%lld, %lld) AND (%s IN ('step', 'forward', 'backward', "
+        "'DistributedDataParallel.forward', 'ncclAllReduce', 'ncclBroadcast', "
+        "'ncclAllGather', 'ncclReduceScatter', 'ncclReduce') OR %s GLOB 'allreduce.b*' OR "
+        "%s GLOB 'ProfilerStep#*' OR %s GLOB 'Optimizer.step#*' OR "
+        "%s GLOB 'autograd::engine::evaluate_function: *') %s ORDER BY p",
+        f->has_textid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
+        (long long)f->ev_pushpop, (long long)f->ev_startend, name, name, name, name, name,
+        f->has_kernel && f->kernel_pid
+            ? "UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL"
+            : "");
+    sqlite3_stmt *st;
+    if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_free(q);
+        return nsys_sql_error(f, "the processes");
+    }
+    sqlite3_free(q);
+    size_t cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if ((size_t)f->npids + 1 > cap) {
+            cap = cap ? 2 * cap : 8;
+            int64_t *v = realloc(f->pids, cap * sizeof *v);
+            if (!v) {
+                rc = error_set("%s: out of memory", f->path);
+                break;
+            }
+            f->pids = v;
+        }
+        f->pids[f->npids++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static enum nsys_domain nsys_domain_kind(const struct nsys_file *f, int64_t id)
+{
+    for (int i = 0; i < f->ndom; i++)
+        if (f->dom_id[i] == id)
+            return f->dom_kind[i];
+    return DOM_OTHER;
+}
+
+/* NCCL's NVTX range names: the collective (IMPORT_COLL_NONE: not one). */
+static enum import_coll nccl_range_coll(const char *name)
+{
+    static const struct {
+        const char *name;
+        enum import_coll coll;
+    } names[] = {
+        {"ncclAllReduce", IMPORT_COLL_ALL_REDUCE},   {"ncclBroadcast", IMPORT_COLL_BROADCAST},
+        {"ncclBcast", IMPORT_COLL_BROADCAST},        {"ncclAllGather", IMPORT_COLL_ALL_GATHER},
+        {"ncclReduceScatter", IMPORT_COLL_REDUCE_SCATTER},
+        {"ncclReduce", IMPORT_COLL_REDUCE},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i].name) == 0)
+            return names[i].coll;
+    return IMPORT_COLL_NONE;
+}
+
+/* A message size in an extended payload exported as JSON ("Message size [bytes]": N), -1. */
+static int64_t json_size(const char *json)
+{
+    if (!json)
+        return -1;
+    const char *k = strstr(json, "Message size");
+    if (!k)
+        k = strstr(json, "\"size\"");
+    if (!k)
+        return -1;
+    const char *c = strchr(k, ':');
+    if (!c)
+        return -1;
+    char *end;
+    long long v = strtoll(c + 1, &end, 10);
+    return end != c + 1 && v >= 0 ? v : -1;
+}
+
+/* ddpprof's domain: its phase names (probes/trace_format.h) as the core's spans; 0 when the
+ * range is none the core keeps (eval, barrier, setup, comm.allreduce: not a bucket). */
+static int ddpprof_span(const char *name, int64_t payload, struct import_span *sp)
+{
+    static const struct {
+        const char *name;
+        enum import_kind kind;
+        enum import_coll coll;
+    } phases[] = {
+        {"step", IMPORT_STEP, IMPORT_COLL_NONE},
+        {"data", IMPORT_DATA, IMPORT_COLL_NONE},
+        {"forward", IMPORT_FORWARD, IMPORT_COLL_NONE},
+        {"backward", IMPORT_BACKWARD, IMPORT_COLL_NONE},
+        {"optimizer", IMPORT_OPTIMIZER, IMPORT_COLL_NONE},
+        {"comm.broadcast", IMPORT_COLL, IMPORT_COLL_BROADCAST},
+        {"comm.allgather", IMPORT_COLL, IMPORT_COLL_ALL_GATHER},
+        {"comm.reduce_scatter", IMPORT_COLL, IMPORT_COLL_REDUCE_SCATTER},
+        {"comm.reduce", IMPORT_COLL, IMPORT_COLL_REDUCE},
+    };
+    if (strncmp(name, "allreduce.b", 11) == 0) {
+        sp->kind = IMPORT_COLL;
+        sp->coll = IMPORT_COLL_ALL_REDUCE;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+        if (strcmp(name, phases[i].name) != 0)
+            continue;
+        sp->kind = phases[i].kind;
+        sp->coll = phases[i].coll;
+        if (sp->kind == IMPORT_STEP)
+            sp->val = payload >= 0 && payload <= 1000000000 ? payload : -1;
+        return sp->val >= 0 || sp->kind != IMPORT_STEP;
+    }
+    return 0;
+}
+
+/* The NVTX ranges of process pid, in start order, as host spans. */
+static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
+{
+    char *q = sqlite3_mprintf(
+        "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s FROM NVTX_EVENTS e %s "
+        "WHERE e.eventType IN (%lld, %lld) AND e.\"end\" IS NOT NULL %s ORDER BY e.start",
+        f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
+        : f->has_text                ? "e.text"
+                                     : "s.value",
+        f->has_domain ? "e.domainId" : "NULL",
+        f->has_u64 && f->has_i64 ? "COALESCE(e.uint64Value, e.int64Value)"
+        : f->has_u64             ? "e.uint64Value"
+        : f->has_i64             ? "e.int64Value"
+                                 : "NULL",
+        f->has_json ? "e.jsonText" : "NULL",
+        f->has_textid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
+        (long long)f->ev_pushpop, (long long)f->ev_startend,
+        all ? "" : "AND ((e.globalTid >> 24) & 16777215) = ?1");
+    sqlite3_stmt *st;
+    if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_free(q);
+        return nsys_sql_error(f, "NVTX_EVENTS");
+    }
+    sqlite3_free(q);
+    if (!all)
+        sqlite3_bind_int64(st, 1, pid);
+    int rc = 0, step;
+    int64_t ddp_steps = 0;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 2);
+        if (!name)
+            continue;
+        int64_t start = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 1);
+        if (start < 0 || start > IMPORT_MAX_TS / 2 || end < start ||
+            end - start > IMPORT_MAX_DUR) {
+            f->bad_ts++;
+            continue;
+        }
+        f->ranges++;
+        enum nsys_domain dom = sqlite3_column_type(st, 3) == SQLITE_NULL
+                                   ? DOM_OTHER
+                                   : nsys_domain_kind(f, sqlite3_column_int64(st, 3));
+        int64_t payload =
+            sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
+        struct import_span sp = {.start_ns = start, .end_ns = end,
+                                 .tid = TID_OF(sqlite3_column_int64(st, 4)), .val = -1,
+                                 .name = name, .coll = IMPORT_COLL_NONE};
+        size_t len = strlen(name);
+        if (dom == DOM_DDPPROF) {
+            if (!ddpprof_span(name, payload, &sp)) {
+                f->skipped_ddpprof++;
+                continue;
+            }
+            if (sp.kind == IMPORT_STEP && sp.val < 0)
+                sp.val = ++ddp_steps;
+        } else if (dom == DOM_NCCL) {
+            sp.coll = nccl_range_coll(name);
+            if (sp.coll == IMPORT_COLL_NONE)
+                continue;
+            sp.kind = IMPORT_PARAMS;
+            sp.val = json_size((const char *)sqlite3_column_text(st, 6));
+        } else {
+            /* torch.autograd.profiler.emit_nvtx appends ", seq = N, op_id = M, sizes = ..." */
+            const char *comma = strstr(name, ", seq =");
+            if (!comma)
+                comma = strstr(name, ", op_id =");
+            if (!comma)
+                comma = strstr(name, ", sizes =");
+            if (comma)
+                len = (size_t)(comma - name);
+            int named = pt_name_span(name, len, "", 0, &sp.kind, &sp.coll);
+            if (named <= 0)
+                continue;
+            if (sp.kind == IMPORT_STEP && !pt_name_step(name, len, &sp.val))
+                continue;
+            if (sp.kind == IMPORT_DIMS)
+                continue;
+        }
+        sp.name_len = len;
+        rc = import_rank_span(core, &sp);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = nsys_sql_error(f, "reading NVTX_EVENTS");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The launches (CUPTI_ACTIVITY_KIND_RUNTIME's correlation ids) of process pid. */
+static int nsys_launches(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
+{
+    if (!f->has_runtime)
+        return 0;
+    char *q = sqlite3_mprintf("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                              "WHERE correlationId IS NOT NULL %s",
+                              all ? "" : "AND ((globalTid >> 24) & 16777215) = ?1");
+    sqlite3_stmt *st;
+    if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_free(q);
+        return nsys_sql_error(f, "CUPTI_ACTIVITY_KIND_RUNTIME");
+    }
+    sqlite3_free(q);
+    if (!all)
+        sqlite3_bind_int64(st, 1, pid);
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = import_rank_launch(core, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 0));
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = nsys_sql_error(f, "reading CUPTI_ACTIVITY_KIND_RUNTIME");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Kernels, memcpys and memsets of process pid, in start order. */
+static int nsys_activity(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
+{
+    if (!f->has_kernel && !f->has_memcpy && !f->has_memset)
+        return 0;
+    char *parts[3] = {NULL, NULL, NULL};
+    int np = 0;
+    const char *where = all ? "" : "WHERE ((globalPid >> 24) & 16777215) = ?1";
+    /* kind 0 kernel, 1 memory */
+    if (f->has_kernel)
+        parts[np++] = sqlite3_mprintf(
+            "SELECT k.start, k.\"end\", k.correlationId, %s, s.value, 0 FROM "
+            "CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON s.id = k.%s %s",
+            column_exists(f->db, "CUPTI_ACTIVITY_KIND_KERNEL", "streamId") ? "k.streamId"
+                                                                           : "-1",
+            f->kernel_name, all || !f->kernel_pid ? "" : where);
+    if (f->has_memcpy)
+        parts[np++] = sqlite3_mprintf(
+            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+            "%s",
+            column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMCPY", "streamId") ? "streamId" : "-1",
+            all || !f->memcpy_pid ? "" : where);
+    if (f->has_memset)
+        parts[np++] = sqlite3_mprintf(
+            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMSET "
+            "%s",
+            column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMSET", "streamId") ? "streamId" : "-1",
+            all || !f->memset_pid ? "" : where);
+    char *q = NULL;
+    int ok = 1;
+    for (int i = 0; i < np; i++)
+        ok &= parts[i] != NULL;
+    if (ok)
+        q = sqlite3_mprintf("%s%s%s%s%s ORDER BY 1", parts[0], np > 1 ? " UNION ALL " : "",
+                            np > 1 ? parts[1] : "", np > 2 ? " UNION ALL " : "",
+                            np > 2 ? parts[2] : "");
+    for (int i = 0; i < np; i++)
+        sqlite3_free(parts[i]);
+    sqlite3_stmt *st;
+    if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_free(q);
+        return nsys_sql_error(f, "the CUPTI activity tables");
+    }
+    sqlite3_free(q);
+    if (!all && sqlite3_bind_parameter_count(st) > 0)
+        sqlite3_bind_int64(st, 1, pid);
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 1);
+        if (start < 0 || start > IMPORT_MAX_TS / 2 || end < start ||
+            end - start > IMPORT_MAX_DUR) {
+            f->bad_ts++;
+            continue;
+        }
+        struct import_activity a = {.start_ns = start, .end_ns = end, .bytes = -1,
+                                    .cls = KERNEL_MEMORY, .coll = IMPORT_COLL_NONE,
+                                    .stream = sqlite3_column_int64(st, 3)};
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+            a.corr = sqlite3_column_int64(st, 2);
+            a.has_corr = 1;
+        }
+        if (sqlite3_column_int(st, 5) == 0) {
+            const char *name = (const char *)sqlite3_column_text(st, 4);
+            a.cls = KERNEL_COMPUTE;
+            if (name) {
+                int known = 0;
+                size_t len = strlen(name);
+                if (pt_name_kernel(name, len, "", &a.coll, &known)) {
+                    a.cls = KERNEL_COMM;
+                    a.unknown_name = !known;
+                    a.name = name;
+                    a.name_len = len;
+                }
+            }
+        }
+        rc = import_rank_activity(core, &a);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = nsys_sql_error(f, "reading the CUPTI activity tables");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* One training process of the report as a rank of the sink's run. */
+static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t pid, int k)
+{
+    struct import_rank *core = import_rank_begin(sink, f->path);
+    if (!core)
+        return -1;
+    int all = f->npids == 0; /* no training process found: every range, to say so */
+    f->ranges = f->skipped_ddpprof = f->bad_ts = 0;
+    int rc = nsys_ranges(f, core, pid, all);
+    if (rc == 0)
+        rc = nsys_launches(f, core, pid, all);
+    if (rc == 0)
+        rc = nsys_activity(f, core, pid, all);
+    if (rc == 0)
+        rc = import_rank_drain(core);
+    if (rc == 0 && import_rank_empty(core))
+        rc = error_set("%s%s: none of its %llu NVTX ranges is part of a training step "
+                       "(ddpprof's domain, ProfilerStep#N, DistributedDataParallel.forward, "
+                       "autograd ops, Optimizer.step, NCCL's ranges) and no kernel: not a "
+                       "training run's report?",
+                       f->path, f->npids > 1 ? " (a process)" : "", (unsigned long long)f->ranges);
+    if (rc == 0) {
+        const struct import_counts *c = import_rank_counts(core);
+        if (c->unknown_comm)
+            report_warn("%s: %llu NCCL kernel(s) named in no known scheme (e.g. '%s'): counted "
+                        "as communication in the kernel figures",
+                        f->path, (unsigned long long)c->unknown_comm, c->unknown_comm_name);
+        import_rank_warn(core);
+        if (f->bad_ts)
+            report_warn("%s: %llu range(s) or activities with times out of range: skipped",
+                        f->path, (unsigned long long)f->bad_ts);
+        rc = import_rank_finish(core);
+    }
+    struct import_rank_info *info = import_rank_info(core);
+    info->format = "nsys";
+    info->shared_clock = f->base_ns > 0; /* nsys's clock is one per host */
+    int64_t rank = f->npids <= 1 ? nsys_rank_of(f->path) : k;
+    info->has_rank = rank >= 0;
+    info->rank = rank;
+    info->no_rank_why = "no rankN in the file name (scripts/nsys-profile's <phase>.rank<N>, "
+                        "or nsys -o NAME.%q{RANK})";
+    info->base_ns = f->base_ns;
+    info->devices = f->has_kernel;
+    import_rank_set_host(core, f->host ? strdup(f->host) : NULL);
+    import_rank_free(core);
+    return rc;
+}
+
+static int nsys_load(const char *path, struct import_sink *sink)
+{
+    int tmp = 0;
+    char *dbpath = NULL;
+    if (has_suffix(path, ".nsys-rep") || has_suffix(path, ".qdrep")) {
+        if (!(dbpath = nsys_export(path, &tmp)))
+            return -1;
+    } else if (!(dbpath = strdup(path))) {
+        return error_set("%s: out of memory", path);
+    }
+    struct nsys_file f = {.path = path};
+    int rc = 0;
+    if (sqlite3_open_v2(dbpath, &f.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        rc = error_set("%s: cannot open it as SQLite (%s)", dbpath,
+                       f.db ? sqlite3_errmsg(f.db) : "out of memory");
+    if (rc == 0 &&
+        sqlite3_exec(f.db, "SELECT 1 FROM sqlite_master LIMIT 1", NULL, NULL, NULL) != SQLITE_OK)
+        rc = error_set("%s: not an SQLite database (%s)", dbpath, sqlite3_errmsg(f.db));
+    if (rc == 0)
+        rc = nsys_schema(&f);
+    if (rc == 0)
+        rc = nsys_processes(&f);
+    if (rc == 0 && f.npids > 1)
+        report_warn("%s: %d training processes (with a training step's NVTX ranges or kernels): "
+                    "one rank each, in pid order",
+                    path, f.npids);
+    for (int k = 0; rc == 0 && k < (f.npids ? f.npids : 1); k++)
+        rc = nsys_load_rank(&f, sink, f.npids ? f.pids[k] : 0, k);
+    sqlite3_close(f.db);
+    if (tmp)
+        unlink(dbpath);
+    free(dbpath);
+    free(f.pids);
+    free(f.host);
+    return rc;
+}
+
+#endif /* DDPPROF_HAVE_SQLITE */
+
+const struct importer importer_nsys = {"Nsight Systems report (SQLite export)", nsys_claims,
+                                       nsys_load};

@@ -42,7 +42,7 @@ static double step_error(struct backend *be, const char *init, const struct st_f
     float *xd = be->alloc(be, x->nbytes), *dlogits = be->alloc(be, (size_t)n * 10 * 4);
     int32_t *labels = malloc((size_t)n * sizeof *labels), *yd = be->alloc(be, (size_t)n * 4);
     float *g = NULL;
-    double num = 0, den = 0;
+    double num = 0, den = 0, err = -1;
     if (!xd || !dlogits || !labels || !yd)
         goto fail;
     for (int i = 0; i < n; i++)
@@ -66,7 +66,7 @@ static double step_error(struct backend *be, const char *init, const struct st_f
         if (!t || t->nbytes != p->numel * sizeof(float) || !more) {
             fprintf(stderr, "bench_grad_error: %s missing or of another size\n", name);
             g = more ? more : g;
-            goto fail;
+            goto out;
         }
         g = more;
         be->download(be, g, p->grad, p->numel * sizeof *g);
@@ -77,22 +77,18 @@ static double step_error(struct backend *be, const char *init, const struct st_f
             den += (double)want[k] * want[k];
         }
     }
-    be->free(be, xd);
-    be->free(be, dlogits);
-    be->free(be, yd);
-    free(labels);
-    free(g);
-    m->destroy(m);
-    return sqrt(num / den);
+    err = sqrt(num / den);
+    goto out;
 fail:
     fprintf(stderr, "bench_grad_error: %s\n", error_get());
+out:
     be->free(be, xd);
     be->free(be, dlogits);
     be->free(be, yd);
     free(labels);
     free(g);
     m->destroy(m);
-    return -1;
+    return err;
 }
 
 int main(int argc, char **argv)

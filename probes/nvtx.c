@@ -41,7 +41,7 @@ struct nvtx_ranges *nvtx_ranges_create(void)
     return n;
 }
 
-static void nvtx_attr_init(nvtxEventAttributes_t *a, enum probe_phase ph, uint64_t step)
+static void nvtx_attr_init(nvtxEventAttributes_t *a, enum probe_phase ph, uint64_t payload)
 {
     *a = (nvtxEventAttributes_t){0};
     a->version = NVTX_VERSION;
@@ -50,13 +50,13 @@ static void nvtx_attr_init(nvtxEventAttributes_t *a, enum probe_phase ph, uint64
     a->colorType = NVTX_COLOR_ARGB;
     a->color = phase_color(ph);
     a->payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-    a->payload.ullValue = step;
+    a->payload.ullValue = payload;
 }
 
-void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t step)
+void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t payload)
 {
     nvtxEventAttributes_t a;
-    nvtx_attr_init(&a, ph, step);
+    nvtx_attr_init(&a, ph, payload);
     a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
     a.message.registered = n->phase_str[(unsigned)ph < PROBE_PHASE_COUNT ? ph : PROBE_SETUP];
     nvtxDomainRangePushEx(n->domain, &a);
@@ -86,10 +86,10 @@ static nvtxStringHandle_t nvtx_bucket_string(struct nvtx_ranges *n, int bucket)
     return n->bucket_str[bucket];
 }
 
-uint64_t nvtx_ranges_start_bucket(struct nvtx_ranges *n, int bucket, uint64_t step)
+uint64_t nvtx_ranges_start_bucket(struct nvtx_ranges *n, int bucket, uint64_t bytes)
 {
     nvtxEventAttributes_t a;
-    nvtx_attr_init(&a, PROBE_ALLREDUCE, step);
+    nvtx_attr_init(&a, PROBE_ALLREDUCE, bytes);
     nvtxStringHandle_t s = nvtx_bucket_string(n, bucket);
     char name[32];
     if (s) {
@@ -106,6 +106,20 @@ uint64_t nvtx_ranges_start_bucket(struct nvtx_ranges *n, int bucket, uint64_t st
 void nvtx_ranges_end(struct nvtx_ranges *n, uint64_t id)
 {
     nvtxDomainRangeEnd(n->domain, id);
+}
+
+void nvtx_ranges_mark_rank(struct nvtx_ranges *n, int rank, int world_size)
+{
+    char msg[80];
+    snprintf(msg, sizeof msg, NVTX_RANK_MARK_FORMAT, rank, world_size);
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    a.payload.ullValue = (uint64_t)(rank >= 0 ? rank : 0);
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = msg;
+    nvtxDomainMarkEx(n->domain, &a);
 }
 
 void nvtx_ranges_destroy(struct nvtx_ranges *n)
@@ -136,9 +150,9 @@ struct nvtx_ranges *nvtx_ranges_create(void)
     return n;
 }
 
-void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t step)
+void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t payload)
 {
-    (void)n, (void)ph, (void)step;
+    (void)n, (void)ph, (void)payload;
 }
 
 void nvtx_ranges_pop(struct nvtx_ranges *n)
@@ -146,10 +160,15 @@ void nvtx_ranges_pop(struct nvtx_ranges *n)
     (void)n;
 }
 
-uint64_t nvtx_ranges_start_bucket(struct nvtx_ranges *n, int bucket, uint64_t step)
+uint64_t nvtx_ranges_start_bucket(struct nvtx_ranges *n, int bucket, uint64_t bytes)
 {
-    (void)n, (void)bucket, (void)step;
+    (void)n, (void)bucket, (void)bytes;
     return 0;
+}
+
+void nvtx_ranges_mark_rank(struct nvtx_ranges *n, int rank, int world_size)
+{
+    (void)n, (void)rank, (void)world_size;
 }
 
 void nvtx_ranges_end(struct nvtx_ranges *n, uint64_t id)

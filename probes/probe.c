@@ -107,6 +107,7 @@ struct probe *probe_create(const struct probe_opts *o)
     p->nvtx = nvtx_ranges_create();
     if (!p->nvtx)
         goto fail;
+    nvtx_ranges_mark_rank(p->nvtx, o->rank, o->world_size > 0 ? o->world_size : 1);
     if (p->mode == PROBE_FULL && o->gpu) {
         p->ev_compute = event_timer_create(o->compute_stream);
         if (!p->ev_compute) {
@@ -181,6 +182,11 @@ void probe_set_step(struct probe *p, int64_t step, int epoch)
 
 void probe_push(struct probe *p, enum probe_phase ph)
 {
+    probe_push_sized(p, ph, p ? (uint64_t)p->step : 0);
+}
+
+void probe_push_sized(struct probe *p, enum probe_phase ph, uint64_t size)
+{
     if (!p || p->mode == PROBE_OFF)
         return;
     if (p->depth == PROBE_MAX_DEPTH || (unsigned)ph >= PROBE_PHASE_COUNT) {
@@ -192,7 +198,7 @@ void probe_push(struct probe *p, enum probe_phase ph)
     f->ph = ph;
     f->step = p->step;
     f->epoch = p->epoch;
-    nvtx_ranges_push(p->nvtx, ph, (uint64_t)p->step);
+    nvtx_ranges_push(p->nvtx, ph, size);
     f->ev_slot = p->ev_compute ? event_timer_begin(p->ev_compute) : -1;
     if (p->cupti)
         cupti_tracer_push(p->cupti, corr_encode(ph, p->step, p->epoch, -1));
@@ -273,7 +279,7 @@ void probe_bucket_launch(struct probe *p, int bucket, uint64_t bytes)
     b->step = p->step;
     b->epoch = p->epoch;
     b->open = 1;
-    b->nvtx_id = nvtx_ranges_start_bucket(p->nvtx, bucket, (uint64_t)p->step);
+    b->nvtx_id = nvtx_ranges_start_bucket(p->nvtx, bucket, bytes);
     if (p->cupti) {
         cupti_tracer_push(p->cupti, corr_encode(PROBE_ALLREDUCE, p->step, p->epoch, bucket));
         b->corr_pushed = 1;

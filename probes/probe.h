@@ -35,6 +35,7 @@ enum probe_mode { PROBE_OFF = 0, PROBE_NVTX, PROBE_FULL };
 
 struct probe_opts {
     int rank;               /* global rank: the trace file name and the rank column */
+    int world_size;         /* ranks in the job (0: not known, taken as 1): NVTX's rank mark */
     const char *run_dir;    /* existing directory for rank<rank>.trace.csv (unused when off) */
     enum probe_mode mode;
     int gpu;                /* 1: this rank computes on a CUDA device (full mode: events, CUPTI) */
@@ -84,6 +85,10 @@ void probe_set_step(struct probe *p, int64_t step, int epoch);
  * and epoch current at push.  ph must not be PROBE_ALLREDUCE (see probe_bucket_*). */
 #define PROBE_MAX_DEPTH 16
 void probe_push(struct probe *p, enum probe_phase ph);
+/* probe_push for a range with a quantity, its NVTX payload instead of the step
+ * (probes/nvtx.h): the images of the rank's batch for PROBE_FORWARD, the payload bytes for
+ * a collective (comm.*, barrier) -- the bytes its pop (probe_pop_bytes) writes too. */
+void probe_push_sized(struct probe *p, enum probe_phase ph, uint64_t size);
 void probe_pop(struct probe *p);
 /* probe_pop for a range that moved data: its rows carry bytes (a collective's payload:
  * the comm.* phases, TRACE.md) */

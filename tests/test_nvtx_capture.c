@@ -28,6 +28,9 @@ NVTX_CAPTURE_STATIC_INJECTION;
 
 static char tmp[512];
 
+static size_t find_ev(const struct nvtx_capture_event *ev, size_t n, enum nvtx_capture_op op,
+                      const char *name, int nth);
+
 /* What the trainer does, through the probe API: returns 0 or -1. */
 static int drive(enum probe_mode mode, int rank, const char *dir, int steps, int buckets,
                  int data)
@@ -36,6 +39,7 @@ static int drive(enum probe_mode mode, int rank, const char *dir, int steps, int
     probe_opts_default(&o);
     o.mode = mode;
     o.rank = rank;
+    o.world_size = 2;
     o.run_dir = dir;
     struct probe *p = probe_create(&o);
     if (!p)
@@ -49,7 +53,7 @@ static int drive(enum probe_mode mode, int rank, const char *dir, int steps, int
             probe_push(p, PROBE_DATA);
             probe_pop(p);
         }
-        probe_push(p, PROBE_FORWARD);
+        probe_push_sized(p, PROBE_FORWARD, 32); /* a batch of 32 images */
         probe_pop(p);
         probe_push(p, PROBE_BACKWARD);
         for (int b = 0; b < buckets; b++) { /* buckets become ready during backward */
@@ -139,21 +143,34 @@ static void test_static(void)
           "first step push: payload %llu category %u colour %#x",
           first ? (unsigned long long)first->payload : 0ull, first ? first->category : 0u,
           first ? first->color : 0u);
-    /* every all-reduce start carries its step, its colour and category */
-    int ar_ok = 1;
-    uint64_t step = 0;
+    /* every all-reduce start carries its bucket's bytes, its colour and category; every
+     * forward its batch's images (probes/nvtx.h) */
+    int ar_ok = 1, fwd_ok = 1;
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "step") == 0)
-            step = ev[i].payload;
-        if (ev[i].op == NVTX_CAPTURE_START)
-            ar_ok &= ev[i].payload == step && ev[i].color == phase_color(PROBE_ALLREDUCE) &&
+        if (ev[i].op == NVTX_CAPTURE_START) {
+            int b = atoi(ev[i].name + strlen("allreduce.b"));
+            ar_ok &= ev[i].payload == 4096u * (unsigned)(b + 1) &&
+                     ev[i].color == phase_color(PROBE_ALLREDUCE) &&
                      ev[i].category == phase_category(PROBE_ALLREDUCE) && ev[i].registered;
+        }
+        if (ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "forward") == 0)
+            fwd_ok &= ev[i].payload == 32;
     }
-    CHECK(ar_ok, "an all-reduce range has the wrong payload, colour or category");
+    CHECK(ar_ok, "an all-reduce range has the wrong payload (not its bytes), colour or category");
+    CHECK(fwd_ok, "a forward range's payload is not its batch's 32 images");
+    /* who the process is: one rank mark, before the first step */
+    size_t mark = find_ev(ev, n, NVTX_CAPTURE_MARK, "ddpprof nvtx=2 rank=0 world_size=2", 0);
+    CHECK(mark < n && count_op(ev, n, NVTX_CAPTURE_MARK, NULL) == 1 &&
+              mark < find_ev(ev, n, NVTX_CAPTURE_PUSH, "step", 0) && ev[mark].payload == 0,
+          "no rank mark 'ddpprof nvtx=2 rank=0 world_size=2' before the first step");
 
-    struct nvtx_capture_expect x = {.steps = steps, .first_step = 1, .buckets = buckets, .data = 1};
+    struct nvtx_capture_expect x = {.steps = steps, .first_step = 1, .buckets = buckets, .data = 1,
+                                    .world_size = 2};
     char why[512];
     CHECK(nvtx_capture_check(ev, n, &x, why, sizeof why) == 0, "check: %s", why);
+    x.world_size = 4;
+    CHECK(nvtx_capture_check(ev, n, &x, why, sizeof why) != 0 && strstr(why, "world_size=2"),
+          "a rank mark of world size 2 passed for 4: '%s'", why);
 
     saved = malloc(n * sizeof *saved);
     memcpy(saved, ev, n * sizeof *saved);
@@ -240,9 +257,25 @@ static void test_check_rejects(void)
     memmove(&ev[i], &ev[i + 1], (n - i - 1) * sizeof *ev), n--;
     expect_rejected("an all-reduce never ended", ev, n, &x);
 
-    RESET(); /* wrong step payload on a forward */
-    ev[find_ev(ev, n, NVTX_CAPTURE_PUSH, "forward", 2)].payload = 7;
+    RESET(); /* wrong step payload on an optimizer */
+    ev[find_ev(ev, n, NVTX_CAPTURE_PUSH, "optimizer", 2)].payload = 7;
     expect_rejected("a wrong payload", ev, n, &x);
+
+    RESET(); /* a forward without its images */
+    ev[find_ev(ev, n, NVTX_CAPTURE_PUSH, "forward", 1)].payload = 0;
+    expect_rejected("a forward without images", ev, n, &x);
+
+    RESET(); /* a bucket's all-reduce without its bytes */
+    ev[find_ev(ev, n, NVTX_CAPTURE_START, "allreduce.b2", 0)].payload = 0;
+    expect_rejected("an all-reduce without bytes", ev, n, &x);
+
+    RESET(); /* no rank mark where one is expected */
+    ev[find_ev(ev, n, NVTX_CAPTURE_MARK, NULL, 0)].op = NVTX_CAPTURE_OP_COUNT;
+    {
+        struct nvtx_capture_expect w = x;
+        w.world_size = 2;
+        expect_rejected("no rank mark", ev, n, &w);
+    }
 
     RESET(); /* wrong colour */
     ev[find_ev(ev, n, NVTX_CAPTURE_PUSH, "optimizer", 0)].color = 0xFF000000u;
@@ -299,8 +332,10 @@ static int same_events(const struct nvtx_capture_event *a, size_t na,
     if (na != nb)
         return 0;
     for (size_t i = 0; i < na; i++)
-        if (a[i].op != b[i].op || strcmp(a[i].name, b[i].name) != 0 ||
-            strcmp(a[i].domain, b[i].domain) != 0 || a[i].payload != b[i].payload ||
+        if (a[i].op != b[i].op ||
+            (a[i].op != NVTX_CAPTURE_MARK && strcmp(a[i].name, b[i].name) != 0) ||
+            strcmp(a[i].domain, b[i].domain) != 0 ||
+            (a[i].op != NVTX_CAPTURE_MARK && a[i].payload != b[i].payload) ||
             a[i].category != b[i].category || a[i].color != b[i].color)
             return 0;
     return 1;

@@ -2,7 +2,8 @@
  * them, without a GPU or Nsight: `ddpprof train` runs with NVTX_INJECTION64_PATH pointing at
  * the capture tool (libddpprof_nvtx_inject.so), which saves every NVTX event of each
  * process; nvtx_capture_check then asserts the domain, registered names, categories,
- * colours, step payloads and the nesting step > [data] forward backward optimizer with one
+ * colours, payloads (steps, forward's images, the collectives' bytes), the rank mark with
+ * the world size, and the nesting step > [data] forward backward optimizer with one
  * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets. */
 #include "probes/tools/nvtx_capture.h"
 #include "testutil.h"
@@ -77,7 +78,8 @@ int main(void)
     /* baseline: 320 samples / batch 32 = 10 steps, no buckets */
     char *a = test_tmpdir();
     CHECK(run(a, "--cpu 1 --mode baseline --limit 320") == 0, "baseline run");
-    struct nvtx_capture_expect base = {.steps = 10, .first_step = 1, .buckets = 0, .data = 1};
+    struct nvtx_capture_expect base = {.steps = 10, .first_step = 1, .buckets = 0, .data = 1,
+                                       .world_size = 1};
     char why[512] = "";
     int bad = 0;
     CHECK(check_dir(a, &base, &bad, why, sizeof why) == 1, "one process with steps");
@@ -87,7 +89,8 @@ int main(void)
     char *b = test_tmpdir();
     CHECK(run(b, "--cpu 2 --mode ddp --batch-size 16 --limit 320 --bucket-cap-mb 0.02") == 0,
           "2-rank run");
-    struct nvtx_capture_expect ddp = {.steps = 10, .first_step = 1, .buckets = 3, .data = 1};
+    struct nvtx_capture_expect ddp = {.steps = 10, .first_step = 1, .buckets = 3, .data = 1,
+                                      .world_size = 2};
     CHECK(check_dir(b, &ddp, &bad, why, sizeof why) == 2, "two ranks with steps");
     CHECK(bad == 0, "ddp: %s", why);
 

@@ -29,14 +29,14 @@ static int cp_done(struct comm_probe *p, int rc, uint64_t bytes)
 static int cp_broadcast(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_BROADCAST);
+    probe_push_sized(p->probe, PROBE_COMM_BROADCAST, cp_bytes(count, dt));
     return cp_done(p, p->inner->broadcast(p->inner, buf, count, dt, root), cp_bytes(count, dt));
 }
 
 static int cp_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_REDUCE);
+    probe_push_sized(p->probe, PROBE_COMM_REDUCE, cp_bytes(count, dt));
     return cp_done(p, p->inner->reduce(p->inner, buf, count, dt, root), cp_bytes(count, dt));
 }
 
@@ -46,7 +46,7 @@ static int cp_allgather(struct comm *c, const void *send, void *recv, size_t cou
                         enum comm_dtype dt)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_ALLGATHER);
+    probe_push_sized(p->probe, PROBE_COMM_ALLGATHER, cp_bytes(count * (size_t)c->world, dt));
     return cp_done(p, p->inner->allgather(p->inner, send, recv, count, dt),
                    cp_bytes(count * (size_t)c->world, dt));
 }
@@ -55,7 +55,7 @@ static int cp_allgather_join(struct comm *c, const void *send, void *recv, size_
                              enum comm_dtype dt)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_ALLGATHER);
+    probe_push_sized(p->probe, PROBE_COMM_ALLGATHER, cp_bytes(count * (size_t)c->world, dt));
     return cp_done(p, comm_allgather_join(p->inner, send, recv, count, dt),
                    cp_bytes(count * (size_t)c->world, dt));
 }
@@ -63,21 +63,21 @@ static int cp_allgather_join(struct comm *c, const void *send, void *recv, size_
 static int cp_barrier(struct comm *c)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_BARRIER);
+    probe_push_sized(p->probe, PROBE_BARRIER, 0);
     return cp_done(p, p->inner->barrier(p->inner), 0);
 }
 
 static int cp_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_ALLREDUCE);
+    probe_push_sized(p->probe, PROBE_COMM_ALLREDUCE, cp_bytes(count, dt));
     return cp_done(p, comm_allreduce(p->inner, buf, count, dt), cp_bytes(count, dt));
 }
 
 static int cp_allreduce_join(struct comm *c, void *buf, size_t count, enum comm_dtype dt)
 {
     struct comm_probe *p = cp(c);
-    probe_push(p->probe, PROBE_COMM_ALLREDUCE);
+    probe_push_sized(p->probe, PROBE_COMM_ALLREDUCE, cp_bytes(count, dt));
     return cp_done(p, comm_allreduce_join(p->inner, buf, count, dt), cp_bytes(count, dt));
 }
 

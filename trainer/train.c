@@ -150,6 +150,7 @@ int rank_open_probe(struct rank *r)
     struct probe_opts po;
     probe_opts_default(&po);
     po.rank = r->rank;
+    po.world_size = r->world;
     po.run_dir = o->run.out_dir ? o->run.out_dir : ".";
     po.mode = o->run.out_dir ? o->run.trace : PROBE_OFF;
     device_probe_opts(&r->dev, &po);

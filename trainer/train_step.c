@@ -37,7 +37,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     struct model *m = r->m;
     struct backend *be = r->dev.be;
     const float *logits;
-    probe_push(r->probe, PROBE_FORWARD);
+    probe_push_sized(r->probe, PROBE_FORWARD, (uint64_t)n); /* NVTX: the batch's images */
     if (m->forward(m, r->batch.x_dev, n, 1, &logits))
         return -1;
     /* the loss stays on the device until it is logged, after the step's collectives:

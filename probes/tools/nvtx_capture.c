@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/vec.h"
+#include "probes/nvtx.h"
 #include "probes/phase.h"
 
 #include <csv.h>
@@ -454,6 +455,8 @@ struct chk {
     struct chk_open open[CHK_MAX_OPEN];
     int nopen;
     int steps_seen;
+    int marks;      /* rank marks seen */
+    int mark_world; /* the first one's world size */
     char *why;
     size_t cap;
 };
@@ -557,7 +560,13 @@ static int chk_push(struct chk *c, size_t i, const struct nvtx_capture_event *e,
         t->step = (int64_t)e->payload;
         t->nchildren = t->started = t->ended = 0;
     } else if (t->in_step) {
-        if ((int64_t)e->payload != t->step)
+        /* the payload is the range's quantity (probes/nvtx.h): a collective's bytes, the
+         * forward's images, else the step */
+        if (ph == PROBE_FORWARD && e->payload == 0)
+            return chk_fail(c, i, "forward range inside step %lld has payload 0, not its "
+                            "batch's images", (long long)t->step);
+        if (ph != PROBE_FORWARD && phase_stream((enum probe_phase)ph) != TRACE_LANE_COMM &&
+            (int64_t)e->payload != t->step)
             return chk_fail(c, i, "range '%s' inside step %lld has payload %llu", e->name,
                             (long long)t->step, (unsigned long long)e->payload);
         if (t->depth == 1) {
@@ -614,9 +623,9 @@ static int chk_start(struct chk *c, size_t i, const struct nvtx_capture_event *e
         return -1;
     if (!t || !t->in_step)
         return chk_fail(c, i, "'%s' started outside a step", e->name);
-    if ((int64_t)e->payload != t->step)
-        return chk_fail(c, i, "'%s' has payload %llu, not its step's %lld", e->name,
-                        (unsigned long long)e->payload, (long long)t->step);
+    if (e->payload == 0)
+        return chk_fail(c, i, "'%s' (step %lld) has payload 0, not its bucket's bytes",
+                        e->name, (long long)t->step);
     if (!chk_has_child(t, PROBE_BACKWARD) || chk_has_child(t, PROBE_OPTIMIZER))
         return chk_fail(c, i, "'%s' started before backward or after optimizer", e->name);
     if (bucket != t->started)
@@ -688,6 +697,17 @@ int nvtx_capture_check(const struct nvtx_capture_event *ev, size_t n,
         case NVTX_CAPTURE_END:
             rc = chk_end(c, i, e);
             break;
+        case NVTX_CAPTURE_MARK: {
+            int r = -1, w = -1;
+            if (sscanf(e->name, NVTX_RANK_MARK_FORMAT, &r, &w) == 2 && r >= 0 && w >= 1 &&
+                r < w) {
+                if (c->marks++ == 0)
+                    c->mark_world = w;
+                if (c->steps_seen > 0)
+                    rc = chk_fail(c, i, "rank mark '%s' after the first step", e->name);
+            }
+            break;
+        }
         default:
             break;
         }
@@ -707,6 +727,12 @@ int nvtx_capture_check(const struct nvtx_capture_event *ev, size_t n,
             rc = chk_fail(c, n, "thread %d ends with open push ranges", c->th[k].tid);
     if (rc == 0 && c->nopen)
         rc = chk_fail(c, n, "%d all-reduce ranges never ended", c->nopen);
+    if (rc == 0 && x->world_size > 0 && c->marks != 1)
+        rc = chk_fail(c, n, "%d rank marks ('ddpprof nvtx=2 rank=R world_size=W'), expected 1",
+                      c->marks);
+    if (rc == 0 && x->world_size > 0 && c->mark_world != x->world_size)
+        rc = chk_fail(c, n, "the rank mark says world_size=%d, expected %d", c->mark_world,
+                      x->world_size);
     if (rc == 0 && c->steps_seen != x->steps)
         rc = chk_fail(c, n, "%d step ranges seen, expected %d", c->steps_seen, x->steps);
     free(c);

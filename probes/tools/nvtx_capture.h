@@ -95,13 +95,17 @@ struct nvtx_capture_expect {
     int64_t first_step; /* their payloads: first_step, first_step + 1, ... */
     int buckets;        /* all-reduce ranges allreduce.b0 .. b(buckets-1) per step (0: none) */
     int data;           /* 1: each step has a data range first */
+    int world_size;     /* > 0: the rank mark ("ddpprof nvtx=2 rank=R world_size=W", before the
+                           first step) must say this world size; 0: not checked */
 };
 
 /* Check the ddpprof-domain events of ev[0..n): the domain was created; every phase name
  * was registered and its category named; per thread, pushes and pops balance and never
  * pop an empty stack; every push/start has a registered message that is a phase name (or
- * allreduce.bN), that phase's colour and category, and a u64 step payload equal to the
- * enclosing step's; each step range contains, as direct children in this order, [data],
+ * allreduce.bN), that phase's colour and category, and a u64 payload (probes/nvtx.h): the
+ * enclosing step's number, but the images (> 0) for forward and the bytes for a collective
+ * (> 0 for allreduce.bN); with x->world_size, one rank mark with that world size came
+ * before the first step; each step range contains, as direct children in this order, [data],
  * forward, backward, optimizer; each step has one start/end range allreduce.bK per bucket
  * K, started in bucket order after backward was pushed and ended before optimizer was
  * pushed; steps are numbered first_step, first_step + 1, ...  Returns 0, or -1 with the

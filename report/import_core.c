@@ -43,6 +43,7 @@ enum rec_kind {
     R_BACKWARD,  /* a run of IMPORT_BACKWARD ops */
     R_OPTIMIZER, /* IMPORT_OPTIMIZER */
     R_DATA,      /* IMPORT_DATA */
+    R_EVAL,      /* IMPORT_EVAL */
     R_COLL,      /* IMPORT_COLL: a backend's collective op (val: bytes) */
     R_PARAMS,    /* IMPORT_PARAMS (val: bytes; used: taken by a COLL) */
     R_DIMS,      /* (window only) IMPORT_DIMS (val: the first input's size) */
@@ -58,7 +59,8 @@ enum rec_kind {
 static const enum trace_phase rec_phase[] = {
     [R_STEP] = TRACE_PHASE_STEP,         [R_FORWARD] = TRACE_PHASE_FORWARD,
     [R_BACKWARD] = TRACE_PHASE_BACKWARD, [R_OPTIMIZER] = TRACE_PHASE_OPTIMIZER,
-    [R_DATA] = TRACE_PHASE_DATA,         [R_DIMS] = TRACE_PHASE_SETUP};
+    [R_DATA] = TRACE_PHASE_DATA,         [R_EVAL] = TRACE_PHASE_EVAL,
+    [R_DIMS] = TRACE_PHASE_SETUP};
 
 /* The phase of each collective's rows.  Every collective is communication; the all-reduces
  * are the gradient buckets (imp_number_buckets), every other kind one row per call
@@ -70,7 +72,8 @@ static const enum trace_phase coll_phase[IMPORT_COLL_COUNT] = {
     [IMPORT_COLL_ALL_GATHER] = TRACE_PHASE_COMM_ALLGATHER,
     [IMPORT_COLL_REDUCE_SCATTER] = TRACE_PHASE_COMM_REDUCE_SCATTER,
     [IMPORT_COLL_REDUCE] = TRACE_PHASE_COMM_REDUCE,
-    [IMPORT_COLL_BARRIER] = TRACE_PHASE_BARRIER};
+    [IMPORT_COLL_BARRIER] = TRACE_PHASE_BARRIER,
+    [IMPORT_COLL_ALL_REDUCE_OTHER] = TRACE_PHASE_COMM_ALLREDUCE};
 
 /* A host-window entry and a kept record (the window entries are its first 48 bytes). */
 struct rec {
@@ -273,7 +276,7 @@ static int imp_cpu_out(struct import_rank *im, const struct rec *r)
     case R_OISSUE:
     case R_OPARAMS:
         return rec_append(im, &im->recs, r);
-    default: /* step, forward, optimizer, data: a new call ends a backward span */
+    default: /* step, forward, optimizer, data, eval: a new call ends a backward span */
         im->bwd_open = 0;
         if (rec_append(im, &im->recs, r) < 0)
             return -1;
@@ -400,7 +403,8 @@ static int imp_dev_out(struct import_rank *im, struct dev_item *d)
 static const enum rec_kind span_rec[] = {
     [IMPORT_STEP] = R_STEP,           [IMPORT_FORWARD] = R_FORWARD,
     [IMPORT_BACKWARD] = R_BACKWARD,   [IMPORT_OPTIMIZER] = R_OPTIMIZER,
-    [IMPORT_DATA] = R_DATA,           [IMPORT_COLL] = R_COLL,
+    [IMPORT_DATA] = R_DATA,           [IMPORT_EVAL] = R_EVAL,
+    [IMPORT_COLL] = R_COLL,
     [IMPORT_PARAMS] = R_PARAMS,       [IMPORT_DIMS] = R_DIMS,
     [IMPORT_ISSUE] = R_OISSUE};
 

@@ -30,8 +30,9 @@
 #define IMPORT_MAX_TS 4000000000000000000LL
 #define IMPORT_MAX_DUR 100000000000000LL
 
-/* What collective a span or kernel is.  The gradient buckets are the all-reduces; every
- * kind is communication, its own phase (import_core.c's coll_phase: comm.broadcast, ...). */
+/* What collective a span or kernel is.  The gradient buckets are the all-reduces
+ * (IMPORT_COLL_ALL_REDUCE); every kind is communication, its own phase (import_core.c's
+ * coll_phase: comm.broadcast, ..., comm.allreduce for IMPORT_COLL_ALL_REDUCE_OTHER). */
 enum import_coll {
     IMPORT_COLL_NONE,
     IMPORT_COLL_ALL_REDUCE,
@@ -40,6 +41,9 @@ enum import_coll {
     IMPORT_COLL_REDUCE_SCATTER,
     IMPORT_COLL_REDUCE,
     IMPORT_COLL_BARRIER,
+    IMPORT_COLL_ALL_REDUCE_OTHER, /* an all-reduce that carries no gradients (SyncBatchNorm's
+                                     sums, AMP's found-inf flag, the step's loss): not a bucket,
+                                     one comm.allreduce row per call, as the other kinds */
     IMPORT_COLL_COUNT
 };
 
@@ -50,6 +54,7 @@ enum import_kind {
     IMPORT_BACKWARD,  /* one backward op: a run of them, any thread, is one backward span */
     IMPORT_OPTIMIZER, /* an optimizer call */
     IMPORT_DATA,      /* loading a batch */
+    IMPORT_EVAL,      /* evaluation (phase eval; outside the steps, not a step's figure) */
     IMPORT_COLL,      /* a collective as the backend ran it (coll; val: bytes, -1 unknown) */
     IMPORT_PARAMS,    /* a collective's description (coll; val: bytes): an all-reduce's,
                          around its op on the same thread, gives the op its bytes and stands
@@ -62,7 +67,7 @@ enum import_kind {
 };
 
 /* A host span (import_rank_span), or a device range over a phase's or a collective's device
- * work (import_rank_device_span: FORWARD, BACKWARD, OPTIMIZER, DATA or COLL). */
+ * work (import_rank_device_span: FORWARD, BACKWARD, OPTIMIZER, DATA, EVAL or COLL). */
 struct import_span {
     int64_t start_ns, end_ns; /* on the file's clock */
     int64_t tid;

@@ -323,9 +323,12 @@ struct nsys_file {
     sqlite3 *db;
     int64_t base_ns;
     char *host;
-    /* the NVTX schema */
-    int has_text, has_textid, has_domain, has_u64, has_i64, has_json;
-    int64_t ev_pushpop, ev_startend, ev_domain;
+    /* the NVTX schema (has_nvtx 0: no NVTX_EVENTS, a report of kernels alone) */
+    int has_nvtx, has_text, has_textid, has_domain, has_u64, has_i64, has_json;
+    int64_t ev_pushpop, ev_startend, ev_domain, ev_mark;
+    /* the rank and world size in the profiled environment (TARGET_INFO_SYSTEM_ENV's
+     * DeviceEnvironment: RANK, else SLURM_PROCID, ...; -1 where it says none) */
+    int64_t env_rank, env_world;
     int64_t dom_id[NSYS_MAX_DOMAINS];
     enum nsys_domain dom_kind[NSYS_MAX_DOMAINS];
     int ndom;
@@ -340,6 +343,8 @@ struct nsys_file {
     uint64_t ranges, skipped_ddpprof, bad_ts;
 };
 
+static int nsys_schema_device(struct nsys_file *f);
+
 static int nsys_sql_error(struct nsys_file *f, const char *what)
 {
     return error_set("%s: SQLite: %s: %s", f->path, what, sqlite3_errmsg(f->db));
@@ -348,7 +353,14 @@ static int nsys_sql_error(struct nsys_file *f, const char *what)
 static int nsys_schema(struct nsys_file *f)
 {
     sqlite3 *db = f->db;
-    if (!table_exists(db, "NVTX_EVENTS")) {
+    f->has_nvtx = table_exists(db, "NVTX_EVENTS");
+    if (!f->has_nvtx && table_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL")) {
+        report_warn("%s: no NVTX ranges (no table NVTX_EVENTS): kernels only, the whole report "
+                    "is one step",
+                    f->path);
+        return nsys_schema_device(f);
+    }
+    if (!f->has_nvtx) {
         int any = table_exists(db, "StringIds") || table_exists(db, "TARGET_INFO_SESSION_START_TIME");
         return error_set("%s: no table NVTX_EVENTS (the NVTX ranges: ddpprof's, PyTorch's, "
                          "NCCL's): %s",
@@ -373,6 +385,7 @@ static int nsys_schema(struct nsys_file *f)
     f->ev_pushpop = event_type(db, "NvtxPushPopRange", 59);
     f->ev_startend = event_type(db, "NvtxStartEndRange", 60);
     f->ev_domain = event_type(db, "NvtxDomainCreate", 75);
+    f->ev_mark = event_type(db, "NvtxMark", 34);
     if (f->has_domain && f->has_text) {
         sqlite3_stmt *st;
         char *q = sqlite3_mprintf("SELECT DISTINCT domainId, text FROM NVTX_EVENTS WHERE "
@@ -395,6 +408,31 @@ static int nsys_schema(struct nsys_file *f)
         }
         sqlite3_finalize(st);
     }
+    return nsys_schema_device(f);
+}
+
+/* The rank in an environment "A=1;B=2;...": RANK, else SLURM_PROCID, OMPI_COMM_WORLD_RANK,
+ * PMI_RANK; the world size likewise (WORLD_SIZE, SLURM_NTASKS, ...).  -1 where none. */
+static int64_t env_number(const char *env, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        size_t k = strlen(*keys);
+        for (const char *c = env; c && *c; c = strchr(c, ';') ? strchr(c, ';') + 1 : NULL) {
+            if (strncmp(c, *keys, k) != 0 || c[k] != '=')
+                continue;
+            char *end;
+            long long v = strtoll(c + k + 1, &end, 10);
+            if (end != c + k + 1 && (*end == ';' || *end == 0) && v >= 0 && v < 65536)
+                return v;
+        }
+    }
+    return -1;
+}
+
+/* The device tables, the host, the session's start, the profiled environment's rank. */
+static int nsys_schema_device(struct nsys_file *f)
+{
+    sqlite3 *db = f->db;
     /* the device tables (absent in a CPU-only report) */
     static const char *const act_cols[] = {"start", "end", "correlationId", NULL};
     f->has_kernel = table_exists(db, "CUPTI_ACTIVITY_KIND_KERNEL");
@@ -443,6 +481,21 @@ static int nsys_schema(struct nsys_file *f)
                 f->host = strdup((const char *)sqlite3_column_text(st, 0));
             sqlite3_finalize(st);
         }
+        /* the environment nsys recorded (all of it, or a few variables: nsys decides) */
+        if (sqlite3_prepare_v2(db, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = "
+                                   "'DeviceEnvironment' LIMIT 1",
+                               -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+                static const char *const ranks[] = {"RANK", "SLURM_PROCID",
+                                                    "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
+                static const char *const worlds[] = {"WORLD_SIZE", "SLURM_NTASKS",
+                                                     "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+                const char *env = (const char *)sqlite3_column_text(st, 0);
+                f->env_rank = env_number(env, ranks);
+                f->env_world = env_number(env, worlds);
+            }
+            sqlite3_finalize(st);
+        }
     }
     return 0;
 }
@@ -453,10 +506,15 @@ static int nsys_schema(struct nsys_file *f)
  * kernels; not a launcher's (torchrun, ddpprof's parent) other ranges. */
 static int nsys_processes(struct nsys_file *f)
 {
+    if (!f->has_nvtx && !(f->has_kernel && f->kernel_pid))
+        return 0; /* one process: all of the report */
     const char *name = f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
                        : f->has_text                ? "e.text"
                                                     : "s.value";
-    char *q = sqlite3_mprintf(
+    char *q = !f->has_nvtx
+        ? sqlite3_mprintf("SELECT DISTINCT (globalPid >> 24) & 16777215 AS p FROM "
+                          "CUPTI_ACTIVITY_KIND_KERNEL ORDER BY p")
+        : sqlite3_mprintf(
         "SELECT DISTINCT (e.globalTid >> 24) & 16777215 AS p FROM NVTX_EVENTS e %s WHERE "
         "e.eventType IN (%lld, %lld) AND (%s IN ('step', 'forward', 'backward', "
         "'DistributedDataParallel.forward', 'ncclAllReduce', 'ncclBroadcast', "
@@ -537,8 +595,10 @@ static int64_t json_size(const char *json)
 }
 
 /* ddpprof's domain: its phase names (probes/trace_format.h) as the core's spans; 0 when the
- * range is none the core keeps (eval, barrier, setup, comm.allreduce: not a bucket). */
-static int ddpprof_span(const char *name, int64_t payload, struct import_span *sp)
+ * range is none the core keeps (setup).  payload: the range's NVTX payload (-1 none); with
+ * contract 2 (probes/nvtx.h: the process marked "ddpprof nvtx=2 ...") it is forward's images
+ * and every collective's bytes, before it every range's step (so not bytes: left unknown). */
+static int ddpprof_span(const char *name, int64_t payload, int contract, struct import_span *sp)
 {
     static const struct {
         const char *name;
@@ -550,14 +610,19 @@ static int ddpprof_span(const char *name, int64_t payload, struct import_span *s
         {"forward", IMPORT_FORWARD, IMPORT_COLL_NONE},
         {"backward", IMPORT_BACKWARD, IMPORT_COLL_NONE},
         {"optimizer", IMPORT_OPTIMIZER, IMPORT_COLL_NONE},
+        {"eval", IMPORT_EVAL, IMPORT_COLL_NONE},
+        {"barrier", IMPORT_COLL, IMPORT_COLL_BARRIER},
+        {"comm.allreduce", IMPORT_COLL, IMPORT_COLL_ALL_REDUCE_OTHER},
         {"comm.broadcast", IMPORT_COLL, IMPORT_COLL_BROADCAST},
         {"comm.allgather", IMPORT_COLL, IMPORT_COLL_ALL_GATHER},
         {"comm.reduce_scatter", IMPORT_COLL, IMPORT_COLL_REDUCE_SCATTER},
         {"comm.reduce", IMPORT_COLL, IMPORT_COLL_REDUCE},
     };
+    const int64_t quantity = contract >= 2 && payload >= 0 ? payload : -1;
     if (strncmp(name, "allreduce.b", 11) == 0) {
         sp->kind = IMPORT_COLL;
         sp->coll = IMPORT_COLL_ALL_REDUCE;
+        sp->val = quantity;
         return 1;
     }
     for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
@@ -567,14 +632,50 @@ static int ddpprof_span(const char *name, int64_t payload, struct import_span *s
         sp->coll = phases[i].coll;
         if (sp->kind == IMPORT_STEP)
             sp->val = payload >= 0 && payload <= 1000000000 ? payload : -1;
-        return sp->val >= 0 || sp->kind != IMPORT_STEP;
+        else if (sp->kind == IMPORT_COLL || (sp->kind == IMPORT_FORWARD && quantity > 0))
+            sp->val = quantity;
+        return 1;
     }
     return 0;
 }
 
-/* The NVTX ranges of process pid, in start order, as host spans. */
-static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
+/* ddpprof's rank mark of process pid (all: of the report), "ddpprof nvtx=V rank=R
+ * world_size=W" (probes/nvtx.h): V, *rank and *world; 0 when the process made none. */
+static int nsys_rank_mark(struct nsys_file *f, int64_t pid, int all, int64_t *rank,
+                          int64_t *world)
 {
+    if (!f->has_nvtx || !f->has_text)
+        return 0;
+    char *q = sqlite3_mprintf("SELECT text FROM NVTX_EVENTS WHERE eventType = %lld AND text GLOB "
+                              "'ddpprof nvtx=*' %s ORDER BY start LIMIT 1",
+                              (long long)f->ev_mark,
+                              all ? "" : "AND ((globalTid >> 24) & 16777215) = ?1");
+    sqlite3_stmt *st;
+    int version = 0;
+    if (q && sqlite3_prepare_v2(f->db, q, -1, &st, NULL) == SQLITE_OK) {
+        if (!all)
+            sqlite3_bind_int64(st, 1, pid);
+        int v, r, w;
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+            sscanf((const char *)sqlite3_column_text(st, 0), "ddpprof nvtx=%d rank=%d world_size=%d",
+                   &v, &r, &w) == 3 &&
+            v >= 2 && r >= 0 && w >= 1 && r < w && w <= 65536) {
+            version = v;
+            *rank = r;
+            *world = w;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_free(q);
+    return version;
+}
+
+/* The NVTX ranges of process pid, in start order, as host spans. */
+static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pid, int all,
+                       int contract)
+{
+    if (!f->has_nvtx)
+        return 0;
     char *q = sqlite3_mprintf(
         "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s FROM NVTX_EVENTS e %s "
         "WHERE e.eventType IN (%lld, %lld) AND e.\"end\" IS NOT NULL %s ORDER BY e.start",
@@ -621,7 +722,7 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
                                  .name = name, .coll = IMPORT_COLL_NONE};
         size_t len = strlen(name);
         if (dom == DOM_DDPPROF) {
-            if (!ddpprof_span(name, payload, &sp)) {
+            if (!ddpprof_span(name, payload, contract, &sp)) {
                 f->skipped_ddpprof++;
                 continue;
             }
@@ -775,7 +876,9 @@ static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t
         return -1;
     int all = f->npids == 0; /* no training process found: every range, to say so */
     f->ranges = f->skipped_ddpprof = f->bad_ts = 0;
-    int rc = nsys_ranges(f, core, pid, all);
+    int64_t mark_rank = -1, mark_world = -1;
+    int contract = nsys_rank_mark(f, pid, all, &mark_rank, &mark_world);
+    int rc = nsys_ranges(f, core, pid, all, contract);
     if (rc == 0)
         rc = nsys_launches(f, core, pid, all);
     if (rc == 0)
@@ -803,11 +906,27 @@ static int nsys_load_rank(struct nsys_file *f, struct import_sink *sink, int64_t
     struct import_rank_info *info = import_rank_info(core);
     info->format = "nsys";
     info->shared_clock = f->base_ns > 0; /* nsys's clock is one per host */
-    int64_t rank = f->npids <= 1 ? nsys_rank_of(f->path) : k;
+    /* the rank: the profiled environment's RANK (one process per report: a launcher's is no
+     * rank's), else ddpprof's rank mark, else the file name (one process) or the pid order */
+    int64_t rank = -1;
+    if (f->npids <= 1 && f->env_rank >= 0) {
+        rank = f->env_rank;
+        if (f->env_world > rank) {
+            info->has_world = 1;
+            info->world_size = f->env_world;
+        }
+    } else if (contract) {
+        rank = mark_rank;
+        info->has_world = 1;
+        info->world_size = mark_world;
+    } else {
+        rank = f->npids <= 1 ? nsys_rank_of(f->path) : k;
+    }
     info->has_rank = rank >= 0;
     info->rank = rank;
-    info->no_rank_why = "no rankN in the file name (scripts/nsys-profile's <phase>.rank<N>, "
-                        "or nsys -o NAME.%q{RANK})";
+    info->no_rank_why = "no RANK in the environment nsys recorded, no ddpprof rank mark, no "
+                        "rankN in the file name (scripts/nsys-profile's <phase>.rank<N>, or "
+                        "nsys -o NAME.%q{RANK})";
     info->base_ns = f->base_ns;
     info->devices = f->has_kernel;
     import_rank_set_host(core, f->host ? strdup(f->host) : NULL);
@@ -825,7 +944,7 @@ static int nsys_load(const char *path, struct import_sink *sink)
     } else if (!(dbpath = strdup(path))) {
         return error_set("%s: out of memory", path);
     }
-    struct nsys_file f = {.path = path};
+    struct nsys_file f = {.path = path, .env_rank = -1, .env_world = -1};
     int rc = 0;
     if (sqlite3_open_v2(dbpath, &f.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         rc = error_set("%s: cannot open it as SQLite (%s)", dbpath,

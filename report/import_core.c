@@ -26,6 +26,7 @@
 #include "common/vec.h"
 #include "report/analysis.h"
 #include "report/import_core.h"
+#include "report/import_group.h"
 #include "report/importer.h"
 #include "report/ptjson.h"
 #include "report/reorder.h"
@@ -1409,6 +1410,39 @@ int import_run(struct runset *rs, const char *where, char *const *paths, int n)
     return rc;
 }
 
+/* The trace files of dir as one run, or as several where their names say so
+ * (import_group.h: scripts/nsys-profile's baseline.rank0 beside ddp.rank0), each named
+ * dir/NAME as a main job's runs are. */
+static int import_dir_runs(struct runset *rs, const char *dir, char **paths, int np)
+{
+    int *group = NULL, ngroups = 1;
+    char **names = NULL;
+    int rc = import_group_by_name(paths, np, &group, &names, &ngroups);
+    if (rc == 0 && ngroups == 1)
+        rc = import_run(rs, dir, paths, np);
+    char **sub = ngroups > 1 ? malloc((size_t)np * sizeof *sub) : NULL;
+    if (rc == 0 && ngroups > 1 && !sub)
+        rc = error_set("report: out of memory");
+    for (int g = 0; rc == 0 && g < ngroups && sub; g++) {
+        int k = 0;
+        for (int i = 0; i < np; i++)
+            if (group[i] == g)
+                sub[k++] = paths[i];
+        char *where = NULL;
+        if (asprintf(&where, "%s/%s", dir, names[g]) < 0)
+            rc = error_set("report: out of memory");
+        else
+            rc = import_run(rs, where, sub, k);
+        free(where);
+    }
+    free(sub);
+    for (int g = 0; names && g < ngroups; g++)
+        free(names[g]);
+    free(names);
+    free(group);
+    return rc;
+}
+
 int import_dir(struct runset *rs, const char *dir)
 {
     enum import_claim level;
@@ -1428,7 +1462,7 @@ int import_dir(struct runset *rs, const char *dir)
         if (!rs->default_out && !(rs->default_out = strdup(dir)))
             rc = error_set("report: out of memory");
         if (rc == 0)
-            rc = import_run(rs, dir, paths, np);
+            rc = import_dir_runs(rs, dir, paths, np);
     } else if (rc == 0 && whole) {
         struct import_sink sink;
         import_sink_init(&sink, rs, dir, 0);

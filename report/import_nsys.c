@@ -57,17 +57,24 @@ static int is_sqlite_file(const char *path)
     return got == 16 && memcmp(b, "SQLite format 3", 16) == 0;
 }
 
-/* .sqlite surely, over a .nsys-rep of the same run in a directory (both there: the export is
- * read, not the report twice); .nsys-rep surely; any file given by name that is an SQLite
- * database. */
+/* .sqlite surely; .nsys-rep surely, but only maybe where its export X.sqlite is beside it (in
+ * a directory the export is read, not the report twice; given by name it is still read, from
+ * that export); any file given by name that is an SQLite database. */
 static enum import_claim nsys_claims(const char *path, int is_dir)
 {
     if (is_dir)
         return IMPORT_CLAIM_NO;
     if (has_suffix(path, ".sqlite"))
-        return IMPORT_CLAIM_FIRST;
-    if (has_suffix(path, ".nsys-rep") || has_suffix(path, ".qdrep"))
         return IMPORT_CLAIM_YES;
+    if (has_suffix(path, ".nsys-rep") || has_suffix(path, ".qdrep")) {
+        size_t stem = strlen(path) - (has_suffix(path, ".nsys-rep") ? 9 : 6);
+        char *twin = NULL;
+        struct stat st;
+        int exported = asprintf(&twin, "%.*s.sqlite", (int)stem, path) >= 0 &&
+                       stat(twin, &st) == 0 && S_ISREG(st.st_mode);
+        free(twin);
+        return exported ? IMPORT_CLAIM_MAYBE : IMPORT_CLAIM_YES;
+    }
     return is_sqlite_file(path) ? IMPORT_CLAIM_YES : IMPORT_CLAIM_NO;
 }
 

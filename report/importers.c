@@ -10,8 +10,10 @@ extern const struct importer importer_nsys;    /* report/import_nsys.c */
 const struct importer *const importers[] = {
     &importer_ddpprof, /* ddpprof run directories (meta.csv, rankN.trace.csv) */
     &importer_legacy,  /* PyTorch's legacy autograd exporter: a JSON array */
+    &importer_nsys,    /* Nsight Systems: .nsys-rep (exported by nsys) or its SQLite export;
+                          before Kineto, which it beats on a tie (a .nsys-rep with its export
+                          beside it, given by name: both claim it maybe) */
     &importer_kineto,  /* PyTorch Kineto JSON (and any file given that nothing else claims) */
-    &importer_nsys,    /* Nsight Systems: .nsys-rep (exported by nsys) or its SQLite export */
 };
 
 const size_t importers_count = sizeof importers / sizeof *importers;

@@ -62,12 +62,20 @@ static void test_table(const char *tmp)
     expect_claim(buf, 0, "PyTorch legacy exporter JSON", IMPORT_CLAIM_YES);
     snprintf(buf, sizeof buf, "%s/notes.txt", tmp);
     expect_claim(buf, 0, "PyTorch Kineto JSON", IMPORT_CLAIM_MAYBE);
-    /* Nsight Systems: its export surely (over a .nsys-rep beside it), a report, an SQLite
-     * database of any name (report/import_nsys.c) */
+    /* Nsight Systems: its export surely, a report surely but only maybe with its export
+     * beside it (and still by nsys, not Kineto), an SQLite database of any name
+     * (report/import_nsys.c) */
     snprintf(buf, sizeof buf, "%s/tests/fixtures/nsys/ddp-2022.4/rank0.sqlite", test_source_dir());
-    expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_FIRST);
+    expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_YES);
     expect_claim("/nonexistent/ddp.rank1.nsys-rep", 0, "Nsight Systems report (SQLite export)",
                  IMPORT_CLAIM_YES);
+    test_write_file(tmp, "twin.sqlite", "SQLite format 3\0 and the rest", 30);
+    test_write_file(tmp, "twin.nsys-rep", "a report", 8);
+    snprintf(buf, sizeof buf, "%s/twin.nsys-rep", tmp);
+    expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_MAYBE);
+    unlink(buf);
+    snprintf(buf, sizeof buf, "%s/twin.sqlite", tmp);
+    unlink(buf);
     test_write_file(tmp, "db.bin", "SQLite format 3\0 and the rest", 30);
     snprintf(buf, sizeof buf, "%s/db.bin", tmp);
     expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_YES);

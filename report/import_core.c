@@ -644,6 +644,12 @@ static int imp_steps(struct import_rank *im, struct step_span **out, size_t *n,
         if (im->nccl.v[i].end > last)
             last = im->nccl.v[i].end;
     }
+    if (im->kern.count > 0) { /* the device activity too (a report of kernels alone) */
+        if (im->kern.first_ns < first)
+            first = im->kern.first_ns;
+        if (im->kern.last_ns > last)
+            last = im->kern.last_ns;
+    }
     if (first > last) /* no record at all: an empty step, not INT64_MAX..INT64_MIN */
         first = last = 0;
     if (count == 0) {

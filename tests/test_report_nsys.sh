@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # test_report_nsys.sh — `ddpprof report` reads Nsight Systems reports (report/import_nsys.c):
-#   1. tests/fixtures/nsys/ddp-2022.4: a real nsys 2022.4 (Debian's, CPU-only) SQLite export
-#      of a 2-rank CPU ddpprof run (4 steps, made by make_nsys_fixture.sh): ranks 0 and 1
-#      from the file names, format nsys, host from TARGET_INFO_SYSTEM_ENV, the ddpprof
-#      domain's phases (3 steps after the warm-up: step, data, forward, backward, optimizer,
-#      allreduce 3 each), one bucket with 6 calls (3 steps x 2 ranks); the rank from a
-#      name NAME.N as well;
+#   1. tests/fixtures/nsys/ddp-2022.4: real nsys 2022.4 (Debian's, CPU-only) SQLite exports
+#      of a ddpprof main job on 2 CPU ranks (make_nsys_fixture.sh; NVTX contract 2,
+#      probes/nvtx.h), named as scripts/nsys-profile names them: the directory is two runs,
+#      baseline (8 steps) and ddp (3 steps after the warm-up each of step, data, forward,
+#      backward, optimizer, allreduce; eval, comm.allreduce and the other collectives with
+#      their bytes; one bucket of 116136 B, 6 calls), with images from forward's payloads and
+#      the speedup; ranks and world sizes from ddpprof's rank marks, over the file names;
+#      ddp-2022.4-nvtx1, made before contract 2: ranks from the file names (rankN, NAME.N),
+#      no bucket bytes; cloverleaf-2024.5 (trim_cloverleaf.sh): a real export of nsys 2024.5
+#      (schema 3.13.2) without NVTX: kernels, the rank from the recorded SLURM_PROCID;
 #   2. the current documented schema (make_current_schema.py, generated here: a PyTorch DDP
 #      job of two processes in one file beside its launcher's, with kernels, memcpy/memset,
 #      runtime launches and NCCL's domain): one rank per training process, PyTorch's range names as phases, the all-reduce
@@ -31,38 +35,89 @@ contains() { # WHAT FILE TEXT
   if grep -qF -- "$3" "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: no '$3' in: $(head -c 400 "$2")"; fi
 }
 
-"$bin" report "$fix/ddp-2022.4/rank0.sqlite" --out "$work/r0" >"$work/probe.log" 2>&1
+"$bin" report "$fix/ddp-2022.4/ddp.rank0.sqlite" --out "$work/r0" >"$work/probe.log" 2>&1
 if grep -q "built without SQLite" "$work/probe.log"; then
   contains no-sqlite-line "$work/probe.log" "install libsqlite3-dev and rebuild"
   echo "skipped: this ddpprof was built without SQLite (libsqlite3-dev): $(tail -n 1 "$work/probe.log")"
   exit 77
 fi
 
-# 1. nsys 2022.4's export of a ddpprof run
+# 1. nsys 2022.4's exports of a ddpprof main job (NVTX contract 2), as scripts/nsys-profile
+# names them: the directory is two runs, baseline and ddp, with the speedup between them
 out=$work/fx
 "$bin" report "$fix/ddp-2022.4" --out "$out" >"$work/fx.log" 2>&1
 expect "2022.4 report exit" "$?" 0
-expect "2022.4 ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+expect "2022.4 runs" "$(csv_col "$out/ranks.csv" run | tr '\n' ' ')" "baseline ddp ddp "
+expect "2022.4 ranks" "$(csv_col "$out/ranks.csv" rank run=ddp | tr '\n' ' ')" "0 1 "
 expect "2022.4 format" "$(csv_col "$out/ranks.csv" format | sort -u)" nsys
 expect "2022.4 host" "$(csv_col "$out/ranks.csv" host | sort -u)" fixturehost
-expect "2022.4 steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "3 3 "
+expect "2022.4 steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "8 3 3 "
 for r in 0 1; do
   for ph in step data forward backward optimizer allreduce; do
-    expect "2022.4 rank $r $ph count" "$(csv_col "$out/phases.csv" count rank=$r phase=$ph)" 3
+    expect "2022.4 rank $r $ph count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=$ph)" 3
   done
+  # what the NVTX contract 1 left out: eval, the collectives that are not buckets, bytes
+  expect "2022.4 rank $r eval count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=eval)" 1
+  expect "2022.4 rank $r comm.allreduce count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=comm.allreduce)" 12
+  expect "2022.4 rank $r comm.allreduce bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allreduce)" 1200
+  expect "2022.4 rank $r comm.broadcast bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.broadcast)" 116536
+  expect "2022.4 rank $r comm.allgather bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allgather)" 2352
 done
 expect "2022.4 buckets" "$(csv_col "$out/buckets.csv" bucket | tr '\n' ' ')" "0 "
 expect "2022.4 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
-expect "2022.4 device" "$(csv_col "$out/speedup.csv" device)" cpu
+expect "2022.4 bucket bytes (ConvNet: 29034 fp32 gradients)" "$(csv_col "$out/buckets.csv" bytes)" 116136
+expect "2022.4 device" "$(csv_col "$out/speedup.csv" device | sort -u)" cpu
+expect "2022.4 world sizes (rank marks)" "$(csv_col "$out/speedup.csv" world_size | tr '\n' ' ')" "1 2 "
+expect "2022.4 images (forward's payloads)" "$(csv_col "$out/speedup.csv" images | tr '\n' ' ')" "256 256 "
+expect "2022.4 baseline speedup" "$(csv_col "$out/speedup.csv" speedup run=baseline)" 1.000
+expect "2022.4 ddp has a speedup" "$(csv_col "$out/speedup.csv" speedup run=ddp | grep -cE '^[0-9]+\.[0-9]{3}$')" 1
 
-# the rank from nsys -o NAME.%q{RANK}'s names: the file's, not its place in the list
+# the DDP run's files by name: one run
+"$bin" report "$fix/ddp-2022.4/ddp.rank0.sqlite" "$fix/ddp-2022.4/ddp.rank1.sqlite" --out "$work/fxd" \
+  >"$work/fxd.log" 2>&1
+expect "2022.4 ddp files exit" "$?" 0
+expect "2022.4 ddp files ranks" "$(csv_col "$work/fxd/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+
+# the rank from ddpprof's rank mark, not the file name (nsys -o NAME.%q{RANK}'s names lie here)
 mkdir -p "$work/named"
-cp "$fix/ddp-2022.4/rank0.sqlite" "$work/named/prof.1.sqlite"
-cp "$fix/ddp-2022.4/rank1.sqlite" "$work/named/prof.0.sqlite"
-"$bin" report "$work/named/prof.1.sqlite" "$work/named/prof.0.sqlite" --out "$work/named/out" \
+cp "$fix/ddp-2022.4/ddp.rank1.sqlite" "$work/named/prof.0.sqlite"
+cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/named/prof.1.sqlite"
+"$bin" report "$work/named/prof.0.sqlite" "$work/named/prof.1.sqlite" --out "$work/named/out" \
   >"$work/named.log" 2>&1
+expect "rank mark exit" "$?" 0
+expect "rank mark: rank 1's file" "$(csv_col "$work/named/out/ranks.csv" source rank=1)" "$work/named/prof.0.sqlite"
+
+# 1b. the same made before NVTX contract 2 (every payload a step, no rank mark): the rank
+# from the file name (rankN, NAME.N), bucket bytes unknown, no eval or comm.allreduce
+out=$work/fx1
+"$bin" report "$fix/ddp-2022.4-nvtx1" --out "$out" >"$work/fx1.log" 2>&1
+expect "nvtx1 report exit" "$?" 0
+expect "nvtx1 ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+expect "nvtx1 rank 0 step count" "$(csv_col "$out/phases.csv" count rank=0 phase=step)" 3
+expect "nvtx1 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
+expect "nvtx1 bucket bytes unknown" "$(csv_col "$out/buckets.csv" bytes)" ""
+cp "$fix/ddp-2022.4-nvtx1/rank0.sqlite" "$work/named/old.1.sqlite"
+cp "$fix/ddp-2022.4-nvtx1/rank1.sqlite" "$work/named/old.0.sqlite"
+"$bin" report "$work/named/old.1.sqlite" "$work/named/old.0.sqlite" --out "$work/named/out1" \
+  >"$work/named1.log" 2>&1
 expect "NAME.N report exit" "$?" 0
-expect "NAME.N rank 1's file" "$(csv_col "$work/named/out/ranks.csv" source rank=1)" "$work/named/prof.1.sqlite"
+expect "NAME.N rank 1's file" "$(csv_col "$work/named/out1/ranks.csv" source rank=1)" "$work/named/old.1.sqlite"
+
+# 1c. a real export of a recent schema (nsys 2024.5, schema 3.13.2; trim_cloverleaf.sh): no
+# NVTX, CUPTI kernels/memcpys/runtime; the rank from the recorded environment (SLURM_PROCID=0),
+# over the file name's
+cp "$fix/cloverleaf-2024.5/cloverleaf.sqlite" "$work/cloverleaf.rank5.sqlite"
+out=$work/clover
+"$bin" report "$work/cloverleaf.rank5.sqlite" --out "$out" >"$work/clover.log" 2>&1
+expect "2024.5 report exit" "$?" 0
+contains "2024.5 says it has no NVTX" "$work/clover.log" "no NVTX ranges (no table NVTX_EVENTS)"
+expect "2024.5 rank from SLURM_PROCID" "$(csv_col "$out/ranks.csv" rank)" 0
+expect "2024.5 host" "$(csv_col "$out/ranks.csv" host)" nid008553
+expect "2024.5 device" "$(csv_col "$out/speedup.csv" device)" cuda
+# the kernels' union and the step from the first to the last activity (values of this file:
+# sqlite3 cloverleaf.sqlite 'SELECT ...' gives the same 1312 kernels)
+expect "2024.5 kernel compute" "$(csv_col "$out/overlap.csv" k_compute_ms)" 294.405
+expect "2024.5 step" "$(csv_col "$out/phases.csv" total_ms phase=step)" 342.408
 
 # 2. the current schema: two processes in one file, kernels, NCCL's payload
 db=$work/torchrun.sqlite
@@ -100,7 +155,7 @@ python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TA
 bad "missing column" "table NVTX_EVENTS has no column 'globalTid'" "$work/old.sqlite"
 echo "not a database, but long enough to be read" >"$work/junk.sqlite"
 bad "not SQLite" "not an SQLite database" "$work/junk.sqlite"
-cp "$fix/ddp-2022.4/rank0.sqlite" "$work/ddp.rank0.nsys-rep" # a report: only its name matters here
+cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/ddp.rank0.nsys-rep" # a report: only its name matters here
 bad "nsys-rep without nsys" "nsys export --type sqlite -o $work/ddp.rank0.sqlite $work/ddp.rank0.nsys-rep" \
   "$work/ddp.rank0.nsys-rep" -u NSYS PATH=/nonexistent
 

@@ -8,13 +8,14 @@
 # allreduce.bN started and ended at least once per step), and `ddpprof report` must read
 # the traces the same run wrote.  Then the equivalence (report/import_nsys.c): `ddpprof
 # report` of the DDP ranks' .nsys-rep files (exported by this nsys) must give the same
-# phases (count per phase per rank: step, data, forward, backward, optimizer, allreduce, and
-# the other collectives, comm.broadcast/allgather/reduce; not eval, barrier, setup or
-# comm.allreduce, which the import core has no kind for, as for PyTorch traces),
-# the same steps per rank and the same buckets (numbers, calls) as `ddpprof report` of the
-# run's own traces, and the compute phases' totals within 2 ms + 2%; the figures of both
-# are printed (total ms per phase; bucket bytes, which only the own traces have: ddpprof's
-# NVTX ranges carry the step, not the bytes).  Skips (77), saying why, without nsys (with
+# phases (count per phase per rank: step, data, forward, backward, optimizer, allreduce,
+# eval, and the other collectives, comm.allreduce/broadcast/allgather/reduce, barrier; not
+# setup, which has no NVTX range) with the same bytes, the same steps per rank and the same
+# buckets (numbers, calls, bytes) as `ddpprof report` of the run's own traces, and the
+# compute phases' totals at least the own ones and within 2 ms + 2% + 10 ms a call
+# (below); the figures of both are printed.  And `ddpprof report OUT` of the whole
+# directory must give the runs baseline and ddp with the same images/s and speedup (to 2%)
+# as `ddpprof report OUT/run` (the own traces' main job).  Skips (77), saying why, without nsys (with
 # the reason scripts/setup-nsys recorded in build-nsys/unavailable when it could not get
 # one) and in
 # a sanitized build (the plain build runs it; nsys and a sanitizer's runtime in one process
@@ -125,30 +126,35 @@ else
   check nsys-format "$([ "$(csv_col "$work/fromnsys/ranks.csv" format | sort -u)" = nsys ]; echo $?)" \
     "ranks.csv format is not nsys: $(csv_col "$work/fromnsys/ranks.csv" format | tr '\n' ' ')"
   printf '%-6s %-15s %9s %9s %12s %12s\n' rank phase "own n" "nsys n" "own ms" "nsys ms"
-  # every phase of the own traces, but those the import core has no kind for (as for
-  # PyTorch traces): eval, barrier, setup, and comm.allreduce (an all-reduce that is not a
-  # gradient bucket: SyncBatchNorm's, the loss's) -- printed, not compared
+  # every phase of the own traces but setup (no NVTX range: probes/nvtx.h), with its bytes
   for r in 0 1; do
     for ph in step data forward backward optimizer allreduce \
               $(csv_col "$work/own/phases.csv" phase rank=$r | grep -vxE 'step|data|forward|backward|optimizer|allreduce'); do
       a=$(csv_col "$work/own/phases.csv" count rank=$r phase=$ph)
       b=$(csv_col "$work/fromnsys/phases.csv" count rank=$r phase=$ph)
       note=""
-      case $ph in eval|barrier|setup|comm.allreduce) note="  (not imported)" ;; esac
+      case $ph in setup) note="  (no NVTX range)" ;; esac
       printf '%-6s %-15s %9s %9s %12s %12s%s\n' "$r" "$ph" "$a" "${b:--}" \
         "$(csv_col "$work/own/phases.csv" total_ms rank=$r phase=$ph)" \
         "$(csv_col "$work/fromnsys/phases.csv" total_ms rank=$r phase=$ph)" "$note"
       [ -n "$note" ] && continue
       check "same-$ph-rank$r" "$([ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" \
         "rank $r $ph: $a in the own traces, '$b' from nsys"
-      # the compute phases' NVTX ranges are the rows' own, but for the probe's push/pop
-      # (microseconds): totals within 2 ms + 2% (a preemption between the two clocks)
+      a=$(csv_col "$work/own/phases.csv" bytes rank=$r phase=$ph)
+      b=$(csv_col "$work/fromnsys/phases.csv" bytes rank=$r phase=$ph)
+      check "same-$ph-bytes-rank$r" "$([ "$a" = "$b" ]; echo $?)" \
+        "rank $r $ph bytes: '$a' in the own traces, '$b' from nsys"
+      # the compute phases' NVTX ranges hold the rows (the probe reads the clock after the
+      # push and before the pop): the nsys total is at least the own one (to 1 us a call);
+      # it is longer by the push/pop, microseconds, but a preemption or an nsys buffer flush
+      # inside an NVTX call adds milliseconds on a loaded machine (7.6 ms in one optimizer
+      # call seen with 7 jobs on 2 cores): at most 2 ms + 2% + 10 ms a call
       case $ph in step|data|forward|backward|optimizer)
         ta=$(csv_col "$work/own/phases.csv" total_ms rank=$r phase=$ph)
         tb=$(csv_col "$work/fromnsys/phases.csv" total_ms rank=$r phase=$ph)
         check "close-$ph-rank$r" \
-          "$(awk -v a="$ta" -v b="$tb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 2 + 0.02 * a) }'; echo $?)" \
-          "rank $r $ph total: $ta ms in the own traces, $tb ms from nsys" ;;
+          "$(awk -v a="$ta" -v b="$tb" -v n="$a" 'BEGIN { d = b - a; exit !(a != "" && b != "" && d >= -0.001 * n && d <= 2 + 0.02 * a + 10 * n) }'; echo $?)" \
+          "rank $r $ph total: $ta ms in the own traces, $tb ms from nsys (want nsys >= own, within 2 ms + 2% + 10 ms a call)" ;;
       esac
     done
   done
@@ -156,10 +162,29 @@ else
   b=$(csv_col "$work/fromnsys/ranks.csv" steps | tr '\n' ' ')
   echo "steps per rank: own $a, nsys $b"
   check same-steps "$([ "$a" = "$b" ]; echo $?)" "steps per rank: own '$a', nsys '$b'"
-  a=$(csv_awk 'FNR > 1 {printf "%s:%s ", col("bucket"), col("count")}' "$work/own/buckets.csv")
-  b=$(csv_awk 'FNR > 1 {printf "%s:%s ", col("bucket"), col("count")}' "$work/fromnsys/buckets.csv")
-  echo "buckets (bucket:calls): own $a, nsys $b; bytes: own $(csv_col "$work/own/buckets.csv" bytes | tr '\n' ' ')nsys '$(csv_col "$work/fromnsys/buckets.csv" bytes | tr '\n' ' ')'"
+  a=$(csv_awk 'FNR > 1 {printf "%s:%s:%s ", col("bucket"), col("count"), col("bytes")}' "$work/own/buckets.csv")
+  b=$(csv_awk 'FNR > 1 {printf "%s:%s:%s ", col("bucket"), col("count"), col("bytes")}' "$work/fromnsys/buckets.csv")
+  echo "buckets (bucket:calls:bytes): own $a, nsys $b"
   check same-buckets "$([ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" "buckets: own '$a', nsys '$b'"
+
+  # the whole directory: baseline and ddp, as the main job's own report of OUT/run
+  "$DDPPROF" report "$out" --out "$work/whole" >"$work/whole.log" 2>&1
+  check whole-report "$?" "ddpprof report $out: $(tail -n 2 "$work/whole.log")"
+  a=$(csv_col "$work/report/speedup.csv" run | tr '\n' ' ')
+  b=$(csv_col "$work/whole/speedup.csv" run | tr '\n' ' ')
+  check whole-runs "$([ "$a" = "$b" ] && [ "$b" = "baseline ddp " ]; echo $?)" "runs: own '$a', nsys '$b'"
+  for run in baseline ddp; do
+    for col in images_per_s speedup; do
+      ta=$(csv_col "$work/report/speedup.csv" $col run=$run)
+      tb=$(csv_col "$work/whole/speedup.csv" $col run=$run)
+      echo "$run $col: own $ta, nsys $tb"
+      # train_s is the step ranges' sum: the NVTX ranges are the rows' own but for the
+      # probe's push/pop (microseconds); 2% covers a preemption between the two clocks
+      check "whole-$run-$col" \
+        "$(awk -v a="$ta" -v b="$tb" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= 0.02 * a) }'; echo $?)" \
+        "$run $col: $ta in the own report, '$tb' from the nsys directory"
+    done
+  done
 fi
 
 echo "$passed passed, $failed failed"

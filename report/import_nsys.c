@@ -5,8 +5,10 @@
  * What is read (report/FORMULAS.md "Imported Nsight Systems reports"):
  *   NVTX_EVENTS (+ StringIds for registered strings, its NvtxDomainCreate rows for domain
  *     names): push/pop and start/end ranges.  The "ddpprof" domain's ranges are ddpprof's
- *     own phases (step with its number as payload, data, forward, backward, optimizer,
- *     allreduce.bN: the buckets, comm.KIND: the other collectives); the "NCCL" domain's
+ *     own phases (probes/nvtx.h's contract 2: step with its number as payload, data,
+ *     forward with its images, backward, optimizer, eval, allreduce.bN: the buckets,
+ *     comm.KIND and barrier: the other collectives, these with their bytes; its mark
+ *     "ddpprof nvtx=2 rank=R world_size=W" says who the process is); the "NCCL" domain's
  *     ncclAllReduce/ncclBroadcast/... are the collectives' descriptions (IMPORT_PARAMS; bytes
  *     from an extended payload's "Message size" when the export has it); every other range
  *     (PyTorch's ProfilerStep#N, DistributedDataParallel.forward, autograd ops, Optimizer.step,
@@ -17,9 +19,12 @@
  *   TARGET_INFO_SESSION_START_TIME.utcEpochNs: the base time (event times are ns since the
  *     session start), TARGET_INFO_SYSTEM_ENV's Hostname: the host (nsys's clock is one per
  *     host: ranks of one host share it; across hosts the core aligns as for Kineto).
- * The rank: "rankN" in the file name (scripts/nsys-profile's <phase>.rank<N>), else a file
- * name ending in .N (nsys -o report.%q{RANK}); a report holding several training
- * processes (nsys profile torchrun ...) is one rank per training process, in pid order.
+ * The rank: RANK (SLURM_PROCID, ...) in the environment nsys recorded
+ * (TARGET_INFO_SYSTEM_ENV's DeviceEnvironment; one process per report), else ddpprof's
+ * rank mark, else "rankN" in the file name (scripts/nsys-profile's <phase>.rank<N>), else a
+ * file name ending in .N (nsys -o report.%q{RANK}); a report holding several training
+ * processes (nsys profile torchrun ...) is one rank per training process: its mark's, else
+ * in pid order.  A report without NVTX_EVENTS but with kernels is read as one step.
  *
  * Columns are found by name (pragma table_info), so the exports of nsys 2022.4 (Debian's;
  * schema 3.0) and of current releases both read; a table or column this file needs and the

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "report/import.h"
 #include "report/import_core.h"
+#include "report/import_group.h"
 #include "report/importer.h"
 #include "report/pytorch_names.h"
 #include "report/run.h"
@@ -302,12 +303,53 @@ static void test_core(void)
     runset_free(&rs);
 }
 
+/* report/import_group.c: the runs of a directory by file name */
+static void test_groups(void)
+{
+    char name[64];
+    int rank = -1;
+    CHECK(import_group_name_rank("/d/baseline.rank0.nsys-rep", name, sizeof name, &rank) &&
+              strcmp(name, "baseline") == 0 && rank == 0,
+          "baseline.rank0.nsys-rep: '%s' rank %d", name, rank);
+    CHECK(import_group_name_rank("ddp_rank12.sqlite", name, sizeof name, &rank) &&
+              strcmp(name, "ddp") == 0 && rank == 12,
+          "ddp_rank12.sqlite: '%s' rank %d", name, rank);
+    CHECK(import_group_name_rank("rank1.sqlite", name, sizeof name, &rank) && name[0] == 0 &&
+              rank == 1,
+          "rank1.sqlite: '%s' rank %d", name, rank);
+    CHECK(!import_group_name_rank("prof.1.sqlite", name, sizeof name, &rank), "prof.1: no rank");
+
+    /* scripts/nsys-profile's names: two runs, baseline first */
+    char *nsys[] = {"o/baseline.rank0.sqlite", "o/ddp.rank0.sqlite", "o/ddp.rank1.sqlite"};
+    int *group = NULL, ngroups = 0;
+    char **names = NULL;
+    CHECK(import_group_by_name(nsys, 3, &group, &names, &ngroups) == 0 && ngroups == 2 &&
+              strcmp(names[0], "baseline") == 0 && strcmp(names[1], "ddp") == 0 &&
+              group[0] == 0 && group[1] == 1 && group[2] == 1,
+          "nsys-profile names: %d group(s)", ngroups);
+    for (int g = 0; names && g < ngroups; g++)
+        free(names[g]);
+    free(names);
+    free(group);
+    /* no rank named twice: one run, as before */
+    char *one[] = {"t/rank0.json", "t/x_rank1.json"};
+    CHECK(import_group_by_name(one, 2, &group, &names, &ngroups) == 0 && ngroups == 1 && !names,
+          "distinct ranks: %d group(s)", ngroups);
+    free(group);
+    /* a rank twice in one run: an error naming both files */
+    char *twice[] = {"a/ddp.rank0.json", "a/ddp.rank0.json.gz", "a/base.rank0.json"};
+    CHECK(import_group_by_name(twice, 3, &group, &names, &ngroups) == -1 &&
+              strstr(error_get(), "ddp.rank0.json.gz") && strstr(error_get(), "both name rank 0"),
+          "rank 0 twice in run ddp: '%s'", error_get());
+}
+
 int main(void)
 {
     char *tmp = test_tmpdir();
     test_table(tmp);
     test_names();
     test_core();
+    test_groups();
     static const char *const made[] = {"meta.csv", "timeline.json", "t.json", "notes.txt"};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
         char *p = test_path(tmp, made[i]);

@@ -483,6 +483,11 @@ int import_rank_op(struct import_rank *im, const struct import_op *op)
     return 0;
 }
 
+void import_rank_ops_torch(struct import_rank *im)
+{
+    op_table_torch(&im->optab);
+}
+
 int import_rank_device_span(struct import_rank *im, const struct import_span *sp)
 {
     if (sp->kind == IMPORT_COLL && sp->coll != IMPORT_COLL_ALL_REDUCE)
@@ -623,11 +628,17 @@ int import_rank_empty(const struct import_rank *im)
 
 void import_rank_warn(const struct import_rank *im)
 {
-    if (im->cpu.late || im->dev.late || im->ops.late)
-        report_warn("%s: %llu event(s) more than %d events out of time order: phase spans, "
-                    "kernel figures and op self times near them are approximate",
-                    im->path, (unsigned long long)(im->cpu.late + im->dev.late + im->ops.late),
-                    IMPORT_WINDOW);
+    if (im->cpu.late || im->dev.late) /* late ops: below (ops.h says what becomes of them) */
+        report_warn("%s: %llu event(s) more than %d events out of time order: phase spans and "
+                    "kernel figures near them are approximate",
+                    im->path, (unsigned long long)(im->cpu.late + im->dev.late), IMPORT_WINDOW);
+    if (im->optab.late_unnested)
+        report_warn("%s: %llu op(s) came more than %d ops after their time, and after the "
+                    "first %d ops, those kept to nest such late ones (Kineto writes CUDA "
+                    "runtime calls after every CPU op): ops.csv counts them, but their time "
+                    "stays in the self time of the op that made them",
+                    im->path, (unsigned long long)im->optab.late_unnested, IMPORT_WINDOW,
+                    OPS_HISTORY);
     if (im->cpu_after_dev)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",

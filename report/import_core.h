@@ -144,6 +144,9 @@ int import_rank_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_device_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_activity(struct import_rank *r, const struct import_activity *a);
 int import_rank_op(struct import_rank *r, const struct import_op *op);
+/* The rank's ops are PyTorch's: nested as torch builds its tree (report/ops.h,
+ * op_table_torch).  Before the first op. */
+void import_rank_ops_torch(struct import_rank *r);
 /* A kernel launch: correlation id corr (>= 0; others ignored) at ts; the later of two wins. */
 int import_rank_launch(struct import_rank *r, int64_t corr, int64_t ts);
 

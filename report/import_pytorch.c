@@ -363,6 +363,7 @@ static int pt_load_rank(struct import_sink *sink, const char *path, const char *
         return -1;
     pr.core = core;
     pr.path = path;
+    import_rank_ops_torch(core);
     pr.hta = sink->rs->hta_defaults;
     int rc = 0;
     struct ptjson *p = ptjson_new(path, pt_event, &pr);

@@ -85,12 +85,85 @@ static struct op_thread *op_thread_of(struct op_table *t, int64_t tid)
     return &t->threads[t->nthreads++];
 }
 
-/* Close the innermost open op of th: its self time is known now. */
+void op_table_torch(struct op_table *t)
+{
+    t->merge_only_child = 1;
+}
+
+/* Count the pending only child of f (it has a sibling after all). */
+static void op_flush(struct op_table *t, struct op_frame *f)
+{
+    if (f->pend)
+        op_count(&t->v[f->stat], f->pend_dur, f->pend_dur - f->pend_child_ns);
+    f->pend = 0;
+}
+
+/* Close the innermost open op of th: its self time is known now.  (merge_only_child: an
+ * only child of its parent's name waits in the parent, which drops it if no sibling came.) */
 static void op_close(struct op_table *t, struct op_thread *th)
 {
-    const struct op_frame *f = &th->v[--th->n];
-    int64_t dur = f->end - f->start;
-    op_count(&t->v[f->stat], dur, dur - f->child_ns);
+    struct op_frame f = th->v[--th->n];
+    int64_t dur = f.end - f.start;
+    if (f.pend && f.nchild == 1) /* its only child is no op: the child's children are its */
+        f.child_ns = f.pend_child_ns;
+    else
+        op_flush(t, &f);
+    struct op_frame *parent = th->n > 0 ? &th->v[th->n - 1] : NULL;
+    if (t->merge_only_child && parent && parent->stat == f.stat && parent->nchild == 1) {
+        parent->pend = 1;
+        parent->pend_dur = dur;
+        parent->pend_child_ns = f.child_ns;
+        return;
+    }
+    op_count(&t->v[f.stat], dur, dur - f.child_ns);
+}
+
+/* Keep [start, end) of stat, nested in the thread's innermost open op, in th's history. */
+static int op_keep(struct op_table *t, struct op_thread *th, int64_t start, int64_t end,
+                   size_t stat)
+{
+    if (th->hist_full)
+        return 0;
+    if (t->nhist >= OPS_HISTORY) {
+        th->hist_full = 1;
+        th->hist_stop = start;
+        return 0;
+    }
+    if (VEC_RESERVE(th->hist, th->cap_hist, th->nhist + 1))
+        return error_set("report: out of memory for %zu ops", t->nhist + 1);
+    th->hist[th->nhist] = (struct op_hist){.start = start, .end = end, .stat = (uint32_t)stat,
+                                           .parent = th->n > 0 ? th->v[th->n - 1].hist : 0};
+    th->nhist++;
+    t->nhist++;
+    return 0;
+}
+
+/* An op that came too late for the stack: the innermost kept op of its thread that holds
+ * it by key_averages' rule (the ancestors of the last op sorted before it, innermost
+ * first: the first it starts before the end of and ends no later than) loses its time. */
+static void op_late(struct op_table *t, struct op_thread *th, int64_t start, int64_t end)
+{
+    t->late++;
+    if (th->nhist == 0 || (th->hist_full && start >= th->hist_stop)) {
+        t->late_unnested++;
+        return;
+    }
+    size_t lo = 0, hi = th->nhist; /* the first kept op sorted after [start, end) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct op_hist *h = &th->hist[mid];
+        if (h->start < start || (h->start == start && h->end >= end))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t p = (uint32_t)lo; p != 0; p = th->hist[p - 1].parent) {
+        const struct op_hist *h = &th->hist[p - 1];
+        if (start < h->end && end <= h->end) {
+            t->v[h->stat].self_ns -= end - start;
+            return;
+        }
+    }
 }
 
 int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, uint32_t name)
@@ -101,6 +174,13 @@ int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, ui
     long stat = th ? op_stat_of(t, OP_CPU, name, 0) : -1;
     if (stat < 0)
         return -1;
+    if (t->any && start < t->last_start) { /* too late for the stack: a leaf */
+        op_late(t, th, start, end);
+        op_count(&t->v[stat], end - start, end - start);
+        return 0;
+    }
+    t->last_start = start;
+    t->any = 1;
     /* key_averages' nesting: the innermost open op that holds this one is its parent (it
      * starts before the parent ends and ends no later); the others are done */
     while (th->n > 0) {
@@ -110,11 +190,16 @@ int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, ui
             continue;
         }
         top->child_ns += end - start;
+        if (++top->nchild > 1)
+            op_flush(t, top);
         break;
     }
+    if (op_keep(t, th, start, end, (size_t)stat) < 0)
+        return -1;
     if (VEC_RESERVE(th->v, th->cap, th->n + 1))
         return error_set("report: out of memory for ops nested %zu deep", th->n + 1);
-    th->v[th->n++] = (struct op_frame){.start = start, .end = end, .stat = (size_t)stat};
+    th->v[th->n++] = (struct op_frame){.start = start, .end = end, .stat = (size_t)stat,
+                                       .hist = th->hist_full ? 0 : (uint32_t)th->nhist};
     return 0;
 }
 
@@ -144,6 +229,7 @@ int op_table_finish(struct op_table *t)
         while (t->threads[i].n > 0)
             op_close(t, &t->threads[i]);
         free(t->threads[i].v);
+        free(t->threads[i].hist);
     }
     free(t->threads);
     t->threads = NULL;

@@ -40,12 +40,30 @@ struct op_stat {
 struct op_frame {
     int64_t start, end, child_ns;
     size_t stat; /* index in op_table.v */
+    uint32_t hist; /* 1 + its index in the thread's history; 0: not kept */
+    uint32_t nchild;
+    /* merge_only_child: its only child so far, of its own name, not counted yet */
+    int pend;
+    int64_t pend_dur, pend_child_ns;
 };
+
+/* An op kept to nest ops that come too late for the window (ops.h, op_table_cpu). */
+struct op_hist {
+    int64_t start, end;
+    uint32_t stat;
+    uint32_t parent; /* 1 + the index of its parent in the thread's history; 0: none */
+};
+
+#define OPS_HISTORY (1u << 18) /* ops kept for late ones, all threads: 6 MiB */
 
 struct op_thread {
     int64_t tid;
     struct op_frame *v;
     size_t n, cap;
+    struct op_hist *hist; /* the thread's first ops, in the order given */
+    size_t nhist, cap_hist;
+    int hist_full;      /* the history stopped (OPS_HISTORY reached) ... */
+    int64_t hist_stop;  /* ... at this start */
 };
 
 /* A rank's ops (zeroed: empty). */
@@ -57,13 +75,28 @@ struct op_table {
     struct op_thread *threads;
     size_t nthreads, cap_threads;
     size_t last_thread; /* the thread of the last op (a cache) */
+    size_t nhist;       /* history kept, all threads */
+    int64_t last_start; /* the latest start of an op given so far */
+    int any;
+    int merge_only_child;   /* torch's EventList._remove_dup_nodes (op_table_torch) */
+    uint64_t late;          /* ops that came after an op that started later */
+    uint64_t late_unnested; /* of those, the ones beyond the history */
 };
 
-/* A host op [start, end) of thread tid named name.  The ops of a thread must come in start
- * order, an enclosing op before what it encloses (start ascending, end descending; equal
- * ranges in file order): then this is exactly key_averages' nesting.  Returns 0, or -1
- * after error_set() (out of memory). */
+/* A host op [start, end) of thread tid named name.  Ops must come in start order, an
+ * enclosing op before what it encloses (start ascending, end descending; equal ranges in
+ * file order): then this is exactly key_averages' nesting.  An op that comes later than
+ * that (it starts before the latest start given: Kineto writes CUDA runtime calls after
+ * every CPU op, beyond the reorder window in a long trace) is taken as a leaf and nested
+ * by the same rule among its thread's first ops (OPS_HISTORY of them, all threads,
+ * kept for this; beyond them it is nested in nothing and counted in late_unnested).
+ * Returns 0, or -1 after error_set() (out of memory). */
 int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, uint32_t name);
+
+/* PyTorch traces: as torch builds its tree before key_averages
+ * (EventList._remove_dup_nodes), an op that is the only child of an op of the same name
+ * is not an op: its children are its parent's.  Call before the first op. */
+void op_table_torch(struct op_table *t);
 
 /* A host op that began on one thread and ended on another (torch's is_async): counted, no
  * self time, nesting nothing, in any order.  0 or -1 as above. */

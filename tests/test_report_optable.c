@@ -4,7 +4,8 @@
  * thread that it starts before the end of and ends no later than; self = duration - the
  * children's durations): plain nesting, a sibling that outlives its elder sibling,
  * identical ranges (the first given is the parent), a zero-length op, ops of two threads
- * interleaved in time, an async op, kernels and their minimum and maximum. */
+ * interleaved in time, an async op, ops that come too late for the stack (nested among the
+ * kept ops), kernels and their minimum and maximum. */
 #include <string.h>
 
 #include "report/ops.h"
@@ -36,7 +37,7 @@ int main(void)
 {
     struct op_table t;
     memset(&t, 0, sizeof t);
-    enum { STEP = 1, FWD, CONV, ADD, EMPTY, OUTER, INNER, ZERO, OTHER, ASYNC, K1, K2 };
+    enum { STEP = 1, FWD, CONV, ADD, EMPTY, OUTER, INNER, ZERO, OTHER, ASYNC, K1, K2, LAUNCH };
     /* thread 1, in (start, end desc) order:
      *   STEP   [0, 100)
      *   FWD    [10, 60)    child of STEP
@@ -59,6 +60,15 @@ int main(void)
     /* a second step: the first one's ops close; EMPTY again, at top level of its thread */
     CHECK(op_table_cpu(&t, 1, 200, 210, EMPTY) == 0, "empty 2");
     CHECK(op_table_async(&t, ASYNC, 5, 95) == 0, "async");
+    /* ops further out of order than the reorder window (Kineto's runtime calls, written
+     * after every CPU op): leaves, nested among the kept ops by the same rule: [15, 20)
+     * after EMPTY [12, 14), which does not hold it, in CONV; [71, 72) in INNER (the later
+     * of two equal ranges); one on a thread with no kept ops in nothing (counted) */
+    CHECK(op_table_cpu(&t, 1, 15, 20, LAUNCH) == 0, "late launch in conv");
+    CHECK(op_table_cpu(&t, 1, 71, 72, LAUNCH) == 0, "late launch in inner");
+    CHECK(op_table_cpu(&t, 9, 50, 51, LAUNCH) == 0, "late launch, no history");
+    CHECK(t.late == 3 && t.late_unnested == 1, "late %llu, unnested %llu",
+          (unsigned long long)t.late, (unsigned long long)t.late_unnested);
     CHECK(op_table_kernel(&t, K1, KERNEL_COMPUTE, 1000, 1500) == 0, "k1");
     CHECK(op_table_kernel(&t, K1, KERNEL_COMPUTE, 100, 300) == 0, "k1 again");
     CHECK(op_table_kernel(&t, K2, KERNEL_COMM, 50, 50) == 0, "k2");
@@ -66,11 +76,12 @@ int main(void)
 
     EXPECT(&t, OP_CPU, STEP, 1, 100, 100 - 50 - 10 - 0);
     EXPECT(&t, OP_CPU, FWD, 1, 50, 50 - 20 - 20);
-    EXPECT(&t, OP_CPU, CONV, 1, 20, 20 - 2);
+    EXPECT(&t, OP_CPU, CONV, 1, 20, 20 - 2 - 5);
     EXPECT(&t, OP_CPU, EMPTY, 2, 2 + 10, 2 + 10);
     EXPECT(&t, OP_CPU, ADD, 1, 20, 20);
     EXPECT(&t, OP_CPU, OUTER, 1, 10, 0);
-    EXPECT(&t, OP_CPU, INNER, 1, 10, 10);
+    EXPECT(&t, OP_CPU, LAUNCH, 3, 5 + 1 + 1, 5 + 1 + 1);
+    EXPECT(&t, OP_CPU, INNER, 1, 10, 10 - 1);
     EXPECT(&t, OP_CPU, ZERO, 1, 0, 0);
     EXPECT(&t, OP_CPU, OTHER, 1, 70, 70);
     EXPECT(&t, OP_CPU, ASYNC, 1, 90, 0);
@@ -84,6 +95,35 @@ int main(void)
     CHECK(op_table_any(&t), "any");
     op_table_free(&t);
     CHECK(!op_table_any(&t), "freed");
+
+    /* PyTorch's tree (EventList._remove_dup_nodes): an only child of its parent's name is
+     * no op, its children are the parent's: DUP [0, 100) > DUP [10, 90) > ADD [20, 30)
+     * counts one DUP, self 100 - 10; DUP [200, 300) with two DUP children [210, 220),
+     * [230, 240) counts all three: self 100 - 20, 10, 10; a DUP whose only DUP child has a
+     * DUP only child of its own [400, 500) > [410, 490) > [420, 480) > ADD [430, 440)
+     * collapses to one: self 100 - 10 */
+    enum { DUP = 1, PLUS };
+    struct op_table d;
+    memset(&d, 0, sizeof d);
+    op_table_torch(&d);
+    static const int64_t ops[][3] = {
+        {0, 100, DUP},   {10, 90, DUP},   {20, 30, PLUS},  {200, 300, DUP},
+        {210, 220, DUP}, {230, 240, DUP}, {400, 500, DUP}, {410, 490, DUP},
+        {420, 480, DUP}, {430, 440, PLUS}};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        CHECK(op_table_cpu(&d, 1, ops[i][0], ops[i][1], (uint32_t)ops[i][2]) == 0, "dup op");
+    op_table_finish(&d);
+    EXPECT(&d, OP_CPU, DUP, 1 + 3 + 1, 100 + 120 + 100, 90 + 80 + 10 + 10 + 90);
+    EXPECT(&d, OP_CPU, PLUS, 2, 20, 20);
+    op_table_free(&d);
+    /* without it (Nsight Systems' ranges), every one counts */
+    memset(&d, 0, sizeof d);
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        CHECK(op_table_cpu(&d, 1, ops[i][0], ops[i][1], (uint32_t)ops[i][2]) == 0, "dup op");
+    op_table_finish(&d);
+    EXPECT(&d, OP_CPU, DUP, 8, 100 + 80 + 100 + 10 + 10 + 100 + 80 + 60,
+           20 + 70 + 80 + 10 + 10 + 20 + 20 + 50);
+    op_table_free(&d);
 
     /* many names: the hash grows and keeps every one */
     struct op_table m;

@@ -10,8 +10,9 @@
  *   - into the device window (kernels, memcpy, memset), walked in start order into the
  *     kernel sweep (analysis_kernel_add), the collective kernels' records, the device
  *     span of the phase whose host span holds each launch, and the op table's kernels;
- *   - into the op window (every named host op), walked in start order into the op table
- *     (report/ops.h: key_averages' self times, ops.csv).
+ *   - into the op window (every named host op; IMPORT_OPS_WINDOW), walked in start order
+ *     into the op table (report/ops.h: key_averages' self times, ops.csv; what comes later
+ *     than the window is nested there among the ops it keeps).
  * At the end of the file the records are cut into steps, the all-reduces numbered into
  * buckets by their order within the step, and turned into rows; at the end of the run the
  * steps are renumbered over its ranks and the clocks aligned. */
@@ -36,6 +37,7 @@
 
 #define IMPORT_LAUNCHES 4096 /* launch map's first slots (a power of two; it grows) */
 #define IMPORT_LOOKBACK 64   /* records searched back for the phase of a launch */
+#define IMPORT_OPS_WINDOW 4096 /* ops per reorder window (later ones: report/ops.h) */
 #define IMPORT_MAX_OFFSET 100000000000000000LL /* a clock offset at most 1e17 ns (3 years) */
 
 /* ---- records ---- */
@@ -556,7 +558,7 @@ struct import_rank *import_rank_begin(struct import_sink *s, const char *path)
     if (launch_map_init(&im->launch, IMPORT_LAUNCHES) < 0 ||
         reorder_init(&im->cpu, CPU_REC_BYTES, IMPORT_WINDOW) < 0 ||
         reorder_init(&im->dev, sizeof(struct dev_item), IMPORT_WINDOW) < 0 ||
-        reorder_init_seq(&im->ops, sizeof(struct op_item), IMPORT_WINDOW) < 0) {
+        reorder_init_seq(&im->ops, sizeof(struct op_item), IMPORT_OPS_WINDOW) < 0) {
         imp_oom(im);
         import_rank_free(im);
         return NULL;
@@ -637,7 +639,7 @@ void import_rank_warn(const struct import_rank *im)
                     "first %d ops, those kept to nest such late ones (Kineto writes CUDA "
                     "runtime calls after every CPU op): ops.csv counts them, but their time "
                     "stays in the self time of the op that made them",
-                    im->path, (unsigned long long)im->optab.late_unnested, IMPORT_WINDOW,
+                    im->path, (unsigned long long)im->optab.late_unnested, IMPORT_OPS_WINDOW,
                     OPS_HISTORY);
     if (im->cpu_after_dev)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "

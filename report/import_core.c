@@ -640,7 +640,7 @@ void import_rank_warn(const struct import_rank *im)
                     "runtime calls after every CPU op): ops.csv counts them, but their time "
                     "stays in the self time of the op that made them",
                     im->path, (unsigned long long)im->optab.late_unnested, IMPORT_OPS_WINDOW,
-                    OPS_HISTORY);
+                    (int)OPS_HISTORY);
     if (im->cpu_after_dev)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",

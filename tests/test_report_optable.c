@@ -125,6 +125,23 @@ int main(void)
            20 + 70 + 80 + 10 + 10 + 20 + 20 + 50);
     op_table_free(&d);
 
+    /* the history stops at OPS_HISTORY ops: a late op within the first kept op is nested,
+     * one after the last kept one is not (counted) */
+    struct op_table h;
+    memset(&h, 0, sizeof h);
+    for (int64_t i = 0; i < (int64_t)OPS_HISTORY + 10; i++)
+        if (op_table_cpu(&h, 5, 10 * i, 10 * i + 5, 1) < 0)
+            CHECK(0, "history op %lld", (long long)i);
+    CHECK(op_table_cpu(&h, 5, 1, 2, 2) == 0 && op_table_cpu(&h, 5, 10 * (int64_t)OPS_HISTORY + 51,
+                                                           10 * (int64_t)OPS_HISTORY + 52, 2) == 0,
+          "late ops");
+    CHECK(h.late == 2 && h.late_unnested == 1, "late %llu, unnested %llu",
+          (unsigned long long)h.late, (unsigned long long)h.late_unnested);
+    op_table_finish(&h);
+    EXPECT(&h, OP_CPU, 1, (int64_t)OPS_HISTORY + 10, 5 * ((int64_t)OPS_HISTORY + 10),
+           5 * ((int64_t)OPS_HISTORY + 10) - 1);
+    op_table_free(&h);
+
     /* many names: the hash grows and keeps every one */
     struct op_table m;
     memset(&m, 0, sizeof m);

@@ -37,8 +37,9 @@ expect() { # WHAT GOT WANT
 }
 
 # 1. key_averages
-# keyavg OPS_CSV GOLDEN RANK: every golden row of RANK "OK" in ops.csv, else what differs;
-# then the ops.csv rows the golden lacks (empty: all agree)
+# keyavg OPS_CSV GOLDEN RANK: for every golden row of RANK that ops.csv does not match, what
+# differs; then the ops.csv rows the golden lacks (nothing, and exit 0: all agree; every
+# comparison below also checks the exit status: a file awk cannot read fails it)
 keyavg() {
   csv_awk -v R="$3" '
     FNR == 1 { f++; next }
@@ -65,7 +66,7 @@ expect "keyavg report exit" "$?" 0
 expect "ops.csv header" "$(csv_header "$out/ops.csv" run rank kind kernel_type name calls total_us self_us mean_us min_us max_us share_pct && echo ok)" ok
 for r in 0 1; do
   expect "rank $r ops against key_averages" \
-    "$(keyavg "$out/ops.csv" "$fix/pytorch/keyavg-gloo-2ranks/keyavg.rank$r.csv" $r)" ""
+    "$(keyavg "$out/ops.csv" "$fix/pytorch/keyavg-gloo-2ranks/keyavg.rank$r.csv" $r 2>&1; echo "exit $?")" "exit 0"
 done
 expect "keyavg top ops on the terminal" "$(grep -c '^# ops: the CPU ops with the most self time' "$work/keyavg.log")" 1
 expect "keyavg page shows the top ops" "$(grep -c 'the CPU ops with the most self time' "$out/report.html")" 1
@@ -103,15 +104,16 @@ for setting in exact default; do
       if (d != "") print col("rank") " " col("name") ":" d
     }
     END { for (k in seen) if (!seen[k]) { split(k, p, SUBSEP); print p[1] " " p[2] ": not in HTA" }
-          if (want < 40) print "golden has only " want " rows" }' "$out/ops.csv" "$hta")
-  expect "kineto $setting kernels against HTA" "$diffs" ""
+          if (want < 40) print "golden has only " want " rows" }' "$out/ops.csv" "$hta" 2>&1
+    echo "exit $?")
+  expect "kineto $setting kernels against HTA" "$diffs" "exit 0"
 done
 expect "kineto kernels on the terminal" "$(grep -c '^# kernels: the kernels with the most time' "$work/hta.log")" 1
 # the Kineto trace's CPU ops (cpu_op, user_annotation, cuda_runtime) against key_averages as
 # torch's own EventList computes it from the same events (keyavg_of_kineto.py)
 for r in 0 1 2 3; do
   expect "kineto rank $r ops against torch's EventList" \
-    "$(keyavg "$work/hta-exact/ops.csv" "$fix/pytorch/kineto-2hosts.keyavg.csv" $r)" ""
+    "$(keyavg "$work/hta-exact/ops.csv" "$fix/pytorch/kineto-2hosts.keyavg.csv" $r 2>&1; echo "exit $?")" "exit 0"
 done
 
 # 3. nsys stats
@@ -156,8 +158,9 @@ else
         got(col("name"), col("calls"), col("total_us"), col("min_us"), col("max_us")) }
       f == 2 { fold(opname(col("Range")), col("Instances"), col("Total Time (ns)"),
                     col("Min (ns)"), col("Max (ns)")) }
-      END { compare() }' "$out/ops.csv" "$fix/nsys/ddp-2022.4.rank$r.nvtxsum.csv")
-    expect "nsys 2022.4 rank $r ranges against nvtxsum" "$diffs" ""
+      END { compare() }' "$out/ops.csv" "$fix/nsys/ddp-2022.4.rank$r.nvtxsum.csv" 2>&1
+      echo "exit $?")
+    expect "nsys 2022.4 rank $r ranges against nvtxsum" "$diffs" "exit 0"
   done
   # start/end ranges (allreduce.bN) nest nothing and have no self time; push/pop ones do
   expect "nsys start/end range self" "$(csv_col "$out/ops.csv" self_us rank=0 name=allreduce.b0)" 0.000
@@ -174,8 +177,9 @@ else
     f == 2 && col("Range") != "torchrun.launch" {
       fold(opname(col("Range")), col("Instances"), col("Total Time (ns)"), col("Min (ns)"),
            col("Max (ns)")) }
-    END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.nvtxsum.csv")
-  expect "nsys current-schema ranges against nvtxsum" "$diffs" ""
+    END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.nvtxsum.csv" 2>&1
+    echo "exit $?")
+  expect "nsys current-schema ranges against nvtxsum" "$diffs" "exit 0"
   diffs=$(csv_awk "$nsys_norm"'
     FNR == 1 { f++; next }
     f == 1 && col("kind") == "kernel" {
@@ -184,8 +188,9 @@ else
       fold(col("Name"), col("Instances"), col("Total Time (ns)"), col("Min (ns)"), col("Max (ns)")) }
     f == 3 { fold(col("Operation"), col("Count"), col("Total Time (ns)"), col("Min (ns)"), col("Max (ns)")) }
     END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.gpukernsum.csv" \
-    "$fix/nsys/current-schema.gpumemtimesum.csv")
-  expect "nsys current-schema kernels against gpukernsum and gpumemtimesum" "$diffs" ""
+    "$fix/nsys/current-schema.gpumemtimesum.csv" 2>&1
+    echo "exit $?")
+  expect "nsys current-schema kernels against gpukernsum and gpumemtimesum" "$diffs" "exit 0"
   # self time of a PyTorch range under nsys: the step less its data, forward, backward and
   # optimizer ranges (490 + 3000 + 3000 + 1500 µs of 10000), 4 steps
   expect "nsys ProfilerStep* self rank 0" "$(csv_col "$out/ops.csv" self_us rank=0 name='ProfilerStep*')" 8040.000

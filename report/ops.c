@@ -1,9 +1,12 @@
 /* ops.c — time per operator and per kernel name (see ops.h and report/FORMULAS.md
- * "Operators and kernels (ops.csv)"). */
+ * "ops.csv"). */
 #include "report/ops.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/vec.h"
@@ -430,7 +433,16 @@ void ops_tables_fill(struct ops_tables *o, const struct runset *rs)
 
 int ops_tables_write(const struct ops_tables *o, const char *out_dir)
 {
-    if (o->all.nrows == 0 && !o->all.failed)
-        return 0;
-    return table_write_csv(&o->all, out_dir);
+    if (o->all.nrows > 0 || o->all.failed)
+        return table_write_csv(&o->all, out_dir);
+    /* no op data: no ops.csv, not even an earlier report's in the same directory */
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", out_dir, o->all.file) < 0)
+        return error_set("report: out of memory");
+    int rc = unlink(path) == 0 || errno == ENOENT
+                 ? 0
+                 : error_set("%s: cannot remove an earlier report's ops.csv (%s)", path,
+                             strerror(errno));
+    free(path);
+    return rc;
 }

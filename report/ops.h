@@ -10,7 +10,7 @@
  * torch.autograd.profiler_util.EventList._populate_cpu_children nests them).  Kernels get
  * Holistic Trace Analysis' kernel breakdown: calls, total, mean, min, max and share of the
  * rank's kernel time of their type (computation, communication, memory).
- * report/FORMULAS.md "Operators and kernels (ops.csv)" gives the definitions.  ddpprof's own
+ * report/FORMULAS.md "ops.csv" gives the definitions.  ddpprof's own
  * runs have no op table: no ops.csv. */
 #ifndef DDPPROF_REPORT_OPS_H
 #define DDPPROF_REPORT_OPS_H
@@ -127,7 +127,8 @@ struct ops_tables {
 void ops_tables_init(struct ops_tables *o);
 /* Fill the three from every rank with an op table (none: no rows). */
 void ops_tables_fill(struct ops_tables *o, const struct runset *rs);
-/* Write out_dir/ops.csv when there are rows.  Returns 0, or -1 after error_set(). */
+/* Write out_dir/ops.csv when there are rows; else remove an earlier report's ops.csv there.
+ * Returns 0, or -1 after error_set(). */
 int ops_tables_write(const struct ops_tables *o, const char *out_dir);
 void ops_tables_free(struct ops_tables *o);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_report_ops.sh — ops.csv (report/ops.c; report/FORMULAS.md "Operators and kernels")
+# test_report_ops.sh — ops.csv (report/ops.c; report/FORMULAS.md "ops.csv")
 # against what other tools say of the same traces:
 #   1. torch.profiler's own key_averages() (Debian's torch 1.13, written beside the traces
 #      by tests/fixtures/pytorch/make_keyavg_traces.py from the same profiler object): for
@@ -209,6 +209,9 @@ printf 'step,epoch,loss,loss_scale,lr,images,found_inf\n1,1,2.3,1,0.01,32,0\n2,1
   echo "0,2,1,step,-1,host,100000000,200000000,0,,range,0"
   echo "0,2,1,forward,-1,host,101000000,140000000,0,,range,0"
 } >"$run/rank0.trace.csv"
+# (into a directory that holds an earlier report's ops.csv: it goes)
+mkdir -p "$work/own-out"
+cp "$work/keyavg/ops.csv" "$work/own-out/ops.csv"
 "$bin" report "$run" --out "$work/own-out" >"$work/own.log" 2>&1
 expect "own run report exit" "$?" 0
 expect "own run: no ops.csv" "$([ -e "$work/own-out/ops.csv" ] && echo present || echo absent)" absent

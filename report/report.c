@@ -939,9 +939,10 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv idle.csv %stimeline.json report.html phases.svg "
-                "speedup.svg\n",
-                out, ops.all.nrows > 0 ? "ops.csv " : "");
+                "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
+                out);
+        if (ops.all.nrows > 0)
+            fprintf(terminal, "# and ops.csv: time per operator and per kernel name\n");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);

@@ -671,14 +671,26 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
     return rc;
 }
 
-/* The launches (CUPTI_ACTIVITY_KIND_RUNTIME's correlation ids) of process pid. */
+/* The CUDA API calls (CUPTI_ACTIVITY_KIND_RUNTIME) of process pid: launches (their
+ * correlation ids) and ops. */
 static int nsys_launches(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
 {
     if (!f->has_runtime)
         return 0;
-    char *q = sqlite3_mprintf("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-                              "WHERE correlationId IS NOT NULL %s",
-                              all ? "" : "AND ((globalTid >> 24) & 16777215) = ?1");
+    /* every call is an op of ops.csv too, named as nsys stats cudaapisum names it (a
+     * "_vNNNN" version tail cut off) */
+    int named = column_exists(f->db, "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId") &&
+                column_exists(f->db, "CUPTI_ACTIVITY_KIND_RUNTIME", "end") &&
+                table_exists(f->db, "StringIds");
+    char *q = sqlite3_mprintf(
+        "SELECT r.start, r.correlationId, %s, r.globalTid, %s FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "%s WHERE 1 %s ORDER BY r.start",
+        named ? "r.\"end\"" : "NULL",
+        named ? "CASE substr(s.value, -6, 2) WHEN '_v' THEN substr(s.value, 1, "
+                "length(s.value) - 6) ELSE s.value END"
+              : "NULL",
+        named ? "LEFT JOIN StringIds s ON s.id = r.nameId" : "",
+        all ? "" : "AND ((r.globalTid >> 24) & 16777215) = ?1");
     sqlite3_stmt *st;
     if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
         sqlite3_free(q);
@@ -688,8 +700,19 @@ static int nsys_launches(struct nsys_file *f, struct import_rank *core, int64_t 
     if (!all)
         sqlite3_bind_int64(st, 1, pid);
     int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = import_rank_launch(core, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 0));
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 2);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            rc = import_rank_launch(core, sqlite3_column_int64(st, 1), start);
+        const char *name = (const char *)sqlite3_column_text(st, 4);
+        if (rc == 0 && name && start >= 0 && start <= IMPORT_MAX_TS / 2 && end >= start &&
+            end - start <= IMPORT_MAX_DUR) {
+            struct import_op op = {.start_ns = start, .end_ns = end,
+                                   .tid = TID_OF(sqlite3_column_int64(st, 3)), .name = name,
+                                   .name_len = strlen(name)};
+            rc = import_rank_op(core, &op);
+        }
+    }
     if (rc == 0 && step != SQLITE_DONE)
         rc = nsys_sql_error(f, "reading CUPTI_ACTIVITY_KIND_RUNTIME");
     sqlite3_finalize(st);

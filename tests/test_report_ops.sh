@@ -20,8 +20,9 @@
 #      NVTX range's calls, total, min, max, exact to the ns), and of the current-schema
 #      report (make_current_schema.py, generated here: PyTorch's ranges, emit_nvtx's
 #      ", seq = ..." cut and ProfilerStep#N counted as ProfilerStep*, as key_averages does;
-#      the launcher's range left out: it is no rank), its gpukernsum:base (kernels) and
-#      gpumemtimesum (memcpy, memset), summed over the ranks as nsys sums the file;
+#      the launcher's range left out: it is no rank), its cudaapisum (CUDA API calls, ops
+#      too), gpukernsum:base (kernels) and gpumemtimesum (memcpy, memset), summed over the
+#      ranks as nsys sums the file; self times of ranges holding API calls by hand;
 #   4. a ddpprof run of its own (fabricated, one rank) has no op data: no ops.csv, and the
 #      terminal does not name one.
 set -u
@@ -177,9 +178,18 @@ else
     f == 2 && col("Range") != "torchrun.launch" {
       fold(opname(col("Range")), col("Instances"), col("Total Time (ns)"), col("Min (ns)"),
            col("Max (ns)")) }
-    END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.nvtxsum.csv" 2>&1
+    f == 3 { fold(col("Name"), col("Num Calls"), col("Total Time (ns)"), col("Min (ns)"),
+                  col("Max (ns)")) }
+    END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.nvtxsum.csv" \
+    "$fix/nsys/current-schema.cudaapisum.csv" 2>&1
     echo "exit $?")
-  expect "nsys current-schema ranges against nvtxsum" "$diffs" "exit 0"
+  expect "nsys current-schema ranges and CUDA API calls against nvtxsum and cudaapisum" "$diffs" "exit 0"
+  # the API calls nest in the ranges that made them (after them in the file: as late ops):
+  # DistributedDataParallel.forward less its 2 launches of 5 µs, 4 steps; the backward op
+  # less ncclAllReduce (300 µs) and its own launch; ncclAllReduce less the NCCL launch
+  expect "nsys forward self" "$(csv_col "$out/ops.csv" self_us rank=1 name=DistributedDataParallel.forward)" 11960.000
+  expect "nsys backward self" "$(csv_col "$out/ops.csv" self_us rank=1 'name=autograd::engine::evaluate_function: ConvolutionBackward0')" 10780.000
+  expect "nsys ncclAllReduce self" "$(csv_col "$out/ops.csv" self_us rank=1 name=ncclAllReduce)" 1180.000
   diffs=$(csv_awk "$nsys_norm"'
     FNR == 1 { f++; next }
     f == 1 && col("kind") == "kernel" {

@@ -144,9 +144,9 @@ static int op_keep(struct op_table *t, struct op_thread *th, int64_t start, int6
 /* An op that came too late for the stack: the innermost kept op of its thread that holds
  * it by key_averages' rule (the ancestors of the last op sorted before it, innermost
  * first: the first it starts before the end of and ends no later than) loses its time. */
-static void op_late(struct op_table *t, struct op_thread *th, int64_t start, int64_t end)
+static void op_late_in_history(struct op_table *t, struct op_thread *th, int64_t start,
+                               int64_t end)
 {
-    t->late++;
     if (th->nhist == 0 || (th->hist_full && start >= th->hist_stop)) {
         t->late_unnested++;
         return;
@@ -169,6 +169,31 @@ static void op_late(struct op_table *t, struct op_thread *th, int64_t start, int
     }
 }
 
+/* A late op: the innermost late op still open on its thread that holds it (late ops come
+ * in start order among themselves, as Kineto writes its runtime and driver calls), else
+ * the kept op that does, loses its time; then it is open itself. */
+static int op_late(struct op_table *t, struct op_thread *th, int64_t start, int64_t end,
+                   size_t stat)
+{
+    t->late++;
+    int nested = 0;
+    while (th->nlate > 0 && !nested) {
+        struct op_frame *top = &th->late[th->nlate - 1];
+        if (start < top->start || start >= top->end || end > top->end) {
+            th->nlate--;
+            continue;
+        }
+        t->v[top->stat].self_ns -= end - start;
+        nested = 1;
+    }
+    if (!nested)
+        op_late_in_history(t, th, start, end);
+    if (VEC_RESERVE(th->late, th->cap_late, th->nlate + 1))
+        return error_set("report: out of memory for late ops nested %zu deep", th->nlate + 1);
+    th->late[th->nlate++] = (struct op_frame){.start = start, .end = end, .stat = stat};
+    return 0;
+}
+
 int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, uint32_t name)
 {
     if (end < start)
@@ -177,10 +202,9 @@ int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, ui
     long stat = th ? op_stat_of(t, OP_CPU, name, 0) : -1;
     if (stat < 0)
         return -1;
-    if (t->any && start < t->last_start) { /* too late for the stack: a leaf */
-        op_late(t, th, start, end);
+    if (t->any && start < t->last_start) { /* too late for the stack */
         op_count(&t->v[stat], end - start, end - start);
-        return 0;
+        return op_late(t, th, start, end, (size_t)stat);
     }
     t->last_start = start;
     t->any = 1;
@@ -232,6 +256,7 @@ int op_table_finish(struct op_table *t)
         while (t->threads[i].n > 0)
             op_close(t, &t->threads[i]);
         free(t->threads[i].v);
+        free(t->threads[i].late);
         free(t->threads[i].hist);
     }
     free(t->threads);

@@ -60,6 +60,8 @@ struct op_thread {
     int64_t tid;
     struct op_frame *v;
     size_t n, cap;
+    struct op_frame *late; /* the late ops still open (op_table_cpu), innermost last */
+    size_t nlate, cap_late;
     struct op_hist *hist; /* the thread's first ops, in the order given */
     size_t nhist, cap_hist;
     int hist_full;      /* the history stopped (OPS_HISTORY reached) ... */
@@ -87,9 +89,10 @@ struct op_table {
  * enclosing op before what it encloses (start ascending, end descending; equal ranges in
  * file order): then this is exactly key_averages' nesting.  An op that comes later than
  * that (it starts before the latest start given: Kineto writes CUDA runtime calls after
- * every CPU op, beyond the reorder window in a long trace) is taken as a leaf and nested
- * by the same rule among its thread's first ops (OPS_HISTORY of them, all threads,
- * kept for this; beyond them it is nested in nothing and counted in late_unnested).
+ * every CPU op, beyond the reorder window in a long trace) is nested by the same rule
+ * among the late ops before it on its thread (a driver call in its runtime call), else
+ * among its thread's first ops (OPS_HISTORY of them, all threads, kept for this; beyond
+ * them in nothing, counted in late_unnested); ops given in time cannot be its children.
  * Returns 0, or -1 after error_set() (out of memory). */
 int op_table_cpu(struct op_table *t, int64_t tid, int64_t start, int64_t end, uint32_t name);
 

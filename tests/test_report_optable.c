@@ -37,7 +37,7 @@ int main(void)
 {
     struct op_table t;
     memset(&t, 0, sizeof t);
-    enum { STEP = 1, FWD, CONV, ADD, EMPTY, OUTER, INNER, ZERO, OTHER, ASYNC, K1, K2, LAUNCH };
+    enum { STEP = 1, FWD, CONV, ADD, EMPTY, OUTER, INNER, ZERO, OTHER, ASYNC, K1, K2, LAUNCH, DRIVER };
     /* thread 1, in (start, end desc) order:
      *   STEP   [0, 100)
      *   FWD    [10, 60)    child of STEP
@@ -67,7 +67,11 @@ int main(void)
     CHECK(op_table_cpu(&t, 1, 15, 20, LAUNCH) == 0, "late launch in conv");
     CHECK(op_table_cpu(&t, 1, 71, 72, LAUNCH) == 0, "late launch in inner");
     CHECK(op_table_cpu(&t, 9, 50, 51, LAUNCH) == 0, "late launch, no history");
-    CHECK(t.late == 3 && t.late_unnested == 1, "late %llu, unnested %llu",
+    /* a late op in a late one before it (a driver call in its runtime call): nested there,
+     * not in the kept op that holds both (ADD [25, 45) holds [26, 30) holds [27, 28)) */
+    CHECK(op_table_cpu(&t, 1, 26, 30, LAUNCH) == 0, "late launch in add");
+    CHECK(op_table_cpu(&t, 1, 27, 28, DRIVER) == 0, "late driver call in the launch");
+    CHECK(t.late == 5 && t.late_unnested == 1, "late %llu, unnested %llu",
           (unsigned long long)t.late, (unsigned long long)t.late_unnested);
     CHECK(op_table_kernel(&t, K1, KERNEL_COMPUTE, 1000, 1500) == 0, "k1");
     CHECK(op_table_kernel(&t, K1, KERNEL_COMPUTE, 100, 300) == 0, "k1 again");
@@ -78,9 +82,10 @@ int main(void)
     EXPECT(&t, OP_CPU, FWD, 1, 50, 50 - 20 - 20);
     EXPECT(&t, OP_CPU, CONV, 1, 20, 20 - 2 - 5);
     EXPECT(&t, OP_CPU, EMPTY, 2, 2 + 10, 2 + 10);
-    EXPECT(&t, OP_CPU, ADD, 1, 20, 20);
+    EXPECT(&t, OP_CPU, ADD, 1, 20, 20 - 4);
+    EXPECT(&t, OP_CPU, DRIVER, 1, 1, 1);
     EXPECT(&t, OP_CPU, OUTER, 1, 10, 0);
-    EXPECT(&t, OP_CPU, LAUNCH, 3, 5 + 1 + 1, 5 + 1 + 1);
+    EXPECT(&t, OP_CPU, LAUNCH, 4, 5 + 1 + 1 + 4, 5 + 1 + 1 + 4 - 1);
     EXPECT(&t, OP_CPU, INNER, 1, 10, 10 - 1);
     EXPECT(&t, OP_CPU, ZERO, 1, 0, 0);
     EXPECT(&t, OP_CPU, OTHER, 1, 70, 70);

@@ -651,6 +651,18 @@ static int ddpprof_span(const char *name, int64_t payload, int contract, struct 
     return 0;
 }
 
+/* The op name of an NVTX range: torch.autograd.profiler.emit_nvtx appends ", seq = N,
+ * op_id = M, sizes = ..." to the op's name. */
+static size_t nvtx_op_len(const char *name, size_t len)
+{
+    const char *comma = strstr(name, ", seq =");
+    if (!comma)
+        comma = strstr(name, ", op_id =");
+    if (!comma)
+        comma = strstr(name, ", sizes =");
+    return comma ? (size_t)(comma - name) : len;
+}
+
 /* ddpprof's rank mark of process pid (all: of the report), "ddpprof nvtx=V rank=R
  * world_size=W" (probes/nvtx.h): V, *rank and *world; 0 when the process made none. */
 static int nsys_rank_mark(struct nsys_file *f, int64_t pid, int all, int64_t *rank,
@@ -682,14 +694,15 @@ static int nsys_rank_mark(struct nsys_file *f, int64_t pid, int all, int64_t *ra
     return version;
 }
 
-/* The NVTX ranges of process pid, in start order, as host spans. */
+/* The NVTX ranges of process pid, in start order, as host spans and ops. */
 static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pid, int all,
                        int contract)
 {
     if (!f->has_nvtx)
         return 0;
     char *q = sqlite3_mprintf(
-        "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s FROM NVTX_EVENTS e %s "
+        "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s, e.eventType FROM NVTX_EVENTS e "
+        "%s "
         "WHERE e.eventType IN (%lld, %lld) AND e.\"end\" IS NOT NULL %s ORDER BY e.start",
         f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
         : f->has_text                ? "e.text"
@@ -733,6 +746,12 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
                                  .tid = TID_OF(sqlite3_column_int64(st, 4)), .val = -1,
                                  .name = name, .coll = IMPORT_COLL_NONE};
         size_t len = strlen(name);
+        /* a start/end range may end on another thread: nested in nothing (ops.h) */
+        struct import_op op = {.start_ns = start, .end_ns = end, .tid = sp.tid, .name = name,
+                               .name_len = nvtx_op_len(name, len),
+                               .async = sqlite3_column_int64(st, 7) == f->ev_startend};
+        if ((rc = import_rank_op(core, &op)) < 0) /* every range is an op (ops.csv) */
+            break;
         if (dom == DOM_DDPPROF) {
             if (!ddpprof_span(name, payload, contract, &sp)) {
                 f->skipped_ddpprof++;
@@ -747,14 +766,7 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
             sp.kind = IMPORT_PARAMS;
             sp.val = json_size((const char *)sqlite3_column_text(st, 6));
         } else {
-            /* torch.autograd.profiler.emit_nvtx appends ", seq = N, op_id = M, sizes = ..." */
-            const char *comma = strstr(name, ", seq =");
-            if (!comma)
-                comma = strstr(name, ", op_id =");
-            if (!comma)
-                comma = strstr(name, ", sizes =");
-            if (comma)
-                len = (size_t)(comma - name);
+            len = op.name_len;
             int named = pt_name_span(name, len, "", 0, &sp.kind, &sp.coll);
             if (named <= 0)
                 continue;
@@ -772,14 +784,26 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
     return rc;
 }
 
-/* The launches (CUPTI_ACTIVITY_KIND_RUNTIME's correlation ids) of process pid. */
+/* The CUDA API calls (CUPTI_ACTIVITY_KIND_RUNTIME) of process pid: launches (their
+ * correlation ids) and ops. */
 static int nsys_launches(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
 {
     if (!f->has_runtime)
         return 0;
-    char *q = sqlite3_mprintf("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-                              "WHERE correlationId IS NOT NULL %s",
-                              all ? "" : "AND ((globalTid >> 24) & 16777215) = ?1");
+    /* every call is an op of ops.csv too, named as nsys stats cudaapisum names it (a
+     * "_vNNNN" version tail cut off) */
+    int named = column_exists(f->db, "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId") &&
+                column_exists(f->db, "CUPTI_ACTIVITY_KIND_RUNTIME", "end") &&
+                table_exists(f->db, "StringIds");
+    char *q = sqlite3_mprintf(
+        "SELECT r.start, r.correlationId, %s, r.globalTid, %s FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "%s WHERE 1 %s ORDER BY r.start",
+        named ? "r.\"end\"" : "NULL",
+        named ? "CASE substr(s.value, -6, 2) WHEN '_v' THEN substr(s.value, 1, "
+                "length(s.value) - 6) ELSE s.value END"
+              : "NULL",
+        named ? "LEFT JOIN StringIds s ON s.id = r.nameId" : "",
+        all ? "" : "AND ((r.globalTid >> 24) & 16777215) = ?1");
     sqlite3_stmt *st;
     if (!q || sqlite3_prepare_v2(f->db, q, -1, &st, NULL) != SQLITE_OK) {
         sqlite3_free(q);
@@ -789,8 +813,19 @@ static int nsys_launches(struct nsys_file *f, struct import_rank *core, int64_t 
     if (!all)
         sqlite3_bind_int64(st, 1, pid);
     int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = import_rank_launch(core, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 0));
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 0), end = sqlite3_column_int64(st, 2);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+            rc = import_rank_launch(core, sqlite3_column_int64(st, 1), start);
+        const char *name = (const char *)sqlite3_column_text(st, 4);
+        if (rc == 0 && name && start >= 0 && start <= IMPORT_MAX_TS / 2 && end >= start &&
+            end - start <= IMPORT_MAX_DUR) {
+            struct import_op op = {.start_ns = start, .end_ns = end,
+                                   .tid = TID_OF(sqlite3_column_int64(st, 3)), .name = name,
+                                   .name_len = strlen(name)};
+            rc = import_rank_op(core, &op);
+        }
+    }
     if (rc == 0 && step != SQLITE_DONE)
         rc = nsys_sql_error(f, "reading CUPTI_ACTIVITY_KIND_RUNTIME");
     sqlite3_finalize(st);
@@ -813,16 +848,22 @@ static int nsys_activity(struct nsys_file *f, struct import_rank *core, int64_t 
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_KERNEL", "streamId") ? "k.streamId"
                                                                            : "-1",
             f->kernel_name, all || !f->kernel_pid ? "" : where);
+    /* memory activity named as nsys stats names it (cuda_gpu_mem_time_sum, 2022-2023) */
     if (f->has_memcpy)
         parts[np++] = sqlite3_mprintf(
-            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+            "SELECT start, \"end\", correlationId, %s, %s, 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY "
             "%s",
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMCPY", "streamId") ? "streamId" : "-1",
+            column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind")
+                ? "CASE copyKind WHEN 1 THEN '[CUDA memcpy HtoD]' WHEN 2 THEN "
+                  "'[CUDA memcpy DtoH]' WHEN 8 THEN '[CUDA memcpy DtoD]' WHEN 10 THEN "
+                  "'[CUDA memcpy PtoP]' ELSE '[CUDA memcpy]' END"
+                : "'[CUDA memcpy]'",
             all || !f->memcpy_pid ? "" : where);
     if (f->has_memset)
         parts[np++] = sqlite3_mprintf(
-            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMSET "
-            "%s",
+            "SELECT start, \"end\", correlationId, %s, '[CUDA memset]', 1 FROM "
+            "CUPTI_ACTIVITY_KIND_MEMSET %s",
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMSET", "streamId") ? "streamId" : "-1",
             all || !f->memset_pid ? "" : where);
     char *q = NULL;
@@ -858,18 +899,17 @@ static int nsys_activity(struct nsys_file *f, struct import_rank *core, int64_t 
             a.corr = sqlite3_column_int64(st, 2);
             a.has_corr = 1;
         }
+        const char *name = (const char *)sqlite3_column_text(st, 4);
+        if (name) { /* ops.csv's kernel name */
+            a.name = name;
+            a.name_len = strlen(name);
+        }
         if (sqlite3_column_int(st, 5) == 0) {
-            const char *name = (const char *)sqlite3_column_text(st, 4);
             a.cls = KERNEL_COMPUTE;
-            if (name) {
-                int known = 0;
-                size_t len = strlen(name);
-                if (pt_name_kernel(name, len, "", &a.coll, &known)) {
-                    a.cls = KERNEL_COMM;
-                    a.unknown_name = !known;
-                    a.name = name;
-                    a.name_len = len;
-                }
+            int known = 0;
+            if (name && pt_name_kernel(name, a.name_len, "", &a.coll, &known)) {
+                a.cls = KERNEL_COMM;
+                a.unknown_name = !known;
             }
         }
         rc = import_rank_activity(core, &a);

@@ -16,6 +16,7 @@
 #include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
+#include "report/ops.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -846,6 +847,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                "idle.csv", idle_cols, NCOLS(idle_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
+    struct ops_tables ops; /* ops.csv: imports that name their ops (report/ops.h) */
+    ops_tables_init(&ops);
     int rc = report_inputs(&rs, inputs, n);
     if (rc == 0)
         rc = runset_finish(&rs);
@@ -876,9 +879,12 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_ranks(&rs, st, &t[T_RANKS]);
         report_idle(&rs, st, &t[T_IDLE]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
+        ops_tables_fill(&ops, &rs);
     }
     for (int k = 0; k < T_WORST && rc == 0; k++)
         rc = table_write_csv(&t[k], out);
+    if (rc == 0)
+        rc = ops_tables_write(&ops, out);
     if (rc == 0) {
         char *path = NULL;
         if (asprintf(&path, "%s/timeline.json", out) < 0)
@@ -888,14 +894,19 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         free(path);
     }
     if (rc == 0) {
-        const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
-                                       &t[T_WORST], &t[T_RANKS]};
+        const struct table *shown[8] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES],
+                                        &t[T_BUCKETS], &t[T_WORST], &t[T_RANKS]};
+        int nshown = 6;
+        if (ops.cpu.nrows > 0)
+            shown[nshown++] = &ops.cpu;
+        if (ops.kernel.nrows > 0)
+            shown[nshown++] = &ops.kernel;
         struct report_cautions notes = {0};
         for (size_t i = 0; i < spread.n; i++)
             report_line(&notes, "%s", spread.line[i]);
         for (size_t i = 0; i < warm.n; i++)
             report_line(&notes, "%s", warm.line[i]);
-        rc = charts_write(&rs, st, shown, NCOLS(shown), (const char *const *)cautions.line,
+        rc = charts_write(&rs, st, shown, nshown, (const char *const *)cautions.line,
                           cautions.n, (const char *const *)notes.line, notes.n, out);
         report_cautions_free(&notes);
     }
@@ -921,11 +932,17 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         for (size_t i = 0; i < cautions.n; i++)
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
+        if (ops.cpu.nrows > 0)
+            table_print(&ops.cpu, terminal, OPS_TOP);
+        if (ops.kernel.nrows > 0)
+            table_print(&ops.kernel, terminal, OPS_TOP);
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
                 "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
                 out);
+        if (ops.all.nrows > 0)
+            fprintf(terminal, "# and ops.csv: time per operator and per kernel name\n");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);
@@ -937,6 +954,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     free(rep);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
+    ops_tables_free(&ops);
     analysis_free(st, rs.n);
     runset_free(&rs);
     return rc;

@@ -16,7 +16,7 @@
 #      mean, min, max (0.001 µs: the same ns, printed to 3 decimals of µs) and its share of
 #      its type's time on the rank (0.01 %: ops.csv prints 2 decimals);
 #   3. Nsight Systems' own `nsys stats` (2022.4; tests/fixtures/nsys/make_nsys_stats.sh):
-#      nvtxsum of each rank of ddp-2022.4 (a real nsys report of a ddpprof CPU run: every
+#      nvtxsum of each rank of ddp-2022.4-nvtx1 (a real nsys report of a ddpprof CPU run: every
 #      NVTX range's calls, total, min, max, exact to the ns), and of the current-schema
 #      report (make_current_schema.py, generated here: PyTorch's ranges, emit_nvtx's
 #      ", seq = ..." cut and ProfilerStep#N counted as ProfilerStep*, as key_averages does;
@@ -118,7 +118,7 @@ for r in 0 1 2 3; do
 done
 
 # 3. nsys stats
-"$bin" report "$fix/nsys/ddp-2022.4/rank0.sqlite" --out "$work/probe" >"$work/probe.log" 2>&1
+"$bin" report "$fix/nsys/ddp-2022.4-nvtx1/rank0.sqlite" --out "$work/probe" >"$work/probe.log" 2>&1
 if grep -q "built without SQLite" "$work/probe.log"; then
   echo "note: part 3 (Nsight Systems) not run: this ddpprof was built without SQLite"
 else
@@ -150,7 +150,7 @@ else
         if (d != "") print n ":" d }
       for (n in G) if (!(n in W)) print n ": not in nsys stats" }'
   out=$work/nsys2022
-  "$bin" report "$fix/nsys/ddp-2022.4" --out "$out" >"$work/nsys.log" 2>&1
+  "$bin" report "$fix/nsys/ddp-2022.4-nvtx1" --out "$out" >"$work/nsys.log" 2>&1
   expect "nsys 2022.4 report exit" "$?" 0
   for r in 0 1; do
     diffs=$(csv_awk -v R=$r "$nsys_norm"'

@@ -12,6 +12,7 @@
 
 #include "report/analysis.h"
 #include "report/charts.h"
+#include "report/diff.h"
 #include "common/error.h"
 #include "common/vec.h"
 #include "report/import.h"
@@ -811,6 +812,39 @@ static void report_print_nodes(const struct runset *rs, FILE *out)
     }
 }
 
+/* The diff of two runs (report/diff.h) into *d and out/diff.csv; *made 1 when there is
+ * one.  how: REPORT_DIFF_ASKED (a diff that cannot be made is an error) or
+ * REPORT_DIFF_AUTO (the main job's: two runs or none; a failure is a warning). */
+static int report_diff(const struct runset *rs, const struct run_stat *st,
+                       const char *const *inputs, int n, int how, struct diff_result *d,
+                       int *made, const char *out)
+{
+    int a, b;
+    *made = 0;
+    if (how == REPORT_DIFF_AUTO && rs->n != 2)
+        return 0;
+    int rc = diff_pick(rs, inputs, n, &a, &b);
+    if (rc == 0)
+        rc = diff_compute(rs, st, a, b, d);
+    if (rc == 0)
+        rc = table_write_csv(&d->full, out);
+    if (rc == 0) {
+        *made = 1;
+        return 0;
+    }
+    diff_free(d);
+    if (how == REPORT_DIFF_ASKED)
+        return -1;
+    report_warn("no diff.csv: %s", error_get());
+    return 0;
+}
+
+static void report_print_diff(const struct diff_result *d, FILE *terminal)
+{
+    table_print(&d->top, terminal, TERMINAL_MAX_ROWS);
+    fprintf(terminal, "#  diff %s\n", d->summary ? d->summary : "");
+}
+
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal)
 {
     struct report_opts o = {.out_dir = out_dir};
@@ -854,6 +888,13 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         t[T_OVERLAP].ncols = OV_HOST;
     }
     const char *out = opts && opts->out_dir ? opts->out_dir : rs.default_out;
+    char *diff_out = NULL; /* ddpprof diff A B: FIRST/diff, not A's own report */
+    if (rc == 0 && opts && opts->diff_only && !opts->out_dir && n == 2 && out) {
+        if (asprintf(&diff_out, "%s/diff", out) < 0)
+            rc = error_set("report: out of memory");
+        else
+            out = diff_out;
+    }
     if (rc == 0)
         rc = report_mkdirs(out);
     int warmup = opts && opts->warmup_given ? opts->warmup_steps : ANALYSIS_WARMUP_AUTO;
@@ -861,6 +902,11 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = -1;
     struct report_cautions cautions = {0}, warm = {0}, spread = {0};
     struct repeats *rep = NULL;
+    struct diff_result diff;
+    int has_diff = 0;
+    memset(&diff, 0, sizeof diff);
+    if (rc == 0 && opts && opts->diff)
+        rc = report_diff(&rs, st, inputs, n, opts->diff, &diff, &has_diff, out);
     if (rc == 0 && !(rep = calloc((size_t)rs.n + 1, sizeof *rep)))
         rc = error_set("report: out of memory");
     if (rc == 0)
@@ -895,14 +941,23 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             report_line(&notes, "%s", spread.line[i]);
         for (size_t i = 0; i < warm.n; i++)
             report_line(&notes, "%s", warm.line[i]);
-        rc = charts_write(&rs, st, shown, NCOLS(shown), (const char *const *)cautions.line,
-                          cautions.n, (const char *const *)notes.line, notes.n, out);
+        const struct chart_section sect = {diff_write_html, &diff};
+        rc = charts_write_sections(&rs, st, shown, NCOLS(shown),
+                                   (const char *const *)cautions.line, cautions.n,
+                                   (const char *const *)notes.line, notes.n, &sect, has_diff,
+                                   out);
         report_cautions_free(&notes);
     }
     int kineto_files = 0;
     if (rc == 0 && opts && opts->kineto)
         rc = kineto_write(&rs, out, &kineto_files);
-    if (rc == 0 && terminal) {
+    if (rc == 0 && terminal && opts && opts->diff_only) {
+        if (has_diff)
+            report_print_diff(&diff, terminal);
+        fprintf(terminal, "#\n# diff in %s/diff.csv and report.html (and the report's tables "
+                          "beside them)\n", out);
+        fflush(terminal);
+    } else if (rc == 0 && terminal) {
         table_print(&t[T_PHASES], terminal, TERMINAL_MAX_ROWS);
         for (size_t i = 0; i < warm.n; i++)
             fprintf(terminal, "#  %s\n", warm.line[i]);
@@ -922,10 +977,13 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
         report_print_nodes(&rs, terminal);
+        if (has_diff)
+            report_print_diff(&diff, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
-                out);
+                "speedup.csv ranks.csv idle.csv %stimeline.json report.html phases.svg "
+                "speedup.svg\n",
+                out, has_diff ? "diff.csv " : "");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);
@@ -934,6 +992,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     report_cautions_free(&cautions);
     report_cautions_free(&warm);
     report_cautions_free(&spread);
+    diff_free(&diff);
+    free(diff_out);
     free(rep);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
@@ -945,7 +1005,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 const char *report_usage(void)
 {
     return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--warmup-steps N] [--hta-defaults]";
+           "[--warmup-steps N] [--hta-defaults] [--diff]; ddpprof diff A B | ddpprof diff "
+           "MAIN_JOB_DIR [--out DIR] [--warmup-steps N]";
 }
 
 int report_main(int argc, char **argv)
@@ -955,6 +1016,10 @@ int report_main(int argc, char **argv)
     int n = 0;
     if (!inputs)
         return error_set("report: out of memory");
+    if (strcmp(argv[0], "diff") == 0) { /* ddpprof diff A B: report --diff, the diff alone */
+        o.diff = REPORT_DIFF_ASKED;
+        o.diff_only = 1;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0) {
             if (i + 1 >= argc) {
@@ -966,6 +1031,8 @@ int report_main(int argc, char **argv)
             o.kineto = 1;
         } else if (strcmp(argv[i], "--hta-defaults") == 0) {
             o.hta_defaults = 1;
+        } else if (strcmp(argv[i], "--diff") == 0) {
+            o.diff = REPORT_DIFF_ASKED;
         } else if (strcmp(argv[i], "--warmup-steps") == 0) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -991,7 +1058,12 @@ int report_main(int argc, char **argv)
                    "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n"
                    "  --hta-defaults  PyTorch traces' kernel columns (k_, idle.csv) as Holistic\n"
                    "              Trace Analysis' default settings give them: times rounded\n"
-                   "              to µs, the last ProfilerStep's kernels left out\n",
+                   "              to µs, the last ProfilerStep's kernels left out\n"
+                   "  --diff      also diff.csv and a diff section on the page: the second\n"
+                   "              run against the first (one main-job directory: its ddp run\n"
+                   "              against its baseline), per phase, layer and bucket, each\n"
+                   "              row's share of the step-time change (ddpprof diff A B:\n"
+                   "              the same, the terminal showing the diff alone)\n",
                    report_usage());
             free(inputs);
             return 0;

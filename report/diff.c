@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,7 @@ struct ctx {
     unsigned char *cat;     /* labels id -> enum cat */
     signed char *held;      /* labels id -> enum trace_phase of a held collective, else -1 */
     uint32_t range_kind;
+    int a, b;               /* the runs */
 };
 
 /* a selected row of one rank, keyed by its step for the radix sort */
@@ -212,6 +214,8 @@ static int ctx_init(struct ctx *c, const struct runset *rs, int a, int b)
     if ((id = strpool_find(&rs->labels, DIFF_LAYER_BACKWARD)) != STRPOOL_NONE)
         c->cat[id] = C_LBWD;
     c->range_kind = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
+    c->a = a;
+    c->b = b;
     int runs[2] = {a, b};
     for (int k = 0; k < 2; k++) {
         const struct run *r = &rs->runs[runs[k]];
@@ -663,7 +667,36 @@ static void set_fixed(struct table *t, int col, int64_t v, int places)
 struct child_src {
     const char *name;
     int64_t a_part, b_part, a_time, b_time;
+    int64_t order; /* layers: their place in the model (layer_order) */
 };
+
+/* Per name id, the layers' order: their place in forward order (meta.csv layer.K.name of
+ * run A, then of run B), then the other names in the order they were read.  NULL when
+ * out of memory. */
+static int64_t *layer_order(const struct ctx *c)
+{
+    int64_t *order = malloc(((size_t)c->nnames + 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    for (uint32_t id = 0; id < c->nnames; id++)
+        order[id] = INT32_MAX + (int64_t)id;
+    int64_t pos = 0;
+    const int runs[2] = {c->a, c->b};
+    for (int k = 0; k < 2; k++) {
+        const struct run *r = &c->rs->runs[runs[k]];
+        const char *v = run_meta(r, "layers");
+        int n = v ? atoi(v) : 0;
+        for (int i = 0; i < n && i < 100000; i++) {
+            char key[48];
+            snprintf(key, sizeof key, "layer.%d.name", i);
+            const char *name = run_meta(r, key);
+            uint32_t id = name ? strpool_find(&c->rs->names, name) : STRPOOL_NONE;
+            if (id != STRPOOL_NONE && id < c->nnames && order[id] >= INT32_MAX)
+                order[id] = pos++;
+        }
+    }
+    return order;
+}
 
 static int add_group(struct rows *R, const char *level, size_t parent_idx,
                      const struct child_src *kids, size_t nkids, int keep_other,
@@ -720,7 +753,7 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
     for (int p = 0; p < P_COUNT; p++)
         kids[p] = (struct child_src){part_names[p], A->part[p], B->part[p],
                                      p == P_OTHER ? A->part[p] : A->time[p],
-                                     p == P_OTHER ? B->part[p] : B->time[p]};
+                                     p == P_OTHER ? B->part[p] : B->time[p], p};
     /* the phases: an exact partition of the step (no remainder) */
     size_t from = R->n;
     for (int p = 0; p < P_COUNT; p++) {
@@ -744,7 +777,8 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
     struct child_src *lk = malloc((nn + (size_t)c->nbk + TRACE_PHASE_COUNT + 1) * sizeof *lk);
     if (!lk)
         return error_set("diff: out of memory");
-    int rc = 0;
+    int64_t *order = layer_order(c);
+    int rc = order ? 0 : error_set("diff: out of memory");
     for (int pass = 0; pass < 2 && rc == 0; pass++) {
         const int64_t *ap = pass ? A->lb_part : A->lf_part, *bp = pass ? B->lb_part : B->lf_part;
         const int64_t *at = pass ? A->lb_time : A->lf_time, *bt = pass ? B->lb_time : B->lf_time;
@@ -753,8 +787,11 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
         for (size_t id = 0; id < nn; id++)
             if (as[id] || bs[id])
                 lk[nk++] = (struct child_src){strpool_get(&c->rs->names, (uint32_t)id), ap[id],
-                                              bp[id], at[id], bt[id]};
-        rc = add_group(R, "layer", idx[pass ? P_BACKWARD : P_FORWARD], lk, nk, 1, A, B, dstep);
+                                              bp[id], at[id], bt[id], order[id]};
+        if (sort_by_i64(lk, nk, sizeof *lk, offsetof(struct child_src, order)) < 0)
+            rc = error_wrap("diff");
+        if (rc == 0)
+            rc = add_group(R, "layer", idx[pass ? P_BACKWARD : P_FORWARD], lk, nk, 1, A, B, dstep);
     }
     /* the buckets and the held collectives under exposed communication */
     char (*bname)[32] = malloc(((size_t)c->nbk + 1) * sizeof *bname);
@@ -765,16 +802,17 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
         if (A->bk_seen[k] || B->bk_seen[k]) {
             snprintf(bname[k], sizeof bname[k], "b%d", k);
             lk[nk++] = (struct child_src){bname[k], A->bk_part[k], B->bk_part[k], A->bk_time[k],
-                                          B->bk_time[k]};
+                                          B->bk_time[k], k};
         }
     for (int ph = 0; ph < TRACE_PHASE_COUNT && rc == 0; ph++)
         if (A->cl_seen[ph] || B->cl_seen[ph])
             lk[nk++] = (struct child_src){trace_phase_name(ph), A->cl_part[ph], B->cl_part[ph],
-                                          A->cl_time[ph], B->cl_time[ph]};
+                                          A->cl_time[ph], B->cl_time[ph], 0};
     if (rc == 0)
         rc = add_group(R, "comm", idx[P_EXPOSED], lk, nk, 0, A, B, dstep);
     free(bname);
     free(lk);
+    free(order);
     return rc;
 }
 

@@ -16,6 +16,8 @@
  *                     exposed; bucket 1's [9500, 11000) overlaps bucket 0 until 10000 (those
  *                     instants are bucket 0's, the lowest running): 1000 exposed.
  *                     rank 1: steps of 12000 (not critical), its rows must not count.
+ *   meta.csv lists the layers fc, layer1.0 (the model's order: the rows' order in diff.csv),
+ *   the reverse of the order the trace names them first.
  * So: step +3000 µs; forward +1000 (share 1/3 = 33.33 %), exposed_comm +2000 (66.67 %); the
  * rest 0; forward/fc +1000 (33.33 %); exposed_comm/b0 +1000 and b1 +1000: 33.333.. each,
  * rounded to add up to 66.67: 33.34 (b0, the earlier of equal remainders) and 33.33. */
@@ -67,7 +69,8 @@ static void write_meta(const char *dir, const char *mode, int world)
     char meta[512];
     snprintf(meta, sizeof meta,
              "key,value\nmodel,convnet\nmode,%s\ndevice,cpu\nworld_size,%d\nepochs,1\n"
-             "steps,%d\nwall_s,1\nclock_offset_ns.rank0,0\nclock_offset_ns.rank1,0\n",
+             "steps,%d\nwall_s,1\nclock_offset_ns.rank0,0\nclock_offset_ns.rank1,0\n"
+             "layers,2\nlayer.0.name,fc\nlayer.1.name,layer1.0\n", /* the rows' order */
              mode, world, NSTEPS);
     mkdir(dir, 0777);
     test_write_file(dir, "meta.csv", meta, strlen(meta));
@@ -236,6 +239,9 @@ static void check_pair(const char *out)
     expect(c, "layer", "backward", "fc", 1000, 1000, 0);
     expect(c, "layer", "backward", "layer1.0", 2000, 2000, 0);
     expect(c, "layer", "backward", "other", 1000, 1000, 0);
+    CHECK(find(c, "layer", "forward", "fc") < find(c, "layer", "forward", "layer1.0") &&
+              find(c, "layer", "backward", "fc") < find(c, "layer", "backward", "layer1.0"),
+          "layers in meta.csv's order (layer.K.name), not in the order first read");
     sums(c, "layer", "forward", &a, &b, &sh);
     CHECK(a == 3000 && b == 4000 && sh == 3333, "forward's layers add up to it: %lld %lld %lld",
           a, b, sh);

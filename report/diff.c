@@ -1010,22 +1010,25 @@ void diff_free(struct diff_result *d)
 /* the phases' shares as horizontal bars around a zero line */
 static void diff_bars(FILE *f, const struct table *t)
 {
-    int share = -1, level = -1, name = -1;
+    int share = -1, level = -1, name = -1, delta = -1;
     for (int c = 0; c < t->ncols; c++) {
         if (strcmp(t->cols[c].csv, "share_pct") == 0)
             share = c;
+        if (strcmp(t->cols[c].csv, "delta_ms") == 0)
+            delta = c;
         if (strcmp(t->cols[c].csv, "level") == 0)
             level = c;
         if (strcmp(t->cols[c].csv, "name") == 0)
             name = c;
     }
-    double v[P_COUNT], lo = 0, hi = 0;
+    double v[P_COUNT], dv[P_COUNT], lo = 0, hi = 0;
     const char *nm[P_COUNT];
     int n = 0;
     for (size_t r = 0; r < t->nrows && n < P_COUNT; r++) {
         if (strcmp(table_get(t, r, level), "phase") != 0 || !*table_get(t, r, share))
             continue;
         v[n] = atof(table_get(t, r, share));
+        dv[n] = atof(table_get(t, r, delta));
         nm[n] = table_get(t, r, name);
         lo = v[n] < lo ? v[n] : lo;
         hi = v[n] > hi ? v[n] : hi;
@@ -1045,7 +1048,7 @@ static void diff_bars(FILE *f, const struct table *t)
         html_escape(f, nm[i]);
         fprintf(f, "</text><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
                    "<text x=\"%.1f\" y=\"%d\">%+.2f %%</text>\n",
-                x0, y, w, bar, v[i] < 0 ? "#4c9f70" : "#d1603d", x0 + w + 4, y + 13, v[i]);
+                x0, y, w, bar, dv[i] < 0 ? "#4c9f70" : "#d1603d", x0 + w + 4, y + 13, v[i]);
     }
     fprintf(f, "<line x1=\"%d\" y1=\"0\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n</svg>\n", zero,
             zero, H - 20);
@@ -1059,7 +1062,7 @@ void diff_write_html(FILE *f, const void *diff_result)
     fputs("</p>\n<p class=\"note\">Each row's share of the change in the mean step (critical "
           "rank): the phases add up to 100 %, the layers of forward and backward and the "
           "buckets of exposed communication to their parent's share (report/FORMULAS.md "
-          "\"diff.csv\"). Red: slower in B, green: faster.</p>\n",
+          "\"diff.csv\"). Red: the row is slower in B, green: faster.</p>\n",
           f);
     diff_bars(f, &d->full);
     table_write_html(&d->full, f, 400);

@@ -10,7 +10,8 @@
 #   2. before/after an option change: the same DDP run with --bucket-cap-mb 0.05 and
 #      --batch-size 64 against the main job's ddp run: B has more buckets, every group
 #      still adds up, the terminal shows the short table and the summary
-#   3. bad input: one run, three runs -- one stderr line, a non-zero exit
+#   3. two PyTorch trace directories (legacy exporter, gloo; the second with SyncBatchNorm)
+#   4. bad input: one run, three runs -- one stderr line, a non-zero exit
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
@@ -99,7 +100,14 @@ else
   check "report --diff prints the report too" grep -q "phases: time per phase" "$tmp/d3.out"
 fi
 
-# 3. bad input
+# 3. PyTorch traces (the legacy exporter's, 2 gloo ranks): without and with SyncBatchNorm
+fix=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fixtures/pytorch
+"$bin" diff "$fix/legacy-gloo-2ranks" "$fix/legacy-gloo-bn-2ranks" --out "$tmp/pt" >"$tmp/pt.out" 2>&1
+check "diff of two PyTorch trace directories: exit 0" test $? -eq 0
+check "PyTorch traces: every group adds up" adds_up "$tmp/pt/diff.csv"
+check "PyTorch traces: the SyncBatchNorm run's all-gather under exposed_comm" test -n "$(csv_col "$tmp/pt/diff.csv" b_ms level=comm name=comm.allgather)"
+
+# 4. bad input
 expect_error() { # NAME PATTERN ARGS...
   local name=$1 pattern=$2
   shift 2

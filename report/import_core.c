@@ -8,8 +8,10 @@
  *   - into the launch map (correlation -> launch time, a hash map keyed by the full
  *     correlation id: every launch is kept until the end of the file);
  *   - into the device window (kernels, memcpy, memset), walked in start order into the
- *     kernel sweep (analysis_kernel_add), the collective kernels' records, and the device
- *     span of the phase whose host span holds each launch.
+ *     kernel sweep (analysis_kernel_add), the collective kernels' records, the device
+ *     span of the phase whose host span holds each launch, and the op table's kernels;
+ *   - into the op window (every named host op), walked in start order into the op table
+ *     (report/ops.h: key_averages' self times, ops.csv).
  * At the end of the file the records are cut into steps, the all-reduces numbered into
  * buckets by their order within the step, and turned into rows; at the end of the run the
  * steps are renumbered over its ranks and the clocks aligned. */
@@ -27,6 +29,7 @@
 #include "report/analysis.h"
 #include "report/import_core.h"
 #include "report/importer.h"
+#include "report/ops.h"
 #include "report/ptjson.h"
 #include "report/reorder.h"
 #include "report/sort.h"
@@ -113,6 +116,14 @@ struct dev_item {
     uint8_t pad[5];
 };
 
+/* An op-window entry: ordered by (start, end desc, seq), seq counting the ops as they come,
+ * so that ops of the same range nest in file order as key_averages nests them. */
+struct op_item {
+    int64_t start, end, seq, tid;
+    uint32_t name;
+    uint8_t pad[4];
+};
+
 struct launch_slot {
     int64_t corr, ts; /* corr -1: empty */
 };
@@ -141,7 +152,9 @@ struct import_rank {
     struct runset *rs;
     struct import_sink *sink;
     int index;             /* in the sink's run */
-    struct reorder cpu, dev;
+    struct reorder cpu, dev, ops;
+    int64_t op_seq;
+    struct op_table optab; /* ops.csv's figures (report/ops.h) */
     struct launch_map launch;
     struct rec_list recs;  /* host records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */
@@ -375,6 +388,9 @@ static int imp_dev_out(struct import_rank *im, struct dev_item *d)
     if (swept && d->stream >= 0 &&
         analysis_kernel_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
         return -1;
+    if (swept && d->name != STRPOOL_NONE &&
+        op_table_kernel(&im->optab, d->name, (enum kernel_class)d->cls, d->start, d->end) < 0)
+        return imp_oom(im);
     if (d->coll != IMPORT_COLL_NONE) {
         int ar = d->coll == IMPORT_COLL_ALL_REDUCE;
         struct rec r = {.start = d->start, .end = d->end, .val = d->bytes, .launch = d->launch,
@@ -429,14 +445,41 @@ int import_rank_activity(struct import_rank *im, const struct import_activity *a
     if (a->unknown_name && im->counts.unknown_comm++ == 0)
         snprintf(im->counts.unknown_comm_name, sizeof im->counts.unknown_comm_name, "%.80s",
                  a->name);
-    if (d.coll != IMPORT_COLL_NONE &&
-        (d.name = imp_name(im, a->name, a->name_len)) == STRPOOL_NONE)
+    if ((d.coll != IMPORT_COLL_NONE || (a->name && a->name_len > 0)) &&
+        (d.name = imp_name(im, a->name ? a->name : "", a->name ? a->name_len : 0)) ==
+            STRPOOL_NONE)
         return -1;
     if (d.has_corr)
         d.launch = imp_launch_get(im, d.corr);
     struct dev_item out;
     if (reorder_push(&im->dev, &d, &out))
         return imp_dev_out(im, &out);
+    return 0;
+}
+
+int import_rank_op(struct import_rank *im, const struct import_op *op)
+{
+    static const char step[] = "ProfilerStep#", steps[] = "ProfilerStep*";
+    const char *name = op->name;
+    size_t len = op->name_len;
+    if (len >= sizeof step - 1 && memcmp(name, step, sizeof step - 1) == 0) {
+        name = steps; /* key_averages' wildcard */
+        len = sizeof steps - 1;
+    }
+    if (op->async) {
+        uint32_t id = imp_name(im, name, len);
+        if (id == STRPOOL_NONE)
+            return -1;
+        return op_table_async(&im->optab, id, op->start_ns, op->end_ns) < 0 ? imp_oom(im) : 0;
+    }
+    struct op_item it = {.start = op->start_ns, .end = op->end_ns, .seq = im->op_seq++,
+                         .tid = op->tid};
+    if ((it.name = imp_name(im, name, len)) == STRPOOL_NONE)
+        return -1;
+    struct op_item out;
+    if (reorder_push(&im->ops, &it, &out) &&
+        op_table_cpu(&im->optab, out.tid, out.start, out.end, out.name) < 0)
+        return imp_oom(im);
     return 0;
 }
 
@@ -507,7 +550,8 @@ struct import_rank *import_rank_begin(struct import_sink *s, const char *path)
     im->hta_last_step = INT64_MAX;
     if (launch_map_init(&im->launch, IMPORT_LAUNCHES) < 0 ||
         reorder_init(&im->cpu, CPU_REC_BYTES, IMPORT_WINDOW) < 0 ||
-        reorder_init(&im->dev, sizeof(struct dev_item), IMPORT_WINDOW) < 0) {
+        reorder_init(&im->dev, sizeof(struct dev_item), IMPORT_WINDOW) < 0 ||
+        reorder_init_seq(&im->ops, sizeof(struct op_item), IMPORT_WINDOW) < 0) {
         imp_oom(im);
         import_rank_free(im);
         return NULL;
@@ -526,6 +570,8 @@ void import_rank_free(struct import_rank *im)
         return;
     reorder_free(&im->cpu);
     reorder_free(&im->dev);
+    reorder_free(&im->ops);
+    op_table_free(&im->optab);
     free(im->launch.slot);
     free(im->recs.v);
     free(im->nccl.v);
@@ -561,6 +607,12 @@ int import_rank_drain(struct import_rank *im)
     while (reorder_pop(&im->dev, &d))
         if (imp_dev_out(im, &d) < 0)
             return -1;
+    struct op_item op;
+    while (reorder_pop(&im->ops, &op))
+        if (op_table_cpu(&im->optab, op.tid, op.start, op.end, op.name) < 0)
+            return imp_oom(im);
+    if (op_table_finish(&im->optab) < 0)
+        return imp_oom(im);
     return analysis_kernel_finish(&im->kern);
 }
 
@@ -571,10 +623,11 @@ int import_rank_empty(const struct import_rank *im)
 
 void import_rank_warn(const struct import_rank *im)
 {
-    if (im->cpu.late || im->dev.late)
-        report_warn("%s: %llu event(s) more than %d events out of time order: phase spans and "
-                    "kernel figures near them are approximate",
-                    im->path, (unsigned long long)(im->cpu.late + im->dev.late), IMPORT_WINDOW);
+    if (im->cpu.late || im->dev.late || im->ops.late)
+        report_warn("%s: %llu event(s) more than %d events out of time order: phase spans, "
+                    "kernel figures and op self times near them are approximate",
+                    im->path, (unsigned long long)(im->cpu.late + im->dev.late + im->ops.late),
+                    IMPORT_WINDOW);
     if (im->cpu_after_dev)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",
@@ -1018,6 +1071,12 @@ int import_rank_finish(struct import_rank *im)
     free(steps);
     if (im->failed)
         return -1;
+    if (op_table_any(&im->optab)) { /* ops.csv's rows: the rank_trace owns them now */
+        if (!(t->ops = malloc(sizeof *t->ops)))
+            return imp_oom(im);
+        *t->ops = im->optab;
+        memset(&im->optab, 0, sizeof im->optab);
+    }
     t->has_kernels = 1;
     t->kern = im->kern;
     im->kern.streams = NULL; /* the rank_trace owns them now */

@@ -83,8 +83,21 @@ struct import_activity {
     enum import_coll coll; /* a collective kernel's kind (cls KERNEL_COMM) */
     int has_corr;
     int unknown_name; /* a communication kernel named in no known scheme (counted) */
-    const char *name; /* a collective kernel's name */
+    const char *name; /* its name (a kernel's; "Memcpy HtoD ..."), for ops.csv and, for a
+                         collective kernel, its rows; NULL: none */
     size_t name_len;
+};
+
+/* A named host op for ops.csv (report/ops.h): any CPU op, record_function range, CUDA
+ * runtime call or NVTX range, whether or not it is also a span.  ProfilerStep#N is counted
+ * as "ProfilerStep*", as key_averages() groups it. */
+struct import_op {
+    int64_t start_ns, end_ns; /* on the file's clock */
+    int64_t tid;
+    const char *name;
+    size_t name_len;
+    int async; /* begun on one thread and ended on another (gloo's collective work): as
+                  key_averages, no self time, and it nests nothing */
 };
 
 /* Who a rank is, as its importer found out (import_rank_info; zeroed at the start). */
@@ -130,6 +143,7 @@ struct import_rank *import_rank_begin(struct import_sink *s, const char *path);
 int import_rank_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_device_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_activity(struct import_rank *r, const struct import_activity *a);
+int import_rank_op(struct import_rank *r, const struct import_op *op);
 /* A kernel launch: correlation id corr (>= 0; others ignored) at ts; the later of two wins. */
 int import_rank_launch(struct import_rank *r, int64_t corr, int64_t ts);
 

@@ -572,11 +572,24 @@ static int ddpprof_span(const char *name, int64_t payload, struct import_span *s
     return 0;
 }
 
-/* The NVTX ranges of process pid, in start order, as host spans. */
+/* The op name of an NVTX range: torch.autograd.profiler.emit_nvtx appends ", seq = N,
+ * op_id = M, sizes = ..." to the op's name. */
+static size_t nvtx_op_len(const char *name, size_t len)
+{
+    const char *comma = strstr(name, ", seq =");
+    if (!comma)
+        comma = strstr(name, ", op_id =");
+    if (!comma)
+        comma = strstr(name, ", sizes =");
+    return comma ? (size_t)(comma - name) : len;
+}
+
+/* The NVTX ranges of process pid, in start order, as host spans and ops. */
 static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pid, int all)
 {
     char *q = sqlite3_mprintf(
-        "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s FROM NVTX_EVENTS e %s "
+        "SELECT e.start, e.\"end\", %s, %s, e.globalTid, %s, %s, e.eventType FROM NVTX_EVENTS e "
+        "%s "
         "WHERE e.eventType IN (%lld, %lld) AND e.\"end\" IS NOT NULL %s ORDER BY e.start",
         f->has_text && f->has_textid ? "COALESCE(e.text, s.value)"
         : f->has_text                ? "e.text"
@@ -620,6 +633,12 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
                                  .tid = TID_OF(sqlite3_column_int64(st, 4)), .val = -1,
                                  .name = name, .coll = IMPORT_COLL_NONE};
         size_t len = strlen(name);
+        /* a start/end range may end on another thread: nested in nothing (ops.h) */
+        struct import_op op = {.start_ns = start, .end_ns = end, .tid = sp.tid, .name = name,
+                               .name_len = nvtx_op_len(name, len),
+                               .async = sqlite3_column_int64(st, 7) == f->ev_startend};
+        if ((rc = import_rank_op(core, &op)) < 0) /* every range is an op (ops.csv) */
+            break;
         if (dom == DOM_DDPPROF) {
             if (!ddpprof_span(name, payload, &sp)) {
                 f->skipped_ddpprof++;
@@ -634,14 +653,7 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
             sp.kind = IMPORT_PARAMS;
             sp.val = json_size((const char *)sqlite3_column_text(st, 6));
         } else {
-            /* torch.autograd.profiler.emit_nvtx appends ", seq = N, op_id = M, sizes = ..." */
-            const char *comma = strstr(name, ", seq =");
-            if (!comma)
-                comma = strstr(name, ", op_id =");
-            if (!comma)
-                comma = strstr(name, ", sizes =");
-            if (comma)
-                len = (size_t)(comma - name);
+            len = op.name_len;
             int named = pt_name_span(name, len, "", 0, &sp.kind, &sp.coll);
             if (named <= 0)
                 continue;
@@ -700,16 +712,22 @@ static int nsys_activity(struct nsys_file *f, struct import_rank *core, int64_t 
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_KERNEL", "streamId") ? "k.streamId"
                                                                            : "-1",
             f->kernel_name, all || !f->kernel_pid ? "" : where);
+    /* memory activity named as nsys stats names it (cuda_gpu_mem_time_sum, 2022-2023) */
     if (f->has_memcpy)
         parts[np++] = sqlite3_mprintf(
-            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+            "SELECT start, \"end\", correlationId, %s, %s, 1 FROM CUPTI_ACTIVITY_KIND_MEMCPY "
             "%s",
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMCPY", "streamId") ? "streamId" : "-1",
+            column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMCPY", "copyKind")
+                ? "CASE copyKind WHEN 1 THEN '[CUDA memcpy HtoD]' WHEN 2 THEN "
+                  "'[CUDA memcpy DtoH]' WHEN 8 THEN '[CUDA memcpy DtoD]' WHEN 10 THEN "
+                  "'[CUDA memcpy PtoP]' ELSE '[CUDA memcpy]' END"
+                : "'[CUDA memcpy]'",
             all || !f->memcpy_pid ? "" : where);
     if (f->has_memset)
         parts[np++] = sqlite3_mprintf(
-            "SELECT start, \"end\", correlationId, %s, NULL, 1 FROM CUPTI_ACTIVITY_KIND_MEMSET "
-            "%s",
+            "SELECT start, \"end\", correlationId, %s, '[CUDA memset]', 1 FROM "
+            "CUPTI_ACTIVITY_KIND_MEMSET %s",
             column_exists(f->db, "CUPTI_ACTIVITY_KIND_MEMSET", "streamId") ? "streamId" : "-1",
             all || !f->memset_pid ? "" : where);
     char *q = NULL;
@@ -745,18 +763,17 @@ static int nsys_activity(struct nsys_file *f, struct import_rank *core, int64_t 
             a.corr = sqlite3_column_int64(st, 2);
             a.has_corr = 1;
         }
+        const char *name = (const char *)sqlite3_column_text(st, 4);
+        if (name) { /* ops.csv's kernel name */
+            a.name = name;
+            a.name_len = strlen(name);
+        }
         if (sqlite3_column_int(st, 5) == 0) {
-            const char *name = (const char *)sqlite3_column_text(st, 4);
             a.cls = KERNEL_COMPUTE;
-            if (name) {
-                int known = 0;
-                size_t len = strlen(name);
-                if (pt_name_kernel(name, len, "", &a.coll, &known)) {
-                    a.cls = KERNEL_COMM;
-                    a.unknown_name = !known;
-                    a.name = name;
-                    a.name_len = len;
-                }
+            int known = 0;
+            if (name && pt_name_kernel(name, a.name_len, "", &a.coll, &known)) {
+                a.cls = KERNEL_COMM;
+                a.unknown_name = !known;
             }
         }
         rc = import_rank_activity(core, &a);

@@ -104,15 +104,31 @@ static int64_t us_ceil(int64_t ns)
     return -us_floor(-ns);
 }
 
+/* Every host op, runtime calls included, is an op of ops.csv (key_averages counts them).
+ * gloo's collective work ("gloo:all_reduce", ...) begins on the caller's thread and ends
+ * on gloo's: torch counts it as async, with no self time (seen in torch 1.13's
+ * key_averages of tests/fixtures/pytorch/keyavg-gloo-2ranks). */
+static int pt_op(struct pt_rank *pr, const struct pt_event *e, int64_t end)
+{
+    struct import_op op = {.start_ns = e->ts_ns, .end_ns = end, .tid = e->tid,
+                           .name = e->name, .name_len = e->name_len,
+                           .async = e->name_len > 5 && memcmp(e->name, "gloo:", 5) == 0};
+    return import_rank_op(pr->core, &op);
+}
+
 static int pt_event_at(struct pt_rank *pr, const struct pt_event *e, int64_t end)
 {
     switch (e->cat) {
     case PT_CAT_NONE:
     case PT_CAT_CPU_OP:
     case PT_CAT_USER_ANNOTATION:
+        if (pt_op(pr, e, end) < 0)
+            return -1;
         return pt_host_event(pr, e, end);
     case PT_CAT_CUDA_RUNTIME:
     case PT_CAT_CUDA_DRIVER:
+        if (pt_op(pr, e, end) < 0)
+            return -1;
         return e->has_corr ? import_rank_launch(pr->core, e->correlation, e->ts_ns) : 0;
     case PT_CAT_KERNEL:
     case PT_CAT_GPU_MEMCPY:

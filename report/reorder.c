@@ -21,11 +21,27 @@ static int64_t rec_end(const unsigned char *p)
     return v;
 }
 
-/* a comes out before b */
-static int rec_before(const unsigned char *a, const unsigned char *b)
+/* a comes out before b (r->by_seq: equal ranges in the order of their third int64) */
+static int rec_before(const struct reorder *r, const unsigned char *a, const unsigned char *b)
 {
-    int64_t sa = rec_start(a), sb = rec_start(b);
-    return sa != sb ? sa < sb : rec_end(a) > rec_end(b);
+    int64_t sa = rec_start(a), sb = rec_start(b), ea = rec_end(a), eb = rec_end(b);
+    if (sa != sb || ea != eb || !r->by_seq)
+        return sa != sb ? sa < sb : ea > eb;
+    int64_t qa, qb;
+    memcpy(&qa, a + 2 * sizeof qa, sizeof qa);
+    memcpy(&qb, b + 2 * sizeof qb, sizeof qb);
+    return qa < qb;
+}
+
+int reorder_init_seq(struct reorder *r, size_t size, size_t cap)
+{
+    if (size < 24 || reorder_init(r, size, cap) < 0)
+        return size < 24 ? error_set("report: a reorder record of %zu bytes has no sequence "
+                                     "number",
+                                     size)
+                         : -1;
+    r->by_seq = 1;
+    return 0;
 }
 
 int reorder_init(struct reorder *r, size_t size, size_t cap)
@@ -70,9 +86,9 @@ static void take_top(struct reorder *r, void *out)
         size_t c = 2 * i + 1;
         if (c >= r->n)
             break;
-        if (c + 1 < r->n && rec_before(at(r, c + 1), at(r, c)))
+        if (c + 1 < r->n && rec_before(r, at(r, c + 1), at(r, c)))
             c++;
-        if (!rec_before(at(r, c), tmp))
+        if (!rec_before(r, at(r, c), tmp))
             break;
         memcpy(at(r, i), at(r, c), r->size);
         i = c;
@@ -85,7 +101,7 @@ int reorder_push(struct reorder *r, const void *rec, void *out)
     int popped = 0;
     if (r->n == r->cap) {
         /* the new record itself goes straight out when it is the earliest */
-        if (r->n == 0 || !rec_before(at(r, 0), rec)) {
+        if (r->n == 0 || !rec_before(r, at(r, 0), rec)) {
             memcpy(out, rec, r->size);
             int64_t s = rec_start(out);
             if (r->any_out && s < r->last_start)
@@ -101,7 +117,7 @@ int reorder_push(struct reorder *r, const void *rec, void *out)
     size_t i = r->n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!rec_before(rec, at(r, parent)))
+        if (!rec_before(r, rec, at(r, parent)))
             break;
         memcpy(at(r, i), at(r, parent), r->size);
         i = parent;

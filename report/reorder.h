@@ -18,12 +18,18 @@ struct reorder {
     int64_t last_start; /* the start of the last record out */
     int any_out;
     uint64_t late; /* records that came out before one that started earlier */
+    int by_seq;    /* reorder_init_seq: ties broken by the third int64 */
 };
 
 /* An empty window of cap records of size bytes (size >= 16, a multiple of 8).  Returns 0,
  * or -1 after error_set() (out of memory).  Free with reorder_free. */
 int reorder_init(struct reorder *r, size_t size, size_t cap);
 void reorder_free(struct reorder *r);
+
+/* The same, for records whose third int64 is a sequence number (size >= 24): records of the
+ * same start and end leave in ascending sequence order (push order when it counts pushes),
+ * as a stable sort would leave them. */
+int reorder_init_seq(struct reorder *r, size_t size, size_t cap);
 
 /* Push one record; when the window is full, the earliest record comes out into out first
  * (returns 1), else returns 0. */

@@ -18,6 +18,7 @@
 #include "report/import.h"
 #include "report/kineto.h"
 #include "report/layers.h"
+#include "report/ops.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -882,6 +883,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
     layers_table_init(&t[T_LAYERS]);
+    struct ops_tables ops; /* ops.csv: imports that name their ops (report/ops.h) */
+    ops_tables_init(&ops);
     int rc = report_inputs(&rs, inputs, n);
     if (rc == 0)
         rc = runset_finish(&rs);
@@ -924,6 +927,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_ranks(&rs, st, &t[T_RANKS]);
         report_idle(&rs, st, &t[T_IDLE]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
+        ops_tables_fill(&ops, &rs);
     }
     if (rc == 0)
         rc = layers_fill(&rs, st, &t[T_LAYERS]);
@@ -931,6 +935,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = table_write_csv(&t[k], out);
     if (rc == 0 && t[T_LAYERS].nrows > 0) /* --trace full runs only */
         rc = table_write_csv(&t[T_LAYERS], out);
+    if (rc == 0)
+        rc = ops_tables_write(&ops, out);
     if (rc == 0) {
         char *path = NULL;
         if (asprintf(&path, "%s/timeline.json", out) < 0)
@@ -940,18 +946,22 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         free(path);
     }
     if (rc == 0) {
-        const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
-                                       &t[T_WORST], &t[T_RANKS]};
+        const struct table *shown[8] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES],
+                                        &t[T_BUCKETS], &t[T_WORST], &t[T_RANKS]};
+        int nshown = 6;
+        if (ops.cpu.nrows > 0)
+            shown[nshown++] = &ops.cpu;
+        if (ops.kernel.nrows > 0)
+            shown[nshown++] = &ops.kernel;
         struct report_cautions notes = {0};
         for (size_t i = 0; i < spread.n; i++)
             report_line(&notes, "%s", spread.line[i]);
         for (size_t i = 0; i < warm.n; i++)
             report_line(&notes, "%s", warm.line[i]);
         const struct chart_section sect = {diff_write_html, &diff};
-        rc = charts_write_sections(&rs, st, shown, NCOLS(shown),
-                                   (const char *const *)cautions.line, cautions.n,
-                                   (const char *const *)notes.line, notes.n, &sect, has_diff,
-                                   out);
+        rc = charts_write_sections(&rs, st, shown, nshown, (const char *const *)cautions.line,
+                                   cautions.n, (const char *const *)notes.line, notes.n, &sect,
+                                   has_diff, out);
         report_cautions_free(&notes);
     }
     int kineto_files = 0;
@@ -985,14 +995,18 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         if (t[T_LAYERS].nrows > 0)
             fprintf(terminal, "# layers: %zu row(s) (per run, rank and layer) in layers.csv, "
                     "the roofline in report.html\n", t[T_LAYERS].nrows);
+        if (ops.cpu.nrows > 0)
+            table_print(&ops.cpu, terminal, OPS_TOP);
+        if (ops.kernel.nrows > 0)
+            table_print(&ops.kernel, terminal, OPS_TOP);
         report_print_nodes(&rs, terminal);
         if (has_diff)
             report_print_diff(&diff, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv idle.csv %stimeline.json report.html phases.svg "
+                "speedup.csv ranks.csv idle.csv %s%stimeline.json report.html phases.svg "
                 "speedup.svg\n",
-                out, has_diff ? "diff.csv " : "");
+                out, ops.all.nrows > 0 ? "ops.csv " : "", has_diff ? "diff.csv " : "");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);
@@ -1006,6 +1020,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     free(rep);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
+    ops_tables_free(&ops);
     analysis_free(st, rs.n);
     runset_free(&rs);
     return rc;

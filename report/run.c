@@ -23,6 +23,7 @@
 #include "common/parse.h"
 #include "common/printable.h"
 #include "common/vec.h"
+#include "report/ops.h"
 
 #define RUN_READ_CHUNK (1u << 20)
 
@@ -644,6 +645,8 @@ void rank_trace_free(struct rank_trace *t)
     for (int i = 0; i < t->kern.nstreams; i++)
         free(t->kern.streams[i].v);
     free(t->kern.streams);
+    op_table_free(t->ops);
+    free(t->ops);
     memset(t, 0, sizeof *t);
 }
 

@@ -70,6 +70,8 @@ struct kernel_sweep {
     int nstreams, cap_streams;
 };
 
+struct op_table; /* report/ops.h */
+
 /* The rows of one rank's trace file, in file order. */
 struct rank_trace {
     int rank;
@@ -93,6 +95,8 @@ struct rank_trace {
                           failed: "all-gather #80 (failed)"; NULL: no such file */
     int has_kernels;           /* imports: kern was swept while reading */
     struct kernel_sweep kern;
+    struct op_table *ops;      /* imports that name their ops: ops.csv's (report/ops.h);
+                                  NULL: none (ddpprof's own runs) */
 };
 
 struct meta_kv {

@@ -13,9 +13,11 @@
 
 #include "common/error.h"
 #include "common/vec.h"
+#include "report/ops.h"
 #include "report/sort.h"
 
 #define DIFF_TOP_FINER 8 /* finer rows on the terminal */
+#define DIFF_TOP_OPS 6   /* imports' operators and kernels on the terminal */
 
 /* the parts of a step, in diff.csv order */
 enum part { P_DATA, P_FORWARD, P_BACKWARD, P_OPTIMIZER, P_EXPOSED, P_OTHER, P_COUNT };
@@ -70,6 +72,8 @@ struct side {
     int64_t cl_part[TRACE_PHASE_COUNT], cl_time[TRACE_PHASE_COUNT]; /* held collectives */
     char cl_seen[TRACE_PHASE_COUNT];
     int64_t comm_other; /* exposed time under no bucket and no collective row (none so far) */
+    int crit;           /* the rank (index in run->ranks) critical in most counted steps */
+    int64_t crit_steps; /* its step ranges, warm-up included (its op table's steps) */
 };
 
 /* The sweep's view of the runset: what each label is. */
@@ -473,8 +477,14 @@ static int side_fill(const struct ctx *c, const struct run *r, int cutoff, struc
     size_t nsteps = 0, cap = 0, maxm = 0;
     if (!sel || !nsel)
         rc = error_set("diff: out of memory");
+    int64_t *critn = calloc((size_t)nr + 1, sizeof *critn), *all = calloc((size_t)nr + 1,
+                                                                          sizeof *all);
+    if (!critn || !all)
+        rc = error_set("diff: out of memory");
     for (int q = 0; q < nr && rc == 0; q++) {
         rc = select_rows(c, &r->ranks[q], &sel[q], &nsel[q]);
+        for (size_t i = 0; i < nsel[q] && rc == 0; i++)
+            all[q] += c->cat[r->ranks[q].rows[sel[q][i].row].phase] == C_STEP;
         for (size_t i = 0; i < nsel[q] && rc == 0;) { /* per step: its slice, its step row */
             size_t j = i;
             while (j < nsel[q] && sel[q][j].step == sel[q][i].step)
@@ -510,11 +520,19 @@ static int side_fill(const struct ctx *c, const struct run *r, int cutoff, struc
             if (steps[j].dur > steps[crit].dur)
                 crit = j;
         const struct steprow *p = &steps[crit];
+        critn[p->rank_idx]++;
         memset(bkc, 0, ((size_t)c->nbk + 1) * sizeof *bkc);
         rc = sweep_step(c, &r->ranks[p->rank_idx], sel[p->rank_idx] + p->lo, p->hi - p->lo,
                         p->start, p->end, s, bkc, ev, lfa, lba);
         i = j;
     }
+    for (int q = 0; rc == 0 && q < nr; q++)
+        if (critn[q] > critn[s->crit])
+            s->crit = q;
+    if (rc == 0)
+        s->crit_steps = all[s->crit];
+    free(critn);
+    free(all);
     free(bkc);
     free(ev);
     free(lfa);
@@ -730,6 +748,81 @@ static int add_group(struct rows *R, const char *level, size_t parent_idx,
     return group_round(R, from, R->n, &parent, A, B, dstep_us);
 }
 
+/* one op or kernel name of the two runs' critical ranks */
+struct op_pair {
+    int64_t delta; /* |b - a| in ns per step x steps_a x steps_b (the order: largest first) */
+    uint32_t name;
+    int kind;
+    int64_t a_ns, b_ns; /* per step, ns */
+};
+
+static int cmp_op_pair(const void *x, const void *y)
+{
+    const struct op_pair *a = x, *b = y;
+    if (a->delta != b->delta)
+        return (a->delta < b->delta) - (a->delta > b->delta);
+    if (a->kind != b->kind)
+        return (a->kind > b->kind) - (a->kind < b->kind);
+    return (a->name > b->name) - (a->name < b->name);
+}
+
+/* The operators (self time) and kernels (total time) of imported traces, per step of the
+ * critical rank's whole trace (report/ops.h's tables cover the trace): rows of level "op"
+ * and "kernel", largest change first, outside the partition (no share). */
+static int add_ops(struct rows *R, const struct ctx *c, const struct side *A,
+                   const struct side *B)
+{
+    const struct op_table *t[2] = {c->rs->runs[c->a].ranks[A->crit].ops,
+                                   c->rs->runs[c->b].ranks[B->crit].ops};
+    const int64_t steps[2] = {A->crit_steps, B->crit_steps};
+    size_t n = (t[0] ? t[0]->n : 0) + (t[1] ? t[1]->n : 0), m = 0;
+    if (n == 0)
+        return 0;
+    struct op_pair *v = calloc(n, sizeof *v);
+    size_t *at = malloc(2 * ((size_t)c->nnames + 1) * sizeof *at); /* (kind, name) -> v */
+    if (!v || !at) {
+        free(v);
+        free(at);
+        return error_set("diff: out of memory");
+    }
+    for (size_t i = 0; i < 2 * ((size_t)c->nnames + 1); i++)
+        at[i] = SIZE_MAX;
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; t[k] && steps[k] > 0 && i < t[k]->n; i++) {
+            const struct op_stat *o = &t[k]->v[i];
+            if (o->name >= c->nnames)
+                continue;
+            int64_t ns = (o->kind == OP_CPU ? o->self_ns : o->total_ns) / steps[k];
+            size_t *slot = &at[(o->kind == OP_CPU ? 0 : (size_t)c->nnames + 1) + o->name];
+            if (*slot == SIZE_MAX) {
+                *slot = m;
+                v[m++] = (struct op_pair){0, o->name, o->kind, 0, 0};
+            }
+            size_t j = *slot;
+            if (k == 0)
+                v[j].a_ns = ns;
+            else
+                v[j].b_ns = ns;
+        }
+    for (size_t j = 0; j < m; j++)
+        v[j].delta = v[j].b_ns > v[j].a_ns ? v[j].b_ns - v[j].a_ns : v[j].a_ns - v[j].b_ns;
+    qsort(v, m, sizeof *v, cmp_op_pair);
+    int rc = 0;
+    for (size_t j = 0; j < m && rc == 0; j++) {
+        struct drow *d = rows_add(R, v[j].kind == OP_CPU ? "op" : "kernel", "",
+                                  strpool_get(&c->rs->names, v[j].name));
+        if (!d) {
+            rc = error_set("diff: out of memory");
+            break;
+        }
+        d->a_us = round_div(v[j].a_ns, 1000);
+        d->b_us = round_div(v[j].b_ns, 1000);
+    }
+    free(v);
+    free(at);
+    return rc;
+}
+
 /* Build every row of the diff from the two sides. */
 static int build_rows(const struct ctx *c, const struct side *A, const struct side *B,
                       struct rows *R)
@@ -810,6 +903,8 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
                                           A->cl_time[ph], B->cl_time[ph], 0};
     if (rc == 0)
         rc = add_group(R, "comm", idx[P_EXPOSED], lk, nk, 0, A, B, dstep);
+    if (rc == 0)
+        rc = add_ops(R, c, A, B);
     free(bname);
     free(lk);
     free(order);
@@ -861,7 +956,7 @@ static void top_row(struct table *t, const struct drow *d)
 {
     table_add_row(t);
     table_set(t, TP_LEVEL, "%s", d->level);
-    if (strcmp(d->level, "step") == 0 || strcmp(d->level, "phase") == 0)
+    if (strcmp(d->level, "step") == 0 || strcmp(d->level, "phase") == 0 || !*d->parent)
         table_set(t, TP_NAME, "%s", d->name);
     else
         table_set(t, TP_NAME, "%s/%s", d->parent, d->name);
@@ -880,9 +975,24 @@ static int64_t mag(const struct drow *d)
     return v < 0 ? -v : v;
 }
 
-/* the rows of R->v[lo..hi) of the phase level (phases 1) or of the finer ones that
- * changed (phases 0), by |share| (else |delta|) descending (ties: table order), at most max
- * of them into out; returns how many */
+/* which rows top_of picks */
+enum top_which {
+    TOP_PHASES, /* the phases, by |share| */
+    TOP_FINER,  /* the layers and comm rows that changed, by |share| */
+    TOP_OPS     /* the ops and kernels that changed, by |delta| */
+};
+
+static int top_is(const struct drow *d, enum top_which w)
+{
+    int phase = strcmp(d->level, "phase") == 0;
+    int ops = strcmp(d->level, "op") == 0 || strcmp(d->level, "kernel") == 0;
+    if (w == TOP_PHASES)
+        return phase;
+    if (d->b_us == d->a_us || strcmp(d->level, "step") == 0)
+        return 0;
+    return w == TOP_OPS ? ops : !phase && !ops;
+}
+
 static int cmp_mag(const void *x, const void *y, void *rows)
 {
     const struct rows *R = rows;
@@ -893,18 +1003,17 @@ static int cmp_mag(const void *x, const void *y, void *rows)
     return (i > j) - (i < j);
 }
 
-static size_t top_of(const struct rows *R, size_t lo, size_t hi, int phases, size_t *out,
-                     size_t max)
+/* the rows of R->v[lo..hi) that are `which`, largest first (ties: table order), at most
+ * max of them into out; returns how many */
+static size_t top_of(const struct rows *R, size_t lo, size_t hi, enum top_which which,
+                     size_t *out, size_t max)
 {
     size_t *v = malloc((hi - lo + 1) * sizeof *v), n = 0;
     if (!v)
         return 0;
-    for (size_t i = lo; i < hi; i++) {
-        const struct drow *d = &R->v[i];
-        int is_phase = strcmp(d->level, "phase") == 0;
-        if (is_phase == phases && (phases || d->b_us != d->a_us))
+    for (size_t i = lo; i < hi; i++)
+        if (top_is(&R->v[i], which))
             v[n++] = i;
-    }
     qsort_r(v, n, sizeof *v, cmp_mag, (void *)R);
     if (n > max)
         n = max;
@@ -920,7 +1029,7 @@ static char *make_summary(const struct rows *R, const char *la, const char *lb)
     fmt_fixed(a, sizeof a, s->a_us, 3);
     fmt_fixed(b, sizeof b, s->b_us, 3);
     fmt_fixed(d, sizeof d, s->b_us - s->a_us, 3);
-    size_t idx[3], n = top_of(R, 1, R->n, 1, idx, 3), len = 0;
+    size_t idx[3], n = top_of(R, 1, R->n, TOP_PHASES, idx, 3), len = 0;
     for (size_t k = 0; k < n && s->has_share; k++) {
         char sh[32];
         fmt_fixed(sh, sizeof sh, R->v[idx[k]].share_cp, 2);
@@ -981,12 +1090,15 @@ int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int 
         fill_full(&out->full, &R, la, lb, &A, &B);
         top_row(&out->top, &R.v[0]);
         size_t pick[P_COUNT + DIFF_TOP_FINER];
-        size_t n = top_of(&R, 1, R.n, 1, pick, P_COUNT);
-        for (size_t k = 0; k < n; k++)
-            top_row(&out->top, &R.v[pick[k]]);
-        n = top_of(&R, 1, R.n, 0, pick, DIFF_TOP_FINER);
-        for (size_t k = 0; k < n; k++)
-            top_row(&out->top, &R.v[pick[k]]);
+        static const struct {
+            enum top_which which;
+            size_t max;
+        } parts[] = {{TOP_PHASES, P_COUNT}, {TOP_FINER, DIFF_TOP_FINER}, {TOP_OPS, DIFF_TOP_OPS}};
+        for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
+            size_t n = top_of(&R, 1, R.n, parts[p].which, pick, parts[p].max);
+            for (size_t k = 0; k < n; k++)
+                top_row(&out->top, &R.v[pick[k]]);
+        }
         if (!(out->summary = make_summary(&R, la, lb)))
             rc = error_set("diff: out of memory");
         if (out->full.failed || out->top.failed)

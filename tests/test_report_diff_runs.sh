@@ -10,7 +10,9 @@
 #   2. before/after an option change: the same DDP run with --bucket-cap-mb 0.05 and
 #      --batch-size 64 against the main job's ddp run: B has more buckets, every group
 #      still adds up, the terminal shows the short table and the summary
-#   3. two PyTorch trace directories (legacy exporter, gloo; the second with SyncBatchNorm)
+#   3. two PyTorch trace directories (legacy exporter, gloo; the second with SyncBatchNorm):
+#      the phases add up, the all-gather is exposed communication, operators (self time per
+#      step, ops.csv's) are rows of their own without a share
 #   4. bad input: one run, three runs -- one stderr line, a non-zero exit
 set -u
 . "$(dirname "$0")/csvcol.sh"
@@ -29,7 +31,8 @@ check() { # WHAT COMMAND...: the command's status is the verdict
 common=(--cpu 2 --model convnet --epochs 1 --limit 384 --test-limit 64 --quiet)
 
 # adds_up DIFF_CSV: every group's a_ms, b_ms and share_pct add up to its parent's exactly
-# (in thousandths and hundredths: the printed digits), the phases' shares to 100.00
+# (in thousandths and hundredths: the printed digits), the phases' shares to 100.00 (rows
+# without a parent, imports' operators and kernels, are no partition)
 adds_up() {
   csv_awk '
     function milli(s) { return s == "" ? 0 : int(s * 1000 + (s < 0 ? -0.5 : 0.5)) }
@@ -37,7 +40,7 @@ adds_up() {
     FNR > 1 {
       k = col("parent")
       if (col("level") == "step") { pa["step"] = milli(col("a_ms")); pb["step"] = milli(col("b_ms")); ps["step"] = centi(col("share_pct")); hs["step"] = col("share_pct") != "" }
-      else { sa[k] += milli(col("a_ms")); sb[k] += milli(col("b_ms")); ss[k] += centi(col("share_pct")); kids[k] = 1 }
+      else if (k != "") { sa[k] += milli(col("a_ms")); sb[k] += milli(col("b_ms")); ss[k] += centi(col("share_pct")); kids[k] = 1 }
       if (col("level") == "phase") { pa[col("name")] = milli(col("a_ms")); pb[col("name")] = milli(col("b_ms")); ps[col("name")] = centi(col("share_pct")) }
     }
     END {
@@ -106,6 +109,11 @@ fix=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fixtures/pyto
 check "diff of two PyTorch trace directories: exit 0" test $? -eq 0
 check "PyTorch traces: every group adds up" adds_up "$tmp/pt/diff.csv"
 check "PyTorch traces: the SyncBatchNorm run's all-gather under exposed_comm" test -n "$(csv_col "$tmp/pt/diff.csv" b_ms level=comm name=comm.allgather)"
+mm_a=$(csv_col "$tmp/pt/diff.csv" a_ms level=op name=aten::mm)
+mm_b=$(csv_col "$tmp/pt/diff.csv" b_ms level=op name=aten::mm)
+check "PyTorch traces: operator rows (aten::mm self time per step: $mm_a -> $mm_b ms)" awk -v a="$mm_a" -v b="$mm_b" 'BEGIN { exit !(a > 0 && b > 0) }'
+check "PyTorch traces: operator rows have no share (not a partition of the step)" test -z "$(csv_col "$tmp/pt/diff.csv" share_pct level=op name=aten::mm)"
+check "PyTorch traces: the terminal's operators" grep -qE "^   op +aten::" "$tmp/pt.out"
 
 # 4. bad input
 expect_error() { # NAME PATTERN ARGS...

@@ -71,7 +71,6 @@ struct side {
     char *bk_seen;
     int64_t cl_part[TRACE_PHASE_COUNT], cl_time[TRACE_PHASE_COUNT]; /* held collectives */
     char cl_seen[TRACE_PHASE_COUNT];
-    int64_t comm_other; /* exposed time under no bucket and no collective row (none so far) */
     int crit;           /* the rank (index in run->ranks) critical in most counted steps */
     int64_t crit_steps; /* its step ranges, warm-up included (its op table's steps) */
 };
@@ -449,8 +448,6 @@ static int sweep_step(const struct ctx *c, const struct rank_trace *t, const str
                     s->cl_part[ph] += len;
                     done = 1;
                 }
-            if (!done)
-                s->comm_other += len;
         }
     }
     s->part[P_OTHER] += (E - S) - covered;

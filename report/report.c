@@ -816,14 +816,15 @@ static void report_print_nodes(const struct runset *rs, FILE *out)
 
 /* The diff of two runs (report/diff.h) into *d and out/diff.csv; *made 1 when there is
  * one.  how: REPORT_DIFF_ASKED (a diff that cannot be made is an error) or
- * REPORT_DIFF_AUTO (the main job's: two runs or none; a failure is a warning). */
+ * REPORT_DIFF_AUTO (a main job's baseline and DDP run; otherwise, or when it cannot be
+ * made, none). */
 static int report_diff(const struct runset *rs, const struct run_stat *st,
                        const char *const *inputs, int n, int how, struct diff_result *d,
                        int *made, const char *out)
 {
     int a, b;
     *made = 0;
-    if (how == REPORT_DIFF_AUTO && rs->n != 2)
+    if (how == REPORT_DIFF_AUTO && (rs->n != 2 || analysis_baseline(rs) < 0))
         return 0;
     int rc = diff_pick(rs, inputs, n, &a, &b);
     if (rc == 0)
@@ -837,8 +838,7 @@ static int report_diff(const struct runset *rs, const struct run_stat *st,
     diff_free(d);
     if (how == REPORT_DIFF_ASKED)
         return -1;
-    report_warn("no diff.csv: %s", error_get());
-    return 0;
+    return 0; /* an automatic diff that cannot be made is left out (ddpprof diff says why) */
 }
 
 static void report_print_diff(const struct diff_result *d, FILE *terminal)
@@ -1099,6 +1099,8 @@ int report_main(int argc, char **argv)
             inputs[n++] = argv[i];
         }
     }
+    if (!o.diff && n == 1) /* a main job's directory: diff.csv as the main job writes it */
+        o.diff = REPORT_DIFF_AUTO;
     int rc = n == 0 ? error_set("report: no run directory or trace given (%s)", report_usage())
                     : report_run_opts(inputs, n, &o, stdout);
     free(inputs);

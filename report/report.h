@@ -40,7 +40,8 @@ struct report_opts {
 };
 #define REPORT_DIFF_OFF 0
 #define REPORT_DIFF_ASKED 1 /* --diff, ddpprof diff: a diff that cannot be made is an error */
-#define REPORT_DIFF_AUTO 2  /* the main job's: when there are two runs; else a warning */
+#define REPORT_DIFF_AUTO 2  /* the main job's, and `ddpprof report` of one input: when it
+                               holds a baseline and one other run (else none) */
 
 /* report_run with options, on any mix of inputs: ddpprof run directories (or parents of
  * runs), directories of PyTorch profiler traces (one run each, as tensorboard_trace_handler

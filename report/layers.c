@@ -342,10 +342,9 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
                 rf_x(sx, xlo, xhi), rf_y(sy, ylo, yhi), rf_x(ridge, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), rf_x(xhi, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), s->peak_gflops, s->peak_gbps, ridge);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">peak %.1f GFLOP/s, %.1f GB/s "
-                   "(measured)</text>\n",
-                rf_x(ridge, xlo, xhi) + 6, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops,
-                s->peak_gbps);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">peak %.1f "
+                   "GFLOP/s, %.1f GB/s (measured)</text>\n",
+                RF_W - RF_R, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops, s->peak_gbps);
     }
     static const char *const color[2] = {"#4e79a7", "#f28e2b"};
     static const char *const dir[2] = {"forward", "backward"};

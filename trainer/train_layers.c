@@ -85,7 +85,7 @@ void rank_layers_meta(struct rank *r)
         runlog_meta(l, key, "%zu", p->numel * sizeof(float));
     }
     struct peak pk;
-    if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.2, &pk)) {
+    if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.3, &pk)) {
         /* not fatal: the report then gives no fraction of peak */
         fprintf(stderr, "ddpprof: rank %d: no peak measured (%s): layers.csv will have no "
                         "fraction of peak\n", r->rank, error_get());

@@ -53,17 +53,20 @@ struct layer_stat {
     const char *name, *type;
     double flops[2], bytes[2]; /* -1: not recorded */
     int64_t med_ns[2];         /* -1: no counted step */
-    int steps;
+    int nsteps[2];             /* the counted steps of each direction */
+    int steps;                 /* the larger */
+    int device;                /* 1: timed by device rows (CUDA events) */
 };
 
 struct layer_set {
     struct layer_stat *v;
     int n;
-    const char *clock; /* "host" or "device" */
+    const char *clock; /* "device" when any layer is timed by device rows, else "host" */
     double peak_gflops, peak_gbps; /* 0: not measured */
 };
 
-/* one layer row's duration in one step, for the sort: key (layer * 2 + dir) << 32 | step */
+/* one layer row's duration in one step, for the sort: key ((layer * 2 + dir) * 2 + device)
+ * << 32 | step */
 struct layer_sample {
     int64_t key, dur_ns;
 };
@@ -87,7 +90,9 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
     const double nl = meta_num(r, "layers");
     const uint32_t ph[2] = {strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
                             strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
-    if (!(nl >= 1 && nl < 1e6) || (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
+    /* each layer has 7 keys: more layers than meta.csv has keys is no run's */
+    if (!(nl >= 1 && nl <= (double)r->nmeta) ||
+        (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
         return 0;
     s->n = (int)nl;
     s->v = calloc((size_t)s->n, sizeof *s->v);
@@ -119,26 +124,21 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         if (id != STRPOOL_NONE && !by_name[id])
             by_name[id] = l + 1;
     }
-    /* the clock: device rows where the rank has them (the GPU's time), else host */
-    int device = 0;
-    for (size_t j = 0; j < rt->n && !device; j++)
-        device = rt->rows[j].clock == TRACE_CLOCK_DEVICE &&
-                 (rt->rows[j].phase == ph[0] || rt->rows[j].phase == ph[1]);
-    s->clock = device ? "device" : "host";
-    const int clock = device ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
     const int warm_last = st[i].warmup.last_step;
     for (size_t j = 0; j < rt->n; j++) {
         const struct run_row *w = &rt->rows[j];
         const int d = w->phase == ph[0] ? 0 : w->phase == ph[1] ? 1 : -1;
-        if (d < 0 || w->clock != clock || w->step <= warm_last || w->step < 1 ||
-            !by_name[w->name])
+        const int dev = w->clock == TRACE_CLOCK_DEVICE;
+        if (d < 0 || (!dev && w->clock != TRACE_CLOCK_HOST) || w->step <= warm_last ||
+            w->step < 1 || !by_name[w->name])
             continue;
         if (VEC_RESERVE(smp, cap, nsmp + 1)) {
             rc = error_set("report: out of memory for the layer rows");
             goto out;
         }
         smp[nsmp++] = (struct layer_sample){
-            .key = ((int64_t)(by_name[w->name] - 1) * 2 + d) << 32 | (int64_t)w->step,
+            .key = (((int64_t)(by_name[w->name] - 1) * 2 + d) * 2 + dev) << 32 |
+                   (int64_t)w->step,
             .dur_ns = w->end_ns - w->start_ns};
     }
     if ((rc = sort_by_i64(smp, nsmp, sizeof *smp, offsetof(struct layer_sample, key))))
@@ -150,10 +150,13 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         rc = error_set("report: out of memory for the layer rows");
         goto out;
     }
+    /* the device's time where the layer has device rows (a GPU: CUDA events; host rows
+     * then time the launches), else the host's: device samples sort after host ones, so
+     * they overwrite */
     for (size_t a = 0; a < nsmp;) {
-        const int64_t ld = smp[a].key >> 32;
+        const int64_t ldc = smp[a].key >> 32;
         size_t np = 0;
-        while (a < nsmp && smp[a].key >> 32 == ld) {
+        while (a < nsmp && smp[a].key >> 32 == ldc) {
             int64_t sum = 0, step = smp[a].key;
             while (a < nsmp && smp[a].key == step)
                 sum += smp[a++].dur_ns;
@@ -161,11 +164,20 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         }
         if ((rc = sort_by_i64(per, np, sizeof *per, 0)))
             break;
-        struct layer_stat *ls = &s->v[ld / 2];
-        ls->med_ns[ld % 2] = analysis_percentile(per, np, 50);
-        if ((int)np > ls->steps)
-            ls->steps = (int)np;
+        struct layer_stat *ls = &s->v[ldc / 4];
+        const int dir = (int)(ldc / 2 % 2), dev = (int)(ldc % 2);
+        ls->med_ns[dir] = analysis_percentile(per, np, 50);
+        ls->nsteps[dir] = (int)np;
+        ls->device |= dev;
     }
+    for (int l = 0; l < s->n; l++) {
+        struct layer_stat *ls = &s->v[l];
+        ls->steps = ls->nsteps[0] > ls->nsteps[1] ? ls->nsteps[0] : ls->nsteps[1];
+        if (ls->device)
+            s->clock = "device";
+    }
+    if (!s->clock)
+        s->clock = "host";
     free(per);
     if (rc)
         goto out;
@@ -212,7 +224,7 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
                 table_set(t, LY_NAME, "%s", ls->name ? ls->name : "");
                 table_set(t, LY_TYPE, "%s", ls->type ? ls->type : "");
                 table_set(t, LY_STEPS, "%d", ls->steps);
-                table_set(t, LY_CLOCK, "%s", s.clock);
+                table_set(t, LY_CLOCK, "%s", ls->device ? "device" : "host");
                 const int cols_ms[2] = {LY_FWD_MS, LY_BWD_MS},
                           cols_f[2] = {LY_FLOPS_FWD, LY_FLOPS_BWD},
                           cols_b[2] = {LY_BYTES_FWD, LY_BYTES_BWD},
@@ -342,10 +354,9 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
                 rf_x(sx, xlo, xhi), rf_y(sy, ylo, yhi), rf_x(ridge, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), rf_x(xhi, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), s->peak_gflops, s->peak_gbps, ridge);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">peak %.1f GFLOP/s, %.1f GB/s "
-                   "(measured)</text>\n",
-                rf_x(ridge, xlo, xhi) + 6, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops,
-                s->peak_gbps);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">peak %.1f "
+                   "GFLOP/s, %.1f GB/s (measured)</text>\n",
+                RF_W - RF_R, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops, s->peak_gbps);
     }
     static const char *const color[2] = {"#4e79a7", "#f28e2b"};
     static const char *const dir[2] = {"forward", "backward"};

@@ -172,8 +172,9 @@ int diff_pick(const struct runset *rs, const char *const *inputs, int n, int *a,
         r[1] = 1;
     }
     if (r[0] < 0 || r[1] < 0 || r[0] == r[1])
-        return error_set("diff: %s and %s do not make two runs (%d read; trace files given "
-                         "together form one run: give each run's traces as a directory)",
+        return error_set("diff: %s and %s do not make two runs (%d read): give two different "
+                         "runs, each a run directory or a directory of its trace files (trace "
+                         "files given together form one run)",
                          inputs[0], inputs[1], rs->n);
     *a = r[0];
     *b = r[1];

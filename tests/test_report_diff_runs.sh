@@ -129,6 +129,7 @@ expect_error() { # NAME PATTERN ARGS...
 }
 expect_error "one run" "holds 1 run: give one directory holding two" "$tmp/j1/ddp"
 expect_error "three runs" "3 inputs given" "$tmp/j1/ddp" "$tmp/j1/baseline" "$tmp/j1/ddp"
+expect_error "the same run twice" "do not make two runs \\(1 read\\): give two different runs" "$tmp/j1/ddp" "$tmp/j1/ddp/"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

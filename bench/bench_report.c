@@ -173,8 +173,31 @@ static int bench_import(const char *path)
     return 0;
 }
 
+/* Two runs reported together, without and with the diff (report/diff.c), as `ddpprof report
+ * A B [--diff]` does without terminal output: the diff's cost is the difference. */
+static int bench_pair(const char *a, const char *b, const char *out, int diff)
+{
+    long rows = bench_count_rows(a) + bench_count_rows(b);
+    double t0 = clock_now_s(), c0 = bench_cpu_s();
+    const char *dirs[] = {a, b};
+    struct report_opts o = {.out_dir = out, .diff = diff ? REPORT_DIFF_ASKED : REPORT_DIFF_OFF};
+    int rc = report_run_opts(dirs, 2, &o, NULL);
+    double s = clock_now_s() - t0, cpu = bench_cpu_s() - c0;
+    if (rc < 0) {
+        fprintf(stderr, "ddpprof-bench-report: %s\n", error_get());
+        return 1;
+    }
+    printf("%-6s %9ld rows  %6.3f s (cpu %6.3f s)  %5.2f M rows/s  peak RSS %7.1f MiB  "
+           "(2 runs%s)\n",
+           diff ? "diff" : "2 runs", rows, s, cpu, (double)rows / s / 1e6,
+           (double)bench_hwm_kib() / 1024.0, diff ? ": report A B --diff" : ": report A B");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && strcmp(argv[1], "pair") == 0)
+        return bench_pair(argv[2], argv[3], argv[4], strcmp(argv[5], "diff") == 0);
     if (argc == 5 && strcmp(argv[1], "gen") == 0)
         return bench_gen(argv[2], atoi(argv[3]), atol(argv[4]));
     if (argc == 4 && strcmp(argv[1], "kineto-gen") == 0) {
@@ -189,7 +212,7 @@ int main(int argc, char **argv)
     int load = argc == 3 && strcmp(argv[1], "load") == 0;
     if (!load && !(argc == 4 && strcmp(argv[1], "run") == 0)) {
         fprintf(stderr, "usage: %s gen DIR RANKS ROWS_PER_RANK | load DIR | run DIR OUT | "
-                        "kineto-gen FILE MB | import FILE\n",
+                        "kineto-gen FILE MB | import FILE | pair A B OUT diff|nodiff\n",
                 argv[0]);
         return 2;
     }

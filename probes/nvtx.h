@@ -5,7 +5,8 @@
  * as its payload (NVTX_PAYLOAD_TYPE_UNSIGNED_INT64), the range's quantity: the step number
  * for step and the phases without another (data, backward, optimizer, eval, setup), the
  * images of the rank's batch for forward, the payload bytes for a collective (allreduce.bN,
- * comm.*, barrier: 0), so that a reader of an Nsight Systems report alone (report/
+ * comm.*, barrier: 0), the parameter bytes for a layer's range (layer.forward/backward,
+ * named by its module, --trace full), so that a reader of an Nsight Systems report alone (report/
  * import_nsys.c) has the steps, the images and every collective's bytes.  At start each
  * process marks who it is: an NVTX mark "ddpprof nvtx=2 rank=R world_size=W" (payload R;
  * nvtx=2 names this contract: before it every range carried its step).  Phases nest as
@@ -45,6 +46,11 @@ struct nvtx_ranges *nvtx_ranges_create(void);
  * caller, probe.c, picks it); pop the innermost.  Per thread, as NVTX push/pop. */
 void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t payload);
 void nvtx_ranges_pop(struct nvtx_ranges *n);
+/* nvtx_ranges_push with the range named name (an unregistered ASCII message: a layer's
+ * module name, "layer1.0", its payload the layer's parameter bytes), the phase's colour and
+ * category; name NULL: the phase's */
+void nvtx_ranges_push_named(struct nvtx_ranges *n, enum probe_phase ph, const char *name,
+                            uint64_t payload);
 
 /* Start the range "allreduce.b<bucket>" (the bucket's bytes as payload); returns the id to
  * pass to nvtx_ranges_end, from any thread.  The name is registered the first time a bucket

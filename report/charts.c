@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/layers.h"
 #include "report/outfile.h"
 #include "report/stepview.h"
 
@@ -292,6 +293,17 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
                  const char *const *cautions, size_t ncautions,
                  const char *const *notes, size_t nnotes, const char *out_dir)
 {
+    return charts_write_sections(rs, st, tables, ntables, cautions, ncautions, notes, nnotes,
+                                 NULL, 0, out_dir);
+}
+
+int charts_write_sections(const struct runset *rs, const struct run_stat *st,
+                          const struct table *const *tables, int ntables,
+                          const char *const *cautions, size_t ncautions,
+                          const char *const *notes, size_t nnotes,
+                          const struct chart_section *sections, int nsections,
+                          const char *out_dir)
+{
     if (charts_file(out_dir, "phases.svg", chart_phases, rs, st) < 0 ||
         charts_file(out_dir, "speedup.svg", chart_speedup, rs, st) < 0)
         return -1;
@@ -341,11 +353,14 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
         html_escape(f, notes[i]);
         fputs("</p>\n", f);
     }
+    for (int k = 0; k < nsections; k++) /* other modules' sections (diff.c's) */
+        sections[k].write(f, sections[k].ctx);
     fputs("<h2>Where the time goes</h2>\n", f);
     chart_phases(f, rs, st);
     chart_steps(f, rs, st);
     fputs("<h2>Representative steps</h2>\n", f);
     stepview_write(f, rs, st);
+    layers_page_write(f, rs, st); /* --trace full runs: the roofline */
     fputs("<h2>Tables</h2>\n", f);
     for (int k = 1; k < ntables; k++)
         table_write_html(tables[k], f, 200);

@@ -5,6 +5,8 @@
 #ifndef DDPPROF_REPORT_CHARTS_H
 #define DDPPROF_REPORT_CHARTS_H
 
+#include <stdio.h>
+
 #include "report/analysis.h"
 #include "report/table.h"
 
@@ -23,5 +25,20 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
                  const struct table *const *tables, int ntables,
                  const char *const *cautions, size_t ncautions,
                  const char *const *notes, size_t nnotes, const char *out_dir);
+
+/* A section of report.html written by another module (diff.c's diff), placed after the
+ * speedup table and its notes: write(f, ctx) writes HTML (an <h2> and what follows). */
+struct chart_section {
+    void (*write)(FILE *f, const void *ctx);
+    const void *ctx;
+};
+
+/* charts_write with sections[0..nsections) on the page too. */
+int charts_write_sections(const struct runset *rs, const struct run_stat *st,
+                          const struct table *const *tables, int ntables,
+                          const char *const *cautions, size_t ncautions,
+                          const char *const *notes, size_t nnotes,
+                          const struct chart_section *sections, int nsections,
+                          const char *out_dir);
 
 #endif

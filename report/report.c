@@ -12,10 +12,12 @@
 
 #include "report/analysis.h"
 #include "report/charts.h"
+#include "report/diff.h"
 #include "common/error.h"
 #include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
+#include "report/layers.h"
 #include "report/ops.h"
 #include "report/run.h"
 #include "report/table.h"
@@ -812,6 +814,39 @@ static void report_print_nodes(const struct runset *rs, FILE *out)
     }
 }
 
+/* The diff of two runs (report/diff.h) into *d and out/diff.csv; *made 1 when there is
+ * one.  how: REPORT_DIFF_ASKED (a diff that cannot be made is an error) or
+ * REPORT_DIFF_AUTO (a main job's baseline and DDP run; otherwise, or when it cannot be
+ * made, none). */
+static int report_diff(const struct runset *rs, const struct run_stat *st,
+                       const char *const *inputs, int n, int how, struct diff_result *d,
+                       int *made, const char *out)
+{
+    int a, b;
+    *made = 0;
+    if (how == REPORT_DIFF_AUTO && (rs->n != 2 || analysis_baseline(rs) < 0))
+        return 0;
+    int rc = diff_pick(rs, inputs, n, &a, &b);
+    if (rc == 0)
+        rc = diff_compute(rs, st, a, b, d);
+    if (rc == 0)
+        rc = table_write_csv(&d->full, out);
+    if (rc == 0) {
+        *made = 1;
+        return 0;
+    }
+    diff_free(d);
+    if (how == REPORT_DIFF_ASKED)
+        return -1;
+    return 0; /* an automatic diff that cannot be made is left out (ddpprof diff says why) */
+}
+
+static void report_print_diff(const struct diff_result *d, FILE *terminal)
+{
+    table_print(&d->top, terminal, TERMINAL_MAX_ROWS);
+    fprintf(terminal, "#  diff %s\n", d->summary ? d->summary : "");
+}
+
 int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *terminal)
 {
     struct report_opts o = {.out_dir = out_dir};
@@ -828,7 +863,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     rs.hta_defaults = opts && opts->hta_defaults;
     struct run_stat *st = NULL;
     enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_IDLE, T_WORST,
-           T_COUNT };
+           T_LAYERS, T_COUNT };
     struct table t[T_COUNT];
     table_init(&t[T_PHASES], "phases: time per phase, per run and rank", "phases.csv",
                phases_cols, NCOLS(phases_cols));
@@ -847,6 +882,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                "idle.csv", idle_cols, NCOLS(idle_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
+    layers_table_init(&t[T_LAYERS]);
     struct ops_tables ops; /* ops.csv: imports that name their ops (report/ops.h) */
     ops_tables_init(&ops);
     int rc = report_inputs(&rs, inputs, n);
@@ -857,6 +893,13 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         t[T_OVERLAP].ncols = OV_HOST;
     }
     const char *out = opts && opts->out_dir ? opts->out_dir : rs.default_out;
+    char *diff_out = NULL; /* ddpprof diff A B: FIRST/diff, not A's own report */
+    if (rc == 0 && opts && opts->diff_only && !opts->out_dir && n == 2 && out) {
+        if (asprintf(&diff_out, "%s/diff", out) < 0)
+            rc = error_set("report: out of memory");
+        else
+            out = diff_out;
+    }
     if (rc == 0)
         rc = report_mkdirs(out);
     int warmup = opts && opts->warmup_given ? opts->warmup_steps : ANALYSIS_WARMUP_AUTO;
@@ -864,6 +907,11 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = -1;
     struct report_cautions cautions = {0}, warm = {0}, spread = {0};
     struct repeats *rep = NULL;
+    struct diff_result diff;
+    int has_diff = 0;
+    memset(&diff, 0, sizeof diff);
+    if (rc == 0 && opts && opts->diff)
+        rc = report_diff(&rs, st, inputs, n, opts->diff, &diff, &has_diff, out);
     if (rc == 0 && !(rep = calloc((size_t)rs.n + 1, sizeof *rep)))
         rc = error_set("report: out of memory");
     if (rc == 0)
@@ -881,8 +929,12 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
         ops_tables_fill(&ops, &rs);
     }
+    if (rc == 0)
+        rc = layers_fill(&rs, st, &t[T_LAYERS]);
     for (int k = 0; k < T_WORST && rc == 0; k++)
         rc = table_write_csv(&t[k], out);
+    if (rc == 0 && t[T_LAYERS].nrows > 0) /* --trace full runs only */
+        rc = table_write_csv(&t[T_LAYERS], out);
     if (rc == 0)
         rc = ops_tables_write(&ops, out);
     if (rc == 0) {
@@ -906,14 +958,22 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             report_line(&notes, "%s", spread.line[i]);
         for (size_t i = 0; i < warm.n; i++)
             report_line(&notes, "%s", warm.line[i]);
-        rc = charts_write(&rs, st, shown, nshown, (const char *const *)cautions.line,
-                          cautions.n, (const char *const *)notes.line, notes.n, out);
+        const struct chart_section sect = {diff_write_html, &diff};
+        rc = charts_write_sections(&rs, st, shown, nshown, (const char *const *)cautions.line,
+                                   cautions.n, (const char *const *)notes.line, notes.n, &sect,
+                                   has_diff, out);
         report_cautions_free(&notes);
     }
     int kineto_files = 0;
     if (rc == 0 && opts && opts->kineto)
         rc = kineto_write(&rs, out, &kineto_files);
-    if (rc == 0 && terminal) {
+    if (rc == 0 && terminal && opts && opts->diff_only) {
+        if (has_diff)
+            report_print_diff(&diff, terminal);
+        fprintf(terminal, "#\n# diff in %s/diff.csv and report.html (and the report's tables "
+                          "beside them)\n", out);
+        fflush(terminal);
+    } else if (rc == 0 && terminal) {
         table_print(&t[T_PHASES], terminal, TERMINAL_MAX_ROWS);
         for (size_t i = 0; i < warm.n; i++)
             fprintf(terminal, "#  %s\n", warm.line[i]);
@@ -932,17 +992,21 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         for (size_t i = 0; i < cautions.n; i++)
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
+        if (t[T_LAYERS].nrows > 0)
+            fprintf(terminal, "# layers: %zu row(s) (per run, rank and layer) in layers.csv, "
+                    "the roofline in report.html\n", t[T_LAYERS].nrows);
         if (ops.cpu.nrows > 0)
             table_print(&ops.cpu, terminal, OPS_TOP);
         if (ops.kernel.nrows > 0)
             table_print(&ops.kernel, terminal, OPS_TOP);
         report_print_nodes(&rs, terminal);
+        if (has_diff)
+            report_print_diff(&diff, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv idle.csv timeline.json report.html phases.svg speedup.svg\n",
-                out);
-        if (ops.all.nrows > 0)
-            fprintf(terminal, "# and ops.csv: time per operator and per kernel name\n");
+                "speedup.csv ranks.csv idle.csv %s%stimeline.json report.html phases.svg "
+                "speedup.svg\n",
+                out, ops.all.nrows > 0 ? "ops.csv " : "", has_diff ? "diff.csv " : "");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);
@@ -951,6 +1015,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     report_cautions_free(&cautions);
     report_cautions_free(&warm);
     report_cautions_free(&spread);
+    diff_free(&diff);
+    free(diff_out);
     free(rep);
     for (int k = 0; k < T_COUNT; k++)
         table_free(&t[k]);
@@ -963,7 +1029,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 const char *report_usage(void)
 {
     return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--warmup-steps N] [--hta-defaults]";
+           "[--warmup-steps N] [--hta-defaults] [--diff]; ddpprof diff A B | ddpprof diff "
+           "MAIN_JOB_DIR [--out DIR] [--warmup-steps N]";
 }
 
 int report_main(int argc, char **argv)
@@ -973,6 +1040,10 @@ int report_main(int argc, char **argv)
     int n = 0;
     if (!inputs)
         return error_set("report: out of memory");
+    if (strcmp(argv[0], "diff") == 0) { /* ddpprof diff A B: report --diff, the diff alone */
+        o.diff = REPORT_DIFF_ASKED;
+        o.diff_only = 1;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0) {
             if (i + 1 >= argc) {
@@ -984,6 +1055,8 @@ int report_main(int argc, char **argv)
             o.kineto = 1;
         } else if (strcmp(argv[i], "--hta-defaults") == 0) {
             o.hta_defaults = 1;
+        } else if (strcmp(argv[i], "--diff") == 0) {
+            o.diff = REPORT_DIFF_ASKED;
         } else if (strcmp(argv[i], "--warmup-steps") == 0) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
@@ -1009,7 +1082,12 @@ int report_main(int argc, char **argv)
                    "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n"
                    "  --hta-defaults  PyTorch traces' kernel columns (k_, idle.csv) as Holistic\n"
                    "              Trace Analysis' default settings give them: times rounded\n"
-                   "              to µs, the last ProfilerStep's kernels left out\n",
+                   "              to µs, the last ProfilerStep's kernels left out\n"
+                   "  --diff      also diff.csv and a diff section on the page: the second\n"
+                   "              run against the first (one main-job directory: its ddp run\n"
+                   "              against its baseline), per phase, layer and bucket, each\n"
+                   "              row's share of the step-time change (ddpprof diff A B:\n"
+                   "              the same, the terminal showing the diff alone)\n",
                    report_usage());
             free(inputs);
             return 0;
@@ -1021,6 +1099,8 @@ int report_main(int argc, char **argv)
             inputs[n++] = argv[i];
         }
     }
+    if (!o.diff && n == 1) /* a main job's directory: diff.csv as the main job writes it */
+        o.diff = REPORT_DIFF_AUTO;
     int rc = n == 0 ? error_set("report: no run directory or trace given (%s)", report_usage())
                     : report_run_opts(inputs, n, &o, stdout);
     free(inputs);

@@ -34,7 +34,14 @@ struct report_opts {
                             the per-step statistics (0: none) */
     int hta_defaults;    /* --hta-defaults: PyTorch traces' kernel columns (k_, idle.csv) as
                             HTA's default settings give them (report/FORMULAS.md) */
+    int diff;            /* REPORT_DIFF_*: also diff.csv and the page's diff section of two
+                            runs (report/diff.h: which two) */
+    int diff_only;       /* `ddpprof diff`: the terminal shows the diff alone */
 };
+#define REPORT_DIFF_OFF 0
+#define REPORT_DIFF_ASKED 1 /* --diff, ddpprof diff: a diff that cannot be made is an error */
+#define REPORT_DIFF_AUTO 2  /* the main job's, and `ddpprof report` of one input: when it
+                               holds a baseline and one other run (else none) */
 
 /* report_run with options, on any mix of inputs: ddpprof run directories (or parents of
  * runs), directories of PyTorch profiler traces (one run each, as tensorboard_trace_handler
@@ -44,8 +51,9 @@ struct report_opts {
 int report_run_opts(const char *const *inputs, int n, const struct report_opts *opts,
                     FILE *terminal);
 
-/* `ddpprof report ARGS...`: argv[0] is the command's name, then inputs and options
- * (--out DIR, --kineto, --help).  Prints the tables to stdout.  Returns 0, or -1 after
+/* `ddpprof report ARGS...` or `ddpprof diff A B` (argv[0] "diff": report --diff, the
+ * terminal showing the diff alone): argv[0] is the command's name, then inputs and options
+ * (--out DIR, --kineto, --diff, --help).  Prints the tables to stdout.  Returns 0, or -1 after
  * error_set() with the one line the caller prints. */
 int report_main(int argc, char **argv);
 

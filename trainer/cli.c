@@ -801,6 +801,9 @@ void cli_usage(FILE *out)
           "       ddpprof report INPUT... [--out DIR] [--kineto]\n"
           "                                    the tables from run directories or PyTorch profiler\n"
           "                                    traces (see ddpprof report --help)\n"
+          "       ddpprof diff A B | ddpprof diff MAIN_JOB_DIR [--out DIR]\n"
+          "                                    where the step-time change between two runs\n"
+          "                                    comes from: diff.csv (ddpprof report --help)\n"
           "       ddpprof --version | --help\n"
           "\n"
           "options (the main job, train and worker take them all, except where marked):\n",

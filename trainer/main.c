@@ -484,7 +484,8 @@ static int cmd_main(int argc, char **argv)
     const char *dirs[1] = {out};
     struct report_opts ro = {.out_dir = out,
                              .warmup_given = c.warmup_steps >= 0,
-                             .warmup_steps = c.warmup_steps};
+                             .warmup_steps = c.warmup_steps,
+                             .diff = REPORT_DIFF_AUTO}; /* diff.csv: baseline vs ddp */
     printf("\n");
     if (report_run_opts(dirs, 1, &ro, stdout))
         return fail();
@@ -552,11 +553,11 @@ int main(int argc, char **argv)
         return cmd_train(argc, argv);
     if (strcmp(argv[1], "worker") == 0)
         return cmd_worker(argc, argv);
-    if (strcmp(argv[1], "report") == 0)
+    if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "diff") == 0)
         return report_main(argc - 1, argv + 1) || check_stdout("the report") ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
-    error_set("unknown command '%s' (commands: train, worker, report; see ddpprof --help)",
+    error_set("unknown command '%s' (commands: train, worker, report, diff; see ddpprof --help)",
               argv[1]);
     return fail();
 }

@@ -69,8 +69,9 @@ int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i,
     const struct rank_trace *rt = &r->ranks[k];
     *s = (struct layer_times){0};
     const double nl = meta_num(r, "layers");
-    const uint32_t ph[2] = {strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
-                            strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
+    const uint32_t ph[2] = {
+        strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
+        strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
     /* each layer has 7 keys: more layers than meta.csv has keys is no run's */
     if (!(nl >= 1 && nl <= (double)r->nmeta) ||
         (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
@@ -280,7 +281,8 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
             const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
-            const double x = ls->flops[d] / ls->bytes[d], y = gflops_of(ls->flops[d], ls->med_ns[d]);
+            const double x = ls->flops[d] / ls->bytes[d];
+            const double y = gflops_of(ls->flops[d], ls->med_ns[d]);
             xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
         }
     const int roof = s->peak_gflops > 0 && s->peak_gbps > 0;
@@ -346,7 +348,8 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
             const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
-            const double x = ls->flops[d] / ls->bytes[d], g = gflops_of(ls->flops[d], ls->med_ns[d]);
+            const double x = ls->flops[d] / ls->bytes[d];
+            const double g = gflops_of(ls->flops[d], ls->med_ns[d]);
             fprintf(f, "<circle class=\"layer\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
                        "fill-opacity=\"0.75\"><title>",
                     rf_x(x, xlo, xhi), rf_y(g, ylo, yhi), color[d]);

@@ -48,23 +48,6 @@ void layers_table_init(struct table *t)
                "layers.csv", layers_cols, LY_NCOLS);
 }
 
-/* One layer of a run, from meta.csv, and its times on one rank. */
-struct layer_stat {
-    const char *name, *type;
-    double flops[2], bytes[2]; /* -1: not recorded */
-    int64_t med_ns[2];         /* -1: no counted step */
-    int nsteps[2];             /* the counted steps of each direction */
-    int steps;                 /* the larger */
-    int device;                /* 1: timed by device rows (CUDA events) */
-};
-
-struct layer_set {
-    struct layer_stat *v;
-    int n;
-    const char *clock; /* "device" when any layer is timed by device rows, else "host" */
-    double peak_gflops, peak_gbps; /* 0: not measured */
-};
-
 /* one layer row's duration in one step, for the sort: key ((layer * 2 + dir) * 2 + device)
  * << 32 | step */
 struct layer_sample {
@@ -79,17 +62,16 @@ static double meta_num(const struct run *r, const char *key)
     return v && end != v && *end == '\0' ? d : -1;
 }
 
-/* The layers of run r (meta.csv) with their medians on its rank k; 0 with s->n 0 when the
- * run has none; -1 after error_set (out of memory). */
-static int layers_collect(const struct runset *rs, const struct run_stat *st, int i, int k,
-                          struct layer_set *s)
+int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i, int k,
+                          struct layer_times *s)
 {
     const struct run *r = &rs->runs[i];
     const struct rank_trace *rt = &r->ranks[k];
-    *s = (struct layer_set){0};
+    *s = (struct layer_times){0};
     const double nl = meta_num(r, "layers");
-    const uint32_t ph[2] = {strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
-                            strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
+    const uint32_t ph[2] = {
+        strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
+        strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
     /* each layer has 7 keys: more layers than meta.csv has keys is no run's */
     if (!(nl >= 1 && nl <= (double)r->nmeta) ||
         (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
@@ -106,7 +88,7 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
     }
     char key[64];
     for (int l = 0; l < s->n; l++) {
-        struct layer_stat *ls = &s->v[l];
+        struct layer_time *ls = &s->v[l];
         snprintf(key, sizeof key, "layer.%d.name", l);
         ls->name = run_meta(r, key);
         snprintf(key, sizeof key, "layer.%d.type", l);
@@ -164,14 +146,14 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         }
         if ((rc = sort_by_i64(per, np, sizeof *per, 0)))
             break;
-        struct layer_stat *ls = &s->v[ldc / 4];
+        struct layer_time *ls = &s->v[ldc / 4];
         const int dir = (int)(ldc / 2 % 2), dev = (int)(ldc % 2);
         ls->med_ns[dir] = analysis_percentile(per, np, 50);
         ls->nsteps[dir] = (int)np;
         ls->device |= dev;
     }
     for (int l = 0; l < s->n; l++) {
-        struct layer_stat *ls = &s->v[l];
+        struct layer_time *ls = &s->v[l];
         ls->steps = ls->nsteps[0] > ls->nsteps[1] ? ls->nsteps[0] : ls->nsteps[1];
         if (ls->device)
             s->clock = "device";
@@ -188,7 +170,7 @@ out:
     free(by_name);
     if (rc) {
         free(s->v);
-        *s = (struct layer_set){0};
+        *s = (struct layer_times){0};
     }
     return rc;
 }
@@ -200,7 +182,7 @@ static double gflops_of(double flops, int64_t ns)
 }
 
 /* the roofline's bound at intensity x: min(peak flops, x * peak bandwidth) */
-static double roof_of(const struct layer_set *s, double x)
+static double roof_of(const struct layer_times *s, double x)
 {
     const double bw = x * s->peak_gbps;
     return bw < s->peak_gflops ? bw : s->peak_gflops;
@@ -210,11 +192,11 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
 {
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < rs->runs[i].nranks; k++) {
-            struct layer_set s;
-            if (layers_collect(rs, st, i, k, &s))
+            struct layer_times s;
+            if (layers_rank_times(rs, st, i, k, &s))
                 return -1;
             for (int l = 0; l < s.n; l++) {
-                const struct layer_stat *ls = &s.v[l];
+                const struct layer_time *ls = &s.v[l];
                 if (ls->steps == 0)
                     continue;
                 table_add_row(t);
@@ -261,7 +243,7 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
                               x * s.peak_gbps < s.peak_gflops ? "memory" : "compute");
                 }
             }
-            free(s.v);
+            layers_times_free(&s);
         }
     return t->failed ? error_set("report: out of memory for layers.csv") : 0;
 }
@@ -289,17 +271,18 @@ static double rf_floor10(double v) { return pow(10, floor(log10(v))); }
 static double rf_ceil10(double v) { return pow(10, ceil(log10(v))); }
 
 /* one run's first rank: its layers' points and the roof */
-static void layers_roofline(FILE *f, const struct runset *rs, const struct layer_set *s,
+static void layers_roofline(FILE *f, const struct runset *rs, const struct layer_times *s,
                             int i)
 {
     /* the axes' ranges: every point and the ridge, in whole decades */
     double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
-            const struct layer_stat *ls = &s->v[l];
+            const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
-            const double x = ls->flops[d] / ls->bytes[d], y = gflops_of(ls->flops[d], ls->med_ns[d]);
+            const double x = ls->flops[d] / ls->bytes[d];
+            const double y = gflops_of(ls->flops[d], ls->med_ns[d]);
             xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
         }
     const int roof = s->peak_gflops > 0 && s->peak_gbps > 0;
@@ -362,10 +345,11 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
     static const char *const dir[2] = {"forward", "backward"};
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
-            const struct layer_stat *ls = &s->v[l];
+            const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
-            const double x = ls->flops[d] / ls->bytes[d], g = gflops_of(ls->flops[d], ls->med_ns[d]);
+            const double x = ls->flops[d] / ls->bytes[d];
+            const double g = gflops_of(ls->flops[d], ls->med_ns[d]);
             fprintf(f, "<circle class=\"layer\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
                        "fill-opacity=\"0.75\"><title>",
                     rf_x(x, xlo, xhi), rf_y(g, ylo, yhi), color[d]);
@@ -381,12 +365,18 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
     fputs("</svg>\n", f);
 }
 
+void layers_times_free(struct layer_times *s)
+{
+    free(s->v);
+    *s = (struct layer_times){0};
+}
+
 void layers_page_write(FILE *f, const struct runset *rs, const struct run_stat *st)
 {
     int title = 0;
     for (int i = 0; i < rs->n; i++) {
-        struct layer_set s;
-        if (rs->runs[i].nranks < 1 || layers_collect(rs, st, i, 0, &s) || s.n == 0)
+        struct layer_times s;
+        if (rs->runs[i].nranks < 1 || layers_rank_times(rs, st, i, 0, &s) || s.n == 0)
             continue;
         if (!title) {
             fputs("<h2>Per layer: roofline</h2>\n<p class=\"note\">Each layer's forward and "
@@ -398,6 +388,6 @@ void layers_page_write(FILE *f, const struct runset *rs, const struct run_stat *
             title = 1;
         }
         layers_roofline(f, rs, &s, i);
-        free(s.v);
+        layers_times_free(&s);
     }
 }

@@ -60,10 +60,12 @@ static int check_dir(const char *dir, const struct nvtx_capture_expect *x, int *
         {
             steps += ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "step") == 0;
             /* per-layer ranges (--trace full): named by the module, the phase's category */
-            for (int d = 0; d < 2; d++)
-                layer_pushes[d] +=
-                    ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "fc") == 0 &&
-                    ev[i].category == phase_category(d ? PROBE_LAYER_BACKWARD : PROBE_LAYER_FORWARD);
+            for (int d = 0; d < 2; d++) {
+                const enum probe_phase ph = d ? PROBE_LAYER_BACKWARD : PROBE_LAYER_FORWARD;
+                layer_pushes[d] += ev[i].op == NVTX_CAPTURE_PUSH &&
+                                   strcmp(ev[i].name, "fc") == 0 &&
+                                   ev[i].category == phase_category(ph);
+            }
         }
         if (steps) { /* the launcher process itself trains nothing */
             ranks++;

@@ -250,15 +250,18 @@ static void convnet_destroy(struct model *m)
 static int convnet_list_layers(struct layer_list *L, struct convnet *c)
 {
     int p, q;
-    return (c->l_conv1 = layer_list_conv(L, "layer1.0", 1, 28, 28, 16, 5, 1, 2, 1, 0, &p, &q)) < 0 ||
-           (c->l_bn1 = layer_list_batchnorm(L, "layer1.1", 16, 28 * 28)) < 0 ||
-           (c->l_pool1 = layer_list_maxpool(L, "layer1.3", 16, 28, 28, 2)) < 0 ||
-           (c->l_relu1 = layer_list_relu(L, "layer1.2", 16 * 14 * 14)) < 0 ||
-           (c->l_conv2 = layer_list_conv(L, "layer2.0", 16, 14, 14, 32, 5, 1, 2, 1, 1, &p, &q)) < 0 ||
-           (c->l_bn2 = layer_list_batchnorm(L, "layer2.1", 32, 14 * 14)) < 0 ||
-           (c->l_pool2 = layer_list_maxpool(L, "layer2.3", 32, 14, 14, 2)) < 0 ||
-           (c->l_relu2 = layer_list_relu(L, "layer2.2", 32 * 7 * 7)) < 0 ||
-           (c->l_fc = layer_list_linear(L, "fc", 7 * 7 * 32, 10, 1)) < 0
+    c->l_conv1 = layer_list_conv(L, "layer1.0", 1, 28, 28, 16, 5, 1, 2, 1, 0, &p, &q);
+    c->l_bn1 = layer_list_batchnorm(L, "layer1.1", 16, 28 * 28);
+    c->l_pool1 = layer_list_maxpool(L, "layer1.3", 16, 28, 28, 2);
+    c->l_relu1 = layer_list_relu(L, "layer1.2", 16 * 14 * 14);
+    c->l_conv2 = layer_list_conv(L, "layer2.0", 16, 14, 14, 32, 5, 1, 2, 1, 1, &p, &q);
+    c->l_bn2 = layer_list_batchnorm(L, "layer2.1", 32, 14 * 14);
+    c->l_pool2 = layer_list_maxpool(L, "layer2.3", 32, 14, 14, 2);
+    c->l_relu2 = layer_list_relu(L, "layer2.2", 32 * 7 * 7);
+    c->l_fc = layer_list_linear(L, "fc", 7 * 7 * 32, 10, 1);
+    return c->l_conv1 < 0 || c->l_bn1 < 0 || c->l_pool1 < 0 || c->l_relu1 < 0 ||
+                   c->l_conv2 < 0 || c->l_bn2 < 0 || c->l_pool2 < 0 || c->l_relu2 < 0 ||
+                   c->l_fc < 0
                ? -1
                : 0;
 }

@@ -577,11 +577,12 @@ static int chk_push(struct chk *c, size_t i, const struct nvtx_capture_event *e,
         t->nchildren = t->started = t->ended = 0;
     } else if (t->in_step) {
         /* the payload is the range's quantity (probes/nvtx.h): a collective's bytes, the
-         * forward's images, else the step */
+         * forward's images, a layer's parameter bytes (0 for ReLU, pooling), else the step */
         if (ph == PROBE_FORWARD && e->payload == 0)
             return chk_fail(c, i, "forward range inside step %lld has payload 0, not its "
                             "batch's images", (long long)t->step);
-        if (ph != PROBE_FORWARD && phase_stream((enum probe_phase)ph) != TRACE_LANE_COMM &&
+        if (ph != PROBE_FORWARD && ph != PROBE_LAYER_FORWARD && ph != PROBE_LAYER_BACKWARD &&
+            phase_stream((enum probe_phase)ph) != TRACE_LANE_COMM &&
             (int64_t)e->payload != t->step)
             return chk_fail(c, i, "range '%s' inside step %lld has payload %llu", e->name,
                             (long long)t->step, (unsigned long long)e->payload);

@@ -239,7 +239,9 @@ static int source_params(struct source *s)
 {
     const struct run *r = s->run;
     long np = 0, nb = 0;
-    if (meta_int(r, "params", &np) && np > 0) {
+    while (metaf(r, "param.%d.name", (int)np))
+        np++;
+    if (np > 0) {
         s->m.params = calloc((size_t)np, sizeof *s->m.params);
         if (!s->m.params)
             return error_set("predict: out of memory");
@@ -249,8 +251,8 @@ static int source_params(struct source *s)
             char key[64];
             snprintf(key, sizeof key, "param.%d.bytes", i);
             if (!name || !meta_int(r, key, &bytes) || bytes < 0)
-                return error_set("%s/meta.csv: params is %ld but param.%d.name or .bytes is "
-                                 "missing or not a byte count (re-run it)", r->dir, np, i);
+                return error_set("%s/meta.csv: param.%d.bytes is missing or not a byte count "
+                                 "(the run's meta.csv is damaged: re-run it)", r->dir, i);
             s->m.params[i].bytes = (size_t)bytes;
             s->m.params[i].layer = -1;
             size_t best = 0;

@@ -17,6 +17,7 @@
 
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "nn/layer_list.h"
 #include "nn/optim.h"
 #include "nn/scaler.h"
 #include "probes/clock_offset.h"
@@ -74,6 +75,7 @@ struct rank {
     struct rank_faults faults;
     struct runlog log;
     struct probe *probe;
+    struct layer_observer layer_obs; /* the model's layers as probe ranges (train_layers.c) */
     struct clock_offset clock;  /* this rank's offset to rank 0 */
     long long step;
     long long epoch_steps, epoch_skipped; /* this epoch's steps; those the scaler skipped */

@@ -1159,104 +1159,129 @@ static int add_line(char ***lines, size_t *n, const char *fmt, ...)
 
 /* candidate caps of the search (MB) */
 static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
+_Static_assert(sizeof whatif_caps / sizeof *whatif_caps + 4 == PREDICT_WHATIF_CANDIDATES,
+               "the fixed caps and the 4 fractions of the model are the candidates");
 
-int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
+int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
+                           struct predict_whatif *w)
 {
-    *lines = NULL;
-    *n = 0;
-    int which = -1;
-    for (int i = 0; i < rs->n; i++) {
+    memset(w, 0, sizeof *w);
+    w->run = -1;
+    for (int i = 0; i < rs->n && w->run < 0; i++) {
         const char *mode = run_meta(&rs->runs[i], "mode");
         if (mode && strcmp(mode, "ddp") == 0 && rs->runs[i].world_size > 1 &&
-            strcmp(rs->runs[i].format, "ddpprof") == 0) {
-            which = i;
-            break;
-        }
+            strcmp(rs->runs[i].format, "ddpprof") == 0)
+            w->run = i;
     }
-    if (which < 0)
+    if (w->run < 0)
         return 0;
-    struct grid_ctx g = {.rs = rs, .st = st, .which = which};
-    int rc = 0;
+    struct grid_ctx g = {.rs = rs, .st = st, .which = w->run};
     if (source_all(&g)) {
-        rc = add_line(lines, n, "what if: run %s cannot be predicted: %s", rs->runs[which].label,
-                      error_get());
+        snprintf(w->why, sizeof w->why, "%s", error_get());
         grid_free(&g);
-        return rc;
+        return 0;
     }
-    const struct source *s = &g.src[which];
+    const struct source *s = &g.src[w->run];
     if (!s->calibrated) {
-        rc = add_line(lines, n, "what if: run %s has no all-reduce rows to calibrate the comm "
-                      "from", s->run->label);
+        snprintf(w->why, sizeof w->why, "no all-reduce rows to calibrate the comm from");
         grid_free(&g);
-        return rc;
+        return 0;
     }
-    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
-    struct predict_out own_out, p, best = {0};
-    double best_cap = s->cap_mb;
+    w->comm = s->comm;
+    w->world = s->world;
+    w->cap_mb = s->cap_mb;
+    w->step_ms = s->step_ms;
+    w->speedup = speedup_of(&g, s->world, s->batch, s->step_ms);
     /* the candidates: the fixed list, and halves down to a sixteenth of the model's
      * gradients (a small model fits in one bucket at every fixed cap) */
-    double cands[sizeof whatif_caps / sizeof *whatif_caps + 4];
-    size_t ncand = 0;
     double total = 0;
     for (int i = 0; i < s->m.nparams; i++)
         total += (double)s->m.params[i].bytes;
     for (int d = 16; d >= 2; d /= 2)
         if (total / d / 1048576.0 < whatif_caps[0])
-            cands[ncand++] = total / d / 1048576.0;
+            w->cands[w->ncand++] = total / d / 1048576.0;
     for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++)
-        cands[ncand++] = whatif_caps[k];
-    rc = predict_replay(&s->m, &own, &own_out);
-    struct predict_out cur;
+        w->cands[w->ncand++] = whatif_caps[k];
+    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
+    struct predict_out own_out, cur, p;
+    int rc = predict_replay(&s->m, &own, &own_out);
     if (rc == 0)
         rc = predict_one(s, &s->m, &own_out, &own, &cur);
-    best = cur;
-    for (size_t k = 0; rc == 0 && k < ncand; k++) {
+    w->exposed_ms = cur.exposed_comm_ms;
+    w->best_cap_mb = s->cap_mb;
+    w->best_step_ms = cur.step_ms;
+    w->best_exposed_ms = cur.exposed_comm_ms;
+    for (int k = 0; rc == 0 && k < w->ncand; k++) {
         struct predict_config c = own;
-        c.bucket_cap_mb = cands[k];
+        c.bucket_cap_mb = w->cands[k];
         if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
             break;
-        if (p.step_ms < best.step_ms - 1e-9) {
-            best = p;
-            best_cap = cands[k];
+        if (p.step_ms < w->best_step_ms - 1e-9) {
+            w->best_cap_mb = w->cands[k];
+            w->best_step_ms = p.step_ms;
+            w->best_exposed_ms = p.exposed_comm_ms;
         }
     }
-    if (rc == 0)
-        rc = add_line(lines, n,
-                      "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
-                      "per hop; report/FORMULAS.md \"Predictions\"):",
-                      s->run->label, s->comm.bandwidth_gbps, s->comm.latency_us);
-    if (rc == 0 && best_cap != s->cap_mb)
-        rc = add_line(lines, n,
-                      "  best bucket cap %.3g MB (of %zu from %.3g to %g): step %.3f ms, %+.3f ms "
-                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
-                      best_cap, ncand, cands[0], cands[ncand - 1], best.step_ms,
-                      best.step_ms - s->step_ms, 100.0 * (best.step_ms - s->step_ms) / s->step_ms,
-                      best.exposed_comm_ms, best.exposed_comm_ms - cur.exposed_comm_ms, s->cap_mb);
-    else if (rc == 0)
-        rc = add_line(lines, n,
-                      "  best bucket cap: the run's own %g MB (no candidate of %zu from %.3g to "
-                      "%g MB is predicted faster); exposed comm %.3f ms per step",
-                      s->cap_mb, ncand, cands[0], cands[ncand - 1], cur.exposed_comm_ms);
-    for (int mult = 2; rc == 0 && mult <= 4; mult *= 2) {
+    for (int k = 0; rc == 0 && k < 2; k++) {
         struct predict_config c = own;
-        c.world = s->world * mult;
-        c.bucket_cap_mb = best_cap;
+        c.world = s->world * (k ? 4 : 2);
+        c.bucket_cap_mb = w->best_cap_mb;
         if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
             break;
-        double sp = speedup_of(&g, c.world, s->batch, p.step_ms),
-               sp0 = speedup_of(&g, s->world, s->batch, s->step_ms);
-        double gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
-        if (sp > 0 && sp0 > 0)
+        w->scale[k].world = c.world;
+        w->scale[k].step_ms = p.step_ms;
+        w->scale[k].exposed_ms = p.exposed_comm_ms;
+        w->scale[k].speedup = speedup_of(&g, c.world, s->batch, p.step_ms);
+        w->scale[k].gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
+    }
+    grid_free(&g);
+    if (rc)
+        return -1;
+    w->ok = 1;
+    return 0;
+}
+
+int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
+{
+    *lines = NULL;
+    *n = 0;
+    struct predict_whatif w;
+    if (predict_whatif_figures(rs, st, &w))
+        return -1;
+    if (w.run < 0)
+        return 0;
+    const char *label = rs->runs[w.run].label;
+    if (!w.ok)
+        return add_line(lines, n, "what if: run %s cannot be predicted: %s", label, w.why);
+    int rc = add_line(lines, n,
+                      "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
+                      "per hop; report/FORMULAS.md \"Predictions\"):",
+                      label, w.comm.bandwidth_gbps, w.comm.latency_us);
+    if (rc == 0 && w.best_cap_mb != w.cap_mb)
+        rc = add_line(lines, n,
+                      "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "
+                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
+                      w.best_cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.best_step_ms,
+                      w.best_step_ms - w.step_ms, 100.0 * (w.best_step_ms - w.step_ms) / w.step_ms,
+                      w.best_exposed_ms, w.best_exposed_ms - w.exposed_ms, w.cap_mb);
+    else if (rc == 0)
+        rc = add_line(lines, n,
+                      "  best bucket cap: the run's own %g MB (no candidate of %d from %.3g to "
+                      "%g MB is predicted faster); exposed comm %.3f ms per step",
+                      w.cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.exposed_ms);
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        const int mult = k ? 4 : 2;
+        if (w.scale[k].speedup > 0 && w.speedup > 0)
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm %.3f ms", c.world,
-                          mult, p.step_ms, sp, sp0, gain, p.exposed_comm_ms);
+                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm "
+                          "%.3f ms", w.scale[k].world, mult, w.scale[k].step_ms,
+                          w.scale[k].speedup, w.speedup, w.scale[k].gain, w.scale[k].exposed_ms);
         else
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, %.2fx the throughput (no baseline "
-                          "for a speedup), exposed comm %.3f ms", c.world, mult, p.step_ms,
-                          gain, p.exposed_comm_ms);
+                          "for a speedup), exposed comm %.3f ms", w.scale[k].world, mult,
+                          w.scale[k].step_ms, w.scale[k].gain, w.scale[k].exposed_ms);
     }
-    grid_free(&g);
     return rc;
 }

@@ -120,6 +120,30 @@ struct run_stat;
 int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines,
                    size_t *n);
 
+/* The figures behind those lines, for other report code (recommendations). */
+#define PREDICT_WHATIF_CANDIDATES 14
+struct predict_whatif {
+    int run;  /* the DDP run predicted (index in the runset), -1: none in the set */
+    int ok;   /* the figures are set; else why says why not (run >= 0) */
+    char why[256];
+    struct predict_comm comm; /* the fitted ring */
+    int world;
+    double cap_mb, step_ms, exposed_ms, speedup; /* the run's own (speedup -1: no baseline) */
+    double cands[PREDICT_WHATIF_CANDIDATES];     /* the caps searched, MB */
+    int ncand;
+    double best_cap_mb, best_step_ms, best_exposed_ms; /* the fastest predicted cap (the
+                                                          run's own when none is faster) */
+    struct {
+        int world;
+        double step_ms, exposed_ms, speedup, gain; /* gain: throughput / the run's */
+    } scale[2]; /* 2x and 4x the world size, at best_cap_mb */
+};
+
+/* 0 (figures in *w, w->run -1 when there is no DDP run of ddpprof's), or -1 after
+ * error_set() (out of memory). */
+int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
+                           struct predict_whatif *w);
+
 #ifdef __cplusplus
 }
 #endif

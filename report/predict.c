@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "report/analysis.h"
+#include "report/layers.h"
 #include "report/run.h"
 #include "report/table.h"
 
@@ -146,93 +147,49 @@ static int dlist_add(struct dlist *l, double x)
 }
 
 /* The layers (meta.csv layer.K.*, forward order) and their median forward and backward
- * (per-layer rows, device clock where a rank has it, else host; mean over ranks of each
- * rank's median). */
-static int source_layers(const struct runset *rs, struct source *s)
+ * per step after the warm-up: report/layers.c's per rank (device rows where the rank has
+ * them, else host), the mean over the ranks that have them. */
+static int source_layers(const struct runset *rs, const struct run_stat *st, int run,
+                         struct source *s)
 {
-    const struct run *r = s->run;
-    long nl = 0;
-    if (!meta_int(r, "layers", &nl) || nl <= 0)
-        return 0;
-    s->m.layers = calloc((size_t)nl, sizeof *s->m.layers);
-    s->layer_type = calloc((size_t)nl, sizeof *s->layer_type);
-    if (!s->m.layers || !s->layer_type)
-        return error_set("predict: out of memory");
-    s->m.nlayers = (int)nl;
-    for (int k = 0; k < nl; k++) {
-        const char *name = metaf(r, "layer.%d.name", k), *type = metaf(r, "layer.%d.type", k);
-        if (!name)
-            return error_set("%s/meta.csv: layers is %ld but layer.%d.name is missing (the "
-                             "run's meta.csv is cut: re-run it)", r->dir, nl, k);
-        s->m.layers[k].name = name;
-        if (type && !(s->layer_type[k] = strdup(type)))
-            return error_set("predict: out of memory");
-    }
-    const uint32_t ph[2] = {strpool_find(&rs->labels, "layer.forward"),
-                            strpool_find(&rs->labels, "layer.backward")};
-    const uint32_t range = strpool_find(&rs->labels, "range");
-    if (ph[0] == STRPOOL_NONE || ph[1] == STRPOOL_NONE || range == STRPOOL_NONE)
-        return 0;
-    /* name id -> layer */
-    uint32_t nn = rs->names.n;
-    int *layer_of = malloc(((size_t)nn + 1) * sizeof *layer_of);
-    struct dlist *d = calloc(2 * (size_t)nl, sizeof *d);
-    int rc = 0;
-    if (!layer_of || !d) {
-        free(layer_of);
-        free(d);
-        return error_set("predict: out of memory");
-    }
-    for (uint32_t i = 0; i < nn; i++)
-        layer_of[i] = -1;
-    for (int k = 0; k < nl; k++) {
-        uint32_t id = strpool_find(&rs->names, s->m.layers[k].name);
-        if (id != STRPOOL_NONE)
-            layer_of[id] = k;
-    }
     int ranks = 0;
-    for (int q = 0; q < r->nranks && rc == 0; q++) {
-        const struct rank_trace *t = &r->ranks[q];
-        int dev[2] = {0, 0};
-        for (size_t i = 0; i < t->n; i++)
-            for (int f = 0; f < 2; f++)
-                if (t->rows[i].phase == ph[f] && t->rows[i].clock == TRACE_CLOCK_DEVICE)
-                    dev[f] = 1;
-        for (size_t i = 0; i < t->n && rc == 0; i++) {
-            const struct run_row *row = &t->rows[i];
-            if (!row_counts(s->st, row, range) || row->name >= nn || layer_of[row->name] < 0)
-                continue;
-            for (int f = 0; f < 2 && rc == 0; f++)
-                if (row->phase == ph[f] &&
-                    row->clock == (dev[f] ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST))
-                    rc = dlist_add(&d[2 * layer_of[row->name] + f],
-                                   (double)(row->end_ns - row->start_ns) / 1e6);
+    for (int q = 0; q < s->run->nranks; q++) {
+        struct layer_times lt = {0};
+        if (layers_rank_times(rs, st, run, q, &lt))
+            return -1;
+        if (lt.n > 0 && !s->m.layers) {
+            s->m.layers = calloc((size_t)lt.n, sizeof *s->m.layers);
+            s->layer_type = calloc((size_t)lt.n, sizeof *s->layer_type);
+            if (!s->m.layers || !s->layer_type) {
+                layers_times_free(&lt);
+                return error_set("predict: out of memory");
+            }
+            s->m.nlayers = lt.n;
+            for (int k = 0; k < lt.n; k++) {
+                s->m.layers[k].name = lt.v[k].name; /* meta.csv's: live as the runset */
+                if (lt.v[k].type && !(s->layer_type[k] = strdup(lt.v[k].type))) {
+                    layers_times_free(&lt);
+                    return error_set("predict: out of memory");
+                }
+            }
         }
         int any = 0;
-        for (int k = 0; k < nl && rc == 0; k++)
-            for (int f = 0; f < 2; f++) {
-                if (d[2 * k + f].n == 0)
-                    continue;
-                any = 1;
-                const double md = median(d[2 * k + f].v, d[2 * k + f].n);
-                if (f == 0)
-                    s->m.layers[k].fwd_ms += md;
-                else
-                    s->m.layers[k].bwd_ms += md;
-                d[2 * k + f].n = 0;
-            }
+        for (int k = 0; k < lt.n && k < s->m.nlayers; k++) {
+            if (lt.v[k].med_ns[0] >= 0)
+                s->m.layers[k].fwd_ms += (double)lt.v[k].med_ns[0] / 1e6;
+            if (lt.v[k].med_ns[1] >= 0)
+                s->m.layers[k].bwd_ms += (double)lt.v[k].med_ns[1] / 1e6;
+            any |= lt.v[k].med_ns[0] >= 0 || lt.v[k].med_ns[1] >= 0;
+        }
         ranks += any;
+        layers_times_free(&lt);
     }
-    for (int k = 0; k < nl && ranks > 0; k++) {
+    for (int k = 0; k < s->m.nlayers && ranks > 0; k++) {
         s->m.layers[k].fwd_ms /= ranks;
         s->m.layers[k].bwd_ms /= ranks;
     }
     s->layered = ranks > 0;
-    for (int k = 0; k < 2 * nl; k++)
-        free(d[k].v);
-    free(d);
-    free(layer_of);
-    return rc;
+    return 0;
 }
 
 /* The parameters (meta.csv param.I.*, model order), each in the layer whose name is the
@@ -567,7 +524,7 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
     s->comm_ms = (double)rk0->comm_ns / 1e6 / steps;
     s->exposed_ms = (double)rk0->exposed_ns / 1e6 / steps;
     s->has_overlap = analysis_overlap_pct(rk0, &s->overlap_pct);
-    int rc = source_layers(rs, s);
+    int rc = source_layers(rs, st, i, s);
     if (rc == 0)
         rc = source_params(s);
     if (rc == 0)

@@ -239,7 +239,9 @@ static int source_params(struct source *s)
 {
     const struct run *r = s->run;
     long np = 0, nb = 0;
-    if (meta_int(r, "params", &np) && np > 0) {
+    while (metaf(r, "param.%d.name", (int)np))
+        np++;
+    if (np > 0) {
         s->m.params = calloc((size_t)np, sizeof *s->m.params);
         if (!s->m.params)
             return error_set("predict: out of memory");
@@ -249,8 +251,8 @@ static int source_params(struct source *s)
             char key[64];
             snprintf(key, sizeof key, "param.%d.bytes", i);
             if (!name || !meta_int(r, key, &bytes) || bytes < 0)
-                return error_set("%s/meta.csv: params is %ld but param.%d.name or .bytes is "
-                                 "missing or not a byte count (re-run it)", r->dir, np, i);
+                return error_set("%s/meta.csv: param.%d.bytes is missing or not a byte count "
+                                 "(the run's meta.csv is damaged: re-run it)", r->dir, i);
             s->m.params[i].bytes = (size_t)bytes;
             s->m.params[i].layer = -1;
             size_t best = 0;
@@ -1176,19 +1178,31 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
     struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
     struct predict_out own_out, p, best = {0};
     double best_cap = s->cap_mb;
+    /* the candidates: the fixed list, and halves down to a sixteenth of the model's
+     * gradients (a small model fits in one bucket at every fixed cap) */
+    double cands[sizeof whatif_caps / sizeof *whatif_caps + 4];
+    size_t ncand = 0;
+    double total = 0;
+    for (int i = 0; i < s->m.nparams; i++)
+        total += (double)s->m.params[i].bytes;
+    for (int d = 16; d >= 2; d /= 2)
+        if (total / d / 1048576.0 < whatif_caps[0])
+            cands[ncand++] = total / d / 1048576.0;
+    for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++)
+        cands[ncand++] = whatif_caps[k];
     rc = predict_replay(&s->m, &own, &own_out);
     struct predict_out cur;
     if (rc == 0)
         rc = predict_one(s, &s->m, &own_out, &own, &cur);
     best = cur;
-    for (size_t k = 0; rc == 0 && k < sizeof whatif_caps / sizeof *whatif_caps; k++) {
+    for (size_t k = 0; rc == 0 && k < ncand; k++) {
         struct predict_config c = own;
-        c.bucket_cap_mb = whatif_caps[k];
+        c.bucket_cap_mb = cands[k];
         if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
             break;
         if (p.step_ms < best.step_ms - 1e-9) {
             best = p;
-            best_cap = whatif_caps[k];
+            best_cap = cands[k];
         }
     }
     if (rc == 0)
@@ -1198,19 +1212,16 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
                       s->run->label, s->comm.bandwidth_gbps, s->comm.latency_us);
     if (rc == 0 && best_cap != s->cap_mb)
         rc = add_line(lines, n,
-                      "  best bucket cap %g MB (of %g..%g): step %.3f ms, %+.3f ms per step "
-                      "(%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
-                      best_cap, whatif_caps[0],
-                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1], best.step_ms,
+                      "  best bucket cap %.3g MB (of %zu from %.3g to %g): step %.3f ms, %+.3f ms "
+                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
+                      best_cap, ncand, cands[0], cands[ncand - 1], best.step_ms,
                       best.step_ms - s->step_ms, 100.0 * (best.step_ms - s->step_ms) / s->step_ms,
                       best.exposed_comm_ms, best.exposed_comm_ms - cur.exposed_comm_ms, s->cap_mb);
     else if (rc == 0)
         rc = add_line(lines, n,
-                      "  best bucket cap: the run's own %g MB (no candidate of %g..%g MB is "
-                      "predicted faster); exposed comm %.3f ms per step",
-                      s->cap_mb, whatif_caps[0],
-                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1],
-                      cur.exposed_comm_ms);
+                      "  best bucket cap: the run's own %g MB (no candidate of %zu from %.3g to "
+                      "%g MB is predicted faster); exposed comm %.3f ms per step",
+                      s->cap_mb, ncand, cands[0], cands[ncand - 1], cur.exposed_comm_ms);
     for (int mult = 2; rc == 0 && mult <= 4; mult *= 2) {
         struct predict_config c = own;
         c.world = s->world * mult;
@@ -1223,7 +1234,7 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
         if (sp > 0 && sp0 > 0)
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(now %.2fx): %.2fx the throughput, exposed comm %.3f ms", c.world,
+                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm %.3f ms", c.world,
                           mult, p.step_ms, sp, sp0, gain, p.exposed_comm_ms);
         else
             rc = add_line(lines, n,

@@ -183,7 +183,7 @@ int rank_session_open(struct rank *r, const struct dist_env *env)
     if (cap < sizeof(float))
         cap = sizeof(float);
     r->red = reducer_create(&r->m->params, r->dev.comm, DDP_FIRST_BUCKET_BYTES, cap);
-    if (!r->red || rank_align_clock(r))
+    if (!r->red || rank_align_clock(r) || rank_calibrate_comm(r))
         return -1;
     worker_link_say("ready");
     return 0;

@@ -12,7 +12,7 @@
 #     1-bucket step at 25 Mbit/s is at least 18 ms longer than at 1000 Mbit/s: half of the
 #     37 ms more the 116 KB all-reduce takes on the wire); the namespaces are gone;
 #     errors.csv and errors.md hold every point;
-#  3. the accuracy: on a quiet machine (other programs kept <= 0.25 cores busy during the
+#  3. the accuracy: in a build without sanitizers, on a quiet machine (other programs kept <= 0.25 cores busy during the
 #     runs and two runs of the calibration's configuration were within 2.5 % of each other)
 #     issue 25's goal, median |error| <= 5 % and worst <= 10 %; on a busy one, where two runs
 #     of one configuration differ by more than the goal itself, only that no prediction is
@@ -103,11 +103,17 @@ s=$tmp/g/summary.csv
 val() { csv_col "$s" value key="$1"; }
 med=$(val median_abs_error_pct) worst=$(val worst_abs_error_pct)
 others=$(val others_busy_cores) rep=$(val repeat_diff_pct)
-if awk -v o="$others" -v r="$rep" 'BEGIN { exit !(o <= 0.25 && r <= 2.5) }'; then
+# a sanitizer's build times its own instrumentation, not the program's
+san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)
+if [ -z "$san" ] && awk -v o="$others" -v r="$rep" 'BEGIN { exit !(o <= 0.25 && r <= 2.5) }'; then
   check goal "$([ $rc -eq 0 ]; echo $?)" \
     "on a quiet machine (others kept $others cores busy; repeat $rep % apart) the goal was missed: median |error| $med %, worst $worst % (goal 5 %, 10 %)"
 else
-  echo "goal not judged: other programs kept $others cores busy and two runs of one configuration were $rep % apart (the goal needs <= 0.25 cores and <= 2.5 %); median |error| $med %, worst $worst %"
+  if [ -n "$san" ]; then
+    echo "goal not judged: a sanitizer's build ($san); median |error| $med %, worst $worst %"
+  else
+    echo "goal not judged: other programs kept $others cores busy and two runs of one configuration were $rep % apart (the goal needs <= 0.25 cores and <= 2.5 %); median |error| $med %, worst $worst %"
+  fi
   check gross "$(awk -v m="$med" 'BEGIN { exit !(m <= 40) }'; echo $?)" \
     "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"
 fi

@@ -9,14 +9,14 @@
 #     are gone and none of its ddpprof processes is left;
 #  2. the grid: every point ran, with the buckets the reducer forms for each cap (1, 3, 7);
 #     the shaping works (the 25 Mbit/s link passes 20-26.5 Mbit/s of bulk TCP, and the
-#     1-bucket step at 25 Mbit/s is at least 18 ms longer than at 1000 Mbit/s: half of the
-#     37 ms more the 116 KB all-reduce takes on the wire); the namespaces are gone;
+#     training's 116 KB all-reduce takes >= 30 ms there (37 ms on the wire) and at most half
+#     that at 1000 Mbit/s); the namespaces are gone;
 #     errors.csv and errors.md hold every point;
-#  3. the accuracy: in a build without sanitizers, on a quiet machine (other programs kept <= 0.25 cores busy during the
-#     runs and two runs of the calibration's configuration were within 2.5 % of each other)
-#     issue 25's goal, median |error| <= 5 % and worst <= 10 %; on a busy one, where two runs
-#     of one configuration differ by more than the goal itself, only that no prediction is
-#     off by a factor (median |error| <= 40 %: a model ignoring the bandwidth or the buckets
+#  3. the accuracy: in a build without sanitizers, on a quiet machine (other programs kept
+#     <= 0.25 cores busy during the runs), issue 25's goal, median |error| <= 5 % and worst
+#     <= 10 %; on a busy one, where two runs of one configuration differ by more than the
+#     goal itself (14-37 % here with 1.5 of 2 cores taken by others), only that no
+#     prediction is off by a factor (median |error| <= 40 %: a model ignoring the bandwidth
 #     misses by more), and the test says that the goal was not judged and why.
 set -u
 . "$(dirname "$0")/csvcol.sh"
@@ -86,10 +86,16 @@ check grid-rows "$(csv_awk 'FNR > 1 && col("kind") == "grid" { g++ } FNR > 1 && 
 check grid-buckets "$(csv_awk 'FNR > 1 { want = col("bucket_cap_mb") == "25" ? 1 : col("bucket_cap_mb") == "0.02" ? 3 : 7
   if (col("buckets") != want) bad = 1 } END { exit bad }' "$e"; echo $?)" \
   "caps 25, 0.02, 0.0001 MiB did not give 1, 3, 7 buckets: $(cat "$e")"
-slow=$(csv_col "$e" measured_step_ms kind=grid bandwidth_mbit=25 bucket_cap_mb=25)
-fast=$(csv_col "$e" measured_step_ms kind=grid bandwidth_mbit=1000 bucket_cap_mb=25)
-check grid-shaped "$(awk -v s="$slow" -v f="$fast" 'BEGIN { exit !(s - f >= 18) }'; echo $?)" \
-  "the step at 25 Mbit/s ($slow ms) is not 18 ms longer than at 1000 Mbit/s ($fast ms): is the veth shaped?"
+# the all-reduce's transfer time (buckets.csv: the shortest duration over the ranks, without
+# the wait for a late one) rather than the step, which another program's burst moves by more
+for r in 25 1000; do
+  "$bin" report "$tmp/g/runs/r$r-c25" --out "$tmp/rep$r" >"$tmp/rep$r.log" 2>&1 ||
+    echo "FAIL report of r$r-c25: $(tail -n 1 "$tmp/rep$r.log")"
+done
+slow=$(csv_col "$tmp/rep25/buckets.csv" transfer_ms bucket=0)
+fast=$(csv_col "$tmp/rep1000/buckets.csv" transfer_ms bucket=0)
+check grid-shaped "$(awk -v s="$slow" -v f="$fast" 'BEGIN { exit !(s >= 30 && f <= s / 2) }'; echo $?)" \
+  "the 116 KB all-reduce took $slow ms at 25 Mbit/s (want >= 30: 37 ms on the wire) and $fast ms at 1000 Mbit/s (want <= half that): is the veth shaped?"
 link=$(csv_col "$e" link_measured_mbit kind=grid bandwidth_mbit=25 bucket_cap_mb=25)
 check grid-link "$(awk -v l="$link" 'BEGIN { exit !(l >= 20 && l <= 26.5) }'; echo $?)" \
   "the 25 Mbit/s link passed '$link' Mbit/s of bulk TCP (want 20-26.5: tbf paces to the rate)"
@@ -105,14 +111,14 @@ med=$(val median_abs_error_pct) worst=$(val worst_abs_error_pct)
 others=$(val others_busy_cores) rep=$(val repeat_diff_pct)
 # a sanitizer's build times its own instrumentation, not the program's
 san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)
-if [ -z "$san" ] && awk -v o="$others" -v r="$rep" 'BEGIN { exit !(o <= 0.25 && r <= 2.5) }'; then
+if [ -z "$san" ] && awk -v o="$others" 'BEGIN { exit !(o <= 0.25) }'; then
   check goal "$([ $rc -eq 0 ]; echo $?)" \
-    "on a quiet machine (others kept $others cores busy; repeat $rep % apart) the goal was missed: median |error| $med %, worst $worst % (goal 5 %, 10 %)"
+    "on a quiet machine (others kept $others cores busy; two runs of one configuration $rep % apart) the goal was missed: median |error| $med %, worst $worst % (goal 5 %, 10 %)"
 else
   if [ -n "$san" ]; then
     echo "goal not judged: a sanitizer's build ($san); median |error| $med %, worst $worst %"
   else
-    echo "goal not judged: other programs kept $others cores busy and two runs of one configuration were $rep % apart (the goal needs <= 0.25 cores and <= 2.5 %); median |error| $med %, worst $worst %"
+    echo "goal not judged: other programs kept $others cores busy (the goal is judged at <= 0.25); two runs of one configuration were $rep % apart; median |error| $med %, worst $worst %"
   fi
   check gross "$(awk -v m="$med" 'BEGIN { exit !(m <= 40) }'; echo $?)" \
     "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"

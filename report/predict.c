@@ -19,6 +19,10 @@
 #include <sys/stat.h>
 
 #define PREDICT_MAX_LIST 16 /* values per what-if option */
+/* TCP/IPv4 payload per byte on an Ethernet link of MTU 1500: 1448 payload bytes (TCP
+ * timestamps on) of a 1514-byte frame, less the reverse ACKs (66 bytes for every second
+ * segment, on a link that a ring all-reduce loads both ways): 1448 / (1514 + 33) */
+#define PREDICT_TCP_EFFICIENCY (1448.0 / 1547.0)
 #define AMP_OFF 0
 
 /* the name of the calibration all-reduces' rows (probes/TRACE.md: step -1, phase
@@ -1029,6 +1033,15 @@ int predict_main(int argc, char **argv)
     }
     char notes[4][320];
     int nnotes = 0;
+    /* an asked bandwidth is the link's rate; over TCP (gloo) the collective's payload gets
+     * PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated one is already payload */
+    const char *comm_name = s ? run_meta(s->run, "comm") : NULL;
+    const double link_eff =
+        comm_name && strcmp(comm_name, "gloo") == 0 ? PREDICT_TCP_EFFICIENCY : 1.0;
+    if (rc == 0 && o.nbw && link_eff < 1.0)
+        snprintf(notes[nnotes++], sizeof notes[0],
+                 "comm gloo: an asked bandwidth is the link's rate, of which TCP carries %.3g "
+                 "as payload", link_eff);
     for (int ia = 0; ia < na && rc == 0; ia++) {
         const char *amp = o.namp ? o.amps[ia] : s->amp;
         struct predict_model m = s->m;
@@ -1053,11 +1066,13 @@ int predict_main(int argc, char **argv)
             for (int ic = 0; ic < nc && rc == 0; ic++)
                 for (int ib = 0; ib < nbw && rc == 0; ib++)
                     for (int il = 0; il < nl && rc == 0; il++) {
+                        const double asked_bw = o.nbw ? o.bws[ib] : cal.bandwidth_gbps;
                         struct predict_config c = {
                             .world = o.nworld ? o.worlds[iw] : s->world,
                             .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
                             .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
-                                     .bandwidth_gbps = o.nbw ? o.bws[ib] : cal.bandwidth_gbps}};
+                                     .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
+                                                             : cal.bandwidth_gbps}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;
@@ -1065,7 +1080,7 @@ int predict_main(int argc, char **argv)
                         table_set(&t, PC_CONFIG, "predicted");
                         table_set(&t, PC_WORLD, "%d", c.world);
                         table_set(&t, PC_CAP, "%g", c.bucket_cap_mb);
-                        table_set(&t, PC_BW, "%.4g", c.comm.bandwidth_gbps);
+                        table_set(&t, PC_BW, "%.4g", asked_bw);
                         table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
                         table_set(&t, PC_AMP, "%s", amp);
                         table_set(&t, PC_BUCKETS, "%d", p.buckets);

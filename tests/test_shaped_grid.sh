@@ -71,7 +71,7 @@ check stop-procs "$(! pgrep -f -- "--out $tmp/stop/" >/dev/null; echo $?)" \
   "processes left after SIGTERM: $(pgrep -af -- "--out $tmp/stop/")"
 
 # --- 2. the grid ---
-"${grid[@]}" --out "$tmp/g" >"$tmp/g.log" 2>&1 &
+"${grid[@]}" --out "$tmp/g" --time-limit 400 >"$tmp/g.log" 2>&1 &
 pid=$!
 wait $pid
 rc=$?

@@ -10,7 +10,7 @@
 #     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0, and
 #     phases, overlap, buckets and stragglers.csv are the same without them
 #   - the baseline predicts 2 ranks with the DDP run's calibration; alone it needs
-#     --bandwidth-gbps, which it then uses
+#     --bandwidth-gbps, which it then uses, or --comm-from a DDP run
 #   - `ddpprof report` prints the "what if" section
 #   - bad command lines: a non-zero exit and one line on stderr naming the problem
 set -u
@@ -22,6 +22,17 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL $*"; }
 check() { if eval "$1"; then ok; else bad "$2"; fi; }
+badline() { # WANT ARGS...: fails, one line on stderr holding WANT
+  local want=$1
+  shift
+  if "$bin" predict "$@" >/dev/null 2>"$tmp/e"; then
+    bad "predict $* succeeded"
+  elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -- "$want" "$tmp/e"; then
+    bad "predict $*: want one line with '$want', got: $(cat "$tmp/e")"
+  else
+    ok
+  fi
+}
 
 common=(--cpu 2 --model convnet --epochs 1 --limit 640 --test-limit 64 --quiet)
 for cap in 0.01 0.05 25; do
@@ -98,23 +109,21 @@ check '"$bin" predict "$tmp/alone/baseline" --world 2 --bandwidth-gbps 10 --late
 bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
 check '[ "$bw" = 10 ]' "lone baseline: bandwidth_gbps '$bw', want 10"
 
+# --comm-from: another run's fitted comm for the lone baseline; a run without all-reduces
+# has none to give
+check '"$bin" predict "$tmp/alone/baseline" --world 2 --comm-from "$run" >"$tmp/cf.out" 2>&1 && grep -q "calibrated on run" "$tmp/cf.out"' "lone baseline --comm-from: $(tail -2 "$tmp/cf.out")"
+bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
+want=$(sed -n 's/.*calibrated on run [^:]*: \([0-9.e+-]*\) Gbit\/s.*/\1/p' "$tmp/cf.out")
+check '[ -n "$want" ] && [ "$bw" = "$want" ]' "--comm-from: bandwidth_gbps '$bw', the fit said '$want'"
+badline "no all-reduce there" "$tmp/alone/baseline" --world 2 --comm-from "$base"
+badline "not a run directory" "$tmp/alone/baseline" --world 2 --comm-from "$tmp/nowhere"
+
 # the report's what if
 "$bin" report "$tmp/cap25" --out "$tmp/rep" >"$tmp/rep.out" 2>&1
 check 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
 check 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
 
 # bad command lines
-badline() { # WANT ARGS...: fails, one line on stderr holding WANT
-  local want=$1
-  shift
-  if "$bin" predict "$@" >/dev/null 2>"$tmp/e"; then
-    bad "predict $* succeeded"
-  elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -- "$want" "$tmp/e"; then
-    bad "predict $*: want one line with '$want', got: $(cat "$tmp/e")"
-  else
-    ok
-  fi
-}
 badline "no run directory"
 badline "no such run directory" "$tmp/nowhere"
 badline "not a run directory" "$tmp"

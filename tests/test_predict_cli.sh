@@ -11,6 +11,7 @@
 #     phases, overlap, buckets and stragglers.csv are the same without them
 #   - the baseline predicts 2 ranks with the DDP run's calibration; alone it needs
 #     --bandwidth-gbps, which it then uses, or --comm-from a DDP run
+#   - --amp off from the DDP+AMP run takes the fp32 baseline's conv and linear layers
 #   - `ddpprof report` prints the "what if" section
 #   - bad command lines: a non-zero exit and one line on stderr naming the problem
 set -u
@@ -81,6 +82,14 @@ w=$(csv_col "$tmp/cap25/phases.csv" warmup_steps run=ddp rank=0 phase=comm.allre
 rows=$(csv_awk -v w="$w" 'FNR > 1 && col("phase") == "comm.allreduce" && col("clock") == "host" && (col("step") == 0 || col("step") > w + 0) { n++ } END { print n + 0 }' "$run/rank0.trace.csv")
 counted=$(csv_col "$tmp/cap25/phases.csv" count run=ddp rank=0 phase=comm.allreduce)
 check '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
+
+# --amp off from the DDP+AMP run: conv and linear take the fp32 baseline's per-layer times
+"$bin" predict "$run" --amp off,fp16 --out "$tmp/pa" >"$tmp/pa.out" 2>&1
+check 'grep -q "amp off: conv and linear layers. times from run baseline" "$tmp/pa.out"' "--amp off: no word of the baseline's layers: $(grep amp "$tmp/pa.out")"
+off=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=off)
+on=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=fp16)
+m=$(csv_col "$tmp/pa/predict.csv" step_ms config=measured)
+check '[ -n "$off" ] && [ "$on" = "$m" ] && [ "$off" != "$m" ]' "--amp off,fp16: off '$off', fp16 '$on' (want the measured '$m'), measured '$m'"
 
 # the same run without its calibration rows: the same tables, byte for byte
 mkdir -p "$tmp/strip" && cp -r "$run" "$tmp/strip/ddp"

@@ -687,8 +687,10 @@ static int analysis_select(const struct analysis_ctx *c, const struct rank_trace
     for (size_t r = 0; r < t->n; r++)
         if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
             dev[c->dense[rows[r].phase]] = 1;
+    /* step -1: the comm's calibration all-reduces at DDP setup (probes/TRACE.md), for
+     * `ddpprof predict` only -- no table counts them */
 #define SELECTED(row)                                                                        \
-    ((row).kind == c->range_kind &&                                                          \
+    ((row).kind == c->range_kind && (row).step >= 0 &&                                       \
      ((row).clock == TRACE_CLOCK_DEVICE ||                                                   \
       ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
     for (size_t r = 0; r < t->n; r++)

@@ -804,6 +804,9 @@ void cli_usage(FILE *out)
           "       ddpprof diff A B | ddpprof diff MAIN_JOB_DIR [--out DIR]\n"
           "                                    where the step-time change between two runs\n"
           "                                    comes from: diff.csv (ddpprof report --help)\n"
+          "       ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] ...\n"
+          "                                    a run's step in another configuration, replayed\n"
+          "                                    (see ddpprof predict --help)\n"
           "       ddpprof --version | --help\n"
           "\n"
           "options (the main job, train and worker take them all, except where marked):\n",

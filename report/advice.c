@@ -36,7 +36,8 @@ struct advice_run {
     double blocking_ms;     /* their sum */
     int has_host_wait;
     double host_wait_ms;    /* device_host_wait_ms per step */
-    double grad_exposed_ms; /* gradient all-reduce not under backward, per rank and step */
+    double grad_exposed_ms; /* gradient all-reduce not under backward and not waiting for
+                               another rank (sync wait), per rank and step */
     int has_grad;           /* the run has gradient buckets */
     double grad_hidden_pct; /* of the gradient all-reduce time */
     int prefix;             /* name the run in the text (several runs are advised on) */
@@ -103,7 +104,9 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
         if (bs->count == 0)
             continue;
         a->has_grad = 1;
-        a->grad_exposed_ms += (double)(bs->total_ns - bs->hidden_ns) * 1e-6 / (double)bs->count;
+        /* less the sync wait: a rank waiting in it for a slower one is the straggler's */
+        const int64_t e = bs->total_ns - bs->hidden_ns - bs->wait_ns;
+        a->grad_exposed_ms += (double)(e > 0 ? e : 0) * 1e-6 / (double)bs->count;
         total += bs->total_ns;
         hidden += bs->hidden_ns;
     }
@@ -336,7 +339,7 @@ static int rule_straggler(const struct advice_run *a, struct advice_cand *c)
 static int rule_imbalance(const struct advice_run *a, struct advice_cand *c)
 {
     struct straggler_fig f;
-    if (!straggler_fig(a, &f) || straggler_steady(&f))
+    if (!straggler_fig(a, &f) || straggler_steady(&f) || f.steps < ADVICE_STRAGGLER_STEPS)
         return 0;
     const double p = pct(f.all_wait_ms, a->step_ms);
     if (p < ADVICE_IMBALANCE_PCT)
@@ -475,7 +478,8 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
     const char *mode = run_meta(a->r, "mode");
     const char *who = mode && strcmp(mode, "ddp") == 0 ? "DDP" : "run";
     if (base >= 0 && v != base && s->has_speedup) {
-        const char *word = s->speedup < 1.0         ? "is slower than the baseline"
+        const char *word = s->speedup < ADVICE_SLOWER    ? "is slower than the baseline"
+                           : s->speedup < ADVICE_NO_FASTER ? "is no faster than the baseline"
                            : s->efficiency >= 0.9   ? "scales well"
                            : s->efficiency >= 0.7   ? "scales fairly"
                                                     : "scales poorly";

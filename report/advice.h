@@ -29,6 +29,10 @@
 #define ADVICE_FIXED_PCT 25.0        /* ... with per-step fixed costs at least this share */
 #define ADVICE_AMP_GAIN 0.5          /* assumed: AMP halves forward+backward on a GPU */
 #define ADVICE_LOAD_CAP 0.9          /* the load rule's estimate at most this of the step */
+/* The verdict's words: speedup below ADVICE_SLOWER "slower than the baseline", below
+ * ADVICE_NO_FASTER "no faster", else by efficiency: >= 0.9 well, >= 0.7 fairly, poorly. */
+#define ADVICE_SLOWER 0.95
+#define ADVICE_NO_FASTER 1.05
 
 /* One candidate recommendation. */
 enum advice_source {

@@ -485,11 +485,11 @@ static int cmd_main(int argc, char **argv)
     struct report_opts ro = {.out_dir = out,
                              .warmup_given = c.warmup_steps >= 0,
                              .warmup_steps = c.warmup_steps};
-    printf("\n");
-    if (report_run_opts(dirs, 1, &ro, stdout))
-        return fail();
+    /* said before the report, whose verdict and recommendations end the job's output */
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
            out);
+    if (report_run_opts(dirs, 1, &ro, stdout))
+        return fail();
     return check_stdout("the report") ? fail() : 0;
 }
 

@@ -5,12 +5,15 @@
 
 #include <stdlib.h>
 
-_Static_assert(PROBE_PHASE_COUNT + 1 <= 16, "phase + 1 fits the external id's 4 bits");
+/* Layer ranges (layer.forward, layer.backward) push no external id: the kernels a layer
+ * launches stay attributed to the forward or backward around it (probe.c), so only the
+ * phases before them need to fit. */
+_Static_assert(PROBE_LAYER_FORWARD + 1 <= 16, "phase + 1 fits the external id's 4 bits");
 
 /* bits 60..63 phase + 1, 44..59 bucket + 1 (0: none), 32..43 epoch, 0..31 step */
 uint64_t corr_encode(enum probe_phase ph, int64_t step, int epoch, int bucket)
 {
-    uint64_t p = (unsigned)ph < PROBE_PHASE_COUNT ? (uint64_t)ph + 1 : (uint64_t)PROBE_SETUP + 1;
+    uint64_t p = (unsigned)ph < PROBE_LAYER_FORWARD ? (uint64_t)ph + 1 : (uint64_t)PROBE_SETUP + 1;
     uint64_t b = bucket >= 0 && bucket <= CORR_MAX_BUCKET ? (uint64_t)bucket + 1 : 0;
     uint64_t e = epoch < 0 ? 0 : epoch > CORR_MAX_EPOCH ? CORR_MAX_EPOCH : (uint64_t)epoch;
     uint64_t s = step < 0 ? 0 : step > CORR_MAX_STEP ? (uint64_t)CORR_MAX_STEP : (uint64_t)step;
@@ -20,7 +23,7 @@ uint64_t corr_encode(enum probe_phase ph, int64_t step, int epoch, int bucket)
 int corr_decode(uint64_t id, enum probe_phase *ph, int64_t *step, int *epoch, int *bucket)
 {
     uint64_t p = id >> 60;
-    if (p == 0 || p > PROBE_PHASE_COUNT)
+    if (p == 0 || p > PROBE_LAYER_FORWARD)
         return -1;
     *ph = (enum probe_phase)(p - 1);
     *bucket = (int)((id >> 44) & 0xFFFF) - 1;

@@ -62,6 +62,20 @@ void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t step)
     nvtxDomainRangePushEx(n->domain, &a);
 }
 
+void nvtx_ranges_push_named(struct nvtx_ranges *n, enum probe_phase ph, const char *name,
+                            uint64_t step)
+{
+    if (!name) {
+        nvtx_ranges_push(n, ph, step);
+        return;
+    }
+    nvtxEventAttributes_t a;
+    nvtx_attr_init(&a, ph, step);
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    nvtxDomainRangePushEx(n->domain, &a);
+}
+
 void nvtx_ranges_pop(struct nvtx_ranges *n)
 {
     nvtxDomainRangePop(n->domain);
@@ -139,6 +153,12 @@ struct nvtx_ranges *nvtx_ranges_create(void)
 void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t step)
 {
     (void)n, (void)ph, (void)step;
+}
+
+void nvtx_ranges_push_named(struct nvtx_ranges *n, enum probe_phase ph, const char *name,
+                            uint64_t step)
+{
+    (void)n, (void)ph, (void)name, (void)step;
 }
 
 void nvtx_ranges_pop(struct nvtx_ranges *n)

@@ -39,6 +39,10 @@ struct nvtx_ranges *nvtx_ranges_create(void);
  * Per thread, as NVTX push/pop. */
 void nvtx_ranges_push(struct nvtx_ranges *n, enum probe_phase ph, uint64_t step);
 void nvtx_ranges_pop(struct nvtx_ranges *n);
+/* nvtx_ranges_push with the range named name (an unregistered ASCII message: a layer's
+ * module name, "layer1.0"), the phase's colour and category; name NULL: the phase's */
+void nvtx_ranges_push_named(struct nvtx_ranges *n, enum probe_phase ph, const char *name,
+                            uint64_t step);
 
 /* Start the range "allreduce.b<bucket>" (step as payload); returns the id to pass to
  * nvtx_ranges_end, from any thread.  The name is registered the first time a bucket

@@ -21,6 +21,9 @@ struct probe_frame {
     int epoch;
     int64_t start_ns;
     int ev_slot; /* event pair on the compute stream, -1: none */
+    int corr;    /* 1: a CUPTI external id was pushed (not for layer ranges) */
+    const char *name; /* the row's name (a layer's), NULL: none; the caller's, kept alive */
+    uint64_t bytes;   /* the row's bytes when the pop gives none */
 };
 
 struct probe_bucket {
@@ -179,7 +182,9 @@ void probe_set_step(struct probe *p, int64_t step, int epoch)
     probe_poll_devices(p);
 }
 
-void probe_push(struct probe *p, enum probe_phase ph)
+void probe_push(struct probe *p, enum probe_phase ph) { probe_push_named(p, ph, NULL, 0); }
+
+void probe_push_named(struct probe *p, enum probe_phase ph, const char *name, uint64_t bytes)
 {
     if (!p || p->mode == PROBE_OFF)
         return;
@@ -192,9 +197,12 @@ void probe_push(struct probe *p, enum probe_phase ph)
     f->ph = ph;
     f->step = p->step;
     f->epoch = p->epoch;
-    nvtx_ranges_push(p->nvtx, ph, (uint64_t)p->step);
+    f->name = name;
+    f->bytes = bytes;
+    nvtx_ranges_push_named(p->nvtx, ph, name, (uint64_t)p->step);
     f->ev_slot = p->ev_compute ? event_timer_begin(p->ev_compute) : -1;
-    if (p->cupti)
+    f->corr = p->cupti && ph != PROBE_LAYER_FORWARD && ph != PROBE_LAYER_BACKWARD;
+    if (f->corr)
         cupti_tracer_push(p->cupti, corr_encode(ph, p->step, p->epoch, -1));
     f->start_ns = clock_now_ns(); /* last: the host row excludes the probe's own work */
 }
@@ -215,7 +223,7 @@ void probe_pop_bytes(struct probe *p, uint64_t bytes)
         return;
     }
     struct probe_frame *f = &p->stack[--p->depth];
-    if (p->cupti)
+    if (f->corr)
         cupti_tracer_pop(p->cupti);
     struct trace_row row = {
         .rank = p->rank,
@@ -226,8 +234,8 @@ void probe_pop_bytes(struct probe *p, uint64_t bytes)
         .clock = TRACE_CLOCK_HOST,
         .start_ns = f->start_ns,
         .end_ns = end_ns,
-        .bytes = bytes,
-        .name = NULL,
+        .bytes = bytes ? bytes : f->bytes,
+        .name = f->name,
         .kind = TRACE_KIND_RANGE,
         .stream = phase_stream(f->ph),
     };

@@ -85,6 +85,12 @@ void probe_set_step(struct probe *p, int64_t step, int epoch);
 #define PROBE_MAX_DEPTH 16
 void probe_push(struct probe *p, enum probe_phase ph);
 void probe_pop(struct probe *p);
+/* probe_push for a range with a name and bytes of its own: a model layer's
+ * (PROBE_LAYER_FORWARD / PROBE_LAYER_BACKWARD; name its module name, bytes its parameter
+ * bytes).  name must stay valid until the pop (the row is written then); the NVTX range is
+ * named name.  Layer ranges push no CUPTI external id: their kernels are attributed to the
+ * forward or backward around them. */
+void probe_push_named(struct probe *p, enum probe_phase ph, const char *name, uint64_t bytes);
 /* probe_pop for a range that moved data: its rows carry bytes (a collective's payload:
  * the comm.* phases, TRACE.md) */
 void probe_pop_bytes(struct probe *p, uint64_t bytes);

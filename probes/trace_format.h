@@ -83,7 +83,11 @@ enum trace_column { TRACE_COLUMNS(TRACE_COL_ENUM_, TRACE_COL_ENUM_) TRACE_COL_CO
     X(COMM_BROADCAST, "comm.broadcast") /* DDP's parameter/buffer broadcast, a checkpoint */ \
     X(COMM_ALLGATHER, "comm.allgather") /* SyncBatchNorm forward's statistics */             \
     X(COMM_REDUCE_SCATTER, "comm.reduce_scatter")                                            \
-    X(COMM_REDUCE, "comm.reduce")       /* evaluation's totals */
+    X(COMM_REDUCE, "comm.reduce")       /* evaluation's totals */                         \
+    /* one model layer (--trace full only): name = its module name, bytes = its parameter  \
+       bytes; nested in forward / backward (TRACE.md) */                                   \
+    X(LAYER_FORWARD, "layer.forward")                                                        \
+    X(LAYER_BACKWARD, "layer.backward")
 
 #define TRACE_PHASE_ENUM_(id, name) TRACE_PHASE_##id,
 enum trace_phase { TRACE_PHASES(TRACE_PHASE_ENUM_) TRACE_PHASE_COUNT };

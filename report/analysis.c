@@ -27,7 +27,8 @@ static const enum trace_phase analysis_order[] = {
     TRACE_PHASE_BACKWARD,  TRACE_PHASE_ALLREDUCE, TRACE_PHASE_OPTIMIZER,
     TRACE_PHASE_BARRIER,   TRACE_PHASE_EVAL,      TRACE_PHASE_SETUP,
     TRACE_PHASE_COMM_ALLREDUCE, TRACE_PHASE_COMM_BROADCAST, TRACE_PHASE_COMM_ALLGATHER,
-    TRACE_PHASE_COMM_REDUCE_SCATTER, TRACE_PHASE_COMM_REDUCE};
+    TRACE_PHASE_COMM_REDUCE_SCATTER, TRACE_PHASE_COMM_REDUCE, TRACE_PHASE_LAYER_FORWARD,
+    TRACE_PHASE_LAYER_BACKWARD};
 _Static_assert(sizeof analysis_order / sizeof *analysis_order == TRACE_PHASE_COUNT,
                "every phase of the trace format has its place in the report order");
 
@@ -686,8 +687,10 @@ static int analysis_select(const struct analysis_ctx *c, const struct rank_trace
     for (size_t r = 0; r < t->n; r++)
         if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
             dev[c->dense[rows[r].phase]] = 1;
+    /* step -1: the comm's calibration all-reduces at DDP setup (probes/TRACE.md), for
+     * `ddpprof predict` only -- no table counts them */
 #define SELECTED(row)                                                                        \
-    ((row).kind == c->range_kind &&                                                          \
+    ((row).kind == c->range_kind && (row).step >= 0 &&                                       \
      ((row).clock == TRACE_CLOCK_DEVICE ||                                                   \
       ((row).clock == TRACE_CLOCK_HOST && !dev[c->dense[(row).phase]])))
     for (size_t r = 0; r < t->n; r++)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/layers.h"
 #include "report/outfile.h"
 #include "report/stepview.h"
 
@@ -352,6 +353,7 @@ int charts_write(const struct runset *rs, const struct run_stat *st,
     chart_steps(f, rs, st);
     fputs("<h2>Representative steps</h2>\n", f);
     stepview_write(f, rs, st);
+    layers_page_write(f, rs, st); /* --trace full runs: the roofline */
     fputs("<h2>Tables</h2>\n", f);
     for (int k = 1; k < ntables; k++)
         table_write_html(tables[k], f, 200);

@@ -17,6 +17,7 @@
 #include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
+#include "report/layers.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -813,7 +814,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     rs.hta_defaults = opts && opts->hta_defaults;
     struct run_stat *st = NULL;
     enum { T_PHASES, T_OVERLAP, T_BUCKETS, T_STRAGGLERS, T_SPEEDUP, T_RANKS, T_IDLE, T_WORST,
-           T_COUNT };
+           T_LAYERS, T_COUNT };
     struct table t[T_COUNT];
     table_init(&t[T_PHASES], "phases: time per phase, per run and rank", "phases.csv",
                phases_cols, NCOLS(phases_cols));
@@ -832,6 +833,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                "idle.csv", idle_cols, NCOLS(idle_cols));
     table_init(&t[T_WORST], "stragglers: the steps where ranks waited longest",
                "stragglers.csv", stragglers_cols, NCOLS(stragglers_cols));
+    layers_table_init(&t[T_LAYERS]);
     int rc = report_inputs(&rs, inputs, n);
     if (rc == 0)
         rc = runset_finish(&rs);
@@ -863,6 +865,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         report_idle(&rs, st, &t[T_IDLE]);
         rc = report_stragglers_worst(&rs, st, &t[T_WORST]);
     }
+    if (rc == 0)
+        rc = layers_fill(&rs, st, &t[T_LAYERS]);
     struct advice adv = {0}; /* the verdict and recommendations: advice.csv, page, terminal */
     struct table adv_t;
     table_init(&adv_t, "advice: every candidate, best first", "advice.csv", advice_cols,
@@ -873,6 +877,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     }
     for (int k = 0; k < T_WORST && rc == 0; k++)
         rc = table_write_csv(&t[k], out);
+    if (rc == 0 && t[T_LAYERS].nrows > 0) /* --trace full runs only */
+        rc = table_write_csv(&t[T_LAYERS], out);
     if (rc == 0) {
         char *path = NULL;
         if (asprintf(&path, "%s/timeline.json", out) < 0)
@@ -915,6 +921,9 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         for (size_t i = 0; i < cautions.n; i++)
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
+        if (t[T_LAYERS].nrows > 0)
+            fprintf(terminal, "# layers: %zu row(s) (per run, rank and layer) in layers.csv, "
+                    "the roofline in report.html\n", t[T_LAYERS].nrows);
         report_print_nodes(&rs, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "

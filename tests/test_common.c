@@ -3,8 +3,10 @@
  * items and grows geometrically, a reserve that cannot be met leaves the old block and
  * capacity as they were; the clock's three units agree, never go back, and a sleep lasts
  * at least as long as asked, signals or not; parse_i64 takes exactly '-'? digits+ in the
- * int64 range and nothing else. */
+ * int64 range and nothing else; DDP's bucket assignment (common/ddp_buckets.h) gives
+ * PyTorch's buckets, worked out by hand for a few caps. */
 #include "common/clock.h"
+#include "common/ddp_buckets.h"
 #include "common/parse.h"
 #include "common/vec.h"
 #include "testutil.h"
@@ -213,6 +215,34 @@ static void test_parse_i64(void)
     }
 }
 
+/* reverse order, first cap min(first, cap), a bucket closes at >= its limit while a
+ * parameter is left; the answers worked by hand */
+static void test_ddp_buckets(void)
+{
+    static const size_t bytes[4] = {300, 200, 300, 400};
+    static const struct {
+        size_t first, cap;
+        int want_n, want[4];
+    } cases[] = {
+        {1 << 20, 250, 3, {2, 2, 1, 0}},  /* 400 | 300 | 200+300 (the last keeps the rest) */
+        {1 << 20, 1200, 1, {0, 0, 0, 0}}, /* all 1200 bytes: reaching the cap at i = 0 */
+        {300, 500, 3, {2, 1, 1, 0}},      /* first 300: 400 | 300+200 | 300 */
+        {1 << 20, 700, 2, {1, 1, 0, 0}},  /* 400+300 | 200+300 */
+        {1, 1, 4, {3, 2, 1, 0}},          /* every parameter its own bucket */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int got[4] = {-1, -1, -1, -1};
+        int n = ddp_buckets_assign(bytes, 4, cases[k].first, cases[k].cap, got);
+        CHECK(n == cases[k].want_n, "case %zu: %d buckets, want %d", k, n, cases[k].want_n);
+        for (int i = 0; i < 4; i++)
+            CHECK(got[i] == cases[k].want[i], "case %zu: parameter %d in bucket %d, want %d", k,
+                  i, got[i], cases[k].want[i]);
+    }
+    CHECK(ddp_buckets_assign(bytes, 0, 1, 1, NULL) == 0, "no parameters: no bucket");
+    CHECK(ddp_bucket_cap_bytes(25.0) == 25u << 20, "25 MB = %zu bytes", ddp_bucket_cap_bytes(25.0));
+    CHECK(ddp_bucket_cap_bytes(0.05) == 52428, "0.05 MB = %zu bytes", ddp_bucket_cap_bytes(0.05));
+}
+
 int main(void)
 {
     test_vec_growth();
@@ -220,5 +250,6 @@ int main(void)
     test_clock_units();
     test_clock_sleep();
     test_parse_i64();
+    test_ddp_buckets();
     return test_finish();
 }

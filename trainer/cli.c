@@ -801,6 +801,9 @@ void cli_usage(FILE *out)
           "       ddpprof report INPUT... [--out DIR] [--kineto]\n"
           "                                    the tables from run directories or PyTorch profiler\n"
           "                                    traces (see ddpprof report --help)\n"
+          "       ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] ...\n"
+          "                                    a run's step in another configuration, replayed\n"
+          "                                    (see ddpprof predict --help)\n"
           "       ddpprof --version | --help\n"
           "\n"
           "options (the main job, train and worker take them all, except where marked):\n",

@@ -9,6 +9,7 @@
 #include "launch/agent.h"
 #include "launch/launcher.h"
 #include "launch/worker_link.h"
+#include "report/predict.h"
 #include "report/report.h"
 #include "probes/runlog.h"
 #include "train.h"
@@ -554,9 +555,11 @@ int main(int argc, char **argv)
         return cmd_worker(argc, argv);
     if (strcmp(argv[1], "report") == 0)
         return report_main(argc - 1, argv + 1) || check_stdout("the report") ? fail() : 0;
+    if (strcmp(argv[1], "predict") == 0)
+        return predict_main(argc - 1, argv + 1) || check_stdout("the prediction") ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
-    error_set("unknown command '%s' (commands: train, worker, report; see ddpprof --help)",
+    error_set("unknown command '%s' (commands: train, worker, report, predict; see ddpprof --help)",
               argv[1]);
     return fail();
 }

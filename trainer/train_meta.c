@@ -4,6 +4,7 @@
  * the end the host's usage (what tells a busy host) and the totals.  The keys and their
  * order are the report's input (report/run.c). */
 #include "train_rank.h"
+#include "train_layers.h"
 
 #include "cli.h"
 #include "comm/store.h"
@@ -81,6 +82,7 @@ void rank_meta_write(struct rank *r)
     runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
     runlog_meta(l, "host_cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     runlog_meta(l, "host_load_start", "%.2f", r->usage0.load1);
+    rank_layers_meta(r); /* --trace full: layers, params, measured peak */
     if (o->mode != TRAIN_DDP)
         return;
     runlog_meta(l, "node_rank", "%d", r->node_rank);

@@ -17,6 +17,7 @@
 
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "nn/layer_list.h"
 #include "nn/optim.h"
 #include "nn/scaler.h"
 #include "probes/clock_offset.h"
@@ -74,6 +75,7 @@ struct rank {
     struct rank_faults faults;
     struct runlog log;
     struct probe *probe;
+    struct layer_observer layer_obs; /* the model's layers as probe ranges (train_layers.c) */
     struct clock_offset clock;  /* this rank's offset to rank 0 */
     long long step;
     long long epoch_steps, epoch_skipped; /* this epoch's steps; those the scaler skipped */
@@ -96,6 +98,10 @@ void rank_faults_read(struct rank *r);
 int rank_session_open(struct rank *r, const struct dist_env *env);
 /* the reducer's buckets as probe ranges (after the probes exist) */
 void rank_session_observe(struct rank *r);
+/* train_calib.c: DDP setup's short all-reduce microbenchmark (a few sizes, well under a
+ * second), recorded as calib.allreduce rows for `ddpprof predict` (probes/TRACE.md); a
+ * no-op for one rank or without a trace */
+int rank_calibrate_comm(struct rank *r);
 
 /* train_resume.c */
 int rank_resume_local(struct rank *r); /* one process: read --resume */

@@ -10,6 +10,7 @@
 #include "comm/store.h"
 #include "comm/tcpstore.h"
 #include "common/clock.h"
+#include "common/ddp_buckets.h"
 #include "common/error.h"
 #include "ddp/reducer.h"
 #include "launch/dist_env.h"
@@ -178,11 +179,11 @@ int rank_session_open(struct rank *r, const struct dist_env *env)
         return -1;
     if (o->ddp.sync_bn)
         r->m->set_sync_bn(r->m, r->coll);
-    size_t cap = (size_t)(o->ddp.bucket_cap_mb * 1048576.0);
+    size_t cap = ddp_bucket_cap_bytes(o->ddp.bucket_cap_mb);
     if (cap < sizeof(float))
         cap = sizeof(float);
-    r->red = reducer_create(&r->m->params, r->dev.comm, 1u << 20, cap);
-    if (!r->red || rank_align_clock(r))
+    r->red = reducer_create(&r->m->params, r->dev.comm, DDP_FIRST_BUCKET_BYTES, cap);
+    if (!r->red || rank_align_clock(r) || rank_calibrate_comm(r))
         return -1;
     worker_link_say("ready");
     return 0;

@@ -4,6 +4,7 @@
  * row, a checkpoint every --checkpoint-every steps, and rank 0's progress (the launcher's
  * bar: drawn here on a terminal, else sent to the launcher, which draws it for the job). */
 #include "train_rank.h"
+#include "train_layers.h"
 
 #include "comm/comm.h"
 #include "common/error.h"
@@ -37,6 +38,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     struct model *m = r->m;
     struct backend *be = r->dev.be;
     const float *logits;
+    rank_layers_start(r); /* --trace full: each layer a range (train_layers.h) */
     probe_push(r->probe, PROBE_FORWARD);
     if (m->forward(m, r->batch.x_dev, n, 1, &logits))
         return -1;
@@ -63,6 +65,7 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         hook = reducer_hook(r->red);
     if (m->backward(m, r->batch.dlogits, r->red ? &hook : NULL))
         return -1;
+    rank_layers_stop(r);
     probe_pop(r->probe);
     if (r->red && reducer_finish(r->red)) /* the exposed wait: between backward and optimizer */
         return -1;

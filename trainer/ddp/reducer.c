@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "comm/flight.h"
+#include "common/ddp_buckets.h"
 #include "common/error.h"
 
 #include <stdlib.h>
@@ -95,28 +96,24 @@ struct reducer *reducer_create(struct param_table *params, struct comm *comm,
     r->params = params;
     r->comm = comm;
     r->be = params->be;
-    if (first_cap_bytes > cap_bytes)
-        first_cap_bytes = cap_bytes;
-
-    /* reverse parameter order; a bucket closes once it reaches its cap */
-    size_t limit = first_cap_bytes, size = 0;
-    int b = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        struct param *p = params_trainable(params, i);
-        struct bucket *bk = &r->buckets[b];
-        r->bucket_of[i] = b;
-        r->offset_of[i] = bk->numel;
-        bk->numel += p->numel;
-        bk->nparams++;
-        size += p->numel * sizeof(float);
-        if (size >= limit && i > 0) {
-            b++;
-            size = 0;
-            limit = cap_bytes;
-        }
+    /* reverse parameter order, PyTorch's caps: the one rule (common/ddp_buckets.h) that
+     * the predictor forms buckets with too */
+    size_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
+    if (!bytes) {
+        reducer_destroy(r);
+        return error_set("DDP reducer: out of memory"), NULL;
     }
-    r->nbuckets = n > 0 ? b + 1 : 0;
-    for (b = 0; b < r->nbuckets; b++) {
+    for (int i = 0; i < n; i++)
+        bytes[i] = params_trainable(params, i)->numel * sizeof(float);
+    r->nbuckets = ddp_buckets_assign(bytes, n, first_cap_bytes, cap_bytes, r->bucket_of);
+    free(bytes);
+    for (int i = n - 1; i >= 0; i--) { /* offsets in the order the bucket fills */
+        struct bucket *bk = &r->buckets[r->bucket_of[i]];
+        r->offset_of[i] = bk->numel;
+        bk->numel += params_trainable(params, i)->numel;
+        bk->nparams++;
+    }
+    for (int b = 0; b < r->nbuckets; b++) {
         struct bucket *bk = &r->buckets[b];
         bk->pending = bk->nparams;
         if (!(bk->buf = r->be->alloc(r->be, bk->numel * sizeof(float)))) {

@@ -2,7 +2,8 @@
  *
  * Gradients are assigned to buckets in reverse parameter order (the order backward
  * produces them): the first bucket closes at first_cap_bytes (1 MiB in PyTorch), the rest
- * at cap_bytes (--bucket-cap-mb, 25 MiB by default).  In backward, each gradient is
+ * at cap_bytes (--bucket-cap-mb, 25 MiB by default): common/ddp_buckets.h, the rule the
+ * predictor forms buckets with too.  In backward, each gradient is
  * divided by the world size as it is copied into its bucket; when a bucket's last
  * gradient arrives its all-reduce is launched asynchronously, in bucket order, so it
  * overlaps the rest of backward.  reducer_finish waits for every bucket and copies the

@@ -38,6 +38,8 @@ struct convnet {
     void *fc_out, *dfc_out;   /* autocast: fc's output (n,10) and its gradient */
     int32_t *arg1, *arg2;     /* pooling argmax */
     float *logits;            /* (n,10) fp32: fc's output, or autocast's cast of it */
+    /* indices in the model's layer list (forward order: each ReLU runs after its pool) */
+    int l_conv1, l_bn1, l_pool1, l_relu1, l_conv2, l_bn2, l_pool2, l_relu2, l_fc;
 };
 
 static void convnet_free_buffers(struct backend *be, struct convnet *c)
@@ -109,22 +111,42 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
         c->x = c->x_cast;
     }
 
+    const struct layer_list *L = &m->layers;
+    layer_enter(L, c->l_conv1, LAYER_FORWARD);
     conv2d_forward(be, &c->conv1, &c->cs1, c->x, c->c1);
+    layer_leave(L, c->l_conv1, LAYER_FORWARD);
+    layer_enter(L, c->l_bn1, LAYER_FORWARD);
     if (batchnorm_forward(be, &c->bn1, n, 28 * 28, c->c1, c->a1, train))
         return -1;
+    layer_leave(L, c->l_bn1, LAYER_FORWARD);
+    layer_enter(L, c->l_pool1, LAYER_FORWARD);
     be->maxpool2d_forward(be, &c->ps1, dt, c->a1, c->p1, c->arg1);
+    layer_leave(L, c->l_pool1, LAYER_FORWARD);
+    layer_enter(L, c->l_relu1, LAYER_FORWARD);
     be->relu_forward(be, (size_t)n * 16 * 14 * 14, dt, c->p1, c->p1);
+    layer_leave(L, c->l_relu1, LAYER_FORWARD);
 
+    layer_enter(L, c->l_conv2, LAYER_FORWARD);
     conv2d_forward(be, &c->conv2, &c->cs2, c->p1, c->c2);
+    layer_leave(L, c->l_conv2, LAYER_FORWARD);
+    layer_enter(L, c->l_bn2, LAYER_FORWARD);
     if (batchnorm_forward(be, &c->bn2, n, 14 * 14, c->c2, c->a2, train))
         return -1;
+    layer_leave(L, c->l_bn2, LAYER_FORWARD);
+    layer_enter(L, c->l_pool2, LAYER_FORWARD);
     be->maxpool2d_forward(be, &c->ps2, dt, c->a2, c->p2, c->arg2);
+    layer_leave(L, c->l_pool2, LAYER_FORWARD);
+    layer_enter(L, c->l_relu2, LAYER_FORWARD);
     be->relu_forward(be, (size_t)n * 32 * 7 * 7, dt, c->p2, c->p2);
+    layer_leave(L, c->l_relu2, LAYER_FORWARD);
 
+    layer_enter(L, c->l_fc, LAYER_FORWARD);
     if (dt == DT_F32) {
         linear_forward(be, &c->fc, n, c->p2, c->logits);
+        layer_leave(L, c->l_fc, LAYER_FORWARD);
     } else { /* the loss is autocast's fp32 op: it casts the logits to fp32 */
         linear_forward(be, &c->fc, n, c->p2, c->fc_out);
+        layer_leave(L, c->l_fc, LAYER_FORWARD);
         be->cast(be, (size_t)n * 10, dt, c->fc_out, DT_F32, c->logits);
     }
     *logits = c->logits;
@@ -148,19 +170,40 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
         be->cast(be, (size_t)n * 10, DT_F32, dlogits, dt, c->dfc_out);
         dfc = c->dfc_out;
     }
+    const struct layer_list *L = &m->layers;
+    layer_enter(L, c->l_fc, LAYER_BACKWARD);
     if (linear_backward(be, &c->fc, n, c->p2, dfc, g_p2, hook))
         return -1;
+    layer_leave(L, c->l_fc, LAYER_BACKWARD);
+    layer_enter(L, c->l_relu2, LAYER_BACKWARD);
     be->relu_backward(be, p2, dt, c->p2, g_p2, g_p2);
+    layer_leave(L, c->l_relu2, LAYER_BACKWARD);
+    layer_enter(L, c->l_pool2, LAYER_BACKWARD);
     be->maxpool2d_backward(be, &c->ps2, dt, g_p2, c->arg2, g_a2);
+    layer_leave(L, c->l_pool2, LAYER_BACKWARD);
+    layer_enter(L, c->l_bn2, LAYER_BACKWARD);
     if (batchnorm_backward(be, &c->bn2, n, 14 * 14, c->c2, g_a2, g_a2, hook))
         return -1;
+    layer_leave(L, c->l_bn2, LAYER_BACKWARD);
+    layer_enter(L, c->l_conv2, LAYER_BACKWARD);
     if (conv2d_backward(be, &c->conv2, &c->cs2, c->p1, g_a2, g_p1, hook))
         return -1;
+    layer_leave(L, c->l_conv2, LAYER_BACKWARD);
+    layer_enter(L, c->l_relu1, LAYER_BACKWARD);
     be->relu_backward(be, p1, dt, c->p1, g_p1, g_p1);
+    layer_leave(L, c->l_relu1, LAYER_BACKWARD);
+    layer_enter(L, c->l_pool1, LAYER_BACKWARD);
     be->maxpool2d_backward(be, &c->ps1, dt, g_p1, c->arg1, g_a1);
+    layer_leave(L, c->l_pool1, LAYER_BACKWARD);
+    layer_enter(L, c->l_bn1, LAYER_BACKWARD);
     if (batchnorm_backward(be, &c->bn1, n, 28 * 28, c->c1, g_a1, g_a1, hook))
         return -1;
-    return conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook);
+    layer_leave(L, c->l_bn1, LAYER_BACKWARD);
+    layer_enter(L, c->l_conv1, LAYER_BACKWARD);
+    if (conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook))
+        return -1;
+    layer_leave(L, c->l_conv1, LAYER_BACKWARD);
+    return 0;
 }
 
 static void convnet_set_sync_bn(struct model *m, struct comm *comm)
@@ -198,7 +241,26 @@ static void convnet_destroy(struct model *m)
         free(c);
     }
     params_free(&m->params);
+    layer_list_free(&m->layers);
     free(m);
+}
+
+/* the layers in the order forward runs them, with their PyTorch module names (layer1.2 is
+ * the ReLU, layer1.3 the pool: here the pool runs first, see the top of the file) */
+static int convnet_list_layers(struct layer_list *L, struct convnet *c)
+{
+    int p, q;
+    return (c->l_conv1 = layer_list_conv(L, "layer1.0", 1, 28, 28, 16, 5, 1, 2, 1, 0, &p, &q)) < 0 ||
+           (c->l_bn1 = layer_list_batchnorm(L, "layer1.1", 16, 28 * 28)) < 0 ||
+           (c->l_pool1 = layer_list_maxpool(L, "layer1.3", 16, 28, 28, 2)) < 0 ||
+           (c->l_relu1 = layer_list_relu(L, "layer1.2", 16 * 14 * 14)) < 0 ||
+           (c->l_conv2 = layer_list_conv(L, "layer2.0", 16, 14, 14, 32, 5, 1, 2, 1, 1, &p, &q)) < 0 ||
+           (c->l_bn2 = layer_list_batchnorm(L, "layer2.1", 32, 14 * 14)) < 0 ||
+           (c->l_pool2 = layer_list_maxpool(L, "layer2.3", 32, 14, 14, 2)) < 0 ||
+           (c->l_relu2 = layer_list_relu(L, "layer2.2", 32 * 7 * 7)) < 0 ||
+           (c->l_fc = layer_list_linear(L, "fc", 7 * 7 * 32, 10, 1)) < 0
+               ? -1
+               : 0;
 }
 
 struct model *convnet_create(struct backend *be, uint64_t seed)
@@ -222,7 +284,8 @@ struct model *convnet_create(struct backend *be, uint64_t seed)
         batchnorm_init(&c->bn1, &m->params, "layer1.1", 16) ||
         conv2d_init(&c->conv2, &m->params, "layer2.0", 16, 32, 5, 1, 2, 1, &rng) ||
         batchnorm_init(&c->bn2, &m->params, "layer2.1", 32) ||
-        linear_init(&c->fc, &m->params, "fc", 7 * 7 * 32, 10, &rng)) {
+        linear_init(&c->fc, &m->params, "fc", 7 * 7 * 32, 10, &rng) ||
+        convnet_list_layers(&m->layers, c)) {
         convnet_destroy(m);
         return NULL;
     }

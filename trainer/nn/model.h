@@ -9,6 +9,7 @@
 #define DDPPROF_MODEL_H
 
 #include "nn/layer.h"
+#include "nn/layer_list.h"
 #include "nn/params.h"
 
 #include <stdint.h>
@@ -19,6 +20,8 @@ struct model {
     const char *name;
     struct backend *be;
     struct param_table params;
+    struct layer_list layers; /* its layers in forward order, their costs, the observer
+                                 (layer_list.h); filled by the model's create */
     int in_c, in_h, in_w, classes; /* input (n, in_c, in_h, in_w) -> logits (n, classes) */
 
     /* x (n, in_c, in_h, in_w) fp32 on the device -> *logits (n, classes) fp32, owned by

@@ -15,6 +15,7 @@
 
 #include "nn/batchnorm.h"
 #include "nn/conv.h"
+#include "nn/layer_list.h"
 
 struct rng;
 
@@ -31,12 +32,22 @@ struct resblock {
     /* (n,out,p,q) each, of dt: conv1 out, its BN+ReLU, conv2 out, the output (bn2 + shortcut,
      * ReLU, in place); with a projection the shortcut's conv and BN outputs */
     void *c1, *a1, *c2, *y, *c_sc, *b_sc;
+    /* its layers in the model's list (resblock_list_layers; NULL: none): residual_function
+     * .0-.4, shortcut.0-.1 (-1 without a projection), the sum and the ReLU after it */
+    const struct layer_list *layers;
+    int l_conv1, l_bn1, l_relu1, l_conv2, l_bn2, l_conv_sc, l_bn_sc, l_add, l_relu;
 };
 
 /* Register the block's parameters under prefix ("conv3.0") and initialise them as
  * PyTorch does.  0 or -1 (error_set). */
 int resblock_init(struct resblock *b, struct param_table *t, const char *prefix, int in,
                   int out, int stride, struct rng *rng);
+
+/* Register the block's layers in L, in forward order, for an input plane of h x w (*p, *q:
+ * its output plane), named under prefix ("conv3.0.residual_function.0", ...,
+ * "conv3.0.add", "conv3.0.relu"); L must outlive the block.  0 or -1 (error_set). */
+int resblock_list_layers(struct resblock *b, struct layer_list *L, const char *prefix, int h,
+                         int w, int *p, int *q);
 
 /* x (n,in,h,w) of b->dt -> *y (n,out,p,q) of b->dt, owned by the block, valid until its
  * next forward.  train: batch statistics (see batchnorm_forward).  0 or -1 (error_set). */

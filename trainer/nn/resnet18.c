@@ -44,6 +44,8 @@ struct resnet18 {
     void *x_cast;             /* autocast: the input cast to dt */
     void *fc_out, *dfc_out;   /* autocast: dense_layer's output (n,10) and its gradient */
     float *logits;            /* (n,10) fp32 */
+    int l_conv1, l_bn1, l_relu1, l_pool, l_fc; /* in the model's layer list (the blocks
+                                                  keep their own) */
 };
 
 static void resnet_free_buffers(struct backend *be, struct resnet18 *r)
@@ -120,10 +122,17 @@ static int resnet_forward(struct model *m, const float *x, int n, int train,
     }
     const int hw = r->cs1.p * r->cs1.q;
     size_t most = (size_t)n * r->width * hw;
+    const struct layer_list *L = &m->layers;
+    layer_enter(L, r->l_conv1, LAYER_FORWARD);
     conv2d_forward(be, &r->conv1, &r->cs1, r->x, r->c0);
+    layer_leave(L, r->l_conv1, LAYER_FORWARD);
+    layer_enter(L, r->l_bn1, LAYER_FORWARD);
     if (batchnorm_forward(be, &r->bn1, n, hw, r->c0, r->a0, train))
         return -1;
+    layer_leave(L, r->l_bn1, LAYER_FORWARD);
+    layer_enter(L, r->l_relu1, LAYER_FORWARD);
     be->relu_forward(be, most, dt, r->a0, r->a0);
+    layer_leave(L, r->l_relu1, LAYER_FORWARD);
 
     const void *cur = r->a0;
     int h = r->cs1.p, w = r->cs1.q;
@@ -139,11 +148,16 @@ static int resnet_forward(struct model *m, const float *x, int n, int train,
     r->fh = h;
     r->fw = w;
     const int feat = 8 * r->width;
+    layer_enter(L, r->l_pool, LAYER_FORWARD);
     be->adaptive_avgpool2d_forward(be, (size_t)n * feat, h, w, 1, 1, dt, cur, r->pooled);
+    layer_leave(L, r->l_pool, LAYER_FORWARD);
+    layer_enter(L, r->l_fc, LAYER_FORWARD);
     if (dt == DT_F32) {
         linear_forward(be, &r->fc, n, r->pooled, r->logits);
+        layer_leave(L, r->l_fc, LAYER_FORWARD);
     } else { /* the loss is autocast's fp32 op: it casts the logits to fp32 */
         linear_forward(be, &r->fc, n, r->pooled, r->fc_out);
+        layer_leave(L, r->l_fc, LAYER_FORWARD);
         be->cast(be, (size_t)n * RESNET_CLASSES, dt, r->fc_out, DT_F32, r->logits);
     }
     /* the backward's scratch, sized by the shapes just seen (so backward allocates
@@ -168,10 +182,15 @@ static int resnet_backward(struct model *m, const float *dlogits, const struct g
         be->cast(be, (size_t)n * RESNET_CLASSES, DT_F32, dlogits, dt, r->dfc_out);
         dfc = r->dfc_out;
     }
+    const struct layer_list *L = &m->layers;
+    layer_enter(L, r->l_fc, LAYER_BACKWARD);
     if (linear_backward(be, &r->fc, n, r->pooled, dfc, r->g[0], hook))
         return -1;
+    layer_leave(L, r->l_fc, LAYER_BACKWARD);
+    layer_enter(L, r->l_pool, LAYER_BACKWARD);
     be->adaptive_avgpool2d_backward(be, (size_t)n * feat, r->fh, r->fw, 1, 1, dt, r->g[0],
                                     r->g[1]);
+    layer_leave(L, r->l_pool, LAYER_BACKWARD);
     int cur = 1; /* r->g[cur] holds the gradient of the current block's output */
     for (int i = RESNET_BLOCKS - 1; i >= 0; i--) {
         int other[3]; /* the free buffers: the block's dx, then its two scratch */
@@ -185,10 +204,18 @@ static int resnet_backward(struct model *m, const float *dlogits, const struct g
     }
     void *g = r->g[cur];
     const int hw = r->cs1.p * r->cs1.q;
+    layer_enter(L, r->l_relu1, LAYER_BACKWARD);
     be->relu_backward(be, (size_t)n * r->width * hw, dt, r->a0, g, g);
+    layer_leave(L, r->l_relu1, LAYER_BACKWARD);
+    layer_enter(L, r->l_bn1, LAYER_BACKWARD);
     if (batchnorm_backward(be, &r->bn1, n, hw, r->c0, g, g, hook))
         return -1;
-    return conv2d_backward(be, &r->conv1, &r->cs1, r->x, g, NULL, hook);
+    layer_leave(L, r->l_bn1, LAYER_BACKWARD);
+    layer_enter(L, r->l_conv1, LAYER_BACKWARD);
+    if (conv2d_backward(be, &r->conv1, &r->cs1, r->x, g, NULL, hook))
+        return -1;
+    layer_leave(L, r->l_conv1, LAYER_BACKWARD);
+    return 0;
 }
 
 static void resnet_set_sync_bn(struct model *m, struct comm *comm)
@@ -229,7 +256,33 @@ static void resnet_destroy(struct model *m)
         free(r);
     }
     params_free(&m->params);
+    layer_list_free(&m->layers);
     free(m);
+}
+
+/* the layers in forward order with their module names (layer_list.h) */
+static int resnet_list_layers(struct model *m, struct resnet18 *r)
+{
+    struct layer_list *L = &m->layers;
+    const int w = r->width;
+    int h = m->in_h, wd = m->in_w, p, q;
+    if ((r->l_conv1 = layer_list_conv(L, "conv1.0", m->in_c, h, wd, w, 3, 1, 1, 0, 0, &p,
+                                      &q)) < 0 ||
+        (r->l_bn1 = layer_list_batchnorm(L, "conv1.1", w, p * q)) < 0 ||
+        (r->l_relu1 = layer_list_relu(L, "conv1.2", (double)w * p * q)) < 0)
+        return -1;
+    h = p, wd = q;
+    for (int i = 0; i < RESNET_BLOCKS; i++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "conv%d.%d", i / 2 + 2, i % 2);
+        if (resblock_list_layers(&r->blocks[i], L, prefix, h, wd, &p, &q))
+            return -1;
+        h = p, wd = q;
+    }
+    if ((r->l_pool = layer_list_avgpool(L, "avg_pool", 8 * w, h, wd)) < 0 ||
+        (r->l_fc = layer_list_linear(L, "dense_layer", 8 * w, RESNET_CLASSES, 1)) < 0)
+        return -1;
+    return 0;
 }
 
 struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
@@ -267,7 +320,8 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
                                k == 0 ? stage_stride[s] : 1, &rng);
             in = out;
         }
-    if (rc || linear_init(&r->fc, &m->params, "dense_layer", 8 * width, RESNET_CLASSES, &rng)) {
+    if (rc || linear_init(&r->fc, &m->params, "dense_layer", 8 * width, RESNET_CLASSES, &rng) ||
+        resnet_list_layers(m, r)) {
         resnet_destroy(m);
         return NULL;
     }

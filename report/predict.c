@@ -1,0 +1,1238 @@
+/* predict.c — `ddpprof predict` and the report's "what if" lines (predict.h): a run's
+ * model for the engine (predict_model.c) built from its trace rows and meta.csv, the comm
+ * calibrated from its own collectives, the what-if grid, predict.csv and its table.
+ * Definitions: report/FORMULAS.md "Predictions". */
+#include "report/predict.h"
+
+#include "common/error.h"
+#include "report/analysis.h"
+#include "report/run.h"
+#include "report/table.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define PREDICT_MAX_LIST 16 /* values per what-if option */
+#define AMP_OFF 0
+
+/* the name of the calibration all-reduces' rows (probes/TRACE.md: step -1, phase
+ * comm.allreduce, written at DDP setup) */
+#define PREDICT_CALIB_NAME "calib.allreduce"
+
+/* One run's model and what was measured of it. */
+struct source {
+    const struct run *run;
+    const struct run_stat *st;
+    int world, batch;
+    double cap_mb;
+    const char *amp;
+    double step_ms;                 /* measured median step (rank 0, after warm-up) */
+    double compute_ms, comm_ms, exposed_ms, overlap_pct; /* overlap.csv's, per step */
+    int has_overlap;
+    struct predict_model m;
+    char **layer_type; /* per layer: meta layer.K.type, or NULL */
+    int layered;       /* per-layer rows were found */
+    int param_keys;    /* meta param.I.* were found */
+    int calibrated;    /* comm fitted from this run's collectives */
+    struct predict_comm comm;
+    size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
+};
+
+static void source_free(struct source *s)
+{
+    free(s->m.layers);
+    free(s->m.params);
+    free(s->m.held_bytes);
+    free(s->m.compute_ms);
+    if (s->layer_type)
+        for (int k = 0; k < s->m.nlayers; k++)
+            free(s->layer_type[k]);
+    free(s->layer_type);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the median of v[0..n) (sorts it; the lower middle for even n, as analysis_percentile's
+ * nearest rank at 50); 0 for n == 0 */
+static double median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cmp_dbl);
+    return v[(n + 1) / 2 - 1];
+}
+
+static int meta_int(const struct run *r, const char *key, long *out)
+{
+    const char *s = run_meta(r, key);
+    char *end = NULL;
+    if (!s || !*s)
+        return 0;
+    long v = strtol(s, &end, 10);
+    if (*end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int meta_dbl(const struct run *r, const char *key, double *out)
+{
+    const char *s = run_meta(r, key);
+    char *end = NULL;
+    if (!s || !*s)
+        return 0;
+    double v = strtod(s, &end);
+    if (*end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static const char *metaf(const struct run *r, const char *fmt, int k)
+{
+    char key[96];
+    snprintf(key, sizeof key, fmt, k);
+    return run_meta(r, key);
+}
+
+/* rank_stat's p50 of a phase (ms), -1 when absent */
+static double phase_p50(const struct runset *rs, const struct rank_stat *rk, const char *name)
+{
+    for (int i = 0; i < rk->nphases; i++)
+        if (strcmp(strpool_get(&rs->labels, rk->phases[i].phase), name) == 0)
+            return (double)rk->phases[i].p50_ns / 1e6;
+    return -1.0;
+}
+
+/* Is row a selected range of a step that counts (after the warm-up)? */
+static int row_counts(const struct run_stat *st, const struct run_row *row, uint32_t range)
+{
+    return row->kind == range && row->step >= 1 && row->step > st->warmup.last_step;
+}
+
+/* A growable list of doubles */
+struct dlist {
+    double *v;
+    size_t n, cap;
+};
+
+static int dlist_add(struct dlist *l, double x)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        double *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return error_set("predict: out of memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+/* The layers (meta.csv layer.K.*, forward order) and their median forward and backward
+ * (per-layer rows, device clock where a rank has it, else host; mean over ranks of each
+ * rank's median). */
+static int source_layers(const struct runset *rs, struct source *s)
+{
+    const struct run *r = s->run;
+    long nl = 0;
+    if (!meta_int(r, "layers", &nl) || nl <= 0)
+        return 0;
+    s->m.layers = calloc((size_t)nl, sizeof *s->m.layers);
+    s->layer_type = calloc((size_t)nl, sizeof *s->layer_type);
+    if (!s->m.layers || !s->layer_type)
+        return error_set("predict: out of memory");
+    s->m.nlayers = (int)nl;
+    for (int k = 0; k < nl; k++) {
+        const char *name = metaf(r, "layer.%d.name", k), *type = metaf(r, "layer.%d.type", k);
+        if (!name)
+            return error_set("%s/meta.csv: layers is %ld but layer.%d.name is missing (the "
+                             "run's meta.csv is cut: re-run it)", r->dir, nl, k);
+        s->m.layers[k].name = name;
+        if (type && !(s->layer_type[k] = strdup(type)))
+            return error_set("predict: out of memory");
+    }
+    const uint32_t ph[2] = {strpool_find(&rs->labels, "layer.forward"),
+                            strpool_find(&rs->labels, "layer.backward")};
+    const uint32_t range = strpool_find(&rs->labels, "range");
+    if (ph[0] == STRPOOL_NONE || ph[1] == STRPOOL_NONE || range == STRPOOL_NONE)
+        return 0;
+    /* name id -> layer */
+    uint32_t nn = rs->names.n;
+    int *layer_of = malloc(((size_t)nn + 1) * sizeof *layer_of);
+    struct dlist *d = calloc(2 * (size_t)nl, sizeof *d);
+    int rc = 0;
+    if (!layer_of || !d) {
+        free(layer_of);
+        free(d);
+        return error_set("predict: out of memory");
+    }
+    for (uint32_t i = 0; i < nn; i++)
+        layer_of[i] = -1;
+    for (int k = 0; k < nl; k++) {
+        uint32_t id = strpool_find(&rs->names, s->m.layers[k].name);
+        if (id != STRPOOL_NONE)
+            layer_of[id] = k;
+    }
+    int ranks = 0;
+    for (int q = 0; q < r->nranks && rc == 0; q++) {
+        const struct rank_trace *t = &r->ranks[q];
+        int dev[2] = {0, 0};
+        for (size_t i = 0; i < t->n; i++)
+            for (int f = 0; f < 2; f++)
+                if (t->rows[i].phase == ph[f] && t->rows[i].clock == TRACE_CLOCK_DEVICE)
+                    dev[f] = 1;
+        for (size_t i = 0; i < t->n && rc == 0; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (!row_counts(s->st, row, range) || row->name >= nn || layer_of[row->name] < 0)
+                continue;
+            for (int f = 0; f < 2 && rc == 0; f++)
+                if (row->phase == ph[f] &&
+                    row->clock == (dev[f] ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST))
+                    rc = dlist_add(&d[2 * layer_of[row->name] + f],
+                                   (double)(row->end_ns - row->start_ns) / 1e6);
+        }
+        int any = 0;
+        for (int k = 0; k < nl && rc == 0; k++)
+            for (int f = 0; f < 2; f++) {
+                if (d[2 * k + f].n == 0)
+                    continue;
+                any = 1;
+                const double md = median(d[2 * k + f].v, d[2 * k + f].n);
+                if (f == 0)
+                    s->m.layers[k].fwd_ms += md;
+                else
+                    s->m.layers[k].bwd_ms += md;
+                d[2 * k + f].n = 0;
+            }
+        ranks += any;
+    }
+    for (int k = 0; k < nl && ranks > 0; k++) {
+        s->m.layers[k].fwd_ms /= ranks;
+        s->m.layers[k].bwd_ms /= ranks;
+    }
+    s->layered = ranks > 0;
+    for (int k = 0; k < 2 * nl; k++)
+        free(d[k].v);
+    free(d);
+    free(layer_of);
+    return rc;
+}
+
+/* The parameters (meta.csv param.I.*, model order), each in the layer whose name is the
+ * longest prefix of its name followed by '.'; without param keys, one pseudo-parameter per
+ * measured bucket (its bytes; the cap can then only merge, not re-split, and gradients
+ * become ready spread over backward). */
+static int source_params(struct source *s)
+{
+    const struct run *r = s->run;
+    long np = 0, nb = 0;
+    while (metaf(r, "param.%d.name", (int)np))
+        np++;
+    if (np > 0) {
+        s->m.params = calloc((size_t)np, sizeof *s->m.params);
+        if (!s->m.params)
+            return error_set("predict: out of memory");
+        for (int i = 0; i < np; i++) {
+            const char *name = metaf(r, "param.%d.name", i);
+            long bytes = 0;
+            char key[64];
+            snprintf(key, sizeof key, "param.%d.bytes", i);
+            if (!name || !meta_int(r, key, &bytes) || bytes < 0)
+                return error_set("%s/meta.csv: param.%d.bytes is missing or not a byte count "
+                                 "(the run's meta.csv is damaged: re-run it)", r->dir, i);
+            s->m.params[i].bytes = (size_t)bytes;
+            s->m.params[i].layer = -1;
+            size_t best = 0;
+            for (int k = 0; k < s->m.nlayers; k++) {
+                size_t len = strlen(s->m.layers[k].name);
+                if (len > best && strncmp(name, s->m.layers[k].name, len) == 0 &&
+                    name[len] == '.') {
+                    best = len;
+                    s->m.params[i].layer = k;
+                }
+            }
+        }
+        s->m.nparams = (int)np;
+        s->param_keys = 1;
+        return 0;
+    }
+    if (!meta_int(r, "buckets", &nb) || nb <= 0)
+        nb = 0;
+    s->m.params = calloc((size_t)nb + 1, sizeof *s->m.params);
+    if (!s->m.params)
+        return error_set("predict: out of memory");
+    for (int b = 0; b < nb; b++) {
+        long bytes = 0;
+        char key[64];
+        snprintf(key, sizeof key, "bucket.%d.bytes", b);
+        if (!meta_int(r, key, &bytes) || bytes < 0)
+            return error_set("%s/meta.csv: buckets is %ld but bucket.%d.bytes is missing",
+                             r->dir, nb, b);
+        /* bucket 0 holds the last parameters */
+        s->m.params[nb - 1 - b] = (struct predict_param){(size_t)bytes, -1};
+    }
+    s->m.nparams = (int)nb;
+    s->m.nlayers = 0; /* pseudo-parameters belong to no layer: spread by bytes */
+    return 0;
+}
+
+/* Per (collective, rank): sizes and durations, matched across ranks by order. */
+struct coll_rows {
+    struct dlist bytes, ms;
+};
+
+/* The comm's ring parameters from the run's own all-reduces: the buckets' (per step and
+ * bucket, the shortest duration over ranks: the transfer, without the wait for a late rank)
+ * and the setup's calibration rows (matched across ranks by their order); per distinct
+ * size the median; least squares over the sizes (predict_fit_ring). */
+static int source_calibrate(const struct runset *rs, struct source *s)
+{
+    const struct run *r = s->run;
+    if (s->world < 2 || r->nranks < 1)
+        return 0;
+    const uint32_t range = strpool_find(&rs->labels, "range");
+    const uint32_t ar = strpool_find(&rs->labels, "allreduce");
+    const uint32_t car = strpool_find(&rs->labels, "comm.allreduce");
+    const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
+    struct dlist xb = {0}, xm = {0};
+    int rc = 0;
+    /* buckets: key (step, bucket) -> min duration; the reference rank's rows drive, the
+     * others are looked up by a per-rank table indexed by step * nb + bucket */
+    long nb = 0;
+    meta_int(r, "buckets", &nb);
+    int64_t maxstep = 0;
+    for (int q = 0; q < r->nranks; q++)
+        if (r->ranks[q].last_step > maxstep)
+            maxstep = r->ranks[q].last_step;
+    if (nb > 0 && maxstep > 0 && ar != STRPOOL_NONE && range != STRPOOL_NONE) {
+        size_t cells = (size_t)(maxstep + 1) * (size_t)nb;
+        double *best = malloc(cells * sizeof *best);
+        int64_t *bytes = calloc(cells, sizeof *bytes);
+        if (!best || !bytes) {
+            free(best);
+            free(bytes);
+            return error_set("predict: out of memory");
+        }
+        for (size_t i = 0; i < cells; i++)
+            best[i] = -1.0;
+        for (int q = 0; q < r->nranks; q++) {
+            const struct rank_trace *t = &r->ranks[q];
+            int dev = 0;
+            for (size_t i = 0; i < t->n; i++)
+                if (t->rows[i].phase == ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
+                    dev = 1;
+            for (size_t i = 0; i < t->n; i++) {
+                const struct run_row *row = &t->rows[i];
+                if (row->phase != ar || !row_counts(s->st, row, range) || row->bucket < 0 ||
+                    row->bucket >= nb || row->step > maxstep || row->bytes <= 0 ||
+                    row->clock != (dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST))
+                    continue;
+                size_t c = (size_t)row->step * (size_t)nb + (size_t)row->bucket;
+                double ms = (double)(row->end_ns - row->start_ns) / 1e6;
+                if (best[c] < 0 || ms < best[c])
+                    best[c] = ms;
+                bytes[c] = row->bytes;
+            }
+        }
+        for (size_t c = 0; c < cells && rc == 0; c++)
+            if (best[c] >= 0) {
+                rc = dlist_add(&xb, (double)bytes[c]);
+                if (rc == 0)
+                    rc = dlist_add(&xm, best[c]);
+            }
+        free(best);
+        free(bytes);
+    }
+    /* the calibration rows: the k-th of every rank is one collective */
+    if (rc == 0 && calib != STRPOOL_NONE && car != STRPOOL_NONE) {
+        struct coll_rows *cr = calloc((size_t)r->nranks, sizeof *cr);
+        if (!cr)
+            rc = error_set("predict: out of memory");
+        size_t least = SIZE_MAX;
+        for (int q = 0; q < r->nranks && rc == 0; q++) {
+            const struct rank_trace *t = &r->ranks[q];
+            for (size_t i = 0; i < t->n && rc == 0; i++) {
+                const struct run_row *row = &t->rows[i];
+                if (row->phase == car && row->name == calib && row->step < 0 &&
+                    row->clock == TRACE_CLOCK_HOST && row->bytes > 0) {
+                    rc = dlist_add(&cr[q].bytes, (double)row->bytes);
+                    if (rc == 0)
+                        rc = dlist_add(&cr[q].ms, (double)(row->end_ns - row->start_ns) / 1e6);
+                }
+            }
+            if (cr && cr[q].bytes.n < least)
+                least = cr[q].bytes.n;
+        }
+        for (size_t k = 0; rc == 0 && least != SIZE_MAX && k < least; k++) {
+            double b = cr[0].bytes.v[k], ms = cr[0].ms.v[k];
+            int same = 1;
+            for (int q = 1; q < r->nranks; q++) {
+                same &= cr[q].bytes.v[k] == b;
+                if (cr[q].ms.v[k] < ms)
+                    ms = cr[q].ms.v[k];
+            }
+            if (!same)
+                continue; /* ranks disagree on the order: leave the row out */
+            rc = dlist_add(&xb, b);
+            if (rc == 0)
+                rc = dlist_add(&xm, ms);
+        }
+        for (int q = 0; cr && q < r->nranks; q++) {
+            free(cr[q].bytes.v);
+            free(cr[q].ms.v);
+        }
+        free(cr);
+    }
+    /* per distinct size, the median */
+    struct dlist fb = {0}, fm = {0};
+    if (rc == 0 && xb.n > 0) {
+        size_t *ord = malloc(xb.n * sizeof *ord);
+        double *tmp = malloc(xb.n * sizeof *tmp);
+        if (!ord || !tmp)
+            rc = error_set("predict: out of memory");
+        for (size_t i = 0; rc == 0 && i < xb.n; i++) {
+            int seen = 0;
+            for (size_t j = 0; j < fb.n; j++)
+                seen |= fb.v[j] == xb.v[i];
+            if (seen)
+                continue;
+            size_t m = 0;
+            for (size_t j = i; j < xb.n; j++)
+                if (xb.v[j] == xb.v[i])
+                    tmp[m++] = xm.v[j];
+            rc = dlist_add(&fb, xb.v[i]);
+            if (rc == 0)
+                rc = dlist_add(&fm, median(tmp, m));
+        }
+        free(ord);
+        free(tmp);
+    }
+    if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
+        s->calibrated = 1;
+        s->cal_sizes = fb.n;
+        s->cal_samples = xb.n;
+    }
+    free(xb.v);
+    free(xm.v);
+    free(fb.v);
+    free(fm.v);
+    return rc;
+}
+
+/* The held collectives of one counted step (rank 0's comm.* rows other than the
+ * calibration's) and, per rank and counted step, forward + backward for the straggler term
+ * (less the step's mean over ranks where there are several ranks, less the median step's
+ * where there is one). */
+static int source_steps(const struct runset *rs, struct source *s)
+{
+    const struct run *r = s->run;
+    const uint32_t range = strpool_find(&rs->labels, "range");
+    const uint32_t fwd = strpool_find(&rs->labels, "forward");
+    const uint32_t bwd = strpool_find(&rs->labels, "backward");
+    const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
+    if (range == STRPOOL_NONE || r->nranks < 1)
+        return 0;
+    int64_t maxstep = 0;
+    for (int q = 0; q < r->nranks; q++)
+        if (r->ranks[q].last_step > maxstep)
+            maxstep = r->ranks[q].last_step;
+    /* held: the first counted step of rank 0 */
+    const struct rank_trace *t0 = &r->ranks[0];
+    int64_t held_step = -1;
+    size_t nheld = 0;
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < t0->n; i++) {
+            const struct run_row *row = &t0->rows[i];
+            const char *ph = strpool_get(&rs->labels, row->phase);
+            if (!row_counts(s->st, row, range) || row->clock != TRACE_CLOCK_HOST ||
+                strncmp(ph, "comm.", 5) != 0 || row->name == calib || row->bytes < 0)
+                continue;
+            if (held_step < 0)
+                held_step = row->step;
+            if (row->step != held_step)
+                continue;
+            if (pass == 1)
+                s->m.held_bytes[s->m.nheld++] = (size_t)row->bytes;
+            else
+                nheld++;
+        }
+        if (pass == 0 && !(s->m.held_bytes = calloc(nheld + 1, sizeof *s->m.held_bytes)))
+            return error_set("predict: out of memory");
+    }
+    s->m.held_world = s->world;
+    if (maxstep < 1 || fwd == STRPOOL_NONE || bwd == STRPOOL_NONE)
+        return 0;
+    const size_t ns = (size_t)maxstep + 1, nr = (size_t)r->nranks;
+    double *c = calloc(ns * nr, sizeof *c);
+    if (!c)
+        return error_set("predict: out of memory");
+    for (size_t q = 0; q < nr; q++) {
+        const struct rank_trace *t = &r->ranks[q];
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
+                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep)
+                c[(size_t)row->step * nr + q] += (double)(row->end_ns - row->start_ns) / 1e6;
+        }
+    }
+    s->m.compute_ms = malloc(ns * nr * sizeof *s->m.compute_ms);
+    if (!s->m.compute_ms) {
+        free(c);
+        return error_set("predict: out of memory");
+    }
+    double *tmp = s->m.compute_ms;
+    size_t n = 0;
+    for (size_t st = 1; st < ns; st++) {
+        double sum = 0;
+        int all = 1;
+        for (size_t q = 0; q < nr; q++) {
+            sum += c[st * nr + q];
+            all &= c[st * nr + q] > 0;
+        }
+        if (!all)
+            continue;
+        for (size_t q = 0; q < nr; q++)
+            tmp[n++] = nr > 1 ? c[st * nr + q] - sum / (double)nr : c[st * nr + q];
+    }
+    s->m.ncompute = n;
+    if (nr == 1 && n > 0) { /* one rank: its spread around the median step */
+        double *cp = malloc(n * sizeof *cp);
+        if (!cp) {
+            free(c);
+            return error_set("predict: out of memory");
+        }
+        memcpy(cp, tmp, n * sizeof *cp);
+        const double md = median(cp, n);
+        free(cp);
+        for (size_t i = 0; i < n; i++)
+            tmp[i] -= md;
+    }
+    free(c);
+    return 0;
+}
+
+/* The source of run index i of rs (st its analysis). */
+static int source_build(const struct runset *rs, const struct run_stat *st, int i,
+                        struct source *s)
+{
+    memset(s, 0, sizeof *s);
+    s->run = &rs->runs[i];
+    s->st = &st[i];
+    const struct run *r = s->run;
+    s->world = r->world_size > 0 ? r->world_size : 1;
+    long b = 0;
+    s->batch = meta_int(r, "batch_size", &b) ? (int)b : 0;
+    if (!meta_dbl(r, "bucket_cap_mb", &s->cap_mb) || !(s->cap_mb > 0))
+        s->cap_mb = 25.0;
+    s->amp = run_meta(r, "amp") ? run_meta(r, "amp") : "off";
+    if (s->st->nranks < 1 || s->st->ranks[0].nsteps == 0)
+        return error_set("%s: no training steps after the warm-up to predict from (a run "
+                         "with --trace full or nvtx and more steps)", r->dir);
+    const struct rank_stat *rk0 = &s->st->ranks[0];
+    s->step_ms = (double)analysis_percentile(rk0->step_ns, rk0->nsteps, 50) / 1e6;
+    double n = 0, v;
+    for (int q = 0; q < s->st->nranks; q++) {
+        const struct rank_stat *rk = &s->st->ranks[q];
+        if (rk->nsteps == 0)
+            continue;
+        n++;
+        s->m.data_ms += (v = phase_p50(rs, rk, "data")) > 0 ? v : 0;
+        s->m.forward_ms += (v = phase_p50(rs, rk, "forward")) > 0 ? v : 0;
+        s->m.backward_ms += (v = phase_p50(rs, rk, "backward")) > 0 ? v : 0;
+        s->m.optimizer_ms += (v = phase_p50(rs, rk, "optimizer")) > 0 ? v : 0;
+    }
+    s->m.data_ms /= n;
+    s->m.forward_ms /= n;
+    s->m.backward_ms /= n;
+    s->m.optimizer_ms /= n;
+    const double steps = (double)rk0->nsteps;
+    s->compute_ms = (double)rk0->compute_ns / 1e6 / steps;
+    s->comm_ms = (double)rk0->comm_ns / 1e6 / steps;
+    s->exposed_ms = (double)rk0->exposed_ns / 1e6 / steps;
+    s->has_overlap = analysis_overlap_pct(rk0, &s->overlap_pct);
+    int rc = source_layers(rs, s);
+    if (rc == 0)
+        rc = source_params(s);
+    if (rc == 0)
+        rc = source_calibrate(rs, s);
+    if (rc == 0)
+        rc = source_steps(rs, s);
+    return rc;
+}
+
+/* Autocast layers (conv, linear) run in the other precision; the rest do not. */
+static int layer_autocast(const char *type)
+{
+    return type && (strcmp(type, "conv") == 0 || strcmp(type, "linear") == 0);
+}
+
+/* The model of s with the per-layer times of precision amp from other (a run in that
+ * precision): autocast layers take other's times scaled by f, the ratio of s's to other's
+ * time over the layers precision does not touch (threads per rank, load), forward and
+ * backward change by the layers' change.  *m borrows s's arrays except layers (malloc'd:
+ * the caller frees m->layers). */
+static int model_amp(const struct source *s, const struct source *other, struct predict_model *m)
+{
+    *m = s->m;
+    m->layers = malloc(((size_t)s->m.nlayers + 1) * sizeof *m->layers);
+    if (!m->layers)
+        return error_set("predict: out of memory");
+    memcpy(m->layers, s->m.layers, (size_t)s->m.nlayers * sizeof *m->layers);
+    double mine = 0, theirs = 0;
+    for (int k = 0; k < s->m.nlayers && k < other->m.nlayers; k++)
+        if (!layer_autocast(s->layer_type[k])) {
+            mine += s->m.layers[k].fwd_ms + s->m.layers[k].bwd_ms;
+            theirs += other->m.layers[k].fwd_ms + other->m.layers[k].bwd_ms;
+        }
+    const double f = mine > 0 && theirs > 0 ? mine / theirs : 1.0;
+    for (int k = 0; k < s->m.nlayers && k < other->m.nlayers; k++) {
+        if (!layer_autocast(s->layer_type[k]))
+            continue;
+        const double fw = other->m.layers[k].fwd_ms * f, bw = other->m.layers[k].bwd_ms * f;
+        m->forward_ms += fw - m->layers[k].fwd_ms;
+        m->backward_ms += bw - m->layers[k].bwd_ms;
+        m->layers[k].fwd_ms = fw;
+        m->layers[k].bwd_ms = bw;
+    }
+    if (m->forward_ms < 0)
+        m->forward_ms = 0;
+    if (m->backward_ms < 0)
+        m->backward_ms = 0;
+    return 0;
+}
+
+/* ---- the grid ---- */
+
+struct predict_opts {
+    const char *run_dir, *out_dir;
+    int worlds[PREDICT_MAX_LIST], nworld;
+    double caps[PREDICT_MAX_LIST], bws[PREDICT_MAX_LIST], lats[PREDICT_MAX_LIST];
+    int ncap, nbw, nlat;
+    const char *amps[PREDICT_MAX_LIST];
+    int namp;
+    int warmup_given, warmup_steps;
+};
+
+enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_AMP, PC_BUCKETS, PC_STEP, PC_COMPUTE,
+       PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
+static const struct table_col predict_cols[PC_COUNT] = {
+    [PC_CONFIG] = {"config", "config", "", 1},
+    [PC_WORLD] = {"world", "world", "", 0},
+    [PC_CAP] = {"bucket_cap_mb", "cap", "MB", 0},
+    [PC_BW] = {"bandwidth_gbps", "bandwidth", "Gbit/s", 0},
+    [PC_LAT] = {"latency_us", "latency", "us", 0},
+    [PC_AMP] = {"amp", "amp", "", 1},
+    [PC_BUCKETS] = {"buckets", "buckets", "", 0},
+    [PC_STEP] = {"step_ms", "step", "ms", 0},
+    [PC_COMPUTE] = {"compute_ms", "compute", "ms", 0},
+    [PC_COMM] = {"comm_ms", "comm", "ms", 0},
+    [PC_EXPOSED] = {"exposed_comm_ms", "exposed", "ms", 0},
+    [PC_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
+    [PC_SPEEDUP] = {"speedup", "speedup", "x", 0},
+    [PC_CHANGE] = {"step_change_pct", "vs measured", "%", 0},
+};
+
+/* The baseline's measured median step (ms) and batch, from the same definition; 0 when
+ * there is no baseline. */
+static double baseline_step(const struct runset *rs, const struct run_stat *st, int *batch)
+{
+    int b = analysis_baseline(rs);
+    long v = 0;
+    if (b < 0 || st[b].nranks < 1 || st[b].ranks[0].nsteps == 0)
+        return 0.0;
+    *batch = meta_int(&rs->runs[b], "batch_size", &v) ? (int)v : 0;
+    return (double)analysis_percentile(st[b].ranks[0].step_ns, st[b].ranks[0].nsteps, 50) / 1e6;
+}
+
+/* One prediction of s at (world, cap, comm, amp model m): anchored at the measured step.
+ * own: the replay of s's own configuration. */
+static int predict_one(const struct source *s, const struct predict_model *m,
+                       const struct predict_out *own, const struct predict_config *c,
+                       struct predict_out *o)
+{
+    if (predict_replay(m, c, o))
+        return -1;
+    o->step_ms = s->step_ms + o->step_ms - own->step_ms;
+    if (o->step_ms <= 0)
+        o->step_ms = 1e-6;
+    return 0;
+}
+
+/* The comm s is predicted with: calibrated from s, else from another run of the set, else
+ * none (returns 0). */
+static int source_comm(const struct source *s, const struct source *others, int nothers,
+                       struct predict_comm *c, const char **from)
+{
+    if (s->calibrated) {
+        *c = s->comm;
+        *from = s->run->label;
+        return 1;
+    }
+    for (int i = 0; i < nothers; i++)
+        if (others[i].calibrated) {
+            *c = others[i].comm;
+            *from = others[i].run->label;
+            return 1;
+        }
+    return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return error_set("predict: out of memory");
+    for (char *q = p + 1;; q++)
+        if (*q == '/' || *q == '\0') {
+            char ch = *q;
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                error_set("%s: cannot create the output directory (%s)", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *q = ch;
+            if (!ch)
+                break;
+        }
+    free(p);
+    return 0;
+}
+
+/* A run dir's parent's baseline/ and ddp/ (the main job's other run) when dir is a run. */
+static int add_siblings(struct runset *rs, const char *dir)
+{
+    char *copy = strdup(dir);
+    if (!copy)
+        return error_set("predict: out of memory");
+    size_t len = strlen(copy);
+    while (len > 1 && copy[len - 1] == '/')
+        copy[--len] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *parent = slash ? (slash == copy ? "/" : (*slash = '\0', copy)) : ".";
+    const char *self = slash ? dir + (slash - copy) + 1 : dir;
+    int rc = 0;
+    static const char *const subs[] = {"baseline", "ddp"};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if (strncmp(self, subs[k], strlen(subs[k])) == 0 &&
+            (self[strlen(subs[k])] == '\0' || self[strlen(subs[k])] == '/'))
+            continue;
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", parent, subs[k]) < 0) {
+            rc = error_set("predict: out of memory");
+            break;
+        }
+        if (run_dir_is_run(p))
+            rc = runset_add_dir(rs, p);
+        free(p);
+    }
+    free(copy);
+    return rc;
+}
+
+static int parse_list(const char *opt, const char *arg, double *out, int *n, double lo,
+                      double hi, const char *what)
+{
+    const char *p = arg;
+    *n = 0;
+    while (*p) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || !(v >= lo && v <= hi) || (*end && *end != ',') ||
+            *n >= PREDICT_MAX_LIST)
+            return error_set("predict: %s '%s': want %s, a list of at most %d separated by "
+                             "commas (%s)", opt, arg, what, PREDICT_MAX_LIST, predict_usage());
+        out[(*n)++] = v;
+        p = *end ? end + 1 : end;
+        if (*end && !*p)
+            return error_set("predict: %s '%s' ends with a comma (%s)", opt, arg,
+                             predict_usage());
+    }
+    if (*n == 0)
+        return error_set("predict: %s needs a value (%s)", opt, predict_usage());
+    return 0;
+}
+
+const char *predict_usage(void)
+{
+    return "usage: ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] [--bandwidth-gbps B] "
+           "[--latency-us L] [--amp fp16|bf16|off] [--out DIR] [--warmup-steps N] "
+           "(lists allowed: --bucket-cap-mb 1,4,25)";
+}
+
+static int predict_help(void)
+{
+    printf("%s\n\n"
+           "Replays one median step of the run (a DDP run, or a baseline) as a dependency\n"
+           "graph for each combination of the options (report/FORMULAS.md \"Predictions\")\n"
+           "and writes predict.csv: the run's measured step (config measured) and each\n"
+           "prediction (config predicted).  Without an option, a value is the run's own.\n\n"
+           "  RUN_DIR            a run directory (its baseline/ or ddp/ sibling is read too:\n"
+           "                     other precision, comm calibration, the speedup's baseline),\n"
+           "                     or a main job's directory (the DDP run is predicted from)\n"
+           "  --world N          ranks (list: 2,4,8)\n"
+           "  --bucket-cap-mb X  DDP bucket cap in MB of 2^20 bytes (list)\n"
+           "  --bandwidth-gbps B link bandwidth in gigabits per second, 10^9 bit/s (list;\n"
+           "                     default: fitted to the run's own all-reduces)\n"
+           "  --latency-us L     ring latency per hop in microseconds (list; default: fitted)\n"
+           "  --amp fp16|bf16|off  precision of conv and linear layers (list; the other\n"
+           "                     precision's per-layer times come from the main job's other run)\n"
+           "  --out DIR          where predict.csv goes (default: RUN_DIR)\n"
+           "  --warmup-steps N   leave the first N steps out (default: detected, as the report)\n",
+           predict_usage());
+    return 0;
+}
+
+static int predict_parse(int argc, char **argv, struct predict_opts *o, int *help)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double d[PREDICT_MAX_LIST];
+        int n = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            *help = 1;
+            return 0;
+        }
+        int takes = strcmp(a, "--world") == 0 || strcmp(a, "--bucket-cap-mb") == 0 ||
+                    strcmp(a, "--bandwidth-gbps") == 0 || strcmp(a, "--latency-us") == 0 ||
+                    strcmp(a, "--amp") == 0 || strcmp(a, "--out") == 0 ||
+                    strcmp(a, "--warmup-steps") == 0;
+        if (takes && !v)
+            return error_set("predict: %s needs a value (%s)", a, predict_usage());
+        if (strcmp(a, "--world") == 0) {
+            if (parse_list(a, v, d, &n, 1, 65536, "whole rank counts from 1 to 65536"))
+                return -1;
+            for (int k = 0; k < n; k++) {
+                if (d[k] != floor(d[k]))
+                    return error_set("predict: --world '%s': %g is not a whole rank count (%s)",
+                                     v, d[k], predict_usage());
+                o->worlds[k] = (int)d[k];
+            }
+            o->nworld = n;
+        } else if (strcmp(a, "--bucket-cap-mb") == 0) {
+            if (parse_list(a, v, o->caps, &o->ncap, 1e-6, 1e6, "caps in MB above 0"))
+                return -1;
+        } else if (strcmp(a, "--bandwidth-gbps") == 0) {
+            if (parse_list(a, v, o->bws, &o->nbw, 1e-6, 1e6, "bandwidths in Gbit/s above 0"))
+                return -1;
+        } else if (strcmp(a, "--latency-us") == 0) {
+            if (parse_list(a, v, o->lats, &o->nlat, 0, 1e9, "latencies in µs, 0 or more"))
+                return -1;
+        } else if (strcmp(a, "--amp") == 0) {
+            char *dup = strdup(v), *save = NULL;
+            if (!dup)
+                return error_set("predict: out of memory");
+            o->namp = 0;
+            for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                static const char *const ok[] = {"off", "fp16", "bf16"};
+                const char *hit = NULL;
+                for (int k = 0; k < 3; k++)
+                    if (strcmp(tok, ok[k]) == 0)
+                        hit = ok[k];
+                if (!hit || o->namp >= PREDICT_MAX_LIST) {
+                    free(dup);
+                    return error_set("predict: --amp '%s': want fp16, bf16 or off (a list: "
+                                     "off,fp16) (%s)", v, predict_usage());
+                }
+                o->amps[o->namp++] = hit;
+            }
+            free(dup);
+            if (o->namp == 0)
+                return error_set("predict: --amp needs a value (%s)", predict_usage());
+        } else if (strcmp(a, "--out") == 0) {
+            o->out_dir = v;
+        } else if (strcmp(a, "--warmup-steps") == 0) {
+            char *end = NULL;
+            long w = strtol(v, &end, 10);
+            if (end == v || *end || w < 0 || w > 1000000)
+                return error_set("predict: --warmup-steps needs a step count in [0, 1000000] "
+                                 "(%s)", predict_usage());
+            o->warmup_given = 1;
+            o->warmup_steps = (int)w;
+        } else if (a[0] == '-' && a[1]) {
+            return error_set("predict: unknown option '%s' (%s)", a, predict_usage());
+        } else if (o->run_dir) {
+            return error_set("predict: one run directory at a time ('%s' and '%s') (%s)",
+                             o->run_dir, a, predict_usage());
+        } else {
+            o->run_dir = a;
+        }
+        i += takes;
+    }
+    if (!o->run_dir)
+        return error_set("predict: no run directory given (%s)", predict_usage());
+    return 0;
+}
+
+/* Which run of rs to predict from: the one at dir when dir is a run, else the DDP run,
+ * else the first. */
+static int pick_source(const struct runset *rs, int dir_is_run)
+{
+    if (dir_is_run)
+        return 0;
+    for (int i = 0; i < rs->n; i++) {
+        const char *mode = run_meta(&rs->runs[i], "mode");
+        if (mode && strcmp(mode, "ddp") == 0)
+            return i;
+    }
+    return 0;
+}
+
+struct grid_ctx {
+    const struct runset *rs;
+    const struct run_stat *st;
+    struct source *src; /* per run of rs */
+    int which;          /* the predicted run */
+    double base_step;
+    int base_batch;
+};
+
+static int source_all(struct grid_ctx *g)
+{
+    g->src = calloc((size_t)g->rs->n + 1, sizeof *g->src);
+    if (!g->src)
+        return error_set("predict: out of memory");
+    for (int i = 0; i < g->rs->n; i++) {
+        if (source_build(g->rs, g->st, i, &g->src[i])) {
+            if (i == g->which)
+                return -1;
+            source_free(&g->src[i]); /* a sibling that cannot be modelled: not used */
+            g->src[i].run = NULL;
+        }
+    }
+    g->base_step = baseline_step(g->rs, g->st, &g->base_batch);
+    return 0;
+}
+
+static void grid_free(struct grid_ctx *g)
+{
+    for (int i = 0; g->src && i < g->rs->n; i++)
+        source_free(&g->src[i]);
+    free(g->src);
+}
+
+/* the source of another run in precision amp with per-layer times, or NULL */
+static const struct source *amp_source(const struct grid_ctx *g, const char *amp)
+{
+    for (int i = 0; i < g->rs->n; i++)
+        if (i != g->which && g->src[i].run && g->src[i].layered &&
+            strcmp(g->src[i].amp, amp) == 0)
+            return &g->src[i];
+    return NULL;
+}
+
+static double speedup_of(const struct grid_ctx *g, int world, int batch, double step_ms)
+{
+    if (!(g->base_step > 0) || g->base_batch <= 0 || batch <= 0 || !(step_ms > 0))
+        return -1;
+    return ((double)world * batch / step_ms) / ((double)g->base_batch / g->base_step);
+}
+
+int predict_main(int argc, char **argv)
+{
+    struct predict_opts o = {0};
+    int help = 0;
+    if (predict_parse(argc, argv, &o, &help))
+        return -1;
+    if (help)
+        return predict_help();
+    struct stat sb;
+    if (stat(o.run_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return error_set("predict: %s: no such run directory (give a directory that "
+                         "ddpprof wrote: it holds meta.csv, or baseline/ and ddp/)", o.run_dir);
+    struct runset rs;
+    runset_init(&rs);
+    const int dir_is_run = run_dir_is_run(o.run_dir);
+    int rc = runset_add_dir(&rs, o.run_dir);
+    if (rc == 0 && rs.n == 0)
+        rc = error_set("predict: %s holds no ddpprof run (no meta.csv in it, baseline/ or "
+                       "ddp/)", o.run_dir);
+    if (rc == 0 && dir_is_run)
+        rc = add_siblings(&rs, o.run_dir);
+    if (rc == 0)
+        rc = runset_finish(&rs);
+    struct run_stat *st = NULL;
+    if (rc == 0 &&
+        !(st = analysis_run_warmup(&rs, o.warmup_given ? o.warmup_steps : ANALYSIS_WARMUP_AUTO)))
+        rc = -1;
+    struct grid_ctx g = {.rs = &rs, .st = st, .which = rc == 0 ? pick_source(&rs, dir_is_run) : 0};
+    if (rc == 0)
+        rc = source_all(&g);
+    struct table t;
+    table_init(&t, "predict: the measured step and each what-if (report/FORMULAS.md "
+                   "\"Predictions\")", "predict.csv", predict_cols, PC_COUNT);
+    const struct source *s = rc == 0 ? &g.src[g.which] : NULL;
+    struct predict_comm cal = {0};
+    const char *cal_from = NULL;
+    int have_cal = s && source_comm(s, g.src, rs.n, &cal, &cal_from);
+    if (rc == 0 && !have_cal && o.nbw == 0) {
+        int wants_comm = 0;
+        for (int k = 0; k < o.nworld; k++)
+            wants_comm |= o.worlds[k] > 1;
+        wants_comm |= s->world > 1;
+        if (wants_comm)
+            rc = error_set("predict: %s: no all-reduce to calibrate the comm from (a baseline, "
+                           "or a run without its rows): give --bandwidth-gbps B (and "
+                           "--latency-us L), or predict from the DDP run", s->run->dir);
+    }
+    if (rc == 0 && !have_cal)
+        cal = (struct predict_comm){.latency_us = 0, .bandwidth_gbps = o.nbw ? o.bws[0] : 1};
+    /* the measured row */
+    if (rc == 0) {
+        table_add_row(&t);
+        table_set(&t, PC_CONFIG, "measured");
+        table_set(&t, PC_WORLD, "%d", s->world);
+        if (s->world > 1)
+            table_set(&t, PC_CAP, "%g", s->cap_mb);
+        if (s->calibrated) {
+            table_set(&t, PC_BW, "%.4g", s->comm.bandwidth_gbps);
+            table_set(&t, PC_LAT, "%.4g", s->comm.latency_us);
+        }
+        table_set(&t, PC_AMP, "%s", s->amp);
+        long nb = 0;
+        if (meta_int(s->run, "buckets", &nb))
+            table_set(&t, PC_BUCKETS, "%ld", nb);
+        table_set(&t, PC_STEP, "%.3f", s->step_ms);
+        table_set(&t, PC_COMPUTE, "%.3f", s->compute_ms);
+        table_set(&t, PC_COMM, "%.3f", s->comm_ms);
+        table_set(&t, PC_EXPOSED, "%.3f", s->exposed_ms);
+        if (s->has_overlap)
+            table_set(&t, PC_OVERLAP, "%.1f", s->overlap_pct);
+        double sp = speedup_of(&g, s->world, s->batch, s->step_ms);
+        if (sp > 0)
+            table_set(&t, PC_SPEEDUP, "%.3f", sp);
+        table_set(&t, PC_CHANGE, "0.0");
+    }
+    /* the grid */
+    const int nw = o.nworld ? o.nworld : 1, nc = o.ncap ? o.ncap : 1, nbw = o.nbw ? o.nbw : 1,
+              nl = o.nlat ? o.nlat : 1, na = o.namp ? o.namp : 1;
+    struct predict_config own = {0};
+    struct predict_out own_out;
+    if (rc == 0) {
+        own = (struct predict_config){.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = cal};
+        rc = predict_replay(&s->m, &own, &own_out);
+    }
+    char notes[4][320];
+    int nnotes = 0;
+    for (int ia = 0; ia < na && rc == 0; ia++) {
+        const char *amp = o.namp ? o.amps[ia] : s->amp;
+        struct predict_model m = s->m;
+        int own_m = 0;
+        if (strcmp(amp, s->amp) != 0) {
+            const struct source *other = amp_source(&g, amp);
+            if (other && s->layered) {
+                if ((rc = model_amp(s, other, &m)))
+                    break;
+                own_m = 1;
+                if (nnotes < 4)
+                    snprintf(notes[nnotes++], sizeof notes[0],
+                             "amp %s: conv and linear layers' times from run %s (scaled by the "
+                             "other layers' ratio of the two runs)", amp, other->run->label);
+            } else if (nnotes < 4) {
+                snprintf(notes[nnotes++], sizeof notes[0],
+                         "amp %s: no run in that precision with per-layer rows beside this "
+                         "one: compute assumed unchanged", amp);
+            }
+        }
+        for (int iw = 0; iw < nw && rc == 0; iw++)
+            for (int ic = 0; ic < nc && rc == 0; ic++)
+                for (int ib = 0; ib < nbw && rc == 0; ib++)
+                    for (int il = 0; il < nl && rc == 0; il++) {
+                        struct predict_config c = {
+                            .world = o.nworld ? o.worlds[iw] : s->world,
+                            .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
+                            .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
+                                     .bandwidth_gbps = o.nbw ? o.bws[ib] : cal.bandwidth_gbps}};
+                        struct predict_out p;
+                        if ((rc = predict_one(s, &m, &own_out, &c, &p)))
+                            break;
+                        table_add_row(&t);
+                        table_set(&t, PC_CONFIG, "predicted");
+                        table_set(&t, PC_WORLD, "%d", c.world);
+                        table_set(&t, PC_CAP, "%g", c.bucket_cap_mb);
+                        table_set(&t, PC_BW, "%.4g", c.comm.bandwidth_gbps);
+                        table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
+                        table_set(&t, PC_AMP, "%s", amp);
+                        table_set(&t, PC_BUCKETS, "%d", p.buckets);
+                        table_set(&t, PC_STEP, "%.3f", p.step_ms);
+                        table_set(&t, PC_COMPUTE, "%.3f", p.compute_ms);
+                        table_set(&t, PC_COMM, "%.3f", p.comm_ms);
+                        table_set(&t, PC_EXPOSED, "%.3f", p.exposed_comm_ms);
+                        if (p.comm_ms > 0)
+                            table_set(&t, PC_OVERLAP, "%.1f", p.overlap_pct);
+                        double sp = speedup_of(&g, c.world, s->batch, p.step_ms);
+                        if (sp > 0)
+                            table_set(&t, PC_SPEEDUP, "%.3f", sp);
+                        table_set(&t, PC_CHANGE, "%+.1f",
+                                  100.0 * (p.step_ms - s->step_ms) / s->step_ms);
+                    }
+        if (own_m)
+            free(m.layers);
+    }
+    const char *out = o.out_dir ? o.out_dir : o.run_dir;
+    if (rc == 0 && o.out_dir)
+        rc = mkdir_p(out);
+    if (rc == 0)
+        rc = table_write_csv(&t, out);
+    if (rc == 0) {
+        table_print(&t, stdout, 200);
+        printf("#  predicted from run %s (%s): %d rank(s), median step %.3f ms over %zu "
+               "step(s) after %d warm-up step(s)\n",
+               s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
+               s->st->warmup.steps);
+        if (have_cal && s->calibrated)
+            printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
+                   "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
+                   cal.bandwidth_gbps, cal.latency_us);
+        else if (have_cal)
+            printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop\n", cal_from,
+                   cal.bandwidth_gbps, cal.latency_us);
+        if (!s->layered)
+            printf("#  no per-layer rows (a run with --trace full records them): gradients "
+                   "taken as ready spread over backward by their bytes\n");
+        if (!s->param_keys && s->m.nparams > 0)
+            printf("#  no param.I.* in meta.csv: the measured buckets stand for the "
+                   "parameters (a cap can merge them, not split them)\n");
+        if (s->world == 1 && (o.nworld == 0 || o.worlds[0] > 1))
+            printf("#  from a 1-rank run: each rank computes as that run did (its threads "
+                   "per rank: %s)\n", run_meta(s->run, "threads_per_rank")
+                                          ? run_meta(s->run, "threads_per_rank") : "?");
+        for (int k = 0; k < nnotes; k++)
+            printf("#  %s\n", notes[k]);
+        printf("#  written to %s/predict.csv\n", out);
+        fflush(stdout);
+    }
+    table_free(&t);
+    grid_free(&g);
+    analysis_free(st, rs.n);
+    runset_free(&rs);
+    return rc;
+}
+
+/* ---- the report's "what if" ---- */
+
+static int add_line(char ***lines, size_t *n, const char *fmt, ...)
+{
+    char **v = realloc(*lines, (*n + 1) * sizeof *v);
+    if (!v)
+        return error_set("report: out of memory");
+    *lines = v;
+    va_list ap;
+    va_start(ap, fmt);
+    int ok = vasprintf(&v[*n], fmt, ap);
+    va_end(ap);
+    if (ok < 0)
+        return error_set("report: out of memory");
+    (*n)++;
+    return 0;
+}
+
+/* candidate caps of the search (MB) */
+static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
+
+int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
+{
+    *lines = NULL;
+    *n = 0;
+    int which = -1;
+    for (int i = 0; i < rs->n; i++) {
+        const char *mode = run_meta(&rs->runs[i], "mode");
+        if (mode && strcmp(mode, "ddp") == 0 && rs->runs[i].world_size > 1 &&
+            strcmp(rs->runs[i].format, "ddpprof") == 0) {
+            which = i;
+            break;
+        }
+    }
+    if (which < 0)
+        return 0;
+    struct grid_ctx g = {.rs = rs, .st = st, .which = which};
+    int rc = 0;
+    if (source_all(&g)) {
+        rc = add_line(lines, n, "what if: run %s cannot be predicted: %s", rs->runs[which].label,
+                      error_get());
+        grid_free(&g);
+        return rc;
+    }
+    const struct source *s = &g.src[which];
+    if (!s->calibrated) {
+        rc = add_line(lines, n, "what if: run %s has no all-reduce rows to calibrate the comm "
+                      "from", s->run->label);
+        grid_free(&g);
+        return rc;
+    }
+    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
+    struct predict_out own_out, p, best = {0};
+    double best_cap = s->cap_mb;
+    rc = predict_replay(&s->m, &own, &own_out);
+    struct predict_out cur;
+    if (rc == 0)
+        rc = predict_one(s, &s->m, &own_out, &own, &cur);
+    best = cur;
+    for (size_t k = 0; rc == 0 && k < sizeof whatif_caps / sizeof *whatif_caps; k++) {
+        struct predict_config c = own;
+        c.bucket_cap_mb = whatif_caps[k];
+        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+            break;
+        if (p.step_ms < best.step_ms - 1e-9) {
+            best = p;
+            best_cap = whatif_caps[k];
+        }
+    }
+    if (rc == 0)
+        rc = add_line(lines, n,
+                      "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
+                      "per hop; report/FORMULAS.md \"Predictions\"):",
+                      s->run->label, s->comm.bandwidth_gbps, s->comm.latency_us);
+    if (rc == 0 && best_cap != s->cap_mb)
+        rc = add_line(lines, n,
+                      "  best bucket cap %g MB (of %g..%g): step %.3f ms, %+.3f ms per step "
+                      "(%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
+                      best_cap, whatif_caps[0],
+                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1], best.step_ms,
+                      best.step_ms - s->step_ms, 100.0 * (best.step_ms - s->step_ms) / s->step_ms,
+                      best.exposed_comm_ms, best.exposed_comm_ms - cur.exposed_comm_ms, s->cap_mb);
+    else if (rc == 0)
+        rc = add_line(lines, n,
+                      "  best bucket cap: the run's own %g MB (no candidate of %g..%g MB is "
+                      "predicted faster); exposed comm %.3f ms per step",
+                      s->cap_mb, whatif_caps[0],
+                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1],
+                      cur.exposed_comm_ms);
+    for (int mult = 2; rc == 0 && mult <= 4; mult *= 2) {
+        struct predict_config c = own;
+        c.world = s->world * mult;
+        c.bucket_cap_mb = best_cap;
+        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+            break;
+        double sp = speedup_of(&g, c.world, s->batch, p.step_ms),
+               sp0 = speedup_of(&g, s->world, s->batch, s->step_ms);
+        double gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
+        if (sp > 0 && sp0 > 0)
+            rc = add_line(lines, n,
+                          "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
+                          "(now %.2fx): %.2fx the throughput, exposed comm %.3f ms", c.world,
+                          mult, p.step_ms, sp, sp0, gain, p.exposed_comm_ms);
+        else
+            rc = add_line(lines, n,
+                          "  world %d (%dx): step %.3f ms, %.2fx the throughput (no baseline "
+                          "for a speedup), exposed comm %.3f ms", c.world, mult, p.step_ms,
+                          gain, p.exposed_comm_ms);
+    }
+    grid_free(&g);
+    return rc;
+}

@@ -1,0 +1,126 @@
+/* predict.h — `ddpprof predict`: what a run's step would take in another configuration
+ * (world size, bucket cap, network bandwidth and latency, AMP), by replaying one median
+ * step of the run as a dependency graph (report/FORMULAS.md "Predictions"):
+ *
+ *   data -> forward -> backward, layer by layer in backward order; each parameter's
+ *   gradient is ready when its layer's backward ends; buckets are formed for the asked cap
+ *   by the reducer's own rule (common/ddp_buckets.h); a bucket's all-reduce starts when its
+ *   last gradient is ready and the one comm stream is free (FIFO, bucket order) and takes
+ *   the ring all-reduce cost 2(N-1)/N * bytes / bandwidth + 2(N-1) * latency; the
+ *   optimizer starts after backward and the last bucket; stragglers add the expected
+ *   slowest of N ranks' compute over the mean.
+ *
+ * The engine (predict_replay) is pure and knows nothing of files; predict.c builds its
+ * model from a run (the per-layer trace rows and meta.csv keys of `--trace full`, probes/
+ * TRACE.md), calibrates the comm from the run's own collectives, and anchors every
+ * prediction at the run's measured median step:
+ *
+ *   predicted step = measured median step + replay(asked) - replay(the run's own config)
+ *
+ * so `ddpprof predict RUN` with no what-if gives the measured step. */
+#ifndef DDPPROF_REPORT_PREDICT_H
+#define DDPPROF_REPORT_PREDICT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the engine ---- */
+
+struct predict_layer {
+    const char *name;       /* borrowed */
+    double fwd_ms, bwd_ms;  /* median per step */
+};
+
+struct predict_param {
+    size_t bytes; /* its gradient's bytes (fp32) */
+    int layer;    /* index into the layers (forward order); -1: ready at backward's end */
+};
+
+struct predict_model {
+    struct predict_layer *layers; /* forward order; may be 0: gradients then become ready
+                                     spread over backward in proportion to their bytes */
+    int nlayers;
+    struct predict_param *params; /* model parameter order (the reducer's) */
+    int nparams;
+    double data_ms, forward_ms, backward_ms, optimizer_ms; /* median per step */
+    /* the training thread's own collectives per step (SyncBatchNorm, AMP's flag, the loss):
+     * their payloads; their time is inside forward/backward at held_world ranks */
+    size_t *held_bytes;
+    int nheld, held_world;
+    /* per rank and step, forward + backward compute (ms), for the straggler term */
+    double *compute_ms;
+    size_t ncompute;
+};
+
+/* The ring all-reduce's parameters: latency per hop (µs) and link bandwidth (gigabits per
+ * second, 10^9 bit/s, as tc and NICs count). */
+struct predict_comm {
+    double latency_us, bandwidth_gbps;
+};
+
+struct predict_config {
+    int world;
+    double bucket_cap_mb;
+    struct predict_comm comm;
+};
+
+struct predict_out {
+    int buckets;
+    double step_ms;         /* data + forward + backward + exposed comm + optimizer + held
+                               collectives + straggler wait (the replay's, not anchored) */
+    double compute_ms;      /* data + forward + backward + optimizer */
+    double comm_ms;         /* the buckets' all-reduce time */
+    double exposed_comm_ms; /* the last bucket's end after backward's end (>= 0) */
+    double overlap_pct;     /* 100 (comm - exposed) / comm; 0 without comm */
+    double held_ms;         /* the held collectives at the asked world (the step adds its
+                               change from held_world: forward and backward hold the rest) */
+    double straggler_ms;    /* E[max of N ranks' compute] - mean compute */
+};
+
+/* Ring all-reduce time of bytes among world ranks (ms): 2(N-1)/N * bytes / bandwidth +
+ * 2(N-1) * latency; 0 for world <= 1. */
+double predict_ring_ms(const struct predict_comm *c, int world, double bytes);
+
+/* Replay one step of m in configuration c into *out.  Returns 0, or -1 after error_set()
+ * (out of memory, a world below 1, a non-positive cap or bandwidth). */
+int predict_replay(const struct predict_model *m, const struct predict_config *c,
+                   struct predict_out *out);
+
+/* The expected slowest of world draws from samples[0..n) (sorted ascending) less their
+ * mean: sum_i x_(i) ((i/n)^N - ((i-1)/n)^N) - mean; 0 for world <= 1 or n == 0. */
+double predict_straggler_ms(const double *sorted, size_t n, int world);
+
+/* Least squares of time = a + b * bytes over (bytes[i], ms[i]), i < n: the ring's latency
+ * and bandwidth at world ranks (a = 2(N-1) latency, b = 2(N-1)/N / bandwidth).  With one
+ * distinct size (or a fit whose intercept is negative) the line goes through the origin:
+ * latency 0.  Returns 0, or -1 when n == 0, world < 2 or the slope is not positive. */
+int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
+                     struct predict_comm *out);
+
+/* ---- `ddpprof predict` ---- */
+
+/* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name): prints the table and
+ * writes predict.csv.  Returns 0, or -1 after error_set() with the one line to print. */
+int predict_main(int argc, char **argv);
+
+const char *predict_usage(void);
+
+/* The report's "what if" section for the DDP run of a report (run_stat index ddp_run):
+ * the best bucket cap over the candidates and the predicted speedup at 2x and 4x the world
+ * size at the calibrated bandwidth.  Lines of text (without newlines) into *lines
+ * (malloc'd array of malloc'd strings, *n of them; the caller frees both).  0, or 0 with
+ * *n == 0 when the run cannot be predicted (no DDP run, no calibration: one line says
+ * why), -1 only on out of memory. */
+struct runset;
+struct run_stat;
+int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines,
+                   size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,189 @@
+/* predict_model.c — the prediction engine of predict.h: one step replayed as a dependency
+ * graph, the ring all-reduce cost, its fit to measured collectives, and the straggler term.
+ * Pure functions of their arguments (report/FORMULAS.md "Predictions"). */
+#include "report/predict.h"
+
+#include "common/ddp_buckets.h"
+#include "common/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double predict_ring_ms(const struct predict_comm *c, int world, double bytes)
+{
+    if (world <= 1)
+        return 0.0;
+    const double n = (double)world;
+    const double bytes_per_ms = c->bandwidth_gbps * 1e9 / 8.0 / 1e3;
+    return 2.0 * (n - 1.0) / n * bytes / bytes_per_ms + 2.0 * (n - 1.0) * c->latency_us / 1e3;
+}
+
+double predict_straggler_ms(const double *sorted, size_t n, int world)
+{
+    if (world <= 1 || n == 0)
+        return 0.0;
+    double mean = 0.0, emax = 0.0, prev = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double cdf = pow((double)(i + 1) / (double)n, (double)world);
+        emax += sorted[i] * (cdf - prev);
+        prev = cdf;
+        mean += sorted[i];
+    }
+    const double d = emax - mean / (double)n;
+    return d > 0.0 ? d : 0.0;
+}
+
+int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
+                     struct predict_comm *out)
+{
+    if (n == 0 || world < 2)
+        return -1;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        sx += bytes[i];
+        sy += ms[i];
+        sxx += bytes[i] * bytes[i];
+        sxy += bytes[i] * ms[i];
+    }
+    const double dn = (double)n, den = dn * sxx - sx * sx;
+    double a = 0.0, b;
+    /* distinct sizes: the line; else (or a negative intercept) through the origin */
+    if (den > 1e-9 * dn * sxx && (b = (dn * sxy - sx * sy) / den) > 0.0 &&
+        (a = (sy - b * sx) / dn) >= 0.0) {
+    } else {
+        a = 0.0;
+        b = sxx > 0.0 ? sxy / sxx : 0.0;
+    }
+    if (!(b > 0.0))
+        return -1;
+    const double nn = (double)world;
+    /* b ms per byte = 2(N-1)/N / (bytes per ms) */
+    const double bytes_per_ms = 2.0 * (nn - 1.0) / nn / b;
+    out->bandwidth_gbps = bytes_per_ms * 1e3 * 8.0 / 1e9;
+    out->latency_us = a / (2.0 * (nn - 1.0)) * 1e3;
+    return 0;
+}
+
+int predict_replay(const struct predict_model *m, const struct predict_config *c,
+                   struct predict_out *out)
+{
+    *out = (struct predict_out){0};
+    if (c->world < 1)
+        return error_set("predict: world size %d (it must be 1 or more)", c->world);
+    if (!(c->bucket_cap_mb > 0.0))
+        return error_set("predict: bucket cap %g MB (it must be above 0)", c->bucket_cap_mb);
+    if (c->world > 1 && !(c->comm.bandwidth_gbps > 0.0))
+        return error_set("predict: bandwidth %g Gbit/s (it must be above 0)",
+                         c->comm.bandwidth_gbps);
+    const int np = m->nparams;
+    size_t *bytes = calloc((size_t)np + 1, sizeof *bytes);
+    int *bucket_of = calloc((size_t)np + 1, sizeof *bucket_of);
+    double *ready = malloc(((size_t)np + 1) * sizeof *ready);
+    double *layer_end = malloc(((size_t)m->nlayers + 1) * sizeof *layer_end);
+    double *bucket_ready = NULL;
+    size_t *bucket_bytes = NULL;
+    int rc = 0;
+    if (!bytes || !bucket_of || !ready || !layer_end) {
+        rc = error_set("predict: out of memory");
+        goto done;
+    }
+
+    /* backward: what the layers do not account for (the loss's backward, autograd) first,
+     * then the layers from the last to the first */
+    const double bwd_start = m->data_ms + m->forward_ms;
+    const double bwd_end = bwd_start + m->backward_ms;
+    double layers_bwd = 0.0;
+    for (int k = 0; k < m->nlayers; k++)
+        layers_bwd += m->layers[k].bwd_ms;
+    /* layers longer than the measured backward (medians of parts need not add up): scaled
+     * to fit it */
+    const double scale = layers_bwd > m->backward_ms && layers_bwd > 0.0
+                             ? m->backward_ms / layers_bwd : 1.0;
+    double t = bwd_end - layers_bwd * scale;
+    for (int k = m->nlayers - 1; k >= 0; k--) {
+        t += m->layers[k].bwd_ms * scale;
+        layer_end[k] = t;
+    }
+    double total = 0.0;
+    for (int i = 0; i < np; i++)
+        total += (double)m->params[i].bytes;
+    double acc = 0.0; /* no layers: gradients in reverse order, spread by bytes */
+    for (int i = np - 1; i >= 0; i--) {
+        const struct predict_param *p = &m->params[i];
+        bytes[i] = p->bytes;
+        acc += (double)p->bytes;
+        if (m->nlayers > 0)
+            ready[i] = p->layer >= 0 && p->layer < m->nlayers ? layer_end[p->layer] : bwd_end;
+        else
+            ready[i] = total > 0.0 ? bwd_start + m->backward_ms * acc / total : bwd_end;
+    }
+
+    const int nb = ddp_buckets_assign(bytes, np, DDP_FIRST_BUCKET_BYTES,
+                                      ddp_bucket_cap_bytes(c->bucket_cap_mb), bucket_of);
+    bucket_ready = calloc((size_t)nb + 1, sizeof *bucket_ready);
+    bucket_bytes = calloc((size_t)nb + 1, sizeof *bucket_bytes);
+    if (!bucket_ready || !bucket_bytes) {
+        rc = error_set("predict: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < np; i++) {
+        const int b = bucket_of[i];
+        bucket_bytes[b] += bytes[i];
+        if (ready[i] > bucket_ready[b])
+            bucket_ready[b] = ready[i];
+    }
+    /* one comm stream, buckets in order (the reducer launches them in bucket order) */
+    double comm_free = 0.0, comm = 0.0;
+    for (int b = 0; b < nb && c->world > 1; b++) {
+        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
+        const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
+        comm_free = start + d;
+        comm += d;
+    }
+    /* the held collectives' time at world N, and at the world of the measurement (inside
+     * the measured forward and backward already) */
+    double held = 0.0, held_measured = 0.0;
+    for (int i = 0; i < m->nheld; i++) {
+        held += predict_ring_ms(&c->comm, c->world, (double)m->held_bytes[i]);
+        held_measured += predict_ring_ms(&c->comm, m->held_world, (double)m->held_bytes[i]);
+    }
+    const double exposed = comm_free > bwd_end ? comm_free - bwd_end : 0.0;
+
+    double *sorted = NULL;
+    double straggler = 0.0;
+    if (m->ncompute > 0 && c->world > 1) {
+        sorted = malloc(m->ncompute * sizeof *sorted);
+        if (!sorted) {
+            rc = error_set("predict: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < m->ncompute; i++)
+            sorted[i] = m->compute_ms[i];
+        qsort(sorted, m->ncompute, sizeof *sorted, cmp_double);
+        straggler = predict_straggler_ms(sorted, m->ncompute, c->world);
+        free(sorted);
+    }
+
+    out->buckets = nb;
+    out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms;
+    out->comm_ms = comm;
+    out->exposed_comm_ms = exposed;
+    out->overlap_pct = comm > 0.0 ? 100.0 * (comm - exposed) / comm : 0.0;
+    out->held_ms = held;
+    out->straggler_ms = straggler;
+    out->step_ms = out->compute_ms + exposed + held - held_measured + straggler;
+done:
+    free(bytes);
+    free(bucket_of);
+    free(ready);
+    free(layer_end);
+    free(bucket_ready);
+    free(bucket_bytes);
+    return rc;
+}

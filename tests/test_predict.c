@@ -1,0 +1,161 @@
+/* test_predict.c — the prediction engine (report/predict.h) on synthetic steps whose answers
+ * are worked out by hand: one bucket and no overlap (the whole all-reduce after backward),
+ * perfect overlap (the big bucket hidden under the first layer's backward, only the last
+ * tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
+ * cost at 4 ranks, the straggler term, the ring fit recovering the latency and bandwidth a
+ * synthetic comm was made with, and the bad configurations. */
+#include "common/error.h"
+#include "report/predict.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MIB 1048576.0
+/* 8 Gbit/s is 10^6 bytes per ms: the ring at 2 ranks moves bytes in bytes / 10^6 ms */
+static const struct predict_comm link8 = {.latency_us = 0.0, .bandwidth_gbps = 8.0};
+
+/* the sums below are of a few doubles: exact to ~1e-12 ms */
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
+
+static void test_one_bucket_no_overlap(void)
+{
+    struct predict_layer layers[1] = {{"fc", 2.0, 3.0}};
+    struct predict_param params[1] = {{1000000, 0}};
+    struct predict_model m = {.layers = layers, .nlayers = 1, .params = params, .nparams = 1,
+                              .data_ms = 0.5, .forward_ms = 2.0, .backward_ms = 3.0,
+                              .optimizer_ms = 0.25};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    struct predict_out o;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    /* the one gradient is ready at backward's end: its 1 ms all-reduce is all exposed */
+    CHECK(o.buckets == 1, "%d buckets", o.buckets);
+    CHECK(NEAR(o.comm_ms, 1.0), "comm %.12f ms, want 1", o.comm_ms);
+    CHECK(NEAR(o.exposed_comm_ms, 1.0), "exposed %.12f ms, want 1", o.exposed_comm_ms);
+    CHECK(NEAR(o.overlap_pct, 0.0), "overlap %.6f %%, want 0", o.overlap_pct);
+    CHECK(NEAR(o.compute_ms, 5.75), "compute %.12f ms", o.compute_ms);
+    CHECK(NEAR(o.step_ms, 6.75), "step %.12f ms, want 6.75", o.step_ms);
+    /* one rank: nothing to all-reduce */
+    c.world = 1;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.step_ms, 5.75) && o.comm_ms == 0.0,
+          "world 1: step %.6f comm %.6f", o.step_ms, o.comm_ms);
+}
+
+static void test_perfect_overlap(void)
+{
+    /* layer 1 (backward's first) holds 1 MiB: bucket 0 closes at PyTorch's 1 MiB first cap
+     * and is all-reduced (1.048576 ms) during layer 0's 5 ms backward; layer 0's 4 bytes
+     * are bucket 1, exposed for 2 * 1/2 * 4 / 10^6 ms */
+    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
+    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
+    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
+                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    struct predict_out o;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    CHECK(o.buckets == 2, "%d buckets, want 2", o.buckets);
+    CHECK(NEAR(o.exposed_comm_ms, 4e-6), "exposed %.12f ms, want 4e-6", o.exposed_comm_ms);
+    CHECK(NEAR(o.comm_ms, 1.048576 + 4e-6), "comm %.12f ms", o.comm_ms);
+    CHECK(NEAR(o.step_ms, 12.0 + 4e-6), "step %.12f ms", o.step_ms);
+    /* layer 1 with 1000 bytes instead: 1004 bytes fit the first bucket, one bucket ready at
+     * backward's end, all of its 1004e-6 ms exposed */
+    params[1].bytes = 1000;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 1, "1004 bytes: %d buckets",
+          o.buckets);
+    CHECK(NEAR(o.exposed_comm_ms, 1004e-6), "one bucket: exposed %.12f", o.exposed_comm_ms);
+}
+
+static void test_comm_bound(void)
+{
+    /* four layers of 1 ms backward and 1 MiB each, cap 1 MB: four buckets of 1.048576 ms
+     * queued on the one comm stream, ready at 1, 2, 3, 4 ms into backward: they end at
+     * 2.048576, 3.097152, 4.145728, 5.194304 -- 1.194304 ms after backward */
+    struct predict_layer layers[4] = {{"a", 0, 1}, {"b", 0, 1}, {"c", 0, 1}, {"d", 0, 1}};
+    struct predict_param params[4] = {{(size_t)MIB, 0}, {(size_t)MIB, 1}, {(size_t)MIB, 2},
+                                      {(size_t)MIB, 3}};
+    struct predict_model m = {.layers = layers, .nlayers = 4, .params = params, .nparams = 4,
+                              .backward_ms = 4.0};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 1, .comm = link8};
+    struct predict_out o;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    CHECK(o.buckets == 4, "%d buckets, want 4", o.buckets);
+    CHECK(NEAR(o.comm_ms, 4 * 1.048576), "comm %.12f ms", o.comm_ms);
+    CHECK(NEAR(o.exposed_comm_ms, 1.194304), "exposed %.12f ms, want 1.194304",
+          o.exposed_comm_ms);
+    CHECK(NEAR(o.overlap_pct, 100.0 * 3.0 / 4.194304), "overlap %.9f %%", o.overlap_pct);
+    CHECK(NEAR(o.step_ms, 5.194304), "step %.12f ms", o.step_ms);
+    /* one big bucket instead (cap 25 MB, first cap 1 MiB: bucket 0 is layer d's 1 MiB,
+     * bucket 1 the other three): 1.048576 from 1 to 2.048576, then 3.145728 from 4 */
+    c.bucket_cap_mb = 25;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 2, "cap 25: %d buckets", o.buckets);
+    CHECK(NEAR(o.exposed_comm_ms, 3.145728), "cap 25: exposed %.12f", o.exposed_comm_ms);
+    /* no per-layer rows: gradients spread over backward by bytes, the same here */
+    m.nlayers = 0;
+    c.bucket_cap_mb = 1;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.exposed_comm_ms, 1.194304),
+          "no layers: exposed %.12f", o.exposed_comm_ms);
+}
+
+static void test_ring_and_fit(void)
+{
+    /* 4 ranks, 10 µs, 8 Gbit/s: 2*3/4 * 10^6 / 10^6 + 6 * 0.01 = 1.56 ms */
+    struct predict_comm c = {.latency_us = 10.0, .bandwidth_gbps = 8.0};
+    CHECK(NEAR(predict_ring_ms(&c, 4, 1e6), 1.56), "ring %.12f", predict_ring_ms(&c, 4, 1e6));
+    CHECK(predict_ring_ms(&c, 1, 1e6) == 0.0, "one rank: no all-reduce");
+    /* a comm made of the ring at 2 ranks, 25 µs, 3 Gbit/s, is found again */
+    struct predict_comm made = {.latency_us = 25.0, .bandwidth_gbps = 3.0}, got;
+    double bytes[5] = {4096, 65536, 262144, 1048576, 4194304}, ms[5];
+    for (int i = 0; i < 5; i++)
+        ms[i] = predict_ring_ms(&made, 2, bytes[i]);
+    CHECK(predict_fit_ring(bytes, ms, 5, 2, &got) == 0, "fit failed");
+    CHECK(fabs(got.latency_us - 25.0) < 1e-6 && fabs(got.bandwidth_gbps - 3.0) < 1e-9,
+          "fit: %.9f µs, %.12f Gbit/s; want 25, 3", got.latency_us, got.bandwidth_gbps);
+    /* one size: through the origin, latency 0 */
+    CHECK(predict_fit_ring(bytes + 3, ms + 3, 1, 2, &got) == 0 && got.latency_us == 0.0 &&
+              NEAR(predict_ring_ms(&got, 2, bytes[3]), ms[3]),
+          "one size: %.6f µs %.6f Gbit/s", got.latency_us, got.bandwidth_gbps);
+    CHECK(predict_fit_ring(bytes, ms, 0, 2, &got) == -1, "no samples: no fit");
+    CHECK(predict_fit_ring(bytes, ms, 5, 1, &got) == -1, "one rank: no fit");
+}
+
+static void test_straggler(void)
+{
+    /* two ranks drawing from {1, 2}: E[max] = 1/4 * 1 + 3/4 * 2 = 1.75, mean 1.5 */
+    const double s[2] = {1.0, 2.0};
+    CHECK(NEAR(predict_straggler_ms(s, 2, 2), 0.25), "%.12f", predict_straggler_ms(s, 2, 2));
+    /* four ranks: E[max] = 1/16 + 2 * 15/16 = 1.9375 */
+    CHECK(NEAR(predict_straggler_ms(s, 2, 4), 0.4375), "%.12f", predict_straggler_ms(s, 2, 4));
+    CHECK(predict_straggler_ms(s, 2, 1) == 0.0, "one rank waits for no one");
+    const double same[3] = {3.0, 3.0, 3.0};
+    CHECK(NEAR(predict_straggler_ms(same, 3, 8), 0.0), "equal ranks: no wait");
+}
+
+static void test_bad_config(void)
+{
+    struct predict_param params[1] = {{100, -1}};
+    struct predict_model m = {.params = params, .nparams = 1, .backward_ms = 1.0};
+    struct predict_out o;
+    struct predict_config c = {.world = 0, .bucket_cap_mb = 25, .comm = link8};
+    CHECK(predict_replay(&m, &c, &o) == -1 && strstr(error_get(), "world size 0"),
+          "world 0: %s", error_get());
+    c.world = 2;
+    c.bucket_cap_mb = 0;
+    CHECK(predict_replay(&m, &c, &o) == -1 && strstr(error_get(), "bucket cap"),
+          "cap 0: %s", error_get());
+    c.bucket_cap_mb = 25;
+    c.comm.bandwidth_gbps = 0;
+    CHECK(predict_replay(&m, &c, &o) == -1 && strstr(error_get(), "bandwidth"),
+          "bandwidth 0: %s", error_get());
+}
+
+int main(void)
+{
+    test_one_bucket_no_overlap();
+    test_perfect_overlap();
+    test_comm_bound();
+    test_ring_and_fit();
+    test_straggler();
+    test_bad_config();
+    return test_finish();
+}

@@ -1,0 +1,89 @@
+/* train_calib.c — the comm's short all-reduce microbenchmark at DDP setup: a few sizes, a
+ * few repetitions each, recorded as trace rows for `ddpprof predict`'s comm calibration
+ * (probes/TRACE.md "Calibration rows"; report/FORMULAS.md "Predictions").  Rows: phase
+ * comm.allreduce, step -1 (outside every training step, so no per-step statistic counts
+ * them), name calib.allreduce, bytes the payload, stream 1, the host clock of when the
+ * transport ran the collective (its span; the call's where the transport cannot tell). */
+#include "train_rank.h"
+
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "probes/trace_writer.h"
+
+#include <stddef.h>
+
+#define CALIB_REPS 3               /* recorded repetitions per size, after one unrecorded */
+#define CALIB_BUDGET_NS 250000000  /* stop growing the size once the ranks' mean time spent
+                                      passes 250 ms (the whole setup stays well under 1 s
+                                      on a shaped 100 Mbit/s link) */
+#define CALIB_NAME "calib.allreduce"
+
+/* One all-reduce of count floats; its span into *s, *e (the transport's, else the call's). */
+static int calib_one(struct comm *c, float *buf, size_t count, int64_t *s, int64_t *e)
+{
+    struct comm_span span = {0, 0};
+    const int64_t t0 = clock_now_ns();
+    struct comm_work *w = c->allreduce_async(c, buf, count, COMM_F32);
+    if (!w || c->wait(c, w, &span))
+        return error_wrap("comm calibration all-reduce of %zu bytes", count * sizeof(float));
+    const int64_t t1 = clock_now_ns();
+    *s = span.end_ns > span.start_ns ? span.start_ns : t0;
+    *e = span.end_ns > span.start_ns ? span.end_ns : t1;
+    return 0;
+}
+
+int rank_calibrate_comm(struct rank *r)
+{
+    static const size_t sizes[] = {4096, 32768, 262144, 1048576, 4194304}; /* bytes */
+    const size_t nsizes = sizeof sizes / sizeof sizes[0];
+    if (r->world < 2 || r->o->run.trace == PROBE_OFF || !r->probe)
+        return 0;
+    struct comm *c = r->dev.comm; /* the bare comm, as the reducer's buckets */
+    struct backend *be = r->dev.be;
+    float *buf = be->alloc(be, sizes[nsizes - 1]);
+    float *flag = be->alloc(be, sizeof(float));
+    if (!buf || !flag) {
+        be->free(be, buf);
+        be->free(be, flag);
+        return error_wrap("comm calibration buffers");
+    }
+    int64_t spent = 0;
+    int rc = 0;
+    for (size_t k = 0; k < nsizes && rc == 0; k++) {
+        const size_t count = sizes[k] / sizeof(float);
+        int64_t s, e;
+        rc = calib_one(c, buf, count, &s, &e); /* warm: the first of a size allocates */
+        for (int rep = 0; rep < CALIB_REPS && rc == 0; rep++) {
+            const int64_t t0 = clock_now_ns();
+            if ((rc = calib_one(c, buf, count, &s, &e)))
+                break;
+            spent += clock_now_ns() - t0;
+            probe_row(r->probe, &(struct trace_row){.step = -1,
+                                                    .epoch = 0,
+                                                    .phase = PROBE_COMM_ALLREDUCE,
+                                                    .bucket = -1,
+                                                    .clock = TRACE_CLOCK_HOST,
+                                                    .start_ns = s,
+                                                    .end_ns = e,
+                                                    .bytes = sizes[k],
+                                                    .name = CALIB_NAME,
+                                                    .kind = TRACE_KIND_RANGE,
+                                                    .stream = TRACE_LANE_COMM});
+        }
+        if (rc)
+            break;
+        /* the ranks agree on whether to go on: the mean of their time spent so far */
+        float mine = (float)((double)spent / 1e6);
+        be->upload(be, flag, &mine, sizeof mine);
+        if ((rc = comm_allreduce(c, flag, 1, COMM_F32)))
+            break;
+        be->download(be, &mine, flag, sizeof mine);
+        if ((double)mine / r->world * 1e6 > (double)CALIB_BUDGET_NS)
+            break;
+    }
+    be->free(be, buf);
+    be->free(be, flag);
+    return rc;
+}

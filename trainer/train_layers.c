@@ -1,0 +1,80 @@
+/* train_layers.c — per-layer tracing of one rank's run (train_layers.h): the model's layer
+ * hook (nn/layer_list.h) turned into the probes' layer.forward / layer.backward ranges, and
+ * the layers' costs and the device's peak in meta.csv. */
+#include "train_layers.h"
+
+#include "train_rank.h"
+
+#include "common/error.h"
+#include "peak_bench.h"
+
+#include <stdio.h>
+
+static void layers_enter(void *ctx, const struct layer_info *l, enum layer_dir dir)
+{
+    struct rank *r = ctx;
+    probe_push_named(r->probe, dir == LAYER_FORWARD ? PROBE_LAYER_FORWARD : PROBE_LAYER_BACKWARD,
+                     l->name, l->param_bytes);
+}
+
+static void layers_leave(void *ctx, const struct layer_info *l, enum layer_dir dir)
+{
+    (void)l, (void)dir;
+    probe_pop(((struct rank *)ctx)->probe);
+}
+
+void rank_layers_start(struct rank *r)
+{
+    if (r->o->run.trace != PROBE_FULL || !r->o->run.out_dir || !r->probe)
+        return;
+    r->layer_obs = (struct layer_observer){.enter = layers_enter, .leave = layers_leave,
+                                           .ctx = r};
+    r->m->layers.obs = &r->layer_obs;
+}
+
+void rank_layers_stop(struct rank *r) { r->m->layers.obs = NULL; }
+
+void rank_layers_meta(struct rank *r)
+{
+    if (r->o->run.trace != PROBE_FULL || !r->log.meta)
+        return;
+    struct runlog *l = &r->log;
+    const struct model *m = r->m;
+    struct backend *be = r->dev.be;
+    const int n = r->o->data.batch_size;
+    const size_t act = be->dtype_size(be, (enum dtype)m->amp);
+    char key[160];
+    runlog_meta(l, "layers", "%d", m->layers.count);
+    for (int k = 0; k < m->layers.count; k++) {
+        const struct layer_info *li = &m->layers.items[k];
+        double ff, bf, fb, bb;
+        layer_costs(li, LAYER_FORWARD, n, act, &ff, &fb);
+        layer_costs(li, LAYER_BACKWARD, n, act, &bf, &bb);
+#define KEY(leaf) (snprintf(key, sizeof key, "layer.%d." leaf, k), key)
+        runlog_meta(l, KEY("name"), "%s", li->name);
+        runlog_meta(l, KEY("type"), "%s", li->type);
+        runlog_meta(l, KEY("param_bytes"), "%llu", (unsigned long long)li->param_bytes);
+        runlog_meta(l, KEY("flops_forward"), "%.0f", ff);
+        runlog_meta(l, KEY("flops_backward"), "%.0f", bf);
+        runlog_meta(l, KEY("bytes_forward"), "%.0f", fb);
+        runlog_meta(l, KEY("bytes_backward"), "%.0f", bb);
+#undef KEY
+    }
+    for (int i = 0; i < m->params.trainable; i++) {
+        const struct param *p = params_trainable(&m->params, i);
+        snprintf(key, sizeof key, "param.%d.name", i);
+        runlog_meta(l, key, "%s", p->name);
+        snprintf(key, sizeof key, "param.%d.bytes", i);
+        runlog_meta(l, key, "%zu", p->numel * sizeof(float));
+    }
+    struct peak pk;
+    if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.4, &pk)) {
+        /* not fatal: the report then gives no fraction of peak */
+        fprintf(stderr, "ddpprof: rank %d: no peak measured (%s): layers.csv will have no "
+                        "fraction of peak\n", r->rank, error_get());
+        return;
+    }
+    runlog_meta(l, "peak_gflops", "%.2f", pk.gflops);
+    runlog_meta(l, "peak_gbps", "%.2f", pk.gbps);
+    runlog_meta(l, "peak_source", "%s", pk.source);
+}

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/vec.h"
+#include "report/predict.h"
 #include "report/run.h"
 
 /* The non-bucket collective kinds a step can block in (trace_format.h's kinds). */
@@ -24,6 +25,8 @@ static const char *const advice_kind_words[] = {"all-reduce", "all-gather", "bro
  * rank's total over its counted steps / their number. */
 struct advice_run {
     int idx;
+    const struct runset *rs; /* every run, and their analysis (the predictor's input) */
+    const struct run_stat *all;
     const struct run *r;
     const struct run_stat *s;
     int ranks;              /* ranks with counted steps (0: the run has no step ranges) */
@@ -53,6 +56,8 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
 {
     memset(a, 0, sizeof *a);
     a->idx = i;
+    a->rs = rs;
+    a->all = st;
     a->r = &rs->runs[i];
     a->s = &st[i];
     for (int k = 0; k < st[i].nranks; k++) {
@@ -212,6 +217,24 @@ static int rule_grad_exposed(const struct advice_run *a, struct advice_cand *c)
                  "compression of the gradients), a faster interconnect, or more compute per "
                  "step to hide it under (a larger batch per rank)",
               e, p, a->grad_hidden_pct);
+    return 1;
+}
+
+/* The bucket cap ddpprof predict finds fastest for this run (report/predict.h). */
+static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
+{
+    struct predict_cap p;
+    if (predict_best_cap(a->rs, a->all, a->idx, &p) != 1 || p.cap_mb == p.own_cap_mb)
+        return 0; /* not predictable (or out of memory: the rule stays silent) */
+    const double save = p.measured_step_ms - p.step_ms;
+    if (pct(save, p.measured_step_ms) < ADVICE_CAP_PCT)
+        return 0;
+    c->source = ADVICE_PREDICTED;
+    c->saving_ms = save;
+    cand_text(c, "bucket cap %g MB: exposed communication %+.1f ms per step, predicted (step "
+                 "%.1f -> %.1f ms): --bucket-cap-mb %g instead of %g",
+              p.cap_mb, p.exposed_ms - p.own_exposed_ms, p.measured_step_ms, p.step_ms,
+              p.cap_mb, p.own_cap_mb);
     return 1;
 }
 
@@ -410,6 +433,7 @@ static const struct advice_rule {
     {"load", rule_load},
     {"data", rule_data},
     {"grad_exposed", rule_grad_exposed},
+    {"bucket_cap", rule_bucket_cap},
     {"blocking", rule_blocking},
     {"straggler", rule_straggler},
     {"imbalance", rule_imbalance},

@@ -19,6 +19,7 @@
 /* The rules' thresholds (report/FORMULAS.md "Advice"); shares are of the mean step time. */
 #define ADVICE_DATA_PCT 10.0         /* data loading at least this share of the step */
 #define ADVICE_GRAD_EXPOSED_PCT 5.0  /* gradient all-reduce not hidden behind backward */
+#define ADVICE_CAP_PCT 2.0           /* the predicted step at the best bucket cap shorter */
 #define ADVICE_BLOCKING_PCT 5.0      /* collectives outside the gradient buckets */
 #define ADVICE_STRAGGLER_SHARE 60.0  /* one rank the slowest in at least this % of steps */
 #define ADVICE_STRAGGLER_STEPS 5     /* ... of at least this many counted steps */

@@ -1145,6 +1145,67 @@ static int add_line(char ***lines, size_t *n, const char *fmt, ...)
 /* candidate caps of the search (MB) */
 static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
 
+/* The predictions of s at its own configuration (*cur) and at the fastest candidate cap
+ * (*best, its cap *best_cap: s's own when none is predicted faster).  own_out: the replay of
+ * s's own configuration. */
+static int whatif_best_cap(const struct source *s, const struct predict_out *own_out,
+                           struct predict_out *cur, struct predict_out *best, double *best_cap)
+{
+    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
+    struct predict_out p;
+    *best_cap = s->cap_mb;
+    if (predict_one(s, &s->m, own_out, &own, cur))
+        return -1;
+    *best = *cur;
+    for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++) {
+        struct predict_config c = own;
+        c.bucket_cap_mb = whatif_caps[k];
+        if (predict_one(s, &s->m, own_out, &c, &p))
+            return -1;
+        if (p.step_ms < best->step_ms - 1e-9) {
+            *best = p;
+            *best_cap = whatif_caps[k];
+        }
+    }
+    return 0;
+}
+
+int predict_best_cap(const struct runset *rs, const struct run_stat *st, int run,
+                     struct predict_cap *out)
+{
+    memset(out, 0, sizeof *out);
+    struct grid_ctx g = {.rs = rs, .st = st, .which = run};
+    const struct run *r = &rs->runs[run];
+    const char *mode = run_meta(r, "mode");
+    if (!mode || strcmp(mode, "ddp") != 0 || r->world_size < 2 || !r->format ||
+        strcmp(r->format, "ddpprof") != 0)
+        return 0;
+    if (source_all(&g)) { /* this run cannot be modelled: no prediction, not an error */
+        grid_free(&g);
+        return 0;
+    }
+    const struct source *s = &g.src[run];
+    int rc = 0;
+    if (s->calibrated) {
+        struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb,
+                                     .comm = s->comm};
+        struct predict_out own_out, cur, best;
+        rc = predict_replay(&s->m, &own, &own_out);
+        if (rc == 0)
+            rc = whatif_best_cap(s, &own_out, &cur, &best, &out->cap_mb);
+        if (rc == 0) {
+            out->own_cap_mb = s->cap_mb;
+            out->measured_step_ms = s->step_ms;
+            out->step_ms = best.step_ms;
+            out->exposed_ms = best.exposed_comm_ms;
+            out->own_exposed_ms = cur.exposed_comm_ms;
+            rc = 1;
+        }
+    }
+    grid_free(&g);
+    return rc;
+}
+
 int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
 {
     *lines = NULL;
@@ -1181,18 +1242,7 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
     rc = predict_replay(&s->m, &own, &own_out);
     struct predict_out cur;
     if (rc == 0)
-        rc = predict_one(s, &s->m, &own_out, &own, &cur);
-    best = cur;
-    for (size_t k = 0; rc == 0 && k < sizeof whatif_caps / sizeof *whatif_caps; k++) {
-        struct predict_config c = own;
-        c.bucket_cap_mb = whatif_caps[k];
-        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
-            break;
-        if (p.step_ms < best.step_ms - 1e-9) {
-            best = p;
-            best_cap = whatif_caps[k];
-        }
-    }
+        rc = whatif_best_cap(s, &own_out, &cur, &best, &best_cap);
     if (rc == 0)
         rc = add_line(lines, n,
                       "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "

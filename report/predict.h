@@ -120,6 +120,22 @@ struct run_stat;
 int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines,
                    size_t *n);
 
+/* The best bucket cap of the "what if" search for run index run of rs (a ddpprof DDP run
+ * of 2 ranks or more with a calibrated comm), as numbers for the report's advice
+ * (report/advice.c). */
+struct predict_cap {
+    double cap_mb;           /* the fastest candidate (own_cap_mb when none is faster) */
+    double own_cap_mb;       /* the run's --bucket-cap-mb */
+    double step_ms;          /* the predicted step at cap_mb (anchored at the measured) */
+    double measured_step_ms; /* the run's measured median step */
+    double exposed_ms;       /* predicted exposed communication per step at cap_mb */
+    double own_exposed_ms;   /* ... at the run's own cap */
+};
+/* 1 and *out filled when predicted; 0 when the run cannot be predicted (not such a run, no
+ * per-step figures, no collectives to calibrate from); -1 after error_set (out of memory). */
+int predict_best_cap(const struct runset *rs, const struct run_stat *st, int run,
+                     struct predict_cap *out);
+
 #ifdef __cplusplus
 }
 #endif

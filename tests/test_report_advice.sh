@@ -38,12 +38,15 @@ near() { # WHAT GOT WANT TOL: |got - want| <= tol
 #   ag                 an all-gather (comm.allgather) at the start of forward, inside it
 #   slow               rank 1's backward is slow ms longer (a steady straggler)
 #   jitter             rank (step mod 2)'s backward is jitter ms longer (no steady one)
+#   nb                 nb > 1: nb buckets instead, back to back from 5 ms into backward,
+#                      bucket b ar + (b mod 2) x 0.1 ms long and 150000 + (b mod 2) x 100000
+#                      bytes (each its own bucket at the cap of 0.1 MB meta.csv says)
 #   batch images       meta batch_size (default 32); images per step (default batch x world)
 #   meta               extra meta.csv lines, separated by ';'
 mkrun() {
   local dir=$1 mode=$2 world=$3
   shift 3
-  local data=1 fwd=40 bwd=50 opt=2 ar=4 arh=4 ag=0 slow=0 jitter=0 batch=32 images= meta= device=cpu amp=off
+  local data=1 fwd=40 bwd=50 opt=2 ar=4 arh=4 ag=0 slow=0 jitter=0 batch=32 images= meta= device=cpu amp=off nb=1
   local kv
   for kv in "$@"; do local "${kv?}"; done
   [ -n "$images" ] || images=$((batch * world))
@@ -51,7 +54,13 @@ mkrun() {
   {
     printf 'key,value\nmode,%s\nworld_size,%s\nepochs,1\ndevice,%s\namp,%s\nbatch_size,%s\n' \
       "$mode" "$world" "$device" "$amp" "$batch"
-    printf 'host_cores,2\nlocal_world_size,%s\nsync_bn,1\nwall_s,2\n' "$world"
+    printf 'host_cores,2\nlocal_world_size,%s\nsync_bn,1\nwall_s,2\nsteps,10\n' "$world"
+    if [ "$world" -gt 1 ] && [ "$nb" -gt 1 ]; then
+      printf 'bucket_cap_mb,0.1\nbuckets,%s\n' "$nb"
+      for ((b = 0; b < nb; b++)); do printf 'bucket.%d.params,1\nbucket.%d.bytes,%d\n' $b $b $((150000 + b % 2 * 100000)); done
+    elif [ "$world" -gt 1 ]; then
+      printf 'bucket_cap_mb,25\nbuckets,1\nbucket.0.params,8\nbucket.0.bytes,400000\n'
+    fi
     [ -n "$meta" ] && echo "$meta" | tr ';' '\n'
   } >"$dir/meta.csv"
   {
@@ -59,7 +68,7 @@ mkrun() {
     for s in 1 2 3 4 5 6 7 8 9 10; do echo "$s,1,2.3,1,0.01,$images,0"; done
   } >"$dir/metrics.csv"
   awk -v dir="$dir" -v world="$world" -v data="$data" -v fwd="$fwd" -v bwd="$bwd" \
-      -v opt="$opt" -v ar="$ar" -v arh="$arh" -v ag="$ag" -v slow="$slow" -v jitter="$jitter" '
+      -v opt="$opt" -v ar="$ar" -v arh="$arh" -v ag="$ag" -v slow="$slow" -v jitter="$jitter" -v nb="$nb" '
     function ns(ms) { return sprintf("%d", ms * 1000000) }
     function row(r, s, phase, bucket, a, b, bytes) {
       printf "%d,%d,1,%s,%d,host,%s,%s,%d,%s,range,0\n", r, s, phase, bucket, ns(a), ns(b), bytes, phase > (dir "/rank" r ".trace.csv")
@@ -82,7 +91,13 @@ mkrun() {
           row(r, s, "forward", -1, f0, b0, 0)
           if (ag > 0) row(r, s, "comm.allgather", -1, f0, f0 + ag, 256)
           row(r, s, "backward", -1, b0, b1[r], 0)
-          if (world > 1) {
+          if (world > 1 && nb > 1) {
+            ae = b0 + 5
+            for (b = 0; b < nb; b++) {
+              row(r, s, "allreduce", b, ae, ae + ar + (b % 2) * 0.1, 150000 + (b % 2) * 100000)
+              ae += ar + (b % 2) * 0.1
+            }
+          } else if (world > 1) {
             as = b1[r] - arh; ae = last - arh + ar
             row(r, s, "allreduce", 0, as, ae, 400000)
           } else ae = b1[r]
@@ -194,6 +209,16 @@ expect "kineto: launch-bound" "$(rules kineto-2hosts)" launch
 near "kineto: host wait per step" "$(saving kineto-2hosts launch)" 6.8 0.05
 expect "legacy: not launch-bound" "$(rules legacy-gloo-bn-2ranks | grep -c launch)" 0
 same_lines kineto-2hosts
+
+# the bucket cap ddpprof predict finds fastest: 8 buckets of 10 ms all-reduces, most of it
+# latency (the fit: 150000 B in 10.0 ms, 250000 B in 10.1), queued one after the other
+# from 5 ms into a 50 ms backward: 36 ms exposed; one bucket pays the latency once
+pair cap nb=8 ar=10
+expect "cap: rules" "$(rules cap)" "grad_exposed bucket_cap"
+expect "cap: predicted" "$(csv_col "$tmp/cap/advice.csv" source rule=bucket_cap)" predicted
+expect "cap: saves at least 2 % of the step" "$(awk -v a="$(csv_col "$tmp/cap/advice.csv" saving_pct_of_step rule=bucket_cap)" 'BEGIN { print (a >= 2) }')" 1
+expect "cap: text" "$(grep -c '^# 2\. bucket cap [0-9.]* MB: exposed communication -[0-9.]* ms per step, predicted .*--bucket-cap-mb [0-9.]* instead of 0.1 \[about -[0-9.]* ms per step, predicted\]$' "$tmp/cap.out")" 1
+same_lines cap
 
 # 4. many: five rules, three shown, best first
 #    data 18, exposed gradient 10, all-gather 8 (SyncBatchNorm), straggler 25 in a 145 ms

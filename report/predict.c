@@ -19,6 +19,10 @@
 #include <sys/stat.h>
 
 #define PREDICT_MAX_LIST 16 /* values per what-if option */
+/* TCP/IPv4 payload per byte on an Ethernet link of MTU 1500: 1448 payload bytes (TCP
+ * timestamps on) of a 1514-byte frame, less the reverse ACKs (66 bytes for every second
+ * segment, on a link that a ring all-reduce loads both ways): 1448 / (1514 + 33) */
+#define PREDICT_TCP_EFFICIENCY (1448.0 / 1547.0)
 #define AMP_OFF 0
 
 /* the name of the calibration all-reduces' rows (probes/TRACE.md: step -1, phase
@@ -1029,6 +1033,15 @@ int predict_main(int argc, char **argv)
     }
     char notes[4][320];
     int nnotes = 0;
+    /* an asked bandwidth is the link's rate; over TCP (gloo) the collective's payload gets
+     * PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated one is already payload */
+    const char *comm_name = s ? run_meta(s->run, "comm") : NULL;
+    const double link_eff =
+        comm_name && strcmp(comm_name, "gloo") == 0 ? PREDICT_TCP_EFFICIENCY : 1.0;
+    if (rc == 0 && o.nbw && link_eff < 1.0)
+        snprintf(notes[nnotes++], sizeof notes[0],
+                 "comm gloo: an asked bandwidth is the link's rate, of which TCP carries %.3g "
+                 "as payload", link_eff);
     for (int ia = 0; ia < na && rc == 0; ia++) {
         const char *amp = o.namp ? o.amps[ia] : s->amp;
         struct predict_model m = s->m;
@@ -1053,11 +1066,13 @@ int predict_main(int argc, char **argv)
             for (int ic = 0; ic < nc && rc == 0; ic++)
                 for (int ib = 0; ib < nbw && rc == 0; ib++)
                     for (int il = 0; il < nl && rc == 0; il++) {
+                        const double asked_bw = o.nbw ? o.bws[ib] : cal.bandwidth_gbps;
                         struct predict_config c = {
                             .world = o.nworld ? o.worlds[iw] : s->world,
                             .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
                             .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
-                                     .bandwidth_gbps = o.nbw ? o.bws[ib] : cal.bandwidth_gbps}};
+                                     .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
+                                                             : cal.bandwidth_gbps}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;
@@ -1065,7 +1080,7 @@ int predict_main(int argc, char **argv)
                         table_set(&t, PC_CONFIG, "predicted");
                         table_set(&t, PC_WORLD, "%d", c.world);
                         table_set(&t, PC_CAP, "%g", c.bucket_cap_mb);
-                        table_set(&t, PC_BW, "%.4g", c.comm.bandwidth_gbps);
+                        table_set(&t, PC_BW, "%.4g", asked_bw);
                         table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
                         table_set(&t, PC_AMP, "%s", amp);
                         table_set(&t, PC_BUCKETS, "%d", p.buckets);
@@ -1144,27 +1159,41 @@ static int add_line(char ***lines, size_t *n, const char *fmt, ...)
 
 /* candidate caps of the search (MB) */
 static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
+#define WHATIF_NCAND (sizeof whatif_caps / sizeof *whatif_caps + 4)
 
-/* The predictions of s at its own configuration (*cur) and at the fastest candidate cap
- * (*best, its cap *best_cap: s's own when none is predicted faster).  own_out: the replay of
- * s's own configuration. */
+/* The search for the best bucket cap of s: the candidates into cands[0..*ncand) (room for
+ * WHATIF_NCAND), the prediction at s's own configuration into *cur and at the fastest
+ * candidate into *best, its cap *best_cap (s's own when none is predicted faster).
+ * own_out: the replay of s's own configuration.  0, or -1 after error_set. */
 static int whatif_best_cap(const struct source *s, const struct predict_out *own_out,
-                           struct predict_out *cur, struct predict_out *best, double *best_cap)
+                           struct predict_out *cur, struct predict_out *best, double *best_cap,
+                           double *cands, size_t *ncand)
 {
     struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
     struct predict_out p;
+    /* the candidates: the fixed list, and halves down to a sixteenth of the model's
+     * gradients (a small model fits in one bucket at every fixed cap) */
+    double total = 0;
+    *ncand = 0;
+    for (int i = 0; i < s->m.nparams; i++)
+        total += (double)s->m.params[i].bytes;
+    for (int d = 16; d >= 2; d /= 2)
+        if (total / d / 1048576.0 < whatif_caps[0])
+            cands[(*ncand)++] = total / d / 1048576.0;
+    for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++)
+        cands[(*ncand)++] = whatif_caps[k];
     *best_cap = s->cap_mb;
     if (predict_one(s, &s->m, own_out, &own, cur))
         return -1;
     *best = *cur;
-    for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++) {
+    for (size_t k = 0; k < *ncand; k++) {
         struct predict_config c = own;
-        c.bucket_cap_mb = whatif_caps[k];
+        c.bucket_cap_mb = cands[k];
         if (predict_one(s, &s->m, own_out, &c, &p))
             return -1;
         if (p.step_ms < best->step_ms - 1e-9) {
             *best = p;
-            *best_cap = whatif_caps[k];
+            *best_cap = cands[k];
         }
     }
     return 0;
@@ -1190,9 +1219,11 @@ int predict_best_cap(const struct runset *rs, const struct run_stat *st, int run
         struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb,
                                      .comm = s->comm};
         struct predict_out own_out, cur, best;
+        double cands[WHATIF_NCAND];
+        size_t ncand;
         rc = predict_replay(&s->m, &own, &own_out);
         if (rc == 0)
-            rc = whatif_best_cap(s, &own_out, &cur, &best, &out->cap_mb);
+            rc = whatif_best_cap(s, &own_out, &cur, &best, &out->cap_mb, cands, &ncand);
         if (rc == 0) {
             out->own_cap_mb = s->cap_mb;
             out->measured_step_ms = s->step_ms;
@@ -1239,10 +1270,12 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
     struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
     struct predict_out own_out, p, best = {0};
     double best_cap = s->cap_mb;
+    double cands[WHATIF_NCAND];
+    size_t ncand = 0;
     rc = predict_replay(&s->m, &own, &own_out);
     struct predict_out cur;
     if (rc == 0)
-        rc = whatif_best_cap(s, &own_out, &cur, &best, &best_cap);
+        rc = whatif_best_cap(s, &own_out, &cur, &best, &best_cap, cands, &ncand);
     if (rc == 0)
         rc = add_line(lines, n,
                       "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
@@ -1250,19 +1283,16 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
                       s->run->label, s->comm.bandwidth_gbps, s->comm.latency_us);
     if (rc == 0 && best_cap != s->cap_mb)
         rc = add_line(lines, n,
-                      "  best bucket cap %g MB (of %g..%g): step %.3f ms, %+.3f ms per step "
-                      "(%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
-                      best_cap, whatif_caps[0],
-                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1], best.step_ms,
+                      "  best bucket cap %.3g MB (of %zu from %.3g to %g): step %.3f ms, %+.3f ms "
+                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
+                      best_cap, ncand, cands[0], cands[ncand - 1], best.step_ms,
                       best.step_ms - s->step_ms, 100.0 * (best.step_ms - s->step_ms) / s->step_ms,
                       best.exposed_comm_ms, best.exposed_comm_ms - cur.exposed_comm_ms, s->cap_mb);
     else if (rc == 0)
         rc = add_line(lines, n,
-                      "  best bucket cap: the run's own %g MB (no candidate of %g..%g MB is "
-                      "predicted faster); exposed comm %.3f ms per step",
-                      s->cap_mb, whatif_caps[0],
-                      whatif_caps[sizeof whatif_caps / sizeof *whatif_caps - 1],
-                      cur.exposed_comm_ms);
+                      "  best bucket cap: the run's own %g MB (no candidate of %zu from %.3g to "
+                      "%g MB is predicted faster); exposed comm %.3f ms per step",
+                      s->cap_mb, ncand, cands[0], cands[ncand - 1], cur.exposed_comm_ms);
     for (int mult = 2; rc == 0 && mult <= 4; mult *= 2) {
         struct predict_config c = own;
         c.world = s->world * mult;
@@ -1275,7 +1305,7 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
         if (sp > 0 && sp0 > 0)
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(now %.2fx): %.2fx the throughput, exposed comm %.3f ms", c.world,
+                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm %.3f ms", c.world,
                           mult, p.step_ms, sp, sp0, gain, p.exposed_comm_ms);
         else
             rc = add_line(lines, n,

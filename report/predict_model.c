@@ -174,7 +174,7 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms;
     out->comm_ms = comm;
     out->exposed_comm_ms = exposed;
-    out->overlap_pct = comm > 0.0 ? 100.0 * (comm - exposed) / comm : 0.0;
+    out->overlap_pct = comm > exposed ? 100.0 * (comm - exposed) / comm : 0.0;
     out->held_ms = held;
     out->straggler_ms = straggler;
     out->step_ms = out->compute_ms + exposed + held - held_measured + straggler;

@@ -18,6 +18,7 @@
 #include "report/import.h"
 #include "report/kineto.h"
 #include "report/layers.h"
+#include "report/predict.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"
@@ -887,6 +888,10 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             rc = timeline_write(&rs, path);
         free(path);
     }
+    char **whatif = NULL; /* the DDP run's predictions (report/predict.h) */
+    size_t nwhatif = 0;
+    if (rc == 0)
+        rc = predict_whatif(&rs, st, &whatif, &nwhatif);
     if (rc == 0) {
         const struct table *shown[] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES], &t[T_BUCKETS],
                                        &t[T_WORST], &t[T_RANKS]};
@@ -895,6 +900,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             report_line(&notes, "%s", spread.line[i]);
         for (size_t i = 0; i < warm.n; i++)
             report_line(&notes, "%s", warm.line[i]);
+        for (size_t i = 0; i < nwhatif; i++)
+            report_line(&notes, "%s", whatif[i]);
         rc = charts_write(&rs, st, shown, NCOLS(shown), (const char *const *)cautions.line,
                           cautions.n, (const char *const *)notes.line, notes.n, &adv, out);
         report_cautions_free(&notes);
@@ -920,6 +927,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             fprintf(terminal, "#  %s\n", spread.line[i]);
         for (size_t i = 0; i < cautions.n; i++)
             fprintf(terminal, "#  caution: %s\n", cautions.line[i]);
+        for (size_t i = 0; i < nwhatif; i++)
+            fprintf(terminal, "%s# %s\n", i ? "" : "#\n", whatif[i]);
         table_print(&t[T_RANKS], terminal, TERMINAL_MAX_ROWS);
         if (t[T_LAYERS].nrows > 0)
             fprintf(terminal, "# layers: %zu row(s) (per run, rank and layer) in layers.csv, "
@@ -938,6 +947,9 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     }
     advice_free(&adv);
     table_free(&adv_t);
+    for (size_t i = 0; i < nwhatif; i++)
+        free(whatif[i]);
+    free(whatif);
     report_cautions_free(&cautions);
     report_cautions_free(&warm);
     report_cautions_free(&spread);

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# test_predict_cli.sh — `ddpprof predict` on real 2-rank CPU runs (report/FORMULAS.md
+# "Predictions"), three short runs at bucket caps 0.01, 0.05 and 25 MB (ConvNet: 3, 2 and
+# 1 buckets), the first with its baseline:
+#   - no what-if: predict.csv's measured row is the run's median step, phases.csv's rank 0
+#     step p50_ms, and the predicted row of the run's own configuration equals it
+#   - bucket formation: predicting run A at run B's cap gives B's bucket count (meta.csv
+#     buckets, the reducer's), for every pair
+#   - the calibration rows (calib.allreduce, step -1) are in both ranks' traces, and no
+#     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0
+#   - the baseline predicts 2 ranks with the DDP run's calibration; alone it needs
+#     --bandwidth-gbps, which it then uses
+#   - `ddpprof report` prints the "what if" section
+#   - bad command lines: a non-zero exit and one line on stderr naming the problem
+set -u
+. "$(dirname "$0")/csvcol.sh"
+bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+
+common=(--cpu 2 --model convnet --epochs 1 --limit 640 --test-limit 64 --quiet)
+for cap in 0.01 0.05 25; do
+  mode=ddp
+  [ "$cap" = 25 ] && mode=both
+  if ! timeout 300 "$bin" "${common[@]}" --mode "$mode" --bucket-cap-mb "$cap" \
+      --out "$tmp/cap$cap" >"$tmp/cap$cap.log" 2>&1; then
+    echo "FAIL the run at cap $cap failed:"; tail -5 "$tmp/cap$cap.log"; exit 1
+  fi
+done
+
+caps=(0.01 0.05 25)
+for a in "${caps[@]}"; do
+  run=$tmp/cap$a/ddp
+  # no what-if: the measured step, twice
+  if ! "$bin" predict "$run" >"$tmp/p.out" 2>"$tmp/p.err"; then
+    bad "predict $run: $(cat "$tmp/p.err")"; continue
+  fi
+  m=$(csv_col "$run/predict.csv" step_ms config=measured)
+  p=$(csv_col "$run/predict.csv" step_ms config=predicted)
+  ph=$(csv_col "$tmp/cap$a/phases.csv" p50_ms run=ddp rank=0 phase=step)
+  [ -z "$ph" ] && ph=$(csv_col "$run/phases.csv" p50_ms rank=0 phase=step)
+  check '[ -n "$m" ] && [ "$m" = "$ph" ]' "cap $a: measured step_ms '$m' != phases.csv step p50_ms '$ph'"
+  check '[ -n "$p" ] && [ "$p" = "$m" ]' "cap $a: predicted step_ms '$p' of the run's own config != measured '$m'"
+  # bucket formation for every cap, against the runs' reducers
+  for b in "${caps[@]}"; do
+    want=$(csv_col "$tmp/cap$b/ddp/meta.csv" value key=buckets)
+    "$bin" predict "$run" --bucket-cap-mb "$b" --out "$tmp/pb" >/dev/null 2>&1
+    got=$(csv_col "$tmp/pb/predict.csv" buckets config=predicted)
+    check '[ -n "$want" ] && [ "$got" = "$want" ]' "run at cap $a predicted at cap $b: $got buckets, the reducer made $want"
+  done
+done
+# the caps gave different bucket counts (else the comparison above proves little)
+n1=$(csv_col "$tmp/cap0.01/ddp/meta.csv" value key=buckets)
+n3=$(csv_col "$tmp/cap25/ddp/meta.csv" value key=buckets)
+check '[ "$n1" -gt "$n3" ]' "cap 0.01 made $n1 buckets, cap 25 $n3: no split to compare"
+
+# calibration rows: on both ranks, ignored by the tables
+run=$tmp/cap25/ddp
+for r in 0 1; do
+  n=$(csv_awk 'FNR > 1 && col("name") == "calib.allreduce" && col("step") == -1 { n++ } END { print n + 0 }' "$run/rank$r.trace.csv")
+  check '[ "$n" -ge 3 ]' "rank $r: $n calibration rows, want at least 3"
+done
+# (phases.csv leaves the warm-up steps out: those rows are at steps 1..warmup_steps)
+w=$(csv_col "$tmp/cap25/phases.csv" warmup_steps run=ddp rank=0 phase=comm.allreduce)
+rows=$(csv_awk -v w="$w" 'FNR > 1 && col("phase") == "comm.allreduce" && col("clock") == "host" && (col("step") == 0 || col("step") > w + 0) { n++ } END { print n + 0 }' "$run/rank0.trace.csv")
+counted=$(csv_col "$tmp/cap25/phases.csv" count run=ddp rank=0 phase=comm.allreduce)
+check '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
+
+# from the baseline: the sibling DDP run's calibration; alone, --bandwidth-gbps
+base=$tmp/cap25/baseline
+check '"$bin" predict "$base" --world 2 >"$tmp/b.out" 2>&1' "predict baseline --world 2: $(tail -1 "$tmp/b.out")"
+check 'grep -q "calibrated on run ddp" "$tmp/b.out"' "baseline: no word of the DDP run's calibration"
+w=$(csv_col "$base/predict.csv" world config=predicted)
+check '[ "$w" = 2 ]' "baseline prediction at world '$w', want 2"
+mkdir -p "$tmp/alone" && cp -r "$base" "$tmp/alone/"
+if "$bin" predict "$tmp/alone/baseline" --world 2 >/dev/null 2>"$tmp/e"; then
+  bad "a lone baseline predicted 2 ranks without a bandwidth"
+else
+  check '[ "$(wc -l <"$tmp/e")" = 1 ] && grep -q -- "--bandwidth-gbps" "$tmp/e"' "lone baseline: $(cat "$tmp/e")"
+fi
+check '"$bin" predict "$tmp/alone/baseline" --world 2 --bandwidth-gbps 10 --latency-us 5 >/dev/null 2>&1' "lone baseline with a bandwidth failed"
+bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
+check '[ "$bw" = 10 ]' "lone baseline: bandwidth_gbps '$bw', want 10"
+
+# the report's what if
+"$bin" report "$tmp/cap25" --out "$tmp/rep" >"$tmp/rep.out" 2>&1
+check 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
+check 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
+
+# bad command lines
+badline() { # WANT ARGS...: fails, one line on stderr holding WANT
+  local want=$1
+  shift
+  if "$bin" predict "$@" >/dev/null 2>"$tmp/e"; then
+    bad "predict $* succeeded"
+  elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -- "$want" "$tmp/e"; then
+    bad "predict $*: want one line with '$want', got: $(cat "$tmp/e")"
+  else
+    ok
+  fi
+}
+badline "no run directory"
+badline "no such run directory" "$tmp/nowhere"
+badline "not a run directory" "$tmp"
+badline "--world" "$run" --world 0
+badline "whole rank count" "$run" --world 2.5
+badline "--bucket-cap-mb" "$run" --bucket-cap-mb 1,,4
+badline "--bucket-cap-mb" "$run" --bucket-cap-mb abc
+badline "--bandwidth-gbps" "$run" --bandwidth-gbps -1
+badline "--amp" "$run" --amp fp32
+badline "unknown option" "$run" --frobnicate
+badline "needs a value" "$run" --world
+badline "one run directory at a time" "$run" "$run"
+
+echo "test_predict_cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]

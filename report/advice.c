@@ -35,7 +35,9 @@ struct advice_run {
     double compute_ms;      /* overlap.csv's compute_ms per step */
     double exposed_ms;      /* its exposed_comm_ms less the collectives outside steps (they
                                count there: eval's reduce, the setup's broadcast) */
-    double kind_ms[ADVICE_NKINDS]; /* collectives outside the gradient buckets, in steps */
+    double kind_ms[ADVICE_NKINDS]; /* collectives outside the gradient buckets, in steps:
+                                      the least of the ranks' (the rest of a rank's time in
+                                      them is waiting for a slower rank, which stays) */
     double blocking_ms;     /* their sum */
     int has_host_wait;
     double host_wait_ms;    /* device_host_wait_ms per step */
@@ -60,10 +62,13 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     a->all = st;
     a->r = &rs->runs[i];
     a->s = &st[i];
+    for (int q = 0; q < ADVICE_NKINDS; q++)
+        a->kind_ms[q] = -1.0; /* no rank yet */
     for (int k = 0; k < st[i].nranks; k++) {
         const struct rank_stat *r = &st[i].ranks[k];
         if (r->nsteps == 0 || r->step_total_ns <= 0)
             continue;
+        double kind[ADVICE_NKINDS] = {0};
         const double n = (double)r->nsteps, to_ms = 1e-6 / n;
         a->ranks++;
         a->step_ms += (double)r->step_total_ns * to_ms;
@@ -80,8 +85,11 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
                 continue; /* not a collective, outside steps, or a gradient bucket */
             for (int q = 0; q < ADVICE_NKINDS; q++)
                 if (strcmp(ps->collective, advice_kinds[q]) == 0)
-                    a->kind_ms[q] += (double)ps->in_steps_ns * to_ms;
+                    kind[q] += (double)ps->in_steps_ns * to_ms;
         }
+        for (int q = 0; q < ADVICE_NKINDS; q++)
+            if (a->kind_ms[q] < 0.0 || kind[q] < a->kind_ms[q])
+                a->kind_ms[q] = kind[q];
         const int64_t e = r->exposed_ns - outside;
         a->exposed_ms += (double)(e > 0 ? e : 0) * to_ms;
         int64_t hw;
@@ -99,10 +107,8 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     a->host_wait_ms *= m;
     for (int g = 0; g < SEG_COUNT; g++)
         a->seg_ms[g] *= m;
-    for (int q = 0; q < ADVICE_NKINDS; q++) {
-        a->kind_ms[q] *= m;
+    for (int q = 0; q < ADVICE_NKINDS; q++)
         a->blocking_ms += a->kind_ms[q];
-    }
     int64_t total = 0, hidden = 0;
     for (size_t b = 0; b < st[i].nbuckets; b++) { /* rows are per rank and step */
         const struct bucket_stat *bs = &st[i].buckets[b];
@@ -250,7 +256,8 @@ static const char *blocking_hint(const struct advice_run *a, const char *kind)
     if (strcmp(kind, "allreduce") == 0)
         return sync_bn ? "SyncBatchNorm all-reduces every BatchNorm layer's gradient "
                          "statistics in backward and gathers them in forward: --no-sync-bn "
-                         "(local BatchNorm) where each rank's batch is large enough"
+                         "(local BatchNorm) where each rank's batch is large enough (AMP's "
+                         "and the loss's all-reduces stay)"
                        : "reduce the loss and metrics less often than every step";
     if (strcmp(kind, "broadcast") == 0)
         return "DDP broadcasts its buffers before every forward: broadcast_buffers=False "
@@ -261,7 +268,8 @@ static const char *blocking_hint(const struct advice_run *a, const char *kind)
 }
 
 /* Collectives outside the gradient buckets, inside steps: the training thread waits in
- * them (SyncBatchNorm, a buffer broadcast, a loss all-reduce, barriers). */
+ * them (SyncBatchNorm, a buffer broadcast, a loss all-reduce, barriers); per kind the least
+ * time of any rank. */
 static int rule_blocking(const struct advice_run *a, struct advice_cand *c)
 {
     const double b = a->blocking_ms, p = pct(b, a->step_ms);

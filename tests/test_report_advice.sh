@@ -239,6 +239,13 @@ expect "many: 2nd" "$(grep -c '^# 2\. rank 1 is the straggler' "$tmp/many.out")"
 expect "many: 3rd" "$(grep -c '^# 3\. data loading' "$tmp/many.out")" 1
 for name in data grad blocking straggler imbalance load amp tiny many; do same_lines "$name"; done
 
+# two DDP runs in one report (no baseline): each recommendation names its run
+"$bin" report "$tmp/data/ddp" "$tmp/straggler/ddp" --out "$tmp/two" >"$tmp/two.out" 2>"$tmp/two.err" </dev/null ||
+  bad "two: report failed: $(cat "$tmp/two.err")"
+expect "two: data names its run" "$(grep -c '^# 1\. run data/ddp: data loading is 18 %' "$tmp/two.out")" 1
+expect "two: straggler names its run" "$(grep -c '^# 2\. run straggler/ddp: rank 1 is the straggler' "$tmp/two.out")" 1
+expect "two: no baseline" "$(grep -c '^# verdict: .*no baseline to compare' "$tmp/two.out")" 1
+
 # 5. a real main job on 2 CPU ranks ends with the verdict and at most three recommendations
 "$bin" --cpu 2 --model convnet --epochs 1 --limit 256 --test-limit 64 --out "$tmp/job" \
   >"$tmp/job.out" 2>"$tmp/job.err" </dev/null || bad "main job: $(tail -3 "$tmp/job.err")"

@@ -25,8 +25,8 @@ static const char *const advice_kind_words[] = {"all-reduce", "all-gather", "bro
  * rank's total over its counted steps / their number. */
 struct advice_run {
     int idx;
-    const struct runset *rs; /* every run, and their analysis (the predictor's input) */
-    const struct run_stat *all;
+    const struct predict_whatif *whatif; /* ddpprof predict's figures when it predicted
+                                            this run (report/predict.h), else NULL */
     const struct run *r;
     const struct run_stat *s;
     int ranks;              /* ranks with counted steps (0: the run has no step ranges) */
@@ -58,8 +58,6 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
 {
     memset(a, 0, sizeof *a);
     a->idx = i;
-    a->rs = rs;
-    a->all = st;
     a->r = &rs->runs[i];
     a->s = &st[i];
     for (int q = 0; q < ADVICE_NKINDS; q++)
@@ -229,18 +227,18 @@ static int rule_grad_exposed(const struct advice_run *a, struct advice_cand *c)
 /* The bucket cap ddpprof predict finds fastest for this run (report/predict.h). */
 static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
 {
-    struct predict_cap p;
-    if (predict_best_cap(a->rs, a->all, a->idx, &p) != 1 || p.cap_mb == p.own_cap_mb)
-        return 0; /* not predictable (or out of memory: the rule stays silent) */
-    const double save = p.measured_step_ms - p.step_ms;
-    if (pct(save, p.measured_step_ms) < ADVICE_CAP_PCT)
+    const struct predict_whatif *w = a->whatif;
+    if (!w || w->best_cap_mb == w->cap_mb)
+        return 0;
+    const double save = w->step_ms - w->best_step_ms;
+    if (pct(save, w->step_ms) < ADVICE_CAP_PCT)
         return 0;
     c->source = ADVICE_PREDICTED;
     c->saving_ms = save;
-    cand_text(c, "bucket cap %g MB: exposed communication %+.1f ms per step, predicted (step "
-                 "%.1f -> %.1f ms): --bucket-cap-mb %g instead of %g",
-              p.cap_mb, p.exposed_ms - p.own_exposed_ms, p.measured_step_ms, p.step_ms,
-              p.cap_mb, p.own_cap_mb);
+    cand_text(c, "bucket cap %.3g MB: exposed communication %+.1f ms per step, predicted "
+                 "(step %.1f -> %.1f ms): --bucket-cap-mb %.3g instead of %g",
+              w->best_cap_mb, w->best_exposed_ms - w->exposed_ms, w->step_ms, w->best_step_ms,
+              w->best_cap_mb, w->cap_mb);
     return 1;
 }
 
@@ -558,9 +556,15 @@ int advice_make(const struct runset *rs, const struct run_stat *st, struct advic
     if (!ar)
         return error_set("report: out of memory");
     const int base = analysis_baseline(rs);
+    struct predict_whatif wf; /* the bucket-cap rule's: ddpprof predict's best cap */
+    if (predict_whatif_figures(rs, st, &wf) < 0) {
+        free(ar);
+        return -1;
+    }
     int subjects = 0;
     for (int i = 0; i < rs->n; i++) {
         advice_run_fill(rs, st, i, &ar[i]);
+        ar[i].whatif = wf.ok && wf.run == i ? &wf : NULL;
         subjects += i != base || rs->n == 1;
     }
     for (int i = 0; i < rs->n && rc == 0; i++) {

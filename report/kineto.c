@@ -97,6 +97,11 @@ static const char *kx_cpu_name(const struct kx_ctx *c, const struct run_row *r, 
                  phase == TRACE_PHASE_COMM_ALLGATHER ? "all_gather"
                                                      : trace_phase_collective(phase));
         return "cpu_op";
+    case TRACE_PHASE_LAYER_FORWARD: /* a layer's range: the phase and the module's name */
+    case TRACE_PHASE_LAYER_BACKWARD:
+        snprintf(name, cap, "ddpprof.%s: %s", trace_phase_name(phase),
+                 strpool_get(&c->rs->names, r->name));
+        return "user_annotation";
     default:
         snprintf(name, cap, "ddpprof.%s", phase >= 0 ? trace_phase_name(phase) : "range");
         return "user_annotation";

@@ -48,22 +48,8 @@ void layers_table_init(struct table *t)
                "layers.csv", layers_cols, LY_NCOLS);
 }
 
-/* One layer of a run, from meta.csv, and its times on one rank. */
-struct layer_stat {
-    const char *name, *type;
-    double flops[2], bytes[2]; /* -1: not recorded */
-    int64_t med_ns[2];         /* -1: no counted step */
-    int steps;
-};
-
-struct layer_set {
-    struct layer_stat *v;
-    int n;
-    const char *clock; /* "host" or "device" */
-    double peak_gflops, peak_gbps; /* 0: not measured */
-};
-
-/* one layer row's duration in one step, for the sort: key (layer * 2 + dir) << 32 | step */
+/* one layer row's duration in one step, for the sort: key ((layer * 2 + dir) * 2 + device)
+ * << 32 | step */
 struct layer_sample {
     int64_t key, dur_ns;
 };
@@ -76,18 +62,18 @@ static double meta_num(const struct run *r, const char *key)
     return v && end != v && *end == '\0' ? d : -1;
 }
 
-/* The layers of run r (meta.csv) with their medians on its rank k; 0 with s->n 0 when the
- * run has none; -1 after error_set (out of memory). */
-static int layers_collect(const struct runset *rs, const struct run_stat *st, int i, int k,
-                          struct layer_set *s)
+int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i, int k,
+                          struct layer_times *s)
 {
     const struct run *r = &rs->runs[i];
     const struct rank_trace *rt = &r->ranks[k];
-    *s = (struct layer_set){0};
+    *s = (struct layer_times){0};
     const double nl = meta_num(r, "layers");
     const uint32_t ph[2] = {strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
                             strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
-    if (!(nl >= 1 && nl < 1e6) || (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
+    /* each layer has 7 keys: more layers than meta.csv has keys is no run's */
+    if (!(nl >= 1 && nl <= (double)r->nmeta) ||
+        (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
         return 0;
     s->n = (int)nl;
     s->v = calloc((size_t)s->n, sizeof *s->v);
@@ -101,7 +87,7 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
     }
     char key[64];
     for (int l = 0; l < s->n; l++) {
-        struct layer_stat *ls = &s->v[l];
+        struct layer_time *ls = &s->v[l];
         snprintf(key, sizeof key, "layer.%d.name", l);
         ls->name = run_meta(r, key);
         snprintf(key, sizeof key, "layer.%d.type", l);
@@ -119,26 +105,21 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         if (id != STRPOOL_NONE && !by_name[id])
             by_name[id] = l + 1;
     }
-    /* the clock: device rows where the rank has them (the GPU's time), else host */
-    int device = 0;
-    for (size_t j = 0; j < rt->n && !device; j++)
-        device = rt->rows[j].clock == TRACE_CLOCK_DEVICE &&
-                 (rt->rows[j].phase == ph[0] || rt->rows[j].phase == ph[1]);
-    s->clock = device ? "device" : "host";
-    const int clock = device ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
     const int warm_last = st[i].warmup.last_step;
     for (size_t j = 0; j < rt->n; j++) {
         const struct run_row *w = &rt->rows[j];
         const int d = w->phase == ph[0] ? 0 : w->phase == ph[1] ? 1 : -1;
-        if (d < 0 || w->clock != clock || w->step <= warm_last || w->step < 1 ||
-            !by_name[w->name])
+        const int dev = w->clock == TRACE_CLOCK_DEVICE;
+        if (d < 0 || (!dev && w->clock != TRACE_CLOCK_HOST) || w->step <= warm_last ||
+            w->step < 1 || !by_name[w->name])
             continue;
         if (VEC_RESERVE(smp, cap, nsmp + 1)) {
             rc = error_set("report: out of memory for the layer rows");
             goto out;
         }
         smp[nsmp++] = (struct layer_sample){
-            .key = ((int64_t)(by_name[w->name] - 1) * 2 + d) << 32 | (int64_t)w->step,
+            .key = (((int64_t)(by_name[w->name] - 1) * 2 + d) * 2 + dev) << 32 |
+                   (int64_t)w->step,
             .dur_ns = w->end_ns - w->start_ns};
     }
     if ((rc = sort_by_i64(smp, nsmp, sizeof *smp, offsetof(struct layer_sample, key))))
@@ -150,10 +131,13 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         rc = error_set("report: out of memory for the layer rows");
         goto out;
     }
+    /* the device's time where the layer has device rows (a GPU: CUDA events; host rows
+     * then time the launches), else the host's: device samples sort after host ones, so
+     * they overwrite */
     for (size_t a = 0; a < nsmp;) {
-        const int64_t ld = smp[a].key >> 32;
+        const int64_t ldc = smp[a].key >> 32;
         size_t np = 0;
-        while (a < nsmp && smp[a].key >> 32 == ld) {
+        while (a < nsmp && smp[a].key >> 32 == ldc) {
             int64_t sum = 0, step = smp[a].key;
             while (a < nsmp && smp[a].key == step)
                 sum += smp[a++].dur_ns;
@@ -161,11 +145,20 @@ static int layers_collect(const struct runset *rs, const struct run_stat *st, in
         }
         if ((rc = sort_by_i64(per, np, sizeof *per, 0)))
             break;
-        struct layer_stat *ls = &s->v[ld / 2];
-        ls->med_ns[ld % 2] = analysis_percentile(per, np, 50);
-        if ((int)np > ls->steps)
-            ls->steps = (int)np;
+        struct layer_time *ls = &s->v[ldc / 4];
+        const int dir = (int)(ldc / 2 % 2), dev = (int)(ldc % 2);
+        ls->med_ns[dir] = analysis_percentile(per, np, 50);
+        ls->nsteps[dir] = (int)np;
+        ls->device |= dev;
     }
+    for (int l = 0; l < s->n; l++) {
+        struct layer_time *ls = &s->v[l];
+        ls->steps = ls->nsteps[0] > ls->nsteps[1] ? ls->nsteps[0] : ls->nsteps[1];
+        if (ls->device)
+            s->clock = "device";
+    }
+    if (!s->clock)
+        s->clock = "host";
     free(per);
     if (rc)
         goto out;
@@ -176,7 +169,7 @@ out:
     free(by_name);
     if (rc) {
         free(s->v);
-        *s = (struct layer_set){0};
+        *s = (struct layer_times){0};
     }
     return rc;
 }
@@ -188,7 +181,7 @@ static double gflops_of(double flops, int64_t ns)
 }
 
 /* the roofline's bound at intensity x: min(peak flops, x * peak bandwidth) */
-static double roof_of(const struct layer_set *s, double x)
+static double roof_of(const struct layer_times *s, double x)
 {
     const double bw = x * s->peak_gbps;
     return bw < s->peak_gflops ? bw : s->peak_gflops;
@@ -198,11 +191,11 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
 {
     for (int i = 0; i < rs->n; i++)
         for (int k = 0; k < rs->runs[i].nranks; k++) {
-            struct layer_set s;
-            if (layers_collect(rs, st, i, k, &s))
+            struct layer_times s;
+            if (layers_rank_times(rs, st, i, k, &s))
                 return -1;
             for (int l = 0; l < s.n; l++) {
-                const struct layer_stat *ls = &s.v[l];
+                const struct layer_time *ls = &s.v[l];
                 if (ls->steps == 0)
                     continue;
                 table_add_row(t);
@@ -212,7 +205,7 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
                 table_set(t, LY_NAME, "%s", ls->name ? ls->name : "");
                 table_set(t, LY_TYPE, "%s", ls->type ? ls->type : "");
                 table_set(t, LY_STEPS, "%d", ls->steps);
-                table_set(t, LY_CLOCK, "%s", s.clock);
+                table_set(t, LY_CLOCK, "%s", ls->device ? "device" : "host");
                 const int cols_ms[2] = {LY_FWD_MS, LY_BWD_MS},
                           cols_f[2] = {LY_FLOPS_FWD, LY_FLOPS_BWD},
                           cols_b[2] = {LY_BYTES_FWD, LY_BYTES_BWD},
@@ -249,7 +242,7 @@ int layers_fill(const struct runset *rs, const struct run_stat *st, struct table
                               x * s.peak_gbps < s.peak_gflops ? "memory" : "compute");
                 }
             }
-            free(s.v);
+            layers_times_free(&s);
         }
     return t->failed ? error_set("report: out of memory for layers.csv") : 0;
 }
@@ -277,14 +270,14 @@ static double rf_floor10(double v) { return pow(10, floor(log10(v))); }
 static double rf_ceil10(double v) { return pow(10, ceil(log10(v))); }
 
 /* one run's first rank: its layers' points and the roof */
-static void layers_roofline(FILE *f, const struct runset *rs, const struct layer_set *s,
+static void layers_roofline(FILE *f, const struct runset *rs, const struct layer_times *s,
                             int i)
 {
     /* the axes' ranges: every point and the ridge, in whole decades */
     double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
-            const struct layer_stat *ls = &s->v[l];
+            const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
             const double x = ls->flops[d] / ls->bytes[d], y = gflops_of(ls->flops[d], ls->med_ns[d]);
@@ -342,16 +335,15 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
                 rf_x(sx, xlo, xhi), rf_y(sy, ylo, yhi), rf_x(ridge, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), rf_x(xhi, xlo, xhi),
                 rf_y(s->peak_gflops, ylo, yhi), s->peak_gflops, s->peak_gbps, ridge);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">peak %.1f GFLOP/s, %.1f GB/s "
-                   "(measured)</text>\n",
-                rf_x(ridge, xlo, xhi) + 6, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops,
-                s->peak_gbps);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">peak %.1f "
+                   "GFLOP/s, %.1f GB/s (measured)</text>\n",
+                RF_W - RF_R, rf_y(s->peak_gflops, ylo, yhi) - 6, s->peak_gflops, s->peak_gbps);
     }
     static const char *const color[2] = {"#4e79a7", "#f28e2b"};
     static const char *const dir[2] = {"forward", "backward"};
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
-            const struct layer_stat *ls = &s->v[l];
+            const struct layer_time *ls = &s->v[l];
             if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
                 continue;
             const double x = ls->flops[d] / ls->bytes[d], g = gflops_of(ls->flops[d], ls->med_ns[d]);
@@ -370,12 +362,18 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
     fputs("</svg>\n", f);
 }
 
+void layers_times_free(struct layer_times *s)
+{
+    free(s->v);
+    *s = (struct layer_times){0};
+}
+
 void layers_page_write(FILE *f, const struct runset *rs, const struct run_stat *st)
 {
     int title = 0;
     for (int i = 0; i < rs->n; i++) {
-        struct layer_set s;
-        if (rs->runs[i].nranks < 1 || layers_collect(rs, st, i, 0, &s) || s.n == 0)
+        struct layer_times s;
+        if (rs->runs[i].nranks < 1 || layers_rank_times(rs, st, i, 0, &s) || s.n == 0)
             continue;
         if (!title) {
             fputs("<h2>Per layer: roofline</h2>\n<p class=\"note\">Each layer's forward and "
@@ -387,6 +385,6 @@ void layers_page_write(FILE *f, const struct runset *rs, const struct run_stat *
             title = 1;
         }
         layers_roofline(f, rs, &s, i);
-        free(s.v);
+        layers_times_free(&s);
     }
 }

@@ -8,10 +8,36 @@
 #ifndef DDPPROF_REPORT_LAYERS_H
 #define DDPPROF_REPORT_LAYERS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report/analysis.h"
 #include "report/table.h"
+
+/* One layer of a run, from meta.csv, and its times on one rank (layers.csv's inputs). */
+struct layer_time {
+    const char *name, *type;
+    double flops[2], bytes[2]; /* -1: not recorded */
+    int64_t med_ns[2];         /* -1: no counted step */
+    int nsteps[2];             /* the counted steps of each direction */
+    int steps;                 /* the larger */
+    int device;                /* 1: timed by device rows (CUDA events) */
+};
+
+struct layer_times {
+    struct layer_time *v;
+    int n;
+    const char *clock; /* "device" when any layer is timed by device rows, else "host" */
+    double peak_gflops, peak_gbps; /* meta.csv peak_*; -1: not measured */
+};
+
+/* The layers of run i (rs->runs[i]'s meta.csv, forward order) with their median times per
+ * step after the warm-up (st[i]) on its k-th rank (rs->runs[i].ranks[k]).  0 with out->n 0
+ * when the run has no layers; -1 after error_set (out of memory).  Free with
+ * layers_times_free.  For other report code (the predictor's per-layer durations). */
+int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i, int k,
+                      struct layer_times *out);
+void layers_times_free(struct layer_times *s);
 
 /* layers.csv, empty */
 void layers_table_init(struct table *t);

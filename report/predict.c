@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "report/analysis.h"
+#include "report/layers.h"
 #include "report/run.h"
 #include "report/table.h"
 
@@ -146,93 +147,49 @@ static int dlist_add(struct dlist *l, double x)
 }
 
 /* The layers (meta.csv layer.K.*, forward order) and their median forward and backward
- * (per-layer rows, device clock where a rank has it, else host; mean over ranks of each
- * rank's median). */
-static int source_layers(const struct runset *rs, struct source *s)
+ * per step after the warm-up: report/layers.c's per rank (device rows where the rank has
+ * them, else host), the mean over the ranks that have them. */
+static int source_layers(const struct runset *rs, const struct run_stat *st, int run,
+                         struct source *s)
 {
-    const struct run *r = s->run;
-    long nl = 0;
-    if (!meta_int(r, "layers", &nl) || nl <= 0)
-        return 0;
-    s->m.layers = calloc((size_t)nl, sizeof *s->m.layers);
-    s->layer_type = calloc((size_t)nl, sizeof *s->layer_type);
-    if (!s->m.layers || !s->layer_type)
-        return error_set("predict: out of memory");
-    s->m.nlayers = (int)nl;
-    for (int k = 0; k < nl; k++) {
-        const char *name = metaf(r, "layer.%d.name", k), *type = metaf(r, "layer.%d.type", k);
-        if (!name)
-            return error_set("%s/meta.csv: layers is %ld but layer.%d.name is missing (the "
-                             "run's meta.csv is cut: re-run it)", r->dir, nl, k);
-        s->m.layers[k].name = name;
-        if (type && !(s->layer_type[k] = strdup(type)))
-            return error_set("predict: out of memory");
-    }
-    const uint32_t ph[2] = {strpool_find(&rs->labels, "layer.forward"),
-                            strpool_find(&rs->labels, "layer.backward")};
-    const uint32_t range = strpool_find(&rs->labels, "range");
-    if (ph[0] == STRPOOL_NONE || ph[1] == STRPOOL_NONE || range == STRPOOL_NONE)
-        return 0;
-    /* name id -> layer */
-    uint32_t nn = rs->names.n;
-    int *layer_of = malloc(((size_t)nn + 1) * sizeof *layer_of);
-    struct dlist *d = calloc(2 * (size_t)nl, sizeof *d);
-    int rc = 0;
-    if (!layer_of || !d) {
-        free(layer_of);
-        free(d);
-        return error_set("predict: out of memory");
-    }
-    for (uint32_t i = 0; i < nn; i++)
-        layer_of[i] = -1;
-    for (int k = 0; k < nl; k++) {
-        uint32_t id = strpool_find(&rs->names, s->m.layers[k].name);
-        if (id != STRPOOL_NONE)
-            layer_of[id] = k;
-    }
     int ranks = 0;
-    for (int q = 0; q < r->nranks && rc == 0; q++) {
-        const struct rank_trace *t = &r->ranks[q];
-        int dev[2] = {0, 0};
-        for (size_t i = 0; i < t->n; i++)
-            for (int f = 0; f < 2; f++)
-                if (t->rows[i].phase == ph[f] && t->rows[i].clock == TRACE_CLOCK_DEVICE)
-                    dev[f] = 1;
-        for (size_t i = 0; i < t->n && rc == 0; i++) {
-            const struct run_row *row = &t->rows[i];
-            if (!row_counts(s->st, row, range) || row->name >= nn || layer_of[row->name] < 0)
-                continue;
-            for (int f = 0; f < 2 && rc == 0; f++)
-                if (row->phase == ph[f] &&
-                    row->clock == (dev[f] ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST))
-                    rc = dlist_add(&d[2 * layer_of[row->name] + f],
-                                   (double)(row->end_ns - row->start_ns) / 1e6);
+    for (int q = 0; q < s->run->nranks; q++) {
+        struct layer_times lt = {0};
+        if (layers_rank_times(rs, st, run, q, &lt))
+            return -1;
+        if (lt.n > 0 && !s->m.layers) {
+            s->m.layers = calloc((size_t)lt.n, sizeof *s->m.layers);
+            s->layer_type = calloc((size_t)lt.n, sizeof *s->layer_type);
+            if (!s->m.layers || !s->layer_type) {
+                layers_times_free(&lt);
+                return error_set("predict: out of memory");
+            }
+            s->m.nlayers = lt.n;
+            for (int k = 0; k < lt.n; k++) {
+                s->m.layers[k].name = lt.v[k].name; /* meta.csv's: live as the runset */
+                if (lt.v[k].type && !(s->layer_type[k] = strdup(lt.v[k].type))) {
+                    layers_times_free(&lt);
+                    return error_set("predict: out of memory");
+                }
+            }
         }
         int any = 0;
-        for (int k = 0; k < nl && rc == 0; k++)
-            for (int f = 0; f < 2; f++) {
-                if (d[2 * k + f].n == 0)
-                    continue;
-                any = 1;
-                const double md = median(d[2 * k + f].v, d[2 * k + f].n);
-                if (f == 0)
-                    s->m.layers[k].fwd_ms += md;
-                else
-                    s->m.layers[k].bwd_ms += md;
-                d[2 * k + f].n = 0;
-            }
+        for (int k = 0; k < lt.n && k < s->m.nlayers; k++) {
+            if (lt.v[k].med_ns[0] >= 0)
+                s->m.layers[k].fwd_ms += (double)lt.v[k].med_ns[0] / 1e6;
+            if (lt.v[k].med_ns[1] >= 0)
+                s->m.layers[k].bwd_ms += (double)lt.v[k].med_ns[1] / 1e6;
+            any |= lt.v[k].med_ns[0] >= 0 || lt.v[k].med_ns[1] >= 0;
+        }
         ranks += any;
+        layers_times_free(&lt);
     }
-    for (int k = 0; k < nl && ranks > 0; k++) {
+    for (int k = 0; k < s->m.nlayers && ranks > 0; k++) {
         s->m.layers[k].fwd_ms /= ranks;
         s->m.layers[k].bwd_ms /= ranks;
     }
     s->layered = ranks > 0;
-    for (int k = 0; k < 2 * nl; k++)
-        free(d[k].v);
-    free(d);
-    free(layer_of);
-    return rc;
+    return 0;
 }
 
 /* The parameters (meta.csv param.I.*, model order), each in the layer whose name is the
@@ -567,7 +524,7 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
     s->comm_ms = (double)rk0->comm_ns / 1e6 / steps;
     s->exposed_ms = (double)rk0->exposed_ns / 1e6 / steps;
     s->has_overlap = analysis_overlap_pct(rk0, &s->overlap_pct);
-    int rc = source_layers(rs, s);
+    int rc = source_layers(rs, st, i, s);
     if (rc == 0)
         rc = source_params(s);
     if (rc == 0)
@@ -1159,160 +1116,129 @@ static int add_line(char ***lines, size_t *n, const char *fmt, ...)
 
 /* candidate caps of the search (MB) */
 static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
-#define WHATIF_NCAND (sizeof whatif_caps / sizeof *whatif_caps + 4)
+_Static_assert(sizeof whatif_caps / sizeof *whatif_caps + 4 == PREDICT_WHATIF_CANDIDATES,
+               "the fixed caps and the 4 fractions of the model are the candidates");
 
-/* The search for the best bucket cap of s: the candidates into cands[0..*ncand) (room for
- * WHATIF_NCAND), the prediction at s's own configuration into *cur and at the fastest
- * candidate into *best, its cap *best_cap (s's own when none is predicted faster).
- * own_out: the replay of s's own configuration.  0, or -1 after error_set. */
-static int whatif_best_cap(const struct source *s, const struct predict_out *own_out,
-                           struct predict_out *cur, struct predict_out *best, double *best_cap,
-                           double *cands, size_t *ncand)
+int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
+                           struct predict_whatif *w)
 {
-    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
-    struct predict_out p;
+    memset(w, 0, sizeof *w);
+    w->run = -1;
+    for (int i = 0; i < rs->n && w->run < 0; i++) {
+        const char *mode = run_meta(&rs->runs[i], "mode");
+        if (mode && strcmp(mode, "ddp") == 0 && rs->runs[i].world_size > 1 &&
+            strcmp(rs->runs[i].format, "ddpprof") == 0)
+            w->run = i;
+    }
+    if (w->run < 0)
+        return 0;
+    struct grid_ctx g = {.rs = rs, .st = st, .which = w->run};
+    if (source_all(&g)) {
+        snprintf(w->why, sizeof w->why, "%s", error_get());
+        grid_free(&g);
+        return 0;
+    }
+    const struct source *s = &g.src[w->run];
+    if (!s->calibrated) {
+        snprintf(w->why, sizeof w->why, "no all-reduce rows to calibrate the comm from");
+        grid_free(&g);
+        return 0;
+    }
+    w->comm = s->comm;
+    w->world = s->world;
+    w->cap_mb = s->cap_mb;
+    w->step_ms = s->step_ms;
+    w->speedup = speedup_of(&g, s->world, s->batch, s->step_ms);
     /* the candidates: the fixed list, and halves down to a sixteenth of the model's
      * gradients (a small model fits in one bucket at every fixed cap) */
     double total = 0;
-    *ncand = 0;
     for (int i = 0; i < s->m.nparams; i++)
         total += (double)s->m.params[i].bytes;
     for (int d = 16; d >= 2; d /= 2)
         if (total / d / 1048576.0 < whatif_caps[0])
-            cands[(*ncand)++] = total / d / 1048576.0;
+            w->cands[w->ncand++] = total / d / 1048576.0;
     for (size_t k = 0; k < sizeof whatif_caps / sizeof *whatif_caps; k++)
-        cands[(*ncand)++] = whatif_caps[k];
-    *best_cap = s->cap_mb;
-    if (predict_one(s, &s->m, own_out, &own, cur))
-        return -1;
-    *best = *cur;
-    for (size_t k = 0; k < *ncand; k++) {
+        w->cands[w->ncand++] = whatif_caps[k];
+    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
+    struct predict_out own_out, cur, p;
+    int rc = predict_replay(&s->m, &own, &own_out);
+    if (rc == 0)
+        rc = predict_one(s, &s->m, &own_out, &own, &cur);
+    w->exposed_ms = cur.exposed_comm_ms;
+    w->best_cap_mb = s->cap_mb;
+    w->best_step_ms = cur.step_ms;
+    w->best_exposed_ms = cur.exposed_comm_ms;
+    for (int k = 0; rc == 0 && k < w->ncand; k++) {
         struct predict_config c = own;
-        c.bucket_cap_mb = cands[k];
-        if (predict_one(s, &s->m, own_out, &c, &p))
-            return -1;
-        if (p.step_ms < best->step_ms - 1e-9) {
-            *best = p;
-            *best_cap = cands[k];
+        c.bucket_cap_mb = w->cands[k];
+        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+            break;
+        if (p.step_ms < w->best_step_ms - 1e-9) {
+            w->best_cap_mb = w->cands[k];
+            w->best_step_ms = p.step_ms;
+            w->best_exposed_ms = p.exposed_comm_ms;
         }
     }
-    return 0;
-}
-
-int predict_best_cap(const struct runset *rs, const struct run_stat *st, int run,
-                     struct predict_cap *out)
-{
-    memset(out, 0, sizeof *out);
-    struct grid_ctx g = {.rs = rs, .st = st, .which = run};
-    const struct run *r = &rs->runs[run];
-    const char *mode = run_meta(r, "mode");
-    if (!mode || strcmp(mode, "ddp") != 0 || r->world_size < 2 || !r->format ||
-        strcmp(r->format, "ddpprof") != 0)
-        return 0;
-    if (source_all(&g)) { /* this run cannot be modelled: no prediction, not an error */
-        grid_free(&g);
-        return 0;
-    }
-    const struct source *s = &g.src[run];
-    int rc = 0;
-    if (s->calibrated) {
-        struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb,
-                                     .comm = s->comm};
-        struct predict_out own_out, cur, best;
-        double cands[WHATIF_NCAND];
-        size_t ncand;
-        rc = predict_replay(&s->m, &own, &own_out);
-        if (rc == 0)
-            rc = whatif_best_cap(s, &own_out, &cur, &best, &out->cap_mb, cands, &ncand);
-        if (rc == 0) {
-            out->own_cap_mb = s->cap_mb;
-            out->measured_step_ms = s->step_ms;
-            out->step_ms = best.step_ms;
-            out->exposed_ms = best.exposed_comm_ms;
-            out->own_exposed_ms = cur.exposed_comm_ms;
-            rc = 1;
-        }
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        struct predict_config c = own;
+        c.world = s->world * (k ? 4 : 2);
+        c.bucket_cap_mb = w->best_cap_mb;
+        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+            break;
+        w->scale[k].world = c.world;
+        w->scale[k].step_ms = p.step_ms;
+        w->scale[k].exposed_ms = p.exposed_comm_ms;
+        w->scale[k].speedup = speedup_of(&g, c.world, s->batch, p.step_ms);
+        w->scale[k].gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
     }
     grid_free(&g);
-    return rc;
+    if (rc)
+        return -1;
+    w->ok = 1;
+    return 0;
 }
 
 int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
 {
     *lines = NULL;
     *n = 0;
-    int which = -1;
-    for (int i = 0; i < rs->n; i++) {
-        const char *mode = run_meta(&rs->runs[i], "mode");
-        if (mode && strcmp(mode, "ddp") == 0 && rs->runs[i].world_size > 1 &&
-            strcmp(rs->runs[i].format, "ddpprof") == 0) {
-            which = i;
-            break;
-        }
-    }
-    if (which < 0)
+    struct predict_whatif w;
+    if (predict_whatif_figures(rs, st, &w))
+        return -1;
+    if (w.run < 0)
         return 0;
-    struct grid_ctx g = {.rs = rs, .st = st, .which = which};
-    int rc = 0;
-    if (source_all(&g)) {
-        rc = add_line(lines, n, "what if: run %s cannot be predicted: %s", rs->runs[which].label,
-                      error_get());
-        grid_free(&g);
-        return rc;
-    }
-    const struct source *s = &g.src[which];
-    if (!s->calibrated) {
-        rc = add_line(lines, n, "what if: run %s has no all-reduce rows to calibrate the comm "
-                      "from", s->run->label);
-        grid_free(&g);
-        return rc;
-    }
-    struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = s->comm};
-    struct predict_out own_out, p, best = {0};
-    double best_cap = s->cap_mb;
-    double cands[WHATIF_NCAND];
-    size_t ncand = 0;
-    rc = predict_replay(&s->m, &own, &own_out);
-    struct predict_out cur;
-    if (rc == 0)
-        rc = whatif_best_cap(s, &own_out, &cur, &best, &best_cap, cands, &ncand);
-    if (rc == 0)
-        rc = add_line(lines, n,
+    const char *label = rs->runs[w.run].label;
+    if (!w.ok)
+        return add_line(lines, n, "what if: run %s cannot be predicted: %s", label, w.why);
+    int rc = add_line(lines, n,
                       "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
                       "per hop; report/FORMULAS.md \"Predictions\"):",
-                      s->run->label, s->comm.bandwidth_gbps, s->comm.latency_us);
-    if (rc == 0 && best_cap != s->cap_mb)
+                      label, w.comm.bandwidth_gbps, w.comm.latency_us);
+    if (rc == 0 && w.best_cap_mb != w.cap_mb)
         rc = add_line(lines, n,
-                      "  best bucket cap %.3g MB (of %zu from %.3g to %g): step %.3f ms, %+.3f ms "
+                      "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "
                       "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
-                      best_cap, ncand, cands[0], cands[ncand - 1], best.step_ms,
-                      best.step_ms - s->step_ms, 100.0 * (best.step_ms - s->step_ms) / s->step_ms,
-                      best.exposed_comm_ms, best.exposed_comm_ms - cur.exposed_comm_ms, s->cap_mb);
+                      w.best_cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.best_step_ms,
+                      w.best_step_ms - w.step_ms, 100.0 * (w.best_step_ms - w.step_ms) / w.step_ms,
+                      w.best_exposed_ms, w.best_exposed_ms - w.exposed_ms, w.cap_mb);
     else if (rc == 0)
         rc = add_line(lines, n,
-                      "  best bucket cap: the run's own %g MB (no candidate of %zu from %.3g to "
+                      "  best bucket cap: the run's own %g MB (no candidate of %d from %.3g to "
                       "%g MB is predicted faster); exposed comm %.3f ms per step",
-                      s->cap_mb, ncand, cands[0], cands[ncand - 1], cur.exposed_comm_ms);
-    for (int mult = 2; rc == 0 && mult <= 4; mult *= 2) {
-        struct predict_config c = own;
-        c.world = s->world * mult;
-        c.bucket_cap_mb = best_cap;
-        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
-            break;
-        double sp = speedup_of(&g, c.world, s->batch, p.step_ms),
-               sp0 = speedup_of(&g, s->world, s->batch, s->step_ms);
-        double gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
-        if (sp > 0 && sp0 > 0)
+                      w.cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.exposed_ms);
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        const int mult = k ? 4 : 2;
+        if (w.scale[k].speedup > 0 && w.speedup > 0)
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm %.3f ms", c.world,
-                          mult, p.step_ms, sp, sp0, gain, p.exposed_comm_ms);
+                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm "
+                          "%.3f ms", w.scale[k].world, mult, w.scale[k].step_ms,
+                          w.scale[k].speedup, w.speedup, w.scale[k].gain, w.scale[k].exposed_ms);
         else
             rc = add_line(lines, n,
                           "  world %d (%dx): step %.3f ms, %.2fx the throughput (no baseline "
-                          "for a speedup), exposed comm %.3f ms", c.world, mult, p.step_ms,
-                          gain, p.exposed_comm_ms);
+                          "for a speedup), exposed comm %.3f ms", w.scale[k].world, mult,
+                          w.scale[k].step_ms, w.scale[k].gain, w.scale[k].exposed_ms);
     }
-    grid_free(&g);
     return rc;
 }

@@ -120,21 +120,29 @@ struct run_stat;
 int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines,
                    size_t *n);
 
-/* The best bucket cap of the "what if" search for run index run of rs (a ddpprof DDP run
- * of 2 ranks or more with a calibrated comm), as numbers for the report's advice
- * (report/advice.c). */
-struct predict_cap {
-    double cap_mb;           /* the fastest candidate (own_cap_mb when none is faster) */
-    double own_cap_mb;       /* the run's --bucket-cap-mb */
-    double step_ms;          /* the predicted step at cap_mb (anchored at the measured) */
-    double measured_step_ms; /* the run's measured median step */
-    double exposed_ms;       /* predicted exposed communication per step at cap_mb */
-    double own_exposed_ms;   /* ... at the run's own cap */
+/* The figures behind those lines, for other report code (recommendations). */
+#define PREDICT_WHATIF_CANDIDATES 14
+struct predict_whatif {
+    int run;  /* the DDP run predicted (index in the runset), -1: none in the set */
+    int ok;   /* the figures are set; else why says why not (run >= 0) */
+    char why[256];
+    struct predict_comm comm; /* the fitted ring */
+    int world;
+    double cap_mb, step_ms, exposed_ms, speedup; /* the run's own (speedup -1: no baseline) */
+    double cands[PREDICT_WHATIF_CANDIDATES];     /* the caps searched, MB */
+    int ncand;
+    double best_cap_mb, best_step_ms, best_exposed_ms; /* the fastest predicted cap (the
+                                                          run's own when none is faster) */
+    struct {
+        int world;
+        double step_ms, exposed_ms, speedup, gain; /* gain: throughput / the run's */
+    } scale[2]; /* 2x and 4x the world size, at best_cap_mb */
 };
-/* 1 and *out filled when predicted; 0 when the run cannot be predicted (not such a run, no
- * per-step figures, no collectives to calibrate from); -1 after error_set (out of memory). */
-int predict_best_cap(const struct runset *rs, const struct run_stat *st, int run,
-                     struct predict_cap *out);
+
+/* 0 (figures in *w, w->run -1 when there is no DDP run of ddpprof's), or -1 after
+ * error_set() (out of memory). */
+int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
+                           struct predict_whatif *w);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * process; nvtx_capture_check then asserts the domain, registered names, categories,
  * colours, step payloads and the nesting step > [data] forward backward optimizer with one
  * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets. */
+#include "probes/phase.h"
 #include "probes/tools/nvtx_capture.h"
 #include "testutil.h"
 
@@ -33,10 +34,13 @@ static int run(const char *dir, const char *args)
 
 /* check every process's capture in dir/cap against x: how many processes emitted steps,
  * and in *bad how many of them failed the check (the first reason in why) */
+static int layer_pushes[2]; /* check_dir's last count of "fc" layer ranges: fwd, bwd */
+
 static int check_dir(const char *dir, const struct nvtx_capture_expect *x, int *bad,
                      char *why, size_t why_cap)
 {
     *bad = 0;
+    layer_pushes[0] = layer_pushes[1] = 0;
     char cap[4200];
     snprintf(cap, sizeof cap, "%s/cap", dir);
     DIR *d = opendir(cap);
@@ -52,7 +56,14 @@ static int check_dir(const char *dir, const struct nvtx_capture_expect *x, int *
         CHECK(nvtx_capture_load(path, &ev, &n) == 0, "load %s", path);
         int steps = 0;
         for (size_t i = 0; i < n; i++)
+        {
             steps += ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "step") == 0;
+            /* per-layer ranges (--trace full): named by the module, the phase's category */
+            for (int d = 0; d < 2; d++)
+                layer_pushes[d] +=
+                    ev[i].op == NVTX_CAPTURE_PUSH && strcmp(ev[i].name, "fc") == 0 &&
+                    ev[i].category == phase_category(d ? PROBE_LAYER_BACKWARD : PROBE_LAYER_FORWARD);
+        }
         if (steps) { /* the launcher process itself trains nothing */
             ranks++;
             if (nvtx_capture_check(ev, n, x, why, why_cap) != 0)
@@ -82,6 +93,10 @@ int main(void)
     int bad = 0;
     CHECK(check_dir(a, &base, &bad, why, sizeof why) == 1, "one process with steps");
     CHECK(bad == 0, "baseline: %s", why);
+    /* the checker also holds every layer range right inside forward or backward */
+    CHECK(layer_pushes[0] == 10 && layer_pushes[1] == 10,
+          "baseline: layer 'fc' ranges: %d forward, %d backward, expected 10 each (one per step)",
+          layer_pushes[0], layer_pushes[1]);
 
     /* DDP: 2 ranks x 16 = 32 per step, 320 samples = 10 steps; 3 buckets at 0.02 MiB */
     char *b = test_tmpdir();
@@ -90,6 +105,9 @@ int main(void)
     struct nvtx_capture_expect ddp = {.steps = 10, .first_step = 1, .buckets = 3, .data = 1};
     CHECK(check_dir(b, &ddp, &bad, why, sizeof why) == 2, "two ranks with steps");
     CHECK(bad == 0, "ddp: %s", why);
+    CHECK(layer_pushes[0] == 20 && layer_pushes[1] == 20,
+          "ddp: layer 'fc' ranges: %d forward, %d backward, expected 20 each (10 steps x 2 "
+          "ranks)", layer_pushes[0], layer_pushes[1]);
 
     /* the check can fail: the same captures do not pass for a wrong bucket count */
     struct nvtx_capture_expect wrong = ddp;

@@ -7,7 +7,8 @@
 #   - bucket formation: predicting run A at run B's cap gives B's bucket count (meta.csv
 #     buckets, the reducer's), for every pair
 #   - the calibration rows (calib.allreduce, step -1) are in both ranks' traces, and no
-#     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0
+#     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0, and
+#     phases, overlap, buckets and stragglers.csv are the same without them
 #   - the baseline predicts 2 ranks with the DDP run's calibration; alone it needs
 #     --bandwidth-gbps, which it then uses
 #   - `ddpprof report` prints the "what if" section
@@ -69,6 +70,17 @@ w=$(csv_col "$tmp/cap25/phases.csv" warmup_steps run=ddp rank=0 phase=comm.allre
 rows=$(csv_awk -v w="$w" 'FNR > 1 && col("phase") == "comm.allreduce" && col("clock") == "host" && (col("step") == 0 || col("step") > w + 0) { n++ } END { print n + 0 }' "$run/rank0.trace.csv")
 counted=$(csv_col "$tmp/cap25/phases.csv" count run=ddp rank=0 phase=comm.allreduce)
 check '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
+
+# the same run without its calibration rows: the same tables, byte for byte
+mkdir -p "$tmp/strip" && cp -r "$run" "$tmp/strip/ddp"
+for r in 0 1; do
+  grep -v ',calib\.allreduce,' "$run/rank$r.trace.csv" >"$tmp/strip/ddp/rank$r.trace.csv"
+done
+"$bin" report "$run" --out "$tmp/with" >/dev/null 2>&1
+"$bin" report "$tmp/strip/ddp" --out "$tmp/without" >/dev/null 2>&1
+for t in phases overlap buckets stragglers; do
+  check 'cmp -s "$tmp/with/$t.csv" "$tmp/without/$t.csv"' "$t.csv changes with the calibration rows"
+done
 
 # from the baseline: the sibling DDP run's calibration; alone, --bandwidth-gbps
 base=$tmp/cap25/baseline

@@ -9,6 +9,8 @@
 #include "peak_bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void layers_enter(void *ctx, const struct layer_info *l, enum layer_dir dir)
 {
@@ -23,9 +25,24 @@ static void layers_leave(void *ctx, const struct layer_info *l, enum layer_dir d
     probe_pop(((struct rank *)ctx)->probe);
 }
 
+/* DDPPROF_BENCH_LAYERS_ALTERNATE=1 (scripts/bench-layers): record the layers on
+ * odd-numbered steps only, so one run measures steps with and without them side by side
+ * (the same process, data and load) */
+static int layers_alternate(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DDPPROF_BENCH_LAYERS_ALTERNATE");
+        v = e && strcmp(e, "1") == 0;
+    }
+    return v;
+}
+
 void rank_layers_start(struct rank *r)
 {
     if (r->o->run.trace != PROBE_FULL || !r->o->run.out_dir || !r->probe)
+        return;
+    if (layers_alternate() && (r->step + 1) % 2 == 0) /* the step about to run is even */
         return;
     r->layer_obs = (struct layer_observer){.enter = layers_enter, .leave = layers_leave,
                                            .ctx = r};
@@ -68,7 +85,7 @@ void rank_layers_meta(struct rank *r)
         runlog_meta(l, key, "%zu", p->numel * sizeof(float));
     }
     struct peak pk;
-    if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.4, &pk)) {
+    if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.3, &pk)) {
         /* not fatal: the report then gives no fraction of peak */
         fprintf(stderr, "ddpprof: rank %d: no peak measured (%s): layers.csv will have no "
                         "fraction of peak\n", r->rank, error_get());

@@ -496,12 +496,19 @@ static int chk_phase_of(const struct nvtx_capture_event *e, int *bucket)
         *bucket = (int)b;
         return PROBE_ALLREDUCE;
     }
-    return phase_from_name(e->name);
+    int ph = phase_from_name(e->name);
+    /* a layer's range is named by the layer ("layer1.0"): its category says its phase */
+    if (ph < 0 && !e->registered)
+        for (int l = PROBE_LAYER_FORWARD; l <= PROBE_LAYER_BACKWARD; l++)
+            if (e->category == phase_category((enum probe_phase)l))
+                return l;
+    return ph;
 }
 
 static int chk_attributes(struct chk *c, size_t i, const struct nvtx_capture_event *e, int ph)
 {
-    if (!e->registered)
+    const int layer = ph == PROBE_LAYER_FORWARD || ph == PROBE_LAYER_BACKWARD;
+    if (!e->registered && !layer) /* layers' names are plain ASCII messages */
         return chk_fail(c, i, "range '%s' is not a registered string", e->name);
     if (!e->has_color || e->color != phase_color((enum probe_phase)ph))
         return chk_fail(c, i, "range '%s' has colour %#x, not its phase's", e->name, e->color);
@@ -544,6 +551,15 @@ static int chk_push(struct chk *c, size_t i, const struct nvtx_capture_event *e,
         return -1;
     if (t->depth == CHK_MAX_DEPTH)
         return chk_fail(c, i, "ranges nested deeper than %d", CHK_MAX_DEPTH);
+    /* a layer's range sits right inside its step's forward or backward */
+    if (ph == PROBE_LAYER_FORWARD || ph == PROBE_LAYER_BACKWARD) {
+        const int parent = ph == PROBE_LAYER_FORWARD ? PROBE_FORWARD : PROBE_BACKWARD;
+        if (t->depth < 1 || t->phase[t->depth - 1] != parent)
+            return chk_fail(c, i, "layer range '%s' not nested in %s (inside '%s')", e->name,
+                            phase_name((enum probe_phase)parent),
+                            t->depth ? phase_name((enum probe_phase)t->phase[t->depth - 1])
+                                     : "nothing");
+    }
     if (ph == PROBE_STEP) {
         if (t->depth != 0)
             return chk_fail(c, i, "step range nested in '%s' (depth %d)",

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# test_shaped_grid_reuse.sh — scripts/shaped-grid's comparison without the network (no root):
+# `--reuse` on the committed grid (results/shaped_grid_20261128: its runs.tar.gz and
+# summary.csv) runs `ddpprof predict` on every run again and writes the tables:
+#  1. every point is there (9 grid, 1 baseline) with the buckets each cap gives (1, 3, 7);
+#  2. each error is (predicted - measured) / measured of its own row, and summary.csv's
+#     median and worst |error| are those of the rows;
+#  3. the exit status says whether the goal was met (0) or missed (3), as summary.csv does;
+#  4. bad input: a directory that is no grid, and an archive with a path out of runs/, are
+#     refused in one line with exit 2.
+set -u
+. "$(dirname "$0")/csvcol.sh"
+bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
+src=${DDPPROF_SOURCE_DIR:?DDPPROF_SOURCE_DIR must point at the source tree}
+command -v python3 >/dev/null || { echo "skipped: scripts/shaped-grid needs python3"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
+}
+grid=$src/results/shaped_grid_20261128
+
+timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid" --out "$tmp/o" >"$tmp/o.log" 2>&1
+rc=$?
+check exit "$([ $rc -eq 0 ] || [ $rc -eq 3 ]; echo $?)" "exit $rc: $(tail -n 2 "$tmp/o.log")"
+e=$tmp/o/errors.csv
+check rows "$(csv_awk 'FNR > 1 && col("kind") == "grid" { g++ } FNR > 1 && col("kind") == "baseline" { b++ }
+  END { exit !(g == 9 && b == 1) }' "$e"; echo $?)" "not 9 grid rows and 1 baseline row: $(cat "$e")"
+check buckets "$(csv_awk 'FNR > 1 { want = col("bucket_cap_mb") == "25" ? 1 : col("bucket_cap_mb") == "0.02" ? 3 : 7
+  if (col("buckets") != want) bad = 1 } END { exit bad }' "$e"; echo $?)" "caps 25, 0.02, 0.0001 MiB did not give 1, 3, 7 buckets"
+# errors written with 2 decimals from steps written with 3: 0.02 points of slack
+check error-arith "$(csv_awk 'FNR > 1 { m = col("measured_step_ms"); p = col("predicted_step_ms")
+  d = 100 * (p - m) / m - col("error_pct"); if (m <= 0 || p <= 0 || d > 0.02 || d < -0.02) bad = 1 }
+  END { exit bad }' "$e"; echo $?)" "an error_pct is not (predicted - measured) / measured: $(cat "$e")"
+csv_col "$e" error_pct | awk '{ print ($1 < 0) ? -$1 : $1 }' | sort -g >"$tmp/abs"
+n=$(wc -l <"$tmp/abs")
+med=$(awk -v n="$n" '{ a[NR] = $1 } END { print (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }' "$tmp/abs")
+worst=$(tail -n 1 "$tmp/abs")
+s=$tmp/o/summary.csv
+smed=$(csv_col "$s" value key=median_abs_error_pct)
+sworst=$(csv_col "$s" value key=worst_abs_error_pct)
+check summary "$(awk -v a="$med" -v b="$smed" -v c="$worst" -v d="$sworst" \
+  'BEGIN { exit !(a - b < 0.011 && b - a < 0.011 && c - d < 0.011 && d - c < 0.011) }'; echo $?)" \
+  "summary.csv says median $smed / worst $sworst, the rows give $med / $worst"
+met=$(csv_col "$s" value key=goal_met)
+check goal-exit "$( { [ "$met" = 1 ] && [ $rc -eq 0 ]; } || { [ "$met" = 0 ] && [ $rc -eq 3 ]; }; echo $?)" \
+  "goal_met $met but exit $rc"
+check md "$([ "$(grep -c '^| calibration run |' "$tmp/o/errors.md")" -eq 9 ] &&
+  grep -q '^| 1-rank baseline |' "$tmp/o/errors.md"; echo $?)" "errors.md lacks rows: $(cat "$tmp/o/errors.md")"
+
+# --- bad input ---
+mkdir "$tmp/empty"
+"$src/scripts/shaped-grid" --bin "$bin" --reuse "$tmp/empty" >"$tmp/bad1.log" 2>&1
+rc=$?
+check not-a-grid "$([ $rc -eq 2 ] && [ "$(wc -l <"$tmp/bad1.log")" -eq 1 ] &&
+  grep -q "summary.csv" "$tmp/bad1.log"; echo $?)" "exit $rc: $(cat "$tmp/bad1.log")"
+mkdir -p "$tmp/evil/runs" && cp "$grid/summary.csv" "$tmp/evil/" && echo x >"$tmp/x"
+tar czf "$tmp/evil/runs.tar.gz" -C "$tmp" --transform 's,^x,runs/../../x,' x
+rmdir "$tmp/evil/runs"
+"$src/scripts/shaped-grid" --bin "$bin" --reuse "$tmp/evil" --out "$tmp/evil-out" >"$tmp/bad2.log" 2>&1
+rc=$?
+check evil-archive "$([ $rc -eq 2 ] && grep -q 'not a shaped-grid runs archive' "$tmp/bad2.log"; echo $?)" \
+  "exit $rc: $(cat "$tmp/bad2.log")"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

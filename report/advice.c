@@ -506,7 +506,9 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
     char head[256];
     const struct run_stat *s = a->s;
     const char *mode = run_meta(a->r, "mode");
-    const char *who = mode && strcmp(mode, "ddp") == 0 ? "DDP" : "run";
+    const char *who = mode && strcmp(mode, "ddp") == 0        ? "DDP"
+                      : mode && strcmp(mode, "baseline") == 0 ? "the baseline"
+                                                              : "training";
     if (base >= 0 && v != base && s->has_speedup) {
         const char *word = s->speedup < ADVICE_SLOWER    ? "is slower than the baseline"
                            : s->speedup < ADVICE_NO_FASTER ? "is no faster than the baseline"
@@ -518,8 +520,9 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                  who, a->r->world_size, device_words(a->r), a->r->label, word, s->speedup,
                  s->efficiency);
     } else {
-        snprintf(head, sizeof head, "%s on %d %s (run %s), no baseline to compare", who,
-                 a->r->world_size, device_words(a->r), a->r->label);
+        snprintf(head, sizeof head, "%s on %d %s (run %s), %s", who, a->r->world_size,
+                 device_words(a->r), a->r->label,
+                 v == base ? "nothing to compare it with" : "no baseline to compare");
     }
     const double step = a->step_ms, comp = a->compute_ms, exp = a->exposed_ms,
                  data = a->seg_ms[SEG_DATA];

@@ -246,6 +246,11 @@ expect "two: data names its run" "$(grep -c '^# 1\. run data/ddp: data loading i
 expect "two: straggler names its run" "$(grep -c '^# 2\. run straggler/ddp: rank 1 is the straggler' "$tmp/two.out")" 1
 expect "two: no baseline" "$(grep -c '^# verdict: .*no baseline to compare' "$tmp/two.out")" 1
 
+# the baseline alone: a verdict on it, nothing to compare
+"$bin" report "$tmp/clean/baseline" --out "$tmp/alone" >"$tmp/alone.out" 2>"$tmp/alone.err" </dev/null ||
+  bad "alone: report failed: $(cat "$tmp/alone.err")"
+expect "alone: verdict" "$(grep -c '^# verdict: the baseline on 1 CPU rank (run baseline), nothing to compare it with; its step (93.0 ms)' "$tmp/alone.out")" 1
+
 # 5. a real main job on 2 CPU ranks ends with the verdict and at most three recommendations
 "$bin" --cpu 2 --model convnet --epochs 1 --limit 256 --test-limit 64 --out "$tmp/job" \
   >"$tmp/job.out" 2>"$tmp/job.err" </dev/null || bad "main job: $(tail -3 "$tmp/job.err")"

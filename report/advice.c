@@ -510,11 +510,11 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                       : mode && strcmp(mode, "baseline") == 0 ? "the baseline"
                                                               : "training";
     if (base >= 0 && v != base && s->has_speedup) {
-        const char *word = s->speedup < ADVICE_SLOWER    ? "is slower than the baseline"
-                           : s->speedup < ADVICE_NO_FASTER ? "is no faster than the baseline"
-                           : s->efficiency >= 0.9   ? "scales well"
-                           : s->efficiency >= 0.7   ? "scales fairly"
-                                                    : "scales poorly";
+        const char *word = s->speedup < ADVICE_SLOWER        ? "is slower than the baseline"
+                           : s->speedup < ADVICE_NO_FASTER   ? "is no faster than the baseline"
+                           : s->efficiency >= ADVICE_EFF_WELL ? "scales well"
+                           : s->efficiency >= ADVICE_EFF_FAIR ? "scales fairly"
+                                                              : "scales poorly";
         snprintf(head, sizeof head, "%s on %d %s (run %s) %s: %.2fx the baseline's "
                                     "throughput, efficiency %.2f",
                  who, a->r->world_size, device_words(a->r), a->r->label, word, s->speedup,

@@ -34,6 +34,8 @@
  * ADVICE_NO_FASTER "no faster", else by efficiency: >= 0.9 well, >= 0.7 fairly, poorly. */
 #define ADVICE_SLOWER 0.95
 #define ADVICE_NO_FASTER 1.05
+#define ADVICE_EFF_WELL 0.9
+#define ADVICE_EFF_FAIR 0.7
 
 /* One candidate recommendation. */
 enum advice_source {

@@ -5,12 +5,17 @@
 # rule's figure is known exactly:
 #   clean        nothing crosses a threshold: no recommendation; verdict "scales well"
 #   below        every figure just under its threshold: still none
-#   data, grad, blocking, straggler, imbalance, load, amp, tiny
+#   data, grad, blocking, straggler, imbalance, load, amp (and amp on: none), tiny
 #                each makes its rule fire with the saving it should have, and no other
+#                (tiny: with the exposed all-reduce it needs)
+#   cap          8 latency-bound buckets: ddpprof predict's best cap (bucket_cap, predicted)
 #   many         five rules fire: three shown, the largest savings, in order; advice.csv
 #                lists all five best first
-# For every run: the terminal's last lines are the verdict and the recommendations, and
-# report.html shows the same lines.  Then a real 2-rank CPU main job ends with a verdict.
+# Besides: the launch rule on the Kineto fixture (and not on the legacy CPU one), two DDP
+# runs in one report (each recommendation names its run), a baseline alone.  For every
+# run: the terminal's last lines are the verdict and the recommendations, and report.html
+# shows the same lines at its top.  Then a real 2-rank CPU main job ends with a verdict.
+# KEEP=1 keeps the temporary directory.
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}

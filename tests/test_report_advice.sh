@@ -51,7 +51,7 @@ near() { # WHAT GOT WANT TOL: |got - want| <= tol
 mkrun() {
   local dir=$1 mode=$2 world=$3
   shift 3
-  local data=1 fwd=40 bwd=50 opt=2 ar=4 arh=4 ag=0 slow=0 jitter=0 batch=32 images= meta= device=cpu amp=off nb=1
+  local data=1 fwd=40 bwd=50 opt=2 ar=4 arh=4 ag=0 slow=0 jitter=0 batch=32 images='' meta='' device=cpu amp=off nb=1
   local kv
   for kv in "$@"; do local "${kv?}"; done
   [ -n "$images" ] || images=$((batch * world))

@@ -585,6 +585,7 @@ struct predict_opts {
     const char *amps[PREDICT_MAX_LIST];
     int namp;
     int warmup_given, warmup_steps;
+    const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
 };
 
 enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_AMP, PC_BUCKETS, PC_STEP, PC_COMPUTE,
@@ -629,6 +630,29 @@ static int predict_one(const struct source *s, const struct predict_model *m,
     o->step_ms = s->step_ms + o->step_ms - own->step_ms;
     if (o->step_ms <= 0)
         o->step_ms = 1e-6;
+    /* the parts as overlap.csv measures them (the measured row's): its compute, its
+     * communication (every collective, with the wait for a late rank) and the exposed part,
+     * each changed by the replay's change -- the all-reduces' and the held collectives'
+     * time, and the straggler wait, which overlap.csv sees as exposed communication */
+    if (s->has_overlap || s->comm_ms > 0 || s->compute_ms > 0) {
+        const double comm = o->comm_ms + o->held_ms + o->straggler_ms,
+                     own_comm = own->comm_ms + own->held_ms + own->straggler_ms;
+        const double exposed = o->exposed_comm_ms + o->straggler_ms,
+                     own_exposed = own->exposed_comm_ms + own->straggler_ms;
+        o->compute_ms = s->compute_ms + o->compute_ms - own->compute_ms;
+        o->comm_ms = s->comm_ms + comm - own_comm;
+        o->exposed_comm_ms = s->exposed_ms + exposed - own_exposed;
+        if (o->compute_ms < 0)
+            o->compute_ms = 0;
+        if (o->comm_ms < 0)
+            o->comm_ms = 0;
+        if (o->exposed_comm_ms < 0)
+            o->exposed_comm_ms = 0;
+        if (o->exposed_comm_ms > o->comm_ms)
+            o->exposed_comm_ms = o->comm_ms;
+        o->overlap_pct = o->comm_ms > 0 ? 100.0 * (o->comm_ms - o->exposed_comm_ms) / o->comm_ms
+                                        : 0.0;
+    }
     return 0;
 }
 
@@ -731,7 +755,7 @@ static int parse_list(const char *opt, const char *arg, double *out, int *n, dou
 const char *predict_usage(void)
 {
     return "usage: ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] [--bandwidth-gbps B] "
-           "[--latency-us L] [--amp fp16|bf16|off] [--out DIR] [--warmup-steps N] "
+           "[--latency-us L] [--amp fp16|bf16|off] [--comm-from RUN_DIR] [--out DIR] [--warmup-steps N] "
            "(lists allowed: --bucket-cap-mb 1,4,25)";
 }
 
@@ -752,6 +776,8 @@ static int predict_help(void)
            "  --latency-us L     ring latency per hop in microseconds (list; default: fitted)\n"
            "  --amp fp16|bf16|off  precision of conv and linear layers (list; the other\n"
            "                     precision's per-layer times come from the main job's other run)\n"
+           "  --comm-from DIR    the comm's latency and bandwidth fitted to that DDP run's\n"
+           "                     all-reduces (a baseline predicted with another run's comm)\n"
            "  --out DIR          where predict.csv goes (default: RUN_DIR)\n"
            "  --warmup-steps N   leave the first N steps out (default: detected, as the report)\n",
            predict_usage());
@@ -772,6 +798,7 @@ static int predict_parse(int argc, char **argv, struct predict_opts *o, int *hel
         int takes = strcmp(a, "--world") == 0 || strcmp(a, "--bucket-cap-mb") == 0 ||
                     strcmp(a, "--bandwidth-gbps") == 0 || strcmp(a, "--latency-us") == 0 ||
                     strcmp(a, "--amp") == 0 || strcmp(a, "--out") == 0 ||
+                    strcmp(a, "--comm-from") == 0 ||
                     strcmp(a, "--warmup-steps") == 0;
         if (takes && !v)
             return error_set("predict: %s needs a value (%s)", a, predict_usage());
@@ -817,6 +844,8 @@ static int predict_parse(int argc, char **argv, struct predict_opts *o, int *hel
                 return error_set("predict: --amp needs a value (%s)", predict_usage());
         } else if (strcmp(a, "--out") == 0) {
             o->out_dir = v;
+        } else if (strcmp(a, "--comm-from") == 0) {
+            o->comm_from = v;
         } else if (strcmp(a, "--warmup-steps") == 0) {
             char *end = NULL;
             long w = strtol(v, &end, 10);
@@ -925,6 +954,23 @@ int predict_main(int argc, char **argv)
                        "ddp/)", o.run_dir);
     if (rc == 0 && dir_is_run)
         rc = add_siblings(&rs, o.run_dir);
+    int comm_first = rs.n; /* --comm-from's run: rs.runs[comm_first..] */
+    if (rc == 0 && o.comm_from) {
+        char *want = realpath(o.comm_from, NULL);
+        for (int i = 0; want && i < rs.n; i++) { /* already read (a sibling): that one */
+            char *have = realpath(rs.runs[i].dir, NULL);
+            if (have && strcmp(have, want) == 0)
+                comm_first = i;
+            free(have);
+        }
+        if (!run_dir_is_run(o.comm_from))
+            rc = error_set("predict: --comm-from %s: not a run directory (give a DDP run's "
+                           "directory: it holds meta.csv)", o.comm_from);
+        else if (comm_first == rs.n)
+            rc = runset_add_dir(&rs, o.comm_from);
+        free(want);
+    }
+    const int comm_last = o.comm_from ? (comm_first < rs.n ? comm_first + 1 : rs.n) : 0;
     if (rc == 0)
         rc = runset_finish(&rs);
     struct run_stat *st = NULL;
@@ -940,7 +986,20 @@ int predict_main(int argc, char **argv)
     const struct source *s = rc == 0 ? &g.src[g.which] : NULL;
     struct predict_comm cal = {0};
     const char *cal_from = NULL;
-    int have_cal = s && source_comm(s, g.src, rs.n, &cal, &cal_from);
+    int have_cal = 0;
+    if (s && o.comm_from) { /* asked for: that run's, or an error */
+        for (int i = comm_first; i < comm_last && !have_cal; i++)
+            if (g.src[i].run && g.src[i].calibrated) {
+                cal = g.src[i].comm;
+                cal_from = g.src[i].run->label;
+                have_cal = 1;
+            }
+        if (!have_cal)
+            rc = error_set("predict: --comm-from %s: no all-reduce there to fit the comm to (a "
+                           "DDP run of 2 ranks or more)", o.comm_from);
+    } else if (s) {
+        have_cal = source_comm(s, g.src, rs.n, &cal, &cal_from);
+    }
     if (rc == 0 && !have_cal && o.nbw == 0) {
         int wants_comm = 0;
         for (int k = 0; k < o.nworld; k++)
@@ -1067,7 +1126,7 @@ int predict_main(int argc, char **argv)
                "step(s) after %d warm-up step(s)\n",
                s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
                s->st->warmup.steps);
-        if (have_cal && s->calibrated)
+        if (have_cal && s->calibrated && !o.comm_from)
             printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
                    cal.bandwidth_gbps, cal.latency_us);

@@ -9,7 +9,9 @@
 # A shm-staged run (2 ranks on one GPU, all-reduces on the host: meta.csv comm=shm-staged)
 # passes with host-staged all-reduce rows (device rows named allreduce.bN.host-staged that
 # hold their host row) and no NCCL kernels; it fails without them, with unmarked ones, or
-# with ones that do not hold their host row; a NCCL run with marked rows fails.
+# with ones that do not hold their host row; a NCCL run with marked rows fails.  A --trace
+# full run's device layer rows pass when every step has one per layer inside its device
+# forward/backward, and fail with a row outside or a row missing; without layers: SKIP.
 # Skips (77) without python3.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(dirname "$0")/..}
@@ -33,6 +35,8 @@ os.makedirs(run, exist_ok=True)
 with open(os.path.join(run, "meta.csv"), "w") as f:
     comm = "shm-staged" if staged else "nccl"
     f.write(f"key,value\nmode,ddp\nworld_size,{world}\nbuckets,2\ncomm,{comm}\n")
+    if defect.startswith("layers"):  # --trace full's layers: two of them
+        f.write("layers,2\nlayer.0.name,conv\nlayer.1.name,fc\n")
 for rank in range(world):
     rows = []
     def row(step, phase, bucket, clock, a, b, name, kind="range", stream=0):
@@ -46,6 +50,13 @@ for rank in range(world):
         row(s, "forward", -1, "device", t + 150, t + 3100, "forward")
         row(s, "backward", -1, "device", t + 3100, t + 6200, "backward")
         row(s, "optimizer", -1, "device", t + 8050, t + 9400, "optimizer")  # trails the host step
+        if defect.startswith("layers"):  # device layer rows inside forward / backward
+            row(s, "layer.forward", -1, "device", t + 200, t + 1000, "conv")
+            fc_end = t + 3500 if (defect == "layers-outside" and s == 2) else t + 3000
+            row(s, "layer.forward", -1, "device", t + 1000, fc_end, "fc")
+            if not (defect == "layers-missing" and s == 1):
+                row(s, "layer.backward", -1, "device", t + 3200, t + 4000, "fc")
+            row(s, "layer.backward", -1, "device", t + 4000, t + 6000, "conv")
         kt = t + 20000 if (defect == "kernel-outside" and s == 1) else t + 200
         row(s, "forward", -1, "cupti", kt, kt + 50, "conv_fwd_kernel", "kernel", 7)
         row(s, "setup" if (defect == "setup-kernel" and s == 2) else "backward", -1, "cupti",
@@ -105,6 +116,10 @@ expect setup-kernel 2 attribution FAIL
 expect nccl-no-bucket 2 nccl-kernels FAIL
 expect early-device-row 2 allreduce-rows FAIL
 expect no-gpu 2 gpu-rows FAIL
+expect none 2 layers SKIP
+expect layers 2 layers PASS
+expect layers-outside 2 layers FAIL
+expect layers-missing 2 layers FAIL
 expect none 1 nccl-kernels SKIP
 expect none 1 allreduce-rows PASS
 for c in gpu-rows in-steps buckets attribution allreduce-rows; do

@@ -10,7 +10,8 @@
 #     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0, and
 #     phases, overlap, buckets and stragglers.csv are the same without them
 #   - the baseline predicts 2 ranks with the DDP run's calibration; alone it needs
-#     --bandwidth-gbps, which it then uses
+#     --bandwidth-gbps, which it then uses, or --comm-from a DDP run
+#   - --amp off from the DDP+AMP run takes the fp32 baseline's conv and linear layers
 #   - `ddpprof report` prints the "what if" section
 #   - bad command lines: a non-zero exit and one line on stderr naming the problem
 set -u
@@ -22,6 +23,17 @@ passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL $*"; }
 check() { if eval "$1"; then ok; else bad "$2"; fi; }
+badline() { # WANT ARGS...: fails, one line on stderr holding WANT
+  local want=$1
+  shift
+  if "$bin" predict "$@" >/dev/null 2>"$tmp/e"; then
+    bad "predict $* succeeded"
+  elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -- "$want" "$tmp/e"; then
+    bad "predict $*: want one line with '$want', got: $(cat "$tmp/e")"
+  else
+    ok
+  fi
+}
 
 common=(--cpu 2 --model convnet --epochs 1 --limit 640 --test-limit 64 --quiet)
 for cap in 0.01 0.05 25; do
@@ -71,6 +83,14 @@ rows=$(csv_awk -v w="$w" 'FNR > 1 && col("phase") == "comm.allreduce" && col("cl
 counted=$(csv_col "$tmp/cap25/phases.csv" count run=ddp rank=0 phase=comm.allreduce)
 check '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
 
+# --amp off from the DDP+AMP run: conv and linear take the fp32 baseline's per-layer times
+"$bin" predict "$run" --amp off,fp16 --out "$tmp/pa" >"$tmp/pa.out" 2>&1
+check 'grep -q "amp off: conv and linear layers. times from run baseline" "$tmp/pa.out"' "--amp off: no word of the baseline's layers: $(grep amp "$tmp/pa.out")"
+off=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=off)
+on=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=fp16)
+m=$(csv_col "$tmp/pa/predict.csv" step_ms config=measured)
+check '[ -n "$off" ] && [ "$on" = "$m" ] && [ "$off" != "$m" ]' "--amp off,fp16: off '$off', fp16 '$on' (want the measured '$m'), measured '$m'"
+
 # the same run without its calibration rows: the same tables, byte for byte
 mkdir -p "$tmp/strip" && cp -r "$run" "$tmp/strip/ddp"
 for r in 0 1; do
@@ -98,23 +118,21 @@ check '"$bin" predict "$tmp/alone/baseline" --world 2 --bandwidth-gbps 10 --late
 bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
 check '[ "$bw" = 10 ]' "lone baseline: bandwidth_gbps '$bw', want 10"
 
+# --comm-from: another run's fitted comm for the lone baseline; a run without all-reduces
+# has none to give
+check '"$bin" predict "$tmp/alone/baseline" --world 2 --comm-from "$run" >"$tmp/cf.out" 2>&1 && grep -q "calibrated on run" "$tmp/cf.out"' "lone baseline --comm-from: $(tail -2 "$tmp/cf.out")"
+bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
+want=$(sed -n 's/.*calibrated on run [^:]*: \([0-9.e+-]*\) Gbit\/s.*/\1/p' "$tmp/cf.out")
+check '[ -n "$want" ] && [ "$bw" = "$want" ]' "--comm-from: bandwidth_gbps '$bw', the fit said '$want'"
+badline "no all-reduce there" "$tmp/alone/baseline" --world 2 --comm-from "$base"
+badline "not a run directory" "$tmp/alone/baseline" --world 2 --comm-from "$tmp/nowhere"
+
 # the report's what if
 "$bin" report "$tmp/cap25" --out "$tmp/rep" >"$tmp/rep.out" 2>&1
 check 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
 check 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
 
 # bad command lines
-badline() { # WANT ARGS...: fails, one line on stderr holding WANT
-  local want=$1
-  shift
-  if "$bin" predict "$@" >/dev/null 2>"$tmp/e"; then
-    bad "predict $* succeeded"
-  elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -- "$want" "$tmp/e"; then
-    bad "predict $*: want one line with '$want', got: $(cat "$tmp/e")"
-  else
-    ok
-  fi
-}
 badline "no run directory"
 badline "no such run directory" "$tmp/nowhere"
 badline "not a run directory" "$tmp"

@@ -6,6 +6,8 @@
 #  2. each error is (predicted - measured) / measured of its own row, and summary.csv's
 #     median and worst |error| are those of the rows;
 #  3. the exit status says whether the goal was met (0) or missed (3), as summary.csv does;
+#     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
+#     rank 0 step p50) as through predict's config=measured rows;
 #  4. bad input: a directory that is no grid, and an archive with a path out of runs/, are
 #     refused in one line with exit 2.
 set -u
@@ -48,6 +50,15 @@ check goal-exit "$( { [ "$met" = 1 ] && [ $rc -eq 0 ]; } || { [ "$met" = 0 ] && 
   "goal_met $met but exit $rc"
 check md "$([ "$(grep -c '^| calibration run |' "$tmp/o/errors.md")" -eq 9 ] &&
   grep -q '^| 1-rank baseline |' "$tmp/o/errors.md"; echo $?)" "errors.md lacks rows: $(cat "$tmp/o/errors.md")"
+
+# the measured step is one figure by either road: predict's config=measured row and, with
+# --measure-only, the report's phases.csv rank 0 step p50 (report/FORMULAS.md)
+timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid" --out "$tmp/m" --measure-only \
+  >"$tmp/m.log" 2>&1
+rc=$?
+check measure-only "$([ $rc -eq 0 ]; echo $?)" "--measure-only: exit $rc: $(tail -n 1 "$tmp/m.log")"
+check same-measured "$(cmp -s <(csv_col "$e" measured_step_ms) <(csv_col "$tmp/m/errors.csv" measured_step_ms); echo $?)" \
+  "predict's measured steps differ from the report's p50: $(paste -d' ' <(csv_col "$e" measured_step_ms) <(csv_col "$tmp/m/errors.csv" measured_step_ms) | tr '\n' ';')"
 
 # --- bad input ---
 mkdir "$tmp/empty"

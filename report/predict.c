@@ -1008,7 +1008,8 @@ int predict_main(int argc, char **argv)
         if (wants_comm)
             rc = error_set("predict: %s: no all-reduce to calibrate the comm from (a baseline, "
                            "or a run without its rows): give --bandwidth-gbps B (and "
-                           "--latency-us L), or predict from the DDP run", s->run->dir);
+                           "--latency-us L) or --comm-from DDP_RUN, or predict from the DDP "
+                           "run", s->run->dir);
     }
     if (rc == 0 && !have_cal)
         cal = (struct predict_comm){.latency_us = 0, .bandwidth_gbps = o.nbw ? o.bws[0] : 1};

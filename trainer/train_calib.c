@@ -15,9 +15,9 @@
 #include <stddef.h>
 
 #define CALIB_REPS 3               /* recorded repetitions per size, after one unrecorded */
-#define CALIB_BUDGET_NS 250000000  /* stop growing the size once the ranks' mean time spent
-                                      passes 250 ms (the whole setup stays well under 1 s
-                                      on a shaped 100 Mbit/s link) */
+#define CALIB_BUDGET_MS 250.0 /* the next size is run only if the ranks' mean time spent
+                                 so far plus its estimate (the last size's call time scaled
+                                 by the sizes' ratio) stays within 250 ms */
 #define CALIB_NAME "calib.allreduce"
 
 /* One all-reduce of count floats; its span into *s, *e (the transport's, else the call's). */
@@ -43,23 +43,23 @@ int rank_calibrate_comm(struct rank *r)
     struct comm *c = r->dev.comm; /* the bare comm, as the reducer's buckets */
     struct backend *be = r->dev.be;
     float *buf = be->alloc(be, sizes[nsizes - 1]);
-    float *flag = be->alloc(be, sizeof(float));
+    float *flag = be->alloc(be, 2 * sizeof(float));
     if (!buf || !flag) {
         be->free(be, buf);
         be->free(be, flag);
         return error_wrap("comm calibration buffers");
     }
-    int64_t spent = 0;
+    const int64_t start = clock_now_ns();
     int rc = 0;
     for (size_t k = 0; k < nsizes && rc == 0; k++) {
         const size_t count = sizes[k] / sizeof(float);
-        int64_t s, e;
+        int64_t s, e, call = 0;
         rc = calib_one(c, buf, count, &s, &e); /* warm: the first of a size allocates */
         for (int rep = 0; rep < CALIB_REPS && rc == 0; rep++) {
             const int64_t t0 = clock_now_ns();
             if ((rc = calib_one(c, buf, count, &s, &e)))
                 break;
-            spent += clock_now_ns() - t0;
+            call = clock_now_ns() - t0;
             probe_row(r->probe, &(struct trace_row){.step = -1,
                                                     .epoch = 0,
                                                     .phase = PROBE_COMM_ALLREDUCE,
@@ -74,13 +74,19 @@ int rank_calibrate_comm(struct rank *r)
         }
         if (rc)
             break;
-        /* the ranks agree on whether to go on: the mean of their time spent so far */
-        float mine = (float)((double)spent / 1e6);
-        be->upload(be, flag, &mine, sizeof mine);
-        if ((rc = comm_allreduce(c, flag, 1, COMM_F32)))
+        if (k + 1 == nsizes)
             break;
-        be->download(be, &mine, flag, sizeof mine);
-        if ((double)mine / r->world * 1e6 > (double)CALIB_BUDGET_NS)
+        /* the ranks agree on whether to go on: their mean time spent so far and mean
+         * time of the last call */
+        float mine[2] = {(float)((double)(clock_now_ns() - start) / 1e6),
+                         (float)((double)call / 1e6)};
+        be->upload(be, flag, mine, sizeof mine);
+        if ((rc = comm_allreduce(c, flag, 2, COMM_F32)))
+            break;
+        be->download(be, mine, flag, sizeof mine);
+        const double spent_ms = mine[0] / r->world, call_ms = mine[1] / r->world;
+        const double next_ms = (CALIB_REPS + 1) * call_ms * (double)sizes[k + 1] / (double)sizes[k];
+        if (spent_ms + next_ms > CALIB_BUDGET_MS)
             break;
     }
     be->free(be, buf);

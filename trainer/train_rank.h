@@ -98,8 +98,8 @@ void rank_faults_read(struct rank *r);
 int rank_session_open(struct rank *r, const struct dist_env *env);
 /* the reducer's buckets as probe ranges (after the probes exist) */
 void rank_session_observe(struct rank *r);
-/* train_calib.c: DDP setup's short all-reduce microbenchmark (a few sizes, well under a
- * second), recorded as calib.allreduce rows for `ddpprof predict` (probes/TRACE.md); a
+/* train_calib.c: DDP setup's short all-reduce microbenchmark (a few sizes within a 250 ms
+ * budget), recorded as calib.allreduce rows for `ddpprof predict` (probes/TRACE.md); a
  * no-op for one rank or without a trace */
 int rank_calibrate_comm(struct rank *r);
 

@@ -1243,6 +1243,19 @@ void analysis_load(const struct run *r, struct run_load *out)
                    out->load_start > out->cores);
 }
 
+int analysis_oversubscribed(const struct run *r, int *ranks, int *cores)
+{
+    const char *dev = run_meta(r, "device"), *c = run_meta(r, "host_cores");
+    const char *n = run_meta(r, "local_world_size");
+    if (!n)
+        n = run_meta(r, "world_size");
+    if (!dev || strcmp(dev, "cpu") != 0 || !c || !n)
+        return 0;
+    *ranks = atoi(n);
+    *cores = atoi(c);
+    return *cores > 0 && *ranks > *cores;
+}
+
 /* One collective's rows e[0..n) (one per rank): the shortest duration is its transfer
  * time, the rest of each row's duration its sync wait; the starts' spread its skew. */
 static void analysis_collective(const struct bucket_entry *e, size_t n, struct bucket_stat *b)

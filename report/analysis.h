@@ -130,6 +130,11 @@ struct run_load {
 };
 void analysis_load(const struct run *r, struct run_load *out);
 
+/* 1 when run r had more CPU ranks on its host than the host has cores (--oversubscribe):
+ * meta.csv device cpu, local_world_size (else world_size) above host_cores; *ranks and
+ * *cores are set then. */
+int analysis_oversubscribed(const struct run *r, int *ranks, int *cores);
+
 /* The index of the baseline run (mode "baseline", else world size 1), or -1. */
 int analysis_baseline(const struct runset *rs);
 

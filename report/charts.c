@@ -286,21 +286,24 @@ static const char page_css[] =
     "font-variant-numeric:tabular-nums}"
     "th{background:#f4f4f4;vertical-align:bottom}.l{text-align:left}"
     ".unit{font-weight:normal;color:#777}.runs td{text-align:left}"
-    "p.note{color:#555;font-size:12px}p.caution{color:#a40;font-size:13px}svg{display:block;margin:6px 0}";
+    "p.note{color:#555;font-size:12px}p.caution{color:#a40;font-size:13px}svg{display:block;margin:6px 0}"
+    "div.advice{border-left:4px solid #27a;padding:2px 10px;margin:10px 0;background:#f4f8fb}"
+    "p.verdict{font-weight:bold;margin:6px 0}p.advice{margin:4px 0}";
 
 int charts_write(const struct runset *rs, const struct run_stat *st,
                  const struct table *const *tables, int ntables,
                  const char *const *cautions, size_t ncautions,
-                 const char *const *notes, size_t nnotes, const char *out_dir)
+                 const char *const *notes, size_t nnotes, const struct advice *advice,
+                 const char *out_dir)
 {
     return charts_write_sections(rs, st, tables, ntables, cautions, ncautions, notes, nnotes,
-                                 NULL, 0, out_dir);
+                                 advice, NULL, 0, out_dir);
 }
 
 int charts_write_sections(const struct runset *rs, const struct run_stat *st,
                           const struct table *const *tables, int ntables,
                           const char *const *cautions, size_t ncautions,
-                          const char *const *notes, size_t nnotes,
+                          const char *const *notes, size_t nnotes, const struct advice *advice,
                           const struct chart_section *sections, int nsections,
                           const char *out_dir)
 {
@@ -339,7 +342,10 @@ int charts_write_sections(const struct runset *rs, const struct run_stat *st,
         html_escape(f, r->dir);
         fputs("</td></tr>\n", f);
     }
-    fputs("</table>\n<h2>Speedup</h2>\n", f);
+    fputs("</table>\n", f);
+    if (advice) /* the verdict and what to do, at the top */
+        advice_write_html(advice, f);
+    fputs("<h2>Speedup</h2>\n", f);
     chart_speedup(f, rs, st);
     if (ntables > 0)
         table_write_html(tables[0], f, 1000);

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "report/advice.h"
 #include "report/analysis.h"
 #include "report/table.h"
 
@@ -20,11 +21,13 @@ double chart_tick(double max);
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
  * in the page in the order given; cautions[0..ncautions), one paragraph each, beside the
  * first (the speedup table), then notes[0..nnotes) (the repeats' spread, the warm-up
- * steps), one paragraph each.  Returns 0, or -1 after error_set() naming the file. */
+ * steps), one paragraph each; advice (NULL: none), the verdict and recommendations, at the
+ * top.  Returns 0, or -1 after error_set() naming the file. */
 int charts_write(const struct runset *rs, const struct run_stat *st,
                  const struct table *const *tables, int ntables,
                  const char *const *cautions, size_t ncautions,
-                 const char *const *notes, size_t nnotes, const char *out_dir);
+                 const char *const *notes, size_t nnotes, const struct advice *advice,
+                 const char *out_dir);
 
 /* A section of report.html written by another module (diff.c's diff), placed after the
  * speedup table and its notes: write(f, ctx) writes HTML (an <h2> and what follows). */
@@ -37,7 +40,7 @@ struct chart_section {
 int charts_write_sections(const struct runset *rs, const struct run_stat *st,
                           const struct table *const *tables, int ntables,
                           const char *const *cautions, size_t ncautions,
-                          const char *const *notes, size_t nnotes,
+                          const char *const *notes, size_t nnotes, const struct advice *advice,
                           const struct chart_section *sections, int nsections,
                           const char *out_dir);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "report/advice.h"
 #include "report/analysis.h"
 #include "report/charts.h"
 #include "report/diff.h"
@@ -596,21 +597,6 @@ static void report_notes(const struct runset *rs, const struct run_stat *st,
     }
 }
 
-/* 1 when run r had more CPU ranks on its host than the host has cores (--oversubscribe):
- * meta.csv device cpu, local_world_size (else world_size) above host_cores. */
-static int report_oversubscribed(const struct run *r, int *ranks, int *cores)
-{
-    const char *dev = run_meta(r, "device"), *c = run_meta(r, "host_cores");
-    const char *n = run_meta(r, "local_world_size");
-    if (!n)
-        n = run_meta(r, "world_size");
-    if (!dev || strcmp(dev, "cpu") != 0 || !c || !n)
-        return 0;
-    *ranks = atoi(n);
-    *cores = atoi(c);
-    return *cores > 0 && *ranks > *cores;
-}
-
 /* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
  * load"): a rank whose trace ends early (run.h cut), a run measured on a busy host, a speedup that compares such a run, an
  * efficiency above 1.  Appended to *t, one line each (none: t->n stays 0). */
@@ -622,7 +608,7 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
     int over_ranks = 0, over_cores = 0, base_over = 0;
     if (base >= 0) {
         analysis_load(&rs->runs[base], &base_load);
-        base_over = report_oversubscribed(&rs->runs[base], &over_ranks, &over_cores);
+        base_over = analysis_oversubscribed(&rs->runs[base], &over_ranks, &over_cores);
         base_load.loaded |= base_over;
     }
     for (int i = 0; i < rs->n; i++) {
@@ -651,7 +637,7 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
                         r->label, flight);
         struct run_load l;
         analysis_load(r, &l);
-        int over = report_oversubscribed(r, &over_ranks, &over_cores);
+        int over = analysis_oversubscribed(r, &over_ranks, &over_cores);
         if (over)
             report_line(t, "run %s was oversubscribed: %d CPU ranks on %d cores "
                            "(--oversubscribe), so the ranks took turns on the cores: its times "
@@ -932,6 +918,14 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     }
     if (rc == 0)
         rc = layers_fill(&rs, st, &t[T_LAYERS]);
+    struct advice adv = {0}; /* the verdict and recommendations: advice.csv, page, terminal */
+    struct table adv_t;
+    table_init(&adv_t, "advice: every candidate, best first", "advice.csv", advice_cols,
+               advice_ncols);
+    if (rc == 0 && (rc = advice_make(&rs, st, &adv)) == 0) {
+        advice_table(&adv, &rs, &adv_t);
+        rc = table_write_csv(&adv_t, out);
+    }
     for (int k = 0; k < T_WORST && rc == 0; k++)
         rc = table_write_csv(&t[k], out);
     if (rc == 0 && t[T_LAYERS].nrows > 0) /* --trace full runs only */
@@ -967,8 +961,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             report_line(&notes, "%s", whatif[i]);
         const struct chart_section sect = {diff_write_html, &diff};
         rc = charts_write_sections(&rs, st, shown, nshown, (const char *const *)cautions.line,
-                                   cautions.n, (const char *const *)notes.line, notes.n, &sect,
-                                   has_diff, out);
+                                   cautions.n, (const char *const *)notes.line, notes.n, &adv,
+                                   &sect, has_diff, out);
         report_cautions_free(&notes);
     }
     int kineto_files = 0;
@@ -1013,14 +1007,17 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             report_print_diff(&diff, terminal);
         fprintf(terminal,
                 "#\n# report in %s: phases.csv overlap.csv buckets.csv stragglers.csv "
-                "speedup.csv ranks.csv idle.csv %s%stimeline.json report.html phases.svg "
-                "speedup.svg\n",
+                "speedup.csv ranks.csv idle.csv advice.csv %s%stimeline.json report.html "
+                "phases.svg speedup.svg\n",
                 out, ops.all.nrows > 0 ? "ops.csv " : "", has_diff ? "diff.csv " : "");
         if (opts && opts->kineto)
             fprintf(terminal, "# Kineto JSON: %d rank file(s) in %s/kineto/\n", kineto_files,
                     out);
+        advice_print(&adv, terminal); /* the last lines: what to do */
         fflush(terminal);
     }
+    advice_free(&adv);
+    table_free(&adv_t);
     for (size_t i = 0; i < nwhatif; i++)
         free(whatif[i]);
     free(whatif);

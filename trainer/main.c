@@ -487,11 +487,11 @@ static int cmd_main(int argc, char **argv)
                              .warmup_given = c.warmup_steps >= 0,
                              .warmup_steps = c.warmup_steps,
                              .diff = REPORT_DIFF_AUTO}; /* diff.csv: baseline vs ddp */
-    printf("\n");
-    if (report_run_opts(dirs, 1, &ro, stdout))
-        return fail();
+    /* said before the report, whose verdict and recommendations end the job's output */
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
            out);
+    if (report_run_opts(dirs, 1, &ro, stdout))
+        return fail();
     return check_stdout("the report") ? fail() : 0;
 }
 

@@ -1289,7 +1289,7 @@ int import_sink_finish(struct import_sink *s)
         } else {
             /* the rank a file name says ("..._rank1...", not for a trace given in memory),
              * else the file's place in the list */
-            const int by_name = !s->from_memory && ptjson_rank_of_name(path, &named);
+            const int by_name = !s->from_memory && import_group_name_rank(path, NULL, 0, &named);
             run->ranks[i].rank = by_name ? named : i;
             report_warn("%s: no distributedInfo.rank (%s): taken as rank %d from the file %s",
                         path, info[i].no_rank_why ? info[i].no_rank_why : "none given",

@@ -29,8 +29,10 @@ int import_group_name_rank(const char *path, char *name, size_t cap, int *rank)
             tok_end = d;
         }
     }
-    if (!tok || cap == 0)
+    if (!tok)
         return 0;
+    if (!name || cap == 0)
+        return 1;
     if (tok > base && (tok[-1] == '.' || tok[-1] == '_' || tok[-1] == '-'))
         tok--; /* its separator goes with it */
     size_t k = 0;

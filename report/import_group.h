@@ -20,9 +20,11 @@
  * two files of one run naming the same rank: which run each belongs to is unclear). */
 int import_group_by_name(char *const *paths, int n, int **group, char ***names, int *ngroups);
 
-/* The file name's rank ("rankN", any case, "_", "-" or "." before N; the last one) into
- * *rank, and the run name (what is left without the rank, its separator and the extensions:
- * NUL-terminated, in name[0..cap)).  0 when the name holds no rank. */
+/* The file name's rank ("rankN", any case, "_", "-" or "." before N, 0..65535; the last
+ * one; the name past the last '/') into *rank, and the run name (what is left without the
+ * rank, its separator and the extensions: NUL-terminated, in name[0..cap); name NULL: the
+ * rank alone).  1, or 0 when the name holds no rank.  Every importer's rank from a file
+ * name. */
 int import_group_name_rank(const char *path, char *name, size_t cap, int *rank);
 
 #endif

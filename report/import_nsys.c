@@ -40,6 +40,7 @@
 
 #include "common/error.h"
 #include "report/import_core.h"
+#include "report/import_group.h"
 #include "report/importer.h"
 #include "report/pytorch_names.h"
 #include "report/run.h"
@@ -97,25 +98,15 @@ static int nsys_load(const char *path, struct import_sink *sink)
 
 #include <sqlite3.h>
 
-/* The rank in a file name: "rankN" (any case; "rank_N", "rank-N", "rank.N" too), else a
- * stem ending in ".N" (nsys -o NAME.%q{RANK}; not "_N": tensorboard-style names end in a
- * pid); -1 none. */
+/* The rank in a file name: "rankN" (import_group_name_rank), else a stem ending in ".N"
+ * (nsys -o NAME.%q{RANK}; not "_N": tensorboard-style names end in a pid); -1 none. */
 static int64_t nsys_rank_of(const char *path)
 {
+    int named;
+    if (import_group_name_rank(path, NULL, 0, &named))
+        return named;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    for (const char *c = base; *c; c++) {
-        if (strncasecmp(c, "rank", 4) != 0)
-            continue;
-        const char *d = c + 4;
-        if (*d == '_' || *d == '-' || *d == '.')
-            d++;
-        if (*d >= '0' && *d <= '9') {
-            long long v = strtoll(d, NULL, 10);
-            if (v >= 0 && v < 65536)
-                return v;
-        }
-    }
     const char *dot = strrchr(base, '.');
     const char *e = dot && dot != base ? dot : base + strlen(base);
     const char *d = e;

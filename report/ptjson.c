@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <yajl/yajl_parse.h>
 
 #include "common/error.h"
@@ -673,25 +672,3 @@ int ptjson_parse_buffer(const char *buf, size_t len, const char *what, pt_event_
     return rc;
 }
 
-int ptjson_rank_of_name(const char *path, int *rank)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    int found = 0;
-    for (const char *c = base; *c; c++) {
-        if (strncasecmp(c, "rank", 4) != 0)
-            continue;
-        const char *d = c + 4;
-        if (*d == '_' || *d == '-')
-            d++;
-        long v = 0;
-        int digits = 0;
-        for (; *d >= '0' && *d <= '9' && v < 65536; d++, digits++)
-            v = v * 10 + (*d - '0');
-        if (digits > 0 && v < 65536 && !(*d >= '0' && *d <= '9')) {
-            *rank = (int)v; /* the last one wins */
-            found = 1;
-        }
-    }
-    return found;
-}

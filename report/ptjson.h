@@ -104,9 +104,4 @@ int ptjson_parse_buffer(const char *buf, size_t len, const char *what, pt_event_
  * rounded to the nearest.  Returns 0, or -1 when it is not a number or overflows. */
 int ptjson_us_to_ns(const char *s, size_t len, int64_t *ns);
 
-/* The rank a trace's file name gives, for a trace that does not say (the legacy exporter):
- * the digits after the last "rank" in the name past its last '/' ("rank1", "rank_1",
- * "rank-1"; any case), 0..65535.  1 with *rank set, or 0 when the name gives none. */
-int ptjson_rank_of_name(const char *path, int *rank);
-
 #endif

@@ -34,6 +34,7 @@
 #include "common/error.h"
 #include "report/analysis.h"
 #include "report/import.h"
+#include "report/import_group.h"
 #include "report/ptjson.h"
 #include "report/reorder.h"
 #include "report/report.h"
@@ -368,11 +369,11 @@ static void test_legacy_named_ranks(void)
               strstr(err, "taken as rank 0 from the file name") && !strstr(err, "file order"),
           "the ranks from the names:\n%s", err ? err : "");
     int r = -1;
-    CHECK(ptjson_rank_of_name("/x/rank7/w_RANK-12.pt.trace.json", &r) == 1 && r == 12,
+    CHECK(import_group_name_rank("/x/rank7/w_RANK-12.pt.trace.json", NULL, 0, &r) == 1 && r == 12,
           "rank of a name: %d", r);
-    CHECK(ptjson_rank_of_name("/x/rank7/host_1001.pt.trace.json", &r) == 0 &&
-              ptjson_rank_of_name("ranked.json", &r) == 0 &&
-              ptjson_rank_of_name("rank99999.json", &r) == 0,
+    CHECK(import_group_name_rank("/x/rank7/host_1001.pt.trace.json", NULL, 0, &r) == 0 &&
+              import_group_name_rank("ranked.json", NULL, 0, &r) == 0 &&
+              import_group_name_rank("rank99999.json", NULL, 0, &r) == 0,
           "names without a rank give one");
     free(cmd);
     free(err);

@@ -70,6 +70,26 @@ int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
     return 0;
 }
 
+double predict_busy_latency_us(const struct predict_comm *setup, int world, const double *bytes,
+                               const double *ms, size_t n)
+{
+    if (world < 2 || n == 0 || !(setup->bandwidth_gbps > 0.0))
+        return -1.0;
+    double *lat = malloc(n * sizeof *lat);
+    if (!lat)
+        return -1.0;
+    const struct predict_comm bw_only = {.latency_us = 0.0, .bandwidth_gbps = setup->bandwidth_gbps};
+    const double hops = 2.0 * ((double)world - 1.0);
+    for (size_t i = 0; i < n; i++) {
+        const double l = (ms[i] - predict_ring_ms(&bw_only, world, bytes[i])) / hops * 1e3;
+        lat[i] = l > 0.0 ? l : 0.0;
+    }
+    qsort(lat, n, sizeof *lat, cmp_double);
+    const double med = lat[(n + 1) / 2 - 1];
+    free(lat);
+    return med;
+}
+
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out)
 {
@@ -141,8 +161,13 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     /* one comm stream, buckets in order (the reducer launches them in bucket order) */
     double comm_free = 0.0, comm = 0.0;
     for (int b = 0; b < nb && c->world > 1; b++) {
-        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
         const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
+        /* CPU ranks: an all-reduce that starts while backward runs shares the core with it
+         * (its comm thread's wake-ups and TCP work wait for the core): the busy latency */
+        struct predict_comm cb = c->comm;
+        if (c->comm.busy && start < bwd_end)
+            cb.latency_us = c->comm.busy_latency_us;
+        const double d = predict_ring_ms(&cb, c->world, (double)bucket_bytes[b]);
         comm_free = start + d;
         comm += d;
     }

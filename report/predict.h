@@ -114,6 +114,12 @@ int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
 double predict_busy_latency_us(const struct predict_comm *setup, int world, const double *bytes,
                                const double *ms, size_t n);
 
+/* CPU ranks: how much one all-reduce that starts while backward runs stretches backward
+ * (ms): 2(N-1) (busy latency - idle latency), 0 when not busy or busy <= idle (what the
+ * collective waits for the core over an idle core's is taken as the CPU time backward
+ * loses to it; FORMULAS.md "Predictions", "CPU ranks"). */
+double predict_busy_stretch_ms(const struct predict_comm *c, int world);
+
 /* ---- `ddpprof predict` ---- */
 
 /* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name): prints the table and

@@ -295,7 +295,7 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     const uint32_t ar = strpool_find(&rs->labels, "allreduce");
     const uint32_t car = strpool_find(&rs->labels, "comm.allreduce");
     const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
-    struct dlist xb = {0}, xm = {0}, bb = {0}, bm = {0};
+    struct dlist xb = {0}, xm = {0}, bb = {0}, bm = {0}, lb = {0}, lm = {0};
     int rc = 0, any_dev = 0;
     /* buckets: key (step, bucket) -> min duration; the reference rank's rows drive, the
      * others are looked up by a per-rank table indexed by step * nb + bucket */
@@ -346,6 +346,10 @@ static int source_calibrate(const struct runset *rs, struct source *s)
                     rc = dlist_add(&bb, (double)bytes[c]);
                     if (rc == 0)
                         rc = dlist_add(&bm, best[c]);
+                } else if (rc == 0) {
+                    rc = dlist_add(&lb, (double)bytes[c]);
+                    if (rc == 0)
+                        rc = dlist_add(&lm, best[c]);
                 }
             }
         free(best);
@@ -402,17 +406,23 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         s->cal_samples = xb.n;
     }
     /* CPU ranks (host-clock all-reduces) with buckets that start while backward runs (2 or
-     * more buckets): the bandwidth and an idle core's latency from the setup's collectives
-     * alone (run with no compute), the busy latency per hop from those buckets' all-reduces
-     * (predict_busy_latency_us; FORMULAS.md "Predictions", "CPU ranks") */
+     * more buckets): the bandwidth from the setup's collectives alone (run with no
+     * compute), the busy latency per hop from those buckets' all-reduces, the idle one from
+     * the last bucket's (predict_busy_latency_us; FORMULAS.md "Predictions", "CPU ranks") */
     struct dlist sb = {0}, sm = {0};
     struct predict_comm setup = {0};
     if (rc == 0 && s->calibrated && !any_dev && bb.n > 0 && xb.n > nbk)
         rc = size_medians(&xb, &xm, nbk, xb.n, &sb, &sm);
     if (rc == 0 && sb.n >= 2 && predict_fit_ring(sb.v, sm.v, sb.n, s->world, &setup) == 0) {
         const double lat = predict_busy_latency_us(&setup, s->world, bb.v, bm.v, bb.n);
-        if (lat >= 0.0) {
+        /* an idle core's latency: the last bucket's all-reduces (launched as backward
+         * ends) the same way, else the setup's */
+        double idle = predict_busy_latency_us(&setup, s->world, lb.v, lm.v, lb.n);
+        if (idle < 0.0)
+            idle = setup.latency_us;
+        if (lat >= 0.0 && idle >= 0.0) {
             s->comm = setup;
+            s->comm.latency_us = idle;
             s->comm.busy_latency_us = lat;
             s->comm.busy = 1;
             s->cal_sizes = sb.n;
@@ -424,6 +434,8 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     free(sm.v);
     free(bb.v);
     free(bm.v);
+    free(lb.v);
+    free(lm.v);
     free(xb.v);
     free(xm.v);
     free(fb.v);
@@ -1169,11 +1181,12 @@ int predict_main(int argc, char **argv)
                s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
                s->st->warmup.steps);
         if (have_cal && s->calibrated && !o.comm_from && cal.busy)
-            printf("#  comm: ring all-reduce fitted to the setup's %zu all-reduce(s) of %zu "
-                   "size(s): %.4g Gbit/s, %.4g us per hop; on a core busy with backward "
-                   "(CPU ranks; %zu bucket all-reduce(s) of the steps): %.4g us per hop\n",
+            printf("#  comm: ring all-reduce, bandwidth fitted to the setup's %zu all-reduce(s) "
+                   "of %zu size(s): %.4g Gbit/s; CPU ranks: latency per hop %.4g us on an idle "
+                   "core (the last bucket's), %.4g us on a core busy with backward (%zu bucket "
+                   "all-reduce(s) of the steps; each stretches backward by %.4g ms)\n",
                    s->cal_samples, s->cal_sizes, cal.bandwidth_gbps, cal.latency_us,
-                   s->cal_busy, cal.busy_latency_us);
+                   cal.busy_latency_us, s->cal_busy, predict_busy_stretch_ms(&cal, s->world));
         else if (have_cal && s->calibrated && !o.comm_from)
             printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,

@@ -47,7 +47,6 @@ struct source {
     int calibrated;    /* comm fitted from this run's collectives */
     struct predict_comm comm;
     size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
-    size_t cal_busy; /* CPU ranks: the buckets' all-reduces the busy latency used (0: none) */
 };
 
 static void source_free(struct source *s)
@@ -251,32 +250,6 @@ static int source_params(struct source *s)
     return 0;
 }
 
-/* Per distinct size of xb[from..to), the median of its xm: appended to fb, fm. */
-static int size_medians(const struct dlist *xb, const struct dlist *xm, size_t from, size_t to,
-                        struct dlist *fb, struct dlist *fm)
-{
-    int rc = 0;
-    double *tmp = malloc((to - from + 1) * sizeof *tmp);
-    if (!tmp)
-        return error_set("predict: out of memory");
-    for (size_t i = from; rc == 0 && i < to; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < fb->n; j++)
-            seen |= fb->v[j] == xb->v[i];
-        if (seen)
-            continue;
-        size_t m = 0;
-        for (size_t j = i; j < to; j++)
-            if (xb->v[j] == xb->v[i])
-                tmp[m++] = xm->v[j];
-        rc = dlist_add(fb, xb->v[i]);
-        if (rc == 0)
-            rc = dlist_add(fm, median(tmp, m));
-    }
-    free(tmp);
-    return rc;
-}
-
 /* Per (collective, rank): sizes and durations, matched across ranks by order. */
 struct coll_rows {
     struct dlist bytes, ms;
@@ -295,8 +268,8 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     const uint32_t ar = strpool_find(&rs->labels, "allreduce");
     const uint32_t car = strpool_find(&rs->labels, "comm.allreduce");
     const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
-    struct dlist xb = {0}, xm = {0}, bb = {0}, bm = {0}, lb = {0}, lm = {0};
-    int rc = 0, any_dev = 0;
+    struct dlist xb = {0}, xm = {0};
+    int rc = 0;
     /* buckets: key (step, bucket) -> min duration; the reference rank's rows drive, the
      * others are looked up by a per-rank table indexed by step * nb + bucket */
     long nb = 0;
@@ -321,7 +294,7 @@ static int source_calibrate(const struct runset *rs, struct source *s)
             int dev = 0;
             for (size_t i = 0; i < t->n; i++)
                 if (t->rows[i].phase == ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
-                    dev = any_dev = 1;
+                    dev = 1;
             for (size_t i = 0; i < t->n; i++) {
                 const struct run_row *row = &t->rows[i];
                 if (row->phase != ar || !row_counts(s->st, row, range) || row->bucket < 0 ||
@@ -340,22 +313,10 @@ static int source_calibrate(const struct runset *rs, struct source *s)
                 rc = dlist_add(&xb, (double)bytes[c]);
                 if (rc == 0)
                     rc = dlist_add(&xm, best[c]);
-                /* every bucket but the last (the first layers', launched as backward ends)
-                 * starts while backward runs */
-                if (rc == 0 && (long)(c % (size_t)nb) < nb - 1) {
-                    rc = dlist_add(&bb, (double)bytes[c]);
-                    if (rc == 0)
-                        rc = dlist_add(&bm, best[c]);
-                } else if (rc == 0) {
-                    rc = dlist_add(&lb, (double)bytes[c]);
-                    if (rc == 0)
-                        rc = dlist_add(&lm, best[c]);
-                }
             }
         free(best);
         free(bytes);
     }
-    const size_t nbk = xb.n; /* xb[0..nbk): the buckets' samples; the rest the setup's */
     /* the calibration rows: the k-th of every rank is one collective */
     if (rc == 0 && calib != STRPOOL_NONE && car != STRPOOL_NONE) {
         struct coll_rows *cr = calloc((size_t)r->nranks, sizeof *cr);
@@ -396,46 +357,35 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         }
         free(cr);
     }
-    /* per distinct size, the median; least squares over the sizes */
+    /* per distinct size, the median */
     struct dlist fb = {0}, fm = {0};
-    if (rc == 0)
-        rc = size_medians(&xb, &xm, 0, xb.n, &fb, &fm);
+    if (rc == 0 && xb.n > 0) {
+        size_t *ord = malloc(xb.n * sizeof *ord);
+        double *tmp = malloc(xb.n * sizeof *tmp);
+        if (!ord || !tmp)
+            rc = error_set("predict: out of memory");
+        for (size_t i = 0; rc == 0 && i < xb.n; i++) {
+            int seen = 0;
+            for (size_t j = 0; j < fb.n; j++)
+                seen |= fb.v[j] == xb.v[i];
+            if (seen)
+                continue;
+            size_t m = 0;
+            for (size_t j = i; j < xb.n; j++)
+                if (xb.v[j] == xb.v[i])
+                    tmp[m++] = xm.v[j];
+            rc = dlist_add(&fb, xb.v[i]);
+            if (rc == 0)
+                rc = dlist_add(&fm, median(tmp, m));
+        }
+        free(ord);
+        free(tmp);
+    }
     if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
         s->calibrated = 1;
         s->cal_sizes = fb.n;
         s->cal_samples = xb.n;
     }
-    /* CPU ranks (host-clock all-reduces) with buckets that start while backward runs (2 or
-     * more buckets): the bandwidth from the setup's collectives alone (run with no
-     * compute), the busy latency per hop from those buckets' all-reduces, the idle one from
-     * the last bucket's (predict_busy_latency_us; FORMULAS.md "Predictions", "CPU ranks") */
-    struct dlist sb = {0}, sm = {0};
-    struct predict_comm setup = {0};
-    if (rc == 0 && s->calibrated && !any_dev && bb.n > 0 && xb.n > nbk)
-        rc = size_medians(&xb, &xm, nbk, xb.n, &sb, &sm);
-    if (rc == 0 && sb.n >= 2 && predict_fit_ring(sb.v, sm.v, sb.n, s->world, &setup) == 0) {
-        const double lat = predict_busy_latency_us(&setup, s->world, bb.v, bm.v, bb.n);
-        /* an idle core's latency: the last bucket's all-reduces (launched as backward
-         * ends) the same way, else the setup's */
-        double idle = predict_busy_latency_us(&setup, s->world, lb.v, lm.v, lb.n);
-        if (idle < 0.0)
-            idle = setup.latency_us;
-        if (lat >= 0.0 && idle >= 0.0) {
-            s->comm = setup;
-            s->comm.latency_us = idle;
-            s->comm.busy_latency_us = lat;
-            s->comm.busy = 1;
-            s->cal_sizes = sb.n;
-            s->cal_samples = xb.n - nbk;
-            s->cal_busy = bb.n;
-        }
-    }
-    free(sb.v);
-    free(sm.v);
-    free(bb.v);
-    free(bm.v);
-    free(lb.v);
-    free(lm.v);
     free(xb.v);
     free(xm.v);
     free(fb.v);
@@ -1139,10 +1089,7 @@ int predict_main(int argc, char **argv)
                             .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
                             .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
                                      .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
-                                                             : cal.bandwidth_gbps,
-                                     /* --latency-us: one latency, busy core or not */
-                                     .busy_latency_us = cal.busy_latency_us,
-                                     .busy = cal.busy && !o.nlat}};
+                                                             : cal.bandwidth_gbps}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;
@@ -1180,14 +1127,7 @@ int predict_main(int argc, char **argv)
                "step(s) after %d warm-up step(s)\n",
                s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
                s->st->warmup.steps);
-        if (have_cal && s->calibrated && !o.comm_from && cal.busy)
-            printf("#  comm: ring all-reduce, bandwidth fitted to the setup's %zu all-reduce(s) "
-                   "of %zu size(s): %.4g Gbit/s; CPU ranks: latency per hop %.4g us on an idle "
-                   "core (the last bucket's), %.4g us on a core busy with backward (%zu bucket "
-                   "all-reduce(s) of the steps; each stretches backward by %.4g ms)\n",
-                   s->cal_samples, s->cal_sizes, cal.bandwidth_gbps, cal.latency_us,
-                   cal.busy_latency_us, s->cal_busy, predict_busy_stretch_ms(&cal, s->world));
-        else if (have_cal && s->calibrated && !o.comm_from)
+        if (have_cal && s->calibrated && !o.comm_from)
             printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
                    cal.bandwidth_gbps, cal.latency_us);

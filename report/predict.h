@@ -60,11 +60,6 @@ struct predict_model {
  * second, 10^9 bit/s, as tc and NICs count). */
 struct predict_comm {
     double latency_us, bandwidth_gbps;
-    /* CPU ranks (busy set): the latency per hop of an all-reduce that starts while backward
-     * runs on the rank's core (measured from the run's buckets); latency_us is then an
-     * idle core's (the setup's).  busy 0: latency_us for every all-reduce. */
-    double busy_latency_us;
-    int busy;
 };
 
 struct predict_config {
@@ -105,20 +100,6 @@ double predict_straggler_ms(const double *sorted, size_t n, int world);
  * latency 0.  Returns 0, or -1 when n == 0, world < 2 or the slope is not positive. */
 int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
                      struct predict_comm *out);
-
-/* CPU ranks: the latency per hop (us) that an all-reduce costs in the steps, on a core that
- * backward keeps busy: per all-reduce of the steps that started while backward ran (bytes[i],
- * ms[i]: its duration), what its time leaves over the setup's bandwidth term, per hop; the
- * median over the n (below 0 counts as 0).  Returns -1 for n == 0, world < 2, no bandwidth or out of memory.
- * (FORMULAS.md "Predictions", "CPU ranks") */
-double predict_busy_latency_us(const struct predict_comm *setup, int world, const double *bytes,
-                               const double *ms, size_t n);
-
-/* CPU ranks: how much one all-reduce that starts while backward runs stretches backward
- * (ms): 2(N-1) (busy latency - idle latency), 0 when not busy or busy <= idle (what the
- * collective waits for the core over an idle core's is taken as the CPU time backward
- * loses to it; FORMULAS.md "Predictions", "CPU ranks"). */
-double predict_busy_stretch_ms(const struct predict_comm *c, int world);
 
 /* ---- `ddpprof predict` ---- */
 

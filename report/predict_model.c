@@ -70,33 +70,6 @@ int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
     return 0;
 }
 
-double predict_busy_latency_us(const struct predict_comm *setup, int world, const double *bytes,
-                               const double *ms, size_t n)
-{
-    if (world < 2 || n == 0 || !(setup->bandwidth_gbps > 0.0))
-        return -1.0;
-    double *lat = malloc(n * sizeof *lat);
-    if (!lat)
-        return -1.0;
-    const struct predict_comm bw_only = {.latency_us = 0.0, .bandwidth_gbps = setup->bandwidth_gbps};
-    const double hops = 2.0 * ((double)world - 1.0);
-    for (size_t i = 0; i < n; i++) {
-        const double l = (ms[i] - predict_ring_ms(&bw_only, world, bytes[i])) / hops * 1e3;
-        lat[i] = l > 0.0 ? l : 0.0;
-    }
-    qsort(lat, n, sizeof *lat, cmp_double);
-    const double med = lat[(n + 1) / 2 - 1];
-    free(lat);
-    return med;
-}
-
-double predict_busy_stretch_ms(const struct predict_comm *c, int world)
-{
-    if (!c->busy || world < 2 || !(c->busy_latency_us > c->latency_us))
-        return 0.0;
-    return 2.0 * ((double)world - 1.0) * (c->busy_latency_us - c->latency_us) / 1e3;
-}
-
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out)
 {
@@ -166,20 +139,10 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
             bucket_ready[b] = ready[i];
     }
     /* one comm stream, buckets in order (the reducer launches them in bucket order) */
-    double comm_free = 0.0, comm = 0.0, stretch = 0.0;
+    double comm_free = 0.0, comm = 0.0;
     for (int b = 0; b < nb && c->world > 1; b++) {
-        /* backward so far stretched by the busy all-reduces before this one */
-        const double ready_b = bucket_ready[b] + stretch;
-        const double start = ready_b > comm_free ? ready_b : comm_free;
-        /* CPU ranks: an all-reduce that starts while backward runs shares the core with it
-         * (its comm thread's wake-ups and TCP work wait for the core): the busy latency;
-         * what it adds over an idle core's is CPU time backward loses (its stretch) */
-        struct predict_comm cb = c->comm;
-        if (c->comm.busy && start < bwd_end + stretch) {
-            cb.latency_us = c->comm.busy_latency_us;
-            stretch += predict_busy_stretch_ms(&c->comm, c->world);
-        }
-        const double d = predict_ring_ms(&cb, c->world, (double)bucket_bytes[b]);
+        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
+        const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
         comm_free = start + d;
         comm += d;
     }
@@ -190,8 +153,7 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
         held += predict_ring_ms(&c->comm, c->world, (double)m->held_bytes[i]);
         held_measured += predict_ring_ms(&c->comm, m->held_world, (double)m->held_bytes[i]);
     }
-    const double bwd_end_s = bwd_end + stretch;
-    const double exposed = comm_free > bwd_end_s ? comm_free - bwd_end_s : 0.0;
+    const double exposed = comm_free > bwd_end ? comm_free - bwd_end : 0.0;
 
     double *sorted = NULL;
     double straggler = 0.0;
@@ -209,7 +171,7 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     }
 
     out->buckets = nb;
-    out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms + stretch;
+    out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms;
     out->comm_ms = comm;
     out->exposed_comm_ms = exposed;
     out->overlap_pct = comm > exposed ? 100.0 * (comm - exposed) / comm : 0.0;

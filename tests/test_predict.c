@@ -97,57 +97,6 @@ static void test_comm_bound(void)
           "no layers: exposed %.12f", o.exposed_comm_ms);
 }
 
-static void test_busy_core(void)
-{
-    /* CPU ranks: test_comm_bound's four 1 MiB buckets, ready at 1, 2, 3, 4 ms into a 4 ms
-     * backward; an idle core's latency 100 us per hop, a busy core's 350 us: an all-reduce
-     * that starts while backward runs takes 1.048576 + 2 * 0.35 = 1.748576 ms and stretches
-     * backward by 2 * (0.35 - 0.1) = 0.5 ms; after it 1.048576 + 0.2 = 1.248576 ms.
-     *   b0: ready 1, starts 1 (< 4): busy, ends 2.748576; backward now ends at 4.5
-     *   b1: ready 2 + 0.5, starts 2.748576 (< 4.5): busy, ends 4.497152; backward 5.0
-     *   b2: ready 3 + 1.0, starts 4.497152 (< 5.0): busy, ends 6.245728; backward 5.5
-     *   b3: ready 4 + 1.5 = 5.5, starts 6.245728 (>= 5.5): idle, ends 7.494304
-     * compute 4 + 1.5 = 5.5, exposed 7.494304 - 5.5 = 1.994304, step 7.494304 */
-    struct predict_layer layers[4] = {{"a", 0, 1}, {"b", 0, 1}, {"c", 0, 1}, {"d", 0, 1}};
-    struct predict_param params[4] = {{(size_t)MIB, 0}, {(size_t)MIB, 1}, {(size_t)MIB, 2},
-                                      {(size_t)MIB, 3}};
-    struct predict_model m = {.layers = layers, .nlayers = 4, .params = params, .nparams = 4,
-                              .backward_ms = 4.0};
-    struct predict_config c = {
-        .world = 2, .bucket_cap_mb = 1,
-        .comm = {.latency_us = 100.0, .bandwidth_gbps = 8.0, .busy_latency_us = 350.0,
-                 .busy = 1}};
-    struct predict_out o;
-    CHECK(NEAR(predict_busy_stretch_ms(&c.comm, 2), 0.5), "stretch %.12f ms, want 0.5",
-          predict_busy_stretch_ms(&c.comm, 2));
-    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
-    CHECK(o.buckets == 4, "%d buckets, want 4", o.buckets);
-    CHECK(NEAR(o.compute_ms, 5.5), "busy: compute %.12f ms, want 5.5", o.compute_ms);
-    CHECK(NEAR(o.comm_ms, 3 * 1.748576 + 1.248576), "busy: comm %.12f ms", o.comm_ms);
-    CHECK(NEAR(o.exposed_comm_ms, 1.994304), "busy: exposed %.12f ms, want 1.994304",
-          o.exposed_comm_ms);
-    CHECK(NEAR(o.step_ms, 7.494304), "busy: step %.12f ms, want 7.494304", o.step_ms);
-    /* busy no faster than idle: no stretch, the busy latency still for the busy ones */
-    c.comm.busy_latency_us = 50.0;
-    CHECK(NEAR(predict_busy_stretch_ms(&c.comm, 2), 0.0), "busy < idle: stretch %.12f",
-          predict_busy_stretch_ms(&c.comm, 2));
-    /* busy off: test_comm_bound's answer (latency 100 us: 0.2 ms more per all-reduce) */
-    c.comm.busy = 0;
-    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.compute_ms, 4.0), "busy off: compute %.12f",
-          o.compute_ms);
-    /* the busy latency from the steps' all-reduces over the setup's 8 Gbit/s at 2 ranks:
-     * (1.7 - 1) / 2 hops = 350 us, (0.5 - 0) / 2 = 250, (2.9 - 2) / 2 = 450: median 350;
-     * a duration under the bandwidth term counts as 0 */
-    const double bytes[3] = {1e6, 0.0, 2e6}, ms[3] = {1.7, 0.5, 2.9}, fast[1] = {0.5};
-    CHECK(NEAR(predict_busy_latency_us(&link8, 2, bytes, ms, 3), 350.0), "busy latency %.9f",
-          predict_busy_latency_us(&link8, 2, bytes, ms, 3));
-    CHECK(predict_busy_latency_us(&link8, 2, bytes, fast, 1) == 0.0, "under the bandwidth: %g",
-          predict_busy_latency_us(&link8, 2, bytes, fast, 1));
-    CHECK(predict_busy_latency_us(&link8, 2, bytes, ms, 0) < 0.0 &&
-              predict_busy_latency_us(&link8, 1, bytes, ms, 3) < 0.0,
-          "no samples or one rank: not measured");
-}
-
 static void test_ring_and_fit(void)
 {
     /* 4 ranks, 10 µs, 8 Gbit/s: 2*3/4 * 10^6 / 10^6 + 6 * 0.01 = 1.56 ms */
@@ -205,7 +154,6 @@ int main(void)
     test_one_bucket_no_overlap();
     test_perfect_overlap();
     test_comm_bound();
-    test_busy_core();
     test_ring_and_fit();
     test_straggler();
     test_bad_config();

@@ -76,6 +76,9 @@ run=$tmp/cap25/ddp
 for r in 0 1; do
   n=$(csv_awk 'FNR > 1 && col("name") == "calib.allreduce" && col("step") == -1 { n++ } END { print n + 0 }' "$run/rank$r.trace.csv")
   check '[ "$n" -ge 3 ]' "rank $r: $n calibration rows, want at least 3"
+  # the small all-reduce first, 9 times (the ring's fixed cost, trainer/train_calib.c)
+  first=$(csv_awk 'FNR > 1 && col("name") == "calib.allreduce" { printf "%s ", col("bytes"); if (++n == 10) exit }' "$run/rank$r.trace.csv")
+  check '[ "$first" = "128 128 128 128 128 128 128 128 128 4096 " ]' "rank $r: calibration sizes begin '$first', want 128 x 9, then 4096"
 done
 # (phases.csv leaves the warm-up steps out: those rows are at steps 1..warmup_steps)
 w=$(csv_col "$tmp/cap25/phases.csv" warmup_steps run=ddp rank=0 phase=comm.allreduce)

@@ -29,6 +29,12 @@
 /* the name of the calibration all-reduces' rows (probes/TRACE.md: step -1, phase
  * comm.allreduce, written at DDP setup) */
 #define PREDICT_CALIB_NAME "calib.allreduce"
+/* The setup's near-empty all-reduce (trainer/train_calib.c): at most this many bytes, at
+ * least PREDICT_SMALL_MIN of them; sizes whose median time is at least PREDICT_FLOOR_CLEAR
+ * times its median clear the floor (source_calibrate) */
+#define PREDICT_SMALL_BYTES 1024
+#define PREDICT_SMALL_MIN 5
+#define PREDICT_FLOOR_CLEAR 1.5
 
 /* One run's model and what was measured of it. */
 struct source {
@@ -47,6 +53,7 @@ struct source {
     int calibrated;    /* comm fitted from this run's collectives */
     struct predict_comm comm;
     size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
+    size_t cal_small;              /* near-empty all-reduces behind the floor */
 };
 
 static void source_free(struct source *s)
@@ -381,7 +388,39 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         free(ord);
         free(tmp);
     }
+    /* the floor: the median of the near-empty all-reduces (the smallest size up to
+     * PREDICT_SMALL_BYTES, PREDICT_SMALL_MIN samples or more); the line is then fitted to
+     * the sizes that clear it (their time is the wire's, not waking's) where two or more
+     * do, else to the sizes above the near-empty one */
+    double floor_ms = 0, small = 0;
+    size_t nsmall = 0;
+    for (size_t i = 0; i < fb.n; i++)
+        if (fb.v[i] <= PREDICT_SMALL_BYTES && (small == 0 || fb.v[i] < small))
+            small = fb.v[i];
+    for (size_t i = 0; small > 0 && i < xb.n; i++)
+        nsmall += xb.v[i] == small;
+    if (rc == 0 && nsmall >= PREDICT_SMALL_MIN) {
+        for (size_t i = 0; i < fb.n; i++)
+            if (fb.v[i] == small)
+                floor_ms = fm.v[i];
+        size_t clear = 0, big = 0;
+        for (size_t i = 0; i < fb.n; i++) {
+            clear += fm.v[i] >= PREDICT_FLOOR_CLEAR * floor_ms;
+            big += fb.v[i] > small;
+        }
+        if (clear >= 2 || big >= 1) {
+            size_t k = 0;
+            for (size_t i = 0; i < fb.n; i++)
+                if (clear >= 2 ? fm.v[i] >= PREDICT_FLOOR_CLEAR * floor_ms : fb.v[i] > small) {
+                    fb.v[k] = fb.v[i];
+                    fm.v[k++] = fm.v[i];
+                }
+            fb.n = fm.n = k;
+        }
+    }
     if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
+        s->comm.floor_ms = floor_ms;
+        s->cal_small = floor_ms > 0 ? nsmall : 0;
         s->calibrated = 1;
         s->cal_sizes = fb.n;
         s->cal_samples = xb.n;
@@ -588,7 +627,7 @@ struct predict_opts {
     const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
 };
 
-enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_AMP, PC_BUCKETS, PC_STEP, PC_COMPUTE,
+enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_AMP, PC_BUCKETS, PC_STEP, PC_COMPUTE,
        PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
 static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CONFIG] = {"config", "config", "", 1},
@@ -596,6 +635,7 @@ static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CAP] = {"bucket_cap_mb", "cap", "MB", 0},
     [PC_BW] = {"bandwidth_gbps", "bandwidth", "Gbit/s", 0},
     [PC_LAT] = {"latency_us", "latency", "us", 0},
+    [PC_FLOOR] = {"floor_ms", "floor", "ms", 0},
     [PC_AMP] = {"amp", "amp", "", 1},
     [PC_BUCKETS] = {"buckets", "buckets", "", 0},
     [PC_STEP] = {"step_ms", "step", "ms", 0},
@@ -1023,6 +1063,7 @@ int predict_main(int argc, char **argv)
         if (s->calibrated) {
             table_set(&t, PC_BW, "%.4g", s->comm.bandwidth_gbps);
             table_set(&t, PC_LAT, "%.4g", s->comm.latency_us);
+            table_set(&t, PC_FLOOR, "%.4g", s->comm.floor_ms);
         }
         table_set(&t, PC_AMP, "%s", s->amp);
         long nb = 0;
@@ -1089,7 +1130,8 @@ int predict_main(int argc, char **argv)
                             .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
                             .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
                                      .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
-                                                             : cal.bandwidth_gbps}};
+                                                             : cal.bandwidth_gbps,
+                                     .floor_ms = cal.floor_ms}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;
@@ -1099,6 +1141,7 @@ int predict_main(int argc, char **argv)
                         table_set(&t, PC_CAP, "%g", c.bucket_cap_mb);
                         table_set(&t, PC_BW, "%.4g", asked_bw);
                         table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
+                        table_set(&t, PC_FLOOR, "%.4g", c.comm.floor_ms);
                         table_set(&t, PC_AMP, "%s", amp);
                         table_set(&t, PC_BUCKETS, "%d", p.buckets);
                         table_set(&t, PC_STEP, "%.3f", p.step_ms);
@@ -1128,9 +1171,14 @@ int predict_main(int argc, char **argv)
                s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
                s->st->warmup.steps);
         if (have_cal && s->calibrated && !o.comm_from)
+        {
             printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
                    cal.bandwidth_gbps, cal.latency_us);
+            if (cal.floor_ms > 0)
+                printf("#  comm: an all-reduce takes at least %.4g ms (the median of the "
+                       "setup's %zu near-empty ones)\n", cal.floor_ms, s->cal_small);
+        }
         else if (have_cal)
             printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop\n", cal_from,
                    cal.bandwidth_gbps, cal.latency_us);

@@ -60,6 +60,10 @@ struct predict_model {
  * second, 10^9 bit/s, as tc and NICs count). */
 struct predict_comm {
     double latency_us, bandwidth_gbps;
+    /* the least an all-reduce of 2 ranks or more takes (ms; 0: none): the time of the
+     * setup's near-empty all-reduce, which the line's latency does not reach where waking
+     * a waiting rank costs more than the wire (a CPU rank in a VM: up to a scheduler tick) */
+    double floor_ms;
 };
 
 struct predict_config {
@@ -82,7 +86,7 @@ struct predict_out {
 };
 
 /* Ring all-reduce time of bytes among world ranks (ms): 2(N-1)/N * bytes / bandwidth +
- * 2(N-1) * latency; 0 for world <= 1. */
+ * 2(N-1) * latency, at least c->floor_ms; 0 for world <= 1. */
 double predict_ring_ms(const struct predict_comm *c, int world, double bytes);
 
 /* Replay one step of m in configuration c into *out.  Returns 0, or -1 after error_set()

@@ -21,7 +21,9 @@ double predict_ring_ms(const struct predict_comm *c, int world, double bytes)
         return 0.0;
     const double n = (double)world;
     const double bytes_per_ms = c->bandwidth_gbps * 1e9 / 8.0 / 1e3;
-    return 2.0 * (n - 1.0) / n * bytes / bytes_per_ms + 2.0 * (n - 1.0) * c->latency_us / 1e3;
+    const double t =
+        2.0 * (n - 1.0) / n * bytes / bytes_per_ms + 2.0 * (n - 1.0) * c->latency_us / 1e3;
+    return t < c->floor_ms ? c->floor_ms : t;
 }
 
 double predict_straggler_ms(const double *sorted, size_t n, int world)

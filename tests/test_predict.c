@@ -2,8 +2,8 @@
  * are worked out by hand: one bucket and no overlap (the whole all-reduce after backward),
  * perfect overlap (the big bucket hidden under the first layer's backward, only the last
  * tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
- * cost at 4 ranks, the straggler term, the ring fit recovering the latency and bandwidth a
- * synthetic comm was made with, and the bad configurations. */
+ * cost at 4 ranks, its floor, the straggler term, the ring fit recovering the latency and
+ * bandwidth a synthetic comm was made with, and the bad configurations. */
 #include "common/error.h"
 #include "report/predict.h"
 #include "testutil.h"
@@ -119,6 +119,34 @@ static void test_ring_and_fit(void)
     CHECK(predict_fit_ring(bytes, ms, 5, 1, &got) == -1, "one rank: no fit");
 }
 
+static void test_floor(void)
+{
+    /* the floor is the least an all-reduce of 2+ ranks takes: 4 bytes at 8 Gbit/s would
+     * take 4e-6 ms, 2 ms with a 2 ms floor; 10^6 bytes (1 ms on the line) stay 1 ms under a
+     * 0.5 ms floor; one rank still takes nothing */
+    struct predict_comm f = link8;
+    f.floor_ms = 2.0;
+    CHECK(NEAR(predict_ring_ms(&f, 2, 4), 2.0), "floor: %.12f", predict_ring_ms(&f, 2, 4));
+    CHECK(predict_ring_ms(&f, 1, 4) == 0.0, "floor, one rank: %.12f", predict_ring_ms(&f, 1, 4));
+    f.floor_ms = 0.5;
+    CHECK(NEAR(predict_ring_ms(&f, 2, 1e6), 1.0), "above the floor: %.12f",
+          predict_ring_ms(&f, 2, 1e6));
+    /* the perfect-overlap step of test_perfect_overlap with a 3 ms floor: bucket 0 (1 MiB)
+     * ready at 2 + 5 = 7 ms runs 7-10 ms (3 ms, not 1.048576), inside backward (2-12 ms);
+     * bucket 1 (4 bytes) ready at 12 runs 12-15: 3 ms exposed, 6 ms of all-reduce */
+    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
+    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
+    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
+                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    c.comm.floor_ms = 3.0;
+    struct predict_out o;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    CHECK(NEAR(o.exposed_comm_ms, 3.0) && NEAR(o.comm_ms, 6.0) && NEAR(o.step_ms, 15.0),
+          "floor 3 ms: exposed %.12f comm %.12f step %.12f, want 3, 6, 15", o.exposed_comm_ms,
+          o.comm_ms, o.step_ms);
+}
+
 static void test_straggler(void)
 {
     /* two ranks drawing from {1, 2}: E[max] = 1/4 * 1 + 3/4 * 2 = 1.75, mean 1.5 */
@@ -155,6 +183,7 @@ int main(void)
     test_perfect_overlap();
     test_comm_bound();
     test_ring_and_fit();
+    test_floor();
     test_straggler();
     test_bad_config();
     return test_finish();

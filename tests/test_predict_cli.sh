@@ -58,6 +58,9 @@ for a in "${caps[@]}"; do
   [ -z "$ph" ] && ph=$(csv_col "$run/phases.csv" p50_ms rank=0 phase=step)
   check '[ -n "$m" ] && [ "$m" = "$ph" ]' "cap $a: measured step_ms '$m' != phases.csv step p50_ms '$ph'"
   check '[ -n "$p" ] && [ "$p" = "$m" ]' "cap $a: predicted step_ms '$p' of the run's own config != measured '$m'"
+  # the floor: the setup's 128-byte all-reduces' median, said and written
+  fl=$(csv_col "$run/predict.csv" floor_ms config=measured)
+  check 'awk -v f="$fl" "BEGIN { exit !(f + 0 > 0) }" && grep -q "an all-reduce takes at least .* (the median of the setup.s 9 near-empty ones)" "$tmp/p.out"' "cap $a: floor_ms '$fl', or no floor line: $(grep 'comm:' "$tmp/p.out")"
   # bucket formation for every cap, against the runs' reducers
   for b in "${caps[@]}"; do
     want=$(csv_col "$tmp/cap$b/ddp/meta.csv" value key=buckets)

@@ -1320,8 +1320,8 @@ int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***l
         return add_line(lines, n, "what if: run %s cannot be predicted: %s", label, w.why);
     int rc = add_line(lines, n,
                       "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
-                      "per hop; report/FORMULAS.md \"Predictions\"):",
-                      label, w.comm.bandwidth_gbps, w.comm.latency_us);
+                      "per hop, at least %.4g ms; report/FORMULAS.md \"Predictions\"):",
+                      label, w.comm.bandwidth_gbps, w.comm.latency_us, w.comm.floor_ms);
     if (rc == 0 && w.best_cap_mb != w.cap_mb)
         rc = add_line(lines, n,
                       "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "

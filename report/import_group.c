@@ -50,6 +50,30 @@ int import_group_name_rank(const char *path, char *name, size_t cap, int *rank)
     return 1;
 }
 
+int import_group_dotted_rank(const char *path, char *name, size_t cap, int *rank)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    const char *e = dot && dot != base ? dot : base + strlen(base);
+    const char *d = e;
+    while (d > base && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (d == e || d == base || e - d > 5 || d[-1] != '.')
+        return 0;
+    const long v = strtol(d, NULL, 10);
+    if (v >= 65536)
+        return 0;
+    *rank = (int)v;
+    if (name && cap > 0) {
+        size_t k = 0;
+        for (const char *c = base; c < d - 1 && *c != '.' && k + 1 < cap; c++)
+            name[k++] = *c; /* up to the first '.': the stem without ".N" and extensions */
+        name[k] = '\0';
+    }
+    return 1;
+}
+
 /* the main job's order: baseline, ddp, then by name */
 static int group_order(const char *x, const char *y)
 {
@@ -73,7 +97,8 @@ int import_group_by_name(char *const *paths, int n, int **group, char ***names, 
     }
     int repeated = 0, every = 1;
     for (int i = 0; i < n; i++) {
-        every &= import_group_name_rank(paths[i], stem[i], sizeof stem[i], &rank[i]);
+        every &= import_group_name_rank(paths[i], stem[i], sizeof stem[i], &rank[i]) ||
+                 import_group_dotted_rank(paths[i], stem[i], sizeof stem[i], &rank[i]);
         for (int k = 0; k < i && every; k++)
             repeated |= rank[k] == rank[i];
     }

@@ -7,7 +7,9 @@
  * and OUT/ddp.  The rule: when two files of the directory name the same rank ("rankN",
  * "rank_N", "rank-N", "rank.N" in the file name), each file belongs to the run named by its
  * name without the rank and the extensions ("baseline.rank0.nsys-rep" -> "baseline",
- * "ddp_rank1.sqlite" -> "ddp"); otherwise the directory is one run, as before. */
+ * "ddp_rank1.sqlite" -> "ddp"; or, without "rankN", a name ending in ".N" before its
+ * extension, as `nsys profile -o NAME.%q{RANK}` writes: "ddp.1.nsys-rep" -> "ddp", rank 1);
+ * otherwise the directory is one run, as before. */
 #ifndef DDPPROF_REPORT_IMPORT_GROUP_H
 #define DDPPROF_REPORT_IMPORT_GROUP_H
 
@@ -26,5 +28,12 @@ int import_group_by_name(char *const *paths, int n, int **group, char ***names, 
  * rank alone).  1, or 0 when the name holds no rank.  Every importer's rank from a file
  * name. */
 int import_group_name_rank(const char *path, char *name, size_t cap, int *rank);
+
+/* The other rank a file name can carry: its name up to the last '.' ends in ".N" (1 to 5
+ * digits, N < 65536; `nsys profile -o NAME.%q{RANK}`: "ddp.1.nsys-rep"), into *rank; the
+ * run name is the name up to its first '.' (name NULL: the rank alone).  1, or 0.  The
+ * grouping's second rule and the Nsight importer's; a PyTorch trace's name ends in
+ * ".pt.trace.json" and never matches it ("_N", often a pid, is not read). */
+int import_group_dotted_rank(const char *path, char *name, size_t cap, int *rank);
 
 #endif

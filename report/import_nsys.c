@@ -99,22 +99,14 @@ static int nsys_load(const char *path, struct import_sink *sink)
 #include <sqlite3.h>
 
 /* The rank in a file name: "rankN" (import_group_name_rank), else a stem ending in ".N"
- * (nsys -o NAME.%q{RANK}; not "_N": tensorboard-style names end in a pid); -1 none. */
+ * (import_group_dotted_rank: nsys -o NAME.%q{RANK}); -1 none. */
 static int64_t nsys_rank_of(const char *path)
 {
     int named;
-    if (import_group_name_rank(path, NULL, 0, &named))
+    if (import_group_name_rank(path, NULL, 0, &named) ||
+        import_group_dotted_rank(path, NULL, 0, &named))
         return named;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    const char *e = dot && dot != base ? dot : base + strlen(base);
-    const char *d = e;
-    while (d > base && d[-1] >= '0' && d[-1] <= '9')
-        d--;
-    if (d == e || d == base || e - d > 5 || d[-1] != '.' || strtoll(d, NULL, 10) >= 65536)
-        return -1;
-    return strtoll(d, NULL, 10);
+    return -1;
 }
 
 /* ---- the export: .nsys-rep → .sqlite ---- */

@@ -15,7 +15,8 @@
 # compute phases' totals at least the own ones and within 2 ms + 2% + 10 ms a call
 # (below); the figures of both are printed.  And `ddpprof report OUT` of the whole
 # directory must give the runs baseline and ddp with the same images/s and speedup (to 2%)
-# as `ddpprof report OUT/run` (the own traces' main job).  Skips (77), saying why, without nsys (with
+# as `ddpprof report OUT/run` (the own traces' main job), and so must the same reports named
+# as `nsys profile -o NAME.%q{RANK}` names them (baseline.0, ddp.0, ddp.1).  Skips (77), saying why, without nsys (with
 # the reason scripts/setup-nsys recorded in build-nsys/unavailable when it could not get
 # one) and in
 # a sanitized build (the plain build runs it; nsys and a sanitizer's runtime in one process
@@ -185,6 +186,19 @@ else
         "$run $col: $ta in the own report, '$tb' from the nsys directory"
     done
   done
+
+  # the same reports named as `nsys profile -o NAME.%q{RANK}` names them: the same two runs
+  mkdir -p "$work/q"
+  for r in baseline.rank0:baseline.0 ddp.rank0:ddp.0 ddp.rank1:ddp.1; do
+    ln -s "$out/${r%%:*}.nsys-rep" "$work/q/${r#*:}.nsys-rep"
+  done
+  "$DDPPROF" report "$work/q" --out "$work/qrep" >"$work/qrep.log" 2>&1
+  check q-report "$?" "ddpprof report of the NAME.N reports: $(tail -n 2 "$work/qrep.log")"
+  a=$(csv_col "$work/whole/speedup.csv" speedup run=ddp)
+  b=$(csv_col "$work/qrep/speedup.csv" speedup run=ddp)
+  c=$(csv_col "$work/qrep/speedup.csv" run | tr '\n' ' ')
+  check q-runs "$([ "$c" = "baseline ddp " ] && [ -n "$a" ] && [ "$a" = "$b" ]; echo $?)" \
+    "NAME.N reports: runs '$c' (want 'baseline ddp '), ddp speedup '$b' (the rankN names': '$a')"
 fi
 
 echo "$passed passed, $failed failed"

@@ -331,6 +331,24 @@ static void test_groups(void)
         free(names[g]);
     free(names);
     free(group);
+    /* nsys profile -o NAME.%q{RANK}: the same two runs */
+    CHECK(import_group_dotted_rank("/o/ddp.1.nsys-rep", name, sizeof name, &rank) &&
+              strcmp(name, "ddp") == 0 && rank == 1,
+          "ddp.1.nsys-rep: '%s' rank %d", name, rank);
+    CHECK(!import_group_dotted_rank("w/host_12.1700000000.pt.trace.json", name, sizeof name,
+                                    &rank) &&
+              !import_group_dotted_rank("ddp.123456.sqlite", name, sizeof name, &rank) &&
+              !import_group_dotted_rank("ddp1.sqlite", name, sizeof name, &rank),
+          "a PyTorch trace name, 6 digits, no dot: no rank");
+    char *q[] = {"o/baseline.0.sqlite", "o/ddp.0.nsys-rep", "o/ddp.1.nsys-rep"};
+    CHECK(import_group_by_name(q, 3, &group, &names, &ngroups) == 0 && ngroups == 2 &&
+              strcmp(names[0], "baseline") == 0 && strcmp(names[1], "ddp") == 0 &&
+              group[0] == 0 && group[1] == 1 && group[2] == 1,
+          "NAME.%%q{RANK} names: %d group(s)", ngroups);
+    for (int g = 0; names && g < ngroups; g++)
+        free(names[g]);
+    free(names);
+    free(group);
     /* no rank named twice: one run, as before */
     char *one[] = {"t/rank0.json", "t/x_rank1.json"};
     CHECK(import_group_by_name(one, 2, &group, &names, &ngroups) == 0 && ngroups == 1 && !names,

@@ -115,6 +115,8 @@ s=$tmp/g/summary.csv
 val() { csv_col "$s" value key="$1"; }
 med=$(val median_abs_error_pct) worst=$(val worst_abs_error_pct)
 others=$(val others_busy_cores) rep=$(val repeat_diff_pct)
+# issue 25's cap criterion, printed (one run a point: two caps 5 % apart can swap by noise)
+echo "recommended cap within 5 % of the best measured: $(val recommended_cap_within_goal) bandwidths (worst $(val recommended_cap_worst_pct) % off)"
 # a sanitizer's build times its own instrumentation, not the program's
 san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)
 if [ -z "$san" ] && awk -v o="$others" 'BEGIN { exit !(o <= 0.25) }'; then

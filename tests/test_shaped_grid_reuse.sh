@@ -6,6 +6,8 @@
 #  2. each error is (predicted - measured) / measured of its own row, and summary.csv's
 #     median and worst |error| are those of the rows;
 #  3. the exit status says whether the goal was met (0) or missed (3), as summary.csv does;
+#     the recommended cap (the lowest predicted step per bandwidth) is counted right, and on
+#     the committed pinned grid (pinned_floor/) it is the best measured cap at all 3;
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
 #     rank 0 step p50) as through predict's config=measured rows;
 #  4. bad input: a directory that is no grid, and an archive with a path out of runs/, are
@@ -50,6 +52,20 @@ check goal-exit "$( { [ "$met" = 1 ] && [ $rc -eq 0 ]; } || { [ "$met" = 0 ] && 
   "goal_met $met but exit $rc"
 check md "$([ "$(grep -c '^| calibration run |' "$tmp/o/errors.md")" -eq 9 ] &&
   grep -q '^| 1-rank baseline |' "$tmp/o/errors.md"; echo $?)" "errors.md lacks rows: $(cat "$tmp/o/errors.md")"
+
+# the recommended cap (issue 25): per bandwidth, the cap of the lowest predicted step, its
+# measured step against the best measured; summary.csv's count is the rows'
+want=$(csv_awk 'FNR > 1 && col("kind") == "grid" { r = col("bandwidth_mbit"); p = col("predicted_step_ms") + 0; m = col("measured_step_ms") + 0
+  if (!(r in bp) || p < bp[r]) { bp[r] = p; rm[r] = m }; if (!(r in bm) || m < bm[r]) bm[r] = m }
+  END { for (r in bp) { n++; if (100 * (rm[r] - bm[r]) / bm[r] <= 5) k++ }; printf "%d of %d", k, n }' "$e")
+got=$(csv_col "$s" value key=recommended_cap_within_goal)
+check rec-cap "$([ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^Recommended cap within 5 %: $want bandwidths" "$tmp/o/errors.md"; echo $?)" \
+  "recommended_cap_within_goal '$got', the rows give '$want'"
+# on the committed pinned grid with the floor the model recommends the best measured cap at
+# every bandwidth (the step within 5 %: 3 of 3)
+timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid/pinned_floor" --out "$tmp/pf" >"$tmp/pf.log" 2>&1
+got=$(csv_col "$tmp/pf/summary.csv" value key=recommended_cap_within_goal)
+check rec-cap-pinned "$([ "$got" = "3 of 3" ]; echo $?)" "pinned_floor: recommended cap within 5 % at '$got' (want 3 of 3): $(grep -A6 '^Recommended' "$tmp/pf/errors.md")"
 
 # the measured step is one figure by either road: predict's config=measured row and, with
 # --measure-only, the report's phases.csv rank 0 step p50 (report/FORMULAS.md)

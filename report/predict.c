@@ -627,8 +627,8 @@ struct predict_opts {
     const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
 };
 
-enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_AMP, PC_BUCKETS, PC_STEP, PC_COMPUTE,
-       PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
+enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_AMP, PC_BUCKETS, PC_STEP,
+       PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
 static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CONFIG] = {"config", "config", "", 1},
     [PC_WORLD] = {"world", "world", "", 0},
@@ -1170,18 +1170,17 @@ int predict_main(int argc, char **argv)
                "step(s) after %d warm-up step(s)\n",
                s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
                s->st->warmup.steps);
-        if (have_cal && s->calibrated && !o.comm_from)
-        {
+        if (have_cal && s->calibrated && !o.comm_from) {
             printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
                    cal.bandwidth_gbps, cal.latency_us);
             if (cal.floor_ms > 0)
                 printf("#  comm: an all-reduce takes at least %.4g ms (the median of the "
                        "setup's %zu near-empty ones)\n", cal.floor_ms, s->cal_small);
+        } else if (have_cal) {
+            printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop, at least "
+                   "%.4g ms\n", cal_from, cal.bandwidth_gbps, cal.latency_us, cal.floor_ms);
         }
-        else if (have_cal)
-            printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop\n", cal_from,
-                   cal.bandwidth_gbps, cal.latency_us);
         if (!s->layered)
             printf("#  no per-layer rows (a run with --trace full records them): gradients "
                    "taken as ready spread over backward by their bytes\n");

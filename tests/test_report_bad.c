@@ -7,7 +7,6 @@
  * must parse, with line numbers still right after them.  Finally a few hundred random
  * mutations of a valid trace must each give 0 or -1, never a crash (run it under ASan). */
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,14 +459,6 @@ static void test_mutations(void)
     free(dir);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     root = test_tmpdir();
@@ -483,8 +474,6 @@ int main(void)
     test_header_only_and_quoting();
     test_fast_path_matches_libcsv();
     test_mutations();
-    if (test_failed == 0) /* keep the files of a failure to look at */
-        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(root);
+    test_tmpdir_done(root);
     return test_finish();
 }

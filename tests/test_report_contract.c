@@ -2,7 +2,6 @@
  * written through probes' trace_writer (libcsv quoting, its own buffering) are read by the
  * report with the expected figures, and a kernel name holding a comma, a quote and a line
  * break comes through to timeline.json intact. */
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +21,6 @@ static void add(struct trace_writer *w, int rank, int step, enum probe_phase ph,
                           .end_ns = 7000000000LL + end_us * 1000LL, .bytes = bytes,
                           .name = name, .kind = kind, .stream = stream};
     CHECK(trace_writer_add(w, &r) == 0, "trace_writer_add: %s", error_get());
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 int main(void)
@@ -97,8 +88,6 @@ int main(void)
     free(tl);
     free(buckets);
     free(phases);
-    if (test_failed == 0) /* keep the files of a failure to look at */
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
+    test_tmpdir_done(dir);
     return test_finish();
 }

@@ -21,8 +21,6 @@
  * So: step +3000 µs; forward +1000 (share 1/3 = 33.33 %), exposed_comm +2000 (66.67 %); the
  * rest 0; forward/fc +1000 (33.33 %); exposed_comm/b0 +1000 and b1 +1000: 33.333.. each,
  * rounded to add up to 66.67: 33.34 (b0, the earlier of equal remainders) and 33.33. */
-#include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,33 +33,14 @@
 #define BASE_NS 5000000000LL
 #define NSTEPS 4
 
-struct text {
-    char *s;
-    size_t len;
-};
-
-static void text_add(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *line = NULL;
-    if (vasprintf(&line, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    t->s = realloc(t->s, t->len + strlen(line) + 1);
-    memcpy(t->s + t->len, line, strlen(line) + 1);
-    t->len += strlen(line);
-    free(line);
-}
-
 /* one range row, times in µs from the step's start t0 */
-static void rng(struct text *t, int rank, int step, const char *phase, int bucket, long t0,
+static void rng(struct test_text *t, int rank, int step, const char *phase, int bucket, long t0,
                 long s, long e, const char *name)
 {
     int stream = strcmp(phase, "data") == 0 ? 2 : strcmp(phase, "allreduce") == 0 ? 1 : 0;
-    text_add(t, "%d,%d,1,%s,%d,host,%lld,%lld,%d,%s,range,%d\n", rank, step, phase, bucket,
-             BASE_NS + (t0 + s) * 1000LL, BASE_NS + (t0 + e) * 1000LL,
-             strcmp(phase, "allreduce") == 0 ? 4096 : 0, name ? name : phase, stream);
+    test_text_add(t, "%d,%d,1,%s,%d,host,%lld,%lld,%d,%s,range,%d\n", rank, step, phase, bucket,
+                  BASE_NS + (t0 + s) * 1000LL, BASE_NS + (t0 + e) * 1000LL,
+                  strcmp(phase, "allreduce") == 0 ? 4096 : 0, name ? name : phase, stream);
 }
 
 static void write_meta(const char *dir, const char *mode, int world)
@@ -74,10 +53,10 @@ static void write_meta(const char *dir, const char *mode, int world)
              mode, world, NSTEPS);
     mkdir(dir, 0777);
     test_write_file(dir, "meta.csv", meta, strlen(meta));
-    struct text m = {0};
-    text_add(&m, "step,epoch,loss,lr,images\n");
+    struct test_text m = {0};
+    test_text_add(&m, "step,epoch,loss,lr,images\n");
     for (int s = 1; s <= NSTEPS; s++)
-        text_add(&m, "%d,1,2.3,0.01,32\n", s);
+        test_text_add(&m, "%d,1,2.3,0.01,32\n", s);
     test_write_file(dir, "metrics.csv", m.s, m.len);
     free(m.s);
 }
@@ -88,8 +67,8 @@ static const char *header =
 static void make_a(const char *dir)
 {
     write_meta(dir, "baseline", 1);
-    struct text t = {0};
-    text_add(&t, "%s", header);
+    struct test_text t = {0};
+    test_text_add(&t, "%s", header);
     for (int s = 1; s <= NSTEPS; s++) {
         long t0 = (s - 1) * 20000L;
         rng(&t, 0, s, "data", -1, t0, 0, 1000, NULL);
@@ -109,8 +88,8 @@ static void make_a(const char *dir)
 static void make_b(const char *dir)
 {
     write_meta(dir, "ddp", 2);
-    struct text t = {0};
-    text_add(&t, "%s", header);
+    struct test_text t = {0};
+    test_text_add(&t, "%s", header);
     for (int s = 1; s <= NSTEPS; s++) {
         long t0 = (s - 1) * 20000L;
         rng(&t, 0, s, "data", -1, t0, 0, 1000, NULL);
@@ -127,8 +106,8 @@ static void make_b(const char *dir)
     }
     test_write_file(dir, "rank0.trace.csv", t.s, t.len);
     free(t.s);
-    t = (struct text){0};
-    text_add(&t, "%s", header);
+    t = (struct test_text){0};
+    test_text_add(&t, "%s", header);
     for (int s = 1; s <= NSTEPS; s++) { /* shorter steps: never the critical rank */
         long t0 = (s - 1) * 20000L;
         rng(&t, 1, s, "forward", -1, t0, 0, 6000, NULL);
@@ -260,14 +239,6 @@ static void check_pair(const char *out)
     test_csv_free(c);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     char *tmp = test_tmpdir();
@@ -342,8 +313,6 @@ int main(void)
     char *paths[] = {out1, out2, out3, out4, out5, other, a, b, job};
     for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
         free(paths[k]);
-    if (test_failed == 0) /* keep the files of a failure to look at */
-        nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(tmp);
+    test_tmpdir_done(tmp);
     return test_finish();
 }

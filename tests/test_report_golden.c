@@ -11,8 +11,6 @@
  *   bw4              4 ranks, 1 step, one bucket of 8e6 bytes; rank 0 has a host and a
  *                    device all-reduce row (the device one must win) */
 #include <errno.h>
-#include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,48 +28,28 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 #define BASE_NS 5000000000LL
 
-/* A growing trace text. */
-struct text {
-    char *s;
-    size_t len;
-};
-
-static void text_add(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *line = NULL;
-    if (vasprintf(&line, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    t->s = realloc(t->s, t->len + strlen(line) + 1);
-    memcpy(t->s + t->len, line, strlen(line) + 1);
-    t->len += strlen(line);
-    free(line);
-}
-
 static const char *trace_header =
     "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n";
 
 /* One row; times in µs on rank 0's clock, written as this rank's ns (minus its offset). */
-static void row(struct text *t, int rank, int step, const char *phase, int bucket,
+static void row(struct test_text *t, int rank, int step, const char *phase, int bucket,
                 const char *clock, long start_us, long end_us, long bytes, const char *name,
                 const char *kind, int stream, long offset_us)
 {
-    text_add(t, "%d,%d,1,%s,%d,%s,%lld,%lld,%ld,%s,%s,%d\n", rank, step, phase, bucket, clock,
-             BASE_NS + (start_us - offset_us) * 1000LL, BASE_NS + (end_us - offset_us) * 1000LL,
-             bytes, name, kind, stream);
+    test_text_add(t, "%d,%d,1,%s,%d,%s,%lld,%lld,%ld,%s,%s,%d\n", rank, step, phase, bucket, clock,
+                  BASE_NS + (start_us - offset_us) * 1000LL,
+                  BASE_NS + (end_us - offset_us) * 1000LL, bytes, name, kind, stream);
 }
 
-static void range(struct text *t, int rank, int step, const char *phase, long s, long e,
+static void range(struct test_text *t, int rank, int step, const char *phase, long s, long e,
                   long offset_us)
 {
     row(t, rank, step, phase, -1, "host", s, e, 0, phase, "range",
         strcmp(phase, "data") == 0 ? 2 : 0, offset_us);
 }
 
-static void allreduce(struct text *t, int rank, int step, int bucket, long s, long e, long bytes,
-                      long offset_us)
+static void allreduce(struct test_text *t, int rank, int step, int bucket, long s, long e,
+                      long bytes, long offset_us)
 {
     char name[32];
     snprintf(name, sizeof name, "allreduce.b%d", bucket);
@@ -86,8 +64,8 @@ static void make_baseline(const char *dir)
                "batch_size,32\nglobal_batch_size,32\nepochs,1\namp,off\ntrain_samples,64\n"
                "final_accuracy,0.500000\nsteps,2\nwall_s,1.5\n");
     write_file(dir, "metrics.csv", "step,epoch,loss,lr,images\n1,1,2.3,0.01,32\n2,1,2.2,0.01,32\n");
-    struct text t = {0};
-    text_add(&t, "%s", trace_header);
+    struct test_text t = {0};
+    test_text_add(&t, "%s", trace_header);
     /* step 1 [0,6000]: data 500, forward 1500, backward 3000, optimizer 1000 */
     range(&t, 0, 1, "data", 0, 500, 0);
     range(&t, 0, 1, "forward", 500, 2000, 0);
@@ -114,8 +92,8 @@ static void make_ddp(const char *dir)
                "final_accuracy,0.600000\nsteps,2\nwall_s,1.25\nbucket.0.params,4\n"
                "clock_offset_ns.rank0,0\nclock_offset_ns.rank1,500000\n");
     write_file(dir, "metrics.csv", "step,epoch,loss,lr,images\n1,1,2.3,0.01,64\n2,1,2.2,0.01,64\n");
-    struct text t = {0};
-    text_add(&t, "%s", trace_header);
+    struct test_text t = {0};
+    test_text_add(&t, "%s", trace_header);
     range(&t, 0, 1, "data", 0, 500, 0);
     row(&t, 0, 1, "forward", -1, "cupti", 600, 1500, 0, "volta_sgemm", "kernel", 7, 0);
     range(&t, 0, 1, "forward", 500, 2500, 0);
@@ -133,8 +111,8 @@ static void make_ddp(const char *dir)
     range(&t, 0, 2, "step", 8000, 16000, 0);
     write_file(dir, "rank0.trace.csv", t.s);
     free(t.s);
-    t = (struct text){0};
-    text_add(&t, "%s", trace_header);
+    t = (struct test_text){0};
+    test_text_add(&t, "%s", trace_header);
     range(&t, 1, 1, "data", 0, 500, 500);
     range(&t, 1, 1, "forward", 500, 3000, 500);
     allreduce(&t, 1, 1, 0, 4500, 5200, 4000000, 500);
@@ -161,8 +139,8 @@ static void make_bw4(const char *dir)
                "amp,fp16\ntrain_samples,128\nfinal_accuracy,0.7\nwall_s,2\n");
     static const long ar_end[4] = {9000, 4000, 5000, 4000};
     for (int r = 0; r < 4; r++) {
-        struct text t = {0};
-        text_add(&t, "%s", trace_header);
+        struct test_text t = {0};
+        test_text_add(&t, "%s", trace_header);
         range(&t, r, 1, "backward", 0, 4000, 0);
         allreduce(&t, r, 1, 0, 2000, ar_end[r], 8000000, 0);
         if (r == 0) /* the device-clock row replaces rank 0's host all-reduce rows */
@@ -499,22 +477,12 @@ static void test_single_run_no_baseline(const char *root)
     free(d);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     char *root = test_tmpdir();
     test_parent_layout(root);
     test_several_runs(root);
     test_single_run_no_baseline(root);
-    if (test_failed == 0) /* keep the files of a failure to look at */
-        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(root);
+    test_tmpdir_done(root);
     return test_finish();
 }

@@ -23,8 +23,6 @@
  *     as in order; a few hundred mutations and every truncation of a trace never crash;
  *   - units: µs -> ns parsing, the reorder window, the offset median, the kernel sweep. */
 #include <fcntl.h>
-#include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,28 +42,9 @@ static char *root;
 
 /* ---- helpers ---- */
 
-struct text {
-    char *s;
-    size_t len;
-};
-
-static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *line = NULL;
-    if (vasprintf(&line, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    size_t n = strlen(line);
-    t->s = realloc(t->s, t->len + n + 1);
-    if (!t->s)
-        abort();
-    memcpy(t->s + t->len, line, n + 1);
-    t->len += n;
-    free(line);
-}
+/* the shared growing text (testutil.h); `add` keeps this file's many trace lines within 100
+ * columns */
+#define add test_text_add
 
 /* Run report_run_opts on inputs with stderr captured into *err (caller frees). */
 #define CAPTURE_KINETO 1 /* report_capture's flags: --kineto */
@@ -583,7 +562,7 @@ struct mini {
  * through cuda_runtime. */
 static char *mini_trace(const struct mini *m)
 {
-    struct text ev[64 * 3];
+    struct test_text ev[64 * 3];
     int n = 0;
     memset(ev, 0, sizeof ev);
     int64_t corr = 1;
@@ -640,7 +619,7 @@ static char *mini_trace(const struct mini *m)
         add(&ev[n++], "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"nccl:all_reduce\","
                       "\"pid\":0,\"tid\":20,\"ts\":%ld,\"dur\":1900}", t + 4100);
     }
-    struct text t = {0};
+    struct test_text t = {0};
     add(&t, "{\"schemaVersion\":1,");
     if (m->rank >= 0)
         add(&t, "\"distributedInfo\":{\"backend\":\"nccl\",\"rank\":%d,\"world_size\":2},",
@@ -758,7 +737,7 @@ static void test_mini_good_and_reversed(void)
  * forward, a backward op, a gloo all-reduce and an optimizer step. */
 static char *legacy_trace(int first)
 {
-    struct text t = {0};
+    struct test_text t = {0};
     add(&t, "[");
     for (int k = 0; k < 3; k++) {
         long s = 100 + k * 10000;
@@ -793,7 +772,7 @@ static char *legacy_trace(int first)
  * 200: exposed 1400, 12.50 %; idle = 9000 - |C ∪ M| = 9000 - 4600 = 4400. */
 static void test_collective_names(void)
 {
-    struct text t = {0};
+    struct test_text t = {0};
     static const struct {
         const char *name, *args;
         int tid, s, e;
@@ -1165,7 +1144,7 @@ static char *ddpprof_run(const char *name)
                               "epochs,1\namp,off\nwall_s,1\ncomm,shm\nclock_offset_ns.rank1,0\n");
     write_text(d, "metrics.csv", "step,epoch,loss,lr,images\n1,1,2.3,0.1,64\n2,1,2.2,0.1,64\n");
     for (int r = 0; r < 2; r++) {
-        struct text t = {0};
+        struct test_text t = {0};
         add(&t, "%s", trace_header);
         for (int s = 1; s <= 2; s++) {
             long long b = 5000000000LL + (s - 1) * 10000000LL + r * 100000LL;
@@ -1197,7 +1176,7 @@ static char *ddpprof_gpu_run(const char *name)
     char *d = make_dir(name);
     write_text(d, "meta.csv", "key,value\nmode,ddp\ndevice,cuda\nworld_size,1\ncomm,nccl\n"
                               "hostname,gpubox\n");
-    struct text t = {0};
+    struct test_text t = {0};
     add(&t, "%s", trace_header);
     for (int s = 1; s <= 2; s++) {
         long long b = 5000000000LL + (s - 1) * 10000000LL;
@@ -1471,14 +1450,6 @@ static void test_units(void)
           "kernel sweep without launch times");
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
     root = test_tmpdir();
@@ -1496,8 +1467,6 @@ int main(void)
     test_errors();
     test_mixed_and_export();
     test_mutations();
-    if (test_failed == 0) /* keep the files of a failure to look at */
-        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(root);
+    test_tmpdir_done(root);
     return test_finish();
 }

@@ -1,6 +1,7 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -237,4 +238,37 @@ char *test_tmpdir(void)
     char tmpl[] = "/tmp/ddpprof-test-XXXXXX";
     char *d = mkdtemp(tmpl);
     return d ? strdup(d) : NULL;
+}
+
+static int tmpdir_remove_entry(const char *path, const struct stat *st, int flag,
+                               struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void test_tmpdir_done(char *dir)
+{
+    if (dir && test_failed == 0) /* keep the files of a failure to look at */
+        nftw(dir, tmpdir_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+void test_text_add(struct test_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    if (vasprintf(&line, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    size_t n = strlen(line);
+    t->s = realloc(t->s, t->len + n + 1);
+    if (!t->s)
+        abort();
+    memcpy(t->s + t->len, line, n + 1);
+    t->len += n;
+    free(line);
 }

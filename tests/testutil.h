@@ -73,5 +73,18 @@ void test_csv_free(struct test_csv *t);
 /* the source tree ($DDPPROF_SOURCE_DIR, else "."), and a fresh temp directory (caller frees) */
 const char *test_source_dir(void);
 char *test_tmpdir(void);
+/* remove dir and all below it unless a check has failed (its files are then kept to look
+ * at); frees dir */
+void test_tmpdir_done(char *dir);
+
+/* A growing text (a trace or table a test writes); s NULL until the first add, freed by
+ * the caller. */
+struct test_text {
+    char *s;
+    size_t len;
+};
+/* append the formatted line (aborts when out of memory) */
+void test_text_add(struct test_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -270,6 +270,17 @@ static double rf_y(double v, double lo, double hi)
 static double rf_floor10(double v) { return pow(10, floor(log10(v))); }
 static double rf_ceil10(double v) { return pow(10, ceil(log10(v))); }
 
+/* layer ls's roofline point in direction d (0 forward, 1 backward): its intensity *x
+ * (FLOP/byte) and achieved *y (GFLOP/s); 0 when it has none (no FLOPs, bytes or time) */
+static int rf_point(const struct layer_time *ls, int d, double *x, double *y)
+{
+    if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
+        return 0;
+    *x = ls->flops[d] / ls->bytes[d];
+    *y = gflops_of(ls->flops[d], ls->med_ns[d]);
+    return 1;
+}
+
 /* one run's first rank: its layers' points and the roof */
 static void layers_roofline(FILE *f, const struct runset *rs, const struct layer_times *s,
                             int i)
@@ -278,12 +289,9 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
     double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
-            const struct layer_time *ls = &s->v[l];
-            if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
-                continue;
-            const double x = ls->flops[d] / ls->bytes[d];
-            const double y = gflops_of(ls->flops[d], ls->med_ns[d]);
-            xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
+            double x, y;
+            if (rf_point(&s->v[l], d, &x, &y))
+                xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
         }
     const int roof = s->peak_gflops > 0 && s->peak_gbps > 0;
     if (!(xhi > 0))
@@ -346,10 +354,9 @@ static void layers_roofline(FILE *f, const struct runset *rs, const struct layer
     for (int l = 0; l < s->n; l++)
         for (int d = 0; d < 2; d++) {
             const struct layer_time *ls = &s->v[l];
-            if (!(ls->flops[d] > 0 && ls->bytes[d] > 0 && ls->med_ns[d] > 0))
+            double x, g;
+            if (!rf_point(ls, d, &x, &g))
                 continue;
-            const double x = ls->flops[d] / ls->bytes[d];
-            const double g = gflops_of(ls->flops[d], ls->med_ns[d]);
             fprintf(f, "<circle class=\"layer\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" "
                        "fill-opacity=\"0.75\"><title>",
                     rf_x(x, xlo, xhi), rf_y(g, ylo, yhi), color[d]);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Remove path's temp files left by reports that died before their rename (PATH.tmp.PID
@@ -93,4 +94,30 @@ int outfile_close(struct outfile *o, int ok)
     free(o->tmp);
     memset(o, 0, sizeof *o);
     return rc;
+}
+
+int outfile_mkdirs(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return error_set("out of memory creating %s", dir);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                error_set("%s: cannot create the output directory (%s)", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return error_set("%s: not a directory: choose another --out", dir);
+    return 0;
 }

@@ -28,4 +28,9 @@ int outfile_open(struct outfile *o, const char *path);
  * names either way. */
 int outfile_close(struct outfile *o, int ok);
 
+/* mkdir -p dir, then dir must be a directory: 0, or -1 after error_set() naming the part
+ * that could not be created, or "DIR: not a directory: choose another --out".  Every
+ * writer of an output directory (report, predict) makes it here. */
+int outfile_mkdirs(const char *dir);
+
 #endif

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "report/analysis.h"
 #include "report/layers.h"
+#include "report/outfile.h"
 #include "report/run.h"
 #include "report/table.h"
 
@@ -715,28 +716,6 @@ static int source_comm(const struct source *s, const struct source *others, int 
     return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return error_set("predict: out of memory");
-    for (char *q = p + 1;; q++)
-        if (*q == '/' || *q == '\0') {
-            char ch = *q;
-            *q = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                error_set("%s: cannot create the output directory (%s)", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            *q = ch;
-            if (!ch)
-                break;
-        }
-    free(p);
-    return 0;
-}
-
 /* A run dir's parent's baseline/ and ddp/ (the main job's other run) when dir is a run. */
 static int add_siblings(struct runset *rs, const char *dir)
 {
@@ -1161,7 +1140,7 @@ int predict_main(int argc, char **argv)
     }
     const char *out = o.out_dir ? o.out_dir : o.run_dir;
     if (rc == 0 && o.out_dir)
-        rc = mkdir_p(out);
+        rc = outfile_mkdirs(out);
     if (rc == 0)
         rc = table_write_csv(&t, out);
     if (rc == 0) {

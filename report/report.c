@@ -20,6 +20,7 @@
 #include "report/kineto.h"
 #include "report/layers.h"
 #include "report/ops.h"
+#include "report/outfile.h"
 #include "report/predict.h"
 #include "report/run.h"
 #include "report/table.h"
@@ -683,33 +684,6 @@ static void report_cautions(const struct runset *rs, const struct run_stat *st,
     }
 }
 
-/* mkdir -p */
-static int report_mkdirs(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return error_set("report: out of memory");
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                error_set("%s: cannot create the output directory (%s)", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            *s = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    free(p);
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return error_set("%s: not a directory: choose another --out", dir);
-    return 0;
-}
-
 /* The directory of a file path ("a/b.json" -> "a", "b.json" -> "."). */
 static char *report_dirname(const char *path)
 {
@@ -888,7 +862,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
             out = diff_out;
     }
     if (rc == 0)
-        rc = report_mkdirs(out);
+        rc = outfile_mkdirs(out);
     int warmup = opts && opts->warmup_given ? opts->warmup_steps : ANALYSIS_WARMUP_AUTO;
     if (rc == 0 && !(st = analysis_run_warmup(&rs, warmup)))
         rc = -1;

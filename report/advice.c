@@ -545,7 +545,8 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
     return out;
 }
 
-int advice_make(const struct runset *rs, const struct run_stat *st, struct advice *out)
+int advice_make(const struct runset *rs, const struct run_stat *st,
+                const struct predict_whatif *wf, struct advice *out)
 {
     memset(out, 0, sizeof *out);
     if (rs->n < 1) {
@@ -559,15 +560,10 @@ int advice_make(const struct runset *rs, const struct run_stat *st, struct advic
     if (!ar)
         return error_set("report: out of memory");
     const int base = analysis_baseline(rs);
-    struct predict_whatif wf; /* the bucket-cap rule's: ddpprof predict's best cap */
-    if (predict_whatif_figures(rs, st, &wf) < 0) {
-        free(ar);
-        return -1;
-    }
     int subjects = 0;
     for (int i = 0; i < rs->n; i++) {
         advice_run_fill(rs, st, i, &ar[i]);
-        ar[i].whatif = wf.ok && wf.run == i ? &wf : NULL;
+        ar[i].whatif = wf->ok && wf->run == i ? wf : NULL; /* the bucket-cap rule's */
         subjects += i != base || rs->n == 1;
     }
     for (int i = 0; i < rs->n && rc == 0; i++) {

@@ -61,8 +61,12 @@ struct advice {
 
 /* Run every rule on the runs of rs (the runs other than the baseline when there are any,
  * else all) and rank the candidates: the largest saving first; equal savings in rule order,
- * then run order.  out is overwritten.  0, or -1 after error_set (out of memory). */
-int advice_make(const struct runset *rs, const struct run_stat *st, struct advice *out);
+ * then run order.  wf: ddpprof predict's what-if figures of rs (predict_whatif_figures),
+ * which the bucket-cap rule reads.  out is overwritten.  0, or -1 after error_set (out of
+ * memory). */
+struct predict_whatif;
+int advice_make(const struct runset *rs, const struct run_stat *st,
+                const struct predict_whatif *wf, struct advice *out);
 
 /* The recommendations shown: min(n, ADVICE_SHOWN). */
 size_t advice_shown(const struct advice *a);

@@ -1284,13 +1284,12 @@ int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
     return 0;
 }
 
-int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines, size_t *n)
+int predict_whatif(const struct runset *rs, const struct predict_whatif *wp, char ***lines,
+                   size_t *n)
 {
     *lines = NULL;
     *n = 0;
-    struct predict_whatif w;
-    if (predict_whatif_figures(rs, st, &w))
-        return -1;
+    const struct predict_whatif w = *wp;
     if (w.run < 0)
         return 0;
     const char *label = rs->runs[w.run].label;

@@ -113,15 +113,17 @@ int predict_main(int argc, char **argv);
 
 const char *predict_usage(void);
 
-/* The report's "what if" section for the DDP run of a report (run_stat index ddp_run):
- * the best bucket cap over the candidates and the predicted speedup at 2x and 4x the world
- * size at the calibrated bandwidth.  Lines of text (without newlines) into *lines
- * (malloc'd array of malloc'd strings, *n of them; the caller frees both).  0, or 0 with
- * *n == 0 when the run cannot be predicted (no DDP run, no calibration: one line says
- * why), -1 only on out of memory. */
+/* The report's "what if" section for the DDP run of a report, from its figures w
+ * (predict_whatif_figures, below, computed once per report for this and the
+ * recommendations): the best bucket cap over the candidates and the predicted speedup at 2x
+ * and 4x the world size at the calibrated bandwidth.  Lines of text (without newlines)
+ * into *lines (malloc'd array of malloc'd strings, *n of them; the caller frees both).  0
+ * (*n == 0 when there is no DDP run; one line saying why when it cannot be predicted), -1
+ * only on out of memory. */
 struct runset;
 struct run_stat;
-int predict_whatif(const struct runset *rs, const struct run_stat *st, char ***lines,
+struct predict_whatif;
+int predict_whatif(const struct runset *rs, const struct predict_whatif *w, char ***lines,
                    size_t *n);
 
 /* The figures behind those lines, for other report code (recommendations). */

@@ -896,7 +896,10 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     struct table adv_t;
     table_init(&adv_t, "advice: every candidate, best first", "advice.csv", advice_cols,
                advice_ncols);
-    if (rc == 0 && (rc = advice_make(&rs, st, &adv)) == 0) {
+    struct predict_whatif wf = {.run = -1}; /* predict's what-if: the page's and advice's */
+    if (rc == 0)
+        rc = predict_whatif_figures(&rs, st, &wf);
+    if (rc == 0 && (rc = advice_make(&rs, st, &wf, &adv)) == 0) {
         advice_table(&adv, &rs, &adv_t);
         rc = table_write_csv(&adv_t, out);
     }
@@ -917,7 +920,7 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     char **whatif = NULL; /* the DDP run's predictions (report/predict.h) */
     size_t nwhatif = 0;
     if (rc == 0)
-        rc = predict_whatif(&rs, st, &whatif, &nwhatif);
+        rc = predict_whatif(&rs, &wf, &whatif, &nwhatif);
     if (rc == 0) {
         const struct table *shown[8] = {&t[T_SPEEDUP], &t[T_OVERLAP], &t[T_PHASES],
                                         &t[T_BUCKETS], &t[T_WORST], &t[T_RANKS]};

@@ -505,10 +505,9 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
     }
     char head[256];
     const struct run_stat *s = a->s;
-    const char *mode = run_meta(a->r, "mode");
-    const char *who = mode && strcmp(mode, "ddp") == 0        ? "DDP"
-                      : mode && strcmp(mode, "baseline") == 0 ? "the baseline"
-                                                              : "training";
+    const char *who = run_mode_is(a->r, "ddp")        ? "DDP"
+                      : run_mode_is(a->r, "baseline") ? "the baseline"
+                                                      : "training";
     if (base >= 0 && v != base && s->has_speedup) {
         const char *word = s->speedup < ADVICE_SLOWER        ? "is slower than the baseline"
                            : s->speedup < ADVICE_NO_FASTER   ? "is no faster than the baseline"

@@ -1343,11 +1343,9 @@ static int analysis_steps(struct run_stat *st, struct step_list *g)
 
 int analysis_baseline(const struct runset *rs)
 {
-    for (int i = 0; i < rs->n; i++) {
-        const char *mode = run_meta(&rs->runs[i], "mode");
-        if (mode && strcmp(mode, "baseline") == 0)
+    for (int i = 0; i < rs->n; i++)
+        if (run_mode_is(&rs->runs[i], "baseline"))
             return i;
-    }
     for (int i = 0; i < rs->n; i++)
         if (rs->runs[i].world_size == 1)
             return i;

@@ -101,12 +101,6 @@ struct ev {
 
 /* ---- choosing the two runs ---- */
 
-static int is_baseline(const struct run *r)
-{
-    const char *m = run_meta(r, "mode");
-    return m && strcmp(m, "baseline") == 0;
-}
-
 /* length of p without trailing slashes (but "/" stays) */
 static size_t trimmed_len(const char *p)
 {
@@ -134,7 +128,7 @@ static int run_of_input(const struct runset *rs, const char *input)
         if (run_under(rs->runs[i].dir, input)) {
             found = i;
             count++;
-            if (!is_baseline(&rs->runs[i])) {
+            if (!run_mode_is(&rs->runs[i], "baseline")) {
                 other = i;
                 nother++;
             }

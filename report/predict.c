@@ -894,11 +894,9 @@ static int pick_source(const struct runset *rs, int dir_is_run)
 {
     if (dir_is_run)
         return 0;
-    for (int i = 0; i < rs->n; i++) {
-        const char *mode = run_meta(&rs->runs[i], "mode");
-        if (mode && strcmp(mode, "ddp") == 0)
+    for (int i = 0; i < rs->n; i++)
+        if (run_mode_is(&rs->runs[i], "ddp"))
             return i;
-    }
     return 0;
 }
 
@@ -1210,12 +1208,10 @@ int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
 {
     memset(w, 0, sizeof *w);
     w->run = -1;
-    for (int i = 0; i < rs->n && w->run < 0; i++) {
-        const char *mode = run_meta(&rs->runs[i], "mode");
-        if (mode && strcmp(mode, "ddp") == 0 && rs->runs[i].world_size > 1 &&
+    for (int i = 0; i < rs->n && w->run < 0; i++)
+        if (run_mode_is(&rs->runs[i], "ddp") && rs->runs[i].world_size > 1 &&
             strcmp(rs->runs[i].format, "ddpprof") == 0)
             w->run = i;
-    }
     if (w->run < 0)
         return 0;
     struct grid_ctx g = {.rs = rs, .st = st, .which = w->run};

@@ -249,6 +249,12 @@ const char *run_meta(const struct run *r, const char *key)
     return NULL;
 }
 
+int run_mode_is(const struct run *r, const char *mode)
+{
+    const char *m = run_meta(r, "mode");
+    return m && strcmp(m, mode) == 0;
+}
+
 const char *run_rank_host(const struct run *r, int rank)
 {
     char key[48];

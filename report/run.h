@@ -163,6 +163,8 @@ void rank_trace_free(struct rank_trace *t);
 
 /* meta.csv's value of key (the last one when repeated), or NULL when absent. */
 const char *run_meta(const struct run *r, const char *key);
+/* whether meta.csv's mode is mode ("baseline", "ddp"); 0 when the run has none */
+int run_mode_is(const struct run *r, const char *mode);
 
 /* Add (key, value) to the run's meta (imports make their own).  0, or -1 after error_set. */
 int run_meta_add(struct run *r, const char *key, const char *value);

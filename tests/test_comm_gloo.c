@@ -8,8 +8,12 @@
  * rank that skips a collective (a timeout naming the rank, the collective and its number),
  * a rank SIGKILLed mid-collective (the others fail naming the collective, never hang),
  * every call after a failure fails at once, a rank destroying its comm with work in flight
- * (it returns at once, its peer fails at once).  Skips (77) in a build without Gloo. */
+ * (it returns at once, its peer fails at once).  Gloo's event-loop thread runs SCHED_BATCH
+ * as gloo-loop, the rank's other threads untouched (comm_gloo.cc gloo_loop_batch).  Skips
+ * (77) in a build without Gloo. */
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +77,38 @@ static struct comm *join(struct store *s, int rank, int world, int timeout_ms)
     return c;
 }
 
+/* Gloo's event-loop thread runs SCHED_BATCH, named gloo-loop (comm_gloo.cc
+ * gloo_loop_batch: it must not preempt the thread that holds a pair's lock), and no other
+ * thread of the rank changed policy: count them. */
+static void loop_policy(int rank, int *batch_loops, int *others_changed)
+{
+    *batch_loops = *others_changed = 0;
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL, "rank %d: /proc/self/task: %s", rank, strerror(errno));
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(name, sizeof name, f))
+                name[0] = 0;
+            fclose(f);
+        }
+        name[strcspn(name, "\n")] = 0;
+        int pol = sched_getscheduler((pid_t)atol(e->d_name));
+        if (strcmp(name, "gloo-loop") == 0 && pol == SCHED_BATCH)
+            (*batch_loops)++;
+        else if (pol != SCHED_OTHER)
+            (*others_changed)++;
+    }
+    closedir(d);
+}
+
 static void correct_rank(int rank, int world, const void *arg)
 {
     (void)arg;
@@ -82,6 +118,14 @@ static void correct_rank(int rank, int world, const void *arg)
         if (s)
             store_abort(s);
         return;
+    }
+    if (world > 1) {
+        int loops, others;
+        loop_policy(rank, &loops, &others);
+        CHECK(loops == 1 && others == 0,
+              "rank %d: %d SCHED_BATCH gloo-loop thread(s) (want 1), %d other thread(s) not "
+              "SCHED_OTHER (want 0)",
+              rank, loops, others);
     }
     comm_parity_run(c, BIG_LEN, 0); /* Gloo's order of terms: within rounding, same bits */
     c->destroy(c);

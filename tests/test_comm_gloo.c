@@ -9,7 +9,8 @@
  * a rank SIGKILLed mid-collective (the others fail naming the collective, never hang),
  * every call after a failure fails at once, a rank destroying its comm with work in flight
  * (it returns at once, its peer fails at once).  Gloo's event-loop thread runs SCHED_BATCH
- * as gloo-loop, the rank's other threads untouched (comm_gloo.cc gloo_loop_batch).  Skips
+ * as gloo-loop, the rank's other threads untouched (comm_gloo.cc gloo_loop_batch).  A wait
+ * spins, yielding, a bounded time (queue.c), then sleeps.  Skips
  * (77) in a build without Gloo. */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
@@ -229,6 +231,50 @@ static void kill_rank(int rank, int world, const void *arg)
 
 /* Rank 1 destroys its comm while its all-reduce is still in flight (rank 0 is late):
  * destroy returns well before the timeout, and rank 0 then fails at once. */
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Rank 0 waits 1.5 s on an all-reduce that the comm thread runs (rank 1 comes late): the
+ * wait spins 200 ms yielding the core, then sleeps (queue.c QUEUE_SPIN_NS), so the waiting
+ * thread burns well under the time it waits; the sum is right. */
+static void spin_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    struct store *s = open_store(rank, world, TIMEOUT_MS);
+    struct comm *c = s ? join(s, rank, world, TIMEOUT_MS) : NULL;
+    if (!c) {
+        if (s)
+            store_abort(s);
+        return;
+    }
+    float x[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = (float)(rank + 1);
+    if (rank == 0) {
+        struct comm_work *w = c->allreduce_async(c, x, 256, COMM_F32);
+        CHECK(w != NULL, "allreduce_async: %s", error_get());
+        clock_sleep_ms(100); /* the comm thread has taken it: the wait below does not run it */
+        const double t0 = clock_now_s(), cpu0 = thread_cpu_s();
+        const int rc = w ? c->wait(c, w, NULL) : -1;
+        const double dt = clock_now_s() - t0, cpu = thread_cpu_s() - cpu0;
+        CHECK(rc == 0 && x[0] == 3.0f && x[255] == 3.0f, "rank 0: wait %d (%s), sum %g",
+              rc, rc ? error_get() : "ok", x[0]);
+        CHECK(dt > 0.8 && cpu < 0.6,
+              "rank 0: %.3f s of CPU in a %.3f s wait (want a wait over 0.8 s, CPU under 0.6 "
+              "s): the spin is not bounded", cpu, dt);
+    } else {
+        clock_sleep_ms(1500);
+        CHECK(comm_allreduce(c, x, 256, COMM_F32) == 0 && x[0] == 3.0f, "rank 1: %s",
+              error_get());
+    }
+    c->destroy(c);
+    store_destroy(s);
+}
+
 static void destroy_in_flight_rank(int rank, int world, const void *arg)
 {
     (void)arg;
@@ -280,5 +326,6 @@ int main(void)
     run_ranks(2, skip_rank, NULL, -1);
     run_ranks(3, kill_rank, NULL, 2);
     run_ranks(2, destroy_in_flight_rank, NULL, -1);
+    run_ranks(2, spin_rank, NULL, -1);
     return test_finish();
 }

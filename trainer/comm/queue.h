@@ -85,7 +85,8 @@ struct comm_work *comm_queue_issue(struct comm_queue *q, enum comm_op op, void *
                                    const void *send, size_t count, enum comm_dtype dt,
                                    int root);
 /* Waits for w and frees it; span (may be NULL) receives when it ran.  0 or -1 + error_set.
- * Bounded as long as the transport's run is. */
+ * Bounded as long as the transport's run is.  The first 200 ms it spins, yielding the core
+ * (queue.c QUEUE_SPIN_NS), then sleeps. */
 int comm_queue_wait(struct comm_queue *q, struct comm_work *w, struct comm_span *span);
 /* Blocking: issue + wait; with ops->call_inline, run on this thread when nothing is
  * queued or running. */

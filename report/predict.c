@@ -55,6 +55,7 @@ struct source {
     struct predict_comm comm;
     size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
     size_t cal_small;              /* near-empty all-reduces behind the floor */
+    size_t cal_busy;               /* bucket all-reduces behind the busy term */
 };
 
 static void source_free(struct source *s)
@@ -275,11 +276,14 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     const uint32_t range = strpool_find(&rs->labels, "range");
     const uint32_t ar = strpool_find(&rs->labels, "allreduce");
     const uint32_t car = strpool_find(&rs->labels, "comm.allreduce");
+    const uint32_t bwd = strpool_find(&rs->labels, "backward");
     const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
-    struct dlist xb = {0}, xm = {0};
+    struct dlist xb = {0}, xm = {0}, busy_b = {0}, busy_m = {0};
     int rc = 0;
-    /* buckets: key (step, bucket) -> min duration; the reference rank's rows drive, the
-     * others are looked up by a per-rank table indexed by step * nb + bucket */
+    /* buckets: key (step, bucket) -> min duration over ranks, and the latest start; one
+     * that started (on every rank) before the last rank's backward ended, the last bucket
+     * aside, ran beside compute: its excess over the line is the busy term, and it stays out
+     * of the line */
     long nb = 0;
     meta_int(r, "buckets", &nb);
     int64_t maxstep = 0;
@@ -290,9 +294,13 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         size_t cells = (size_t)(maxstep + 1) * (size_t)nb;
         double *best = malloc(cells * sizeof *best);
         int64_t *bytes = calloc(cells, sizeof *bytes);
-        if (!best || !bytes) {
+        int64_t *start = calloc(cells, sizeof *start);
+        int64_t *bend = calloc((size_t)maxstep + 1, sizeof *bend); /* 0: no backward row */
+        if (!best || !bytes || !start || !bend) {
             free(best);
             free(bytes);
+            free(start);
+            free(bend);
             return error_set("predict: out of memory");
         }
         for (size_t i = 0; i < cells; i++)
@@ -303,27 +311,40 @@ static int source_calibrate(const struct runset *rs, struct source *s)
             for (size_t i = 0; i < t->n; i++)
                 if (t->rows[i].phase == ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
                     dev = 1;
+            const enum trace_clock clk = dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
             for (size_t i = 0; i < t->n; i++) {
                 const struct run_row *row = &t->rows[i];
+                if (row->phase == bwd && bwd != STRPOOL_NONE && row->clock == clk &&
+                    row->step >= 0 && row->step <= maxstep &&
+                    row->end_ns > bend[row->step])
+                    bend[row->step] = row->end_ns;
                 if (row->phase != ar || !row_counts(s->st, row, range) || row->bucket < 0 ||
                     row->bucket >= nb || row->step > maxstep || row->bytes <= 0 ||
-                    row->clock != (dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST))
+                    row->clock != clk)
                     continue;
                 size_t c = (size_t)row->step * (size_t)nb + (size_t)row->bucket;
                 double ms = (double)(row->end_ns - row->start_ns) / 1e6;
                 if (best[c] < 0 || ms < best[c])
                     best[c] = ms;
+                if (row->start_ns > start[c])
+                    start[c] = row->start_ns;
                 bytes[c] = row->bytes;
             }
         }
         for (size_t c = 0; c < cells && rc == 0; c++)
             if (best[c] >= 0) {
-                rc = dlist_add(&xb, (double)bytes[c]);
+                /* the last bucket holds the first layer's gradients: it is ready when
+                 * backward ends (inside the backward range, by the hook), never beside it */
+                const int64_t be = bend[c / (size_t)nb];
+                const int during = be > 0 && start[c] < be && (long)(c % (size_t)nb) != nb - 1;
+                rc = dlist_add(during ? &busy_b : &xb, (double)bytes[c]);
                 if (rc == 0)
-                    rc = dlist_add(&xm, best[c]);
+                    rc = dlist_add(during ? &busy_m : &xm, best[c]);
             }
         free(best);
         free(bytes);
+        free(start);
+        free(bend);
     }
     /* the calibration rows: the k-th of every rank is one collective */
     if (rc == 0 && calib != STRPOOL_NONE && car != STRPOOL_NONE) {
@@ -425,7 +446,17 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         s->calibrated = 1;
         s->cal_sizes = fb.n;
         s->cal_samples = xb.n;
+        /* the busy term: the median excess over the line of those that ran beside compute */
+        if (busy_b.n > 0) {
+            for (size_t i = 0; i < busy_b.n; i++)
+                busy_m.v[i] -= predict_ring_ms(&s->comm, s->world, busy_b.v[i]);
+            const double ex = median(busy_m.v, busy_m.n);
+            s->comm.busy_ms = ex > 0 ? ex : 0;
+            s->cal_busy = busy_b.n;
+        }
     }
+    free(busy_b.v);
+    free(busy_m.v);
     free(xb.v);
     free(xm.v);
     free(fb.v);
@@ -628,7 +659,7 @@ struct predict_opts {
     const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
 };
 
-enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_AMP, PC_BUCKETS, PC_STEP,
+enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_BUSY, PC_AMP, PC_BUCKETS, PC_STEP,
        PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
 static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CONFIG] = {"config", "config", "", 1},
@@ -637,6 +668,7 @@ static const struct table_col predict_cols[PC_COUNT] = {
     [PC_BW] = {"bandwidth_gbps", "bandwidth", "Gbit/s", 0},
     [PC_LAT] = {"latency_us", "latency", "us", 0},
     [PC_FLOOR] = {"floor_ms", "floor", "ms", 0},
+    [PC_BUSY] = {"busy_ms", "busy", "ms", 0},
     [PC_AMP] = {"amp", "amp", "", 1},
     [PC_BUCKETS] = {"buckets", "buckets", "", 0},
     [PC_STEP] = {"step_ms", "step", "ms", 0},
@@ -1041,6 +1073,7 @@ int predict_main(int argc, char **argv)
             table_set(&t, PC_BW, "%.4g", s->comm.bandwidth_gbps);
             table_set(&t, PC_LAT, "%.4g", s->comm.latency_us);
             table_set(&t, PC_FLOOR, "%.4g", s->comm.floor_ms);
+            table_set(&t, PC_BUSY, "%.4g", s->comm.busy_ms);
         }
         table_set(&t, PC_AMP, "%s", s->amp);
         long nb = 0;
@@ -1108,7 +1141,8 @@ int predict_main(int argc, char **argv)
                             .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
                                      .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
                                                              : cal.bandwidth_gbps,
-                                     .floor_ms = cal.floor_ms}};
+                                     .floor_ms = cal.floor_ms,
+                                     .busy_ms = cal.busy_ms}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;
@@ -1119,6 +1153,7 @@ int predict_main(int argc, char **argv)
                         table_set(&t, PC_BW, "%.4g", asked_bw);
                         table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
                         table_set(&t, PC_FLOOR, "%.4g", c.comm.floor_ms);
+                        table_set(&t, PC_BUSY, "%.4g", c.comm.busy_ms);
                         table_set(&t, PC_AMP, "%s", amp);
                         table_set(&t, PC_BUCKETS, "%d", p.buckets);
                         table_set(&t, PC_STEP, "%.3f", p.step_ms);
@@ -1154,9 +1189,14 @@ int predict_main(int argc, char **argv)
             if (cal.floor_ms > 0)
                 printf("#  comm: an all-reduce takes at least %.4g ms (the median of the "
                        "setup's %zu near-empty ones)\n", cal.floor_ms, s->cal_small);
+            if (s->cal_busy > 0)
+                printf("#  comm: an all-reduce that starts before backward ends takes %.4g ms "
+                       "more (the median excess of the run's %zu such)\n", cal.busy_ms,
+                       s->cal_busy);
         } else if (have_cal) {
             printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop, at least "
-                   "%.4g ms\n", cal_from, cal.bandwidth_gbps, cal.latency_us, cal.floor_ms);
+                   "%.4g ms, %.4g ms more beside backward\n", cal_from, cal.bandwidth_gbps,
+                   cal.latency_us, cal.floor_ms, cal.busy_ms);
         }
         if (!s->layered)
             printf("#  no per-layer rows (a run with --trace full records them): gradients "
@@ -1293,8 +1333,10 @@ int predict_whatif(const struct runset *rs, const struct predict_whatif *wp, cha
         return add_line(lines, n, "what if: run %s cannot be predicted: %s", label, w.why);
     int rc = add_line(lines, n,
                       "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
-                      "per hop, at least %.4g ms; report/FORMULAS.md \"Predictions\"):",
-                      label, w.comm.bandwidth_gbps, w.comm.latency_us, w.comm.floor_ms);
+                      "per hop, at least %.4g ms, %.4g ms more beside backward; "
+                      "report/FORMULAS.md \"Predictions\"):",
+                      label, w.comm.bandwidth_gbps, w.comm.latency_us, w.comm.floor_ms,
+                      w.comm.busy_ms);
     if (rc == 0 && w.best_cap_mb != w.cap_mb)
         rc = add_line(lines, n,
                       "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "

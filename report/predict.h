@@ -64,6 +64,12 @@ struct predict_comm {
      * setup's near-empty all-reduce, which the line's latency does not reach where waking
      * a waiting rank costs more than the wire (a CPU rank in a VM: up to a scheduler tick) */
     double floor_ms;
+    /* what an all-reduce that starts while the ranks still compute (before the end of
+     * backward) takes more than the line (ms; 0: none): the median excess of the run's own
+     * such bucket all-reduces.  On CPU ranks the comm's threads share the cores with
+     * backward and get one at the scheduler's next tick; on a GPU, compute's kernels share
+     * the SMs with the collective's */
+    double busy_ms;
 };
 
 struct predict_config {

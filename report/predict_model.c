@@ -9,6 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* a bucket that starts this close to backward's end starts after it (sums of medians round) */
+#define PREDICT_BUSY_EPS_MS 1e-6
+
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -112,6 +115,8 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
         t += m->layers[k].bwd_ms * scale;
         layer_end[k] = t;
     }
+    if (m->nlayers > 0)
+        layer_end[0] = bwd_end; /* the first layer ends backward: exactly, not by a sum */
     double total = 0.0;
     for (int i = 0; i < np; i++)
         total += (double)m->params[i].bytes;
@@ -143,8 +148,9 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     /* one comm stream, buckets in order (the reducer launches them in bucket order) */
     double comm_free = 0.0, comm = 0.0;
     for (int b = 0; b < nb && c->world > 1; b++) {
-        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
         const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
+        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]) +
+                         (start < bwd_end - PREDICT_BUSY_EPS_MS ? c->comm.busy_ms : 0.0);
         comm_free = start + d;
         comm += d;
     }

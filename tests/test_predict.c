@@ -147,6 +147,36 @@ static void test_floor(void)
           o.comm_ms, o.step_ms);
 }
 
+static void test_busy(void)
+{
+    /* the busy term: an all-reduce that starts before backward ends takes busy_ms more.  The
+     * model of test_floor: bucket 0 (1 MiB) ready at 7 ms, backward 2-12 ms; bucket 1 (4
+     * bytes) ready at 12, when backward ends: never busy.  busy 2: bucket 0 runs 7-10.048576
+     * (3.048576), bucket 1 12-12.000004: exposed 4e-6.  busy 6: bucket 0 runs 7-14.048576,
+     * bucket 1 starts after it, past backward's end, unslowed: exposed 2.04858 */
+    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
+    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
+    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
+                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 0.5, .comm = link8};
+    struct predict_out o;
+    c.comm.busy_ms = 2.0;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 2, "replay: %s, %d buckets",
+          error_get(), o.buckets);
+    CHECK(NEAR(o.comm_ms, 3.048576 + 4e-6) && NEAR(o.exposed_comm_ms, 4e-6),
+          "busy 2: comm %.12f exposed %.12f, want 3.04858, 4e-6", o.comm_ms, o.exposed_comm_ms);
+    c.comm.busy_ms = 6.0;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    CHECK(NEAR(o.comm_ms, 7.048576 + 4e-6) && NEAR(o.exposed_comm_ms, 2.048576 + 4e-6) &&
+              NEAR(o.step_ms, 14.048576 + 4e-6),
+          "busy 6: comm %.12f exposed %.12f step %.12f, want 7.04858, 2.04858, 14.0486",
+          o.comm_ms, o.exposed_comm_ms, o.step_ms);
+    /* one rank: no collective, nothing busy */
+    c.world = 1;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.comm_ms == 0.0 && o.exposed_comm_ms == 0.0,
+          "busy, one rank: comm %.12f exposed %.12f", o.comm_ms, o.exposed_comm_ms);
+}
+
 static void test_straggler(void)
 {
     /* two ranks drawing from {1, 2}: E[max] = 1/4 * 1 + 3/4 * 2 = 1.75, mean 1.5 */
@@ -184,6 +214,7 @@ int main(void)
     test_comm_bound();
     test_ring_and_fit();
     test_floor();
+    test_busy();
     test_straggler();
     test_bad_config();
     return test_finish();

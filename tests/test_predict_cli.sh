@@ -6,6 +6,8 @@
 #     step p50_ms, and the predicted row of the run's own configuration equals it
 #   - bucket formation: predicting run A at run B's cap gives B's bucket count (meta.csv
 #     buckets, the reducer's), for every pair
+#   - the comm's floor (the setup's near-empty all-reduces) and busy term (bucket
+#     all-reduces that started beside backward: none with one bucket) are said and written
 #   - the calibration rows (calib.allreduce, step -1) are in both ranks' traces, and no
 #     table counts them: phases.csv's comm.allreduce count is the rows with step >= 0, and
 #     phases, overlap, buckets and stragglers.csv are the same without them
@@ -61,6 +63,16 @@ for a in "${caps[@]}"; do
   # the floor: the setup's 128-byte all-reduces' median, said and written
   fl=$(csv_col "$run/predict.csv" floor_ms config=measured)
   check 'awk -v f="$fl" "BEGIN { exit !(f + 0 > 0) }" && grep -q "an all-reduce takes at least .* (the median of the setup.s 9 near-empty ones)" "$tmp/p.out"' "cap $a: floor_ms '$fl', or no floor line: $(grep 'comm:' "$tmp/p.out")"
+  # the busy term: from the bucket all-reduces that started before backward ended, the
+  # last bucket aside (ready when backward ends): none with one bucket
+  busy=$(csv_col "$run/predict.csv" busy_ms config=measured)
+  nbk=$(csv_col "$run/meta.csv" value key=buckets)
+  if [ "$nbk" = 1 ]; then
+    check '[ "$busy" = 0 ] && ! grep -q "starts before backward ends" "$tmp/p.out"' "cap $a, one bucket: busy_ms '$busy' (want 0), or a busy line: $(grep 'comm:' "$tmp/p.out")"
+  else
+    nbusy=$(sed -n 's/.*the median excess of the run.s \([0-9]*\) such.*/\1/p' "$tmp/p.out")
+    check 'awk -v f="$busy" -v n="$nbusy" "BEGIN { exit !(f + 0 >= 0 && n + 0 >= 1) }"' "cap $a, $nbk buckets: busy_ms '$busy' from '$nbusy' all-reduces: $(grep 'comm:' "$tmp/p.out")"
+  fi
   # bucket formation for every cap, against the runs' reducers
   for b in "${caps[@]}"; do
     want=$(csv_col "$tmp/cap$b/ddp/meta.csv" value key=buckets)

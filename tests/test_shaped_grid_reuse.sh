@@ -8,6 +8,8 @@
 #  3. the exit status says whether the goal was met (0) or missed (3), as summary.csv does;
 #     the recommended cap (the lowest predicted step per bandwidth) is counted right, and on
 #     the committed pinned grid (pinned_floor/) it is the best measured cap at all 3;
+#     on the grids of the current trainer (shaped_grid_20261201) the model does no worse
+#     than committed, meets the goal on grid_a, and recommends the best cap on each;
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
 #     rank 0 step p50) as through predict's config=measured rows;
 #  4. bad input: a directory that is no grid, and an archive with a path out of runs/, are
@@ -66,6 +68,24 @@ check rec-cap "$([ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^Recommended 
 timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid/pinned_floor" --out "$tmp/pf" >"$tmp/pf.log" 2>&1
 got=$(csv_col "$tmp/pf/summary.csv" value key=recommended_cap_within_goal)
 check rec-cap-pinned "$([ "$got" = "3 of 3" ]; echo $?)" "pinned_floor: recommended cap within 5 % at '$got' (want 3 of 3): $(grep -A6 '^Recommended' "$tmp/pf/errors.md")"
+
+# the grids of the current trainer (results/shaped_grid_20261201: gloo's loop thread
+# SCHED_BATCH, waits spinning, 80 steps a run, a 3-bucket calibration): the model does no
+# worse on each than when committed (median and worst |error|, 0.05 points of rounding), the
+# goal is met on grid_a, and the recommended cap is the best measured at every bandwidth
+for d in grid_a grid_b grid_c; do
+  g=$src/results/shaped_grid_20261201/$d
+  timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$g" --out "$tmp/$d" >"$tmp/$d.log" 2>&1
+  rc=$?
+  m0=$(csv_col "$g/summary.csv" value key=median_abs_error_pct) w0=$(csv_col "$g/summary.csv" value key=worst_abs_error_pct)
+  m1=$(csv_col "$tmp/$d/summary.csv" value key=median_abs_error_pct) w1=$(csv_col "$tmp/$d/summary.csv" value key=worst_abs_error_pct)
+  check "no-worse-$d" "$(awk -v a="$m0" -v b="$m1" -v c="$w0" -v d="$w1" \
+    'BEGIN { exit !(a != "" && b != "" && b <= a + 0.05 && d <= c + 0.05) }'; echo $?)" \
+    "$d: median $m1 %, worst $w1 % against $m0 %, $w0 % committed (exit $rc): $(tail -n 1 "$tmp/$d.log")"
+  got=$(csv_col "$tmp/$d/summary.csv" value key=recommended_cap_within_goal)
+  check "rec-cap-$d" "$([ "$got" = "3 of 3" ]; echo $?)" "$d: recommended cap within 5 % at '$got' (want 3 of 3)"
+  [ "$d" = grid_a ] && check goal-grid_a "$([ $rc -eq 0 ]; echo $?)" "grid_a: goal not met (exit $rc): $(tail -n 1 "$tmp/$d.log")"
+done
 
 # the measured step is one figure by either road: predict's config=measured row and, with
 # --measure-only, the report's phases.csv rank 0 step p50 (report/FORMULAS.md)

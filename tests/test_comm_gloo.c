@@ -82,6 +82,17 @@ static struct comm *join(struct store *s, int rank, int world, int timeout_ms)
 /* Gloo's event-loop thread runs SCHED_BATCH, named gloo-loop (comm_gloo.cc
  * gloo_loop_batch: it must not preempt the thread that holds a pair's lock), and no other
  * thread of the rank changed policy: count them. */
+/* The store and the comm of a rank (the comm's collectives timing out after timeout_ms);
+ * NULL when either failed, the store then aborted (the other ranks fail at once). */
+static struct comm *open_comm(int rank, int world, int timeout_ms, struct store **s)
+{
+    *s = open_store(rank, world, TIMEOUT_MS);
+    struct comm *c = *s ? join(*s, rank, world, timeout_ms) : NULL;
+    if (!c && *s)
+        store_abort(*s);
+    return c;
+}
+
 static void loop_policy(int rank, int *batch_loops, int *others_changed)
 {
     *batch_loops = *others_changed = 0;
@@ -114,13 +125,10 @@ static void loop_policy(int rank, int *batch_loops, int *others_changed)
 static void correct_rank(int rank, int world, const void *arg)
 {
     (void)arg;
-    struct store *s = open_store(rank, world, TIMEOUT_MS);
-    struct comm *c = s ? join(s, rank, world, TIMEOUT_MS) : NULL;
-    if (!c) {
-        if (s)
-            store_abort(s);
+    struct store *s;
+    struct comm *c = open_comm(rank, world, TIMEOUT_MS, &s);
+    if (!c)
         return;
-    }
     if (world > 1) {
         int loops, others;
         loop_policy(rank, &loops, &others);
@@ -143,13 +151,10 @@ static void show(int rank, const char *msg) { printf("  rank %d got: %s\n", rank
 static void skip_rank(int rank, int world, const void *arg)
 {
     (void)arg;
-    struct store *s = open_store(rank, world, TIMEOUT_MS);
-    struct comm *c = s ? join(s, rank, world, rank == 0 ? SHORT_TIMEOUT_MS : TIMEOUT_MS) : NULL;
-    if (!c) {
-        if (s)
-            store_abort(s);
+    struct store *s;
+    struct comm *c = open_comm(rank, world, rank == 0 ? SHORT_TIMEOUT_MS : TIMEOUT_MS, &s);
+    if (!c)
         return;
-    }
     float x[1024];
     rank_input(x, 1024, rank, 7);
     CHECK(comm_allreduce(c, x, 1024, COMM_F32) == 0, "all-reduce #1: %s", error_get());
@@ -183,13 +188,10 @@ static void skip_rank(int rank, int world, const void *arg)
 static void kill_rank(int rank, int world, const void *arg)
 {
     (void)arg;
-    struct store *s = open_store(rank, world, TIMEOUT_MS);
-    struct comm *c = s ? join(s, rank, world, KILL_TIMEOUT_MS) : NULL;
-    if (!c) {
-        if (s)
-            store_abort(s);
+    struct store *s;
+    struct comm *c = open_comm(rank, world, KILL_TIMEOUT_MS, &s);
+    if (!c)
         return;
-    }
     size_t n = BIG_LEN;
     float *x = malloc(n * sizeof *x);
     rank_input(x, n, rank, 11);
@@ -244,13 +246,10 @@ static double thread_cpu_s(void)
 static void spin_rank(int rank, int world, const void *arg)
 {
     (void)arg;
-    struct store *s = open_store(rank, world, TIMEOUT_MS);
-    struct comm *c = s ? join(s, rank, world, TIMEOUT_MS) : NULL;
-    if (!c) {
-        if (s)
-            store_abort(s);
+    struct store *s;
+    struct comm *c = open_comm(rank, world, TIMEOUT_MS, &s);
+    if (!c)
         return;
-    }
     float x[256];
     for (int i = 0; i < 256; i++)
         x[i] = (float)(rank + 1);
@@ -278,13 +277,10 @@ static void spin_rank(int rank, int world, const void *arg)
 static void destroy_in_flight_rank(int rank, int world, const void *arg)
 {
     (void)arg;
-    struct store *s = open_store(rank, world, TIMEOUT_MS);
-    struct comm *c = s ? join(s, rank, world, TIMEOUT_MS) : NULL;
-    if (!c) {
-        if (s)
-            store_abort(s);
+    struct store *s;
+    struct comm *c = open_comm(rank, world, TIMEOUT_MS, &s);
+    if (!c)
         return;
-    }
     float x[1000];
     rank_input(x, 1000, rank, 13);
     if (rank == 1) {

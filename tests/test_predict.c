@@ -42,15 +42,26 @@ static void test_one_bucket_no_overlap(void)
           "world 1: step %.6f comm %.6f", o.step_ms, o.comm_ms);
 }
 
+/* Two layers, forward 2 ms, backward 10 ms (5 each): conv's 4 bytes, fc's 1 MiB; fc's
+ * backward runs first (2-7 ms), conv's last (7-12 ms). */
+static struct predict_layer overlap_layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
+static struct predict_param overlap_params[2] = {{4, 0}, {(size_t)MIB, 1}};
+
+static struct predict_model overlap_model(void)
+{
+    return (struct predict_model){.layers = overlap_layers, .nlayers = 2,
+                                  .params = overlap_params, .nparams = 2, .forward_ms = 2.0,
+                                  .backward_ms = 10.0};
+}
+
 static void test_perfect_overlap(void)
 {
     /* layer 1 (backward's first) holds 1 MiB: bucket 0 closes at PyTorch's 1 MiB first cap
      * and is all-reduced (1.048576 ms) during layer 0's 5 ms backward; layer 0's 4 bytes
      * are bucket 1, exposed for 2 * 1/2 * 4 / 10^6 ms */
-    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
-    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
-    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
-                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_param params[2] = {overlap_params[0], overlap_params[1]};
+    struct predict_model m = overlap_model();
+    m.params = params; /* changed below */
     struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
     struct predict_out o;
     CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
@@ -134,10 +145,7 @@ static void test_floor(void)
     /* the perfect-overlap step of test_perfect_overlap with a 3 ms floor: bucket 0 (1 MiB)
      * ready at 2 + 5 = 7 ms runs 7-10 ms (3 ms, not 1.048576), inside backward (2-12 ms);
      * bucket 1 (4 bytes) ready at 12 runs 12-15: 3 ms exposed, 6 ms of all-reduce */
-    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
-    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
-    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
-                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_model m = overlap_model();
     struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
     c.comm.floor_ms = 3.0;
     struct predict_out o;
@@ -154,10 +162,7 @@ static void test_busy(void)
      * bytes) ready at 12, when backward ends: never busy.  busy 2: bucket 0 runs 7-10.048576
      * (3.048576), bucket 1 12-12.000004: exposed 4e-6.  busy 6: bucket 0 runs 7-14.048576,
      * bucket 1 starts after it, past backward's end, unslowed: exposed 2.04858 */
-    struct predict_layer layers[2] = {{"conv", 1.0, 5.0}, {"fc", 1.0, 5.0}};
-    struct predict_param params[2] = {{4, 0}, {(size_t)MIB, 1}};
-    struct predict_model m = {.layers = layers, .nlayers = 2, .params = params, .nparams = 2,
-                              .forward_ms = 2.0, .backward_ms = 10.0};
+    struct predict_model m = overlap_model();
     struct predict_config c = {.world = 2, .bucket_cap_mb = 0.5, .comm = link8};
     struct predict_out o;
     c.comm.busy_ms = 2.0;

@@ -43,6 +43,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -269,6 +270,10 @@ int GlooComm::connect(struct store *s, const std::string &prefix, const char *pe
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = 0;
     try {
+        /* a thread made and joined first: a runtime that starts a thread of its own at a
+         * process's first pthread_create (ThreadSanitizer's background thread) does it
+         * now, not inside CreateDevice, where it would pass for Gloo's loop */
+        std::thread([] {}).join();
         const std::set<long> before = gloo_tids();
         dev_ = gloo::transport::tcp::CreateDevice(attr);
         gloo_loop_batch(before);

@@ -19,7 +19,7 @@
 #     there), so the test prints the goal's
 #     verdict and asserts what the model does reach, to catch it getting worse: in a build
 #     without sanitizers on a quiet machine (other programs kept <= 0.25 cores busy during
-#     the runs, and the calibration's compute measured again within 10 %: a slow
+#     the runs, and the calibration's compute measured again within 20 %: a slow
 #     calibration run moves every prediction) median |error| <= 20 % and worst <= 75 % (one
 #     run per point here: 7.3 % and
 #     18.4 % in one quiet run; before the trainer's gloo and wait fixes, 13.8 % and 21.3 %;
@@ -123,9 +123,9 @@ echo "recommended cap within 5 % of the best measured: $(val recommended_cap_wit
 # a sanitizer's build times its own instrumentation, not the program's
 san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)
 # quiet: others on <= 0.25 cores, and the calibration's compute, which every prediction
-# carries, measured again at the end within 10 % (one grid here: 23.8 ms a step where the
+# carries, measured again at the end within 20 % (one grid here: 23.8 ms a step where the
 # grid's runs took 14.5-16.9, others on 0.03 cores; median |error| 22.8 %)
-if [ -z "$san" ] && awk -v o="$others" -v c="${crep:-0}" 'BEGIN { exit !(o <= 0.25 && c <= 10) }'; then
+if [ -z "$san" ] && awk -v o="$others" -v c="${crep:-0}" 'BEGIN { exit !(o <= 0.25 && c <= 20) }'; then
   if [ $rc -eq 0 ]; then
     echo "goal met on a quiet machine: median |error| $med %, worst $worst % (goal 5 %, 10 %)"
   else
@@ -137,7 +137,7 @@ else
   if [ -n "$san" ]; then
     echo "goal not judged: a sanitizer's build ($san); median |error| $med %, worst $worst %"
   else
-    echo "goal not judged: other programs kept $others cores busy (the goal is judged at <= 0.25), or the calibration's compute and its repeat's were $crep % apart (judged at <= 10); two runs of one configuration were $rep % apart; median |error| $med %, worst $worst %"
+    echo "goal not judged: other programs kept $others cores busy (the goal is judged at <= 0.25), or the calibration's compute and its repeat's were $crep % apart (judged at <= 20); two runs of one configuration were $rep % apart; median |error| $med %, worst $worst %"
   fi
   check gross "$(awk -v m="$med" 'BEGIN { exit !(m <= 40) }'; echo $?)" \
     "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"

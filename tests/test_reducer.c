@@ -77,6 +77,8 @@ static int fc_wait(struct comm *c, struct comm_work *w, struct comm_span *span)
     return 0;
 }
 
+static void fc_progress(struct comm *c) { fc_log((struct fake_comm *)c, "progress", 0); }
+
 static void *fc_stream(struct comm *c)
 {
     (void)c;
@@ -243,8 +245,55 @@ static void test_order_fails(void)
     be->destroy(be);
 }
 
+/* comm->progress, where the comm has it, after each gradient once a bucket of this backward
+ * was issued, and not before: one bucket of the 3 parameters (cap 256 bytes), then one
+ * bucket each (cap 64) */
+static void test_progress(void)
+{
+    struct backend *be = backend_cpu_create(1);
+    if (!be)
+        return;
+    static const char *const one[] = {"launching 0", "allreduce 48", "issued 0", "progress",
+                                      "wait",        "finished 0"};
+    static const char *const three[] = {
+        "launching 0", "allreduce 16", "issued 0", "progress",   "launching 1",
+        "allreduce 16", "issued 1",    "progress", "launching 2", "allreduce 16",
+        "issued 2",     "progress",    "wait",     "finished 0", "wait",
+        "finished 1",   "wait",        "finished 2"};
+    for (int k = 0; k < 2; k++) {
+        struct param_table t;
+        CHECK(make_params(&t, be) == 0, "params: %s", error_get());
+        struct fake_comm fc;
+        fake_comm_init(&fc, 0);
+        fc.ops.progress = fc_progress;
+        const size_t cap = k == 0 ? 256 : 64;
+        struct reducer *r = reducer_create(&t, &fc.ops, cap, cap);
+        CHECK(r != NULL, "reducer: %s", error_get());
+        if (r) {
+            reducer_set_observer(r, (struct reducer_observer){obs_launching, obs_issued,
+                                                              obs_finished, &fc});
+            for (int step = 0; step < 2; step++) {
+                fc.n = 0;
+                CHECK(run_backward(r, &t) == 0, "backward: %s", error_get());
+                CHECK(reducer_finish(r) == 0, "finish: %s", error_get());
+                const int ok = k == 0 ? log_is(&fc, one, sizeof one / sizeof one[0])
+                                      : log_is(&fc, three, sizeof three / sizeof three[0]);
+                CHECK(ok, "cap %zu, step %d: progress not after each gradient once a bucket "
+                          "was issued",
+                      cap, step);
+                if (!ok)
+                    log_print(&fc);
+            }
+            reducer_destroy(r);
+        }
+        params_free(&t);
+    }
+    be->destroy(be);
+}
+
 int main(void)
 {
+    test_progress();
     test_order_before_launch(1);
     test_order_before_launch(0);
     test_order_fails();

@@ -107,6 +107,8 @@ static int cp_order(struct comm *c) { return cp(c)->inner->order(cp(c)->inner); 
 
 static void cp_destroy(struct comm *c) { free(c); }
 
+static void cp_progress(struct comm *c) { cp(c)->inner->progress(cp(c)->inner); }
+
 struct comm *comm_probe_wrap(struct comm *inner, struct probe *probe)
 {
     struct comm_probe *p = calloc(1, sizeof *p);
@@ -135,6 +137,7 @@ struct comm *comm_probe_wrap(struct comm *inner, struct probe *probe)
         .allgather_join = cp_allgather_join,
         .settle = in->settle ? cp_settle : NULL,
         .allreduce_join = cp_allreduce_join,
+        .progress = in->progress ? cp_progress : NULL,
     };
     return &p->base;
 }

@@ -72,7 +72,13 @@ static int reducer_grad_ready(void *ctx, struct param *p)
     r->be->scale(r->be, p->numel, 1.0f / (float)r->comm->world, p->grad,
                  bk->buf + r->offset_of[p->index]);
     bk->pending--;
-    return reducer_launch_ready(r);
+    if (reducer_launch_ready(r))
+        return -1;
+    /* an all-reduce of this backward may be under way: its threads get the core between
+     * layers (comm.h: progress) */
+    if (r->next_launch > 0 && r->comm->progress)
+        r->comm->progress(r->comm);
+    return 0;
 }
 
 struct grad_hook reducer_hook(struct reducer *r)

@@ -94,7 +94,7 @@ struct comm {
      * all-reduce it issued may be under way, so that a collective progresses between the
      * layers of backward rather than when the scheduler next takes the core from the
      * compute: gloo's loop thread, SCHED_BATCH, never preempts it (comm_gloo.cc), and a
-     * ConvNet bucket of 62 KB issued 10 ms before backward's end took 8.5-9.6 ms at
+     * ConvNet bucket of 62 KB issued 10 ms before backward's end took 7.5-9.6 ms at
      * 1000 Mbit/s (0.5 ms on the wire) and ended ~1 ms before backward did
      * (results/shaped_grid_20261202). */
     void (*progress)(struct comm *c);

@@ -494,15 +494,9 @@ int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns)
     return 1;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int64_t analysis_clock_offset(int64_t *d, size_t n)
 {
-    qsort(d, n, sizeof *d, cmp_i64);
+    qsort(d, n, sizeof *d, sort_cmp_i64);
     return d[(n - 1) / 2];
 }
 
@@ -1131,15 +1125,9 @@ static int analysis_find_warmup(const struct analysis_ctx *c, const struct run *
 
 /* ---- repeats (FORMULAS.md "Repeats") ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void analysis_spread(double *v, size_t n, struct spread *out)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, sort_cmp_double);
     out->min = v[0];
     out->max = v[n - 1];
     out->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);

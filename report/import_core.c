@@ -754,12 +754,6 @@ static int imp_steps(struct import_rank *im, struct step_span **out, size_t *n,
     return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The number of the step holding t (0: outside every step). */
 static int32_t imp_step_at(const struct step_span *s, size_t n, int64_t t)
 {
@@ -858,11 +852,11 @@ static int imp_params_as_coll(struct import_rank *im)
     for (size_t i = 0; i < im->recs.n; i++)
         if (im->recs.v[i].kind == R_COLL)
             with[n++] = (int64_t)im->recs.v[i].step * IMPORT_COLL_COUNT + im->recs.v[i].coll;
-    qsort(with, n, sizeof *with, cmp_i64);
+    qsort(with, n, sizeof *with, sort_cmp_i64);
     for (size_t i = 0; i < im->recs.n; i++) {
         struct rec *r = &im->recs.v[i];
         int64_t key = (int64_t)r->step * IMPORT_COLL_COUNT + r->coll;
-        if (r->kind == R_PARAMS && !r->used && !bsearch(&key, with, n, sizeof *with, cmp_i64))
+        if (r->kind == R_PARAMS && !r->used && !bsearch(&key, with, n, sizeof *with, sort_cmp_i64))
             r->kind = R_COLL;
     }
     free(with);

@@ -9,6 +9,7 @@
 #include "report/layers.h"
 #include "report/outfile.h"
 #include "report/run.h"
+#include "report/sort.h"
 #include "report/table.h"
 
 #include <errno.h>
@@ -71,19 +72,13 @@ static void source_free(struct source *s)
     memset(s, 0, sizeof *s);
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* the median of v[0..n) (sorts it; the lower middle for even n, as analysis_percentile's
  * nearest rank at 50); 0 for n == 0 */
 static double median(double *v, size_t n)
 {
     if (n == 0)
         return 0.0;
-    qsort(v, n, sizeof *v, cmp_dbl);
+    qsort(v, n, sizeof *v, sort_cmp_double);
     return v[(n + 1) / 2 - 1];
 }
 

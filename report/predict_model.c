@@ -5,18 +5,13 @@
 
 #include "common/ddp_buckets.h"
 #include "common/error.h"
+#include "report/sort.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 /* a bucket that starts this close to backward's end starts after it (sums of medians round) */
 #define PREDICT_BUSY_EPS_MS 1e-6
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 double predict_ring_ms(const struct predict_comm *c, int world, double bytes)
 {
@@ -173,7 +168,7 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
         }
         for (size_t i = 0; i < m->ncompute; i++)
             sorted[i] = m->compute_ms[i];
-        qsort(sorted, m->ncompute, sizeof *sorted, cmp_double);
+        qsort(sorted, m->ncompute, sizeof *sorted, sort_cmp_double);
         straggler = predict_straggler_ms(sorted, m->ncompute, c->world);
         free(sorted);
     }

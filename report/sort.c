@@ -90,3 +90,15 @@ int sort_by_i64(void *base, size_t n, size_t size, size_t key_offset)
     free(count);
     return 0;
 }
+
+int sort_cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int sort_cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}

@@ -11,4 +11,9 @@
  * for the n * size scratch copy). */
 int sort_by_i64(void *base, size_t n, size_t size, size_t key_offset);
 
+/* qsort/bsearch comparators, ascending: of doubles (NaN as equal to everything: keep them
+ * out), of int64_t */
+int sort_cmp_double(const void *a, const void *b);
+int sort_cmp_i64(const void *a, const void *b);
+
 #endif

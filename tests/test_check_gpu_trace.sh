@@ -19,8 +19,7 @@ checker=$src/scripts/check-gpu-trace
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 
 # make_run DIR WORLD DEFECT: a DDP run of 2 steps and 2 buckets per rank (times in us on
 # each rank's clock), with one defect injected (none, kernel-outside, no-device-bucket,
@@ -142,5 +141,4 @@ python3 "$checker" "$tmp/nowhere" >/dev/null 2>&1
 rc=$?
 check missing-exit "$([ "$rc" -eq 2 ]; echo $?)" "a missing run directory gave exit $rc"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

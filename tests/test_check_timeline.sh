@@ -10,8 +10,7 @@ checker=$src/scripts/check-timeline
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 
 # nested (same start, longer first), disjoint, touching, a B/E pair around X events, and
 # two lanes whose slices overlap each other (allowed: different tids)
@@ -58,5 +57,4 @@ python3 "$checker" "$tmp/good.json" "$tmp/bad.json" >/dev/null 2>&1
 rc=$?
 check worst-of-files "$([ "$rc" -eq 1 ]; echo $?)" "good + bad gave rc $rc"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

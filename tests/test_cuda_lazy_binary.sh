@@ -15,8 +15,7 @@ build=${DDPPROF_BUILD_DIR:?DDPPROF_BUILD_DIR must point at the build directory}
 unset DDPPROF_LIB_DIR # the binary finds its modules beside itself
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 cuda_libs='libddpprof_cuda\.so|libddpprof_probes_cuda\.so|libcudart|libcublas|libcudnn|libnccl|libcupti'
 
 if command -v ldd >/dev/null; then
@@ -71,5 +70,4 @@ else
   echo "no stand-in driver (CPU build): the module's loading from beside the binary is not checked"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -21,8 +21,7 @@ if [ ! -f "$module" ]; then
   exit 77
 fi
 command -v nm >/dev/null || { echo "FAIL: nm (binutils) is needed"; exit 1; }
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 
 if [ -f "$exe" ]; then
   nm -D --defined-only "$exe" | awk '{print $NF}' | grep -qx 'cudaEventQuery'
@@ -77,5 +76,4 @@ else
   [ -f "$build/libddpprof_probes_cuda.so" ] && imports_complete "$build/libddpprof_probes_cuda.so"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -19,10 +19,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 now() { date +%s.%N; }
 elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.3f", a - b }'; }
 less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; } # float a < b
@@ -165,5 +162,4 @@ check evidence-overlap-empty \
   "$(csv_awk 'NR>1 && col("rank")==1 {found=1; if (col("overlap_pct")!="") bad=1} END{exit !(found && !bad)}' "$tmp/evidence-rep/overlap.csv"; echo $?)" \
   "rank 1's overlap_pct is not left empty: $(cat "$tmp/evidence-rep/overlap.csv" 2>/dev/null | head -3)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

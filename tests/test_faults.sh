@@ -27,10 +27,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 now() { date +%s.%N; }
 elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.2f", a - b }'; }
 less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; } # float a < b
@@ -372,5 +369,4 @@ else
   echo "part 8 skipped: no script(1)"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -11,8 +11,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 
 run="$tmp/run"
 "$bin" --cpu 2 --model convnet --epochs 1 --limit 2000 --test-limit 500 --bucket-cap-mb 0.02 \
@@ -84,5 +83,4 @@ for f in phases.csv buckets.csv overlap.csv stragglers.csv speedup.csv; do
   check "same-$f" "$(cmp -s "$run/$f" "$tmp/again/$f"; echo $?)" "$f differs when remade"
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -12,10 +12,7 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 command -v mpirun >/dev/null || { echo "skipped: mpirun (Debian's openmpi-bin) is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 args="--comm gloo --quiet --limit 240 --test-limit 48 --epochs 1 --threads 1 --timeout 60 --amp off --batch-size 6 --seed 3"
 root=()
@@ -36,5 +33,4 @@ check mpirun-same-job "$(paste -d, <(csv_col "$tmp/own/metrics.csv" loss) <(csv_
     d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6 * ($1 < 0 ? -$1 : $1)) bad++ } END { exit !(n == 10 && bad == 0) }'; echo $?)" \
   "losses differ from ddpprof's own launch of the same job"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -17,10 +17,7 @@ gloo=1
 "$bin" --version | grep -q '^comms:.* gloo' || gloo=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 args="--quiet --limit 240 --test-limit 48 --epochs 1 --threads 1 --timeout 60 --amp off --batch-size 6 --seed 3"
 
@@ -96,5 +93,4 @@ DDPPROF_FAULT_KILL_STEP=1:3 timeout 120 "$bin" train --cpu 2 $args --max-restart
 check from-scratch "$?" "a restart without any checkpoint failed: $(tail -n 3 "$tmp/y.log")"
 check from-scratch-said "$(grep -q 'start again from scratch' "$tmp/y.log"; echo $?)" "$(tail -n 3 "$tmp/y.log")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -43,10 +43,7 @@ fi
 export NSYS=$nsys
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-nsys.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 out=$work/out
 limit=60
 # 256 samples, batch 32 per rank, 2 ranks: 4 DDP steps (the baseline makes 8)
@@ -201,5 +198,4 @@ else
     "NAME.N reports: runs '$c' (want 'baseline ddp '), ddp speedup '$b' (the rankN names': '$a')"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -18,10 +18,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 
 mkdir -p "$work/bin"
 cat >"$work/bin/nsys" <<EOF
@@ -94,5 +91,4 @@ check none-status "$([ $rc -eq 2 ]; echo $?)" "exit status $rc, want 2"
 check none-message "$(grep -q 'scripts/setup-nsys' "$work/none.log"; echo $?)" \
   "does not say how to get nsys: $(cat "$work/none.log")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

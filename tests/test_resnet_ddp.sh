@@ -23,8 +23,7 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi; }
+. "$(dirname "$0")/check.sh"
 meta() { awk -F, -v k="$2" '$1==k{print $2}' "$1/meta.csv"; }
 
 common=(--cpu 2 --model resnet18 --resnet-width 4 --dataset synthetic --batch-size 8 --limit 128
@@ -145,5 +144,4 @@ check cifar-missing "$([ $rc -ne 0 ] && [ "$(grep -c . "$tmp/bad.log")" -eq 1 ] 
   grep -q '^ddpprof: .*data_batch_1.bin: missing' "$tmp/bad.log"; echo $?)" \
   "exit $rc, want one error line naming data_batch_1.bin: $(head -3 "$tmp/bad.log")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

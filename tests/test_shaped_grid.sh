@@ -39,10 +39,7 @@ fi
 command -v python3 >/dev/null || { echo "skipped: scripts/shaped-grid needs python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 # namespaces named for the script's pid ($1) that still exist
 left_ns() { ip netns list 2>/dev/null | awk -v p="sg$1" '$1 == p "a" || $1 == p "b" { print $1 }'; }
 
@@ -143,5 +140,4 @@ else
     "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -22,10 +22,7 @@ src=${DDPPROF_SOURCE_DIR:?DDPPROF_SOURCE_DIR must point at the source tree}
 command -v python3 >/dev/null || { echo "skipped: scripts/shaped-grid needs python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 grid=$src/results/shaped_grid_20261128
 
 timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid" --out "$tmp/o" >"$tmp/o.log" 2>&1
@@ -119,5 +116,4 @@ rc=$?
 check evil-archive "$([ $rc -eq 2 ] && grep -q 'not a shaped-grid runs archive' "$tmp/bad2.log"; echo $?)" \
   "exit $rc: $(cat "$tmp/bad2.log")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -17,10 +17,7 @@ py=/usr/bin/python3
   { echo "skipped: torchrun (python3 -m torch.distributed.run, Debian's python3-torch) is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-check() { # check NAME CONDITION-EXIT-STATUS MESSAGE
-  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
-}
+. "$(dirname "$0")/check.sh"
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 args="--comm gloo --quiet --limit 240 --test-limit 48 --epochs 1 --threads 1 --timeout 60 --amp off --batch-size 6 --seed 3"
 # the same loss at every step: loss column of two metrics.csv, within 1e-6 relative
@@ -73,5 +70,4 @@ rc=0
 for j in $(jobs -p); do wait "$j" || rc=1; done
 check worker-master-override "$rc" "worker ignored --master-addr/--master-port: $(tail -n 2 "$tmp"/override*.log)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

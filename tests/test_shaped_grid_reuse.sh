@@ -8,7 +8,8 @@
 #  3. the exit status says whether the goal was met (0) or missed (3), as summary.csv does;
 #     the recommended cap (the lowest predicted step per bandwidth) is counted right, and on
 #     the committed pinned grid (pinned_floor/) it is the best measured cap at all 3;
-#     on the grids of the current trainer (shaped_grid_20261201) the model does no worse
+#     on the grids of the trainer before the reducer's progress calls (shaped_grid_20261201:
+#     the model has not changed since) the model does no worse
 #     than committed, meets the goal on grid_a and warmup_b, and recommends the best cap
 #     on each;
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
@@ -67,9 +68,9 @@ timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid/pinned_floor"
 got=$(csv_col "$tmp/pf/summary.csv" value key=recommended_cap_within_goal)
 check rec-cap-pinned "$([ "$got" = "3 of 3" ]; echo $?)" "pinned_floor: recommended cap within 5 % at '$got' (want 3 of 3): $(grep -A6 '^Recommended' "$tmp/pf/errors.md")"
 
-# the grids of the current trainer (results/shaped_grid_20261201: gloo's loop thread
-# SCHED_BATCH, waits spinning, 80 steps a run, a 3-bucket calibration, warmup_* after a
-# warm-up run): the model does no worse on each than when committed (median and worst
+# the grids of results/shaped_grid_20261201 (gloo's loop thread SCHED_BATCH, waits
+# spinning, no progress calls yet, 80 steps a run, a 3-bucket calibration, warmup_* after a
+# warm-up run; the model has not changed since): the model does no worse on each than when committed (median and worst
 # |error|, 0.05 points of rounding), the goal is met on grid_a and warmup_b, and the
 # recommended cap is the best measured at every bandwidth
 # (the model's figures, not new code paths: a sanitizer's build, 5x slower, leaves them to

@@ -70,9 +70,9 @@ check rec-cap-pinned "$([ "$got" = "3 of 3" ]; echo $?)" "pinned_floor: recommen
 
 # the grids of results/shaped_grid_20261201 (gloo's loop thread SCHED_BATCH, waits
 # spinning, no progress calls yet, 80 steps a run, a 3-bucket calibration, warmup_* after a
-# warm-up run; the model has not changed since): the model does no worse on each than when committed (median and worst
-# |error|, 0.05 points of rounding), the goal is met on grid_a and warmup_b, and the
-# recommended cap is the best measured at every bandwidth
+# warm-up run; the model has not changed since): the model does no worse on each than when
+# committed (median and worst |error|, 0.05 points of rounding), the goal is met on grid_a
+# and warmup_b, and the recommended cap is the best measured at every bandwidth
 # (the model's figures, not new code paths: a sanitizer's build, 5x slower, leaves them to
 # the plain build's run of this test)
 san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)

@@ -317,6 +317,40 @@ static void test_download_fails(const char *segment)
           "a staged comm without a comm or copies");
 }
 
+/* progress passes to the inner comm where it has one (gloo's threads), else stays NULL */
+struct progress_comm {
+    struct comm base;
+    int progress_calls, destroyed;
+};
+
+static void pc_progress(struct comm *c) { ((struct progress_comm *)c)->progress_calls++; }
+static void pc_destroy(struct comm *c) { ((struct progress_comm *)c)->destroyed++; }
+
+static void test_progress(const char *segment)
+{
+    struct fake_dev f;
+    CHECK(fake_init(&f) == 0, "fake device");
+    const struct comm_stage stage = {fake_download, fake_upload, &f};
+    struct progress_comm pc = {.base = {.name = "progress", .rank = 0, .world = 2,
+                                        .progress = pc_progress, .destroy = pc_destroy}};
+    struct comm *c = comm_staged_create(&pc.base, &stage);
+    CHECK(c && c->progress, "a staged comm over a comm with progress has none");
+    if (c && c->progress) {
+        c->progress(c);
+        c->progress(c);
+    }
+    CHECK(pc.progress_calls == 2, "the inner comm's progress ran %d times, not 2",
+          pc.progress_calls);
+    if (c)
+        c->destroy(c);
+    CHECK(pc.destroyed == 1, "the inner comm destroyed %d times", pc.destroyed);
+    struct comm *shm = staged_join(&f, segment, 0, 1); /* shm: no progress of its own */
+    CHECK(shm && shm->progress == NULL, "a staged shm comm has a progress");
+    if (shm)
+        shm->destroy(shm);
+    fake_free(&f);
+}
+
 int main(void)
 {
     reports = mmap(NULL, sizeof *reports * WORLD, PROT_READ | PROT_WRITE,
@@ -328,5 +362,7 @@ int main(void)
     run_world(segment);
     snprintf(segment, sizeof segment, "/ddpprof-test-staged-%d-2", (int)getpid());
     test_download_fails(segment);
+    snprintf(segment, sizeof segment, "/ddpprof-test-staged-%d-3", (int)getpid());
+    test_progress(segment);
     return test_finish();
 }

@@ -218,6 +218,14 @@ static void staged_destroy(struct comm *c)
     free(sc);
 }
 
+/* the inner comm's (comm.h); set only where the inner comm has one: its threads are the
+ * ones that need the core */
+static void staged_progress(struct comm *c)
+{
+    struct comm *in = ((struct staged_comm *)c)->inner;
+    in->progress(in);
+}
+
 static const struct comm staged_comm_ops = {
     .name = COMM_STAGED_NAME,
     .broadcast = staged_broadcast,
@@ -248,6 +256,7 @@ struct comm *comm_staged_create(struct comm *inner, const struct comm_stage *sta
     sc->base = staged_comm_ops;
     sc->base.rank = inner->rank;
     sc->base.world = inner->world;
+    sc->base.progress = inner->progress ? staged_progress : NULL;
     sc->inner = inner;
     sc->stage = *stage;
     return &sc->base;

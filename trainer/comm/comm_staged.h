@@ -15,8 +15,9 @@
  * makes: broadcast downloads on root and uploads elsewhere; reduce downloads everywhere
  * and uploads on root; all-gather downloads send and uploads recv; barrier copies nothing.
  *
- * The inner comm's timeouts, failure reports and span (when the host collective ran)
- * pass through unchanged; the staged comm has no stream and no order slot. */
+ * The inner comm's timeouts, failure reports, span (when the host collective ran) and
+ * progress (comm.h; only where it has one) pass through unchanged; the staged comm has no
+ * stream and no order slot. */
 #ifndef DDPPROF_COMM_STAGED_H
 #define DDPPROF_COMM_STAGED_H
 

@@ -1,12 +1,16 @@
 # check.sh — the shell tests' verdicts, sourced by them (after `set -u`):
 #   check NAME STATUS MESSAGE   one check: STATUS 0 passes; else it fails, saying
 #                               "FAIL NAME: MESSAGE"
+#   ok / bad MESSAGE...         one check the test judged itself: passed, or failed saying
+#                               "FAIL MESSAGE"
 #   check_done                  the counts; non-zero when a check failed (the test's last
 #                               command, so its exit status)
 passed=0 failed=0
 check() {
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: $3"; fi
 }
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL $*"; }
 check_done() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]

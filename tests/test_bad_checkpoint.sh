@@ -10,11 +10,9 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 command -v python3 >/dev/null || { echo "skip: python3 edits the checkpoints"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
 common=(train --cpu 1 --dataset synthetic --limit 64 --test-limit 32 --batch-size 32 --quiet)
 
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 
 "$bin" "${common[@]}" --epochs 1 --out "$tmp/first" >/dev/null 2>"$tmp/first.err" </dev/null ||
   { echo "FAIL the first run: $(cat "$tmp/first.err")"; exit 1; }
@@ -149,5 +147,4 @@ if [ $rc -eq 0 ] && [ "$steps" -eq 2 ] && [ -s "$tmp/resumed/checkpoint.safetens
   bad "the unedited checkpoint: exit $rc, $steps step(s): $(cat "$tmp/err")"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

@@ -12,9 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/csvcol.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 expect() { # WHAT GOT WANT
   if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
 }
@@ -76,5 +74,4 @@ if [ $rc -ne 0 ] && grep -q "^csvcol: $tmp/e.csv: no column 'ms'" "$tmp/err"; th
   bad "empty file: exit $rc, $(cat "$tmp/err")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -11,9 +11,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 
 run="$tmp/run"
 "$bin" --cpu 2 --model convnet --dataset synthetic --epochs 1 --limit 256 --test-limit 64 \
@@ -64,5 +62,4 @@ if "$bin" --cpu 1 --model convnet --dataset synthetic --epochs 1 --limit 64 --re
   --out "$tmp/stale" >"$tmp/stale.log" 2>&1 </dev/null; then bad "a stale repeat-3 was accepted"
 elif grep -q 'repeat-3 is from an earlier --repeat' "$tmp/stale.log"; then ok; else bad "stale: $(tail -2 "$tmp/stale.log")"; fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

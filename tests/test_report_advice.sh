@@ -21,9 +21,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 expect() { # WHAT GOT WANT
   if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
 }
@@ -267,5 +265,4 @@ expect "job: page = terminal" "$(grep -o '<p class="\(verdict\|advice\)">[^<]*</
   sed -e 's/<[^>]*>//g' -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&quot;/"/g' -e 's/&amp;/\&/g' |
   cmp -s - <(awk '/^# verdict: / {on = 1} on {sub(/^# /, ""); print}' "$tmp/job.out"); echo $?)" 0
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

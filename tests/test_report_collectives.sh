@@ -16,9 +16,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 expect() { # WHAT GOT WANT
   if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
 }
@@ -102,5 +100,4 @@ else
   bad "--no-sync-bn run: $(cat "$tmp/err2")"
 fi
 
-echo "test_report_collectives: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

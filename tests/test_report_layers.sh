@@ -16,9 +16,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 expect() { # expect WHAT GOT WANT
   if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', expected '$3'"; fi
 }
@@ -113,5 +111,4 @@ run "$tmp/none" 0 0
 if [ -e "$tmp/o3/layers.csv" ]; then bad "a run without layer rows wrote layers.csv"; else ok; fi
 expect "no roofline without layers" "$(grep -c 'class="roofline"' "$tmp/o3/report.html")" 0
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -11,9 +11,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 
 # 1. a real 2-rank run records the fields
 "$bin" train --cpu 2 --mode ddp --dataset synthetic --limit 128 --test-limit 16 --epochs 1 --quiet \
@@ -80,5 +78,4 @@ if grep -qF "caution: run baseline was measured under load (load average 5.50 at
   bad "load average alone:"; grep caution "$tmp/out"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

@@ -16,9 +16,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
+. "$(dirname "$0")/check.sh"
 
 # run DIR MODE WORLD META...: 8 steps on every rank; step 1 600 ms, the rest 100 ms
 # (rank 1's step 5: 150 ms); backward ends 10 ms before each step ends
@@ -95,5 +93,4 @@ expect "oversubscribed speedup caution" \
   "$(grep -c '#  caution: the speedup of ddp (.*) compares runs measured under load (ddp)' "$tmp/outo")" 1
 expect "oversubscribed on the page" "$(grep -c 'caution: run ddp was oversubscribed' "$tmp/o/report.html")" 1
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

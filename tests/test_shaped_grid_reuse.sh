@@ -14,7 +14,11 @@
 #     on each;
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
 #     rank 0 step p50) as through predict's config=measured rows;
-#  4. bad input: a directory that is no grid, and an archive with a path out of runs/, are
+#  4. the noise floor (report/FORMULAS.md): scripts/shaped-grid's noise_floor on series
+#     worked by hand, and on the committed grid (3 runs a point) 6 pseudo-grids one run a
+#     point and 3 against the median of the other two, each no worse than the widest
+#     spread of errors.csv's points allows;
+#  5. bad input: a directory that is no grid, and an archive with a path out of runs/, are
 #     refused in one line with exit 2.
 set -u
 . "$(dirname "$0")/csvcol.sh"
@@ -62,6 +66,34 @@ want=$(csv_awk 'FNR > 1 && col("kind") == "grid" { r = col("bandwidth_mbit"); p 
 got=$(csv_col "$s" value key=recommended_cap_within_goal)
 check rec-cap "$([ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^Recommended cap within 5 %: $want bandwidths" "$tmp/o/errors.md"; echo $?)" \
   "recommended_cap_within_goal '$got', the rows give '$want'"
+# the noise floor: by hand, [[10, 10, 12], [20, 20, 20]] (goal 5 / 10 %): one run a point,
+# pairs (0,1) (1,0) 0 %, (0,2) (1,2) 20 % and (2,0) (2,1) 16.67 % on the first point, 0 on
+# the second: medians 0 0 10 10 8.33 8.33 (mean 6.111), worsts 0 0 20 20 16.67 16.67 (mean
+# 12.222), 2 of 6 met; against the median of the others: 12 vs 10 (20 %), 10 vs 11 (9.09 %)
+# twice: medians 10 4.545 4.545 (6.364), worsts 20 9.09 9.09 (12.727), 2 of 3 met; one run a
+# point: none; [[10, 11], [20, 18]]: 10 and 10 %, then 9.09 and 11.11 %: 10.051, 10.556, 0 of 2
+got=$(python3 - "$src/scripts/shaped-grid" <<'PY'
+import importlib.machinery, importlib.util, sys
+ld = importlib.machinery.SourceFileLoader("shaped_grid", sys.argv[1])
+m = importlib.util.module_from_spec(importlib.util.spec_from_loader("shaped_grid", ld))
+ld.exec_module(m)
+def show(f):
+    return " ".join("%s:%d,%d,%.3f,%.3f" % ((k,) + f[k]) for k in sorted(f)) or "none"
+print(show(m.noise_floor([[10, 10, 12], [20, 20, 20]], 5, 10)),
+      show(m.noise_floor([[10], [20]], 5, 10)), show(m.noise_floor([[10, 11], [20, 18]], 5, 10)))
+PY
+)
+want="rest:3,2,6.364,12.727 single:6,2,6.111,12.222 none single:2,0,10.051,10.556"
+check noise-floor-by-hand "$([ "$got" = "$want" ]; echo $?)" "noise_floor gave '$got', want '$want'"
+fs=$(csv_col "$s" value key=noise_floor_single_grids) fr=$(csv_col "$s" value key=noise_floor_rest_grids)
+fsm=$(csv_col "$s" value key=noise_floor_single_median_pct) fsw=$(csv_col "$s" value key=noise_floor_single_worst_pct)
+frw=$(csv_col "$s" value key=noise_floor_rest_worst_pct)
+spread=$(csv_awk 'FNR > 1 && col("kind") == "grid" { d = 100 * (col("measured_max_ms") - col("measured_min_ms")) / col("measured_min_ms"); if (d > w) w = d }
+  END { print w }' "$e")
+check noise-floor-committed "$([ "$fs" = 6 ] && [ "$fr" = 3 ] && awk -v m="$fsm" -v w="$fsw" -v r="$frw" -v s="$spread" \
+  'BEGIN { exit !(m > 0 && m <= w && w <= s + 0.01 && r > 0 && r <= s + 0.01) }' &&
+  grep -q '^Noise floor .* the goal met by [0-9]* of 6; against the median of the other 2 rounds' "$tmp/o/errors.md"; echo $?)" \
+  "noise floor: $fs and $fr pseudo-grids (want 6, 3), single $fsm / $fsw %, rest worst $frw %, widest spread $spread %: $(grep '^Noise' "$tmp/o/errors.md")"
 # on the committed pinned grid with the floor the model recommends the best measured cap at
 # every bandwidth (the step within 5 %: 3 of 3)
 timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$grid/pinned_floor" --out "$tmp/pf" >"$tmp/pf.log" 2>&1

@@ -437,6 +437,8 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     }
     if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
         s->comm.floor_ms = floor_ms;
+        const char *prog = run_meta(r, "comm_progress");
+        s->comm.grad_progress = prog && strcmp(prog, "gradient") == 0;
         s->cal_small = floor_ms > 0 ? nsmall : 0;
         s->calibrated = 1;
         s->cal_sizes = fb.n;
@@ -1137,7 +1139,8 @@ int predict_main(int argc, char **argv)
                                      .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
                                                              : cal.bandwidth_gbps,
                                      .floor_ms = cal.floor_ms,
-                                     .busy_ms = cal.busy_ms}};
+                                     .busy_ms = cal.busy_ms,
+                                     .grad_progress = cal.grad_progress}};
                         struct predict_out p;
                         if ((rc = predict_one(s, &m, &own_out, &c, &p)))
                             break;

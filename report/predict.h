@@ -70,6 +70,11 @@ struct predict_comm {
      * backward and get one at the scheduler's next tick; on a GPU, compute's kernels share
      * the SMs with the collective's */
     double busy_ms;
+    /* 1: the comm's threads share the ranks' cores and run when the reducer calls its
+     * progress, after each gradient (meta.csv comm_progress=gradient, gloo on CPU ranks):
+     * an all-reduce that starts before backward ends takes each step of its ring at the
+     * next gradient, then `busy` more; 0: it runs beside compute, T + busy */
+    int grad_progress;
 };
 
 struct predict_config {

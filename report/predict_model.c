@@ -70,6 +70,32 @@ int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
     return 0;
 }
 
+/* An all-reduce of ring time t (predict_ring_ms) among world ranks that starts at `start`,
+ * before backward ends at bwd_end, where the comm's threads run only at a gradient (the
+ * reducer's progress call; ready[0..np): the gradients' times) or after backward: each of
+ * the ring's 2(N-1) steps (t / 2(N-1) each) starts at the first of those at or after the
+ * previous step's end, and the collective completes at the first after its last step.
+ * Returns its duration, at least t. */
+static double ring_at_gradients(double t, int world, double start, double bwd_end,
+                                const double *ready, int np)
+{
+    const int steps = 2 * (world - 1);
+    const double w = t / steps;
+    double now = start;
+    for (int k = 0; k <= steps; k++) {
+        if (k > 0 && now < bwd_end) { /* the thread runs at the next gradient */
+            double next = bwd_end;
+            for (int i = 0; i < np; i++)
+                if (ready[i] >= now && ready[i] < next)
+                    next = ready[i];
+            now = next;
+        }
+        if (k < steps)
+            now += w;
+    }
+    return now - start > t ? now - start : t;
+}
+
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out)
 {
@@ -144,8 +170,12 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     double comm_free = 0.0, comm = 0.0;
     for (int b = 0; b < nb && c->world > 1; b++) {
         const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
-        const double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]) +
-                         (start < bwd_end - PREDICT_BUSY_EPS_MS ? c->comm.busy_ms : 0.0);
+        double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
+        if (start < bwd_end - PREDICT_BUSY_EPS_MS) {
+            if (c->comm.grad_progress)
+                d = ring_at_gradients(d, c->world, start, bwd_end, ready, np);
+            d += c->comm.busy_ms;
+        }
         comm_free = start + d;
         comm += d;
     }

@@ -9,7 +9,8 @@
 #     step 4's), the failed attempt's files are in attempt-0/, meta.csv says why it restarted,
 #     and the final checkpoint is the one an uninterrupted run from the same checkpoint
 #     writes, byte for byte;
-#  4. the same without restarts left: the run ends non-zero naming the node, rank and cause.
+#  4. the same without restarts left: the run ends non-zero naming the node, rank and cause;
+#  meta.csv's comm_progress: gradient beside gloo (1), none beside shared memory (3).
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
@@ -34,6 +35,10 @@ check two-nodes "$rc" "$(tail -n 3 "$tmp/n0.log" "$tmp/n1.log")"
 check node1-own-dir "$(grep -qx 'node_rank,1' "$tmp/n1/meta.csv" && [ -f "$tmp/n1/rank2.trace.csv" ] &&
   [ ! -f "$tmp/n0/rank2.trace.csv" ]; echo $?)" "node 1 did not write its own run directory"
 check auto-comm "$(grep -qx 'comm,gloo' "$tmp/n0/meta.csv"; echo $?)" "--comm auto did not pick gloo across nodes"
+# gloo's threads share the ranks' cores: the reducer gives them the core at each gradient,
+# which meta.csv says for `ddpprof predict` (report/FORMULAS.md "Predictions")
+check comm-progress "$(grep -qx 'comm_progress,gradient' "$tmp/n0/meta.csv"; echo $?)" \
+  "meta.csv: $(grep '^comm' "$tmp/n0/meta.csv" | tr '\n' ' ') (want comm_progress,gradient beside gloo)"
 "$bin" report "$tmp/n0" "$tmp/n1" --out "$tmp/merged" >"$tmp/merged.log" 2>&1
 check merged "$?" "report failed: $(tail -n 3 "$tmp/merged.log")"
 check merged-ranks "$(awk -F, 'NR > 1 { n++ } END { exit n != 4 }' "$tmp/merged/overlap.csv"; echo $?)" \
@@ -57,6 +62,9 @@ check missing-node "$([ $rc -ne 0 ] && grep -q 'node 1 has not joined attempt 0 
 DDPPROF_FAULT_KILL_STEP=1:5 timeout 120 "$bin" train --cpu 2 $args --checkpoint-every 2 --max-restarts 1 \
   --out "$tmp/r" >"$tmp/r.log" 2>&1
 check restart-exit "$?" "the restarted run failed: $(tail -n 3 "$tmp/r.log")"
+# one node's ranks talk through shared memory, no comm threads to give the core to
+check comm-progress-none "$(grep -qx 'comm_progress,none' "$tmp/r/meta.csv" && ! grep -qx 'comm,gloo' "$tmp/r/meta.csv"; echo $?)" \
+  "meta.csv: $(grep '^comm' "$tmp/r/meta.csv" | tr '\n' ' ') (want comm_progress,none beside a comm other than gloo)"
 check restart-said "$(grep -q 'node 0 (host .*): rank 1 failed (killed by signal 9: Killed); restarting' "$tmp/r.log"; echo $?)" \
   "no restart line: $(tail -n 3 "$tmp/r.log")"
 check restart-kept "$([ -f "$tmp/r/attempt-0/rank1.trace.csv" ] && [ -f "$tmp/r/attempt-0/metrics.csv" ] &&

@@ -3,7 +3,8 @@
  * perfect overlap (the big bucket hidden under the first layer's backward, only the last
  * tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
  * cost at 4 ranks, its floor, the straggler term, the ring fit recovering the latency and
- * bandwidth a synthetic comm was made with, and the bad configurations. */
+ * bandwidth a synthetic comm was made with, a ring that steps only at gradients (comm
+ * threads sharing the ranks' cores), and the bad configurations. */
 #include "common/error.h"
 #include "report/predict.h"
 #include "testutil.h"
@@ -212,6 +213,49 @@ static void test_bad_config(void)
           "bandwidth 0: %s", error_get());
 }
 
+/* The comm's threads run only at a gradient (grad_progress): layers a, b, c (forward
+ * order), backward c 1 ms (1 MiB), b 6 ms (4 bytes), a 0.2 ms (4 bytes): gradients ready at
+ * 1, 7 and 7.2 = backward's end.  Bucket 0 (c's 1 MiB, the first cap) starts at 1; its ring
+ * at 2 ranks is 2 steps of 0.524288 ms: the first 1 -> 1.524288, the second at the next
+ * gradient, 7 -> 7.524288, after backward's end, so it completes then (6.524288 ms, not
+ * 1.048576); bucket 1 (8 bytes, ready 7.2) follows: 8e-6 ms, ending 0.324296 after
+ * backward. */
+static void test_grad_progress(void)
+{
+    struct predict_layer layers[3] = {{"a", 0, 0.2}, {"b", 0, 6.0}, {"c", 0, 1.0}};
+    struct predict_param params[3] = {{4, 0}, {4, 1}, {(size_t)MIB, 2}};
+    struct predict_model m = {.layers = layers, .nlayers = 3, .params = params, .nparams = 3,
+                              .backward_ms = 7.2};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    struct predict_out o;
+    /* without: bucket 0 from 1 to 2.048576, hidden; bucket 1's 8e-6 exposed */
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 2, "replay: %d buckets",
+          o.buckets);
+    CHECK(NEAR(o.exposed_comm_ms, 8e-6), "no progress: exposed %.12f, want 8e-6",
+          o.exposed_comm_ms);
+    c.comm.grad_progress = 1;
+    CHECK(predict_replay(&m, &c, &o) == 0, "replay: %s", error_get());
+    CHECK(NEAR(o.comm_ms, 6.524296), "progress: comm %.12f ms, want 6.524296", o.comm_ms);
+    CHECK(NEAR(o.exposed_comm_ms, 0.324296), "progress: exposed %.12f, want 0.324296",
+          o.exposed_comm_ms);
+    CHECK(NEAR(o.step_ms, 7.524296), "progress: step %.12f, want 7.524296", o.step_ms);
+    /* busy 0.5 on top (the comm's own cost beside backward): bucket 0 ends 8.024288 */
+    c.comm.busy_ms = 0.5;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.exposed_comm_ms, 0.824296),
+          "progress + busy: exposed %.12f, want 0.824296", o.exposed_comm_ms);
+    /* 4 ranks: 6 steps of 1.572864 / 6 = 0.262144: 1 -> 1.262144, then 7 -> 7.262144, past
+     * backward's end the other 4 back to back: 8.310720; bucket 1 1.2e-5 more */
+    c.comm.busy_ms = 0.0;
+    c.world = 4;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.exposed_comm_ms, 1.110732),
+          "4 ranks: exposed %.12f, want 1.110732", o.exposed_comm_ms);
+    /* a bucket that starts at backward's end is the plain ring: one bucket of 1 MiB + 8 */
+    c.world = 2;
+    params[2].bytes = 1000;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 1 && NEAR(o.exposed_comm_ms, 1008e-6),
+          "one bucket: %d, exposed %.12f, want 1008e-6", o.buckets, o.exposed_comm_ms);
+}
+
 int main(void)
 {
     test_one_bucket_no_overlap();
@@ -220,6 +264,7 @@ int main(void)
     test_ring_and_fit();
     test_floor();
     test_busy();
+    test_grad_progress();
     test_straggler();
     test_bad_config();
     return test_finish();

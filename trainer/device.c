@@ -386,6 +386,9 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, "cpu_kernels", "%s", backend_cpu_describe(d->be));
     }
     runlog_meta(l, "comm", "%s", d->comm ? d->comm->name : "none");
+    /* the reducer calls the comm's progress after each gradient (comm.h): its threads share
+     * the rank's cores and run between layers (report/FORMULAS.md "Predictions") */
+    runlog_meta(l, "comm_progress", "%s", d->comm && d->comm->progress ? "gradient" : "none");
     runlog_meta(l, "cpu_binding", "%s", d->cpus[0] ? d->cpus : "none");
 }
 

@@ -1196,6 +1196,10 @@ int predict_main(int argc, char **argv)
                    "%.4g ms, %.4g ms more beside backward\n", cal_from, cal.bandwidth_gbps,
                    cal.latency_us, cal.floor_ms, cal.busy_ms);
         }
+        if (have_cal && cal.grad_progress)
+            printf("#  comm: its threads run at the gradients (comm_progress,gradient): an "
+                   "all-reduce started in backward takes each ring step at the next "
+                   "gradient\n");
         if (!s->layered)
             printf("#  no per-layer rows (a run with --trace full records them): gradients "
                    "taken as ready spread over backward by their bytes\n");

@@ -11,7 +11,10 @@
 #     on the grids of the trainer before the reducer's progress calls (shaped_grid_20261201:
 #     the model has not changed since) the model does no worse
 #     than committed, meets the goal on grid_a and warmup_b, and recommends the best cap
-#     on each;
+#     on each; on the grids of the trainer that writes comm_progress,gradient
+#     (shaped_grid_20261202: gp3a, gp3b, ci1_1, ci1_2) the ring at the gradients applies
+#     (predict says so) and does no worse than committed, and without the key ci1_1 is
+#     predicted by the model before it (its worst error > 5 points higher);
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
 #     rank 0 step p50) as through predict's config=measured rows;
 #  4. the noise floor (report/FORMULAS.md): scripts/shaped-grid's noise_floor on series
@@ -125,6 +128,35 @@ for d in $grids; do
     check "goal-$d" "$([ $rc -eq 0 ]; echo $?)" "$d: goal not met (exit $rc): $(tail -n 1 "$tmp/$d.log")" ;;
   esac
 done
+
+# the grids of the trainer that writes comm_progress,gradient (results/shaped_grid_20261202:
+# gp3a, gp3b 3 runs a point, ci1_1, ci1_2 one): predicted with the ring at the gradients
+# (predict says so), no worse than committed; and with the key taken out of the runs, the
+# model before it, which did worse on the worst point of each (42.0 % against 16.7 % on
+# ci1_1: the check that the key is what turns it on)
+[ -n "$san" ] || for d in gp3a gp3b ci1_1 ci1_2; do
+  g=$src/results/shaped_grid_20261202/$d
+  timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$g" --out "$tmp/$d" >"$tmp/$d.log" 2>&1
+  rc=$?
+  m0=$(csv_col "$g/summary.csv" value key=median_abs_error_pct) w0=$(csv_col "$g/summary.csv" value key=worst_abs_error_pct)
+  m1=$(csv_col "$tmp/$d/summary.csv" value key=median_abs_error_pct) w1=$(csv_col "$tmp/$d/summary.csv" value key=worst_abs_error_pct)
+  check "no-worse-$d" "$(awk -v a="$m0" -v b="$m1" -v c="$w0" -v d="$w1" \
+    'BEGIN { exit !(a != "" && b != "" && b <= a + 0.05 && d <= c + 0.05) }'; echo $?)" \
+    "$d: median $m1 %, worst $w1 % against $m0 %, $w0 % committed (exit $rc): $(tail -n 1 "$tmp/$d.log")"
+  check "ring-said-$d" "$(grep -q 'its threads run at the gradients' "$tmp/$d/work/predict-calib.log"; echo $?)" \
+    "$d: predict does not say the ring at the gradients applies: $(grep '^#  comm' "$tmp/$d/work/predict-calib.log")"
+done
+if [ -z "$san" ]; then
+  mkdir -p "$tmp/nokey"
+  tar -xzf "$src/results/shaped_grid_20261202/ci1_1/runs.tar.gz" -C "$tmp/nokey"
+  cp "$src/results/shaped_grid_20261202/ci1_1/summary.csv" "$tmp/nokey/"
+  sed -i '/^comm_progress,/d' "$tmp/nokey"/runs/*/meta.csv
+  timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$tmp/nokey" --out "$tmp/nokey/o" >"$tmp/nokey.log" 2>&1
+  w1=$(csv_col "$tmp/nokey/o/summary.csv" value key=worst_abs_error_pct)
+  w0=$(csv_col "$src/results/shaped_grid_20261202/ci1_1/summary.csv" value key=worst_abs_error_pct)
+  check ring-key "$(awk -v a="$w0" -v b="$w1" 'BEGIN { exit !(a != "" && b != "" && b > a + 5) }'; echo $?)" \
+    "ci1_1 without comm_progress: worst $w1 %, with it $w0 % (want the model before, worse)"
+fi
 
 # the measured step is one figure by either road: predict's config=measured row and, with
 # --measure-only, the report's phases.csv rank 0 step p50 (report/FORMULAS.md)

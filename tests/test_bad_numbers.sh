@@ -10,9 +10,8 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; sed 's/^/  | /' "$tmp/err"; }
+. "$(dirname "$0")/check.sh"
+bad_err() { bad "$@"; sed 's/^/  | /' "$tmp/err"; } # a failure, with the command's stderr
 
 be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
 # labels FILE LABEL... : an IDX labels file
@@ -36,14 +35,14 @@ set_dir "$tmp/label200" 1,2,200,3 1,2
 rc=$?
 if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "idx training set: record 2 (counting from 0) has label 200, but the model has 10 classes" "$tmp/err" &&
-  [ "$(steps "$tmp/r1")" -le 0 ]; then ok; else bad "label 200: exit $rc, $(steps "$tmp/r1") step(s)"; fi
+  [ "$(steps "$tmp/r1")" -le 0 ]; then ok; else bad_err "label 200: exit $rc, $(steps "$tmp/r1") step(s)"; fi
 
 set_dir "$tmp/label10" 1,2,3,4 9,10
 "$bin" train --cpu 1 --epochs 1 --quiet --data "$tmp/label10" --out "$tmp/r2" >/dev/null 2>"$tmp/err" </dev/null
 rc=$?
 if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "idx test set: record 1 (counting from 0) has label 10" "$tmp/err" &&
-  [ "$(steps "$tmp/r2")" -le 0 ]; then ok; else bad "test label 10: exit $rc"; fi
+  [ "$(steps "$tmp/r2")" -le 0 ]; then ok; else bad_err "test label 10: exit $rc"; fi
 
 # 2. a NaN loss in fp32: an inf gradient at step 2 (test fault injection) makes the weights
 # inf, so step 3's loss is NaN: the run stops there, steps 1-2 recorded
@@ -53,7 +52,7 @@ rc=$?
 if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "^ddpprof: epoch 1 step 3: the loss is nan: training has diverged (fp32 has no GradScaler" "$tmp/err" &&
   [ "$(steps "$tmp/r3")" -eq 2 ] && [ ! -e "$tmp/r3/checkpoint.safetensors" ]; then ok; else
-  bad "fp32 nan: exit $rc, $(steps "$tmp/r3") step(s)"
+  bad_err "fp32 nan: exit $rc, $(steps "$tmp/r3") step(s)"
 fi
 
 # the same on rank 1 of a 2-rank fp32 DDP run: the loss is the mean over the ranks, so
@@ -65,7 +64,7 @@ rc=$?
 took=$(($(date +%s) - start))
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c "epoch 1 step 3: the loss is nan (the mean over the ranks)" "$tmp/err")" -ge 1 ] &&
   [ "$(steps "$tmp/r4")" -eq 2 ] && [ $took -lt 60 ]; then ok; else
-  bad "ddp fp32 nan: exit $rc after $took s, $(steps "$tmp/r4") step(s)"
+  bad_err "ddp fp32 nan: exit $rc after $took s, $(steps "$tmp/r4") step(s)"
 fi
 
 # under fp16 AMP the GradScaler skips the step with the inf gradient and trains on
@@ -73,8 +72,7 @@ DDPPROF_FAULT_INF_STEP=0:2 "$bin" train --cpu 1 --amp fp16 "${common[@]}" --out 
 rc=$?
 if [ $rc -eq 0 ] && [ "$(steps "$tmp/r5")" -eq 10 ] &&
   [ "$(csv_awk 'NR == 3 {print col("found_inf")}' "$tmp/r5/metrics.csv")" = 1 ]; then ok; else
-  bad "fp16 inf gradient: exit $rc, $(steps "$tmp/r5") step(s)"
+  bad_err "fp16 inf gradient: exit $rc, $(steps "$tmp/r5") step(s)"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

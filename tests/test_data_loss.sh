@@ -17,9 +17,8 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 command -v python3 >/dev/null || { echo "skip: python3 checks the files left behind"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; sed 's/^/  | /' "$tmp/err" | head -20; }
+. "$(dirname "$0")/check.sh"
+bad_err() { bad "$@"; sed 's/^/  | /' "$tmp/err" | head -20; } # a failure, with the command's stderr
 
 # whole DIR: every *.csv parses with the same field count on every row and ends in a
 # newline, every *.json loads; no temp file
@@ -54,7 +53,7 @@ common=(train --dataset synthetic --test-limit 16 --epochs 1 --quiet)
 rc=$?
 if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -qE "^ddpprof: $tmp/full1/rank0.trace.csv: [1-9][0-9]* trace row\(s\) lost \(first cause: write failed: File too large\)" "$tmp/err" &&
-  whole "$tmp/full1" >/dev/null; then ok; else bad "1-rank trace on a full disk: exit $rc"; fi
+  whole "$tmp/full1" >/dev/null; then ok; else bad_err "1-rank trace on a full disk: exit $rc"; fi
 
 # on 2 ranks (a file size limit would also stop the shm segment: a 320 KiB tmpfs, where
 # root may mount one): the checkpoint fits, the traces written at the end do not
@@ -65,7 +64,7 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=320k ddpprof-test "$tmp/small" 2
     >/dev/null 2>"$tmp/err" </dev/null
   rc=$?
   if [ $rc -ne 0 ] && grep -qE "rank ([01]): (.*/run/rank\1.trace.csv: [1-9][0-9]* trace row\(s\) lost \(first cause: write failed: No space left on device\)|saving checkpoint: .*No space left on device)" "$tmp/err" &&
-    whole "$tmp/small/run" >/dev/null; then ok; else bad "2-rank traces on a full disk: exit $rc"; fi
+    whole "$tmp/small/run" >/dev/null; then ok; else bad_err "2-rank traces on a full disk: exit $rc"; fi
 else
   echo "skip: 2 ranks on a full disk (not root, or no tmpfs mount here)"
 fi
@@ -75,18 +74,18 @@ fi
 rc=$?
 if [ $rc -eq 0 ] && grep -qE "rank 0's trace (ends at step [0-9]+ of 500|has no training step but the run took 500)" "$tmp/err"; then
   ok
-else bad "report of a truncated trace: exit $rc"; fi
+else bad_err "report of a truncated trace: exit $rc"; fi
 
 "$bin" "${common[@]}" --cpu 2 --mode ddp --limit 256 --batch-size 32 --out "$tmp/good" >/dev/null 2>"$tmp/err" </dev/null ||
-  bad "a 2-rank run"
+  bad_err "a 2-rank run"
 "$bin" report "$tmp/good" --out "$tmp/rep-good" >/dev/null 2>"$tmp/err" </dev/null
-if [ $? -eq 0 ] && ! grep -q "truncated\|lost" "$tmp/err"; then ok; else bad "report of a whole run warns"; fi
+if [ $? -eq 0 ] && ! grep -q "truncated\|lost" "$tmp/err"; then ok; else bad_err "report of a whole run warns"; fi
 # cut after step 1's first three rows (setup's step-0 rows, the initial broadcast, kept)
 awk -F, 'NR == 1 || $2 == 0 || ($2 == 1 && ++n <= 3)' "$tmp/good/rank1.trace.csv" >"$tmp/cut" &&
   cp "$tmp/cut" "$tmp/good/rank1.trace.csv"
 "$bin" report "$tmp/good" --out "$tmp/rep-cut" >/dev/null 2>"$tmp/err" </dev/null
 if [ $? -eq 0 ] && grep -q "rank 1's trace ends at step 1 of 4: it stopped there" "$tmp/err" &&
-  ! grep -q "rank 0's trace" "$tmp/err"; then ok; else bad "report of a trace cut by hand"; fi
+  ! grep -q "rank 0's trace" "$tmp/err"; then ok; else bad_err "report of a trace cut by hand"; fi
 
 # 3. the report on a full disk: 4 KiB is too small for report.html and the timeline
 (
@@ -98,19 +97,19 @@ rc=$?
 left=$(whole "$tmp/rep-full")
 if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -ge 1 ] &&
   grep -qE "^ddpprof: $tmp/rep-full/[a-z_.]+: write failed \(File too large\): check the disk$" "$tmp/err" &&
-  [ -z "$left" ]; then ok; else bad "report on a full disk: exit $rc, not whole: $left"; fi
+  [ -z "$left" ]; then ok; else bad_err "report on a full disk: exit $rc, not whole: $left"; fi
 
 # 4. --out reused
 mkdir -p "$tmp/reuse"
 "$bin" "${common[@]}" --cpu 2 --mode ddp --amp off --limit 128 --batch-size 32 --out "$tmp/reuse" >/dev/null 2>"$tmp/err" </dev/null ||
-  bad "first run into reuse/"
+  bad_err "first run into reuse/"
 before=$(ls "$tmp/reuse" | sort | tr '\n' ' ')
 "$bin" "${common[@]}" --cpu 1 --limit 64 --out "$tmp/reuse" >/dev/null 2>"$tmp/err" </dev/null
 rc=$?
 if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
   grep -q "^ddpprof: --out $tmp/reuse is not empty (it holds [a-z0-9.]*): pass --overwrite" "$tmp/err" &&
   [ "$(ls "$tmp/reuse" | sort | tr '\n' ' ')" = "$before" ] &&
-  grep -q '^world_size,2$' "$tmp/reuse/meta.csv"; then ok; else bad "reused --out: exit $rc"; fi
+  grep -q '^world_size,2$' "$tmp/reuse/meta.csv"; then ok; else bad_err "reused --out: exit $rc"; fi
 : >"$tmp/reuse/.checkpoint.safetensors.tmp-Ab12Cd" # a writer killed before its rename
 "$bin" "${common[@]}" --cpu 1 --limit 64 --out "$tmp/reuse" --overwrite --resume "$tmp/reuse/checkpoint.safetensors" \
   --epochs 2 >/dev/null 2>"$tmp/err" </dev/null
@@ -119,8 +118,7 @@ rc=$?
 if [ $rc -eq 0 ] && [ ! -e "$tmp/reuse/rank1.trace.csv" ] && grep -q '^world_size,1$' "$tmp/reuse/meta.csv" &&
   [ -s "$tmp/reuse/checkpoint.safetensors" ] && [ ! -e "$tmp/reuse/.checkpoint.safetensors.tmp-Ab12Cd" ] &&
   ! grep -q "rank" "$tmp/err2"; then ok; else
-  bad "--overwrite: exit $rc, $(ls "$tmp/reuse" | tr '\n' ' ')"
+  bad_err "--overwrite: exit $rc, $(ls "$tmp/reuse" | tr '\n' ' ')"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

@@ -24,14 +24,7 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 golden=$(cd "$(dirname "$0")/golden" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() { # check DESCRIPTION COMMAND...: the command's status is the verdict
-  local what=$1
-  shift
-  if "$@"; then ok; else bad "$what"; fi
-}
+. "$(dirname "$0")/check.sh"
 
 train() { # train DIR ARGS...
   local dir=$1
@@ -156,9 +149,9 @@ check_report() { # check_report RUN RANKS
 
 c=$tmp/convnet
 if train "$c" --model convnet --limit 48 --trace full; then
-  check "convnet: meta.csv layers against PyTorch's modules" check_meta "$c" "$golden/layers_convnet_b8.csv" 0
-  check "convnet: layer rows" check_rows "$c" 1
-  check "convnet: layers.csv and the roofline" check_report "$c" 1
+  check_run "convnet: meta.csv layers against PyTorch's modules" check_meta "$c" "$golden/layers_convnet_b8.csv" 0
+  check_run "convnet: layer rows" check_rows "$c" 1
+  check_run "convnet: layers.csv and the roofline" check_report "$c" 1
 else
   bad "convnet run"
 fi
@@ -167,9 +160,9 @@ r=$tmp/resnet
 if train "$r" --model resnet18 --resnet-width 4 --dataset synthetic --limit 64 --cpu 2 \
   --mode ddp --trace full; then
   # 8 blocks, each a sum and the ReLU after it: no modules
-  check "resnet18: meta.csv layers against PyTorch's modules" check_meta "$r" "$golden/layers_resnet18_w4_b8.csv" 16
-  check "resnet18: layer rows on both ranks" check_rows "$r" 0
-  check "resnet18: layers.csv (2 ranks) and the roofline" check_report "$r" 2
+  check_run "resnet18: meta.csv layers against PyTorch's modules" check_meta "$r" "$golden/layers_resnet18_w4_b8.csv" 16
+  check_run "resnet18: layer rows on both ranks" check_rows "$r" 0
+  check_run "resnet18: layers.csv (2 ranks) and the roofline" check_report "$r" 2
 else
   bad "resnet18 run"
 fi
@@ -180,11 +173,10 @@ if [ -d "$c" ] && ! check_meta "$c" "$tmp/wrong.csv" 0 >/dev/null; then ok; else
 
 n=$tmp/nvtx
 if train "$n" --model convnet --limit 16 --trace nvtx; then
-  check "--trace nvtx: no layer rows" test "$(csv_col "$n/rank0.trace.csv" phase | grep -c '^layer\.')" -eq 0
-  check "--trace nvtx: no layers in meta.csv" test -z "$(meta "$n" layers)"
+  check_run "--trace nvtx: no layer rows" test "$(csv_col "$n/rank0.trace.csv" phase | grep -c '^layer\.')" -eq 0
+  check_run "--trace nvtx: no layers in meta.csv" test -z "$(meta "$n" layers)"
 else
   bad "--trace nvtx run"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

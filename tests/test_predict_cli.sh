@@ -21,10 +21,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL $*"; }
-check() { if eval "$1"; then ok; else bad "$2"; fi; }
+. "$(dirname "$0")/check.sh"
 badline() { # WANT ARGS...: fails, one line on stderr holding WANT
   local want=$1
   shift
@@ -58,56 +55,56 @@ for a in "${caps[@]}"; do
   p=$(csv_col "$run/predict.csv" step_ms config=predicted)
   ph=$(csv_col "$tmp/cap$a/phases.csv" p50_ms run=ddp rank=0 phase=step)
   [ -z "$ph" ] && ph=$(csv_col "$run/phases.csv" p50_ms rank=0 phase=step)
-  check '[ -n "$m" ] && [ "$m" = "$ph" ]' "cap $a: measured step_ms '$m' != phases.csv step p50_ms '$ph'"
-  check '[ -n "$p" ] && [ "$p" = "$m" ]' "cap $a: predicted step_ms '$p' of the run's own config != measured '$m'"
+  check_eval '[ -n "$m" ] && [ "$m" = "$ph" ]' "cap $a: measured step_ms '$m' != phases.csv step p50_ms '$ph'"
+  check_eval '[ -n "$p" ] && [ "$p" = "$m" ]' "cap $a: predicted step_ms '$p' of the run's own config != measured '$m'"
   # the floor: the setup's 128-byte all-reduces' median, said and written
   fl=$(csv_col "$run/predict.csv" floor_ms config=measured)
-  check 'awk -v f="$fl" "BEGIN { exit !(f + 0 > 0) }" && grep -q "an all-reduce takes at least .* (the median of the setup.s 9 near-empty ones)" "$tmp/p.out"' "cap $a: floor_ms '$fl', or no floor line: $(grep 'comm:' "$tmp/p.out")"
+  check_eval 'awk -v f="$fl" "BEGIN { exit !(f + 0 > 0) }" && grep -q "an all-reduce takes at least .* (the median of the setup.s 9 near-empty ones)" "$tmp/p.out"' "cap $a: floor_ms '$fl', or no floor line: $(grep 'comm:' "$tmp/p.out")"
   # the busy term: from the bucket all-reduces that started before backward ended, the
   # last bucket aside (ready when backward ends): none with one bucket
   busy=$(csv_col "$run/predict.csv" busy_ms config=measured)
   nbk=$(csv_col "$run/meta.csv" value key=buckets)
   if [ "$nbk" = 1 ]; then
-    check '[ "$busy" = 0 ] && ! grep -q "starts before backward ends" "$tmp/p.out"' "cap $a, one bucket: busy_ms '$busy' (want 0), or a busy line: $(grep 'comm:' "$tmp/p.out")"
+    check_eval '[ "$busy" = 0 ] && ! grep -q "starts before backward ends" "$tmp/p.out"' "cap $a, one bucket: busy_ms '$busy' (want 0), or a busy line: $(grep 'comm:' "$tmp/p.out")"
   else
     nbusy=$(sed -n 's/.*the median excess of the run.s \([0-9]*\) such.*/\1/p' "$tmp/p.out")
-    check 'awk -v f="$busy" -v n="$nbusy" "BEGIN { exit !(f + 0 >= 0 && n + 0 >= 1) }"' "cap $a, $nbk buckets: busy_ms '$busy' from '$nbusy' all-reduces: $(grep 'comm:' "$tmp/p.out")"
+    check_eval 'awk -v f="$busy" -v n="$nbusy" "BEGIN { exit !(f + 0 >= 0 && n + 0 >= 1) }"' "cap $a, $nbk buckets: busy_ms '$busy' from '$nbusy' all-reduces: $(grep 'comm:' "$tmp/p.out")"
   fi
   # bucket formation for every cap, against the runs' reducers
   for b in "${caps[@]}"; do
     want=$(csv_col "$tmp/cap$b/ddp/meta.csv" value key=buckets)
     "$bin" predict "$run" --bucket-cap-mb "$b" --out "$tmp/pb" >/dev/null 2>&1
     got=$(csv_col "$tmp/pb/predict.csv" buckets config=predicted)
-    check '[ -n "$want" ] && [ "$got" = "$want" ]' "run at cap $a predicted at cap $b: $got buckets, the reducer made $want"
+    check_eval '[ -n "$want" ] && [ "$got" = "$want" ]' "run at cap $a predicted at cap $b: $got buckets, the reducer made $want"
   done
 done
 # the caps gave different bucket counts (else the comparison above proves little)
 n1=$(csv_col "$tmp/cap0.01/ddp/meta.csv" value key=buckets)
 n3=$(csv_col "$tmp/cap25/ddp/meta.csv" value key=buckets)
-check '[ "$n1" -gt "$n3" ]' "cap 0.01 made $n1 buckets, cap 25 $n3: no split to compare"
+check_eval '[ "$n1" -gt "$n3" ]' "cap 0.01 made $n1 buckets, cap 25 $n3: no split to compare"
 
 # calibration rows: on both ranks, ignored by the tables
 run=$tmp/cap25/ddp
 for r in 0 1; do
   n=$(csv_awk 'FNR > 1 && col("name") == "calib.allreduce" && col("step") == -1 { n++ } END { print n + 0 }' "$run/rank$r.trace.csv")
-  check '[ "$n" -ge 3 ]' "rank $r: $n calibration rows, want at least 3"
+  check_eval '[ "$n" -ge 3 ]' "rank $r: $n calibration rows, want at least 3"
   # the small all-reduce first, 9 times (the ring's fixed cost, trainer/train_calib.c)
   first=$(csv_awk 'FNR > 1 && col("name") == "calib.allreduce" { printf "%s ", col("bytes"); if (++n == 10) exit }' "$run/rank$r.trace.csv")
-  check '[ "$first" = "128 128 128 128 128 128 128 128 128 4096 " ]' "rank $r: calibration sizes begin '$first', want 128 x 9, then 4096"
+  check_eval '[ "$first" = "128 128 128 128 128 128 128 128 128 4096 " ]' "rank $r: calibration sizes begin '$first', want 128 x 9, then 4096"
 done
 # (phases.csv leaves the warm-up steps out: those rows are at steps 1..warmup_steps)
 w=$(csv_col "$tmp/cap25/phases.csv" warmup_steps run=ddp rank=0 phase=comm.allreduce)
 rows=$(csv_awk -v w="$w" 'FNR > 1 && col("phase") == "comm.allreduce" && col("clock") == "host" && (col("step") == 0 || col("step") > w + 0) { n++ } END { print n + 0 }' "$run/rank0.trace.csv")
 counted=$(csv_col "$tmp/cap25/phases.csv" count run=ddp rank=0 phase=comm.allreduce)
-check '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
+check_eval '[ -n "$w" ] && [ "$counted" = "$rows" ]' "phases.csv counts $counted comm.allreduce rows, the trace has $rows at step 0 or after the $w warm-up step(s)"
 
 # --amp off from the DDP+AMP run: conv and linear take the fp32 baseline's per-layer times
 "$bin" predict "$run" --amp off,fp16 --out "$tmp/pa" >"$tmp/pa.out" 2>&1
-check 'grep -q "amp off: conv and linear layers. times from run baseline" "$tmp/pa.out"' "--amp off: no word of the baseline's layers: $(grep amp "$tmp/pa.out")"
+check_eval 'grep -q "amp off: conv and linear layers. times from run baseline" "$tmp/pa.out"' "--amp off: no word of the baseline's layers: $(grep amp "$tmp/pa.out")"
 off=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=off)
 on=$(csv_col "$tmp/pa/predict.csv" step_ms config=predicted amp=fp16)
 m=$(csv_col "$tmp/pa/predict.csv" step_ms config=measured)
-check '[ -n "$off" ] && [ "$on" = "$m" ] && [ "$off" != "$m" ]' "--amp off,fp16: off '$off', fp16 '$on' (want the measured '$m'), measured '$m'"
+check_eval '[ -n "$off" ] && [ "$on" = "$m" ] && [ "$off" != "$m" ]' "--amp off,fp16: off '$off', fp16 '$on' (want the measured '$m'), measured '$m'"
 
 # the same run without its calibration rows: the same tables, byte for byte
 mkdir -p "$tmp/strip" && cp -r "$run" "$tmp/strip/ddp"
@@ -117,38 +114,38 @@ done
 "$bin" report "$run" --out "$tmp/with" >/dev/null 2>&1
 "$bin" report "$tmp/strip/ddp" --out "$tmp/without" >/dev/null 2>&1
 for t in phases overlap buckets stragglers; do
-  check 'cmp -s "$tmp/with/$t.csv" "$tmp/without/$t.csv"' "$t.csv changes with the calibration rows"
+  check_eval 'cmp -s "$tmp/with/$t.csv" "$tmp/without/$t.csv"' "$t.csv changes with the calibration rows"
 done
 
 # from the baseline: the sibling DDP run's calibration; alone, --bandwidth-gbps
 base=$tmp/cap25/baseline
-check '"$bin" predict "$base" --world 2 >"$tmp/b.out" 2>&1' "predict baseline --world 2: $(tail -1 "$tmp/b.out")"
-check 'grep -q "calibrated on run ddp" "$tmp/b.out"' "baseline: no word of the DDP run's calibration"
+check_eval '"$bin" predict "$base" --world 2 >"$tmp/b.out" 2>&1' "predict baseline --world 2: $(tail -1 "$tmp/b.out")"
+check_eval 'grep -q "calibrated on run ddp" "$tmp/b.out"' "baseline: no word of the DDP run's calibration"
 w=$(csv_col "$base/predict.csv" world config=predicted)
-check '[ "$w" = 2 ]' "baseline prediction at world '$w', want 2"
+check_eval '[ "$w" = 2 ]' "baseline prediction at world '$w', want 2"
 mkdir -p "$tmp/alone" && cp -r "$base" "$tmp/alone/"
 if "$bin" predict "$tmp/alone/baseline" --world 2 >/dev/null 2>"$tmp/e"; then
   bad "a lone baseline predicted 2 ranks without a bandwidth"
 else
-  check '[ "$(wc -l <"$tmp/e")" = 1 ] && grep -q -- "--bandwidth-gbps" "$tmp/e"' "lone baseline: $(cat "$tmp/e")"
+  check_eval '[ "$(wc -l <"$tmp/e")" = 1 ] && grep -q -- "--bandwidth-gbps" "$tmp/e"' "lone baseline: $(cat "$tmp/e")"
 fi
-check '"$bin" predict "$tmp/alone/baseline" --world 2 --bandwidth-gbps 10 --latency-us 5 >/dev/null 2>&1' "lone baseline with a bandwidth failed"
+check_eval '"$bin" predict "$tmp/alone/baseline" --world 2 --bandwidth-gbps 10 --latency-us 5 >/dev/null 2>&1' "lone baseline with a bandwidth failed"
 bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
-check '[ "$bw" = 10 ]' "lone baseline: bandwidth_gbps '$bw', want 10"
+check_eval '[ "$bw" = 10 ]' "lone baseline: bandwidth_gbps '$bw', want 10"
 
 # --comm-from: another run's fitted comm for the lone baseline; a run without all-reduces
 # has none to give
-check '"$bin" predict "$tmp/alone/baseline" --world 2 --comm-from "$run" >"$tmp/cf.out" 2>&1 && grep -q "calibrated on run" "$tmp/cf.out"' "lone baseline --comm-from: $(tail -2 "$tmp/cf.out")"
+check_eval '"$bin" predict "$tmp/alone/baseline" --world 2 --comm-from "$run" >"$tmp/cf.out" 2>&1 && grep -q "calibrated on run" "$tmp/cf.out"' "lone baseline --comm-from: $(tail -2 "$tmp/cf.out")"
 bw=$(csv_col "$tmp/alone/baseline/predict.csv" bandwidth_gbps config=predicted)
 want=$(sed -n 's/.*calibrated on run [^:]*: \([0-9.e+-]*\) Gbit\/s.*/\1/p' "$tmp/cf.out")
-check '[ -n "$want" ] && [ "$bw" = "$want" ]' "--comm-from: bandwidth_gbps '$bw', the fit said '$want'"
+check_eval '[ -n "$want" ] && [ "$bw" = "$want" ]' "--comm-from: bandwidth_gbps '$bw', the fit said '$want'"
 badline "no all-reduce there" "$tmp/alone/baseline" --world 2 --comm-from "$base"
 badline "not a run directory" "$tmp/alone/baseline" --world 2 --comm-from "$tmp/nowhere"
 
 # the report's what if
 "$bin" report "$tmp/cap25" --out "$tmp/rep" >"$tmp/rep.out" 2>&1
-check 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
-check 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
+check_eval 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
+check_eval 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
 
 # bad command lines
 badline "no run directory"
@@ -164,5 +161,4 @@ badline "unknown option" "$run" --frobnicate
 badline "needs a value" "$run" --world
 badline "one run directory at a time" "$run" "$run"
 
-echo "test_predict_cli: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+check_done

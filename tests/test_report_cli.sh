@@ -8,9 +8,8 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-cli.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fix=$src/tests/fixtures/pytorch
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; sed 's/^/  | /' "$tmp/err"; }
+. "$(dirname "$0")/check.sh"
+bad_err() { bad "$@"; sed 's/^/  | /' "$tmp/err"; } # a failure, with the command's stderr
 
 # expect_error NAME PATTERN ARGS...: exit != 0, exactly one stderr line matching PATTERN
 expect_error() {
@@ -20,12 +19,12 @@ expect_error() {
   if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qE -- "$pattern" "$tmp/err"; then
     ok
   else
-    fail "$name: exit $rc, wanted one stderr line /$pattern/"
+    bad_err "$name: exit $rc, wanted one stderr line /$pattern/"
   fi
 }
 
 "$bin" report --help >"$tmp/out" 2>"$tmp/err" && grep -q -- "--kineto" "$tmp/out" && ok ||
-  fail "--help: exit 0 and the usage with --kineto"
+  bad_err "--help: exit 0 and the usage with --kineto"
 expect_error "unknown option" "unknown option '--bogus'" --bogus "$fix/kineto-2hosts"
 expect_error "no input" "no run directory or trace given"
 printf 'not json at all' >"$tmp/bad.json"
@@ -35,7 +34,7 @@ expect_error "missing file" "nope.json: no such run directory or trace file" "$t
 # a cut trace: a warning, a report, exit 0
 head -c 40000 "$fix/kineto-2hosts/hostA_1001.1700000000123.pt.trace.json" >"$tmp/cut.json"
 if "$bin" report "$tmp/cut.json" --out "$tmp/cut" >"$tmp/out" 2>"$tmp/err" &&
-  grep -q "cut short" "$tmp/err" && [ -s "$tmp/cut/phases.csv" ]; then ok; else fail "cut trace"; fi
+  grep -q "cut short" "$tmp/err" && [ -s "$tmp/cut/phases.csv" ]; then ok; else bad_err "cut trace"; fi
 
 # files, a directory and --kineto of a ddpprof run written by the bench generator
 "$DDPPROF_BUILD_DIR/ddpprof-bench-report" gen "$tmp/run" 2 160 >/dev/null
@@ -45,8 +44,7 @@ if "$bin" report "$tmp/run" "$fix/kineto-2hosts" "$fix/legacy-gloo-2ranks"/*.gz 
   [ -s "$tmp/all/kineto/run/ddpprof_1.pt.trace.json" ] && grep -q "Kineto JSON: 2 rank" "$tmp/out"; then
   ok
 else
-  fail "mixed inputs with --kineto: $(cat "$tmp/all/speedup.csv" 2>/dev/null)"
+  bad_err "mixed inputs with --kineto: $(cat "$tmp/all/speedup.csv" 2>/dev/null)"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -9,39 +9,37 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+. "$(dirname "$0")/check.sh"
 tiny=(--dataset synthetic --limit 16 --test-limit 8 --epochs 1 --batch-size 8 --trace full)
 
-# check NAME DIR: the last stdout line names DIR and a report command that works
-check() {
+# check_line NAME DIR: the last stdout line names DIR and a report command that works
+check_line() {
   local line cmd
   line=$(grep '^ddpprof: run written to ' "$tmp/out" | tail -n 1)
   cmd=${line#*its tables: ddpprof }
   if [ -n "$line" ] && [ "$line" != "$cmd" ] && (cd "$tmp" && eval "\"\$bin\" $cmd" >"$tmp/rep" 2>&1) &&
     [ -s "$2/phases.csv" ]; then
-    passed=$((passed + 1))
+    ok
   else
-    failed=$((failed + 1))
-    echo "FAIL $1: line '$line'; report: $(tail -n 2 "$tmp/rep" 2>/dev/null)"
+    bad "$1: line '$line'; report: $(tail -n 2 "$tmp/rep" 2>/dev/null)"
   fi
 }
 
 "$bin" train --cpu 1 "${tiny[@]}" --out "$tmp/one rank" >"$tmp/out" 2>"$tmp/err" </dev/null ||
   echo "train --cpu 1: $(cat "$tmp/err")"
-check train-one "$tmp/one rank"
+check_line train-one "$tmp/one rank"
 "$bin" train --cpu 2 "${tiny[@]}" --out "$tmp/two" >"$tmp/out" 2>"$tmp/err" </dev/null ||
   echo "train --cpu 2: $(cat "$tmp/err")"
-check train-two "$tmp/two"
-[ "$(grep -c '^ddpprof: run written to ' "$tmp/out")" -eq 1 ] && passed=$((passed + 1)) ||
-  { failed=$((failed + 1)); echo "FAIL train-two: not one line: $(cat "$tmp/out")"; }
+check_line train-two "$tmp/two"
+[ "$(grep -c '^ddpprof: run written to ' "$tmp/out")" -eq 1 ] && ok ||
+  bad "train-two: not one line: $(cat "$tmp/out")"
 port=$((20000 + RANDOM % 20000))
 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 \
   timeout 60 "$bin" worker "${tiny[@]}" --out "$tmp/worker" >"$tmp/out" 2>"$tmp/err" </dev/null ||
   echo "worker: $(cat "$tmp/err")"
-check worker "$tmp/worker"
+check_line worker "$tmp/worker"
 "$bin" train --cpu 1 "${tiny[@]}" --quiet --out "$tmp/quiet" >"$tmp/out" 2>"$tmp/err" </dev/null
-if [ -s "$tmp/out" ]; then failed=$((failed + 1)); echo "FAIL quiet: $(cat "$tmp/out")"; else
-  passed=$((passed + 1)); fi
+if [ -s "$tmp/out" ]; then bad "quiet: $(cat "$tmp/out")"; else ok; fi
 
 # the report to a stdout that takes nothing (/dev/full): one line and a failed exit, not 0;
 # the tables in the directory stay whole
@@ -50,9 +48,9 @@ if [ -w /dev/full ]; then
   rc=$?
   if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "writing the report to stdout failed" "$tmp/err" &&
     [ -s "$tmp/two/phases.csv" ]; then
-    passed=$((passed + 1))
+    ok
   else
-    failed=$((failed + 1)); echo "FAIL report >/dev/full: exit $rc: $(cat "$tmp/err")"
+    bad "report >/dev/full: exit $rc: $(cat "$tmp/err")"
   fi
 fi
 
@@ -68,12 +66,11 @@ if ! kill -0 "$gone" 2>/dev/null; then
   "$bin" report "$tmp/two" >/dev/null 2>"$tmp/err"
   if [ ! -e "$tmp/two/phases.csv.tmp.$gone" ] && [ ! -e "$tmp/two/timeline.json.tmp.$gone" ] &&
     [ -e "$tmp/two/phases.csv.tmp.$$" ]; then
-    passed=$((passed + 1))
+    ok
   else
-    failed=$((failed + 1)); echo "FAIL stale temp files: $(ls "$tmp/two" | grep '\.tmp\.')"
+    bad "stale temp files: $(ls "$tmp/two" | grep '\.tmp\.')"
   fi
   rm -f "$tmp/two/phases.csv.tmp.$$"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+check_done

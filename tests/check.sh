@@ -6,6 +6,7 @@
 #   check_run WHAT COMMAND...   one check: the command's exit status is the verdict ("FAIL
 #                               WHAT" when it fails)
 #   check_eval EXPR MESSAGE     one check: `eval EXPR`'s status is the verdict
+#   check_eq WHAT GOT WANT      one check: GOT is WANT (else "FAIL WHAT: 'GOT', want 'WANT'")
 #   check_done                  the counts; non-zero when a check failed (the test's last
 #                               command, so its exit status)
 passed=0 failed=0
@@ -20,6 +21,7 @@ check_run() {
   if "$@"; then ok; else bad "$what"; fi
 }
 check_eval() { if eval "$1"; then ok; else bad "$2"; fi; }
+check_eq() { if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi; }
 check_done() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]

@@ -8,7 +8,7 @@ set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
+. "$(dirname "$0")/check.sh"
 
 # expect_error NAME PATTERN ARGS... : exit != 0, exactly one stderr line, matching PATTERN
 expect_error() {
@@ -17,10 +17,9 @@ expect_error() {
   local rc=$? lines
   lines=$(wc -l <"$tmp/err")
   if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && grep -qiE -- "$pattern" "$tmp/err"; then
-    passed=$((passed + 1))
+    ok
   else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc, $lines stderr line(s), wanted /$pattern/:"
+    bad "$name: exit $rc, $lines stderr line(s), wanted /$pattern/:"
     sed 's/^/  | /' "$tmp/err"
   fi
 }
@@ -78,8 +77,7 @@ expect_error train-mode "--mode: 'both' is not baseline or ddp" train --mode bot
 # a bad --model or --data is refused before the run directory is made, by train (one rank
 # or several) and by the main job alike
 no_dir() { # no_dir NAME DIR
-  if [ -e "$2" ]; then failed=$((failed + 1)); echo "FAIL $1: $2 was made: $(ls "$2")"; else
-    passed=$((passed + 1)); fi
+  if [ -e "$2" ]; then bad "$1: $2 was made: $(ls "$2")"; else ok; fi
 }
 for how in "train --cpu 1" "train --cpu 2" "--cpu 1"; do
   expect_error "model-first ($how)" "unknown model 'resnet99'" $how --epochs 1 --quiet \
@@ -103,11 +101,11 @@ expect_error threads-over "--threads $((cores + 1)): 1 rank x $((cores + 1)) thr
   train --cpu 2 --threads "$cores" "${tiny[@]}" --out "$tmp/run-threads"
 expect_error threads-over-main "--threads $((cores + 1)): 1 rank x" \
   --cpu 1 --threads $((cores + 1)) "${tiny[@]}" --out "$tmp/run-threads"
-[ ! -e "$tmp/run-threads" ] || { failed=$((failed + 1)); echo "FAIL threads-over: $tmp/run-threads made"; }
+[ ! -e "$tmp/run-threads" ] || bad "threads-over: $tmp/run-threads made"
 if "$bin" train --cpu 1 --threads $((cores + 1)) --oversubscribe "${tiny[@]}" --out "$tmp/run-over" >/dev/null 2>"$tmp/err" </dev/null; then
-  passed=$((passed + 1))
+  ok
 else
-  failed=$((failed + 1)); echo "FAIL threads-oversubscribe: $(cat "$tmp/err")"
+  bad "threads-oversubscribe: $(cat "$tmp/err")"
 fi
 
 # expect_usage NAME ARGS... : exit 0, the usage on stdout, nothing on stderr
@@ -119,10 +117,9 @@ expect_usage() {
   local rc=$?
   if [ $rc -eq 0 ] && grep -q '^usage: ddpprof' "$tmp/out" && grep -q -- "${MARK:---resume CKPT}" "$tmp/out" &&
      [ ! -s "$tmp/err" ]; then
-    passed=$((passed + 1))
+    ok
   else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc, wanted the usage on stdout and exit 0:"
+    bad "$name: exit $rc, wanted the usage on stdout and exit 0:"
     sed 's/^/  | /' "$tmp/err"
   fi
 }
@@ -150,5 +147,4 @@ printf '\x40\x00\x00\x00\x00\x00\x00\x00{"fc.bias":{"dtype":"F32","shape":[3],"d
 head -c 12 /dev/zero >>"$tmp/wrong.safetensors"
 expect_error wrong-init "wrong.safetensors.*(layer1.0.weight|fc.bias)" "${common[@]}" --data "$tmp/ok" --init "$tmp/wrong.safetensors" --out "$tmp/run7"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

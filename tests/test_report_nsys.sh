@@ -27,12 +27,9 @@ bin=${DDPPROF:-$build/ddpprof}
 fix=$src/tests/fixtures/nsys
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-report-nsys.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: '$2', want '$3'"; fi
-}
+. "$(dirname "$0")/check.sh"
 contains() { # WHAT FILE TEXT
-  if grep -qF -- "$3" "$2"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: no '$3' in: $(head -c 400 "$2")"; fi
+  if grep -qF -- "$3" "$2"; then ok; else bad "$1: no '$3' in: $(head -c 400 "$2")"; fi
 }
 
 "$bin" report "$fix/ddp-2022.4/ddp.rank0.sqlite" --out "$work/r0" >"$work/probe.log" 2>&1
@@ -46,37 +43,37 @@ fi
 # names them: the directory is two runs, baseline and ddp, with the speedup between them
 out=$work/fx
 "$bin" report "$fix/ddp-2022.4" --out "$out" >"$work/fx.log" 2>&1
-expect "2022.4 report exit" "$?" 0
-expect "2022.4 runs" "$(csv_col "$out/ranks.csv" run | tr '\n' ' ')" "baseline ddp ddp "
-expect "2022.4 ranks" "$(csv_col "$out/ranks.csv" rank run=ddp | tr '\n' ' ')" "0 1 "
-expect "2022.4 format" "$(csv_col "$out/ranks.csv" format | sort -u)" nsys
-expect "2022.4 host" "$(csv_col "$out/ranks.csv" host | sort -u)" fixturehost
-expect "2022.4 steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "8 3 3 "
+check_eq "2022.4 report exit" "$?" 0
+check_eq "2022.4 runs" "$(csv_col "$out/ranks.csv" run | tr '\n' ' ')" "baseline ddp ddp "
+check_eq "2022.4 ranks" "$(csv_col "$out/ranks.csv" rank run=ddp | tr '\n' ' ')" "0 1 "
+check_eq "2022.4 format" "$(csv_col "$out/ranks.csv" format | sort -u)" nsys
+check_eq "2022.4 host" "$(csv_col "$out/ranks.csv" host | sort -u)" fixturehost
+check_eq "2022.4 steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "8 3 3 "
 for r in 0 1; do
   for ph in step data forward backward optimizer allreduce; do
-    expect "2022.4 rank $r $ph count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=$ph)" 3
+    check_eq "2022.4 rank $r $ph count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=$ph)" 3
   done
   # what the NVTX contract 1 left out: eval, the collectives that are not buckets, bytes
-  expect "2022.4 rank $r eval count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=eval)" 1
-  expect "2022.4 rank $r comm.allreduce count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=comm.allreduce)" 12
-  expect "2022.4 rank $r comm.allreduce bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allreduce)" 1200
-  expect "2022.4 rank $r comm.broadcast bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.broadcast)" 116536
-  expect "2022.4 rank $r comm.allgather bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allgather)" 2352
+  check_eq "2022.4 rank $r eval count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=eval)" 1
+  check_eq "2022.4 rank $r comm.allreduce count" "$(csv_col "$out/phases.csv" count run=ddp rank=$r phase=comm.allreduce)" 12
+  check_eq "2022.4 rank $r comm.allreduce bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allreduce)" 1200
+  check_eq "2022.4 rank $r comm.broadcast bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.broadcast)" 116536
+  check_eq "2022.4 rank $r comm.allgather bytes" "$(csv_col "$out/phases.csv" bytes run=ddp rank=$r phase=comm.allgather)" 2352
 done
-expect "2022.4 buckets" "$(csv_col "$out/buckets.csv" bucket | tr '\n' ' ')" "0 "
-expect "2022.4 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
-expect "2022.4 bucket bytes (ConvNet: 29034 fp32 gradients)" "$(csv_col "$out/buckets.csv" bytes)" 116136
-expect "2022.4 device" "$(csv_col "$out/speedup.csv" device | sort -u)" cpu
-expect "2022.4 world sizes (rank marks)" "$(csv_col "$out/speedup.csv" world_size | tr '\n' ' ')" "1 2 "
-expect "2022.4 images (forward's payloads)" "$(csv_col "$out/speedup.csv" images | tr '\n' ' ')" "256 256 "
-expect "2022.4 baseline speedup" "$(csv_col "$out/speedup.csv" speedup run=baseline)" 1.000
-expect "2022.4 ddp has a speedup" "$(csv_col "$out/speedup.csv" speedup run=ddp | grep -cE '^[0-9]+\.[0-9]{3}$')" 1
+check_eq "2022.4 buckets" "$(csv_col "$out/buckets.csv" bucket | tr '\n' ' ')" "0 "
+check_eq "2022.4 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
+check_eq "2022.4 bucket bytes (ConvNet: 29034 fp32 gradients)" "$(csv_col "$out/buckets.csv" bytes)" 116136
+check_eq "2022.4 device" "$(csv_col "$out/speedup.csv" device | sort -u)" cpu
+check_eq "2022.4 world sizes (rank marks)" "$(csv_col "$out/speedup.csv" world_size | tr '\n' ' ')" "1 2 "
+check_eq "2022.4 images (forward's payloads)" "$(csv_col "$out/speedup.csv" images | tr '\n' ' ')" "256 256 "
+check_eq "2022.4 baseline speedup" "$(csv_col "$out/speedup.csv" speedup run=baseline)" 1.000
+check_eq "2022.4 ddp has a speedup" "$(csv_col "$out/speedup.csv" speedup run=ddp | grep -cE '^[0-9]+\.[0-9]{3}$')" 1
 
 # the DDP run's files by name: one run
 "$bin" report "$fix/ddp-2022.4/ddp.rank0.sqlite" "$fix/ddp-2022.4/ddp.rank1.sqlite" --out "$work/fxd" \
   >"$work/fxd.log" 2>&1
-expect "2022.4 ddp files exit" "$?" 0
-expect "2022.4 ddp files ranks" "$(csv_col "$work/fxd/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+check_eq "2022.4 ddp files exit" "$?" 0
+check_eq "2022.4 ddp files ranks" "$(csv_col "$work/fxd/ranks.csv" rank | tr '\n' ' ')" "0 1 "
 
 # the rank from ddpprof's rank mark, not the file name (nsys -o NAME.%q{RANK}'s names lie here)
 mkdir -p "$work/named"
@@ -84,24 +81,24 @@ cp "$fix/ddp-2022.4/ddp.rank1.sqlite" "$work/named/prof.0.sqlite"
 cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/named/prof.1.sqlite"
 "$bin" report "$work/named/prof.0.sqlite" "$work/named/prof.1.sqlite" --out "$work/named/out" \
   >"$work/named.log" 2>&1
-expect "rank mark exit" "$?" 0
-expect "rank mark: rank 1's file" "$(csv_col "$work/named/out/ranks.csv" source rank=1)" "$work/named/prof.0.sqlite"
+check_eq "rank mark exit" "$?" 0
+check_eq "rank mark: rank 1's file" "$(csv_col "$work/named/out/ranks.csv" source rank=1)" "$work/named/prof.0.sqlite"
 
 # 1b. the same made before NVTX contract 2 (every payload a step, no rank mark): the rank
 # from the file name (rankN, NAME.N), bucket bytes unknown, no eval or comm.allreduce
 out=$work/fx1
 "$bin" report "$fix/ddp-2022.4-nvtx1" --out "$out" >"$work/fx1.log" 2>&1
-expect "nvtx1 report exit" "$?" 0
-expect "nvtx1 ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
-expect "nvtx1 rank 0 step count" "$(csv_col "$out/phases.csv" count rank=0 phase=step)" 3
-expect "nvtx1 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
-expect "nvtx1 bucket bytes unknown" "$(csv_col "$out/buckets.csv" bytes)" ""
+check_eq "nvtx1 report exit" "$?" 0
+check_eq "nvtx1 ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+check_eq "nvtx1 rank 0 step count" "$(csv_col "$out/phases.csv" count rank=0 phase=step)" 3
+check_eq "nvtx1 bucket calls" "$(csv_col "$out/buckets.csv" count)" 6
+check_eq "nvtx1 bucket bytes unknown" "$(csv_col "$out/buckets.csv" bytes)" ""
 cp "$fix/ddp-2022.4-nvtx1/rank0.sqlite" "$work/named/old.1.sqlite"
 cp "$fix/ddp-2022.4-nvtx1/rank1.sqlite" "$work/named/old.0.sqlite"
 "$bin" report "$work/named/old.1.sqlite" "$work/named/old.0.sqlite" --out "$work/named/out1" \
   >"$work/named1.log" 2>&1
-expect "NAME.N report exit" "$?" 0
-expect "NAME.N rank 1's file" "$(csv_col "$work/named/out1/ranks.csv" source rank=1)" "$work/named/old.1.sqlite"
+check_eq "NAME.N report exit" "$?" 0
+check_eq "NAME.N rank 1's file" "$(csv_col "$work/named/out1/ranks.csv" source rank=1)" "$work/named/old.1.sqlite"
 
 # 1c. a real export of a recent schema (nsys 2024.5, schema 3.13.2; trim_cloverleaf.sh): no
 # NVTX, CUPTI kernels/memcpys/runtime; the rank from the recorded environment (SLURM_PROCID=0),
@@ -109,55 +106,54 @@ expect "NAME.N rank 1's file" "$(csv_col "$work/named/out1/ranks.csv" source ran
 cp "$fix/cloverleaf-2024.5/cloverleaf.sqlite" "$work/cloverleaf.rank5.sqlite"
 out=$work/clover
 "$bin" report "$work/cloverleaf.rank5.sqlite" --out "$out" >"$work/clover.log" 2>&1
-expect "2024.5 report exit" "$?" 0
+check_eq "2024.5 report exit" "$?" 0
 contains "2024.5 says it has no NVTX" "$work/clover.log" "no NVTX ranges (no table NVTX_EVENTS)"
-expect "2024.5 rank from SLURM_PROCID" "$(csv_col "$out/ranks.csv" rank)" 0
-expect "2024.5 host" "$(csv_col "$out/ranks.csv" host)" nid008553
-expect "2024.5 device" "$(csv_col "$out/speedup.csv" device)" cuda
+check_eq "2024.5 rank from SLURM_PROCID" "$(csv_col "$out/ranks.csv" rank)" 0
+check_eq "2024.5 host" "$(csv_col "$out/ranks.csv" host)" nid008553
+check_eq "2024.5 device" "$(csv_col "$out/speedup.csv" device)" cuda
 # the kernels' union and the step from the first to the last activity (values of this file:
 # sqlite3 cloverleaf.sqlite 'SELECT ...' gives the same 1312 kernels)
-expect "2024.5 kernel compute" "$(csv_col "$out/overlap.csv" k_compute_ms)" 294.405
-expect "2024.5 step" "$(csv_col "$out/phases.csv" total_ms phase=step)" 342.408
+check_eq "2024.5 kernel compute" "$(csv_col "$out/overlap.csv" k_compute_ms)" 294.405
+check_eq "2024.5 step" "$(csv_col "$out/phases.csv" total_ms phase=step)" 342.408
 
 # 2. the current schema: two processes in one file, kernels, NCCL's payload
 db=$work/torchrun.sqlite
 python3 "$fix/make_current_schema.py" "$db"
 out=$work/cur
 "$bin" report "$db" --out "$out" >"$work/cur.log" 2>&1
-expect "current report exit" "$?" 0
+check_eq "current report exit" "$?" 0
 contains "current one rank per process" "$work/cur.log" "2 training processes"
-expect "current ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
-expect "current host" "$(csv_col "$out/ranks.csv" host | sort -u)" gpuhost
-expect "current steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "4 4 "
+check_eq "current ranks" "$(csv_col "$out/ranks.csv" rank | tr '\n' ' ')" "0 1 "
+check_eq "current host" "$(csv_col "$out/ranks.csv" host | sort -u)" gpuhost
+check_eq "current steps" "$(csv_col "$out/ranks.csv" steps | tr '\n' ' ')" "4 4 "
 for ph in step data forward backward optimizer allreduce; do
-  expect "current rank 1 $ph count" "$(csv_col "$out/phases.csv" count rank=1 phase=$ph)" 4
+  check_eq "current rank 1 $ph count" "$(csv_col "$out/phases.csv" count rank=1 phase=$ph)" 4
 done
-expect "current all-reduce bytes" "$(csv_col "$out/buckets.csv" bytes)" 4096
-expect "current bucket calls" "$(csv_col "$out/buckets.csv" count)" 8
-expect "current device" "$(csv_col "$out/speedup.csv" device)" cuda
+check_eq "current all-reduce bytes" "$(csv_col "$out/buckets.csv" bytes)" 4096
+check_eq "current bucket calls" "$(csv_col "$out/buckets.csv" count)" 8
+check_eq "current device" "$(csv_col "$out/speedup.csv" device)" cuda
 # kernels by phase: forward 2 ms + backward 1.8 ms per step, 4 steps; NCCL 0.8 ms per step
-expect "current kernel compute" "$(csv_col "$out/overlap.csv" k_compute_ms rank=0)" 14.800
-expect "current kernel comm" "$(csv_col "$out/overlap.csv" k_comm_ms rank=0)" 3.200
+check_eq "current kernel compute" "$(csv_col "$out/overlap.csv" k_compute_ms rank=0)" 14.800
+check_eq "current kernel comm" "$(csv_col "$out/overlap.csv" k_comm_ms rank=0)" 3.200
 
 # 3. bad input
-bad() { # WHAT WANT-TEXT FILE [env...]
+bad_input() { # WHAT WANT-TEXT FILE [env...]
   local what=$1 want=$2 file=$3
   shift 3
   env "$@" "$bin" report "$file" --out "$work/bad" >"$work/bad.log" 2>&1
   local rc=$?
-  expect "$what exit" "$([ $rc -ne 0 ] && echo nonzero || echo 0)" nonzero
-  expect "$what one line" "$(grep -c . "$work/bad.log")" 1
+  check_eq "$what exit" "$([ $rc -ne 0 ] && echo nonzero || echo 0)" nonzero
+  check_eq "$what one line" "$(grep -c . "$work/bad.log")" 1
   contains "$what says" "$work/bad.log" "$want"
 }
 python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE StringIds (id INTEGER, value TEXT)')" "$work/no-nvtx.sqlite"
-bad "no NVTX_EVENTS" "no table NVTX_EVENTS" "$work/no-nvtx.sqlite"
+bad_input "no NVTX_EVENTS" "no table NVTX_EVENTS" "$work/no-nvtx.sqlite"
 python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE NVTX_EVENTS (start INTEGER, \"end\" INTEGER, eventType INTEGER, text TEXT)')" "$work/old.sqlite"
-bad "missing column" "table NVTX_EVENTS has no column 'globalTid'" "$work/old.sqlite"
+bad_input "missing column" "table NVTX_EVENTS has no column 'globalTid'" "$work/old.sqlite"
 echo "not a database, but long enough to be read" >"$work/junk.sqlite"
-bad "not SQLite" "not an SQLite database" "$work/junk.sqlite"
+bad_input "not SQLite" "not an SQLite database" "$work/junk.sqlite"
 cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/ddp.rank0.nsys-rep" # a report: only its name matters here
-bad "nsys-rep without nsys" "nsys export --type sqlite -o $work/ddp.rank0.sqlite $work/ddp.rank0.nsys-rep" \
+bad_input "nsys-rep without nsys" "nsys export --type sqlite -o $work/ddp.rank0.sqlite $work/ddp.rank0.nsys-rep" \
   "$work/ddp.rank0.nsys-rep" -u NSYS PATH=/nonexistent
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

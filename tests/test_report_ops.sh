@@ -32,10 +32,7 @@ bin=${DDPPROF:-$src/build/ddpprof}
 fix=$src/tests/fixtures
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddpprof-test-report-ops.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1: '$2', want '$3'"; fi
-}
+. "$(dirname "$0")/check.sh"
 
 # 1. key_averages
 # keyavg OPS_CSV GOLDEN RANK: for every golden row of RANK that ops.csv does not match, what
@@ -63,15 +60,15 @@ keyavg() {
 }
 out=$work/keyavg
 "$bin" report "$fix/pytorch/keyavg-gloo-2ranks" --out "$out" >"$work/keyavg.log" 2>&1
-expect "keyavg report exit" "$?" 0
-expect "ops.csv header" "$(csv_header "$out/ops.csv" run rank kind kernel_type name calls total_us self_us mean_us min_us max_us share_pct && echo ok)" ok
+check_eq "keyavg report exit" "$?" 0
+check_eq "ops.csv header" "$(csv_header "$out/ops.csv" run rank kind kernel_type name calls total_us self_us mean_us min_us max_us share_pct && echo ok)" ok
 for r in 0 1; do
-  expect "rank $r ops against key_averages" \
+  check_eq "rank $r ops against key_averages" \
     "$(keyavg "$out/ops.csv" "$fix/pytorch/keyavg-gloo-2ranks/keyavg.rank$r.csv" $r 2>&1; echo "exit $?")" "exit 0"
 done
-expect "keyavg top ops on the terminal" "$(grep -c '^# ops: the CPU ops with the most self time' "$work/keyavg.log")" 1
-expect "keyavg page shows the top ops" "$(grep -c 'the CPU ops with the most self time' "$out/report.html")" 1
-expect "keyavg no kernels" "$(csv_col "$out/ops.csv" kind kind=kernel | wc -l)" 0
+check_eq "keyavg top ops on the terminal" "$(grep -c '^# ops: the CPU ops with the most self time' "$work/keyavg.log")" 1
+check_eq "keyavg page shows the top ops" "$(grep -c 'the CPU ops with the most self time' "$out/report.html")" 1
+check_eq "keyavg no kernels" "$(csv_col "$out/ops.csv" kind kind=kernel | wc -l)" 0
 
 # 2. HTA's kernel breakdown
 hta=$fix/pytorch/kineto-2hosts.hta-kernels.csv
@@ -82,7 +79,7 @@ for setting in exact default; do
   else
     "$bin" report "$fix/pytorch/kineto-2hosts" --hta-defaults --out "$out" >"$work/hta.log" 2>&1
   fi
-  expect "kineto $setting report exit" "$?" 0
+  check_eq "kineto $setting report exit" "$?" 0
   diffs=$(csv_awk -v S=$setting '
     function far(a, b, tol) { return (a - b)^2 > tol * tol }
     FNR == 1 { f++; next }
@@ -107,13 +104,13 @@ for setting in exact default; do
     END { for (k in seen) if (!seen[k]) { split(k, p, SUBSEP); print p[1] " " p[2] ": not in HTA" }
           if (want < 40) print "golden has only " want " rows" }' "$out/ops.csv" "$hta" 2>&1
     echo "exit $?")
-  expect "kineto $setting kernels against HTA" "$diffs" "exit 0"
+  check_eq "kineto $setting kernels against HTA" "$diffs" "exit 0"
 done
-expect "kineto kernels on the terminal" "$(grep -c '^# kernels: the kernels with the most time' "$work/hta.log")" 1
+check_eq "kineto kernels on the terminal" "$(grep -c '^# kernels: the kernels with the most time' "$work/hta.log")" 1
 # the Kineto trace's CPU ops (cpu_op, user_annotation, cuda_runtime) against key_averages as
 # torch's own EventList computes it from the same events (keyavg_of_kineto.py)
 for r in 0 1 2 3; do
-  expect "kineto rank $r ops against torch's EventList" \
+  check_eq "kineto rank $r ops against torch's EventList" \
     "$(keyavg "$work/hta-exact/ops.csv" "$fix/pytorch/kineto-2hosts.keyavg.csv" $r 2>&1; echo "exit $?")" "exit 0"
 done
 
@@ -151,7 +148,7 @@ else
       for (n in G) if (!(n in W)) print n ": not in nsys stats" }'
   out=$work/nsys2022
   "$bin" report "$fix/nsys/ddp-2022.4-nvtx1" --out "$out" >"$work/nsys.log" 2>&1
-  expect "nsys 2022.4 report exit" "$?" 0
+  check_eq "nsys 2022.4 report exit" "$?" 0
   for r in 0 1; do
     diffs=$(csv_awk -v R=$r "$nsys_norm"'
       FNR == 1 { f++; next }
@@ -161,16 +158,16 @@ else
                     col("Min (ns)"), col("Max (ns)")) }
       END { compare() }' "$out/ops.csv" "$fix/nsys/ddp-2022.4.rank$r.nvtxsum.csv" 2>&1
       echo "exit $?")
-    expect "nsys 2022.4 rank $r ranges against nvtxsum" "$diffs" "exit 0"
+    check_eq "nsys 2022.4 rank $r ranges against nvtxsum" "$diffs" "exit 0"
   done
   # start/end ranges (allreduce.bN) nest nothing and have no self time; push/pop ones do
-  expect "nsys start/end range self" "$(csv_col "$out/ops.csv" self_us rank=0 name=allreduce.b0)" 0.000
-  expect "nsys step self below total" "$(csv_awk 'FNR > 1 && col("rank") == 0 && col("name") == "step" { print (col("self_us") + 0 < col("total_us") + 0) }' "$out/ops.csv")" 1
+  check_eq "nsys start/end range self" "$(csv_col "$out/ops.csv" self_us rank=0 name=allreduce.b0)" 0.000
+  check_eq "nsys step self below total" "$(csv_awk 'FNR > 1 && col("rank") == 0 && col("name") == "step" { print (col("self_us") + 0 < col("total_us") + 0) }' "$out/ops.csv")" 1
 
   python3 "$fix/nsys/make_current_schema.py" "$work/current.sqlite"
   out=$work/nsyscur
   "$bin" report "$work/current.sqlite" --out "$out" >"$work/nsyscur.log" 2>&1
-  expect "nsys current-schema report exit" "$?" 0
+  check_eq "nsys current-schema report exit" "$?" 0
   diffs=$(csv_awk "$nsys_norm"'
     FNR == 1 { f++; next }
     f == 1 && col("kind") == "cpu_op" {
@@ -183,13 +180,13 @@ else
     END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.nvtxsum.csv" \
     "$fix/nsys/current-schema.cudaapisum.csv" 2>&1
     echo "exit $?")
-  expect "nsys current-schema ranges and CUDA API calls against nvtxsum and cudaapisum" "$diffs" "exit 0"
+  check_eq "nsys current-schema ranges and CUDA API calls against nvtxsum and cudaapisum" "$diffs" "exit 0"
   # the API calls nest in the ranges that made them (after them in the file: as late ops):
   # DistributedDataParallel.forward less its 2 launches of 5 µs, 4 steps; the backward op
   # less ncclAllReduce (300 µs) and its own launch; ncclAllReduce less the NCCL launch
-  expect "nsys forward self" "$(csv_col "$out/ops.csv" self_us rank=1 name=DistributedDataParallel.forward)" 11960.000
-  expect "nsys backward self" "$(csv_col "$out/ops.csv" self_us rank=1 'name=autograd::engine::evaluate_function: ConvolutionBackward0')" 10780.000
-  expect "nsys ncclAllReduce self" "$(csv_col "$out/ops.csv" self_us rank=1 name=ncclAllReduce)" 1180.000
+  check_eq "nsys forward self" "$(csv_col "$out/ops.csv" self_us rank=1 name=DistributedDataParallel.forward)" 11960.000
+  check_eq "nsys backward self" "$(csv_col "$out/ops.csv" self_us rank=1 'name=autograd::engine::evaluate_function: ConvolutionBackward0')" 10780.000
+  check_eq "nsys ncclAllReduce self" "$(csv_col "$out/ops.csv" self_us rank=1 name=ncclAllReduce)" 1180.000
   diffs=$(csv_awk "$nsys_norm"'
     FNR == 1 { f++; next }
     f == 1 && col("kind") == "kernel" {
@@ -200,11 +197,11 @@ else
     END { compare() }' "$out/ops.csv" "$fix/nsys/current-schema.gpukernsum.csv" \
     "$fix/nsys/current-schema.gpumemtimesum.csv" 2>&1
     echo "exit $?")
-  expect "nsys current-schema kernels against gpukernsum and gpumemtimesum" "$diffs" "exit 0"
+  check_eq "nsys current-schema kernels against gpukernsum and gpumemtimesum" "$diffs" "exit 0"
   # self time of a PyTorch range under nsys: the step less its data, forward, backward and
   # optimizer ranges (490 + 3000 + 3000 + 1500 µs of 10000), 4 steps
-  expect "nsys ProfilerStep* self rank 0" "$(csv_col "$out/ops.csv" self_us rank=0 name='ProfilerStep*')" 8040.000
-  expect "nsys kernel types" "$(csv_col "$out/ops.csv" kernel_type rank=0 kind=kernel | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')" "communication:1 computation:3 memory:2 "
+  check_eq "nsys ProfilerStep* self rank 0" "$(csv_col "$out/ops.csv" self_us rank=0 name='ProfilerStep*')" 8040.000
+  check_eq "nsys kernel types" "$(csv_col "$out/ops.csv" kernel_type rank=0 kind=kernel | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')" "communication:1 computation:3 memory:2 "
 fi
 
 # 4. a ddpprof run: no op data, no ops.csv
@@ -223,10 +220,9 @@ printf 'step,epoch,loss,loss_scale,lr,images,found_inf\n1,1,2.3,1,0.01,32,0\n2,1
 mkdir -p "$work/own-out"
 cp "$work/keyavg/ops.csv" "$work/own-out/ops.csv"
 "$bin" report "$run" --out "$work/own-out" >"$work/own.log" 2>&1
-expect "own run report exit" "$?" 0
-expect "own run: no ops.csv" "$([ -e "$work/own-out/ops.csv" ] && echo present || echo absent)" absent
-expect "own run: terminal names no ops.csv" "$(grep -c 'ops.csv' "$work/own.log")" 0
-expect "own run: phases.csv written" "$([ -s "$work/own-out/phases.csv" ] && echo yes)" yes
+check_eq "own run report exit" "$?" 0
+check_eq "own run: no ops.csv" "$([ -e "$work/own-out/ops.csv" ] && echo present || echo absent)" absent
+check_eq "own run: terminal names no ops.csv" "$(grep -c 'ops.csv' "$work/own.log")" 0
+check_eq "own run: phases.csv written" "$([ -s "$work/own-out/phases.csv" ] && echo yes)" yes
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -13,33 +13,29 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/check.sh"
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
-
 printf 'run,rank,phase,ms\nddp,0,step,1.5\nddp,1,step,2.5\nbase,0,step,9\n' >"$tmp/a.csv"
 # the same table, columns in another order and one more in the middle
 printf 'ms,phase,extra,rank,run\n1.5,step,x,0,ddp\n2.5,step,y,1,ddp\n9,step,z,0,base\n' >"$tmp/b.csv"
 for f in a b; do
-  expect "$f: by name" "$(csv_col "$tmp/$f.csv" ms | tr '\n' ' ')" "1.5 2.5 9 "
-  expect "$f: filtered" "$(csv_col "$tmp/$f.csv" ms run=ddp rank=1)" "2.5"
-  expect "$f: no row" "$(csv_col "$tmp/$f.csv" ms run=nothing | wc -l)" 0
-  expect "$f: csv_awk" "$(csv_awk 'FNR > 1 && col("run") == "ddp" { s += col("ms") } END { print s }' "$tmp/$f.csv")" 4
+  check_eq "$f: by name" "$(csv_col "$tmp/$f.csv" ms | tr '\n' ' ')" "1.5 2.5 9 "
+  check_eq "$f: filtered" "$(csv_col "$tmp/$f.csv" ms run=ddp rank=1)" "2.5"
+  check_eq "$f: no row" "$(csv_col "$tmp/$f.csv" ms run=nothing | wc -l)" 0
+  check_eq "$f: csv_awk" "$(csv_awk 'FNR > 1 && col("run") == "ddp" { s += col("ms") } END { print s }' "$tmp/$f.csv")" 4
 done
-expect "csv_awk: ncols per file" "$(csv_awk 'FNR == 1 { printf "%d ", ncols }' "$tmp/a.csv" "$tmp/b.csv")" "4 5 "
+check_eq "csv_awk: ncols per file" "$(csv_awk 'FNR == 1 { printf "%d ", ncols }' "$tmp/a.csv" "$tmp/b.csv")" "4 5 "
 
 # quoted fields: a comma, a doubled quote and a line break inside one
 printf 'name,kind,n\n"a,b",x,1\n"say ""hi""",y,2\n"two\nlines",z,3\nplain,w,4\n' >"$tmp/q.csv"
-expect "quoted comma" "$(csv_col "$tmp/q.csv" name kind=x)" "a,b"
-expect "quoted quote" "$(csv_col "$tmp/q.csv" name n=2)" 'say "hi"'
-expect "quoted line break" "$(csv_col "$tmp/q.csv" kind n=3)" z
-expect "after a quoted row" "$(csv_col "$tmp/q.csv" n name=plain)" 4
-expect "NF of quoted rows" "$(csv_awk 'FNR > 1 && NF != ncols { n++ } END { print n + 0 }' "$tmp/q.csv")" 0
-expect "rows" "$(csv_awk 'FNR > 1 { n++ } END { print n }' "$tmp/q.csv")" 4
-expect "numbers compare as numbers" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/q.csv")" 4
+check_eq "quoted comma" "$(csv_col "$tmp/q.csv" name kind=x)" "a,b"
+check_eq "quoted quote" "$(csv_col "$tmp/q.csv" name n=2)" 'say "hi"'
+check_eq "quoted line break" "$(csv_col "$tmp/q.csv" kind n=3)" z
+check_eq "after a quoted row" "$(csv_col "$tmp/q.csv" n name=plain)" 4
+check_eq "NF of quoted rows" "$(csv_awk 'FNR > 1 && NF != ncols { n++ } END { print n + 0 }' "$tmp/q.csv")" 0
+check_eq "rows" "$(csv_awk 'FNR > 1 { n++ } END { print n }' "$tmp/q.csv")" 4
+check_eq "numbers compare as numbers" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/q.csv")" 4
 printf 'name,n\n"x,y",1000\nz,999\n"w",10\n' >"$tmp/n.csv"
-expect "numbers of quoted rows" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/n.csv")" 1000
-expect "csv_has" "$(csv_has "$tmp/q.csv" kind; echo $?)$(csv_has "$tmp/q.csv" nope; echo $?)" 01
+check_eq "numbers of quoted rows" "$(csv_awk 'FNR > 1 && col("n") > m { m = col("n") } END { print m }' "$tmp/n.csv")" 1000
+check_eq "csv_has" "$(csv_has "$tmp/q.csv" kind; echo $?)$(csv_has "$tmp/q.csv" nope; echo $?)" 01
 
 # a missing column fails loudly, in every way it can be asked for; run in a shell of its
 # own, as a test would (the helper ends the shell that sourced it)
@@ -61,13 +57,13 @@ missing "col() with END exit 0" "csv_awk 'FNR > 1 && col(\"nope\") > 0 { bad = 1
 missing "col() in \$(...)" "x=\$(csv_awk 'FNR > 1 { print col(\"nope\") }' '$tmp/a.csv')"
 # the status of a call whose shell is not ended (a subshell's own $$ is the test's)
 rc=$(bash -c ". '$here/csvcol.sh'; csv_col '$tmp/a.csv' nope; echo \$?" 2>/dev/null)
-expect "no 'still running' status" "$rc" ""
+check_eq "no 'still running' status" "$rc" ""
 # a header-only table has every column it names, and no rows
 printf 'run,ms\n' >"$tmp/h.csv"
-expect "header only" "$(csv_col "$tmp/h.csv" ms; echo $?)" 0
+check_eq "header only" "$(csv_col "$tmp/h.csv" ms; echo $?)" 0
 # an empty file has no columns
 : >"$tmp/e.csv"
-expect "csv_has: an empty file" "$(csv_has "$tmp/e.csv" ms; echo $?)" 1
+check_eq "csv_has: an empty file" "$(csv_has "$tmp/e.csv" ms; echo $?)" 1
 (bash -c ". '$here/csvcol.sh'; csv_col '$tmp/e.csv' ms" >/dev/null 2>"$tmp/err"; exit $?) 2>/dev/null
 rc=$?
 if [ $rc -ne 0 ] && grep -q "^csvcol: $tmp/e.csv: no column 'ms'" "$tmp/err"; then ok; else

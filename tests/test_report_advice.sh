@@ -22,9 +22,6 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/check.sh"
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
 near() { # WHAT GOT WANT TOL: |got - want| <= tol
   if awk -v a="$2" -v b="$3" -v t="$4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= t) }'; then
     ok
@@ -139,65 +136,65 @@ saving() { csv_col "$tmp/$1/advice.csv" saving_ms rule="$2"; }
 same_lines() {
   local name=$1 n
   n=$(term_lines "$name" | wc -l)
-  expect "$name: the terminal ends with the advice" "$(tail -n "$n" "$tmp/$name.out" | head -n 1 | cut -c1-11)" "# verdict: "
-  expect "$name: lines shown" "$([ "$n" -ge 2 ] && [ "$n" -le 4 ]; echo $?)" 0
-  expect "$name: page = terminal" "$(page_lines "$name" | cmp -s - <(term_lines "$name"); echo $?)" 0
-  expect "$name: the advice is at the top of the page" \
+  check_eq "$name: the terminal ends with the advice" "$(tail -n "$n" "$tmp/$name.out" | head -n 1 | cut -c1-11)" "# verdict: "
+  check_eq "$name: lines shown" "$([ "$n" -ge 2 ] && [ "$n" -le 4 ]; echo $?)" 0
+  check_eq "$name: page = terminal" "$(page_lines "$name" | cmp -s - <(term_lines "$name"); echo $?)" 0
+  check_eq "$name: the advice is at the top of the page" \
     "$(awk '/class="verdict"/ {print (seen ? "below" : "top"); exit} /<h2>/ {seen = 1}' "$tmp/$name/report.html")" top
 }
 
 # 1. clean: no rule fires
 pair clean
-expect "clean: no candidate" "$(rules clean)" ""
-expect "clean: says so" "$(grep -c '^# no recommendation: ' "$tmp/clean.out")" 1
-expect "clean: verdict" "$(grep -c '^# verdict: DDP on 2 CPU ranks (run ddp) scales well: ' "$tmp/clean.out")" 1
+check_eq "clean: no candidate" "$(rules clean)" ""
+check_eq "clean: says so" "$(grep -c '^# no recommendation: ' "$tmp/clean.out")" 1
+check_eq "clean: verdict" "$(grep -c '^# verdict: DDP on 2 CPU ranks (run ddp) scales well: ' "$tmp/clean.out")" 1
 same_lines clean
 
 # 2. below: data 9 ms, 4 ms of gradient all-reduce exposed, all-gather 4 ms, jitter 2 ms: none
 #    (step: 9 + 40 + 50 + 2 + exposed 4 = 105 ms: data 8.6 %, ag 3.8 %, grad 3.8 %)
 pair below data=9 ar=6 arh=2 ag=4 jitter=2
-expect "below: no candidate" "$(rules below)" ""
+check_eq "below: no candidate" "$(rules below)" ""
 same_lines below
 
 # 3. each rule alone
 # data 20 ms of a 113 ms step (18 %)
 pair data data=20
-expect "data: rules" "$(rules data)" data
+check_eq "data: rules" "$(rules data)" data
 near "data: saving" "$(saving data data)" 20 0.01
-expect "data: text" "$(grep -c '^# 1\. data loading is 18 % of the step (20.0 ms): more loader workers' "$tmp/data.out")" 1
+check_eq "data: text" "$(grep -c '^# 1\. data loading is 18 % of the step (20.0 ms): more loader workers' "$tmp/data.out")" 1
 # the bucket all-reduce 20 ms, 2 under backward: 18 ms exposed
 pair grad ar=20 arh=2
-expect "grad: rules" "$(rules grad)" grad_exposed
+check_eq "grad: rules" "$(rules grad)" grad_exposed
 near "grad: saving" "$(saving grad grad_exposed)" 18 0.01
 # an all-gather of 15 ms in every forward (SyncBatchNorm: meta sync_bn 1)
 pair blocking ag=15
-expect "blocking: rules" "$(rules blocking)" blocking
+check_eq "blocking: rules" "$(rules blocking)" blocking
 near "blocking: saving" "$(saving blocking blocking)" 15 0.01
-expect "blocking: names SyncBatchNorm" "$(grep -c '^# 1\. .*all-gather 15.0 ms.*--no-sync-bn' "$tmp/blocking.out")" 1
+check_eq "blocking: names SyncBatchNorm" "$(grep -c '^# 1\. .*all-gather 15.0 ms.*--no-sync-bn' "$tmp/blocking.out")" 1
 # rank 1's backward 15 ms longer every step: rank 0 waits 15 ms
 pair straggler slow=15
-expect "straggler: rules" "$(rules straggler)" straggler
+check_eq "straggler: rules" "$(rules straggler)" straggler
 near "straggler: saving" "$(saving straggler straggler)" 15 0.01
-expect "straggler: text" "$(grep -c '^# 1\. rank 1 is the straggler in 100 % of steps (10 of 10;' "$tmp/straggler.out")" 1
+check_eq "straggler: text" "$(grep -c '^# 1\. rank 1 is the straggler in 100 % of steps (10 of 10;' "$tmp/straggler.out")" 1
 # the slow rank alternates: imbalance, not a straggler
 pair imbalance jitter=15
-expect "imbalance: rules" "$(rules imbalance)" imbalance
+check_eq "imbalance: rules" "$(rules imbalance)" imbalance
 near "imbalance: saving" "$(saving imbalance imbalance)" 15 0.01
 # other programs kept 1 of 2 cores busy: (host_busy_s - ranks_cpu_s) / wall_s = 1
 pair load meta="host_busy_s,3;ranks_cpu_s,1"
-expect "load: rules" "$(rules load)" load
+check_eq "load: rules" "$(rules load)" load
 near "load: saving = half the 93 ms step" "$(saving load load)" 46.5 0.01
-expect "load: verdict" "$(grep -c '^# verdict: .*(measured under load)$' "$tmp/load.out")" 1
+check_eq "load: verdict" "$(grep -c '^# verdict: .*(measured under load)$' "$tmp/load.out")" 1
 # a GPU run without AMP: half of forward + backward (90 ms), assumed
 pair amp device=cuda amp=off
-expect "amp: rules" "$(rules amp)" amp_gpu
+check_eq "amp: rules" "$(rules amp)" amp_gpu
 near "amp: saving" "$(saving amp amp_gpu)" 45 0.01
-expect "amp: assumed" "$(csv_col "$tmp/amp/advice.csv" source rule=amp_gpu)" assumed
+check_eq "amp: assumed" "$(csv_col "$tmp/amp/advice.csv" source rule=amp_gpu)" assumed
 pair ampon device=cuda amp=fp16
-expect "amp on: no candidate" "$(rules ampon)" ""
+check_eq "amp on: no candidate" "$(rules ampon)" ""
 # batch 8 with 30 ms exposed gradient all-reduce + 2 ms optimizer: fixed 32 of 105 ms
 pair tiny batch=8 ar=30 arh=0 fwd=20 bwd=20 opt=2
-expect "tiny: rules" "$(rules tiny)" "grad_exposed tiny_batch"
+check_eq "tiny: rules" "$(rules tiny)" "grad_exposed tiny_batch"
 near "tiny: saving = half the fixed costs" "$(saving tiny tiny_batch)" 16 0.01
 
 # the launch-bound rule on a real Kineto trace (4 GPUs; the device waits for the host's
@@ -208,60 +205,60 @@ for f in kineto-2hosts legacy-gloo-bn-2ranks; do
   "$bin" report "$fix/$f" --out "$tmp/$f" >"$tmp/$f.out" 2>"$tmp/$f.err" </dev/null ||
     bad "$f: report failed: $(cat "$tmp/$f.err")"
 done
-expect "kineto: launch-bound" "$(rules kineto-2hosts)" launch
+check_eq "kineto: launch-bound" "$(rules kineto-2hosts)" launch
 near "kineto: host wait per step" "$(saving kineto-2hosts launch)" 6.8 0.05
-expect "legacy: not launch-bound" "$(rules legacy-gloo-bn-2ranks | grep -c launch)" 0
+check_eq "legacy: not launch-bound" "$(rules legacy-gloo-bn-2ranks | grep -c launch)" 0
 same_lines kineto-2hosts
 
 # the bucket cap ddpprof predict finds fastest: 8 buckets of 10 ms all-reduces, most of it
 # latency (the fit: 150000 B in 10.0 ms, 250000 B in 10.1), queued one after the other
 # from 5 ms into a 50 ms backward: 36 ms exposed; one bucket pays the latency once
 pair cap nb=8 ar=10
-expect "cap: rules" "$(rules cap)" "grad_exposed bucket_cap"
-expect "cap: predicted" "$(csv_col "$tmp/cap/advice.csv" source rule=bucket_cap)" predicted
-expect "cap: saves at least 2 % of the step" "$(awk -v a="$(csv_col "$tmp/cap/advice.csv" saving_pct_of_step rule=bucket_cap)" 'BEGIN { print (a >= 2) }')" 1
-expect "cap: text" "$(grep -c '^# 2\. bucket cap [0-9.]* MB: exposed communication -[0-9.]* ms per step, predicted .*--bucket-cap-mb [0-9.]* instead of 0.1 \[about -[0-9.]* ms per step, predicted\]$' "$tmp/cap.out")" 1
+check_eq "cap: rules" "$(rules cap)" "grad_exposed bucket_cap"
+check_eq "cap: predicted" "$(csv_col "$tmp/cap/advice.csv" source rule=bucket_cap)" predicted
+check_eq "cap: saves at least 2 % of the step" "$(awk -v a="$(csv_col "$tmp/cap/advice.csv" saving_pct_of_step rule=bucket_cap)" 'BEGIN { print (a >= 2) }')" 1
+check_eq "cap: text" "$(grep -c '^# 2\. bucket cap [0-9.]* MB: exposed communication -[0-9.]* ms per step, predicted .*--bucket-cap-mb [0-9.]* instead of 0.1 \[about -[0-9.]* ms per step, predicted\]$' "$tmp/cap.out")" 1
 same_lines cap
 
 # 4. many: five rules, three shown, best first
 #    data 18, exposed gradient 10, all-gather 8 (SyncBatchNorm), straggler 25 in a 145 ms
 #    step, other programs on 1.6 of 2 cores (0.8 x 145 = 116 ms, assumed)
 pair many data=18 ar=12 arh=2 ag=8 slow=25 meta="host_busy_s,2.6;ranks_cpu_s,1"
-expect "many: every candidate, best first" "$(rules many)" "load straggler data grad_exposed blocking"
-expect "many: three shown" "$(csv_col "$tmp/many/advice.csv" shown | tail -n +2 | tr '\n' ' ')" "1 1 1 0 0 "
-expect "many: numbered 1-3" "$(grep -c '^# [123]\. ' "$tmp/many.out")" 3
-expect "many: no 4th" "$(grep -c '^# 4\. ' "$tmp/many.out")" 0
+check_eq "many: every candidate, best first" "$(rules many)" "load straggler data grad_exposed blocking"
+check_eq "many: three shown" "$(csv_col "$tmp/many/advice.csv" shown | tail -n +2 | tr '\n' ' ')" "1 1 1 0 0 "
+check_eq "many: numbered 1-3" "$(grep -c '^# [123]\. ' "$tmp/many.out")" 3
+check_eq "many: no 4th" "$(grep -c '^# 4\. ' "$tmp/many.out")" 0
 prev=
 for k in 1 2 3 4 5; do # savings never increase down the list
   s=$(csv_col "$tmp/many/advice.csv" saving_ms order="$k")
-  [ -z "$prev" ] || expect "many: order $k" "$(awk -v a="$prev" -v b="$s" 'BEGIN { print (a >= b) }')" 1
+  [ -z "$prev" ] || check_eq "many: order $k" "$(awk -v a="$prev" -v b="$s" 'BEGIN { print (a >= b) }')" 1
   prev=$s
 done
-expect "many: 1st shown is the first candidate" "$(grep -c '^# 1\. measured under load' "$tmp/many.out")" 1
-expect "many: 2nd" "$(grep -c '^# 2\. rank 1 is the straggler' "$tmp/many.out")" 1
-expect "many: 3rd" "$(grep -c '^# 3\. data loading' "$tmp/many.out")" 1
+check_eq "many: 1st shown is the first candidate" "$(grep -c '^# 1\. measured under load' "$tmp/many.out")" 1
+check_eq "many: 2nd" "$(grep -c '^# 2\. rank 1 is the straggler' "$tmp/many.out")" 1
+check_eq "many: 3rd" "$(grep -c '^# 3\. data loading' "$tmp/many.out")" 1
 for name in data grad blocking straggler imbalance load amp tiny many; do same_lines "$name"; done
 
 # two DDP runs in one report (no baseline): each recommendation names its run
 "$bin" report "$tmp/data/ddp" "$tmp/straggler/ddp" --out "$tmp/two" >"$tmp/two.out" 2>"$tmp/two.err" </dev/null ||
   bad "two: report failed: $(cat "$tmp/two.err")"
-expect "two: data names its run" "$(grep -c '^# 1\. run data/ddp: data loading is 18 %' "$tmp/two.out")" 1
-expect "two: straggler names its run" "$(grep -c '^# 2\. run straggler/ddp: rank 1 is the straggler' "$tmp/two.out")" 1
-expect "two: no baseline" "$(grep -c '^# verdict: .*no baseline to compare' "$tmp/two.out")" 1
+check_eq "two: data names its run" "$(grep -c '^# 1\. run data/ddp: data loading is 18 %' "$tmp/two.out")" 1
+check_eq "two: straggler names its run" "$(grep -c '^# 2\. run straggler/ddp: rank 1 is the straggler' "$tmp/two.out")" 1
+check_eq "two: no baseline" "$(grep -c '^# verdict: .*no baseline to compare' "$tmp/two.out")" 1
 
 # the baseline alone: a verdict on it, nothing to compare
 "$bin" report "$tmp/clean/baseline" --out "$tmp/alone" >"$tmp/alone.out" 2>"$tmp/alone.err" </dev/null ||
   bad "alone: report failed: $(cat "$tmp/alone.err")"
-expect "alone: verdict" "$(grep -c '^# verdict: the baseline on 1 CPU rank (run baseline), nothing to compare it with; its step (93.0 ms)' "$tmp/alone.out")" 1
+check_eq "alone: verdict" "$(grep -c '^# verdict: the baseline on 1 CPU rank (run baseline), nothing to compare it with; its step (93.0 ms)' "$tmp/alone.out")" 1
 
 # 5. a real main job on 2 CPU ranks ends with the verdict and at most three recommendations
 "$bin" --cpu 2 --model convnet --epochs 1 --limit 256 --test-limit 64 --out "$tmp/job" \
   >"$tmp/job.out" 2>"$tmp/job.err" </dev/null || bad "main job: $(tail -3 "$tmp/job.err")"
 n=$(awk '/^# verdict: / {on = 1} on' "$tmp/job.out" | wc -l)
-expect "job: verdict on DDP vs the baseline" "$(grep -c "^# verdict: DDP on 2 CPU ranks (run ddp) .*x the baseline's throughput, efficiency" "$tmp/job.out")" 1
-expect "job: the verdict and 1-3 lines end the output" "$([ "$n" -ge 2 ] && [ "$n" -le 4 ] &&
+check_eq "job: verdict on DDP vs the baseline" "$(grep -c "^# verdict: DDP on 2 CPU ranks (run ddp) .*x the baseline's throughput, efficiency" "$tmp/job.out")" 1
+check_eq "job: the verdict and 1-3 lines end the output" "$([ "$n" -ge 2 ] && [ "$n" -le 4 ] &&
   tail -n "$n" "$tmp/job.out" | head -n 1 | grep -q '^# verdict: '; echo $?)" 0
-expect "job: page = terminal" "$(grep -o '<p class="\(verdict\|advice\)">[^<]*</p>' "$tmp/job/report.html" |
+check_eq "job: page = terminal" "$(grep -o '<p class="\(verdict\|advice\)">[^<]*</p>' "$tmp/job/report.html" |
   sed -e 's/<[^>]*>//g' -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&quot;/"/g' -e 's/&amp;/\&/g' |
   cmp -s - <(awk '/^# verdict: / {on = 1} on {sub(/^# /, ""); print}' "$tmp/job.out"); echo $?)" 0
 

@@ -17,10 +17,6 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/check.sh"
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
-
 tiny=(train --cpu 2 --model convnet --dataset synthetic --limit 128 --test-limit 32
       --batch-size 16 --epochs 1 --quiet)
 if ! "$bin" "${tiny[@]}" --out "$tmp/run" >"$tmp/out" 2>"$tmp/err" </dev/null; then
@@ -40,18 +36,18 @@ read -r nb bb <<<"$bcast"
 [ "$nb" -ge 1 ] && ok || bad "no comm.broadcast row at step 0"
 # the broadcast carries every parameter (the buckets' bytes) and the buffers besides
 [ "$bb" -gt "$params_bytes" ] && ok || bad "broadcast bytes $bb not above the parameters' $params_bytes"
-expect "all-gathers per step (two BN layers)" \
+check_eq "all-gathers per step (two BN layers)" \
   "$(rows comm.allgather | awk '$1>=1 {n++} END {print n+0}')" "$((2 * steps))"
-expect "all-gather bytes" "$(rows comm.allgather | awk '{print $2}' | sort -un | tr '\n' ' ')" "264 520 "
-expect "all-gathers on the comm lane" "$(rows comm.allgather | awk '{print $3}' | sort -u)" "1"
+check_eq "all-gather bytes" "$(rows comm.allgather | awk '{print $2}' | sort -un | tr '\n' ' ')" "264 520 "
+check_eq "all-gathers on the comm lane" "$(rows comm.allgather | awk '{print $3}' | sort -u)" "1"
 # (step -1: the comm's calibration all-reduces at setup, probes/TRACE.md: not SyncBatchNorm's)
-expect "SyncBatchNorm backward all-reduce bytes" \
+check_eq "SyncBatchNorm backward all-reduce bytes" \
   "$(rows comm.allreduce | awk '$1>=0 && $2!=4 {print $2}' | sort -un | tr '\n' ' ')" "132 260 "
 # each all-gather lies inside a forward range of its step
 inside=$(awk -F, '$6=="host" && $4=="forward" {fs[$2]=$7; fe[$2]=$8}
   $6=="host" && $4=="comm.allgather" && $2>=1 {g[++n]=$2" "$7" "$8}
   END {bad=0; for (i=1;i<=n;i++) {split(g[i],a," "); if (a[2]<fs[a[1]] || a[3]>fe[a[1]]) bad++}; print n, bad}' "$trace")
-expect "all-gathers inside forward (count, outside)" "$inside" "$((2 * steps)) 0"
+check_eq "all-gathers inside forward (count, outside)" "$inside" "$((2 * steps)) 0"
 
 # 2. the report
 if ! "$bin" report "$tmp/run" --out "$tmp/rep" >"$tmp/rep.out" 2>"$tmp/rep.err" </dev/null; then
@@ -62,16 +58,16 @@ phase_field() { awk -F, -v ph="$1" -v col="$2" 'NR==1 {for (i = 1; i <= NF; i++)
   NR>1 && $2==0 && $3==ph {print $c[col]}' "$tmp/rep/phases.csv"; }
 overlap_field() { awk -F, -v col="$1" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
   NR>1 && $2==0 {print $c[col]}' "$tmp/rep/overlap.csv"; }
-expect "phases.csv comm.allgather collective" "$(phase_field comm.allgather collective)" allgather
-expect "phases.csv comm.broadcast collective" "$(phase_field comm.broadcast collective)" broadcast
-expect "phases.csv allreduce collective" "$(phase_field allreduce collective)" allreduce
-expect "phases.csv forward: no collective" "$(phase_field forward collective)" ""
+check_eq "phases.csv comm.allgather collective" "$(phase_field comm.allgather collective)" allgather
+check_eq "phases.csv comm.broadcast collective" "$(phase_field comm.broadcast collective)" broadcast
+check_eq "phases.csv allreduce collective" "$(phase_field allreduce collective)" allreduce
+check_eq "phases.csv forward: no collective" "$(phase_field forward collective)" ""
 warm=$(phase_field step warmup_steps)
 counted=$((steps - warm))
-expect "phases.csv comm.allgather count" "$(phase_field comm.allgather count)" "$((2 * counted))"
+check_eq "phases.csv comm.allgather count" "$(phase_field comm.allgather count)" "$((2 * counted))"
 ag_bytes=$(awk -F, -v w="$warm" '$4=="comm.allgather" && $6=="host" && $2>w {b+=$9} END {print b+0}' "$trace")
-expect "phases.csv comm.allgather bytes" "$(phase_field comm.allgather bytes)" "$ag_bytes"
-expect "phases.csv comm.broadcast bytes" "$(phase_field comm.broadcast bytes)" "$bb"
+check_eq "phases.csv comm.allgather bytes" "$(phase_field comm.allgather bytes)" "$ag_bytes"
+check_eq "phases.csv comm.broadcast bytes" "$(phase_field comm.broadcast bytes)" "$bb"
 # compute = forward + backward + optimizer less the collectives they hold; comm holds them
 # (every figure has 3 decimals: a tolerance of 0.005 ms per term)
 awk -v F="$(phase_field forward total_ms)" -v B="$(phase_field backward total_ms)" \
@@ -84,7 +80,7 @@ awk -v F="$(phase_field forward total_ms)" -v B="$(phase_field backward total_ms
   if (M + 0.02 < R) { print "comm_ms " M " below the buckets " R; exit 1 } }' && ok ||
   bad "overlap.csv compute/comm"
 # buckets.csv: gradient buckets only (as many as meta.csv's buckets)
-expect "buckets.csv rows" "$(($(wc -l <"$tmp/rep/buckets.csv") - 1))" \
+check_eq "buckets.csv rows" "$(($(wc -l <"$tmp/rep/buckets.csv") - 1))" \
   "$(awk -F, '$1=="buckets" {print $2}' "$tmp/run/meta.csv")"
 # the timeline has them (on the comm lane, stream 1: checked in the trace above), and the
 # step drawing in report.html on the first comm lane
@@ -94,7 +90,7 @@ grep -q 'comm.allgather (allgather): ' "$tmp/rep/report.html" && ok ||
 
 # 3. --no-sync-bn: plain BatchNorm, no all-gather
 if "$bin" "${tiny[@]}" --no-sync-bn --out "$tmp/nosync" >/dev/null 2>"$tmp/err2" </dev/null; then
-  expect "--no-sync-bn all-gathers" \
+  check_eq "--no-sync-bn all-gathers" \
     "$(awk -F, '$4=="comm.allgather"' "$tmp/nosync/rank0.trace.csv" | wc -l)" 0
 else
   bad "--no-sync-bn run: $(cat "$tmp/err2")"

@@ -17,10 +17,6 @@ bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/check.sh"
-expect() { # expect WHAT GOT WANT
-  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', expected '$3'"; fi
-}
-
 run() { # run DIR DEVICE(0|1) LAYERS(0|1)
   local dir=$1 device=$2 layers=$3 ms=1000000
   mkdir -p "$dir"
@@ -69,46 +65,46 @@ run() { # run DIR DEVICE(0|1) LAYERS(0|1)
 run "$tmp/host" 0 1
 "$bin" report "$tmp/host" --warmup-steps 1 --out "$tmp/o1" >"$tmp/o1.log" 2>&1 || { cat "$tmp/o1.log"; bad "report"; }
 L=$tmp/o1/layers.csv
-expect "rows" "$(csv_col "$L" name | tr '\n' ' ')" "conv_a relu_b "
-expect "conv_a steps" "$(csv_col "$L" steps name=conv_a)" 4
-expect "conv_a clock" "$(csv_col "$L" clock name=conv_a)" host
-expect "conv_a forward_ms (median after the warm-up)" "$(csv_col "$L" forward_ms name=conv_a)" 2.0000
-expect "conv_a backward_ms" "$(csv_col "$L" backward_ms name=conv_a)" 4.0000
-expect "conv_a gflops" "$(csv_col "$L" gflops name=conv_a)" 1.000
-expect "conv_a forward_gflops" "$(csv_col "$L" forward_gflops name=conv_a)" 1.000
-expect "conv_a gbps" "$(csv_col "$L" gbps name=conv_a)" 0.050
-expect "conv_a intensity" "$(csv_col "$L" intensity_flop_per_byte name=conv_a)" 20.0000
-expect "conv_a roofline" "$(csv_col "$L" roofline_gflops name=conv_a)" 10.000
-expect "conv_a pct_peak_flops" "$(csv_col "$L" pct_peak_flops name=conv_a)" 10.00
-expect "conv_a pct_peak_bw" "$(csv_col "$L" pct_peak_bw name=conv_a)" 2.50
-expect "conv_a pct_roofline" "$(csv_col "$L" pct_roofline name=conv_a)" 10.00
-expect "conv_a bound" "$(csv_col "$L" bound name=conv_a)" compute
-expect "relu_b forward_ms" "$(csv_col "$L" forward_ms name=relu_b)" 0.5000
-expect "relu_b gflops" "$(csv_col "$L" gflops name=relu_b)" 0.002
-expect "relu_b gbps" "$(csv_col "$L" gbps name=relu_b)" 0.020
-expect "relu_b roofline" "$(csv_col "$L" roofline_gflops name=relu_b)" 0.200
-expect "relu_b pct_roofline" "$(csv_col "$L" pct_roofline name=relu_b)" 1.00
-expect "relu_b bound" "$(csv_col "$L" bound name=relu_b)" memory
-expect "roofline on the page" "$(grep -c 'class="roofline"' "$tmp/o1/report.html")" 1
-expect "a point per layer and direction" "$(grep -c '<circle class="layer"' "$tmp/o1/report.html")" 4
-expect "the terminal names layers.csv" "$(grep -c 'in layers.csv' "$tmp/o1.log")" 1
+check_eq "rows" "$(csv_col "$L" name | tr '\n' ' ')" "conv_a relu_b "
+check_eq "conv_a steps" "$(csv_col "$L" steps name=conv_a)" 4
+check_eq "conv_a clock" "$(csv_col "$L" clock name=conv_a)" host
+check_eq "conv_a forward_ms (median after the warm-up)" "$(csv_col "$L" forward_ms name=conv_a)" 2.0000
+check_eq "conv_a backward_ms" "$(csv_col "$L" backward_ms name=conv_a)" 4.0000
+check_eq "conv_a gflops" "$(csv_col "$L" gflops name=conv_a)" 1.000
+check_eq "conv_a forward_gflops" "$(csv_col "$L" forward_gflops name=conv_a)" 1.000
+check_eq "conv_a gbps" "$(csv_col "$L" gbps name=conv_a)" 0.050
+check_eq "conv_a intensity" "$(csv_col "$L" intensity_flop_per_byte name=conv_a)" 20.0000
+check_eq "conv_a roofline" "$(csv_col "$L" roofline_gflops name=conv_a)" 10.000
+check_eq "conv_a pct_peak_flops" "$(csv_col "$L" pct_peak_flops name=conv_a)" 10.00
+check_eq "conv_a pct_peak_bw" "$(csv_col "$L" pct_peak_bw name=conv_a)" 2.50
+check_eq "conv_a pct_roofline" "$(csv_col "$L" pct_roofline name=conv_a)" 10.00
+check_eq "conv_a bound" "$(csv_col "$L" bound name=conv_a)" compute
+check_eq "relu_b forward_ms" "$(csv_col "$L" forward_ms name=relu_b)" 0.5000
+check_eq "relu_b gflops" "$(csv_col "$L" gflops name=relu_b)" 0.002
+check_eq "relu_b gbps" "$(csv_col "$L" gbps name=relu_b)" 0.020
+check_eq "relu_b roofline" "$(csv_col "$L" roofline_gflops name=relu_b)" 0.200
+check_eq "relu_b pct_roofline" "$(csv_col "$L" pct_roofline name=relu_b)" 1.00
+check_eq "relu_b bound" "$(csv_col "$L" bound name=relu_b)" memory
+check_eq "roofline on the page" "$(grep -c 'class="roofline"' "$tmp/o1/report.html")" 1
+check_eq "a point per layer and direction" "$(grep -c '<circle class="layer"' "$tmp/o1/report.html")" 4
+check_eq "the terminal names layers.csv" "$(grep -c 'in layers.csv' "$tmp/o1.log")" 1
 
 # --warmup-steps 0 counts step 1's 50 ms: forward median of 50,1,2,3,100 is 3 ms
 "$bin" report "$tmp/host" --warmup-steps 0 --out "$tmp/o0" >/dev/null 2>&1
-expect "warm-up kept: conv_a steps" "$(csv_col "$tmp/o0/layers.csv" steps name=conv_a)" 5
-expect "warm-up kept: conv_a forward_ms" "$(csv_col "$tmp/o0/layers.csv" forward_ms name=conv_a)" 3.0000
+check_eq "warm-up kept: conv_a steps" "$(csv_col "$tmp/o0/layers.csv" steps name=conv_a)" 5
+check_eq "warm-up kept: conv_a forward_ms" "$(csv_col "$tmp/o0/layers.csv" forward_ms name=conv_a)" 3.0000
 
 run "$tmp/dev" 1 1
 "$bin" report "$tmp/dev" --warmup-steps 1 --out "$tmp/o2" >/dev/null 2>&1
-expect "device rows preferred: clock" "$(csv_col "$tmp/o2/layers.csv" clock name=conv_a)" device
-expect "device rows preferred: forward_ms" "$(csv_col "$tmp/o2/layers.csv" forward_ms name=conv_a)" 0.2500
+check_eq "device rows preferred: clock" "$(csv_col "$tmp/o2/layers.csv" clock name=conv_a)" device
+check_eq "device rows preferred: forward_ms" "$(csv_col "$tmp/o2/layers.csv" forward_ms name=conv_a)" 0.2500
 # relu_b has no device rows of its own (an event pair dropped, say): its host rows count
-expect "host rows where a layer has no device rows" "$(csv_col "$tmp/o2/layers.csv" clock name=relu_b)" host
-expect "  ... and their figures" "$(csv_col "$tmp/o2/layers.csv" forward_ms name=relu_b)" 0.5000
+check_eq "host rows where a layer has no device rows" "$(csv_col "$tmp/o2/layers.csv" clock name=relu_b)" host
+check_eq "  ... and their figures" "$(csv_col "$tmp/o2/layers.csv" forward_ms name=relu_b)" 0.5000
 
 run "$tmp/none" 0 0
 "$bin" report "$tmp/none" --warmup-steps 1 --out "$tmp/o3" >/dev/null 2>&1
 if [ -e "$tmp/o3/layers.csv" ]; then bad "a run without layer rows wrote layers.csv"; else ok; fi
-expect "no roofline without layers" "$(grep -c 'class="roofline"' "$tmp/o3/report.html")" 0
+check_eq "no roofline without layers" "$(grep -c 'class="roofline"' "$tmp/o3/report.html")" 0
 
 check_done

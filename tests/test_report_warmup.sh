@@ -51,46 +51,42 @@ run "$tmp/a/ddp" ddp 2 host_cores,2 local_world_size,2
 
 # field COL of the phases.csv row of run RUN, rank RANK (default 0), phase step
 step_field() { csv_col "$1/phases.csv" "$3" run="$2" rank="${4:-0}" phase=step; }
-expect() { # WHAT GOT WANT
-  if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
-
 # 1. the default: step 1 detected as warm-up
 "$bin" report "$tmp/a" >"$tmp/out" 2>"$tmp/err" </dev/null || bad "report: $(cat "$tmp/err")"
-expect "default count" "$(step_field "$tmp/a" ddp count)" 7
-expect "default max" "$(step_field "$tmp/a" ddp max_ms 1)" 150.000
-expect "default warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 1
-expect "default baseline count" "$(step_field "$tmp/a" baseline count)" 7
-expect "stragglers without step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 0
-expect "stragglers from step 2" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp | wc -l)" 7
-expect "terminal warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/out")" 1
-expect "page warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/a/report.html")" 1
+check_eq "default count" "$(step_field "$tmp/a" ddp count)" 7
+check_eq "default max" "$(step_field "$tmp/a" ddp max_ms 1)" 150.000
+check_eq "default warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 1
+check_eq "default baseline count" "$(step_field "$tmp/a" baseline count)" 7
+check_eq "stragglers without step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 0
+check_eq "stragglers from step 2" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp | wc -l)" 7
+check_eq "terminal warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/out")" 1
+check_eq "page warm-up line" "$(grep -c 'run ddp: step 1: 600.0 ms, warm-up, not counted' "$tmp/a/report.html")" 1
 # the worst straggler shown is step 5 (rank 1), not the warm-up
 worst=$(awk '/^# stragglers: the steps/ {s = 1; next} s && $1=="ddp" {print $2; exit}' "$tmp/out")
-expect "worst straggler" "$worst" 5
+check_eq "worst straggler" "$worst" 5
 # train_s (rank 0's steps) still counts every step: 0.6 + 7 x 0.1 s
-expect "train_s counts the warm-up" "$(csv_col "$tmp/a/speedup.csv" train_s run=ddp)" 1.300
+check_eq "train_s counts the warm-up" "$(csv_col "$tmp/a/speedup.csv" train_s run=ddp)" 1.300
 
 # 2. --warmup-steps 0 keeps them, 2 leaves two out
 "$bin" report "$tmp/a" --warmup-steps 0 >"$tmp/out0" 2>"$tmp/err" </dev/null || bad "report 0: $(cat "$tmp/err")"
-expect "0: count" "$(step_field "$tmp/a" ddp count)" 8
-expect "0: max" "$(step_field "$tmp/a" ddp max_ms)" 600.000
-expect "0: warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 0
-expect "0: stragglers step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 1
-expect "0: no warm-up line" "$(grep -c 'warm-up, not counted' "$tmp/out0")" 0
+check_eq "0: count" "$(step_field "$tmp/a" ddp count)" 8
+check_eq "0: max" "$(step_field "$tmp/a" ddp max_ms)" 600.000
+check_eq "0: warmup_steps" "$(step_field "$tmp/a" ddp warmup_steps)" 0
+check_eq "0: stragglers step 1" "$(csv_col "$tmp/a/stragglers.csv" step run=ddp step=1 | wc -l)" 1
+check_eq "0: no warm-up line" "$(grep -c 'warm-up, not counted' "$tmp/out0")" 0
 "$bin" report "$tmp/a" --warmup-steps 2 >/dev/null 2>"$tmp/err" </dev/null || bad "report 2: $(cat "$tmp/err")"
-expect "2: count" "$(step_field "$tmp/a" ddp count)" 6
+check_eq "2: count" "$(step_field "$tmp/a" ddp count)" 6
 if "$bin" report "$tmp/a" --warmup-steps -1 >/dev/null 2>&1 </dev/null; then bad "--warmup-steps -1 accepted"; else ok; fi
 
 # 3. oversubscribed: 4 CPU ranks on 2 cores
-expect "2 on 2: no caution" "$(grep -c 'oversubscribed' "$tmp/out")" 0
+check_eq "2 on 2: no caution" "$(grep -c 'oversubscribed' "$tmp/out")" 0
 run "$tmp/o/baseline" baseline 1 host_cores,2
 run "$tmp/o/ddp" ddp 2 host_cores,2 local_world_size,4
 "$bin" report "$tmp/o" >"$tmp/outo" 2>"$tmp/err" </dev/null || bad "report o: $(cat "$tmp/err")"
-expect "oversubscribed caution" \
+check_eq "oversubscribed caution" \
   "$(grep -c '#  caution: run ddp was oversubscribed: 4 CPU ranks on 2 cores (--oversubscribe)' "$tmp/outo")" 1
-expect "oversubscribed speedup caution" \
+check_eq "oversubscribed speedup caution" \
   "$(grep -c '#  caution: the speedup of ddp (.*) compares runs measured under load (ddp)' "$tmp/outo")" 1
-expect "oversubscribed on the page" "$(grep -c 'caution: run ddp was oversubscribed' "$tmp/o/report.html")" 1
+check_eq "oversubscribed on the page" "$(grep -c 'caution: run ddp was oversubscribed' "$tmp/o/report.html")" 1
 
 check_done

@@ -113,8 +113,11 @@ check rec-cap-pinned "$([ "$got" = "3 of 3" ]; echo $?)" "pinned_floor: recommen
 san=$(ldd "$bin" 2>/dev/null | grep -oE 'lib(asan|tsan|ubsan)' | head -n 1)
 grids="grid_a grid_b grid_c warmup_a warmup_b"
 [ -n "$san" ] && { echo "committed grids' figures not checked: a sanitizer's build ($san)"; grids=""; }
-for d in $grids; do
-  g=$src/results/shaped_grid_20261201/$d
+# no_worse G: the committed grid G predicted again into $tmp/NAME (rc: the script's exit),
+# its median and worst |error| no worse than committed (0.05 points of rounding)
+no_worse() {
+  local g=$1 d m0 w0 m1 w1
+  d=$(basename "$g")
   timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$g" --out "$tmp/$d" >"$tmp/$d.log" 2>&1
   rc=$?
   m0=$(csv_col "$g/summary.csv" value key=median_abs_error_pct) w0=$(csv_col "$g/summary.csv" value key=worst_abs_error_pct)
@@ -122,6 +125,9 @@ for d in $grids; do
   check "no-worse-$d" "$(awk -v a="$m0" -v b="$m1" -v c="$w0" -v d="$w1" \
     'BEGIN { exit !(a != "" && b != "" && b <= a + 0.05 && d <= c + 0.05) }'; echo $?)" \
     "$d: median $m1 %, worst $w1 % against $m0 %, $w0 % committed (exit $rc): $(tail -n 1 "$tmp/$d.log")"
+}
+for d in $grids; do
+  no_worse "$src/results/shaped_grid_20261201/$d"
   got=$(csv_col "$tmp/$d/summary.csv" value key=recommended_cap_within_goal)
   check "rec-cap-$d" "$([ "$got" = "3 of 3" ]; echo $?)" "$d: recommended cap within 5 % at '$got' (want 3 of 3)"
   case $d in grid_a | warmup_b)
@@ -135,14 +141,7 @@ done
 # model before it, which did worse on the worst point of each (42.0 % against 16.7 % on
 # ci1_1: the check that the key is what turns it on)
 [ -n "$san" ] || for d in gp3a gp3b ci1_1 ci1_2; do
-  g=$src/results/shaped_grid_20261202/$d
-  timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$g" --out "$tmp/$d" >"$tmp/$d.log" 2>&1
-  rc=$?
-  m0=$(csv_col "$g/summary.csv" value key=median_abs_error_pct) w0=$(csv_col "$g/summary.csv" value key=worst_abs_error_pct)
-  m1=$(csv_col "$tmp/$d/summary.csv" value key=median_abs_error_pct) w1=$(csv_col "$tmp/$d/summary.csv" value key=worst_abs_error_pct)
-  check "no-worse-$d" "$(awk -v a="$m0" -v b="$m1" -v c="$w0" -v d="$w1" \
-    'BEGIN { exit !(a != "" && b != "" && b <= a + 0.05 && d <= c + 0.05) }'; echo $?)" \
-    "$d: median $m1 %, worst $w1 % against $m0 %, $w0 % committed (exit $rc): $(tail -n 1 "$tmp/$d.log")"
+  no_worse "$src/results/shaped_grid_20261202/$d"
   check "ring-said-$d" "$(grep -q 'its threads run at the gradients' "$tmp/$d/work/predict-calib.log"; echo $?)" \
     "$d: predict does not say the ring at the gradients applies: $(grep '^#  comm' "$tmp/$d/work/predict-calib.log")"
 done

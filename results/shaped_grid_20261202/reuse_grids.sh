@@ -7,6 +7,7 @@
 set -eu
 bin=${1:?usage: reuse_grids.sh BIN}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/grid_lib.sh"
 res=$(dirname "$here")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -14,15 +15,7 @@ for g in shaped_grid_20261202/g80a shaped_grid_20261202/p80c shaped_grid_2026120
          shaped_grid_20261201/grid_a shaped_grid_20261201/grid_b shaped_grid_20261201/grid_c \
          shaped_grid_20261201/warmup_a shaped_grid_20261201/warmup_b; do
   n=$(basename "$g")
-  mkdir -p "$tmp/in/$n"
-  tar -xzf "$res/$g/runs.tar.gz" -C "$tmp/in/$n"
-  cp "$res/$g/summary.csv" "$tmp/in/$n/"
-  rm -rf "$tmp/out"
-  "$res/../scripts/shaped-grid" --bin "$bin" --reuse "$tmp/in/$n" --out "$tmp/out" >/dev/null 2>&1 || true
-  python3 - "$tmp/out/errors.csv" "$n" <<'PY'
-import csv, statistics as st, sys
-e = [float(r["error_pct"]) for r in csv.DictReader(open(sys.argv[1]))]
-print("%-9s median %5.1f worst %5.1f | %s" % (sys.argv[2], st.median(abs(x) for x in e),
-      max(abs(x) for x in e), " ".join("%+5.1f" % x for x in e)))
-PY
+  unpack_grid "$res/$g" "$tmp/$n"
+  printf -v label '%-9s' "$n"
+  predict_line "$bin" "$tmp/$n" "$label"
 done

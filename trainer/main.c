@@ -2,6 +2,7 @@
  *
  * Library code returns status codes with a one-line message (error.h); this is the only
  * place that prints it and exits. */
+#include "backend/cpu_isa.h"
 #include "cli.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
@@ -548,6 +549,12 @@ int main(int argc, char **argv)
         char comms[64];
         device_comms(comms, sizeof comms);
         printf("ddpprof %s (%s)\ncomms: %s\n", DDPPROF_VERSION, DDPPROF_GIT_REV, comms);
+        enum cpu_isa isa;
+        if (cpu_isa_get(&isa))
+            return fail();
+        /* the CPU backend's own loops (cpu_isa.h); oneDNN's kernels follow the same cap */
+        printf("cpu loops: %s (this machine: %s%s)\n", cpu_isa_name(isa),
+               cpu_isa_name(cpu_isa_machine()), isa < cpu_isa_machine() ? ", DDPPROF_MAX_CPU_ISA" : "");
         return 0;
     }
     if (strcmp(argv[1], "train") == 0)

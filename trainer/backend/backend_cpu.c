@@ -21,7 +21,7 @@
  *   (pool_tiles_2x2); reference, scalar loops.
  * Linear layers are sgemm calls.  Batch norm, ReLU, max pooling, the loss and SGD are
  * loops written so the compiler vectorises them, the hot ones built for AVX-512, AVX2 and
- * the baseline (CPU_CLONES, the same bits on each); reductions keep 16 float partial sums
+ * the baseline (CPU_KERNEL, the same bits on each); reductions keep 16 float partial sums
  * (one vector) and combine them in double.  Per-element SGD and batch-norm-backward math
  * comes from kernel_math.h, shared with the CUDA kernels.
  *
@@ -40,6 +40,7 @@
 #include "backend/backend_cpu.h"
 #include "backend/conv_dnnl.h"
 #include "backend/conv_wino.h"
+#include "backend/cpu_isa.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -58,17 +59,48 @@
 #define CPU_CONV_CHUNK_FLOATS ((size_t)384 << 10)
 
 /* The batch-norm, ReLU and pooling loops are built three times, for AVX-512, AVX2 and the
- * baseline x86-64, and the loader picks one per machine (GCC/clang function multiversioning,
- * x86-64 with ifunc only).  Not with FMA: the compiler would contract a*b + c and the
- * results would differ between machines and from the CUDA kernels (kernel_math.h).  Each
- * version does the same IEEE operations in the same order (reductions keep CPU_LANES
- * explicit lanes), so all three give the same bits.  Measured (bench_convnet_ops, one
- * thread): batch-norm backward elemt 84 -> 35 us, the other loops 5-30 % faster. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__linux__)
-#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+ * baseline x86-64 (CPU_KERNEL), and each backend picks one when it is created: the best
+ * the machine has, or the one DDPPROF_MAX_CPU_ISA caps it to (cpu_isa.h), so the tests
+ * can run the AVX2 loops on an AVX-512 machine too.  Not with FMA: the compiler would
+ * contract a*b + c and the results would differ between machines and from the CUDA
+ * kernels (kernel_math.h).  Each version does the same IEEE operations in the same order
+ * (reductions keep CPU_LANES explicit lanes), so all three give the same bits.  Measured
+ * (bench_convnet_ops, one thread): batch-norm backward elemt 84 -> 35 us, the other loops
+ * 5-30 % faster.
+ *
+ * CPU_KERNEL(name) { body } defines the loop over [lo, hi) as name##_body, inlined into
+ * one function per ISA, and name, the table of the three indexed by enum cpu_isa; a slot
+ * runs CPU_ISA_FN(be, name). */
+typedef void (*cpu_range_fn)(const void *ctx, size_t lo, size_t hi);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CPU_KERNEL(name)                                                                       \
+    static inline __attribute__((always_inline)) void name##_body(const void *ctx, size_t lo, \
+                                                                   size_t hi);                 \
+    static void name##_default(const void *ctx, size_t lo, size_t hi)                          \
+    {                                                                                          \
+        name##_body(ctx, lo, hi);                                                              \
+    }                                                                                          \
+    __attribute__((target("avx2"))) static void name##_avx2(const void *ctx, size_t lo,       \
+                                                            size_t hi)                         \
+    {                                                                                          \
+        name##_body(ctx, lo, hi);                                                              \
+    }                                                                                          \
+    __attribute__((target("avx512f"))) static void name##_avx512(const void *ctx, size_t lo,  \
+                                                                 size_t hi)                    \
+    {                                                                                          \
+        name##_body(ctx, lo, hi);                                                              \
+    }                                                                                          \
+    static const cpu_range_fn name[CPU_ISA_COUNT] = {name##_default, name##_avx2,             \
+                                                     name##_avx512};                           \
+    static inline __attribute__((always_inline)) void name##_body(const void *ctx, size_t lo, \
+                                                                   size_t hi)
 #else
-#define CPU_CLONES
+#define CPU_KERNEL(name)                                                                       \
+    static void name##_body(const void *ctx, size_t lo, size_t hi);                            \
+    static const cpu_range_fn name[CPU_ISA_COUNT] = {name##_body, name##_body, name##_body};   \
+    static void name##_body(const void *ctx, size_t lo, size_t hi)
 #endif
+#define CPU_ISA_FN(be, name) (name[((const struct cpu_backend *)(be))->isa])
 
 /* independent partial sums per reduction: enough to fill the vector registers and hide
  * the latency of the adds */
@@ -119,8 +151,9 @@ struct cpu_backend {
     struct cpu_worker_arg *worker_args;
     struct conv_dnnl *fast; /* the fast convolutions (conv_dnnl.h), or NULL: reference */
     struct conv_wino *wino; /* the own Winograd for the shapes it takes, or NULL */
+    enum cpu_isa isa;       /* the loops' instructions (CPU_KERNEL, cpu_isa.h) */
     int pool_avx512;        /* the AVX-512 max pooling (pool_tiles_2x2), else scalar */
-    char describe[320];
+    char describe[400];
 };
 
 /* ------------------------------------------------------------------ worker threads */
@@ -1002,7 +1035,7 @@ struct bias_grad_args {
 };
 
 /* planes [lo, hi): each plane's sum into part */
-CPU_CLONES static void bias_grad_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bias_grad_range)
 {
     const struct bias_grad_args *a = ctx;
     for (size_t pl = lo; pl < hi; pl++)
@@ -1020,7 +1053,7 @@ static void conv_bias_grad(struct backend *be, const struct conv2d_shape *cs, en
     const struct bias_grad_args a = {
         .dy = dy, .pq = pq, .part = (double *)cpu_workspace((struct cpu_backend *)be, 2 * planes)};
     if (a.part)
-        cpu_parallel_for(be, planes, planes * pq, bias_grad_range, &a);
+        cpu_parallel_for(be, planes, planes * pq, CPU_ISA_FN(be, bias_grad_range), &a);
     for (int k = 0; k < K; k++) {
         double s = 0.0;
         for (int i = 0; i < cs->n; i++) {
@@ -1046,7 +1079,7 @@ struct bn_args {
 };
 
 /* channels [lo, hi) */
-CPU_CLONES static void bn_stats_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bn_stats_range)
 {
     const struct bn_args *a = ctx;
     const double count = (double)a->n * a->hw;
@@ -1069,7 +1102,7 @@ static void cpu_batchnorm_stats(struct backend *be, int n, int c, int hw, enum d
     (void)dt; /* half values are read as the fp32 values they are stored as */
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .x = x, .eps = eps, .out_mean = mean,
                               .out_invstd = invstd};
-    cpu_parallel_for(be, (size_t)c, (size_t)n * c * hw, bn_stats_range, &a);
+    cpu_parallel_for(be, (size_t)c, (size_t)n * c * hw, CPU_ISA_FN(be, bn_stats_range), &a);
 }
 
 /* torch.batch_norm_gather_stats_with_counts: Chan's parallel merge of (mean, biased var,
@@ -1088,7 +1121,7 @@ static void cpu_batchnorm_gather_stats(struct backend *be, int world, int c, con
 
 /* planes [lo, hi) of y = (x - mean) * invstd * weight + bias; eval mode passes the running
  * mean as mean and invstd = NULL, running_var and eps instead */
-CPU_CLONES static void bn_affine_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bn_affine_range)
 {
     const struct bn_args *a = ctx;
     for (size_t pl = lo; pl < hi; pl++) {
@@ -1111,7 +1144,7 @@ static void cpu_batchnorm_elemt(struct backend *be, int n, int c, int hw, enum d
 {
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = mean,
                               .invstd = invstd, .weight = weight, .bias = bias, .y = y};
-    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
+    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, CPU_ISA_FN(be, bn_affine_range), &a);
 }
 
 static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, enum dtype dt,
@@ -1122,11 +1155,11 @@ static void cpu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw,
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .x = x, .mean = running_mean,
                               .running_var = running_var, .eps = eps, .weight = weight,
                               .bias = bias, .y = y};
-    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, bn_affine_range, &a);
+    cpu_parallel_for(be, (size_t)n * c, (size_t)n * c * hw, CPU_ISA_FN(be, bn_affine_range), &a);
 }
 
 /* channels [lo, hi) */
-CPU_CLONES static void bn_backward_reduce_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bn_backward_reduce_range)
 {
     const struct bn_args *a = ctx;
     for (size_t ch = lo; ch < hi; ch++) {
@@ -1147,7 +1180,7 @@ CPU_CLONES static void bn_backward_reduce_range(const void *ctx, size_t lo, size
 
 /* planes [lo, hi): plane pl's sum(dy) and sum(dy * (x - mean)) into part[2 pl], [2 pl + 1],
  * each as cpu_sum_dy_xmu adds it to a zero sum */
-CPU_CLONES static void bn_reduce_planes_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bn_reduce_planes_range)
 {
     const struct bn_args *a = ctx;
     for (size_t pl = lo; pl < hi; pl++) {
@@ -1177,10 +1210,10 @@ static void cpu_batchnorm_backward_reduce(struct backend *be, int n, int c, int 
     const size_t planes = (size_t)n * c;
     a.part = (double *)cpu_workspace((struct cpu_backend *)be, 4 * planes);
     if (!a.part) {
-        cpu_parallel_for(be, (size_t)c, 2 * planes * hw, bn_backward_reduce_range, &a);
+        cpu_parallel_for(be, (size_t)c, 2 * planes * hw, CPU_ISA_FN(be, bn_backward_reduce_range), &a);
         return;
     }
-    cpu_parallel_for(be, planes, 2 * planes * hw, bn_reduce_planes_range, &a);
+    cpu_parallel_for(be, planes, 2 * planes * hw, CPU_ISA_FN(be, bn_reduce_planes_range), &a);
     for (int ch = 0; ch < c; ch++) {
         double s_dy = 0.0, s_dy_xmu = 0.0;
         for (int i = 0; i < n; i++) {
@@ -1197,7 +1230,7 @@ static void cpu_batchnorm_backward_reduce(struct backend *be, int n, int c, int 
 }
 
 /* planes [lo, hi); dx may alias dy */
-CPU_CLONES static void bn_backward_elemt_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(bn_backward_elemt_range)
 {
     const struct bn_args *a = ctx;
     for (size_t pl = lo; pl < hi; pl++) {
@@ -1222,7 +1255,7 @@ static void cpu_batchnorm_backward_elemt(struct backend *be, int n, int c, int h
     const struct bn_args a = {.n = n, .c = c, .hw = hw, .dt = dt, .dy = dy, .x = x, .mean = mean,
                               .invstd = invstd, .weight = weight, .sum_dy = sum_dy,
                               .sum_dy_xmu = sum_dy_xmu, .count = *count, .dx = dx};
-    cpu_parallel_for(be, (size_t)n * c, (size_t)3 * n * c * hw, bn_backward_elemt_range, &a);
+    cpu_parallel_for(be, (size_t)n * c, (size_t)3 * n * c * hw, CPU_ISA_FN(be, bn_backward_elemt_range), &a);
 }
 
 /* ------------------------------------------------------------------ activations, pooling */
@@ -1235,7 +1268,7 @@ struct ew_args {
     int nesterov, first;
 };
 
-CPU_CLONES static void relu_forward_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(relu_forward_range)
 {
     const struct ew_args *a = ctx;
     for (size_t i = lo; i < hi; i++)
@@ -1248,10 +1281,10 @@ static void cpu_relu_forward(struct backend *be, size_t n, enum dtype dt, const 
 {
     (void)dt;
     const struct ew_args a = {.x = x, .out = y};
-    cpu_parallel_for(be, n, 2 * n, relu_forward_range, &a);
+    cpu_parallel_for(be, n, 2 * n, CPU_ISA_FN(be, relu_forward_range), &a);
 }
 
-CPU_CLONES static void relu_backward_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(relu_backward_range)
 {
     const struct ew_args *a = ctx;
     for (size_t i = lo; i < hi; i++) {
@@ -1265,7 +1298,7 @@ static void cpu_relu_backward(struct backend *be, size_t n, enum dtype dt, const
 {
     (void)dt;
     const struct ew_args a = {.y = y, .dy = dy, .out = dx};
-    cpu_parallel_for(be, n, 3 * n, relu_backward_range, &a);
+    cpu_parallel_for(be, n, 3 * n, CPU_ISA_FN(be, relu_backward_range), &a);
 }
 
 /* Max pooling: the first maximum in window order wins and a NaN is taken (as PyTorch's
@@ -1451,7 +1484,7 @@ struct pool_args {
 };
 
 /* planes [lo, hi) */
-CPU_CLONES static void pool_forward_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(pool_forward_range)
 {
     const struct pool_args *a = ctx;
     const struct pool2d_shape *ps = a->ps;
@@ -1492,11 +1525,11 @@ static void cpu_maxpool2d_forward(struct backend *be, const struct pool2d_shape 
     const struct pool_args a = {.ps = ps, .x = x, .y = y, .argmax = argmax,
                                 .tiles = cpu_pool_tiles(be, ps)};
     const size_t planes = (size_t)ps->n * ps->c;
-    cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_forward_range, &a);
+    cpu_parallel_for(be, planes, planes * ps->h * ps->w, CPU_ISA_FN(be, pool_forward_range), &a);
 }
 
 /* planes [lo, hi) */
-CPU_CLONES static void pool_backward_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(pool_backward_range)
 {
     const struct pool_args *a = ctx;
     const size_t hw = (size_t)a->ps->h * a->ps->w, pq = (size_t)a->ps->p * a->ps->q;
@@ -1524,7 +1557,7 @@ static void cpu_maxpool2d_backward(struct backend *be, const struct pool2d_shape
     const struct pool_args a = {.ps = ps, .dt = dt, .dy = dy, .argmax_in = argmax, .dx = dx,
                                 .tiles = cpu_pool_tiles(be, ps)};
     const size_t planes = (size_t)ps->n * ps->c;
-    cpu_parallel_for(be, planes, planes * ps->h * ps->w, pool_backward_range, &a);
+    cpu_parallel_for(be, planes, planes * ps->h * ps->w, CPU_ISA_FN(be, pool_backward_range), &a);
 }
 
 /* ------------------------------------------------------------------ linear */
@@ -1837,7 +1870,7 @@ struct adam_args {
 /* Vectorised (the four arrays do not overlap, and this file is built with
  * -fno-math-errno, so sqrtf needs no errno path): sqrt and division are correctly rounded
  * in vector and scalar form alike, so each clone gives the same bits. */
-CPU_CLONES static void adam_range(const void *ctx, size_t lo, size_t hi)
+CPU_KERNEL(adam_range)
 {
     const struct adam_args *a = ctx;
     float *restrict param = a->param, *restrict m = a->exp_avg, *restrict v = a->exp_avg_sq;
@@ -1854,7 +1887,7 @@ static void cpu_adam_step(struct backend *be, size_t n, float *param, const floa
     struct adam_args a = {.param = param, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq,
                           .grad = grad};
     km_adam_scalars(lr, beta1, beta2, eps, weight_decay, step, &a.k);
-    cpu_parallel_for(be, n, 4 * n, adam_range, &a);
+    cpu_parallel_for(be, n, 4 * n, CPU_ISA_FN(be, adam_range), &a);
 }
 
 static void cpu_destroy(struct backend *be)
@@ -2004,6 +2037,10 @@ struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path pa
         return NULL;
     }
     cb->ops = cpu_backend_ops;
+    if (cpu_isa_get(&cb->isa)) {
+        free(cb);
+        return NULL;
+    }
     struct cpu_pool *pool = &cb->pool;
     pool->threads = threads;
     pool->chunk = chunk;
@@ -2037,7 +2074,7 @@ struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path pa
     if (path == CPU_PATH_FAST) { /* each part falls back to its reference alone */
         const struct conv_pool cp = {.run = cpu_pool_run_ctx, .ctx = pool,
                                           .threads = threads, .chunk = chunk};
-        cb->fast = conv_dnnl_create(&cp, algo == CONV_ALGO_WINOGRAD);
+        cb->fast = conv_dnnl_create(&cp, algo == CONV_ALGO_WINOGRAD, cb->isa);
         if (cb->fast)
             conv = conv_dnnl_describe(cb->fast);
         else
@@ -2047,14 +2084,16 @@ struct backend *backend_cpu_create_conv(int threads, int chunk, enum cpu_path pa
             wino = cb->fast && conv_dnnl_winograd(cb->fast)
                        ? "; own Winograd F(2x2,3x3) for 3x3 layers of at most 4x4 pixels"
                        : "; own Winograd F(2x2,3x3) for 3x3 layers";
-        cb->pool_avx512 = cpu_has_avx512f();
+        cb->pool_avx512 = cb->isa == CPU_ISA_AVX512 && cpu_has_avx512f();
         if (cb->pool_avx512)
             pooling = "AVX-512";
     }
-    snprintf(cb->describe, sizeof cb->describe, "convolutions%s%s%s: %s%s%s%s; max pooling: %s",
+    snprintf(cb->describe, sizeof cb->describe,
+             "convolutions%s%s%s: %s%s%s%s; max pooling: %s; loops: %s%s",
              path == CPU_PATH_FAST ? " (--conv-algo " : "",
              path == CPU_PATH_FAST ? conv_algo_name(algo) : "", path == CPU_PATH_FAST ? ")" : "",
-             conv, wino, *why ? " -- " : "", why, pooling);
+             conv, wino, *why ? " -- " : "", why, pooling, cpu_isa_name(cb->isa),
+             cb->isa < cpu_isa_machine() ? " (DDPPROF_MAX_CPU_ISA)" : "");
     error_clear();
     return &cb->ops;
 }

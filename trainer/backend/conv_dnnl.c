@@ -834,7 +834,18 @@ static int winograd_here(struct conv_dnnl *cd)
     return 1;
 }
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd)
+/* the backend's cap below the machine's ISA (cpu_isa.h) holds oneDNN's kernels to it too,
+ * unless oneDNN's own variables say otherwise; oneDNN takes it before its first kernel
+ * only, and the cap is one process-wide variable, so the first call decides */
+static void dnnl_cap_isa(enum cpu_isa cap)
+{
+    if (cap >= cpu_isa_machine() || getenv("ONEDNN_MAX_CPU_ISA") || getenv("DNNL_MAX_CPU_ISA"))
+        return;
+    (void)dnnl_set_max_cpu_isa(cap == CPU_ISA_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41);
+}
+
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd,
+                                   enum cpu_isa cap)
 {
     if (pool->threads < 1)
         return error_set("conv_dnnl_create: %d threads", pool->threads), NULL;
@@ -843,6 +854,7 @@ struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winog
         return error_set("oneDNN: out of memory"), NULL;
     cd->pool = *pool;
     cd->allow_winograd = allow_winograd;
+    dnnl_cap_isa(cap);
     dnnl_single_thread();
     dnnl_status_t st = dnnl_engine_create(&cd->engine, dnnl_cpu, 0);
     if (st == dnnl_success)

@@ -5,10 +5,12 @@
 
 #include "common/error.h"
 
-struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd)
+struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd,
+                                   enum cpu_isa cap)
 {
     (void)pool;
     (void)allow_winograd;
+    (void)cap;
     return error_set("this ddpprof was built without oneDNN (CMake found no usable libdnnl, or "
                      "-DDDPPROF_DNNL=OFF): the CPU backend runs its reference convolutions (and its "
                      "own Winograd for 3x3 stride-1 layers); "

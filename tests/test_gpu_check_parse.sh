@@ -3,7 +3,10 @@
 # compute-sanitizer's summaries (memcheck's "ERROR SUMMARY", racecheck's "RACECHECK
 # SUMMARY", as the real tool printed them on an H200: tests/fixtures/compute-sanitizer) and
 # the version codes of CUDA, cuDNN, cuBLAS and NCCL.  The first GPU run FAILed a clean
-# racecheck because the harness looked for memcheck's line only.
+# racecheck because the harness looked for memcheck's line only.  And --prepare's sum of
+# what travels to the GPU machine (git ls-files -co --exclude-standard, and build-gpu-deps/)
+# on a scratch git checkout: ignored files left out, the pack counted, over 60 MiB refused
+# with the largest folders named (sparse files: the 161 MiB take no disk).
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 python3 - "$src" <<'PY'
@@ -36,6 +39,33 @@ expect("timed out", gc.sanitizer_verdict(124, text("memcheck-clean-h200.log")), 
 expect("no summary", gc.sanitizer_verdict(1, "ddpprof: no usable CUDA GPU\n"), ("FAIL", None))
 expect("versions", gc.version_legend("versions: runtime 13000, driver 12080, cuDNN 91400, cuBLAS 130100, NCCL 22803"),
        "runtime 13.0; driver 12.8; cuDNN 9.14.0; cuBLAS 13.1.0; NCCL 2.28.3")
+import shutil, subprocess, tempfile
+if shutil.which("git"):
+    with tempfile.TemporaryDirectory() as t:
+        os.environ["GIT_CEILING_DIRECTORIES"] = os.path.dirname(t)  # t alone is the checkout, or none
+        expect("not a git checkout", gc.travel_sizes(t, os.path.join(t, "build-gpu-deps")), None)
+        def put(rel, size, text=b""):
+            path = os.path.join(t, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(text)
+                f.truncate(size or len(text))
+        subprocess.run(["git", "init", "-q", t], check=True)
+        put(".gitignore", 0, b"/build*/\n/ignored/\n")
+        put("src/a.c", 1000)
+        subprocess.run(["git", "-C", t, "add", ".gitignore", "src/a.c"], check=True)
+        put("ignored/huge.bin", 100 * 2**20)  # ignored: does not travel
+        put("build-gpu-deps/deps.tar.gz", 41 * 2**20)  # ignored, but carried
+        sizes = gc.travel_sizes(t, os.path.join(t, "build-gpu-deps"))
+        expect("travel sizes", sizes, {".gitignore": 19, "src": 1000, "build-gpu-deps": 41 * 2**20})
+        expect("travel within 60 MiB", gc.travel_verdict(sizes)[0], True)
+        put("results/run/runs.tar.gz", 20 * 2**20)  # untracked, not ignored: travels
+        ok, line = gc.travel_verdict(gc.travel_sizes(t, os.path.join(t, "build-gpu-deps")))
+        expect("travel over 60 MiB", (ok, line.startswith("61.0 MiB would travel"),
+               "the largest: build-gpu-deps 41.0 MiB, results 20.0 MiB, src 0.0 MiB, .gitignore 0.0 MiB" in line),
+               (False, True, True))
+else:
+    print("what travels not checked: no git")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY

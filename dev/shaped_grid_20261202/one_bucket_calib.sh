@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for g in r6a r6b gp3a gp3b p80c ci1_1 ci1_2; do
   d=$tmp/$g
-  unpack_grid "$here/$g" "$d"
+  unpack_grid "results/shaped_grid_20261202/$g" "$d"
   progress_key "$d" on
   if [ "$cfg" != calib ]; then rm -rf "$d/runs/calib"; cp -r "$d/runs/$cfg" "$d/runs/calib"; fi
   printf -v label '%-6s %-14s' "$g" "$cfg"

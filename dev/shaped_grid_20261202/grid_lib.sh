@@ -1,13 +1,24 @@
-# grid_lib.sh — sourced by reuse_grids.sh, ring_grads.sh and one_bucket_calib.sh (set -eu):
-# a committed grid's runs unpacked, their meta.csv's comm_progress set or taken out, the grid
-# predicted again (scripts/shaped-grid --reuse: no root, no runs) and summed up in a line.
+# grid_lib.sh — sourced by alt_calib.sh, reuse_grids.sh, ring_grads.sh and
+# one_bucket_calib.sh (set -eu): a committed grid's runs unpacked, their meta.csv's
+# comm_progress set or taken out, the grid predicted again (scripts/shaped-grid --reuse: no
+# root, no runs) and summed up in a line.
 lib_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# the last commit whose results/ held the grids' runs.tar.gz (results/ keeps the tables)
+raw_sha=7bb424bf2fa7c493c1a79fbea309e503c0444ec9
 
-# unpack_grid GRID DEST: GRID's runs.tar.gz and summary.csv into DEST
+# runs_tar GRID: the runs.tar.gz of GRID (a folder relative to the root, e.g.
+# results/shaped_grid_20261202/r6a) on stdout: from the tree where it is there, else from
+# git history at $raw_sha
+runs_tar() {
+  if [ -f "$lib_root/$1/runs.tar.gz" ]; then cat "$lib_root/$1/runs.tar.gz"
+  else git -C "$lib_root" show "$raw_sha:$1/runs.tar.gz"; fi
+}
+
+# unpack_grid GRID DEST: GRID's runs (runs_tar) and summary.csv into DEST
 unpack_grid() {
   mkdir -p "$2"
-  tar -xzf "$1/runs.tar.gz" -C "$2"
-  cp "$1/summary.csv" "$2/"
+  runs_tar "$1" | tar -xz -C "$2"
+  cp "$lib_root/$1/summary.csv" "$2/"
 }
 
 # progress_key DEST on|off: every run with `comm_progress,gradient` beside gloo, or without

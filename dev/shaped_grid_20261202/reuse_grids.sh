@@ -8,14 +8,13 @@ set -eu
 bin=${1:?usage: reuse_grids.sh BIN}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/grid_lib.sh"
-res=$(dirname "$here")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for g in shaped_grid_20261202/g80a shaped_grid_20261202/p80c shaped_grid_20261202/cpu_acct \
          shaped_grid_20261201/grid_a shaped_grid_20261201/grid_b shaped_grid_20261201/grid_c \
          shaped_grid_20261201/warmup_a shaped_grid_20261201/warmup_b; do
   n=$(basename "$g")
-  unpack_grid "$res/$g" "$tmp/$n"
+  unpack_grid "results/$g" "$tmp/$n"
   printf -v label '%-9s' "$n"
   predict_line "$bin" "$tmp/$n" "$label"
 done

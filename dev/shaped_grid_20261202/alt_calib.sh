@@ -5,7 +5,8 @@
 # calibration: a small bias in its favour).  No root: `scripts/shaped-grid --reuse`.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/grid_lib.sh"
+root=$lib_root
 bin=${1:-$root/build/ddpprof}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -17,7 +18,7 @@ for g in grid_a grid_b grid_c warmup_a warmup_b; do
   for rate in 25 100 1000; do
     d=$tmp/$g-$rate
     mkdir -p "$d"
-    tar xzf "$src/runs.tar.gz" -C "$d"
+    runs_tar "results/shaped_grid_20261201/$g" | tar xz -C "$d"
     sed "s/^calib,.*/calib,\"$rate,0.02\"/" "$src/summary.csv" >"$d/summary.csv"
     rm -rf "$d/runs/calib"
     cp -r "$d/runs/r$rate-c0.02.2" "$d/runs/calib"

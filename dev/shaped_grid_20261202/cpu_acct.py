@@ -2,7 +2,9 @@
 """Per run of a grid made with cpu_accounting.patch (DDPPROF's ranks print a DBGCPU line a
 step: backward's wall ms, the training thread's CPU ms, the other threads' of the process,
 and the rest): the medians over steps >= 5, rank 0 || rank 1, runs in the order they ran.
-usage: cpu_acct.py RUNS_DIR (e.g. cpu_acct/node_logs.tar.gz unpacked: RUNS_DIR/RUN/node*.log)"""
+usage: cpu_acct.py RUNS_DIR (results/shaped_grid_20261202/cpu_acct/node_logs.tar.gz unpacked:
+RUNS_DIR/RUN/node*.log; in git history: `git show 7bb424bf2fa7c493c1a79fbea309e503c0444ec9:\
+results/shaped_grid_20261202/cpu_acct/node_logs.tar.gz | tar xz`)"""
 import os, statistics as st, sys
 
 d = sys.argv[1]

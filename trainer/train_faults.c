@@ -6,6 +6,9 @@
  * GradScaler must skip that step on every rank and back off.
  * DDPPROF_FAULT_KILL_STEP=RANK:STEP makes rank RANK SIGKILL itself as step STEP begins, in
  * the first attempt only (TORCHELASTIC_RESTART_COUNT 0): an elastic restart must recover.
+ * DDPPROF_FAULT_KILL_AFTER_MS=RANK:MS does the same as the first step begins that begins MS
+ * milliseconds or more after the rank's first step began: a kill at a point in time, which
+ * a fast machine does not reach in fewer steps than a slow one.
  * train_step.c acts on them. */
 #include "train_rank.h"
 
@@ -29,4 +32,6 @@ void rank_faults_read(struct rank *r)
     r->faults.inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r->rank);
     r->faults.kill_step =
         r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_STEP", r->rank) : 0;
+    r->faults.kill_after_ms =
+        r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_AFTER_MS", r->rank) : 0;
 }

@@ -34,6 +34,9 @@ struct rank_faults {
     long long skip_step; /* DDPPROF_FAULT_SKIP_STEP: this rank skips the step entirely */
     long long inf_step;  /* DDPPROF_FAULT_INF_STEP: an inf in the loss gradient */
     long long kill_step; /* DDPPROF_FAULT_KILL_STEP: SIGKILL itself (first attempt only) */
+    long long kill_after_ms; /* DDPPROF_FAULT_KILL_AFTER_MS: the same at the first step that
+                                begins this long after this rank's first step began */
+    int64_t first_step_ns;   /* when this rank's first step began (0: not yet) */
 };
 
 /* Where training starts: epoch 0, or a --resume checkpoint's state */

@@ -7,6 +7,7 @@
 #include "train_layers.h"
 
 #include "comm/comm.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "data/sampler.h"
 #include "ddp/reducer.h"
@@ -139,7 +140,11 @@ int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         int n = (int)(count - at < o->data.batch_size ? count - at : o->data.batch_size);
         struct step_metrics sm = {.step = r->step + 1, .epoch = epoch + 1, .lr = r->lr,
                                   .images = (int64_t)n * r->world};
-        if (r->step + 1 == r->faults.kill_step) {
+        if (r->faults.kill_after_ms && !r->faults.first_step_ns)
+            r->faults.first_step_ns = clock_now_ns();
+        if (r->step + 1 == r->faults.kill_step ||
+            (r->faults.kill_after_ms &&
+             clock_now_ns() - r->faults.first_step_ns >= r->faults.kill_after_ms * 1000000LL)) {
             fflush(NULL);
             raise(SIGKILL);
         }

@@ -2,7 +2,8 @@
  *  1. an inf injected into one rank's gradient (DDPPROF_FAULT_INF_STEP) skips that step on
  *     every rank, halves the scale, and leaves weights and optimizer state exactly as
  *     after the step before;
- *  2. fp16 training reaches an accuracy within 1 point of fp32 at the same seed and steps;
+ *  2. fp16 training trains as fp32 does: over three seeds, the mean accuracy within 1 point
+ *     and the mean loss of every 75-step window within 5 % (test_fp16_like_fp32 says why);
  *  3. a run resumed from its epoch-1 checkpoint ends bit-identical to one that never
  *     stopped, on 1 rank (fp32) and on 2 ranks (fp16 with the GradScaler). */
 #include "io/safetensors.h"
@@ -105,19 +106,61 @@ static void test_inf_skips_step(void)
     st_close(fb);
 }
 
-static void test_fp16_accuracy(void)
+/* mean loss of metrics.csv's rows [lo, hi) */
+static double mean_loss(const char *out, int lo, int hi)
+{
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, out);
+    struct test_csv *t = test_csv_read(dir, "metrics.csv");
+    double sum = 0.0;
+    int n = 0, c = t ? test_csv_col(t, "loss") : -1;
+    for (int r = lo; c >= 0 && r < hi && r < t->nrows; r++, n++)
+        sum += strtod(test_csv_get(t, r, c), NULL);
+    test_csv_free(t);
+    return n == hi - lo ? sum / n : NAN;
+}
+
+/* AMP's promise: fp16 autocast with the GradScaler trains as fp32 does, to within the
+ * noise of training itself.  One seed's accuracy is one draw of that noise (a Zen 4 once
+ * gave fp16 1.02 points below fp32 at the seed this test used), so the comparison is over
+ * three seeds (11-13) of 375 steps each: the mean final accuracy, and the mean loss of each
+ * 75-step window, fp16 against fp32.  The bands come from seeds 1-10, measured on an AMD
+ * EPYC Zen 1 (AVX2; dev/amp_seeds.sh, results/amp_seeds_20261207): per seed, fp16 minus
+ * fp32 accuracy -0.55 to +0.28 points (sd 0.27), and window losses -2.9 to +4.3 % (sd
+ * 1.5 %), with no sign of a bias; over three seeds the sd is ~0.16 points and ~0.9 %, so
+ * 1 point and 5 % are over 3 and 5 sd even at the Zen 4's larger spread.  A step the
+ * scaler skips for no reason, a wrong unscale or a cast in the wrong place moves the loss
+ * by far more (test_amp checks the arithmetic itself). */
+static void test_fp16_like_fp32(void)
 {
     const char *args = "--cpu 1 --mode baseline --batch-size 32 --epochs 1 --limit 12000 "
                        "--lr 0.01 --momentum 0.9";
-    char a[512], b[512];
-    snprintf(a, sizeof a, "%s --amp off", args);
-    snprintf(b, sizeof b, "%s --amp fp16", args);
-    CHECK(run("", "fp32", a) == 0 && run("", "fp16", b) == 0, "fp32 and fp16 runs");
-    double a32 = meta_number("fp32", "final_accuracy"), a16 = meta_number("fp16", "final_accuracy");
-    printf("accuracy after 375 steps: fp32 %.2f%%, fp16 %.2f%%\n", 100 * a32, 100 * a16);
-    CHECK(a32 > 0.7, "fp32 trains (%.4f)", a32);
-    CHECK(fabs(a32 - a16) <= 0.01, "fp16 accuracy %.4f vs fp32 %.4f: more than 1 point apart",
-          a16, a32);
+    enum { SEEDS = 3, STEPS = 375, WIN = 75 };
+    double acc[2] = {0, 0}, win[2][STEPS / WIN] = {{0}};
+    for (int s = 0; s < SEEDS; s++)
+        for (int p = 0; p < 2; p++) {
+            char a[512], out[64];
+            snprintf(out, sizeof out, "%s%d", p ? "fp16-" : "fp32-", 11 + s);
+            snprintf(a, sizeof a, "%s --amp %s --seed %d", args, p ? "fp16" : "off", 11 + s);
+            CHECK(run("", out, a) == 0, "%s run", out);
+            const double v = meta_number(out, "final_accuracy");
+            CHECK(v > 0.7, "%s trains (accuracy %.4f)", out, v);
+            acc[p] += v / SEEDS;
+            for (int w = 0; w < STEPS / WIN; w++)
+                win[p][w] += mean_loss(out, w * WIN, (w + 1) * WIN) / SEEDS;
+        }
+    printf("over seeds 11-13, 375 steps: accuracy fp32 %.2f%%, fp16 %.2f%%; loss by 75-step "
+           "window, fp16 against fp32:",
+           100 * acc[0], 100 * acc[1]);
+    for (int w = 0; w < STEPS / WIN; w++)
+        printf(" %+.2f%%", 100 * (win[1][w] - win[0][w]) / win[0][w]);
+    printf("\n");
+    CHECK(fabs(acc[1] - acc[0]) <= 0.01, "fp16's mean accuracy %.4f vs fp32's %.4f: more than "
+          "1 point apart", acc[1], acc[0]);
+    for (int w = 0; w < STEPS / WIN; w++)
+        CHECK(fabs(win[1][w] - win[0][w]) <= 0.05 * win[0][w],
+              "steps %d-%d: fp16's mean loss %.4f vs fp32's %.4f: more than 5 %% apart",
+              w * WIN + 1, (w + 1) * WIN, win[1][w], win[0][w]);
 }
 
 static int files_equal(const char *x, const char *y)
@@ -154,7 +197,7 @@ int main(void)
     snprintf(tmp, sizeof tmp, "%s", d);
     free(d);
     test_inf_skips_step();
-    test_fp16_accuracy();
+    test_fp16_like_fp32();
     /* 960 samples: 30 steps per epoch at global batch 32 */
     test_resume("one", "--cpu 1 --mode baseline --batch-size 32 --limit 960 --test-limit 64 "
                        "--lr 0.02 --momentum 0.9");

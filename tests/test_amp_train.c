@@ -124,10 +124,11 @@ static double mean_loss(const char *out, int lo, int hi)
  * noise of training itself.  One seed's accuracy is one draw of that noise (a Zen 4 once
  * gave fp16 1.02 points below fp32 at the seed this test used), so the comparison is over
  * three seeds (11-13) of 375 steps each: the mean final accuracy, and the mean loss of each
- * 75-step window, fp16 against fp32.  The bands come from seeds 1-10, measured on an AMD
- * EPYC Zen 1 (AVX2; dev/amp_seeds.sh, results/amp_seeds_20261207): per seed, fp16 minus
- * fp32 accuracy -0.55 to +0.28 points (sd 0.27), and window losses -2.9 to +4.3 % (sd
- * 1.5 %), with no sign of a bias; over three seeds the sd is ~0.16 points and ~0.9 %, so
+ * 75-step window, fp16 against fp32.  The bands come from seeds 1-8, measured on an AMD
+ * EPYC Zen 1 (AVX2; dev/rounding_20261207/amp_seeds.sh, results/rounding_20261207): per
+ * seed, fp16 minus fp32 accuracy -0.55 to +0.28 points (sd 0.29), and window losses -2.9
+ * to +4.3 % (sd 1.5 %), with no sign of a bias; over three seeds the sd is ~0.17 points and
+ * ~0.9 %, so
  * 1 point and 5 % are over 3 and 5 sd even at the Zen 4's larger spread.  A step the
  * scaler skips for no reason, a wrong unscale or a cast in the wrong place moves the loss
  * by far more (test_amp checks the arithmetic itself). */

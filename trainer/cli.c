@@ -52,7 +52,7 @@ struct cli_option {
                              NULL: the value in cli_defaults; "": no default shown */
     const char *meta;     /* its key in meta.csv, written by cli_write_meta (NULL: none
                              there, or written by the run itself) */
-    const char *model;    /* the one --model it applies to (recorded only for it), or NULL */
+    const char *(*help_fn)(void); /* the help made at run time (--model: the registry's), or NULL */
     int always;           /* in every child argv: its default depends on other options */
     int local;            /* never in a child argv (--help) */
     const char *group;
@@ -125,11 +125,9 @@ static const struct cli_option cli_options[] = {
      .help = "single-process fp32 baseline, or DDP over the ranks"},
 
     {"--model", NULL, CLI_STRING, CLI_ALL, FIELD(train.model), .metavar = "NAME",
-     .group = G_TRAIN, .help = "the model to train: convnet (the DDP tutorial's) or resnet18 "
-                               "(the distributed-training example's, CIFAR-10)"},
+     .group = G_TRAIN, .help_fn = model_help},
     {"--resnet-width", NULL, CLI_INT, CLI_ALL, FIELD(train.model_opts.width), .min = 1,
      .max = 4096, .metavar = "N", .group = G_TRAIN, .meta = "resnet_width",
-     .model = "resnet18",
      .help = "resnet18: channels of its first stage, doubled at each of the next three (64 is "
              "the example's network; smaller ones keep its structure and names)"},
     {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.run.epochs), .min = 1, .max = 1000000,
@@ -701,7 +699,7 @@ void cli_write_meta(const struct train_opts *o, struct runlog *log)
     for (int i = 0; i < CLI_NOPTIONS; i++) {
         const struct cli_option *opt = &cli_options[i];
         char value[1024];
-        if (!opt->meta || (opt->model && strcmp(opt->model, o->model) != 0))
+        if (!opt->meta || !model_option_applies(o->model, opt->name))
             continue;
         if (opt->kind == CLI_FLAG)
             snprintf(value, sizeof value, "%lld", (long long)cli_get_int(&c, opt));
@@ -836,7 +834,8 @@ void cli_usage(FILE *out)
                           : o->commands == (CLI_TRAIN | CLI_WORKER) ? "train, worker: "
                           : o->commands == (CLI_MAIN | CLI_TRAIN)   ? "main job, train: "
                                                                     : "";
-        size_t at = (size_t)snprintf(text, sizeof text, "%s%s", who, o->help);
+        size_t at = (size_t)snprintf(text, sizeof text, "%s%s", who,
+                                     o->help_fn ? o->help_fn() : o->help);
         if (o->dflt && o->dflt[0])
             snprintf(text + at, sizeof text - at, " (default: %s)", o->dflt);
         else if (!o->dflt && cli_format(&d, o, value, sizeof value))

@@ -27,7 +27,7 @@ void train_opts_default(struct train_opts *o)
 {
     *o = (struct train_opts){
         .mode = TRAIN_BASELINE,
-        .model = "convnet",
+        .model = model_specs()[0]->name, /* the registry's first */
         .model_opts = MODEL_OPTS_DEFAULT,
         .seed = 0,
         .data = {.dataset = DATASET_AUTO, .dir = "/usr/share/datasets/fashion-mnist",
@@ -257,7 +257,8 @@ static int rank_epoch(struct rank *r, int epoch, double *accuracy, double *val_l
     const struct train_opts *o = r->o;
     /* the printed lines of the model's seed: the distributed-training example's for its
      * ResNet18, the DDP tutorial's otherwise */
-    const int example_lines = strcmp(o->model, "resnet18") == 0;
+    const struct model_spec *spec = model_spec(o->model);
+    const int example_lines = spec && spec->example_lines;
     if (!example_lines)
         rank_say(r, "begin training of epoch %d/%d\n", epoch + 1, o->run.epochs);
     double t0 = now_s(), loss = 0.0;

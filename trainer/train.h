@@ -73,7 +73,7 @@ struct run_opts {
 
 struct train_opts {
     enum train_mode mode;
-    const char *model;              /* "convnet", "resnet18" */
+    const char *model;              /* a model registry name (nn/model.h) */
     struct model_opts model_opts;   /* the model's own options (nn/model.h) */
     uint64_t seed;                  /* shuffling, initialisation, synthetic data */
     struct data_opts data;

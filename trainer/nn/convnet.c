@@ -266,6 +266,17 @@ static int convnet_list_layers(struct layer_list *L, struct convnet *c)
                : 0;
 }
 
+static struct model *convnet_create_opts(struct backend *be, uint64_t seed,
+                                         const struct model_opts *opts)
+{
+    (void)opts;
+    return convnet_create(be, seed);
+}
+
+const struct model_spec convnet_spec = {
+    .name = "convnet", .about = "the DDP tutorial's", .in_c = 1, .in_h = 28, .in_w = 28,
+    .classes = 10, .create = convnet_create_opts};
+
 struct model *convnet_create(struct backend *be, uint64_t seed)
 {
     struct model *m = calloc(1, sizeof *m);
@@ -275,8 +286,9 @@ struct model *convnet_create(struct backend *be, uint64_t seed)
         free(c);
         return error_set("convnet: out of memory"), NULL;
     }
-    *m = (struct model){.name = "convnet", .be = be, .in_c = 1, .in_h = 28, .in_w = 28,
-                        .classes = 10, .forward = convnet_forward,
+    *m = (struct model){.name = convnet_spec.name, .be = be, .in_c = convnet_spec.in_c,
+                        .in_h = convnet_spec.in_h, .in_w = convnet_spec.in_w,
+                        .classes = convnet_spec.classes, .forward = convnet_forward,
                         .backward = convnet_backward, .set_sync_bn = convnet_set_sync_bn,
                         .set_amp = convnet_set_amp,
                         .destroy = convnet_destroy, .impl = c};

@@ -1,8 +1,8 @@
 /* model.h — a trainable model: its named tensors and its forward/backward.
  *
  * Models are written once against struct backend and the layers (conv.h, batchnorm.h,
- * linear.h; layer.h the grad hook).  model_create() picks one by name ("convnet",
- * "resnet18"); the returned model owns its parameters and activation buffers, which grow
+ * linear.h; layer.h the grad hook).  model_create() picks one by name from the registry
+ * (struct model_spec below); the returned model owns its parameters and activation buffers, which grow
  * to the largest batch seen.  Activations live until the next forward, so backward must
  * follow the forward it differentiates. */
 #ifndef DDPPROF_MODEL_H
@@ -52,17 +52,48 @@ struct model_opts {
 
 #define MODEL_OPTS_DEFAULT {.width = 64}
 
-/* "convnet" (the tutorial's ConvNet for 1x28x28 inputs, 10 classes) or "resnet18" (the
- * distributed-training example's ResNet18 for 3x32x32 inputs, 10 classes).  Parameters are
- * initialised with PyTorch's default distributions from seed.  opts may be NULL
- * (MODEL_OPTS_DEFAULT).  NULL + error_set for an unknown name (the message lists the known ones). */
+/* One row of the model registry (model.c): everything the rest of ddpprof knows of a
+ * model, given once, in the model's own file (convnet.c: convnet_spec).  A new model is its
+ * nn/ file with its spec and one line of model.c's registry; names, --model's help, input
+ * shapes, the lines it prints and the option it takes all come from here
+ * (tests/test_model_registry.c checks that nothing else names a model). */
+struct model_spec {
+    const char *name;    /* --model NAME; checkpoints' "model" */
+    const char *about;   /* --model's help: "the DDP tutorial's" */
+    int in_c, in_h, in_w, classes; /* input (n, in_c, in_h, in_w) -> logits (n, classes) */
+    int example_lines;   /* its run prints the distributed-training example's lines
+                            (ResNet18's seed script), not the DDP tutorial's */
+    const char *option;  /* the command-line option only this model reads (a model_opts
+                            field, recorded in meta.csv for it alone), or NULL */
+    /* a new model from seed; opts never NULL */
+    struct model *(*create)(struct backend *be, uint64_t seed, const struct model_opts *opts);
+};
+
+extern const struct model_spec convnet_spec, resnet18_spec;
+
+/* The row of the model called name, or NULL + error_set "unknown model ... (known: ...)". */
+const struct model_spec *model_spec(const char *name);
+
+/* The registry's rows in order, NULL-terminated; the first is the default model. */
+const struct model_spec *const *model_specs(void);
+
+/* The model called name (model_spec), its parameters initialised with PyTorch's default
+ * distributions from seed.  opts may be NULL (MODEL_OPTS_DEFAULT).  NULL + error_set for an
+ * unknown name (the message lists the known ones). */
 struct model *model_create_opts(const char *name, struct backend *be, uint64_t seed,
                                 const struct model_opts *opts);
 /* model_create_opts with every option at its default */
 struct model *model_create(const char *name, struct backend *be, uint64_t seed);
 
-/* the names model_create accepts, comma-separated */
+/* the names model_create accepts, comma-separated, in registry order */
 const char *model_names(void);
+
+/* --model's help: "the model to train: convnet (the DDP tutorial's) or resnet18 (...)" */
+const char *model_help(void);
+
+/* 1 when the command-line option spelt option applies to the model called name: no model
+ * claims it (model_spec.option), or this one does */
+int model_option_applies(const char *name, const char *option);
 
 /* The input shape (c, h, w) and class count of the model called name, without creating
  * it; 0, or -1 (error_set "unknown model ...") */
@@ -71,8 +102,5 @@ int model_input(const char *name, int *c, int *h, int *w, int *classes);
 struct model *convnet_create(struct backend *be, uint64_t seed);
 /* width: channels of conv1 and conv2 (64: the example's 11,173,962 parameters) */
 struct model *resnet18_create(struct backend *be, uint64_t seed, int width);
-/* resnet18_create with opts' (model_create_opts' registry entry) */
-struct model *resnet18_create_opts(struct backend *be, uint64_t seed,
-                                   const struct model_opts *opts);
 
 #endif

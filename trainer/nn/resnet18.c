@@ -298,7 +298,8 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
         free(r);
         return error_set("resnet18: out of memory"), NULL;
     }
-    *m = (struct model){.name = "resnet18", .be = be, .in_c = 3, .in_h = 32, .in_w = 32,
+    *m = (struct model){.name = resnet18_spec.name, .be = be, .in_c = resnet18_spec.in_c,
+                        .in_h = resnet18_spec.in_h, .in_w = resnet18_spec.in_w,
                         .classes = RESNET_CLASSES, .forward = resnet_forward,
                         .backward = resnet_backward, .set_sync_bn = resnet_set_sync_bn,
                         .set_amp = resnet_set_amp, .destroy = resnet_destroy, .impl = r};
@@ -328,8 +329,13 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
     return m;
 }
 
-struct model *resnet18_create_opts(struct backend *be, uint64_t seed,
-                                   const struct model_opts *opts)
+static struct model *resnet18_create_opts(struct backend *be, uint64_t seed,
+                                          const struct model_opts *opts)
 {
     return resnet18_create(be, seed, opts->width);
 }
+
+const struct model_spec resnet18_spec = {
+    .name = "resnet18", .about = "the distributed-training example's, CIFAR-10", .in_c = 3,
+    .in_h = 32, .in_w = 32, .classes = RESNET_CLASSES, .example_lines = 1,
+    .option = "--resnet-width", .create = resnet18_create_opts};

@@ -1098,15 +1098,18 @@ int predict_main(int argc, char **argv)
     }
     char notes[4][320];
     int nnotes = 0;
-    /* an asked bandwidth is the link's rate; over TCP (gloo) the collective's payload gets
-     * PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated one is already payload */
-    const char *comm_name = s ? run_meta(s->run, "comm") : NULL;
-    const double link_eff =
-        comm_name && strcmp(comm_name, "gloo") == 0 ? PREDICT_TCP_EFFICIENCY : 1.0;
+    /* an asked bandwidth is the link's rate; over TCP (meta.csv comm_link tcp) the
+     * collective's payload gets PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated
+     * one is already payload.  Runs before comm_link (2026-12-07) name only their comm:
+     * gloo was the one over TCP. */
+    const char *link = s ? run_meta(s->run, "comm_link") : NULL,
+               *comm_name = s ? run_meta(s->run, "comm") : NULL;
+    const int tcp = link ? strcmp(link, "tcp") == 0 : comm_name && strcmp(comm_name, "gloo") == 0;
+    const double link_eff = tcp ? PREDICT_TCP_EFFICIENCY : 1.0;
     if (rc == 0 && o.nbw && link_eff < 1.0)
         snprintf(notes[nnotes++], sizeof notes[0],
-                 "comm gloo: an asked bandwidth is the link's rate, of which TCP carries %.3g "
-                 "as payload", link_eff);
+                 "comm %s: an asked bandwidth is the link's rate, of which TCP carries %.3g "
+                 "as payload", comm_name ? comm_name : "?", link_eff);
     for (int ia = 0; ia < na && rc == 0; ia++) {
         const char *amp = o.namp ? o.amps[ia] : s->amp;
         struct predict_model m = s->m;

@@ -279,10 +279,21 @@ static struct comm *device_shm_create(struct device *d, struct store *store, int
 }
 
 /* The comm registry: --comm's choices in this order (train_opts.comm is an index; 0,
- * "auto", is resolved by device_comm_pick).  A new transport is its file, one line here
- * and, where its source needs a condition, CMake. */
+ * "auto", is resolved by device_comm_pick from what each row serves).  A new transport is
+ * its file (and header), one line here and, where its source needs a condition, CMake. */
+enum {
+    SERVES_ONE_HOST = 1,   /* CPU ranks all on this host */
+    SERVES_HOSTS = 2,      /* CPU ranks across hosts */
+    SERVES_GPU = 4,        /* one GPU a rank */
+    SERVES_GPU_SHARED = 8, /* ranks sharing a GPU (through host copies) */
+};
+
 struct device_comm {
     const char *name;
+    int serves;       /* SERVES_*: what --comm auto picks it for, the first row that does */
+    const char *link; /* what carries its bytes, meta.csv's comm_link: "shm" (memory),
+                         "tcp" (a link's rate of which TCP carries 1448/1547 as payload:
+                         report/FORMULAS.md), "nccl" */
     int (*available)(void); /* this build has it (else create fails with one line) */
     int (*check)(const struct device *d, int world);
     struct comm *(*create)(struct device *d, struct store *store, int rank, int world,
@@ -290,10 +301,11 @@ struct device_comm {
 };
 
 static const struct device_comm device_comm_registry[] = {
-    {"auto", device_always, NULL, NULL},
-    {"shm", device_always, device_shm_check, device_shm_create},
-    {"gloo", comm_gloo_available, device_gloo_check, device_gloo_create},
-    {"nccl", cuda_build_enabled, device_nccl_check, device_nccl_create},
+    {"auto", 0, NULL, device_always, NULL, NULL},
+    {"shm", SERVES_ONE_HOST | SERVES_GPU_SHARED, "shm", device_always, device_shm_check,
+     device_shm_create},
+    {"gloo", SERVES_HOSTS, "tcp", comm_gloo_available, device_gloo_check, device_gloo_create},
+    {"nccl", SERVES_GPU, "nccl", cuda_build_enabled, device_nccl_check, device_nccl_create},
 };
 #define DEVICE_NCOMMS (int)(sizeof device_comm_registry / sizeof device_comm_registry[0])
 
@@ -308,12 +320,6 @@ int device_comm_index(const char *name)
         if (strcmp(device_comm_registry[i].name, name) == 0)
             return i;
     return -1;
-}
-
-static const struct device_comm *device_comm_find(const char *name)
-{
-    int i = device_comm_index(name);
-    return i > 0 ? &device_comm_registry[i] : NULL;
 }
 
 void device_comms(char *buf, size_t cap)
@@ -338,14 +344,21 @@ static const struct device_comm *device_comm_pick(const struct device *d, struct
 {
     if (d->comm_choice > 0 && d->comm_choice < DEVICE_NCOMMS)
         return &device_comm_registry[d->comm_choice];
+    int need;
     if (d->gpu >= 0) /* ranks sharing a GPU: NCCL cannot, shm through host copies can */
-        return device_comm_find(d->gpu_shared ? "shm" : "nccl");
-    int one = 0;
-    if (d->local_world < world)
-        return device_comm_find("gloo");
-    if (world > 1 && device_one_host(store, rank, world, &one))
-        return NULL;
-    return device_comm_find(world == 1 || one ? "shm" : "gloo");
+        need = d->gpu_shared ? SERVES_GPU_SHARED : SERVES_GPU;
+    else if (d->local_world < world)
+        need = SERVES_HOSTS;
+    else {
+        int one = 0;
+        if (world > 1 && device_one_host(store, rank, world, &one))
+            return NULL;
+        need = world == 1 || one ? SERVES_ONE_HOST : SERVES_HOSTS;
+    }
+    for (int i = 1; i < DEVICE_NCOMMS; i++)
+        if (device_comm_registry[i].serves & need)
+            return &device_comm_registry[i];
+    return error_set("no comm in the registry serves these ranks"), NULL;
 }
 
 int device_comm_open(struct device *d, struct store *store, int rank, int world, int port)
@@ -356,6 +369,7 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
     if (pick->check(d, world))
         return -1;
     d->comm = pick->create(d, store, rank, world, port);
+    d->comm_link = pick->link;
     return d->comm ? 0 : -1;
 }
 
@@ -386,6 +400,7 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, "cpu_kernels", "%s", backend_cpu_describe(d->be));
     }
     runlog_meta(l, "comm", "%s", d->comm ? d->comm->name : "none");
+    runlog_meta(l, "comm_link", "%s", d->comm && d->comm_link ? d->comm_link : "none");
     /* the reducer calls the comm's progress after each gradient (comm.h): its threads share
      * the rank's cores and run between layers (report/FORMULAS.md "Predictions") */
     runlog_meta(l, "comm_progress", "%s", d->comm && d->comm->progress ? "gradient" : "none");

@@ -48,6 +48,7 @@ struct device {
     int gpu_shared;     /* 1: --gpu lists some device twice: shm-staged, not NCCL */
     int timeout_ms;     /* of every collective of comm */
     int comm_choice;    /* --comm: an index of the comm registry (0: auto) */
+    const char *comm_link; /* the registry's link of comm: "shm", "tcp", "nccl" */
     enum conv_algo conv_algo; /* --conv-algo (CPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)

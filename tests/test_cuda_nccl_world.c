@@ -12,6 +12,9 @@
  *   die         world 3: rank 1 is killed inside all-reduce #3; ranks 0 (wait) and 2 (join,
  *               then settle) fail well before the timeout with NCCL's error string and the
  *               stub's last error naming rank 1; every later call fails at once; aborted.
+ *   fail        world 2: rank 1's all-reduce #2 fails as it is enqueued: that error names
+ *               NCCL's string; rank 1's next call fails at once; rank 0, inside #2, fails
+ *               well before the timeout naming rank 1.
  *   stuck       world 2: rank 1 never issues all-reduce #2: rank 0 times out naming the
  *               collective and its number, then every call fails at once.
  *   init        world 2: rank 1 never joins: both time out in create, saying so.
@@ -54,6 +57,7 @@
 
 /* NCCL's strings (the stub's equal the installed libnccl's: strings_match_libnccl) */
 #define NCCL_REMOTE "remote process exited or there was a network error"
+#define NCCL_SYSTEM "unhandled system error"
 
 static int case_number;
 static int port; /* the current case's store port */
@@ -249,6 +253,56 @@ static void die_rank(int rank, int world, const void *arg)
     store_abort(s);
 }
 
+/* Rank 1's all-reduce #2 fails as it is enqueued (nothing reaches the stream).  Rank 0
+ * sees rank 1's abort at once here; how soon NCCL shows a peer's abort depends on its
+ * transport (at worst rank 0's timeout). */
+static void fail_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    set_fault("fail:1:2");
+    struct store *s = open_store(rank, world);
+    struct comm *c = s ? open_comm(s, rank, world, FAIL_TIMEOUT_MS) : NULL;
+    if (!c) {
+        if (s)
+            store_abort(s);
+        return;
+    }
+    float x[N];
+    fill(x, N, rank);
+    CHECK(comm_allreduce(c, x, N, COMM_F32) == 0, "rank %d: all-reduce #1: %s", rank,
+          error_get());
+    fill(x, N, rank);
+    int64_t t0 = clock_now_ns();
+    const int rc = comm_allreduce(c, x, N, COMM_F32);
+    const int64_t ms = ms_since(t0);
+    char *msg = strdup(error_get());
+    show(rank, msg);
+    CHECK(rc == -1, "rank %d: all-reduce #2 succeeded", rank);
+    if (rank == 1) {
+        CHECK(contains(msg, "rank 1: nccl allreduce #2") && contains(msg, "ncclAllReduce") &&
+                  contains(msg, NCCL_SYSTEM) && contains(msg, "injected failure"),
+              "rank 1: want the collective, the call and NCCL's string: %s", msg);
+        /* the ranks' sequences now differ: nothing more may be issued on this comm */
+        t0 = clock_now_ns();
+        const int rc2 = c->broadcast(c, x, 4, COMM_F32, 0);
+        show(rank, error_get());
+        CHECK(rc2 == -1 && contains(error_get(), "aborted earlier") &&
+                  contains(error_get(), "injected failure") && ms_since(t0) < 500,
+              "rank 1: the call after a failed enqueue: %s",
+              rc2 ? error_get() : "it was issued");
+    } else {
+        CHECK(contains(msg, "rank 0: nccl allreduce #2") && contains(msg, NCCL_REMOTE) &&
+                  contains(msg, "rank 1 (pid"),
+              "rank 0: want the collective, NCCL's string and rank 1 named: %s", msg);
+        CHECK(ms < FAIL_SEEN_MS, "rank 0: saw rank 1's failure after %lld ms (timeout %d ms)",
+              (long long)ms, FAIL_TIMEOUT_MS);
+    }
+    free(msg);
+    c->destroy(c);
+    check_no_misuse(rank);
+    store_abort(s);
+}
+
 /* Rank 1 never issues all-reduce #2 (it idles, then leaves). */
 static void stuck_rank(int rank, int world, const void *arg)
 {
@@ -377,6 +431,7 @@ int main(void)
                (long long)ms_since(t0));
     }
     run_ranks(3, die_rank, 1);
+    run_ranks(2, fail_rank, -1);
     run_ranks(2, stuck_rank, -1);
     run_ranks(2, init_hang_rank, -1);
     run_ranks(2, finalize_rank, -1);

@@ -15,10 +15,11 @@
  * for it on the host, without spinning: a host function queued on a private watch stream
  * behind the collective's event signals a condition variable, which the host waits on in
  * 20 ms slices, checking ncclCommGetAsyncError and the event's status between slices (so
- * CUPTI sees a handful of calls per wait, not a query loop).  A collective that fails or
- * outlives the timeout aborts the communicator (ncclCommAbort) and becomes an error naming
- * the rank, the collective and its sequence number, instead of a hang.  After an abort
- * every call fails at once, waits for collectives issued before it included.
+ * CUPTI sees a handful of calls per wait, not a query loop).  A collective that fails (as
+ * it is enqueued or later) or outlives the timeout aborts the communicator (ncclCommAbort)
+ * and becomes an error naming the rank, the collective and its sequence number, instead of
+ * a hang.  After an abort every call fails at once, waits for collectives issued before it
+ * included.
  *
  * The communicator is non-blocking (ncclConfig_t blocking = 0): no NCCL call blocks inside
  * NCCL.  Init, finalize and any collective enqueue that returns ncclInProgress are polled
@@ -177,15 +178,16 @@ static void nc_release(struct nccl_comm *nc, struct comm_work *w)
     nc->free_list = w;
 }
 
-/* An NCCL call that failed while enqueuing: an error naming the rank and the collective. */
+/* An NCCL call that failed while enqueuing: an error naming the rank and the collective,
+ * and the communicator aborted even where NCCL still calls it healthy.  This rank has not
+ * issued a collective the others have, so whatever it issued next would be paired with
+ * the wrong collective on the other ranks: a hang, or data summed into the wrong buffers.
+ * Aborted, every later call fails at once, and the other ranks fail (or time out) in the
+ * collective this one is missing. */
 static int nc_call_failed(struct nccl_comm *nc, const char *what)
 {
     error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, what, nc->seq + 1);
-    ncclResult_t st = ncclSuccess;
-    if (nc->nccl && ncclCommGetAsyncError(nc->nccl, &st) == ncclSuccess && st != ncclSuccess &&
-        st != ncclInProgress)
-        nc_break(nc);
-    return -1;
+    return nc_break(nc);
 }
 
 /* NCCL's asynchronous state as comm_poll_until asks it (ctx: the ncclComm_t). */

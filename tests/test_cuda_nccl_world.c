@@ -17,7 +17,11 @@
  *               well before the timeout naming rank 1.
  *   stuck       world 2: rank 1 never issues all-reduce #2: rank 0 times out naming the
  *               collective and its number, then every call fails at once.
- *   init        world 2: rank 1 never joins: both time out in create, saying so.
+ *   connect     world 2: rank 1 dies after joining, before any collective: rank 0's first
+ *               collective, in progress while it connects, fails naming NCCL's string and
+ *               rank 1.
+ *   init        world 2: rank 1 never joins (both time out in create, saying so), or dies
+ *               while joining (rank 0 fails at once, naming NCCL's string and rank 1).
  *   finalize    world 2: rank 0's finalize never completes: its destroy aborts after the
  *               timeout instead of hanging; rank 1 finalizes and destroys.
  * and NCCL's error strings: the stub's are the installed libnccl's, word for word (where
@@ -343,6 +347,39 @@ static void stuck_rank(int rank, int world, const void *arg)
     store_abort(s);
 }
 
+/* Rank 1 dies after create, before any collective: rank 0's first collective is in
+ * progress while it connects, and the connection fails. */
+static void connect_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    set_fault(NULL);
+    struct store *s = open_store(rank, world);
+    struct comm *c = s ? open_comm(s, rank, world, FAIL_TIMEOUT_MS) : NULL;
+    if (!c) {
+        if (s)
+            store_abort(s);
+        return;
+    }
+    if (rank == 1)
+        raise(SIGKILL);
+    float x[N];
+    fill(x, N, rank);
+    const int64_t t0 = clock_now_ns();
+    const int rc = comm_allreduce(c, x, N, COMM_F32);
+    const int64_t ms = ms_since(t0);
+    show(rank, error_get());
+    CHECK(rc == -1 && contains(error_get(), "rank 0: nccl allreduce #1") &&
+              contains(error_get(), NCCL_REMOTE) && contains(error_get(), "rank 1 (pid") &&
+              contains(error_get(), "communicator aborted"),
+          "rank 0: want the collective, NCCL's string and rank 1 named: %s",
+          rc ? error_get() : "all-reduce succeeded");
+    CHECK(ms < FAIL_SEEN_MS, "rank 0: saw rank 1's death after %lld ms (timeout %d ms)",
+          (long long)ms, FAIL_TIMEOUT_MS);
+    c->destroy(c);
+    check_no_misuse(rank);
+    store_abort(s);
+}
+
 /* Rank 1 never joins: both ranks' create times out, saying so. */
 static void init_hang_rank(int rank, int world, const void *arg)
 {
@@ -362,6 +399,29 @@ static void init_hang_rank(int rank, int world, const void *arg)
           "rank %d: create gave up after %lld ms (timeout %d ms)", rank, (long long)ms,
           SHORT_TIMEOUT_MS);
     CHECK(counts().aborts == 1, "rank %d: %d aborts (want 1)", rank, counts().aborts);
+    if (c)
+        c->destroy(c);
+    check_no_misuse(rank);
+    store_abort(s);
+}
+
+/* Rank 1 dies while joining: rank 0's create fails at once, naming it. */
+static void init_die_rank(int rank, int world, const void *arg)
+{
+    (void)arg;
+    set_fault("init-die:1");
+    struct store *s = open_store(rank, world);
+    if (!s)
+        return;
+    const int64_t t0 = clock_now_ns();
+    struct comm *c = comm_nccl_create(cuda_host_backend(), s, rank, world, FAIL_TIMEOUT_MS);
+    const int64_t ms = ms_since(t0); /* rank 1 never gets here */
+    show(rank, error_get());
+    CHECK(c == NULL && contains(error_get(), "ncclCommInitRankConfig failed") &&
+              contains(error_get(), NCCL_REMOTE) && contains(error_get(), "rank 1 (pid"),
+          "rank 0: want NCCL's string and rank 1 named: %s", c ? "succeeded" : error_get());
+    CHECK(ms < FAIL_SEEN_MS, "rank 0: saw rank 1's death after %lld ms (timeout %d ms)",
+          (long long)ms, FAIL_TIMEOUT_MS);
     if (c)
         c->destroy(c);
     check_no_misuse(rank);
@@ -433,7 +493,9 @@ int main(void)
     run_ranks(3, die_rank, 1);
     run_ranks(2, fail_rank, -1);
     run_ranks(2, stuck_rank, -1);
+    run_ranks(2, connect_rank, 1);
     run_ranks(2, init_hang_rank, -1);
+    run_ranks(2, init_die_rank, 1);
     run_ranks(2, finalize_rank, -1);
     strings_match_libnccl(); /* last: nothing of libnccl is mapped while ranks fork */
     return test_finish();

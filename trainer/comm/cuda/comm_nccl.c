@@ -24,7 +24,8 @@
  * The communicator is non-blocking (ncclConfig_t blocking = 0): no NCCL call blocks inside
  * NCCL.  Init, finalize and any collective enqueue that returns ncclInProgress are polled
  * through ncclCommGetAsyncError against the comm's timeout (comm_poll.h), so a rank that
- * never joins is a timeout naming the call, not a hang.
+ * never joins is a timeout naming the call, not a hang; one that fails says NCCL's error
+ * string and its last error (ncclGetLastError: which peer, which connection).
  *
  * destroy: an idle, healthy communicator is finalized (ncclCommFinalize, polled until NCCL
  * has flushed its work, up to the timeout) and then destroyed; one with work queued, an
@@ -220,11 +221,13 @@ static int nc_call_done(struct nccl_comm *nc, ncclResult_t r, const char *call, 
         return 0;
     ncclResult_t err = ncclSuccess;
     ncclCommGetAsyncError(nc->nccl, &err);
-    error_set("rank %d: nccl %s #%" PRIu64 ": %s %s (%s); communicator aborted", nc->ops.rank,
+    const char *last = st == COMM_POLL_IN_PROGRESS ? "" : ncclGetLastError(nc->nccl);
+    error_set("rank %d: nccl %s #%" PRIu64 ": %s %s (%s%s%s); communicator aborted", nc->ops.rank,
               what, nc->seq + 1, call,
               st == COMM_POLL_IN_PROGRESS ? "was still in progress after the timeout"
                                           : "failed",
-              st == COMM_POLL_IN_PROGRESS ? "did another rank stop?" : ncclGetErrorString(err));
+              st == COMM_POLL_IN_PROGRESS ? "did another rank stop?" : ncclGetErrorString(err),
+              last && last[0] ? ": " : "", last ? last : "");
     return nc_break(nc);
 }
 
@@ -711,10 +714,12 @@ struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank,
     if (st != COMM_POLL_DONE) {
         ncclResult_t err = ncclSuccess;
         ncclCommGetAsyncError(nc->nccl, &err);
-        error_set("ncclCommInitRankConfig %s (%s)",
+        const char *last = st == COMM_POLL_IN_PROGRESS ? "" : ncclGetLastError(nc->nccl);
+        error_set("ncclCommInitRankConfig %s (%s%s%s)",
                   st == COMM_POLL_IN_PROGRESS ? "did not complete within the timeout"
                                               : "failed",
-                  st == COMM_POLL_IN_PROGRESS ? "did every rank start?" : ncclGetErrorString(err));
+                  st == COMM_POLL_IN_PROGRESS ? "did every rank start?" : ncclGetErrorString(err),
+                  last && last[0] ? ": " : "", last ? last : "");
         ncclCommAbort(nc->nccl);
         nc->nccl = NULL;
         goto fail;

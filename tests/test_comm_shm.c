@@ -254,7 +254,7 @@ static void correct_rank(int rank, int world, const void *argp)
     struct comm *c = join(rank, world, arg->max_bytes, TIMEOUT_MS);
     if (!c)
         return;
-    comm_parity_run(c, arg->big, 1); /* sums bit-exact in rank order */
+    comm_parity_run(c, arg->big, COMM_PARITY_EXACT); /* sums bit-exact in rank order */
     c->destroy(c);
 }
 

@@ -15,15 +15,17 @@
  * for it on the host, without spinning: a host function queued on a private watch stream
  * behind the collective's event signals a condition variable, which the host waits on in
  * 20 ms slices, checking ncclCommGetAsyncError and the event's status between slices (so
- * CUPTI sees a handful of calls per wait, not a query loop).  A collective that fails or
- * outlives the timeout aborts the communicator (ncclCommAbort) and becomes an error naming
- * the rank, the collective and its sequence number, instead of a hang.  After an abort
- * every call fails at once, waits for collectives issued before it included.
+ * CUPTI sees a handful of calls per wait, not a query loop).  A collective that fails (as
+ * it is enqueued or later) or outlives the timeout aborts the communicator (ncclCommAbort)
+ * and becomes an error naming the rank, the collective and its sequence number, instead of
+ * a hang.  After an abort every call fails at once, waits for collectives issued before it
+ * included.
  *
  * The communicator is non-blocking (ncclConfig_t blocking = 0): no NCCL call blocks inside
  * NCCL.  Init, finalize and any collective enqueue that returns ncclInProgress are polled
  * through ncclCommGetAsyncError against the comm's timeout (comm_poll.h), so a rank that
- * never joins is a timeout naming the call, not a hang.
+ * never joins is a timeout naming the call, not a hang; one that fails says NCCL's error
+ * string and its last error (ncclGetLastError: which peer, which connection).
  *
  * destroy: an idle, healthy communicator is finalized (ncclCommFinalize, polled until NCCL
  * has flushed its work, up to the timeout) and then destroyed; one with work queued, an
@@ -177,15 +179,16 @@ static void nc_release(struct nccl_comm *nc, struct comm_work *w)
     nc->free_list = w;
 }
 
-/* An NCCL call that failed while enqueuing: an error naming the rank and the collective. */
+/* An NCCL call that failed while enqueuing: an error naming the rank and the collective,
+ * and the communicator aborted even where NCCL still calls it healthy.  This rank has not
+ * issued a collective the others have, so whatever it issued next would be paired with
+ * the wrong collective on the other ranks: a hang, or data summed into the wrong buffers.
+ * Aborted, every later call fails at once, and the other ranks fail (or time out) in the
+ * collective this one is missing. */
 static int nc_call_failed(struct nccl_comm *nc, const char *what)
 {
     error_wrap("rank %d: nccl %s #%" PRIu64, nc->ops.rank, what, nc->seq + 1);
-    ncclResult_t st = ncclSuccess;
-    if (nc->nccl && ncclCommGetAsyncError(nc->nccl, &st) == ncclSuccess && st != ncclSuccess &&
-        st != ncclInProgress)
-        nc_break(nc);
-    return -1;
+    return nc_break(nc);
 }
 
 /* NCCL's asynchronous state as comm_poll_until asks it (ctx: the ncclComm_t). */
@@ -218,11 +221,13 @@ static int nc_call_done(struct nccl_comm *nc, ncclResult_t r, const char *call, 
         return 0;
     ncclResult_t err = ncclSuccess;
     ncclCommGetAsyncError(nc->nccl, &err);
-    error_set("rank %d: nccl %s #%" PRIu64 ": %s %s (%s); communicator aborted", nc->ops.rank,
+    const char *last = st == COMM_POLL_IN_PROGRESS ? "" : ncclGetLastError(nc->nccl);
+    error_set("rank %d: nccl %s #%" PRIu64 ": %s %s (%s%s%s); communicator aborted", nc->ops.rank,
               what, nc->seq + 1, call,
               st == COMM_POLL_IN_PROGRESS ? "was still in progress after the timeout"
                                           : "failed",
-              st == COMM_POLL_IN_PROGRESS ? "did another rank stop?" : ncclGetErrorString(err));
+              st == COMM_POLL_IN_PROGRESS ? "did another rank stop?" : ncclGetErrorString(err),
+              last && last[0] ? ": " : "", last ? last : "");
     return nc_break(nc);
 }
 
@@ -709,10 +714,12 @@ struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank,
     if (st != COMM_POLL_DONE) {
         ncclResult_t err = ncclSuccess;
         ncclCommGetAsyncError(nc->nccl, &err);
-        error_set("ncclCommInitRankConfig %s (%s)",
+        const char *last = st == COMM_POLL_IN_PROGRESS ? "" : ncclGetLastError(nc->nccl);
+        error_set("ncclCommInitRankConfig %s (%s%s%s)",
                   st == COMM_POLL_IN_PROGRESS ? "did not complete within the timeout"
                                               : "failed",
-                  st == COMM_POLL_IN_PROGRESS ? "did every rank start?" : ncclGetErrorString(err));
+                  st == COMM_POLL_IN_PROGRESS ? "did every rank start?" : ncclGetErrorString(err),
+                  last && last[0] ? ": " : "", last ? last : "");
         ncclCommAbort(nc->nccl);
         nc->nccl = NULL;
         goto fail;

@@ -81,8 +81,15 @@ struct ptjson; /* the parser state (ptjson.c) */
 struct ptjson *ptjson_new(const char *what, pt_event_fn fn, void *ctx);
 void ptjson_free(struct ptjson *p);
 
+/* The longest JSON string (its bytes as written, between the quotes) or number the reader
+ * takes: a kernel name of a few KiB is the longest any profiler writes; a longer token is a
+ * damaged or hostile file, refused where it starts rather than read for minutes (a 4 MB .gz
+ * can hold a 4 GiB string).  Each byte of a token is lexed once, so time is linear up to it. */
+#define PTJSON_TOKEN_MAX (64 << 20)
+
 /* Parse the next len bytes.  Returns 0, or -1 after error_set() ("WHAT: not valid JSON at
- * byte N: ..." or the callback's own message). */
+ * byte N: ...", "WHAT: a JSON string longer than 64 MiB at byte N: ..." or the callback's
+ * own message).  A token that the chunk ends inside is held (copied) until its end comes. */
 int ptjson_feed(struct ptjson *p, const void *buf, size_t len);
 
 /* End of input.  Returns 0 when the document was complete, 1 when it was cut short

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # test_report_bounds.sh — the report's inputs are bounded by what they hold, not by the
-# values they name (issue 35, "Bounded parsing"): a trace row of step 2,000,000,000 and a
-# meta.csv that says 100,000,000 buckets are reported in the memory of a few rows (they
-# took 15.6 GB and 8.6 GB, allocated by the highest step and bucket number).
+# values they name (issue 35, "Bounded parsing"):
+#   1. a trace row of step 2,000,000,000 and a meta.csv that says 100,000,000 buckets are
+#      reported in the memory of a few rows (they took 15.6 GB and 8.6 GB, allocated by the
+#      highest step and bucket number);
+#   2. what the tables used to leave out or miscount without a word gets a warning with a
+#      count: a row ending at INT64_MAX (a p95 of 9.2e12 ms) is left out, a repeated row
+#      counted once, a phase the format lacks, an allreduce row of bucket -5, a rank file
+#      above meta.csv's world_size; a UTF-8 byte order mark before a CSV header is read as
+#      the file without it.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${DDPPROF_BUILD_DIR:-$src/build}
@@ -32,8 +38,10 @@ report() {
 run() {
   local dir=$1 world=$2 meta=$3
   mkdir -p "$dir"
-  printf 'key,value\nmode,ddp\nworld_size,%s\nsteps,2\n%s' "$world" "$meta" >"$dir/meta.csv"
+  printf 'key,value\nmode,ddp\nworld_size,%s\nsteps,%s\n%s' "$world" "${steps:-2}" "$meta" >"$dir/meta.csv"
+  printf 'step,epoch,loss,lr,images\n1,1,2.3,0.01,64\n2,1,2.2,0.01,64\n' >"$dir/metrics.csv"
   for ((r = 0; r < world; r++)); do
+    echo "clock_offset_ns.rank$r,0" >>"$dir/meta.csv"
     {
       echo "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream"
       rows "$r"
@@ -72,5 +80,70 @@ report "$tmp/buckets1e8-nokeys" "$tmp/o3" --warmup-steps 0
 check "buckets 1e8, no param keys" $? "failed (or ran out of 1 GiB): $(tail -n 3 "$tmp/o3.err")"
 check_eval 'grep -q "buckets is 100000000 but the file has" "$tmp/o3.out"' \
   "buckets 1e8 with no param keys: the what-if does not say meta.csv is damaged"
+
+# ---- 2. warnings with a count ----
+rows() {
+  local r=$1 s t
+  for s in 1 2 3; do
+    t=$((s * 100000))
+    echo "$r,$s,1,step,-1,host,$t,$((t + 90000)),0,step,range,0"
+    echo "$r,$s,1,forward,-1,host,$t,$((t + 30000)),0,forward,range,0"
+    echo "$r,$s,1,backward,-1,host,$((t + 30000)),$((t + 60000)),0,backward,range,0"
+    echo "$r,$s,1,allreduce,0,host,$((t + 60000)),$((t + 70000)),4096,allreduce.b0,range,1"
+  done
+}
+steps=3 run "$tmp/good" 2 $'buckets,1\nbucket.0.bytes,4096\n'
+# case NAME SED-SCRIPT: a copy of the good run with rank0.trace.csv edited by SED-SCRIPT
+case_of() {
+  cp -r "$tmp/good" "$tmp/$1"
+  sed -i "$2" "$tmp/$1/rank0.trace.csv"
+}
+# warns NAME TEXT: the report of run NAME succeeds and warns TEXT on stderr
+warns() {
+  report "$tmp/$1" "$tmp/o-$1" --warmup-steps 0
+  check "$1: report" $? "$(tail -n 2 "$tmp/o-$1.err")"
+  if grep -qF -- "$2" "$tmp/o-$1.err"; then ok; else bad "$1: no warning '$2' in: $(cat "$tmp/o-$1.err")"; fi
+}
+# col RUN PHASE COLUMN: rank 0's COLUMN of PHASE in phases.csv
+col() {
+  python3 - "$tmp/o-$1/phases.csv" "$2" "$3" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["rank"] == "0" and r["phase"] == sys.argv[2]:
+        print(r[sys.argv[3]])
+PY
+}
+report "$tmp/good" "$tmp/o-good" --warmup-steps 0
+check "good run" $? "$(cat "$tmp/o-good.err")"
+check_eq "good run: no warning" "$(grep -c warning "$tmp/o-good.err")" 0
+
+case_of huge '0,/^0,2,1,forward/s/,130000,0,forward/,9223372036854775807,0,forward/'
+warns huge "rank0.trace.csv: 1 row(s) with a time no run has"
+check_eq "huge: forward's p95 from the other rows" "$(col huge forward p95_ms)" 0.030
+check_eq "huge: forward's count" "$(col huge forward count)" 2
+
+case_of dup '/^0,2,1,forward/p'
+warns dup "rank0.trace.csv: 1 row(s) repeat an earlier row field for field"
+check_eq "dup: forward counted once a step" "$(col dup forward count)" 3
+
+case_of unknown 's/^0,2,1,forward,/0,2,1,forwrad,/'
+warns unknown "rank0.trace.csv: 1 row(s) of a phase the trace format does not have (e.g. 'forwrad'"
+
+case_of bucket '/^0,2,1,allreduce/s/,allreduce,0,/,allreduce,-5,/'
+warns bucket "rank0.trace.csv: 1 allreduce row(s) with a negative bucket"
+
+cp -r "$tmp/good" "$tmp/above"
+sed 's/^1,/5,/' "$tmp/good/rank1.trace.csv" >"$tmp/above/rank5.trace.csv"
+warns above "1 trace file(s) of a rank not below meta.csv's world_size 2 (e.g. rank5.trace.csv): not read"
+
+cp -r "$tmp/good" "$tmp/bom"
+cp -r "$tmp/good" "$tmp/nobom"
+for f in meta.csv metrics.csv rank0.trace.csv; do
+  { printf '\357\273\277'; cat "$tmp/nobom/$f"; } >"$tmp/bom/$f"
+done
+report "$tmp/nobom" "$tmp/o-nobom" --warmup-steps 0
+report "$tmp/bom" "$tmp/o-bom" --warmup-steps 0
+check "CSV files with a byte order mark" $? "$(cat "$tmp/o-bom.err")"
+check_run "a byte order mark: the same phases.csv" cmp -s <(cut -d, -f2- "$tmp/o-bom/phases.csv") <(cut -d, -f2- "$tmp/o-nobom/phases.csv")
 
 check_done

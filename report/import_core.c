@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/vec.h"
 #include "report/analysis.h"
 #include "report/import_core.h"
@@ -178,6 +179,8 @@ struct import_rank {
     /* counts for the warnings */
     uint64_t cpu_after_dev;
     uint64_t unlaunched; /* device activities with a correlation no launch carried */
+    uint64_t bad_steps;  /* step spans whose number is none (ProfilerStep#-5): left out */
+    char bad_step_name[48];
     struct import_counts counts;
     /* names interned once */
     uint32_t n_backward;
@@ -432,8 +435,12 @@ int import_rank_span(struct import_rank *im, const struct import_span *sp)
     struct rec r = {.start = sp->start_ns, .end = sp->end_ns, .tid = sp->tid, .val = sp->val,
                     .launch = -1, .name = STRPOOL_NONE, .kind = span_rec[sp->kind],
                     .coll = (uint8_t)sp->coll};
-    if (sp->kind == IMPORT_STEP && (sp->val < 0 || sp->val > 1000000000))
-        return 0; /* not a step number: ignored */
+    if (sp->kind == IMPORT_STEP && (sp->val < 0 || sp->val > 1000000000)) {
+        if (im->bad_steps++ == 0) /* not a step number: counted, left out */
+            snprintf(im->bad_step_name, sizeof im->bad_step_name, "%.*s",
+                     (int)(sp->name_len < 47 ? sp->name_len : 47), sp->name ? sp->name : "");
+        return 0;
+    }
     if ((sp->kind == IMPORT_COLL || sp->kind == IMPORT_PARAMS) &&
         sp->coll != IMPORT_COLL_ALL_REDUCE)
         r.kind = sp->kind == IMPORT_COLL ? R_OCOLL : R_OPARAMS;
@@ -650,6 +657,13 @@ void import_rank_warn(const struct import_rank *im)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",
                     im->path, (unsigned long long)im->cpu_after_dev);
+    if (im->bad_steps) {
+        char shown[TEXT_PRINTABLE_MAX];
+        report_warn("%s: %llu step span(s) whose number is not in 0..1e9 (e.g. '%s'): left "
+                    "out, their time counted in no step",
+                    im->path, (unsigned long long)im->bad_steps,
+                    text_printable(im->bad_step_name, 40, shown, sizeof shown));
+    }
     if (im->unlaunched && im->launch.n)
         report_warn("%s: %llu device activit%s whose correlation no cuda_runtime/cuda_driver "
                     "event carries (of %zu launches): their launch time is unknown (host wait "
@@ -1324,6 +1338,17 @@ int import_sink_finish(struct import_sink *s)
     }
     if (rc == 0) {
         run->world_size = (int)(world > 0 ? world : run->ranks[n - 1].rank + 1);
+        if (run->ranks[n - 1].rank >= run->world_size) { /* in rank order: the highest */
+            int above = 0;
+            for (int i = 0; i < n; i++)
+                above += run->ranks[i].rank >= run->world_size;
+            report_warn("%s: %d trace(s) of a rank not below the world size %d their "
+                        "distributedInfo says (e.g. %s, rank %d): the world size is taken as "
+                        "%d",
+                        where, above, run->world_size, run->ranks[n - 1].path,
+                        run->ranks[n - 1].rank, run->ranks[n - 1].rank + 1);
+            run->world_size = run->ranks[n - 1].rank + 1;
+        }
         if (run->world_size < n)
             run->world_size = n;
         if (n < run->world_size)

@@ -852,7 +852,7 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
             if (named <= 0)
                 continue;
             if (sp.kind == IMPORT_STEP && !pt_name_step(name, len, &sp.val))
-                continue;
+                sp.val = -1; /* not a step number: the core counts it */
             if (sp.kind == IMPORT_DIMS)
                 continue;
         }

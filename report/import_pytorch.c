@@ -65,7 +65,7 @@ static int pt_host_event(struct pt_rank *pr, const struct pt_event *e, int64_t e
         sp.val = e->dims0;
     } else if (sp.kind == IMPORT_STEP) {
         if (!pt_name_step(e->name, e->name_len, &sp.val))
-            return 0; /* not a step number: ignored */
+            sp.val = -1; /* not a step number: the core counts it */
     } else if (sp.kind == IMPORT_COLL || sp.kind == IMPORT_PARAMS || sp.kind == IMPORT_ISSUE) {
         sp.val = pt_coll_bytes(pr, e, sp.coll);
     }

@@ -52,6 +52,8 @@ enum pt_key {
 
 struct ptjson {
     yajl_handle h;
+    int bom;            /* bytes of a UTF-8 byte order mark matched at the start; 3: done,
+                           -1: no mark */
     unsigned char *tok; /* a token held back: it started in an earlier chunk and has not ended */
     size_t tok_len, tok_cap;
     const char *what;
@@ -711,6 +713,27 @@ int ptjson_feed(struct ptjson *p, const void *data, size_t len)
 {
     const unsigned char *buf = data;
     size_t pos = 0;
+    /* a UTF-8 byte order mark before the JSON (an editor on Windows writes one; JSON's RFC
+     * lets a parser ignore it): skipped, counted in the byte offsets */
+    static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+    while (p->bom >= 0 && p->bom < 3 && pos < len) {
+        if (buf[pos] == bom[p->bom]) {
+            p->bom++;
+            pos++;
+            continue;
+        }
+        const int matched = p->bom;
+        p->bom = -1; /* not a mark: what matched of it is JSON (not valid JSON) */
+        if (matched && pt_yajl(p, bom, (size_t)matched) < 0)
+            return -1;
+    }
+    if (p->bom == 3) {
+        p->bytes += 3;
+        p->bom = -2; /* counted */
+    }
+    buf += pos;
+    len -= pos;
+    pos = 0;
     if (p->tok_len > 0) { /* the held token: does it end in this chunk? */
         size_t end = 0;
         int ends;

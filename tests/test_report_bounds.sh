@@ -7,8 +7,9 @@
 #   2. what the tables used to leave out or miscount without a word gets a warning with a
 #      count: a row ending at INT64_MAX (a p95 of 9.2e12 ms) is left out, a repeated row
 #      counted once, a phase the format lacks, an allreduce row of bucket -5, a rank file
-#      above meta.csv's world_size; a UTF-8 byte order mark before a CSV header is read as
-#      the file without it.
+#      above meta.csv's world_size; in PyTorch traces a ProfilerStep#-5 and a rank above
+#      distributedInfo's world size; a UTF-8 byte order mark before a CSV header or the JSON
+#      is read as the file without it.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${DDPPROF_BUILD_DIR:-$src/build}
@@ -145,5 +146,25 @@ report "$tmp/nobom" "$tmp/o-nobom" --warmup-steps 0
 report "$tmp/bom" "$tmp/o-bom" --warmup-steps 0
 check "CSV files with a byte order mark" $? "$(cat "$tmp/o-bom.err")"
 check_run "a byte order mark: the same phases.csv" cmp -s <(cut -d, -f2- "$tmp/o-bom/phases.csv") <(cut -d, -f2- "$tmp/o-nobom/phases.csv")
+
+# PyTorch traces: the fixture's ranks 0 and 1 with one of them edited
+kin=$src/tests/fixtures/pytorch/kineto-2hosts
+k0=hostA_1001.1700000000123.pt.trace.json k1=hostA_1002.1700000000123.pt.trace.json
+kineto_case() { # NAME SED-SCRIPT-FOR-RANK-1
+  mkdir -p "$tmp/$1"
+  cp "$kin/$k0" "$tmp/$1/"
+  sed "$2" "$kin/$k1" >"$tmp/$1/$k1"
+}
+kineto_case kstep 's/"ProfilerStep#12"/"ProfilerStep#-5"/'
+warns kstep "$k1: 1 step span(s) whose number is not in 0..1e9 (e.g. 'ProfilerStep#-5')"
+kineto_case krank 's/"rank": 1, "world_size": 4/"rank": 5, "world_size": 4/'
+warns krank "1 trace(s) of a rank not below the world size 4 their distributedInfo says"
+check_eq "krank: world_size" "$(python3 -c "import csv,sys; print(sum(1 for r in csv.DictReader(open(sys.argv[1]))))" "$tmp/o-krank/ranks.csv")" 2
+mkdir -p "$tmp/kbom"
+{ printf '\357\273\277'; cat "$kin/$k0"; } >"$tmp/kbom/$k0"
+report "$tmp/kbom/$k0" "$tmp/o-kbom"
+check "Kineto JSON with a byte order mark" $? "$(cat "$tmp/o-kbom.err")"
+report "$kin/$k0" "$tmp/o-knobom"
+check_run "Kineto JSON with a byte order mark: the same phases.csv" cmp -s <(cut -d, -f2- "$tmp/o-kbom/phases.csv") <(cut -d, -f2- "$tmp/o-knobom/phases.csv")
 
 check_done

@@ -54,6 +54,8 @@ struct ptjson {
     yajl_handle h;
     int bom;            /* bytes of a UTF-8 byte order mark matched at the start; 3: done,
                            -1: no mark */
+    char *name;         /* the current event's name (ev.name), NUL-terminated */
+    size_t name_cap;
     unsigned char *tok; /* a token held back: it started in an earlier chunk and has not ended */
     size_t tok_len, tok_cap;
     const char *what;
@@ -377,10 +379,24 @@ static int pt_string(void *vp, const unsigned char *s, size_t len)
     if (cx == CT_EVENT) {
         switch (pt_pending(p)) {
         case K_NAME:
-            e->name_cut = len > TRACE_NAME_MAX;
-            e->name_len = len > TRACE_NAME_MAX ? TRACE_NAME_MAX : len;
-            memcpy(e->name, s, e->name_len);
-            e->name[e->name_len] = '\0';
+            if (len + 1 > p->name_cap) {
+                size_t cap = p->name_cap ? p->name_cap : 256;
+                while (cap < len + 1)
+                    cap *= 2;
+                char *n = realloc(p->name, cap);
+                if (!n) {
+                    p->failed = 1;
+                    error_set("%s: out of memory for a %zu-byte event name at byte %llu",
+                              p->what, len, (unsigned long long)p->bytes);
+                    return 0;
+                }
+                p->name = n;
+                p->name_cap = cap;
+            }
+            memcpy(p->name, s, len);
+            p->name[len] = '\0';
+            e->name = p->name;
+            e->name_len = len;
             break;
         case K_PH:
             e->ph = len > 0 ? (char)s[0] : 0;
@@ -492,8 +508,8 @@ static int pt_open(struct ptjson *p, int is_map)
         case CT_EVENTS:
             if (is_map) {
                 cx = CT_EVENT;
-                memset(&p->ev, 0, offsetof(struct pt_event, name));
-                p->ev.name[0] = '\0';
+                memset(&p->ev, 0, sizeof p->ev);
+                p->ev.name = "";
             }
             break;
         case CT_EVENT:
@@ -605,6 +621,7 @@ void ptjson_free(struct ptjson *p)
         return;
     yajl_free(p->h);
     free(p->tok);
+    free(p->name);
     free(p);
 }
 

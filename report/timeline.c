@@ -18,7 +18,7 @@
 
 struct jw {
     FILE *f;
-    char buf[1 << 18]; /* room for one event of three quoted strings at their cap */
+    char buf[1 << 18]; /* longer strings (names have no cap) are written past it */
     size_t len;
 };
 
@@ -47,7 +47,8 @@ static void jw_cstr(struct jw *w, const char *s)
 }
 
 
-/* Unchecked appends: the caller made room with jw_reserve. */
+/* Appends for the fixed text: room made ahead by jw_reserve (one compare per event), a
+ * string of any length through jw_put. */
 static void jw_reserve(struct jw *w, size_t n)
 {
     if (w->len + n > sizeof w->buf)
@@ -56,6 +57,10 @@ static void jw_reserve(struct jw *w, size_t n)
 
 static void jw_raw(struct jw *w, const char *s, size_t n)
 {
+    if (w->len + n > sizeof w->buf) {
+        jw_put(w, s, n);
+        return;
+    }
     memcpy(w->buf + w->len, s, n);
     w->len += n;
 }
@@ -88,12 +93,10 @@ static void jw_us(struct jw *w, int64_t ns)
     jw_raw(w, frac, 4);
 }
 
-#define JSON_MAX_CHARS 4096 /* longer names (templated kernels) are cut here */
-
 char *timeline_json_quote(const char *s)
 {
-    size_t n = strnlen(s, JSON_MAX_CHARS);
-    char *out = malloc(6 * n + 3), *o = out;
+    size_t n = strlen(s); /* whole: a templated kernel's name can run to several KiB */
+    char *out = n < (SIZE_MAX - 3) / 6 ? malloc(6 * n + 3) : NULL, *o = out;
     if (!out)
         return NULL;
     *o++ = '"';

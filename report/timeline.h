@@ -16,7 +16,7 @@
 /* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
 int timeline_write(const struct runset *rs, const char *path);
 
-/* s as a JSON string literal (quotes included; cut at 4096 bytes); invalid UTF-8 bytes
+/* s as a JSON string literal (quotes included; the whole of it); invalid UTF-8 bytes
  * become '?'.  Owned by the caller; NULL on out of memory.  (Also the Kineto export's.) */
 char *timeline_json_quote(const char *s);
 

@@ -179,11 +179,6 @@ static int timeline_tid(const struct run_row *r)
     return base + s;
 }
 
-/* Rows of one lane that partly overlap (NCCL host rows of two buckets in flight, spanning
- * launch to wait-return) go to sub-lanes of it: sub-lane j of lane tid is tid + j *
- * TIMELINE_SUBLANE (j = 0 is the lane itself).  Perfetto draws a lane as a stack and
- * truncates a slice that starts inside another and ends after it. */
-#define TIMELINE_SUBLANE 1000000
 
 /* "host compute", "device comm", "host stream 7", "cuda stream 13" (+ " #2" for the second
  * sub-lane): the clock and lane names of the trace format (probes/trace_format.h) */
@@ -228,9 +223,7 @@ struct sublane {
     size_t n, cap;
 };
 
-/* tid[r] = the thread of row r of t: its lane (timeline_tid), moved to the first sub-lane
- * on which it nests in or follows what is open there.  0, or -1 (out of memory). */
-static int timeline_assign_lanes(const struct rank_trace *t, int *tid)
+int timeline_assign_lanes(const struct rank_trace *t, int *tid)
 {
     size_t *order = malloc((t->n + 1) * sizeof *order);
     struct sublane *subs = NULL;

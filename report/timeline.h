@@ -13,6 +13,19 @@
 
 #include "report/run.h"
 
+/* Rows of one lane that partly overlap (NCCL host rows of two buckets in flight, spanning
+ * launch to wait-return; a bucket's device range starting before the previous one's ends)
+ * go to sub-lanes of it: sub-lane j of lane tid is tid + j * TIMELINE_SUBLANE (j = 0 is the
+ * lane itself).  Perfetto draws a lane as a stack and truncates a slice that starts inside
+ * another and ends after it. */
+#define TIMELINE_SUBLANE 1000000
+
+/* tid[r] (t->n of them) = the thread of row r of t: its lane (host lanes from 1,
+ * device-clock ranges from 100001, CUPTI streams from 200001, each + the row's stream),
+ * moved to the first sub-lane on which it nests in or follows what is open there.  Also
+ * the Kineto export's lanes.  0, or -1 (out of memory). */
+int timeline_assign_lanes(const struct rank_trace *t, int *tid);
+
 /* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
 int timeline_write(const struct runset *rs, const char *path);
 

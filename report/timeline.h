@@ -26,8 +26,21 @@
  * the Kineto export's lanes.  0, or -1 (out of memory). */
 int timeline_assign_lanes(const struct rank_trace *t, int *tid);
 
-/* Write the timeline of every run in rs to path.  Returns 0, or -1 after error_set(). */
-int timeline_write(const struct runset *rs, const char *path);
+struct run_stat; /* report/analysis.h */
+
+/* The bound of a default timeline.json: what Perfetto's UI and chrome://tracing open
+ * comfortably (256 ranks of a 1-epoch ConvNet run wrote 286 MB, twice their traces). */
+#define TIMELINE_MAX_BYTES ((size_t)64 << 20)
+/* steps kept either side of a run's median and slowest step, at most, within the bound */
+#define TIMELINE_WINDOW 3
+
+/* Write the timeline of every run in rs to path: every row when they fit in max_bytes (0:
+ * no bound, `--timeline full`), else every rank's rows of the steps around each run's
+ * median and slowest step (st[i].rep_steps), as many steps either side (up to
+ * TIMELINE_WINDOW) as fit; otherData.rows says which.  st may be NULL (every row).
+ * Returns 0, or -1 after error_set(). */
+int timeline_write(const struct runset *rs, const struct run_stat *st, const char *path,
+                   size_t max_bytes);
 
 /* s as a JSON string literal (quotes included; the whole of it); invalid UTF-8 bytes
  * become '?'.  Owned by the caller; NULL on out of memory.  (Also the Kineto export's.) */

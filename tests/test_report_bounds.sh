@@ -9,7 +9,12 @@
 #      counted once, a phase the format lacks, an allreduce row of bucket -5, a rank file
 #      above meta.csv's world_size; in PyTorch traces a ProfilerStep#-5 and a rank above
 #      distributedInfo's world size; a UTF-8 byte order mark before a CSV header or the JSON
-#      is read as the file without it.
+#      is read as the file without it;
+#   3. timeline.json is bounded by default (TIMELINE_MAX_BYTES, 64 MiB: 256 ranks of a
+#      ConvNet epoch wrote 286 MB, more than Perfetto's UI opens comfortably): 64 synthetic
+#      ranks of 1000 steps (512,000 rows, 77 MB in full) give every rank's rows of the steps
+#      around the median and the slowest step, and otherData.rows says so; --timeline full
+#      writes every row.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${DDPPROF_BUILD_DIR:-$src/build}
@@ -166,5 +171,65 @@ report "$tmp/kbom/$k0" "$tmp/o-kbom"
 check "Kineto JSON with a byte order mark" $? "$(cat "$tmp/o-kbom.err")"
 report "$kin/$k0" "$tmp/o-knobom"
 check_run "Kineto JSON with a byte order mark: the same phases.csv" cmp -s <(cut -d, -f2- "$tmp/o-kbom/phases.csv") <(cut -d, -f2- "$tmp/o-knobom/phases.csv")
+
+# ---- 3. the timeline's bound ----
+python3 - "$tmp/wide" 64 1000 <<'PY'
+import os, random, sys
+d, world, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d)
+with open(f"{d}/meta.csv", "w") as f:
+    f.write(f"key,value\nmode,ddp\nworld_size,{world}\nsteps,{steps}\nbuckets,2\n"
+            "bucket.0.bytes,1048576\nbucket.1.bytes,4096\n")
+    f.writelines(f"clock_offset_ns.rank{r},0\n" for r in range(world))
+with open(f"{d}/metrics.csv", "w") as f:
+    f.write("step,epoch,loss,lr,images\n")
+    f.writelines(f"{s},1,2.0,0.01,{32 * world}\n" for s in range(1, steps + 1))
+rng = random.Random(1)
+for r in range(world):
+    rows, t = ["rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream"], 10**6
+    for s in range(1, steps + 1):
+        dur = 10**6 + rng.randrange(50000) + (3 * 10**6 if s == 666 else 0)  # 666: the slowest
+        for ph, b, a, z, by, st in (("step", -1, 0, dur, 0, 0), ("data", -1, 0, 50000, 0, 2),
+                                    ("forward", -1, 50000, 350000, 0, 0),
+                                    ("backward", -1, 350000, 850000, 0, 0),
+                                    ("allreduce", 0, 600000, 800000, 1048576, 1),
+                                    ("allreduce", 1, 850000, 900000, 4096, 1),
+                                    ("optimizer", -1, 900000, 950000, 0, 0),
+                                    ("comm.allreduce", -1, 950000, 960000, 4, 1)):
+            name = f"allreduce.b{b}" if ph == "allreduce" else ph
+            rows.append(f"{r},{s},1,{ph},{b},host,{t + a},{t + z},{by},{name},range,{st}")
+        t += dur + 10000
+    with open(f"{d}/rank{r}.trace.csv", "w") as f:
+        f.write("\n".join(rows) + "\n")
+PY
+report "$tmp/wide" "$tmp/o-wide"
+check "64 ranks x 1000 steps" $? "$(tail -n 2 "$tmp/o-wide.err")"
+python3 - "$tmp/o-wide/timeline.json" >"$tmp/wide.check" <<'PY'
+import json, os, sys
+size = os.path.getsize(sys.argv[1])
+doc = json.load(open(sys.argv[1]))
+rows = doc["otherData"]["rows"]
+x = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+steps = sorted({e["args"]["step"] for e in x})
+ranks = {e["pid"] for e in x}
+print(f"size {size <= 64 << 20} ranks {len(ranks)} events {len(x)}")
+print(f"steps {len(steps)} slowest {all(s in steps for s in range(663, 670))}", steps)
+print("rows", rows)
+PY
+check_eval 'grep -q "^size True ranks 64 events 7168$" "$tmp/wide.check"' \
+  "the bounded timeline: $(head -n 1 "$tmp/wide.check") (want at most 64 MiB, 64 ranks, 7 steps x 2 x 8 rows x 64 ranks)"
+check_eval 'grep -q "^steps 14 slowest True " "$tmp/wide.check"' \
+  "the bounded timeline's steps: $(sed -n 2p "$tmp/wide.check") (want 663-669 around the slowest, and 7 around the median)"
+check_eval 'grep -qF "7168 of 512000 rows, bounded to 64 MiB (ddpprof report --timeline full writes every row)" "$tmp/wide.check" && grep -qF "(the slowest step 666, 3 either side)" "$tmp/wide.check"' \
+  "otherData.rows: $(sed -n 3p "$tmp/wide.check")"
+# every row (not copied for test_timelines_valid: 77 MB)
+mkdir -p "$tmp/o-wide-full"
+env -u DDPPROF_TIMELINE_COLLECT "$bin" report "$tmp/wide" --out "$tmp/o-wide-full" --timeline full \
+  >/dev/null 2>"$tmp/o-wide-full.err" </dev/null
+check "--timeline full" $? "$(tail -n 2 "$tmp/o-wide-full.err")"
+check_eq "--timeline full: every row" "$(grep -c '"ph":"X"' "$tmp/o-wide-full/timeline.json")" 512000
+check_eval 'grep -qF "\"rows\":\"every row (512000): --timeline full\"" "$tmp/o-wide-full/timeline.json"' \
+  "--timeline full: otherData.rows"
+rm -rf "$tmp/wide" "$tmp/o-wide-full"
 
 check_done

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/vec.h"
 #include "report/analysis.h"
 #include "report/import_core.h"
@@ -87,6 +88,7 @@ struct rec {
     int64_t tid;
     int64_t val;        /* see enum rec_kind */
     int64_t launch;     /* R_NCCL: when the host launched it (-1 unknown) */
+    int64_t ext;        /* a span's External id (0 or less: none; import_span) */
     uint32_t name;      /* id in the runset's names */
     uint8_t kind;
     uint8_t used;
@@ -96,7 +98,7 @@ struct rec {
     int32_t step, bucket;       /* set at the end */
 };
 
-#define CPU_REC_BYTES 48
+#define CPU_REC_BYTES 56
 _Static_assert(offsetof(struct rec, dev_start) >= CPU_REC_BYTES, "window entries fit");
 
 static int rec_is_coll(const struct rec *r)
@@ -178,6 +180,8 @@ struct import_rank {
     /* counts for the warnings */
     uint64_t cpu_after_dev;
     uint64_t unlaunched; /* device activities with a correlation no launch carried */
+    uint64_t bad_steps;  /* step spans whose number is none (ProfilerStep#-5): left out */
+    char bad_step_name[48];
     struct import_counts counts;
     /* names interned once */
     uint32_t n_backward;
@@ -430,10 +434,14 @@ static const enum rec_kind span_rec[] = {
 int import_rank_span(struct import_rank *im, const struct import_span *sp)
 {
     struct rec r = {.start = sp->start_ns, .end = sp->end_ns, .tid = sp->tid, .val = sp->val,
-                    .launch = -1, .name = STRPOOL_NONE, .kind = span_rec[sp->kind],
-                    .coll = (uint8_t)sp->coll};
-    if (sp->kind == IMPORT_STEP && (sp->val < 0 || sp->val > 1000000000))
-        return 0; /* not a step number: ignored */
+                    .launch = -1, .ext = sp->ext, .name = STRPOOL_NONE,
+                    .kind = span_rec[sp->kind], .coll = (uint8_t)sp->coll};
+    if (sp->kind == IMPORT_STEP && (sp->val < 0 || sp->val > 1000000000)) {
+        if (im->bad_steps++ == 0) /* not a step number: counted, left out */
+            snprintf(im->bad_step_name, sizeof im->bad_step_name, "%.*s",
+                     (int)(sp->name_len < 47 ? sp->name_len : 47), sp->name ? sp->name : "");
+        return 0;
+    }
     if ((sp->kind == IMPORT_COLL || sp->kind == IMPORT_PARAMS) &&
         sp->coll != IMPORT_COLL_ALL_REDUCE)
         r.kind = sp->kind == IMPORT_COLL ? R_OCOLL : R_OPARAMS;
@@ -500,6 +508,7 @@ int import_rank_device_span(struct import_rank *im, const struct import_span *sp
     if (sp->kind == IMPORT_COLL && sp->coll != IMPORT_COLL_ALL_REDUCE)
         return 0; /* the device time of other collectives is their kernels' */
     struct rec r = {.start = sp->start_ns, .end = sp->end_ns, .val = -1, .launch = -1,
+                    .ext = sp->ext,
                     .kind = sp->kind == IMPORT_COLL ? R_ANNOT : span_rec[sp->kind],
                     .coll = (uint8_t)sp->coll};
     if ((r.name = imp_name(im, sp->name, sp->name_len)) == STRPOOL_NONE)
@@ -650,6 +659,13 @@ void import_rank_warn(const struct import_rank *im)
         report_warn("%s: %llu CPU event(s) came after device activity launched later (not "
                     "Kineto's order): device phase times may miss kernels",
                     im->path, (unsigned long long)im->cpu_after_dev);
+    if (im->bad_steps) {
+        char shown[TEXT_PRINTABLE_MAX];
+        report_warn("%s: %llu step span(s) whose number is not in 0..1e9 (e.g. '%s'): left "
+                    "out, their time counted in no step",
+                    im->path, (unsigned long long)im->bad_steps,
+                    text_printable(im->bad_step_name, 40, shown, sizeof shown));
+    }
     if (im->unlaunched && im->launch.n)
         report_warn("%s: %llu device activit%s whose correlation no cuda_runtime/cuda_driver "
                     "event carries (of %zu launches): their launch time is unknown (host wait "
@@ -977,6 +993,43 @@ static int imp_other_collectives(struct import_rank *im)
     return 0;
 }
 
+/* The host spans that carry an External id, sorted by it: a device range's link to the
+ * span whose step it belongs to (a device range can start before its host span, on another
+ * clock, or end in the next step). */
+struct ext_ref {
+    int64_t ext;
+    size_t i; /* in im->recs */
+};
+
+static int ext_index(const struct import_rank *im, struct ext_ref **out, size_t *n)
+{
+    *n = 0;
+    *out = malloc((im->recs.n + 1) * sizeof **out);
+    if (!*out)
+        return -1;
+    for (size_t i = 0; i < im->recs.n; i++)
+        if (im->recs.v[i].ext > 0)
+            (*out)[(*n)++] = (struct ext_ref){im->recs.v[i].ext, i};
+    return sort_by_i64(*out, *n, sizeof **out, offsetof(struct ext_ref, ext));
+}
+
+/* The step of the host span of External id ext (its first), or fallback when none. */
+static int32_t ext_step(const struct import_rank *im, const struct ext_ref *v, size_t n,
+                        int64_t ext, int32_t fallback)
+{
+    if (ext <= 0)
+        return fallback;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].ext < ext)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].ext == ext ? im->recs.v[v[lo].i].step : fallback;
+}
+
 int import_rank_finish(struct import_rank *im)
 {
     struct rank_trace *t = imp_trace(im);
@@ -1012,9 +1065,17 @@ int import_rank_finish(struct import_rank *im)
                         "gpu_user_annotation ranges instead",
                         im->path, im->annot.n);
     }
+    struct ext_ref *exts = NULL;
+    size_t nexts = 0;
+    if (ext_index(im, &exts, &nexts) < 0) {
+        free(steps);
+        free(exts);
+        return imp_oom(im);
+    }
     for (size_t i = 0; i < dev->n; i++) {
         struct rec *r = &dev->v[i];
-        r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
+        r->step = ext_step(im, exts, nexts, r->ext,
+                           imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start));
     }
     for (size_t i = 0; i < im->odev.n; i++) {
         struct rec *r = &im->odev.v[i];
@@ -1022,11 +1083,13 @@ int import_rank_finish(struct import_rank *im)
     }
     if (imp_other_collectives(im) < 0) {
         free(steps);
+        free(exts);
         return -1;
     }
     /* the host collectives: the backend ops; in a step without any, their descriptions */
     if (imp_params_as_coll(im) < 0) {
         free(steps);
+        free(exts);
         return -1;
     }
     imp_number_buckets(&im->recs, R_COLL);
@@ -1074,16 +1137,21 @@ int import_rank_finish(struct import_rank *im)
                 im->odev.v[i].end);
     /* a phase without kernels launched inside it (no launch times: e.g. ddpprof's own
      * export) takes its device time from its device ranges */
-    int launched[R_ODEV + 1] = {0};
-    for (size_t i = 0; i < im->recs.n; i++)
+    int launched[R_ODEV + 1] = {0}, any_launched = 0;
+    for (size_t i = 0; i < im->recs.n; i++) {
         launched[im->recs.v[i].kind] |= im->recs.v[i].dev_start >= 0;
+        any_launched |= im->recs.v[i].dev_start >= 0;
+    }
     for (size_t i = 0; i < im->gann.n && !im->failed; i++) {
         struct rec *g = &im->gann.v[i];
-        if (launched[g->kind])
+        /* a step's device range only where no launch is known at all (ddpprof's export:
+         * CUDA events around the step); elsewhere a step is its host range */
+        if (launched[g->kind] || (g->kind == R_STEP && any_launched))
             continue;
-        g->step = imp_step_at(steps, nsteps, g->start);
+        g->step = ext_step(im, exts, nexts, g->ext, imp_step_at(steps, nsteps, g->start));
         imp_row(im, t, g, TRACE_CLOCK_DEVICE, g->start, g->end);
     }
+    free(exts);
     res->images = images_known && forwards > 0 ? images : -1;
     res->device_rows = dev->n > 0;
     free(steps);
@@ -1324,6 +1392,17 @@ int import_sink_finish(struct import_sink *s)
     }
     if (rc == 0) {
         run->world_size = (int)(world > 0 ? world : run->ranks[n - 1].rank + 1);
+        if (run->ranks[n - 1].rank >= run->world_size) { /* in rank order: the highest */
+            int above = 0;
+            for (int i = 0; i < n; i++)
+                above += run->ranks[i].rank >= run->world_size;
+            report_warn("%s: %d trace(s) of a rank not below the world size %d their "
+                        "distributedInfo says (e.g. %s, rank %d): the world size is taken as "
+                        "%d",
+                        where, above, run->world_size, run->ranks[n - 1].path,
+                        run->ranks[n - 1].rank, run->ranks[n - 1].rank + 1);
+            run->world_size = run->ranks[n - 1].rank + 1;
+        }
         if (run->world_size < n)
             run->world_size = n;
         if (n < run->world_size)

@@ -76,6 +76,9 @@ struct import_span {
     enum import_coll coll;
     const char *name; /* as the trace names it (not needed for BACKWARD, DIMS) */
     size_t name_len;
+    int64_t ext; /* its External id (0 or less: none): a device range takes the step of the
+                    host span of the same External id (Kineto links a record_function to its
+                    gpu_user_annotation so), else the step its start falls in */
 };
 
 /* A device activity: a kernel, memcpy or memset. */

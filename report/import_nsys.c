@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -241,13 +242,90 @@ static char *nsys_export(const char *rep, int *tmp)
     return db;
 }
 
+/* ---- opening: read-only, immutable, bounded ---- */
+
+/* The time an export may take to read: 60 s + 1 s per MiB (nsys's own exports read at tens
+ * of MiB a second), checked by a progress handler every NSYS_PROGRESS_OPS virtual-machine
+ * steps: a query that runs longer (a damaged or hostile file) is interrupted. */
+#define NSYS_PROGRESS_OPS 100000
+
+struct nsys_deadline {
+    struct timespec end;
+    double limit_s;
+    int expired;
+};
+
+static int nsys_progress(void *ctx)
+{
+    struct nsys_deadline *d = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > d->end.tv_sec || (now.tv_sec == d->end.tv_sec && now.tv_nsec > d->end.tv_nsec))
+        d->expired = 1;
+    return d->expired; /* non-zero: interrupt */
+}
+
+/* Open the export at path read-only and immutable (a URI: no lock, no journal, no -wal or
+ * -shm file beside the input, whatever its journal mode), with a schema that runs no
+ * function of its own (trusted_schema off) and the deadline *d.  Returns 0, or -1 after
+ * error_set() (*db is then closed). */
+static int nsys_open(const char *path, sqlite3 **db, struct nsys_deadline *d)
+{
+    *db = NULL;
+    memset(d, 0, sizeof *d);
+    struct stat st;
+    const double mib = stat(path, &st) == 0 ? (double)st.st_size / 1048576.0 : 0;
+    d->limit_s = 60.0 + mib;
+    clock_gettime(CLOCK_MONOTONIC, &d->end);
+    d->end.tv_sec += (time_t)d->limit_s;
+    /* "file:" + the path, percent-encoding what a URI path cannot hold */
+    size_t n = strlen(path);
+    char *uri = malloc(5 + 3 * n + sizeof "?immutable=1");
+    if (!uri)
+        return error_set("%s: out of memory", path);
+    char *o = uri + sprintf(uri, "file:");
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if (*c == '%' || *c == '?' || *c == '#' || *c <= ' ' || *c >= 0x7f)
+            o += sprintf(o, "%%%02X", *c);
+        else
+            *o++ = (char)*c;
+    }
+    strcpy(o, "?immutable=1");
+    int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) {
+        error_set("%s: cannot open it as SQLite (%s)", path,
+                  *db ? sqlite3_errmsg(*db) : "out of memory");
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+    sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+#endif
+    sqlite3_progress_handler(*db, NSYS_PROGRESS_OPS, nsys_progress, d);
+    if (sqlite3_exec(*db, "SELECT 1 FROM sqlite_master LIMIT 1", NULL, NULL, NULL) != SQLITE_OK) {
+        error_set("%s: not an SQLite database (%s)", path, sqlite3_errmsg(*db));
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* The tables this importer reads: nsys exports them as tables.  One of these names that is
+ * a view (a view may recurse without end) or anything else is refused. */
+static const char *const nsys_tables[] = {
+    "NVTX_EVENTS", "StringIds", "ENUM_NSYS_EVENT_TYPE", "TARGET_INFO_SESSION_START_TIME",
+    "TARGET_INFO_SYSTEM_ENV", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", NULL};
+
 /* ---- the schema ---- */
 
 static int table_exists(sqlite3 *db, const char *table)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND "
-                               "name = ?1",
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                            -1, &st, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
@@ -343,6 +421,26 @@ static int nsys_schema_device(struct nsys_file *f);
 static int nsys_sql_error(struct nsys_file *f, const char *what)
 {
     return error_set("%s: SQLite: %s: %s", f->path, what, sqlite3_errmsg(f->db));
+}
+
+static int nsys_tables_only(struct nsys_file *f)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(f->db, "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE "
+                                  "AND type <> 'table' AND type <> 'index'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return nsys_sql_error(f, "reading its schema");
+    int rc = 0;
+    for (const char *const *t = nsys_tables; *t && rc == 0; t++) {
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, *t, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            rc = error_set("%s: %s is a %s, not a table: Nsight Systems exports hold tables "
+                           "(a damaged or hostile file); not read",
+                           f->path, *t, (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static int nsys_schema(struct nsys_file *f)
@@ -754,7 +852,7 @@ static int nsys_ranges(struct nsys_file *f, struct import_rank *core, int64_t pi
             if (named <= 0)
                 continue;
             if (sp.kind == IMPORT_STEP && !pt_name_step(name, len, &sp.val))
-                continue;
+                sp.val = -1; /* not a step number: the core counts it */
             if (sp.kind == IMPORT_DIMS)
                 continue;
         }
@@ -980,13 +1078,10 @@ static int nsys_load(const char *path, struct import_sink *sink)
         return error_set("%s: out of memory", path);
     }
     struct nsys_file f = {.path = path, .env_rank = -1, .env_world = -1};
-    int rc = 0;
-    if (sqlite3_open_v2(dbpath, &f.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        rc = error_set("%s: cannot open it as SQLite (%s)", dbpath,
-                       f.db ? sqlite3_errmsg(f.db) : "out of memory");
-    if (rc == 0 &&
-        sqlite3_exec(f.db, "SELECT 1 FROM sqlite_master LIMIT 1", NULL, NULL, NULL) != SQLITE_OK)
-        rc = error_set("%s: not an SQLite database (%s)", dbpath, sqlite3_errmsg(f.db));
+    struct nsys_deadline dl;
+    int rc = nsys_open(dbpath, &f.db, &dl);
+    if (rc == 0)
+        rc = nsys_tables_only(&f);
     if (rc == 0)
         rc = nsys_schema(&f);
     if (rc == 0)
@@ -997,6 +1092,10 @@ static int nsys_load(const char *path, struct import_sink *sink)
                     path, f.npids);
     for (int k = 0; rc == 0 && k < (f.npids ? f.npids : 1); k++)
         rc = nsys_load_rank(&f, sink, f.npids ? f.pids[k] : 0, k);
+    if (rc < 0 && dl.expired) /* the query's own message says only "interrupted" */
+        rc = error_set("%s: reading it took more than %.0f s (the bound for an export of its "
+                       "size: 60 s + 1 s per MiB): a damaged or hostile export?",
+                       path, dl.limit_s);
     sqlite3_close(f.db);
     if (tmp)
         unlink(dbpath);

@@ -54,7 +54,8 @@ static int64_t pt_coll_bytes(struct pt_rank *pr, const struct pt_event *e, enum 
 static int pt_host_event(struct pt_rank *pr, const struct pt_event *e, int64_t end)
 {
     struct import_span sp = {.start_ns = e->ts_ns, .end_ns = end, .tid = e->tid, .val = -1,
-                             .name = e->name, .name_len = e->name_len};
+                             .name = e->name, .name_len = e->name_len,
+                             .ext = e->has_ext ? e->external_id : 0};
     int named = pt_name_span(e->name, e->name_len, e->coll, 0, &sp.kind, &sp.coll);
     if (named < 0)
         return 0;
@@ -65,7 +66,7 @@ static int pt_host_event(struct pt_rank *pr, const struct pt_event *e, int64_t e
         sp.val = e->dims0;
     } else if (sp.kind == IMPORT_STEP) {
         if (!pt_name_step(e->name, e->name_len, &sp.val))
-            return 0; /* not a step number: ignored */
+            sp.val = -1; /* not a step number: the core counts it */
     } else if (sp.kind == IMPORT_COLL || sp.kind == IMPORT_PARAMS || sp.kind == IMPORT_ISSUE) {
         sp.val = pt_coll_bytes(pr, e, sp.coll);
     }
@@ -137,7 +138,8 @@ static int pt_event_at(struct pt_rank *pr, const struct pt_event *e, int64_t end
     case PT_CAT_GPU_USER_ANNOTATION: {
         /* a record_function's span over its device work: a collective's, or a phase's */
         struct import_span sp = {.start_ns = e->ts_ns, .end_ns = end, .val = -1,
-                                 .name = e->name, .name_len = e->name_len};
+                                 .name = e->name, .name_len = e->name_len,
+                                 .ext = e->has_ext ? e->external_id : 0};
         if (pt_name_span(e->name, e->name_len, "", 1, &sp.kind, &sp.coll) <= 0)
             return 0;
         return import_rank_device_span(pr->core, &sp);

@@ -5,6 +5,7 @@
 #include "report/predict.h"
 
 #include "common/error.h"
+#include "common/vec.h"
 #include "report/analysis.h"
 #include "report/layers.h"
 #include "report/outfile.h"
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +238,12 @@ static int source_params(struct source *s)
     }
     if (!meta_int(r, "buckets", &nb) || nb <= 0)
         nb = 0;
+    /* each bucket has its bucket.N.bytes key: more buckets than meta.csv has rows is no
+     * run's (and memory follows the rows, not the number) */
+    if ((size_t)nb > r->nmeta)
+        return error_set("%s/meta.csv: buckets is %ld but the file has %zu rows (each bucket "
+                         "has a bucket.N.bytes row): the run's meta.csv is damaged",
+                         r->dir, nb, r->nmeta);
     s->m.params = calloc((size_t)nb + 1, sizeof *s->m.params);
     if (!s->m.params)
         return error_set("predict: out of memory");
@@ -253,6 +261,14 @@ static int source_params(struct source *s)
     s->m.nlayers = 0; /* pseudo-parameters belong to no layer: spread by bytes */
     return 0;
 }
+
+/* A row of a (step, bucket) cell (key: step << 32 | bucket), or a backward row's end
+ * (key: its step, start: its end_ns), for source_calibrate. */
+struct cell_row {
+    int64_t key;
+    double ms;
+    int64_t start, bytes;
+};
 
 /* Per (collective, rank): sizes and durations, matched across ranks by order. */
 struct coll_rows {
@@ -286,60 +302,69 @@ static int source_calibrate(const struct runset *rs, struct source *s)
         if (r->ranks[q].last_step > maxstep)
             maxstep = r->ranks[q].last_step;
     if (nb > 0 && maxstep > 0 && ar != STRPOOL_NONE && range != STRPOOL_NONE) {
-        size_t cells = (size_t)(maxstep + 1) * (size_t)nb;
-        double *best = malloc(cells * sizeof *best);
-        int64_t *bytes = calloc(cells, sizeof *bytes);
-        int64_t *start = calloc(cells, sizeof *start);
-        int64_t *bend = calloc((size_t)maxstep + 1, sizeof *bend); /* 0: no backward row */
-        if (!best || !bytes || !start || !bend) {
-            free(best);
-            free(bytes);
-            free(start);
-            free(bend);
-            return error_set("predict: out of memory");
-        }
-        for (size_t i = 0; i < cells; i++)
-            best[i] = -1.0;
-        for (int q = 0; q < r->nranks; q++) {
+        /* the cells are the (step, bucket) pairs that have rows, sorted: memory follows the
+         * rows, not the highest step or bucket number they name */
+        struct cell_row *cells = NULL, *bends = NULL;
+        size_t ncells = 0, cap_cells = 0, nbends = 0, cap_bends = 0;
+        for (int q = 0; q < r->nranks && rc == 0; q++) {
             const struct rank_trace *t = &r->ranks[q];
             int dev = 0;
             for (size_t i = 0; i < t->n; i++)
                 if (t->rows[i].phase == ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
                     dev = 1;
             const enum trace_clock clk = dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
-            for (size_t i = 0; i < t->n; i++) {
+            for (size_t i = 0; i < t->n && rc == 0; i++) {
                 const struct run_row *row = &t->rows[i];
                 if (row->phase == bwd && bwd != STRPOOL_NONE && row->clock == clk &&
-                    row->step >= 0 && row->step <= maxstep &&
-                    row->end_ns > bend[row->step])
-                    bend[row->step] = row->end_ns;
+                    row->step >= 0 && row->step <= maxstep && row->end_ns > 0) {
+                    if (VEC_RESERVE(bends, cap_bends, nbends + 1))
+                        rc = error_set("predict: out of memory");
+                    else
+                        bends[nbends++] = (struct cell_row){row->step, 0, row->end_ns, 0};
+                }
                 if (row->phase != ar || !row_counts(s->st, row, range) || row->bucket < 0 ||
                     row->bucket >= nb || row->step > maxstep || row->bytes <= 0 ||
                     row->clock != clk)
                     continue;
-                size_t c = (size_t)row->step * (size_t)nb + (size_t)row->bucket;
-                double ms = (double)(row->end_ns - row->start_ns) / 1e6;
-                if (best[c] < 0 || ms < best[c])
-                    best[c] = ms;
-                if (row->start_ns > start[c])
-                    start[c] = row->start_ns;
-                bytes[c] = row->bytes;
+                if (rc == 0 && VEC_RESERVE(cells, cap_cells, ncells + 1))
+                    rc = error_set("predict: out of memory");
+                if (rc == 0)
+                    cells[ncells++] = (struct cell_row){
+                        (int64_t)row->step << 32 | (int64_t)row->bucket,
+                        (double)(row->end_ns - row->start_ns) / 1e6, row->start_ns, row->bytes};
             }
         }
-        for (size_t c = 0; c < cells && rc == 0; c++)
-            if (best[c] >= 0) {
-                /* the last bucket holds the first layer's gradients: it is ready when
-                 * backward ends (inside the backward range, by the hook), never beside it */
-                const int64_t be = bend[c / (size_t)nb];
-                const int during = be > 0 && start[c] < be && (long)(c % (size_t)nb) != nb - 1;
-                rc = dlist_add(during ? &busy_b : &xb, (double)bytes[c]);
-                if (rc == 0)
-                    rc = dlist_add(during ? &busy_m : &xm, best[c]);
+        /* stable: a cell's rows stay in rank and file order (its bytes are the last row's) */
+        if (rc == 0 && (sort_by_i64(cells, ncells, sizeof *cells, offsetof(struct cell_row, key)) ||
+                        sort_by_i64(bends, nbends, sizeof *bends, offsetof(struct cell_row, key))))
+            rc = error_wrap("predict");
+        size_t b = 0;
+        for (size_t i = 0; i < ncells && rc == 0;) {
+            const int64_t step = cells[i].key >> 32, bucket = cells[i].key & 0xffffffff;
+            double best = cells[i].ms;
+            int64_t start = cells[i].start, bytes = cells[i].bytes;
+            size_t j = i + 1;
+            for (; j < ncells && cells[j].key == cells[i].key; j++) {
+                best = cells[j].ms < best ? cells[j].ms : best;
+                start = cells[j].start > start ? cells[j].start : start;
+                bytes = cells[j].bytes;
             }
-        free(best);
-        free(bytes);
-        free(start);
-        free(bend);
+            i = j;
+            /* the step's backward end (0: no backward row) */
+            while (b < nbends && bends[b].key < step)
+                b++;
+            int64_t be = 0;
+            for (size_t k = b; k < nbends && bends[k].key == step; k++)
+                be = bends[k].start > be ? bends[k].start : be;
+            /* the last bucket holds the first layer's gradients: it is ready when backward
+             * ends (inside the backward range, by the hook), never beside it */
+            const int during = be > 0 && start < be && bucket != nb - 1;
+            rc = dlist_add(during ? &busy_b : &xb, (double)bytes);
+            if (rc == 0)
+                rc = dlist_add(during ? &busy_m : &xm, best);
+        }
+        free(cells);
+        free(bends);
     }
     /* the calibration rows: the k-th of every rank is one collective */
     if (rc == 0 && calib != STRPOOL_NONE && car != STRPOOL_NONE) {
@@ -504,38 +529,54 @@ static int source_steps(const struct runset *rs, struct source *s)
     s->m.held_world = s->world;
     if (maxstep < 1 || fwd == STRPOOL_NONE || bwd == STRPOOL_NONE)
         return 0;
-    const size_t ns = (size_t)maxstep + 1, nr = (size_t)r->nranks;
-    double *c = calloc(ns * nr, sizeof *c);
-    if (!c)
-        return error_set("predict: out of memory");
+    /* per (step, rank) with rows, sorted: memory follows the rows, not the step numbers */
+    const size_t nr = (size_t)r->nranks;
+    struct rank_ms {
+        int64_t key; /* step * ranks + rank */
+        double ms;
+    } *v = NULL;
+    size_t nv = 0, cap = 0;
     for (size_t q = 0; q < nr; q++) {
         const struct rank_trace *t = &r->ranks[q];
         for (size_t i = 0; i < t->n; i++) {
             const struct run_row *row = &t->rows[i];
             if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
-                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep)
-                c[(size_t)row->step * nr + q] += (double)(row->end_ns - row->start_ns) / 1e6;
+                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep) {
+                if (VEC_RESERVE(v, cap, nv + 1)) {
+                    free(v);
+                    return error_set("predict: out of memory");
+                }
+                v[nv++] = (struct rank_ms){(int64_t)row->step * (int64_t)nr + (int64_t)q,
+                                           (double)(row->end_ns - row->start_ns) / 1e6};
+            }
         }
     }
-    s->m.compute_ms = malloc(ns * nr * sizeof *s->m.compute_ms);
-    if (!s->m.compute_ms) {
+    double *c = calloc(nr + 1, sizeof *c); /* one step's sums per rank */
+    s->m.compute_ms = malloc((nv + 1) * sizeof *s->m.compute_ms);
+    if (!c || !s->m.compute_ms || sort_by_i64(v, nv, sizeof *v, offsetof(struct rank_ms, key))) {
+        free(v);
         free(c);
         return error_set("predict: out of memory");
     }
     double *tmp = s->m.compute_ms;
     size_t n = 0;
-    for (size_t st = 1; st < ns; st++) {
+    for (size_t i = 0; i < nv;) {
+        const int64_t step = v[i].key / (int64_t)nr;
+        memset(c, 0, nr * sizeof *c);
+        for (; i < nv && v[i].key / (int64_t)nr == step; i++)
+            c[v[i].key % (int64_t)nr] += v[i].ms;
         double sum = 0;
         int all = 1;
         for (size_t q = 0; q < nr; q++) {
-            sum += c[st * nr + q];
-            all &= c[st * nr + q] > 0;
+            sum += c[q];
+            all &= c[q] > 0;
         }
         if (!all)
             continue;
         for (size_t q = 0; q < nr; q++)
-            tmp[n++] = nr > 1 ? c[st * nr + q] - sum / (double)nr : c[st * nr + q];
+            tmp[n++] = nr > 1 ? c[q] - sum / (double)nr : c[q];
     }
+    free(v);
     s->m.ncompute = n;
     if (nr == 1 && n > 0) { /* one rank: its spread around the median step */
         double *cp = malloc(n * sizeof *cp);

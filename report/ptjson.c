@@ -2,7 +2,15 @@
  * small state machine with one context per nesting level (the top object, traceEvents,
  * an event, its args, "Input Dims", distributedInfo, or something skipped); an event's
  * fields land in one struct pt_event that is handed over when the event's map closes.
- * Nothing is allocated per event. */
+ * Nothing is allocated per event.
+ *
+ * yajl re-lexes a token cut by the end of a chunk from its start on every later chunk, so a
+ * token spread over k chunks costs k times its length (a 256 MiB number took 153 s in 1 MiB
+ * chunks).  ptjson_feed therefore never hands yajl a chunk that ends inside a string, number
+ * or literal: it finds where the last token of the chunk starts (strings are skipped with
+ * memchr, an escaped quote told by the backslashes before it), holds that tail back and
+ * passes the token on whole once its end has come: every byte is lexed once, and a token is
+ * held at most once, up to PTJSON_TOKEN_MAX bytes. */
 #include "report/ptjson.h"
 
 #include <math.h>
@@ -44,6 +52,12 @@ enum pt_key {
 
 struct ptjson {
     yajl_handle h;
+    int bom;            /* bytes of a UTF-8 byte order mark matched at the start; 3: done,
+                           -1: no mark */
+    char *name;         /* the current event's name (ev.name), NUL-terminated */
+    size_t name_cap;
+    unsigned char *tok; /* a token held back: it started in an earlier chunk and has not ended */
+    size_t tok_len, tok_cap;
     const char *what;
     pt_event_fn fn;
     void *ctx;
@@ -365,10 +379,24 @@ static int pt_string(void *vp, const unsigned char *s, size_t len)
     if (cx == CT_EVENT) {
         switch (pt_pending(p)) {
         case K_NAME:
-            e->name_cut = len > TRACE_NAME_MAX;
-            e->name_len = len > TRACE_NAME_MAX ? TRACE_NAME_MAX : len;
-            memcpy(e->name, s, e->name_len);
-            e->name[e->name_len] = '\0';
+            if (len + 1 > p->name_cap) {
+                size_t cap = p->name_cap ? p->name_cap : 256;
+                while (cap < len + 1)
+                    cap *= 2;
+                char *n = realloc(p->name, cap);
+                if (!n) {
+                    p->failed = 1;
+                    error_set("%s: out of memory for a %zu-byte event name at byte %llu",
+                              p->what, len, (unsigned long long)p->bytes);
+                    return 0;
+                }
+                p->name = n;
+                p->name_cap = cap;
+            }
+            memcpy(p->name, s, len);
+            p->name[len] = '\0';
+            e->name = p->name;
+            e->name_len = len;
             break;
         case K_PH:
             e->ph = len > 0 ? (char)s[0] : 0;
@@ -480,8 +508,8 @@ static int pt_open(struct ptjson *p, int is_map)
         case CT_EVENTS:
             if (is_map) {
                 cx = CT_EVENT;
-                memset(&p->ev, 0, offsetof(struct pt_event, name));
-                p->ev.name[0] = '\0';
+                memset(&p->ev, 0, sizeof p->ev);
+                p->ev.name = "";
             }
             break;
         case CT_EVENT:
@@ -592,6 +620,8 @@ void ptjson_free(struct ptjson *p)
     if (!p)
         return;
     yajl_free(p->h);
+    free(p->tok);
+    free(p->name);
     free(p);
 }
 
@@ -621,7 +651,8 @@ static int pt_yajl_error(struct ptjson *p, const unsigned char *buf, size_t len)
                      p->what, (unsigned long long)at, text);
 }
 
-int ptjson_feed(struct ptjson *p, const void *buf, size_t len)
+/* Hand buf[0..len) to yajl.  Returns 0 or -1 after error_set(). */
+static int pt_yajl(struct ptjson *p, const unsigned char *buf, size_t len)
 {
     if (len == 0)
         return 0;
@@ -631,8 +662,152 @@ int ptjson_feed(struct ptjson *p, const void *buf, size_t len)
     return 0;
 }
 
+/* Can byte c be inside a number or a literal (true, false, null)? */
+static int pt_bare(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           c == '.' || c == '+' || c == '-';
+}
+
+/* The backslashes right before s[i] (continuing into the held token's bytes when they reach
+ * s's start).  A run of them is counted once per quote after it: linear overall. */
+static size_t pt_backslashes(const struct ptjson *p, const unsigned char *s, size_t i)
+{
+    size_t n = 0;
+    while (i > 0 && s[i - 1] == '\\') {
+        n++;
+        i--;
+    }
+    if (i == 0)
+        for (size_t k = p->tok_len; k > 1 && p->tok[k - 1] == '\\'; k--)
+            n++;
+    return n;
+}
+
+/* The end of a string whose content goes on at s[from..len): the index after its closing
+ * quote, or 0 when it does not end in s. */
+static size_t pt_string_end(const struct ptjson *p, const unsigned char *s, size_t from,
+                            size_t len)
+{
+    for (size_t i = from; i < len;) {
+        const unsigned char *q = memchr(s + i, '"', len - i);
+        if (!q)
+            return 0;
+        size_t at = (size_t)(q - s);
+        if (pt_backslashes(p, s, at) % 2 == 0)
+            return at + 1;
+        i = at + 1;
+    }
+    return 0;
+}
+
+/* Hold s[0..n) back, after what is held already.  Returns 0, or -1 after error_set() when
+ * the token would pass PTJSON_TOKEN_MAX (or no memory). */
+static int pt_hold(struct ptjson *p, const unsigned char *s, size_t n)
+{
+    if (p->tok_len + n > PTJSON_TOKEN_MAX + 2) /* + 2: a string's quotes */
+        return error_set("%s: a JSON %s longer than %d MiB at byte %llu: no profiler trace "
+                         "holds one (a damaged or hostile file); not read further",
+                         p->what, (p->tok_len ? p->tok[0] : s[0]) == '"' ? "string" : "number",
+                         PTJSON_TOKEN_MAX >> 20, (unsigned long long)p->bytes);
+    if (p->tok_len + n > p->tok_cap) {
+        size_t cap = p->tok_cap ? p->tok_cap : 4096;
+        while (cap < p->tok_len + n)
+            cap *= 2;
+        unsigned char *t = realloc(p->tok, cap);
+        if (!t)
+            return error_set("%s: out of memory holding a %zu-byte JSON token at byte %llu",
+                             p->what, p->tok_len + n, (unsigned long long)p->bytes);
+        p->tok = t;
+        p->tok_cap = cap;
+    }
+    memcpy(p->tok + p->tok_len, s, n);
+    p->tok_len += n;
+    return 0;
+}
+
+int ptjson_feed(struct ptjson *p, const void *data, size_t len)
+{
+    const unsigned char *buf = data;
+    size_t pos = 0;
+    /* a UTF-8 byte order mark before the JSON (an editor on Windows writes one; JSON's RFC
+     * lets a parser ignore it): skipped, counted in the byte offsets */
+    static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+    while (p->bom >= 0 && p->bom < 3 && pos < len) {
+        if (buf[pos] == bom[p->bom]) {
+            p->bom++;
+            pos++;
+            continue;
+        }
+        const int matched = p->bom;
+        p->bom = -1; /* not a mark: what matched of it is JSON (not valid JSON) */
+        if (matched && pt_yajl(p, bom, (size_t)matched) < 0)
+            return -1;
+    }
+    if (p->bom == 3) {
+        p->bytes += 3;
+        p->bom = -2; /* counted */
+    }
+    buf += pos;
+    len -= pos;
+    pos = 0;
+    if (p->tok_len > 0) { /* the held token: does it end in this chunk? */
+        size_t end = 0;
+        int ends;
+        if (p->tok[0] == '"') {
+            end = pt_string_end(p, buf, 0, len);
+            ends = end > 0;
+        } else {
+            while (end < len && pt_bare(buf[end]))
+                end++;
+            ends = end < len;
+        }
+        if (!ends)
+            return pt_hold(p, buf, len);
+        if (pt_hold(p, buf, end) < 0)
+            return -1;
+        size_t n = p->tok_len;
+        p->tok_len = 0; /* pt_yajl's error message may count on it */
+        if (pt_yajl(p, p->tok, n) < 0)
+            return -1;
+        if (p->tok_cap > (1u << 20)) { /* a long token's room is not kept for the rest */
+            free(p->tok);
+            p->tok = NULL;
+            p->tok_cap = 0;
+        }
+        pos = end;
+    }
+    /* where the chunk's last token starts, when it may go on in the next chunk */
+    size_t hold = len;
+    for (size_t i = pos; i < len;) {
+        const unsigned char *q = memchr(buf + i, '"', len - i);
+        if (!q) { /* no string left: a number or literal at the very end may go on */
+            size_t k = len;
+            while (k > i && pt_bare(buf[k - 1]))
+                k--;
+            hold = k;
+            break;
+        }
+        size_t open = (size_t)(q - buf), end = pt_string_end(p, buf, open + 1, len);
+        if (end == 0) {
+            hold = open;
+            break;
+        }
+        i = end;
+    }
+    if (pt_yajl(p, buf + pos, hold - pos) < 0)
+        return -1;
+    return hold < len ? pt_hold(p, buf + hold, len - hold) : 0;
+}
+
 int ptjson_finish(struct ptjson *p)
 {
+    if (p->tok_len > 0) { /* the input ends inside it (a number ends there; a string is cut) */
+        size_t n = p->tok_len;
+        p->tok_len = 0;
+        if (pt_yajl(p, p->tok, n) < 0)
+            return -1;
+    }
     if (yajl_complete_parse(p->h) == yajl_status_ok)
         return p->seen_top ? 0 : error_set("%s: empty file: no JSON in it", p->what);
     if (p->failed || p->top_scalar)

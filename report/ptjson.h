@@ -9,7 +9,7 @@
  * rounded to the nearest; the args "External id", "correlation", "stream", "Collective
  * name", "In msg nelems", "Out msg nelems", "dtype", "Input Dims" (only the first size of
  * the first input with at least two dimensions) and, for metadata events, "name".  A field
- * of the wrong JSON type counts as absent.  Nothing here knows what the events mean: that is
+ * of the wrong JSON type counts as absent; the name is kept whole.  Nothing here knows what the events mean: that is
  * report/import_pytorch.c (with report/pytorch_names.c) and the import core. */
 #ifndef DDPPROF_REPORT_PTJSON_H
 #define DDPPROF_REPORT_PTJSON_H
@@ -45,7 +45,7 @@ struct pt_event {
     char ph; /* 'X', 'M', 'i', 's', 'f', ...; 0 when absent */
     enum pt_cat cat;
     unsigned has_ts : 1, has_dur : 1, has_tid : 1, has_corr : 1, has_ext : 1, has_stream : 1,
-        has_nelems : 1, has_out_nelems : 1, has_dims0 : 1, name_cut : 1,
+        has_nelems : 1, has_out_nelems : 1, has_dims0 : 1,
         bad_dur : 1; /* a dur that is no duration: negative, not a number, beyond int64 ns */
     int64_t ts_ns, dur_ns;
     int64_t pid, tid;   /* numbers as written; a string is hashed into a negative id */
@@ -57,7 +57,9 @@ struct pt_event {
     char dtype[32];     /* args "dtype" */
     char meta[128];     /* args "name" (process_name, thread_name metadata events) */
     size_t name_len;
-    char name[TRACE_NAME_MAX + 1]; /* cut at TRACE_NAME_MAX bytes (name_cut set) */
+    const char *name; /* whole (no cap but PTJSON_TOKEN_MAX: a templated kernel's name can
+                         run to several KiB, and tools compare them whole), NUL-terminated;
+                         owned by the parser, valid during the callback */
 };
 
 /* The top-level fields of a Kineto trace (they may come before or after traceEvents). */
@@ -81,8 +83,15 @@ struct ptjson; /* the parser state (ptjson.c) */
 struct ptjson *ptjson_new(const char *what, pt_event_fn fn, void *ctx);
 void ptjson_free(struct ptjson *p);
 
+/* The longest JSON string (its bytes as written, between the quotes) or number the reader
+ * takes: a kernel name of a few KiB is the longest any profiler writes; a longer token is a
+ * damaged or hostile file, refused where it starts rather than read for minutes (a 4 MB .gz
+ * can hold a 4 GiB string).  Each byte of a token is lexed once, so time is linear up to it. */
+#define PTJSON_TOKEN_MAX (64 << 20)
+
 /* Parse the next len bytes.  Returns 0, or -1 after error_set() ("WHAT: not valid JSON at
- * byte N: ..." or the callback's own message). */
+ * byte N: ...", "WHAT: a JSON string longer than 64 MiB at byte N: ..." or the callback's
+ * own message).  A token that the chunk ends inside is held (copied) until its end comes. */
 int ptjson_feed(struct ptjson *p, const void *buf, size_t len);
 
 /* End of input.  Returns 0 when the document was complete, 1 when it was cut short

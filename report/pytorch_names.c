@@ -26,7 +26,11 @@ static const struct pt_name_rule {
     enum import_coll coll;
 } pt_name_rules[] = {
     {PT_PREFIX, "autograd::engine::evaluate_function: ", PT_BOTH, IMPORT_BACKWARD, 0},
-    {PT_PREFIX, PT_STEP_PREFIX, PT_HOST, IMPORT_STEP, 0},
+    {PT_PREFIX, PT_STEP_PREFIX, PT_BOTH, IMPORT_STEP, 0},
+    /* ddpprof's own export (report/kineto.c): the all-reduces that carry no gradients, and
+     * evaluation, which PyTorch has no name for */
+    {PT_EXACT, "ddpprof.comm.allreduce", PT_BOTH, IMPORT_COLL, IMPORT_COLL_ALL_REDUCE_OTHER},
+    {PT_EXACT, "ddpprof.eval", PT_BOTH, IMPORT_EVAL, 0},
     {PT_EXACT, "DistributedDataParallel.forward", PT_BOTH, IMPORT_FORWARD, 0},
     {PT_PREFIX, "Optimizer.step#", PT_BOTH, IMPORT_OPTIMIZER, 0},
     {PT_PREFIX, "Optimizer.zero_grad#", PT_BOTH, IMPORT_OPTIMIZER, 0},
@@ -112,11 +116,13 @@ static enum import_coll pt_coll_of_arg(const char *arg)
     return pt_coll_of_word(arg, strlen(arg));
 }
 
-/* "nccl:...", "gloo:...": the length of the backend's name and its colon, 0 when none */
+/* "nccl:...", "gloo:...", "shm-staged:..." (a ddpprof comm, in its export): the length of
+ * the backend's name and its colon, 0 when none */
 static size_t pt_backend_len(const char *s, size_t len)
 {
     size_t i = 0;
-    while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+    while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+                       (i > 0 && (s[i] == '-' || s[i] == '_'))))
         i++;
     return i > 0 && i < len && s[i] == ':' ? i + 1 : 0;
 }

@@ -914,7 +914,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
         if (asprintf(&path, "%s/timeline.json", out) < 0)
             rc = error_set("report: out of memory");
         else
-            rc = timeline_write(&rs, path);
+            rc = timeline_write(&rs, st, path,
+                                opts && opts->timeline_full ? 0 : TIMELINE_MAX_BYTES);
         free(path);
     }
     char **whatif = NULL; /* the DDP run's predictions (report/predict.h) */
@@ -1015,8 +1016,8 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
 const char *report_usage(void)
 {
     return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--warmup-steps N] [--hta-defaults] [--diff]; ddpprof diff A B | ddpprof diff "
-           "MAIN_JOB_DIR [--out DIR] [--warmup-steps N]";
+           "[--timeline steps|full] [--warmup-steps N] [--hta-defaults] [--diff]; ddpprof "
+           "diff A B | ddpprof diff MAIN_JOB_DIR [--out DIR] [--warmup-steps N]";
 }
 
 int report_main(int argc, char **argv)
@@ -1039,6 +1040,14 @@ int report_main(int argc, char **argv)
             o.out_dir = argv[++i];
         } else if (strcmp(argv[i], "--kineto") == 0) {
             o.kineto = 1;
+        } else if (strcmp(argv[i], "--timeline") == 0) {
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "full") != 0 &&
+                                  strcmp(argv[i + 1], "steps") != 0)) {
+                free(inputs);
+                return error_set("report: --timeline is 'steps' (the default: at most 64 MiB) "
+                                 "or 'full' (%s)", report_usage());
+            }
+            o.timeline_full = strcmp(argv[++i], "full") == 0;
         } else if (strcmp(argv[i], "--hta-defaults") == 0) {
             o.hta_defaults = 1;
         } else if (strcmp(argv[i], "--diff") == 0) {
@@ -1063,6 +1072,10 @@ int report_main(int argc, char **argv)
                    "              exporter's array; .gz too): all the files given form one run\n"
                    "  --out DIR   where the tables go (default: the first input's directory)\n"
                    "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n"
+                   "  --timeline steps|full  timeline.json: at most 64 MiB, every rank's steps\n"
+                   "              around each run's median and slowest step when all of it\n"
+                   "              is more (steps, the default; its otherData.rows says what\n"
+                   "              it kept), or every row (full)\n"
                    "  --warmup-steps N  leave each run's first N steps out of the per-step\n"
                    "              statistics (default: until the step time settles,\n"
                    "              report/FORMULAS.md \"Warm-up steps\"; 0 keeps them all)\n"

@@ -29,6 +29,8 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
 struct report_opts {
     const char *out_dir; /* NULL: the first input (a file's directory) */
     int kineto;          /* also write each ddpprof rank as Kineto JSON (out/kineto/...) */
+    int timeline_full;   /* --timeline full: every row in timeline.json (else at most
+                            TIMELINE_MAX_BYTES, report/timeline.h) */
     int warmup_given;    /* 0: detect each run's warm-up steps (report/FORMULAS.md) */
     int warmup_steps;    /* warmup_given: leave each run's first warmup_steps steps out of
                             the per-step statistics (0: none) */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,15 @@
 #include "common/printable.h"
 #include "common/vec.h"
 #include "report/ops.h"
+#include "report/sort.h"
 
 #define RUN_READ_CHUNK (1u << 20)
+/* A row's times as a run can have them: within 4e18 ns (127 years) of the clock's zero,
+ * lasting at most 1e14 ns (28 hours), the bounds of the imports (report/import_core.h);
+ * beyond them a row is left out with a warning (an end_ns of INT64_MAX made a p95 of
+ * 9.2e12 ms), and sums of durations stay far from int64 overflow. */
+#define RUN_MAX_TIME_NS 4000000000000000000LL
+#define RUN_MAX_ROW_NS 100000000000000LL
 
 void report_warn(const char *fmt, ...)
 {
@@ -76,6 +84,13 @@ static int run_parse_i64(const char *s, size_t len, int64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* The length of a UTF-8 byte order mark at the start of a file's first bytes (3), else 0:
+ * a spreadsheet or an editor on Windows may write one, and the header is the same. */
+static size_t run_bom(const char *s, size_t len)
+{
+    return len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
 /* ---- small CSV files (meta.csv, metrics.csv): one callback per complete row ---- */
@@ -174,7 +189,7 @@ static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
     struct run_rows r = {.path = path, .fn = fn, .ctx = ctx};
     char buf[16384];
     ssize_t got;
-    int rc = 0;
+    int rc = 0, first = 1;
     while (!r.failed && (got = read(fd, buf, sizeof buf)) != 0) {
         if (got < 0) {
             if (errno == EINTR)
@@ -182,7 +197,10 @@ static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
             rc = error_set("%s: read failed (%s)", path, strerror(errno));
             break;
         }
-        if (csv_parse(&p, buf, (size_t)got, run_rows_field, run_rows_end, &r) != (size_t)got &&
+        const size_t bom = first ? run_bom(buf, (size_t)got) : 0;
+        first = 0;
+        got -= (ssize_t)bom;
+        if (csv_parse(&p, buf + bom, (size_t)got, run_rows_field, run_rows_end, &r) != (size_t)got &&
             !r.failed) {
             rc = error_set("%s line %ld: malformed CSV (%s): rewrite the file", path,
                            r.lines_done + 1, csv_strerror(csv_error(&p)));
@@ -313,6 +331,8 @@ struct trace_parse {
     struct run_row cur;
     int64_t cur_rank;
     long rows_ended;  /* rows (not blank lines) completed: tells when libcsv finished one */
+    size_t absurd;    /* rows left out for a time no run has (trace_on_row) */
+    long absurd_line; /* the first one's line */
     int bad;          /* the current row has a bad field; message in badmsg */
     char badmsg[320];
     int failed;       /* error_set() was called: stop */
@@ -509,6 +529,11 @@ static void trace_on_row(int c, void *data)
             t->failed = 1;
             error_set("%s line %ld: rank %lld in the trace of rank %d", t->path, t->row_line,
                       (long long)t->cur_rank, t->rank);
+        } else if (t->cur.start_ns < -RUN_MAX_TIME_NS || t->cur.end_ns > RUN_MAX_TIME_NS ||
+                   (uint64_t)t->cur.end_ns - (uint64_t)t->cur.start_ns >
+                       (uint64_t)RUN_MAX_ROW_NS) {
+            if (t->absurd++ == 0)
+                t->absurd_line = t->row_line;
         } else if (trace_append(t) < 0) {
             t->failed = 1;
         }
@@ -565,6 +590,137 @@ static int trace_feed_csv(struct trace_parse *t, struct csv_parser *p, const cha
     return 0;
 }
 
+/* A row's fields folded into 64 bits (FNV-1a), for finding repeated rows. */
+static uint64_t trace_row_hash(const struct run_row *r)
+{
+    const int64_t v[] = {r->start_ns, r->end_ns, r->bytes, r->step, r->epoch, r->bucket,
+                         r->stream, r->name, r->phase, r->kind, r->clock};
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof v; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+struct row_key {
+    int64_t key; /* the hash */
+    size_t i;    /* the row */
+};
+
+#define ROW_CMP_(f)                                                                          \
+    if (a->f != b->f)                                                                        \
+        return a->f < b->f ? -1 : 1;
+/* Rows field for field (0: the same row). */
+static int trace_row_cmp(const struct run_row *a, const struct run_row *b)
+{
+    ROW_CMP_(start_ns) ROW_CMP_(end_ns) ROW_CMP_(bytes) ROW_CMP_(step) ROW_CMP_(epoch)
+    ROW_CMP_(bucket) ROW_CMP_(stream) ROW_CMP_(name) ROW_CMP_(phase) ROW_CMP_(kind)
+    ROW_CMP_(clock)
+    return 0;
+}
+#undef ROW_CMP_
+
+/* row_keys of one hash: by their rows' fields, then file order */
+static int trace_key_cmp(const void *x, const void *y, void *rows)
+{
+    const struct row_key *a = x, *b = y;
+    const struct run_row *r = rows;
+    int c = trace_row_cmp(&r[a->i], &r[b->i]);
+    return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Leave out rows that repeat an earlier row field for field (a trace written twice, rows
+ * concatenated): no two ranges or activities of a run have the same times and everything
+ * else, and a repeated one counts twice in every table.  *dropped gets how many.  Returns
+ * 0, or -1 after error_set(). */
+static int trace_drop_repeats(struct rank_trace *t, size_t *dropped)
+{
+    *dropped = 0;
+    if (t->n < 2)
+        return 0;
+    struct row_key *k = malloc(t->n * sizeof *k);
+    unsigned char *gone = calloc(t->n, 1);
+    if (!k || !gone) {
+        free(k);
+        free(gone);
+        return error_set("%s: out of memory checking %zu rows for repeats", t->path, t->n);
+    }
+    for (size_t i = 0; i < t->n; i++)
+        k[i] = (struct row_key){(int64_t)trace_row_hash(&t->rows[i]), i};
+    int rc = sort_by_i64(k, t->n, sizeof *k, offsetof(struct row_key, key));
+    /* equal hashes are adjacent; within one hash (almost always one row, or copies of
+     * one), rows sorted by their fields then file order: a copy follows its first */
+    for (size_t a = 0; rc == 0 && a < t->n;) {
+        size_t b = a + 1;
+        while (b < t->n && k[b].key == k[a].key)
+            b++;
+        if (b - a > 1)
+            qsort_r(k + a, b - a, sizeof *k, trace_key_cmp, t->rows);
+        for (size_t j = a + 1; j < b; j++)
+            if (trace_row_cmp(&t->rows[k[j - 1].i], &t->rows[k[j].i]) == 0) {
+                gone[k[j].i] = 1;
+                (*dropped)++;
+            }
+        a = b;
+    }
+    if (rc == 0 && *dropped) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (!gone[i])
+                t->rows[n++] = t->rows[i];
+        t->n = n;
+    }
+    free(k);
+    free(gone);
+    return rc < 0 ? error_wrap("%s", t->path) : 0;
+}
+
+/* What the tables would leave out of a trace without a word, said with a count: repeated
+ * rows (left out), phases the format does not have, all-reduce rows without a bucket.
+ * Returns 0, or -1 after error_set(). */
+static int trace_check_rows(const struct strpool *labels, struct rank_trace *t)
+{
+    size_t dropped;
+    if (trace_drop_repeats(t, &dropped) < 0)
+        return -1;
+    if (dropped)
+        report_warn("%s: %zu row(s) repeat an earlier row field for field (a trace written "
+                    "twice?): counted once",
+                    t->path, dropped);
+    signed char *known = calloc((size_t)labels->n + 1, 1); /* 0 unseen, 1 a phase, -1 not */
+    if (!known)
+        return error_set("%s: out of memory", t->path);
+    const uint32_t allreduce = strpool_find(labels, trace_phase_name(TRACE_PHASE_ALLREDUCE));
+    size_t unknown = 0, no_bucket = 0;
+    uint32_t first_unknown = STRPOOL_NONE;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct run_row *r = &t->rows[i];
+        if (r->phase < labels->n && known[r->phase] == 0) {
+            const char *ph = strpool_get(labels, r->phase);
+            known[r->phase] = trace_phase_of(ph, strlen(ph)) >= 0 ? 1 : -1;
+        }
+        if (r->phase < labels->n && known[r->phase] < 0) {
+            unknown++;
+            if (first_unknown == STRPOOL_NONE)
+                first_unknown = r->phase;
+        }
+        no_bucket += r->phase == allreduce && r->bucket < 0;
+    }
+    free(known);
+    char shown[TEXT_PRINTABLE_MAX];
+    if (unknown)
+        report_warn("%s: %zu row(s) of a phase the trace format does not have (e.g. '%s'; "
+                    "probes/TRACE.md): listed under it in phases.csv, but counted as neither "
+                    "compute nor communication",
+                    t->path, unknown,
+                    text_printable(strpool_get(labels, first_unknown), 40, shown, sizeof shown));
+    if (no_bucket)
+        report_warn("%s: %zu allreduce row(s) with a negative bucket (a gradient bucket's "
+                    "all-reduce has its bucket id): in no row of buckets.csv",
+                    t->path, no_bucket);
+    return 0;
+}
+
 int trace_load(struct strpool *names, struct strpool *labels, const char *path, int rank,
                int64_t offset_ns, struct rank_trace *out)
 {
@@ -596,6 +752,7 @@ int trace_load(struct strpool *names, struct strpool *labels, const char *path, 
         rc = error_set("%s: out of memory for the read buffer", path);
     size_t keep = 0; /* bytes of an unfinished line carried over at buf[0] */
     int in_csv = 0;  /* libcsv is in the middle of a row */
+    int first = 1;
     ssize_t got;
     while (rc == 0 && !t.failed && (got = read(fd, buf + keep, RUN_READ_CHUNK - keep)) != 0) {
         if (got < 0) {
@@ -604,7 +761,8 @@ int trace_load(struct strpool *names, struct strpool *labels, const char *path, 
             rc = error_set("%s: read failed (%s)", path, strerror(errno));
             break;
         }
-        size_t len = keep + (size_t)got, pos = 0;
+        size_t len = keep + (size_t)got, pos = first ? run_bom(buf, len) : 0;
+        first = 0;
         while (rc == 0 && !t.failed && pos < len) {
             const char *nl = memchr(buf + pos, '\n', len - pos);
             if (!nl) {
@@ -638,6 +796,13 @@ int trace_load(struct strpool *names, struct strpool *labels, const char *path, 
     close(fd);
     free(buf);
     free(t.colmap);
+    if (rc == 0 && t.absurd)
+        report_warn("%s: %zu row(s) with a time no run has (beyond %.0e ns, or lasting more "
+                    "than %.0f hours; first at line %ld): left out of every table",
+                    path, t.absurd, (double)RUN_MAX_TIME_NS, RUN_MAX_ROW_NS / 3.6e12,
+                    t.absurd_line);
+    if (rc == 0)
+        rc = trace_check_rows(labels, out);
     return rc;
 }
 
@@ -705,6 +870,29 @@ static int run_highest_rank_file(const char *dir)
     }
     closedir(d);
     return hi;
+}
+
+/* Say so when dir holds trace files of ranks at or above world_size (an earlier run's
+ * left in the directory, or a meta.csv of another run): they are not read. */
+static void run_warn_ranks_above(const char *dir, int world_size)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    int above = 0, first = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const int n = trace_file_rank(e->d_name);
+        if (n >= world_size) {
+            above++;
+            first = first < 0 || n < first ? n : first;
+        }
+    }
+    closedir(d);
+    if (above)
+        report_warn("%s: %d trace file(s) of a rank not below meta.csv's world_size %d (e.g. "
+                    TRACE_FILE_FORMAT "): not read",
+                    dir, above, world_size, first);
 }
 
 /* rankN.flight.csv beside the trace (probes/TRACE.md), as common/flight_file.h reads it:
@@ -833,6 +1021,7 @@ static int run_load_traces(struct runset *rs, struct run *r)
             return -1;
         t->flight = run_flight_position(r->dir, rank);
     }
+    run_warn_ranks_above(r->dir, r->world_size);
     /* one node's directory of a multi-node run (its ranks only): runset_finish merges the
      * nodes' directories and warns then if ranks are still missing */
     const char *lw = run_meta(r, "local_world_size");

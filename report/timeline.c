@@ -12,13 +12,14 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "report/outfile.h"
 #include "common/vec.h"
 #include "probes/trace_format.h"
+#include "report/analysis.h"
+#include "report/outfile.h"
 
 struct jw {
     FILE *f;
-    char buf[1 << 18]; /* room for one event of three quoted strings at their cap */
+    char buf[1 << 18]; /* longer strings (names have no cap) are written past it */
     size_t len;
 };
 
@@ -47,7 +48,8 @@ static void jw_cstr(struct jw *w, const char *s)
 }
 
 
-/* Unchecked appends: the caller made room with jw_reserve. */
+/* Appends for the fixed text: room made ahead by jw_reserve (one compare per event), a
+ * string of any length through jw_put. */
 static void jw_reserve(struct jw *w, size_t n)
 {
     if (w->len + n > sizeof w->buf)
@@ -56,6 +58,10 @@ static void jw_reserve(struct jw *w, size_t n)
 
 static void jw_raw(struct jw *w, const char *s, size_t n)
 {
+    if (w->len + n > sizeof w->buf) {
+        jw_put(w, s, n);
+        return;
+    }
     memcpy(w->buf + w->len, s, n);
     w->len += n;
 }
@@ -88,12 +94,10 @@ static void jw_us(struct jw *w, int64_t ns)
     jw_raw(w, frac, 4);
 }
 
-#define JSON_MAX_CHARS 4096 /* longer names (templated kernels) are cut here */
-
 char *timeline_json_quote(const char *s)
 {
-    size_t n = strnlen(s, JSON_MAX_CHARS);
-    char *out = malloc(6 * n + 3), *o = out;
+    size_t n = strlen(s); /* whole: a templated kernel's name can run to several KiB */
+    char *out = n < (SIZE_MAX - 3) / 6 ? malloc(6 * n + 3) : NULL, *o = out;
     if (!out)
         return NULL;
     *o++ = '"';
@@ -176,11 +180,6 @@ static int timeline_tid(const struct run_row *r)
     return base + s;
 }
 
-/* Rows of one lane that partly overlap (NCCL host rows of two buckets in flight, spanning
- * launch to wait-return) go to sub-lanes of it: sub-lane j of lane tid is tid + j *
- * TIMELINE_SUBLANE (j = 0 is the lane itself).  Perfetto draws a lane as a stack and
- * truncates a slice that starts inside another and ends after it. */
-#define TIMELINE_SUBLANE 1000000
 
 /* "host compute", "device comm", "host stream 7", "cuda stream 13" (+ " #2" for the second
  * sub-lane): the clock and lane names of the trace format (probes/trace_format.h) */
@@ -225,9 +224,7 @@ struct sublane {
     size_t n, cap;
 };
 
-/* tid[r] = the thread of row r of t: its lane (timeline_tid), moved to the first sub-lane
- * on which it nests in or follows what is open there.  0, or -1 (out of memory). */
-static int timeline_assign_lanes(const struct rank_trace *t, int *tid)
+int timeline_assign_lanes(const struct rank_trace *t, int *tid)
 {
     size_t *order = malloc((t->n + 1) * sizeof *order);
     struct sublane *subs = NULL;
@@ -368,7 +365,106 @@ static void timeline_collect(const char *path)
                 path, dst);
 }
 
-int timeline_write(const struct runset *rs, const char *path)
+/* ---- the bound: which rows are written ---- */
+
+/* The steps of one run that are written: all rows, or those of steps in the windows. */
+struct tl_keep {
+    int all;
+    int nwin;
+    int lo[2], hi[2];
+};
+
+static int tl_kept(const struct tl_keep *k, const struct run_row *row)
+{
+    if (k->all)
+        return 1;
+    for (int j = 0; j < k->nwin; j++)
+        if (row->step >= k->lo[j] && row->step <= k->hi[j])
+            return 1;
+    return 0;
+}
+
+/* About the bytes a row takes in the file (its name, phase and kind quoted, the fixed text
+ * and numbers): the bound's measure. */
+static size_t tl_row_bytes(struct quoted *names, struct quoted *labels, const struct run_row *row,
+                           uint32_t range)
+{
+    size_t nn, np, nk = 0;
+    quoted_get(names, row->name, &nn);
+    quoted_get(labels, row->phase, &np);
+    if (row->kind != range)
+        quoted_get(labels, row->kind, &nk);
+    return nn + np + nk + 150;
+}
+
+/* The rows to write: all when they fit in max_bytes (0: no bound), else per run the steps
+ * of its windows around the median and slowest steps (st: rep_steps), w steps either side
+ * for the largest w <= TIMELINE_WINDOW that fits (0 when none does).  keep[] gets one per
+ * run; *what the sentence of the file's metadata. */
+static void tl_choose(const struct runset *rs, const struct run_stat *st, size_t max_bytes,
+                      struct quoted *names, struct quoted *labels, struct tl_keep *keep,
+                      char *what, size_t cap)
+{
+    const uint32_t range = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
+    size_t total = 0, rows = 0;
+    for (int i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->runs[i].nranks; k++)
+            for (size_t r = 0; r < rs->runs[i].ranks[k].n; r++) {
+                total += tl_row_bytes(names, labels, &rs->runs[i].ranks[k].rows[r], range);
+                rows++;
+            }
+    for (int i = 0; i < rs->n; i++)
+        keep[i] = (struct tl_keep){.all = 1};
+    if (max_bytes == 0 || total <= max_bytes || !st) {
+        snprintf(what, cap, "every row (%zu)%s", rows,
+                 max_bytes == 0 ? ": --timeline full" : "");
+        return;
+    }
+    int w = TIMELINE_WINDOW;
+    size_t kept_rows = 0;
+    for (;; w--) {
+        size_t bytes = 0;
+        kept_rows = 0;
+        for (int i = 0; i < rs->n; i++) {
+            struct tl_keep *k = &keep[i];
+            *k = (struct tl_keep){0};
+            for (int j = 0; j < st[i].nrep && j < 2; j++) {
+                k->lo[k->nwin] = st[i].rep_steps[j] - w;
+                k->hi[k->nwin++] = st[i].rep_steps[j] + w;
+            }
+            for (int q = 0; q < rs->runs[i].nranks; q++)
+                for (size_t r = 0; r < rs->runs[i].ranks[q].n; r++) {
+                    const struct run_row *row = &rs->runs[i].ranks[q].rows[r];
+                    if (tl_kept(k, row)) {
+                        bytes += tl_row_bytes(names, labels, row, range);
+                        kept_rows++;
+                    }
+                }
+        }
+        if (bytes <= max_bytes || w == 0)
+            break;
+    }
+    size_t len = (size_t)snprintf(what, cap,
+                                  "%zu of %zu rows, bounded to %zu MiB (ddpprof report "
+                                  "--timeline full writes every row): every rank's rows of",
+                                  kept_rows, rows, max_bytes >> 20);
+    for (int i = 0; i < rs->n && len < cap; i++) {
+        if (st[i].nrep == 0) {
+            len += (size_t)snprintf(what + len, cap - len, "%s run %s: none (no step ranges)",
+                                    i ? ";" : "", rs->runs[i].label);
+            continue;
+        }
+        len += (size_t)snprintf(what + len, cap - len, "%s run %s: steps", i ? ";" : "",
+                                rs->runs[i].label);
+        for (int j = 0; j < keep[i].nwin && len < cap; j++)
+            len += (size_t)snprintf(what + len, cap - len, "%s %d-%d (the %s step %d, %d either "
+                                    "side)", j ? " and" : "", keep[i].lo[j], keep[i].hi[j],
+                                    j == 0 ? "median" : "slowest", st[i].rep_steps[j], w);
+    }
+}
+
+int timeline_write(const struct runset *rs, const struct run_stat *st, const char *path,
+                   size_t max_bytes)
 {
     struct outfile o;
     if (outfile_open(&o, path) < 0)
@@ -381,15 +477,29 @@ int timeline_write(const struct runset *rs, const char *path)
                             calloc(rs->labels.n + 1, sizeof(size_t))};
     int rc = 0, *row_tid = NULL; /* the thread of each row of the rank being written */
     size_t cap_row_tid = 0;
+    struct tl_keep *keep = NULL;
     if (!w || !names.lit || !labels.lit || !names.len || !labels.len) {
+        rc = error_set("%s: out of memory", path);
+        goto done;
+    }
+    if (!(keep = calloc((size_t)rs->n + 1, sizeof *keep))) {
+        rc = error_set("%s: out of memory", path);
+        goto done;
+    }
+    char what[1024], *qwhat;
+    tl_choose(rs, st, max_bytes, &names, &labels, keep, what, sizeof what);
+    if (!(qwhat = timeline_json_quote(what))) {
         rc = error_set("%s: out of memory", path);
         goto done;
     }
     w->f = f;
     w->len = 0;
     jw_cstr(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"ddpprof report\","
-               "\"clock\":\"each run from its first event; ranks on rank 0's clock\"},"
-               "\"traceEvents\":[");
+               "\"clock\":\"each run from its first event; ranks on rank 0's clock\","
+               "\"rows\":");
+    jw_cstr(w, qwhat);
+    free(qwhat);
+    jw_cstr(w, "},\"traceEvents\":[");
     int first = 1;
     for (int i = 0; i < rs->n && rc == 0; i++) {
         const struct run *run = &rs->runs[i];
@@ -450,6 +560,8 @@ int timeline_write(const struct runset *rs, const char *path)
             uint32_t range = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
             for (size_t r = 0; r < t->n; r++) {
                 const struct run_row *row = &t->rows[r];
+                if (!tl_kept(&keep[i], row))
+                    continue;
                 size_t nn, np, nk = 0;
                 const char *name = quoted_get(&names, row->name, &nn);
                 const char *phase = quoted_get(&labels, row->phase, &np);
@@ -500,6 +612,7 @@ done:
         rc = -1;
     quoted_free(&names, rs->names.n);
     quoted_free(&labels, rs->labels.n);
+    free(keep);
     free(row_tid);
     free(w);
     if (rc == 0)

@@ -79,6 +79,11 @@ refused epoch-fraction "'epoch' = '1.5'" --resume epoch=1.5
 refused epoch-missing "'epoch' is missing" --resume epoch=-
 refused epoch-spaces "'epoch' = ' 1'" --resume "epoch= 1"
 refused step-negative "'step' = '-1'" --resume step=-1
+# a step the trace's 32-bit step column cannot hold (the run used to train and write rows
+# the report refuses): refused at resume, as is one whose run would pass it
+refused step-beyond-trace "is at step 3000000000 and this run takes up to 2 more: past step 2147483647" \
+  --resume step=3000000000
+refused step-near-trace-max "is at step 2147483646 and this run takes up to 2 more" --resume step=2147483646
 refused scale-nan "'scaler.scale' = 'nan' is not a finite number above 0" --resume scaler.scale=nan
 refused scale-negative "'scaler.scale' = '-1'" --resume scaler.scale=-1
 refused scale-zero "'scaler.scale' = '0'" --resume scaler.scale=0

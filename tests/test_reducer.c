@@ -8,7 +8,10 @@
  * and the bucket's device row spans the rest of backward (issue 11, defect 2).  The fake
  * comm keeps "ordered since the last collective" and the observer asserts it at every
  * launch.  Also: the full call sequence per bucket, the averaged gradients written back,
- * a comm without an order slot (shm), and an order slot that fails. */
+ * a comm without an order slot (shm), and an order slot that fails.  And DDP's initial
+ * broadcast (ddp_broadcast_state): every parameter, buffer and counter in one coalesced
+ * broadcast (it was one per tensor: 11 for the ConvNet), after which a rank that started
+ * from other values holds rank 0's, bit for bit. */
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "common/error.h"
@@ -291,8 +294,91 @@ static void test_progress(void)
     be->destroy(be);
 }
 
+/* ---- the initial broadcast ---- */
+
+struct bcast_comm {
+    struct comm ops;
+    int calls;
+    size_t words;
+    float stash[4 * PARAM_NUMEL + 8]; /* what rank 0 sent */
+};
+
+/* rank 0: keeps what it sends; rank 1: receives it */
+static int bc_broadcast(struct comm *c, void *buf, size_t count, enum comm_dtype dt, int root)
+{
+    struct bcast_comm *bc = (struct bcast_comm *)c;
+    if (dt != COMM_F32 || root != 0 || count > sizeof bc->stash / sizeof *bc->stash)
+        return error_set("bcast_comm: count %zu, dtype %d, root %d", count, (int)dt, root);
+    bc->calls++;
+    bc->words = count;
+    if (c->rank == 0)
+        memcpy(bc->stash, buf, count * sizeof(float));
+    else
+        memcpy(buf, bc->stash, count * sizeof(float));
+    return 0;
+}
+
+/* A table of two weights, a buffer and a counter, its values from seed. */
+static int make_state(struct param_table *t, struct backend *be, float seed)
+{
+    params_init(t, be);
+    int shape[1] = {PARAM_NUMEL};
+    struct param *w0 = params_add(t, "fc", "weight", PARAM_TRAINABLE, 1, shape);
+    struct param *w1 = params_add(t, "fc", "bias", PARAM_TRAINABLE, 1, shape);
+    struct param *rm = params_add(t, "bn", "running_mean", PARAM_BUFFER, 1, shape);
+    struct param *nb = params_add(t, "bn", "num_batches_tracked", PARAM_COUNTER, 0, shape);
+    if (!w0 || !w1 || !rm || !nb)
+        return -1;
+    struct param *f[3] = {w0, w1, rm};
+    for (int k = 0; k < 3; k++) {
+        float v[PARAM_NUMEL];
+        for (int i = 0; i < PARAM_NUMEL; i++)
+            v[i] = seed * (float)(k + 1) + (float)i / 7.0f;
+        be->upload(be, f[k]->data, v, sizeof v);
+    }
+    nb->counter = (int64_t)seed * 1000003 + ((int64_t)1 << 40);
+    return 0;
+}
+
+static void test_broadcast_state(void)
+{
+    struct backend *be = backend_cpu_create(1);
+    CHECK(be != NULL, "cpu backend: %s", error_get());
+    if (!be)
+        return;
+    struct param_table t0, t1;
+    CHECK(make_state(&t0, be, 3.0f) == 0 && make_state(&t1, be, -11.0f) == 0, "params: %s",
+          error_get());
+    struct bcast_comm bc = {.ops = {.name = "fake", .rank = 0, .world = 2,
+                                    .broadcast = bc_broadcast}};
+    CHECK(ddp_broadcast_state(&t0, &bc.ops) == 0, "rank 0: %s", error_get());
+    CHECK(bc.calls == 1 && bc.words == 3 * PARAM_NUMEL + 2,
+          "rank 0: %d broadcast(s) of %zu words, want 1 of %d (coalesced)", bc.calls, bc.words,
+          3 * PARAM_NUMEL + 2);
+    bc.ops.rank = 1;
+    bc.calls = 0;
+    CHECK(ddp_broadcast_state(&t1, &bc.ops) == 0, "rank 1: %s", error_get());
+    CHECK(bc.calls == 1, "rank 1: %d broadcasts, want 1", bc.calls);
+    for (int i = 0; i < t0.count; i++) {
+        const struct param *a = t0.items[i], *b = t1.items[i];
+        if (a->kind == PARAM_COUNTER) {
+            CHECK(a->counter == b->counter, "%s: rank 1 holds %lld, rank 0 %lld", a->name,
+                  (long long)b->counter, (long long)a->counter);
+            continue;
+        }
+        float x[PARAM_NUMEL], y[PARAM_NUMEL];
+        be->download(be, x, a->data, sizeof x);
+        be->download(be, y, b->data, sizeof y);
+        CHECK(memcmp(x, y, sizeof x) == 0, "%s: rank 1's values are not rank 0's", a->name);
+    }
+    params_free(&t0);
+    params_free(&t1);
+    be->destroy(be);
+}
+
 int main(void)
 {
+    test_broadcast_state();
     test_progress();
     test_order_before_launch(1);
     test_order_before_launch(0);

@@ -2,8 +2,8 @@
 # test_report_collectives.sh — every collective is communication (issue 22 §2,
 # report/FORMULAS.md "Every collective is communication"): a 2-CPU-rank DDP run of the
 # ConvNet (two BatchNorm layers, SyncBatchNorm on: the default) records
-#   - DDP's initial broadcast of the parameters and buffers: comm.broadcast rows at step 0,
-#     their bytes the model's parameters and buffers;
+#   - DDP's initial broadcast of the parameters and buffers: one comm.broadcast row at step
+#     0 (coalesced, as PyTorch's), its bytes the model's parameters and buffers;
 #   - SyncBatchNorm's all-gather in forward, one per BN layer and step: comm.allgather rows
 #     of 2 x (2C + 1) floats (C = 16 and 32 channels: 264 and 520 bytes), and its
 #     all-reduce in backward (comm.allreduce, 2C + 1 floats), nested in forward / backward,
@@ -33,7 +33,9 @@ rows() { awk -F, -v ph="$1" '$4==ph && $6=="host" {print $2, $9, $12}' "$trace";
 bcast=$(rows comm.broadcast | awk '$1==0 {n++; b+=$2} END {print n+0, b+0}')
 params_bytes=$(awk -F, '$1 ~ /^bucket\.[0-9]+\.bytes$/ {b+=$2} END {print b+0}' "$tmp/run/meta.csv")
 read -r nb bb <<<"$bcast"
-[ "$nb" -ge 1 ] && ok || bad "no comm.broadcast row at step 0"
+# coalesced into one broadcast, as PyTorch's _sync_module_states (it was one per tensor: 16
+# for the ConvNet's parameters, buffers and counters)
+check_eq "comm.broadcast rows at step 0 (one coalesced broadcast)" "$nb" 1
 # the broadcast carries every parameter (the buckets' bytes) and the buffers besides
 [ "$bb" -gt "$params_bytes" ] && ok || bad "broadcast bytes $bb not above the parameters' $params_bytes"
 check_eq "all-gathers per step (two BN layers)" \

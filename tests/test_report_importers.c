@@ -106,7 +106,16 @@ static void test_names(void)
 {
     const enum import_coll none = IMPORT_COLL_NONE, ar = IMPORT_COLL_ALL_REDUCE;
     expect_span("ProfilerStep#3", "", 0, 1, IMPORT_STEP, none);
-    expect_span("ProfilerStep#3", "", 1, 0, 0, 0); /* not a device range */
+    /* a step's device range (taken only where no launch is known: import_core.c) */
+    expect_span("ProfilerStep#3", "", 1, 1, IMPORT_STEP, none);
+    /* ddpprof's export: the all-reduces without gradients, evaluation; a comm named with a
+     * dash (shm-staged) */
+    expect_span("ddpprof.comm.allreduce", "allreduce", 0, 1, IMPORT_COLL,
+                IMPORT_COLL_ALL_REDUCE_OTHER);
+    expect_span("ddpprof.eval", "", 1, 1, IMPORT_EVAL, none);
+    expect_span("ddpprof.calib.allreduce", "allreduce", 0, 0, 0, 0);
+    expect_span("shm-staged:all_reduce", "", 1, 1, IMPORT_COLL, ar);
+    expect_span("-x:all_reduce", "", 0, 0, 0, 0);
     expect_span("DistributedDataParallel.forward", "", 0, 1, IMPORT_FORWARD, none);
     expect_span("DistributedDataParallel.forwards", "", 0, 0, 0, 0);
     expect_span("autograd::engine::evaluate_function: MmBackward0", "", 1, 1, IMPORT_BACKWARD,

@@ -16,7 +16,11 @@
 #      bucket's bytes from NCCL's payload (4096), device cuda, kernels attributed to phases;
 #   3. bad input, one clear line and a non-zero exit each: an SQLite database without
 #      NVTX_EVENTS, one whose NVTX_EVENTS lacks a column (named), a file that is not SQLite,
-#      a .nsys-rep without nsys ($NSYS unset, none on PATH: how to export).
+#      a .nsys-rep without nsys ($NSYS unset, none on PATH: how to export);
+#   4. an export is only read: StringIds a recursive VIEW (the report spun forever) is
+#      refused, naming it, within seconds; an export in WAL journal mode is read with no
+#      -wal or -shm file appearing beside it (opened read-only and immutable), to the same
+#      tables as the same export in its own mode.
 # Skips (77) when this ddpprof was built without SQLite (libsqlite3-dev), after checking it
 # says so.
 set -u
@@ -155,5 +159,26 @@ bad_input "not SQLite" "not an SQLite database" "$work/junk.sqlite"
 cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/ddp.rank0.nsys-rep" # a report: only its name matters here
 bad_input "nsys-rep without nsys" "nsys export --type sqlite -o $work/ddp.rank0.sqlite $work/ddp.rank0.nsys-rep" \
   "$work/ddp.rank0.nsys-rep" -u NSYS PATH=/nonexistent
+
+# 4. only tables, only read
+cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/view.sqlite"
+python3 - "$work/view.sqlite" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("""ALTER TABLE StringIds RENAME TO StringIds0;
+CREATE VIEW StringIds AS WITH RECURSIVE r(id, value) AS (SELECT 0, 'x' UNION ALL
+  SELECT id + 1, value FROM r) SELECT id, value FROM r;""")
+c.close()
+PY
+bad_input "recursive view" "StringIds is a view, not a table" "$work/view.sqlite" timeout 30
+mkdir -p "$work/wal"
+cp "$fix/ddp-2022.4/ddp.rank0.sqlite" "$work/wal/ddp.rank0.sqlite"
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=wal'); c.close()" "$work/wal/ddp.rank0.sqlite"
+check_eq "WAL mode set" "$(python3 -c "import sys; print(open(sys.argv[1], 'rb').read(20)[18:20].hex())" "$work/wal/ddp.rank0.sqlite")" 0202
+"$bin" report "$work/wal/ddp.rank0.sqlite" --out "$work/wal-out" >/dev/null 2>"$work/wal.log"
+check "WAL export read" $? "$(tail -n 2 "$work/wal.log")"
+check_eq "no -wal/-shm beside the export" "$(ls "$work/wal")" ddp.rank0.sqlite
+"$bin" report "$fix/ddp-2022.4/ddp.rank0.sqlite" --out "$work/plain-out" >/dev/null 2>&1
+check_run "WAL export: the same phases.csv as the export itself" cmp -s "$work/wal-out/phases.csv" "$work/plain-out/phases.csv"
 
 check_done

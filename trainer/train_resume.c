@@ -7,6 +7,7 @@
 #include "comm/comm.h"
 #include "comm/store.h"
 #include "common/error.h"
+#include "probes/trace_format.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -138,8 +139,21 @@ int rank_resume_check(const struct rank *r)
                          "from an epoch-end checkpoint",
                          o->run.resume_path, r->resume.start_epoch + 1, cr->position, what);
     }
-    if (r->resume.start_epoch < o->run.epochs)
+    if (r->resume.start_epoch < o->run.epochs) {
+        /* the steps left, at most (every epoch whole): each rank's share of the samples
+         * (ceil) in batches (ceil) */
+        const int64_t share = ((int64_t)r->train.n + r->world - 1) / r->world;
+        const int64_t per_epoch = (share + o->data.batch_size - 1) / o->data.batch_size;
+        const int64_t left = (int64_t)(o->run.epochs - r->resume.start_epoch) * per_epoch;
+        if (r->step > TRACE_STEP_MAX - left)
+            return error_set("--resume: %s is at step %lld and this run takes up to %lld more: "
+                             "past step %lld, the most a trace holds (its step column is 32-bit, "
+                             "probes/TRACE.md), so the report could not read the run; resume "
+                             "from an earlier checkpoint, or give it to --init",
+                             o->run.resume_path, (long long)r->step, (long long)left,
+                             (long long)TRACE_STEP_MAX);
         return 0;
+    }
     return error_set("--resume: %s has %d epoch(s) done and --epochs is %d: nothing left "
                      "to train (give --epochs above %d)",
                      o->run.resume_path, r->resume.start_epoch, o->run.epochs,

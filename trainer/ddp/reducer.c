@@ -187,25 +187,70 @@ void reducer_destroy(struct reducer *r)
     free(r);
 }
 
+/* The f32 words entry p takes in a broadcast bucket: its data, or an int64 counter's bits
+ * as 2 words. */
+static size_t bcast_words(const struct param *p)
+{
+    return p->kind == PARAM_COUNTER ? 2 : p->numel;
+}
+
+/* Copy entry p between its storage and buf + at (to_buf: into the bucket). */
+static void bcast_move(struct backend *be, struct param *p, float *buf, size_t at, int to_buf)
+{
+    if (p->kind == PARAM_COUNTER) {
+        if (to_buf)
+            be->upload(be, buf + at, &p->counter, sizeof p->counter);
+        else
+            be->download(be, &p->counter, buf + at, sizeof p->counter);
+    } else if (p->numel) {
+        if (to_buf)
+            be->copy(be, buf + at, p->data, p->numel * sizeof(float));
+        else
+            be->copy(be, p->data, buf + at, p->numel * sizeof(float));
+    }
+}
+
 int ddp_broadcast_state(struct param_table *params, struct comm *comm)
 {
     struct backend *be = params->be;
-    float *counter = be->alloc(be, sizeof(int64_t)); /* an int64 carried as 2 f32 words */
-    if (!counter)
-        return error_wrap("DDP: broadcast scratch");
-    int rc = 0;
-    for (int i = 0; i < params->count && rc == 0; i++) {
-        struct param *p = params->items[i];
-        if (p->kind == PARAM_COUNTER) {
-            be->upload(be, counter, &p->counter, sizeof p->counter);
-            rc = comm->broadcast(comm, counter, 2, COMM_F32, 0);
-            be->download(be, &p->counter, counter, sizeof p->counter);
-        } else {
-            rc = comm->broadcast(comm, p->data, p->numel, COMM_F32, 0);
-        }
-        if (rc)
-            error_wrap("DDP: broadcasting %s from rank 0", p->name);
+    const size_t cap = DDP_BROADCAST_BUCKET_BYTES / sizeof(float);
+    /* the buckets: entries in state_dict order, a new bucket where the next would pass the
+     * cap (an entry larger than it is a bucket alone); the scratch holds the largest */
+    size_t most = 0, fill = 0;
+    for (int i = 0; i < params->count; i++) {
+        const size_t n = bcast_words(params->items[i]);
+        if (fill > 0 && fill + n > cap)
+            fill = 0;
+        fill += n;
+        most = fill > most ? fill : most;
     }
-    be->free(be, counter);
+    if (most == 0)
+        return 0;
+    float *buf = be->alloc(be, most * sizeof(float));
+    if (!buf)
+        return error_wrap("DDP: the broadcast bucket (%zu bytes)", most * sizeof(float));
+    int rc = 0;
+    for (int first = 0; first < params->count && rc == 0;) {
+        int last = first;
+        size_t words = 0;
+        while (last < params->count &&
+               (words == 0 || words + bcast_words(params->items[last]) <= cap))
+            words += bcast_words(params->items[last++]);
+        for (size_t i = (size_t)first, at = 0; i < (size_t)last;
+             at += bcast_words(params->items[i]), i++)
+            bcast_move(be, params->items[i], buf, at, 1);
+        rc = comm->broadcast(comm, buf, words, COMM_F32, 0);
+        if (rc) {
+            error_wrap("DDP: broadcasting %s .. %s (%zu bytes) from rank 0",
+                       params->items[first]->name, params->items[last - 1]->name,
+                       words * sizeof(float));
+            break;
+        }
+        for (size_t i = (size_t)first, at = 0; i < (size_t)last;
+             at += bcast_words(params->items[i]), i++)
+            bcast_move(be, params->items[i], buf, at, 0);
+        first = last;
+    }
+    be->free(be, buf);
     return rc;
 }

@@ -52,7 +52,15 @@ void reducer_bucket_info(const struct reducer *r, int b, int *params, size_t *by
 
 void reducer_destroy(struct reducer *r);
 
-/* Broadcast every parameter and buffer (counters too) from rank 0, as DDP does at start. */
+/* The most bytes one broadcast of ddp_broadcast_state carries: PyTorch's
+ * _sync_module_states broadcasts the module's states coalesced in buckets of 250 MB
+ * (broadcast_bucket_size, _broadcast_coalesced). */
+#define DDP_BROADCAST_BUCKET_BYTES ((size_t)250 << 20)
+
+/* Broadcast every parameter and buffer (counters too, as the 2 f32 words of their int64)
+ * from rank 0, as DDP does at start: packed in state_dict order into buckets of at most
+ * DDP_BROADCAST_BUCKET_BYTES (one for the ConvNet and ResNet18, which took one broadcast per
+ * tensor), each one broadcast, then unpacked.  Returns 0, or -1 after error_set(). */
 int ddp_broadcast_state(struct param_table *params, struct comm *comm);
 
 #endif

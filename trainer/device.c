@@ -393,6 +393,8 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, "cudnn", "%zu", ci.cudnn_version);
         runlog_meta(l, "cublas", "%d", ci.cublas_version);
         runlog_meta(l, "nccl", "%d", ci.nccl_version);
+        /* where cuDNN's algorithm choices are kept */
+        runlog_meta(l, "cudnn_algo_cache", "%s", ci.cudnn_algo_cache);
     }
     runlog_meta(l, "backend", "%s", d->be->name);
     if (d->gpu < 0) { /* the choice, and what it runs on this machine */

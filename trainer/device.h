@@ -108,8 +108,8 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
 /* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */
 void device_probe_opts(const struct device *d, struct probe_opts *po);
 
-/* The device lines of meta.csv: device, the GPU and its libraries' versions, backend,
- * comm and cpu_binding. */
+/* The device lines of meta.csv: device, the GPU and its libraries' versions, the cuDNN
+ * algorithm cache (GPU ranks), backend, comm and cpu_binding. */
 void device_write_meta(const struct device *d, struct runlog *log);
 
 /* Destroy the comm (it waits for nothing); device_close also the backend (and the comm,

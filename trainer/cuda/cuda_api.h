@@ -64,6 +64,8 @@ struct cuda_info {
     size_t cudnn_version;    /* cudnnGetVersion, 91900 = 9.19.0 */
     int cublas_version;      /* major*10000 + minor*100 + patch */
     int nccl_version;        /* ncclGetVersion, 22809 = 2.28.9 */
+    char cudnn_algo_cache[4096]; /* the file of cuDNN's algorithm choices, or "off"
+                                    (trainer/cuda/conv_cache.h: DDPPROF_CUDNN_CACHE) */
 };
 
 /* 0, or -1 (error_set) when device >= 0 cannot be queried or in a build without CUDA. */

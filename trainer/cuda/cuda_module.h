@@ -15,7 +15,7 @@ extern "C" {
 
 #define CUDA_MODULE_FILE "libddpprof_cuda.so" /* trainer/CMakeLists.txt builds it */
 #define CUDA_MODULE_TABLE "ddpprof_cuda_module"
-#define CUDA_MODULE_ABI 1
+#define CUDA_MODULE_ABI 2
 
 struct cuda_module {
     int abi; /* CUDA_MODULE_ABI */

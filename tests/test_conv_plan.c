@@ -19,8 +19,8 @@
  *     transforms the data) brings cuDNN's whole ranking, whose choice is the one made
  *     before issue 34; a choice that fails when run falls back, from the heuristics' first
  *     or from a stale cache line, and the cache learns the one that ran;
- *   - keys: another GPU and cudnnFind's choices are cached apart; the math types when
- *     cuDNN ranks and when the convolution runs (strict fp32: FMA, fp16: tensor ops);
+ *   - keys: --tf32 on and off, another GPU, cudnnFind's choices are cached apart; the math
+ *     types of --tf32 are PyTorch's, when cuDNN ranks and when the convolution runs;
  *   - the file: where it lives (DDPPROF_CUDNN_CACHE, XDG_CACHE_HOME, HOME, off); what it
  *     refuses with one warning (another format, a cut-short line, a key not written as
  *     written, too many lines); bounded at CONV_CACHE_MAX_ENTRIES, the oldest dropped; two
@@ -403,7 +403,7 @@ static const struct conv2d_shape shapes[] = {
 struct job {
     const char *cache; /* NULL: no cache */
     const char *gpu;
-    int find;
+    int tf32, find;
     int fp16;          /* also fp16 (else fp32 only) */
 };
 
@@ -415,7 +415,8 @@ struct job {
 static void job_run(const struct job *j)
 {
     memset(&fc, 0, sizeof fc);
-    struct conv_plans_opts o = {.find_algos = j->find, .cache_path = j->cache, .gpu = j->gpu};
+    struct conv_plans_opts o = {.find_algos = j->find, .tf32 = j->tf32, .cache_path = j->cache,
+                                .gpu = j->gpu};
     struct conv_plans *p = conv_plans_create(FAKE_HANDLE, NULL, 0, &o);
     if (!p) {
         fprintf(stderr, "conv_plans_create: %s\n", error_get());
@@ -637,12 +638,17 @@ static void test_fallbacks(void)
           algo_of(&p, 2, DT_F32, 0));
     cfg.nondet_first_dir = -1;
 
-    /* strict fp32 takes no transform algorithm: the whole ranking */
+    /* strict fp32 takes no transform algorithm (whole ranking); TF32 allowed, it does */
     cfg.transform_first = 1;
     process(&nocache, &p);
     CHECK(p.c.v7[0] == 2 * NSHAPES && algo_of(&p, 0, DT_F32, 1) == 1,
           "strict fp32, WINOGRAD_NONFUSED first: %d v7 (want %d), algorithm %d ran (want 1)",
           p.c.v7[0], 2 * NSHAPES, algo_of(&p, 0, DT_F32, 1));
+    const struct job tf32 = {.gpu = GPU_A, .tf32 = 1};
+    process(&tf32, &p);
+    CHECK(p.c.v7[0] == NSHAPES && algo_of(&p, 0, DT_F32, 1) == 7,
+          "tf32, WINOGRAD_NONFUSED first: %d v7 (want %d), algorithm %d ran (want 7)",
+          p.c.v7[0], NSHAPES, algo_of(&p, 0, DT_F32, 1));
     cfg.transform_first = 0;
 
     /* the first result fails when run: the ranking's next; the cache learns it */
@@ -698,6 +704,22 @@ static void test_keys_and_math(void)
               p.c.run_math[DT_F16] == 1u << CUDNN_TENSOR_OP_MATH,
           "fp16: ranked under math 0x%x, ran 0x%x (want TENSOR_OP only)", p.c.query_math[DT_F16],
           p.c.run_math[DT_F16]);
+
+    /* --tf32 on: fp32 chosen again under PyTorch's DEFAULT_MATH, fp16 from the cache */
+    const struct job tf32 = {.cache = cache, .gpu = GPU_A, .tf32 = 1, .fp16 = 1};
+    process(&tf32, &p);
+    CHECK(sum3(p.c.v7) == per_type && p.c.query_math[DT_F32] == 1u << CUDNN_DEFAULT_MATH &&
+              p.c.run_math[DT_F32] == 1u << CUDNN_TENSOR_OP_MATH,
+          "tf32: %d queries (want %d: fp32 only), ranked under 0x%x (want DEFAULT), ran 0x%x "
+          "(want the reported TENSOR_OP)",
+          sum3(p.c.v7), per_type, p.c.query_math[DT_F32], p.c.run_math[DT_F32]);
+    process(&tf32, &p);
+    CHECK(sum3(p.c.v7) == 0 && p.c.run_math[DT_F32] == 1u << CUDNN_TENSOR_OP_MATH,
+          "tf32 warm: %d queries, ran math 0x%x", sum3(p.c.v7), p.c.run_math[DT_F32]);
+    process(&strict, &p);
+    CHECK(sum3(p.c.v7) == 0 && p.c.run_math[DT_F32] == 1u << CUDNN_FMA_MATH,
+          "strict again: %d queries (its lines stayed), ran math 0x%x", sum3(p.c.v7),
+          p.c.run_math[DT_F32]);
 
     /* another GPU, and cudnnFind's choices: their own lines */
     const struct job other = {.cache = cache, .gpu = GPU_B};

@@ -22,8 +22,10 @@
  * convolutions run cuDNN on half data with fp32 accumulation on tensor cores
  * (CUDNN_TENSOR_OP_MATH), linear layers cublasGemmEx on half data with
  * CUBLAS_COMPUTE_32F, and the kernels read halves into fp32 and round once when they
- * write.  fp32 tensors run strict fp32 (no TF32), so the fp32 path matches the CPU oracle
- * up to summation order. */
+ * write.  fp32 tensors run strict fp32 by default (no TF32), so the fp32 path matches the
+ * CPU oracle up to summation order; with tf32 (--tf32 on: PyTorch's defaults) fp32
+ * convolutions may run TF32 tensor cores, as torch.backends.cudnn.allow_tf32 = True, and
+ * fp32 GEMMs stay FP32, as torch.backends.cuda.matmul.allow_tf32 = False. */
 #include "backend/backend.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_api.h"
@@ -572,7 +574,8 @@ static cudaDataType_t cublas_dtype(enum dtype dt)
 }
 
 /* Column-major C (m,n) = op(A) op(B) + beta C, A, B and C of dt, with fp32 accumulation
- * and fp32 alpha and beta (CUBLAS_COMPUTE_32F: no TF32 for fp32 data; for fp16 and bf16
+ * and fp32 alpha and beta (CUBLAS_COMPUTE_32F: no TF32 for fp32 data, --tf32 on or off,
+ * as PyTorch's default torch.backends.cuda.matmul.allow_tf32 = False; for fp16 and bf16
  * data cuBLAS's tensor-core kernels, C rounded once from the fp32 result). */
 static int cu_gemm(struct cuda_backend *cb, cublasOperation_t ta, cublasOperation_t tb, int m,
                    int n, int k, const void *a, int lda, const void *b, int ldb, float beta,
@@ -858,7 +861,9 @@ static void cu_gpu_identity(const struct cudaDeviceProp *p, char *buf, size_t ca
             *c = ' ';
 }
 
-struct backend *backend_cuda_create(int device)
+struct backend *backend_cuda_create(int device) { return backend_cuda_create_tf32(device, 0); }
+
+struct backend *backend_cuda_create_tf32(int device, int tf32)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -893,6 +898,7 @@ struct backend *backend_cuda_create(int device)
     struct cudaDeviceProp prop;
     char gpu[CONV_CACHE_GPU_LEN], cache[4096];
     struct conv_plans_opts po = {.find_algos = env_flag("DDPPROF_CUDNN_BENCHMARK"),
+                                 .tf32 = tf32 != 0,
                                  .cache_path = conv_cache_path(cache, sizeof cache) ? cache : NULL,
                                  .gpu = gpu};
     if (CHECK_CUDA(cudaGetDeviceProperties(&prop, device)))
@@ -904,7 +910,9 @@ struct backend *backend_cuda_create(int device)
         CHECK_CUBLAS(cublasSetStream(cb->cublas, cb->stream)) ||
         /* half GEMMs accumulate in fp32 and round once, as the CPU oracle: no split-K
          * partial sums added in the output type (cuBLAS allows that by default for fp16 and
-         * bf16, and PyTorch keeps it; on an H200 it put bf16 outputs 0.01 off the fp32 sum) */
+         * bf16, and PyTorch keeps it; on an H200 it put bf16 outputs 0.01 off the fp32 sum).
+         * fp32 GEMMs never TF32, whatever tf32 says (no CUBLAS_TF32_TENSOR_OP_MATH): PyTorch's
+         * default, torch.backends.cuda.matmul.allow_tf32 = False */
         CHECK_CUBLAS(cublasSetMathMode(cb->cublas, CUBLAS_DEFAULT_MATH |
                                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) ||
         CHECK_CUDNN(cudnnCreate(&cb->cudnn)) || CHECK_CUDNN(cudnnSetStream(cb->cudnn, cb->stream)) ||

@@ -30,7 +30,7 @@ static const char cc_header[] =
 static const char *const cc_choice[] = {"heuristics", "find"};
 static const char *const cc_dir[] = {"fwd", "bwd_data", "bwd_filter"};
 static const char *const cc_dtype[] = {"fp32", "fp16", "bf16"};
-static const char *const cc_math[] = {"fma", "tensor_op"}; /* enum conv_cache_math */
+static const char *const cc_math[] = {"fma", "tensor_op", "tf32"}; /* enum conv_cache_math */
 #define CC_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 struct cc_entry {

@@ -4,7 +4,7 @@
  * One text file per machine (conv_cache_path): a line per choice, keyed by the GPU (name,
  * UUID, compute capability), cuDNN's version, how the choice was made (cuDNN's heuristics,
  * or timing with cudnnFind*), the direction, the element type, the math the choice was
- * asked under (strict FP32, tensor ops for half types), the layout and the
+ * asked under (strict FP32, TF32 allowed, tensor ops for half types), the layout and the
  * whole shape; its value is the algorithm, the math type it runs with and its workspace
  * bytes, so a cached choice needs no cuDNN query at all, not even for its workspace.
  *
@@ -32,8 +32,9 @@ extern "C" {
 /* the math a choice was asked for under (the convolution descriptor's math type when cuDNN
  * ranked it) */
 enum conv_cache_math {
-    CONV_CACHE_FMA = 0,       /* fp32 data, strict FP32 */
+    CONV_CACHE_FMA = 0,       /* fp32 data, strict FP32 (--tf32 off) */
     CONV_CACHE_TENSOR_OP = 1, /* fp16 / bf16 data on tensor cores */
+    CONV_CACHE_TF32 = 2,      /* fp32 data, TF32 tensor cores allowed (--tf32 on) */
 };
 
 struct conv_cache_key {

@@ -47,6 +47,7 @@ struct conv_plans {
     cudaStream_t stream;   /* cudnn's stream */
     int device;
     int find_algos;        /* DDPPROF_CUDNN_BENCHMARK=1 */
+    int tf32;              /* fp32 convolutions may use TF32 (--tf32 on) */
     int log;               /* DDPPROF_CUDNN_LOG=1: say each plan's algorithm once */
     struct conv_cache *cache; /* NULL: none */
     char gpu[CONV_CACHE_GPU_LEN]; /* the GPU in the cache's keys */
@@ -68,6 +69,7 @@ struct conv_plans *conv_plans_create(cudnnHandle_t cudnn, cudaStream_t stream, i
     cp->stream = stream;
     cp->device = device;
     cp->find_algos = o->find_algos;
+    cp->tf32 = o->tf32;
     cp->cudnn_version = (long)cudnnGetVersion();
     const char *log = getenv("DDPPROF_CUDNN_LOG");
     cp->log = log && *log && strcmp(log, "0") != 0;
@@ -95,24 +97,25 @@ void conv_plans_free(struct conv_plans *cp)
     free(cp);
 }
 
-/* fp32 data held to strict FP32, the CPU oracle's precision (all fp32 data, so far) */
+/* fp32 data held to strict FP32: --tf32 off, the CPU oracle's precision */
 static int conv_strict(const struct conv_plans *cp, enum dtype dt)
 {
-    (void)cp;
-    return dt == DT_F32;
+    return dt == DT_F32 && !cp->tf32;
 }
 
-/* The math type cuDNN ranks a direction under: half data CUDNN_TENSOR_OP_MATH, fp32 data
- * CUDNN_FMA_MATH (cudnn_desc.c). */
+/* The math type cuDNN ranks a direction under, as PyTorch sets the descriptor
+ * (aten/src/ATen/cudnn/Descriptors.h): half data CUDNN_TENSOR_OP_MATH; fp32 data
+ * CUDNN_DEFAULT_MATH where TF32 is allowed (torch.backends.cudnn.allow_tf32, True by
+ * default: TF32 tensor cores on Ampere and later), else CUDNN_FMA_MATH. */
 static cudnnMathType_t conv_query_math(const struct conv_plans *cp, enum dtype dt)
 {
-    return conv_strict(cp, dt) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    return dt != DT_F32 ? CUDNN_TENSOR_OP_MATH : cp->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
 /* the cache's name for that math */
 static int conv_cache_math(const struct conv_plans *cp, enum dtype dt)
 {
-    return conv_strict(cp, dt) ? CONV_CACHE_FMA : CONV_CACHE_TENSOR_OP;
+    return dt != DT_F32 ? CONV_CACHE_TENSOR_OP : cp->tf32 ? CONV_CACHE_TF32 : CONV_CACHE_FMA;
 }
 
 /* The math type a candidate runs with: strict fp32 always FMA (no TF32, whatever cuDNN
@@ -141,7 +144,9 @@ static int conv_math_reset(const struct conv_plans *cp, struct conv_plan *pl)
  * there, 2.8e-5 off as the heuristics' choices (and for the same shapes in fp16 cuDNN
  * chose WINOGRAD_NONFUSED, 4.7 fp16 spacings of the range off).  Strict fp32 is the
  * precision that matches the oracle, so these are not candidates for it; half types keep
- * them (tests/test_backend_ops.c allows their rounding). */
+ * them (tests/test_backend_ops.c allows their rounding), and so does fp32 with TF32
+ * allowed, which TF32's 10-bit mantissa already takes off the oracle (PyTorch's default
+ * fp32, for speed beside it; not compared with the oracle). */
 static int conv_transform_algo(enum conv_dir dir, int algo)
 {
     switch (dir) {

@@ -8,9 +8,9 @@
  * choices (conv_cache.h: no query at all); cuDNN's heuristics for their first result
  * (cudnnGet*Algorithm_v7 asked for 1), taken when it is the one the whole ranking would
  * put first; the whole ranking (or, with find_algos, every algorithm timed: cudnnFind*).
- * Within the ranking deterministic algorithms come first and fp32 results that report
- * TF32 math last; each candidate runs with its math type (fp32: strict FMA; fp16/bf16:
- * tensor cores where cuDNN ranked them so).  An algorithm that fails when
+ * Within the ranking deterministic algorithms come first and strict fp32 results that
+ * report TF32 math last; each candidate runs with its math type (strict fp32: FMA; fp32
+ * with tf32 and half types: the one cuDNN ranked it with).  An algorithm that fails when
  * run with a cuDNN error is dropped for good and the next one tried; one that cannot get
  * its workspace memory is skipped for that call only (conv_algos.h).  The choice that ran
  * goes to the cache.  Internal to trainer/cuda/. */
@@ -35,6 +35,8 @@ struct conv_plans;
 struct conv_plans_opts {
     int find_algos;         /* rank by timing every algorithm (cudnnFind*), not by cuDNN's
                                heuristics: DDPPROF_CUDNN_BENCHMARK=1 */
+    int tf32;               /* fp32 convolutions may run TF32 tensor cores (--tf32 on, as
+                               torch.backends.cudnn.allow_tf32); 0: strict FP32 */
     const char *cache_path; /* the algorithm cache file (conv_cache.h), NULL: none */
     const char *gpu;        /* the GPU in the cache's keys: "name|uuid|cc" (no tab) */
 };

@@ -38,6 +38,14 @@ int cuda_device_count(void);
  * slot is queued on. */
 struct backend *backend_cuda_create(int device);
 
+/* backend_cuda_create with the math of fp32 convolutions chosen: tf32 0, strict FP32 (the
+ * CPU oracle's precision; backend_cuda_create's); 1, TF32 tensor cores allowed, as
+ * PyTorch's defaults (torch.backends.cudnn.allow_tf32 = True): cuDNN ranks fp32
+ * convolutions under CUDNN_DEFAULT_MATH and runs each with the math type it ranked it with.
+ * fp32 GEMMs (cuBLAS) stay FP32 either way, as torch.backends.cuda.matmul.allow_tf32 =
+ * False; half types are not affected.  --tf32 on|off. */
+struct backend *backend_cuda_create_tf32(int device, int tf32);
+
 /* The NCCL comm for rank/world: rank 0 creates the unique id and publishes it in the
  * store under "nccl_id" (the n-th communicator of a process under "nccl_id.n"), the others
  * read it; then all ranks meet at a store barrier and create the communicator on be's

@@ -442,7 +442,7 @@ static void job_run(const struct job *j)
 struct proc {
     struct fake_counts c;
     int exited_ok;
-    char err[4096]; /* its stderr */
+    char err[16384]; /* its stderr */
     int err_lines;
 };
 
@@ -497,6 +497,8 @@ static void in_child(void (*fn)(const void *), const void *arg, struct proc *pr)
     CHECK(pr->exited_ok, "the child process failed (status 0x%x, %zu of %zu bytes)", status,
           got, sizeof pr->c);
     char *text = test_read_file(tmp, "stderr.txt");
+    CHECK(!text || strlen(text) < sizeof pr->err, "a child's stderr (%zu bytes) does not fit",
+          strlen(text));
     snprintf(pr->err, sizeof pr->err, "%s", text ? text : "");
     for (const char *s = pr->err; *s; s++)
         pr->err_lines += *s == '\n';
@@ -611,6 +613,29 @@ static void test_cold_warm(void)
     process(&j, &again);
     CHECK(sum3(again.c.v7) == 0 && sum3(again.c.ws) == 0 && again.err_lines == 0,
           "after the rewrite: %d queries, stderr '%s'", sum3(again.c.v7), again.err);
+
+    /* DDPPROF_CUDNN_LOG=1: one line per choice, saying where it came from (scripts/gpu-check
+     * counts them: cudnn_choices) */
+    setenv("DDPPROF_CUDNN_LOG", "1", 1);
+    struct proc logged;
+    process(&j, &logged);
+    const char *first_line = logged.err;
+    int from_cache = 0;
+    for (const char *s = logged.err; (s = strstr(s, "(candidate 1 of 1, from the cache ")); s++)
+        from_cache++;
+    CHECK(logged.err_lines == keys && from_cache == keys &&
+              strncmp(first_line, "ddpprof: cuDNN conv forward fp32 x (32,1,28,28) w (16,1,5,5) "
+                                  "pad 2 stride 1: algorithm 1, math FMA, workspace 8192 bytes "
+                                  "(candidate 1 of 1, from the cache ", 150) == 0,
+          "DDPPROF_CUDNN_LOG, warm: %d lines, %d from the cache (want %d): %.300s",
+          logged.err_lines, from_cache, keys, logged.err);
+    const struct job nolog_cache = {.cache = NULL, .gpu = GPU_A};
+    process(&nolog_cache, &logged);
+    CHECK(logged.err_lines == NSHAPES * NDIR &&
+              strstr(logged.err, "(candidate 1 of 1, from cuDNN's heuristics' first); chosen in "),
+          "DDPPROF_CUDNN_LOG, cold: %d lines (want %d): %.300s", logged.err_lines, NSHAPES * NDIR,
+          logged.err);
+    unsetenv("DDPPROF_CUDNN_LOG");
 
     /* no cache: every process chooses */
     const struct job none = {.cache = NULL, .gpu = GPU_A, .fp16 = 1};

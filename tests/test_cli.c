@@ -267,6 +267,21 @@ static void test_nodes(void)
     CHECK(parse(&c, CLI_TRAIN, bad_algo) == -1 && strstr(error_get(), "direct") &&
               strstr(error_get(), "winograd"),
           "--conv-algo fft: %s", error_get());
+
+    /* --tf32: off by default (strict fp32, the oracle's), on reaches the workers */
+    CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.dev.tf32 == 0, "--tf32 defaults to off: %d",
+          c.train.dev.tf32);
+    char *tf32[] = {"--tf32", "on", NULL};
+    CHECK(parse(&c, CLI_TRAIN, tf32) == 0 && c.train.dev.tf32 == 1, "--tf32 on: %s", error_get());
+    child = cli_argv(&c, CLI_WORKER, "ddpprof");
+    CHECK(child && cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
+              back.train.dev.tf32 == 1,
+          "--tf32 on reaches a worker: %s", error_get());
+    cli_argv_free(child);
+    char *bad_tf32[] = {"--tf32", "yes", NULL};
+    CHECK(parse(&c, CLI_TRAIN, bad_tf32) == -1 && strstr(error_get(), "on") &&
+              strstr(error_get(), "off"),
+          "--tf32 yes: %s", error_get());
 }
 
 static void test_defaults_round_trip(void)

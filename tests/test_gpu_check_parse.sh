@@ -6,7 +6,8 @@
 # racecheck because the harness looked for memcheck's line only.  And --prepare's sum of
 # what travels to the GPU machine (git ls-files -co --exclude-standard, and build-gpu-deps/)
 # on a scratch git checkout: ignored files left out, the pack counted, over 60 MiB refused
-# with the largest folders named (sparse files: the 161 MiB take no disk).
+# with the largest folders named (sparse files: the 161 MiB take no disk).  And the
+# cold-start row's reading of DDPPROF_CUDNN_LOG and its verdict against issue 34's 1.2x.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 python3 - "$src" <<'PY'
@@ -39,6 +40,29 @@ expect("timed out", gc.sanitizer_verdict(124, text("memcheck-clean-h200.log")), 
 expect("no summary", gc.sanitizer_verdict(1, "ddpprof: no usable CUDA GPU\n"), ("FAIL", None))
 expect("versions", gc.version_legend("versions: runtime 13000, driver 12080, cuDNN 91400, cuBLAS 130100, NCCL 22803"),
        "runtime 13.0; driver 12.8; cuDNN 9.14.0; cuBLAS 13.1.0; NCCL 2.28.3")
+# the cold-start row: DDPPROF_CUDNN_LOG's lines as trainer/cuda/conv_plan.c writes them
+# (test_conv_plan checks the C side's words), and the row's verdict
+log = ("ddpprof: cuDNN conv forward fp32 x (32,1,28,28) w (16,1,5,5) pad 2 stride 1: algorithm 1, "
+       "math FMA, workspace 8192 bytes (candidate 1 of 1, from the cache /tmp/c/cudnn-algos.tsv); "
+       "chosen in 0.0 ms, first call 0.2 ms\n"
+       "ddpprof: cuDNN conv backward filter fp16 x (32,16,14,14) w (32,16,5,5) pad 2 stride 1: algorithm "
+       "1, math tensor-op, workspace 0 bytes (candidate 2 of 3, from cuDNN's heuristics' ranking); "
+       "chosen in 1400.5 ms, first call 3.1 ms\n"
+       "ddpprof: cuDNN conv forward fp16 x (32,1,28,28) w (16,1,5,5) pad 2 stride 1: algorithm 1, math "
+       "tensor-op, workspace 8192 bytes (candidate 1 of 1, from cuDNN's heuristics' first); chosen in "
+       "2.5 ms, first call 9.0 ms\n"
+       "epoch 1: loss 2.3\n")
+expect("cuDNN choices", gc.cudnn_choices(log), (1, 2, 1403.0))
+expect("cold start within the target",
+       gc.cold_start_verdict({"fp32": 0.40, "fp16": 0.46}, {"fp32": 0.38, "fp16": 0.30}, 0, 18)[0], "PASS")
+v, d = gc.cold_start_verdict({"fp32": 0.40, "fp16": 4.50}, {"fp32": 0.38, "fp16": 0.30}, 0, 18)
+expect("cold start over the target", (v, "(11.25x)" in d, "(0.79x)" in d), ("FAIL", True, True))
+expect("warm runs that asked cuDNN",
+       gc.cold_start_verdict({"fp32": 0.40, "fp16": 0.44}, {"fp32": 0.38, "fp16": 0.30}, 2, 16)[0], "FAIL")
+expect("warm runs that logged nothing",
+       gc.cold_start_verdict({"fp32": 0.40, "fp16": 0.44}, {"fp32": 0.38, "fp16": 0.30}, 0, 0)[0], "FAIL")
+expect("a failed run", gc.cold_start_verdict({"fp32": None, "fp16": 0.44}, {"fp32": 0.38, "fp16": 0.30}, 0, 18),
+       ("FAIL", "a run gave no first-epoch time"))
 import shutil, subprocess, tempfile
 if shutil.which("git"):
     with tempfile.TemporaryDirectory() as t:

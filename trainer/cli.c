@@ -75,6 +75,7 @@ static const struct cli_choice dataset_choices[] = {
     {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
 static const struct cli_choice optimizer_choices[] = {
     {"sgd", OPTIM_SGD}, {"adam", OPTIM_ADAM}, {NULL, 0}};
+static const struct cli_choice on_off_choices[] = {{"off", 0}, {"on", 1}, {NULL, 0}};
 static const struct cli_choice conv_algo_choices[] = {{"auto", CONV_ALGO_AUTO},
                                                       {"direct", CONV_ALGO_DIRECT},
                                                       {"winograd", CONV_ALGO_WINOGRAD},
@@ -194,6 +195,12 @@ static const struct cli_option cli_options[] = {
              "the own Winograd F(2x2,3x3)); direct, no Winograd at all; winograd, auto plus "
              "oneDNN's Winograd F(4x4,3x3) on AVX-512 machines, faster and less exact "
              "(README, Convolution algorithms). GPU ranks: cuDNN chooses"},
+    {"--tf32", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.tf32), .choices = on_off_choices,
+     .group = G_TRAIN,
+     .help = "GPU ranks' fp32 convolutions: on, cuDNN may run them on TF32 tensor cores "
+             "(PyTorch's defaults: torch.backends.cudnn.allow_tf32 True; matmuls stay fp32, "
+             "torch.backends.cuda.matmul.allow_tf32 False); off, strict fp32 everywhere, the "
+             "CPU oracle's precision. Recorded in meta.csv as tf32"},
 
     {"--out", NULL, CLI_STRING, CLI_ALL, FIELD(train.run.out_dir), .metavar = "DIR",
      .dflt = "results/<date>-<time>-<model>", .group = G_OUT, .help = "run directory"},

@@ -152,6 +152,7 @@ int device_open(struct device *d, const struct device_opts *o, int rank, int loc
     d->timeout_ms = o->timeout_ms;
     d->comm_choice = o->comm;
     d->conv_algo = o->conv_algo;
+    d->tf32 = o->tf32;
     d->local_world = local_world;
     cpu_set_t allowed;
     d->cpus_fit = device_cpus_fit(o->ngpus || o->threads < 1 ? 1 : o->threads, local_world,
@@ -162,7 +163,7 @@ int device_open(struct device *d, const struct device_opts *o, int rank, int loc
                              local_rank, o->ngpus);
         d->gpu = o->gpus[local_rank];
         d->gpu_shared = device_gpus_shared(o);
-        d->be = backend_cuda_create(d->gpu);
+        d->be = backend_cuda_create_tf32(d->gpu, o->tf32);
     } else {
         device_bind_cpus(o->threads, local_rank, local_world, d->cpus, sizeof d->cpus);
         d->be = backend_cpu_create_algo(o->threads, o->conv_algo);
@@ -393,6 +394,9 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, "cudnn", "%zu", ci.cudnn_version);
         runlog_meta(l, "cublas", "%d", ci.cublas_version);
         runlog_meta(l, "nccl", "%d", ci.nccl_version);
+        /* fp32 convolutions' math (GEMMs are never TF32), and where cuDNN's choices are kept */
+        runlog_meta(l, "tf32", "%s", d->tf32 ? "on" : "off");
+        runlog_meta(l, "cudnn_algo_cache", "%s", ci.cudnn_algo_cache);
     }
     runlog_meta(l, "backend", "%s", d->be->name);
     if (d->gpu < 0) { /* the choice, and what it runs on this machine */

@@ -37,6 +37,8 @@ struct device_opts {
     int threads;             /* --threads: CPU backend threads per rank (0: cores / ranks) */
     int comm;                /* --comm: device_comm_name's index (0: auto, device.c decides) */
     enum conv_algo conv_algo; /* --conv-algo auto|direct|winograd (CPU ranks; backend.h) */
+    int tf32;                /* --tf32 on|off: GPU ranks' fp32 convolutions may run TF32
+                                (cuda_api.h backend_cuda_create_tf32); 0 off */
     int timeout_ms;          /* --timeout: any collective or rendezvous */
 };
 
@@ -50,6 +52,7 @@ struct device {
     int comm_choice;    /* --comm: an index of the comm registry (0: auto) */
     const char *comm_link; /* the registry's link of comm: "shm", "tcp", "nccl" */
     enum conv_algo conv_algo; /* --conv-algo (CPU ranks) */
+    int tf32;           /* --tf32 (GPU ranks) */
     int local_world;    /* ranks on this host (all of them: shm can serve them) */
     int cpus_fit;       /* every local rank has CPUs of its own (its --threads, 1 on a GPU)
                            in the CPUs this process may use: a rank may poll a late peer */
@@ -108,8 +111,8 @@ int device_comm_open(struct device *d, struct store *store, int rank, int world,
 /* The probes' view of the device: po->gpu and the compute and comm streams (NULL on CPU). */
 void device_probe_opts(const struct device *d, struct probe_opts *po);
 
-/* The device lines of meta.csv: device, the GPU and its libraries' versions, backend,
- * comm and cpu_binding. */
+/* The device lines of meta.csv: device, the GPU and its libraries' versions, tf32 and the
+ * cuDNN algorithm cache (GPU ranks), backend, comm and cpu_binding. */
 void device_write_meta(const struct device *d, struct runlog *log);
 
 /* Destroy the comm (it waits for nothing); device_close also the backend (and the comm,

@@ -3,8 +3,8 @@
  *
  * Everything runs in order on one non-blocking compute stream per backend: cuDNN for
  * convolution (forward, backward data, backward filter, through the plans of conv_plan.c:
- * algorithms cached per shape and element type, strict fp32 math without TF32), cuBLAS
- * GEMM for linear layers, and the kernels of kernels.cu for everything else.  The host
+ * algorithms chosen per shape and element type and cached per machine, conv_cache.h),
+ * cuBLAS GEMM for linear layers, and the kernels of kernels.cu for everything else.  The host
  * waits only where a slot returns a value (softmax_xent, count_correct), in download,
  * synchronize and free.
  *
@@ -13,19 +13,24 @@
  * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
  * (cudnnFind*) instead of cuDNN's heuristics; DDPPROF_CUDNN_LOG=1 says on stderr which
- * algorithm each convolution shape and direction ran with (once each).
+ * algorithm each convolution shape and direction ran with (once each) and how it was
+ * chosen; DDPPROF_CUDNN_CACHE=PATH|off moves or disables the per-machine cache of those
+ * choices (conv_cache.h).
  *
  * Autocast is real here: a tensor of a half type (backend.h enum dtype) is stored as
  * 2-byte fp16/bf16 values (dtype_size), so activations take half the memory;
  * convolutions run cuDNN on half data with fp32 accumulation on tensor cores
  * (CUDNN_TENSOR_OP_MATH), linear layers cublasGemmEx on half data with
  * CUBLAS_COMPUTE_32F, and the kernels read halves into fp32 and round once when they
- * write.  fp32 tensors run strict fp32 (no TF32), so the fp32 path matches the CPU oracle
- * up to summation order. */
+ * write.  fp32 tensors run strict fp32 by default (no TF32), so the fp32 path matches the
+ * CPU oracle up to summation order; with tf32 (--tf32 on: PyTorch's defaults) fp32
+ * convolutions may run TF32 tensor cores, as torch.backends.cudnn.allow_tf32 = True, and
+ * fp32 GEMMs stay FP32, as torch.backends.cuda.matmul.allow_tf32 = False. */
 #include "backend/backend.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_api.h"
 #include "common/cuda_check.h"
+#include "cuda/conv_cache.h"
 #include "cuda/conv_plan.h"
 #include "cuda/cudnn_desc.h"
 #include "common/error.h"
@@ -156,6 +161,8 @@ int cuda_info_get(int device, struct cuda_info *info)
         info->cublas_version = major * 10000 + minor * 100 + patch;
     if (ncclGetVersion(&v) == ncclSuccess)
         info->nccl_version = v;
+    if (!conv_cache_path(info->cudnn_algo_cache, sizeof info->cudnn_algo_cache))
+        snprintf(info->cudnn_algo_cache, sizeof info->cudnn_algo_cache, "off");
     if (device < 0)
         return 0;
     struct cudaDeviceProp prop;
@@ -567,7 +574,8 @@ static cudaDataType_t cublas_dtype(enum dtype dt)
 }
 
 /* Column-major C (m,n) = op(A) op(B) + beta C, A, B and C of dt, with fp32 accumulation
- * and fp32 alpha and beta (CUBLAS_COMPUTE_32F: no TF32 for fp32 data; for fp16 and bf16
+ * and fp32 alpha and beta (CUBLAS_COMPUTE_32F: no TF32 for fp32 data, --tf32 on or off,
+ * as PyTorch's default torch.backends.cuda.matmul.allow_tf32 = False; for fp16 and bf16
  * data cuBLAS's tensor-core kernels, C rounded once from the fp32 result). */
 static int cu_gemm(struct cuda_backend *cb, cublasOperation_t ta, cublasOperation_t tb, int m,
                    int n, int k, const void *a, int lda, const void *b, int ldb, float beta,
@@ -840,7 +848,22 @@ static int env_flag(const char *name)
     return v && v[0] && strcmp(v, "0") != 0;
 }
 
-struct backend *backend_cuda_create(int device)
+/* The GPU as the algorithm cache's keys name it: "name|GPU-<uuid>|major.minor" (the name
+ * cut at 200 bytes; a tab or newline in it, which no driver reports, becomes a space) */
+static void cu_gpu_identity(const struct cudaDeviceProp *p, char *buf, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)p->uuid.bytes;
+    snprintf(buf, cap, "%.200s|GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+             "%02x|%d.%d", p->name, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+             u[10], u[11], u[12], u[13], u[14], u[15], p->major, p->minor);
+    for (char *c = buf; *c; c++)
+        if (*c == '\t' || *c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+struct backend *backend_cuda_create(int device) { return backend_cuda_create_tf32(device, 0); }
+
+struct backend *backend_cuda_create_tf32(int device, int tf32)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -872,18 +895,28 @@ struct backend *backend_cuda_create(int device)
     cb->ops = cuda_backend_ops;
     cb->device = device;
     cb->sync_each = env_flag("DDPPROF_CUDA_SYNC");
+    struct cudaDeviceProp prop;
+    char gpu[CONV_CACHE_GPU_LEN], cache[4096];
+    struct conv_plans_opts po = {.find_algos = env_flag("DDPPROF_CUDNN_BENCHMARK"),
+                                 .tf32 = tf32 != 0,
+                                 .cache_path = conv_cache_path(cache, sizeof cache) ? cache : NULL,
+                                 .gpu = gpu};
+    if (CHECK_CUDA(cudaGetDeviceProperties(&prop, device)))
+        goto fail;
+    cu_gpu_identity(&prop, gpu, sizeof gpu);
     if (CHECK_CUDA(cudaSetDevice(device)) ||
         CHECK_CUDA(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) ||
         CHECK_CUBLAS(cublasCreate(&cb->cublas)) ||
         CHECK_CUBLAS(cublasSetStream(cb->cublas, cb->stream)) ||
         /* half GEMMs accumulate in fp32 and round once, as the CPU oracle: no split-K
          * partial sums added in the output type (cuBLAS allows that by default for fp16 and
-         * bf16, and PyTorch keeps it; on an H200 it put bf16 outputs 0.01 off the fp32 sum) */
+         * bf16, and PyTorch keeps it; on an H200 it put bf16 outputs 0.01 off the fp32 sum).
+         * fp32 GEMMs never TF32, whatever tf32 says (no CUBLAS_TF32_TENSOR_OP_MATH): PyTorch's
+         * default, torch.backends.cuda.matmul.allow_tf32 = False */
         CHECK_CUBLAS(cublasSetMathMode(cb->cublas, CUBLAS_DEFAULT_MATH |
                                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) ||
         CHECK_CUDNN(cudnnCreate(&cb->cudnn)) || CHECK_CUDNN(cudnnSetStream(cb->cudnn, cb->stream)) ||
-        !(cb->conv = conv_plans_create(cb->cudnn, cb->stream, device,
-                                       env_flag("DDPPROF_CUDNN_BENCHMARK"))) ||
+        !(cb->conv = conv_plans_create(cb->cudnn, cb->stream, device, &po)) ||
         CHECK_CUDA(cudaMalloc((void **)&cb->dev_loss, sizeof(float))) ||
         CHECK_CUDA(cudaMalloc((void **)&cb->dev_ints, sizeof(int))) ||
         CHECK_CUDA(cudaMallocHost(&cb->host_scalars, 64)) ||
@@ -898,9 +931,6 @@ struct backend *backend_cuda_create(int device)
         CHECK_CUDA(cudaMemcpyAsync(probe, cb->dev_ints, sizeof(int), cudaMemcpyDeviceToHost,
                                    cb->stream)) ||
         CHECK_CUDA(cudaStreamSynchronize(cb->stream)) || probe[0] != 1) {
-        struct cudaDeviceProp prop;
-        memset(&prop, 0, sizeof prop);
-        cudaGetDeviceProperties(&prop, device);
         error_wrap("CUDA device %d (%s, compute capability %d.%d) cannot run this build's "
                    "kernels (built for sm_80 and sm_90; rebuild with "
                    "-DCMAKE_CUDA_ARCHITECTURES=%d%d)",

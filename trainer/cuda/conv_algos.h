@@ -24,7 +24,7 @@
 #define CONV_WS_UNKNOWN ((size_t)-1) /* workspace not asked for yet */
 
 struct conv_algos {
-    int ready; /* the list has been filled (cuDNN asked once) */
+    int stage; /* how far the list has been filled (conv_plan.c, enum conv_stage) */
     int count;
     int algo[CONV_MAX_CANDIDATES]; /* cuDNN's algorithm enum */
     int math[CONV_MAX_CANDIDATES]; /* the cudnnMathType_t to run it with */

@@ -38,6 +38,14 @@ int cuda_device_count(void);
  * slot is queued on. */
 struct backend *backend_cuda_create(int device);
 
+/* backend_cuda_create with the math of fp32 convolutions chosen: tf32 0, strict FP32 (the
+ * CPU oracle's precision; backend_cuda_create's); 1, TF32 tensor cores allowed, as
+ * PyTorch's defaults (torch.backends.cudnn.allow_tf32 = True): cuDNN ranks fp32
+ * convolutions under CUDNN_DEFAULT_MATH and runs each with the math type it ranked it with.
+ * fp32 GEMMs (cuBLAS) stay FP32 either way, as torch.backends.cuda.matmul.allow_tf32 =
+ * False; half types are not affected.  --tf32 on|off. */
+struct backend *backend_cuda_create_tf32(int device, int tf32);
+
 /* The NCCL comm for rank/world: rank 0 creates the unique id and publishes it in the
  * store under "nccl_id" (the n-th communicator of a process under "nccl_id.n"), the others
  * read it; then all ranks meet at a store barrier and create the communicator on be's
@@ -64,6 +72,8 @@ struct cuda_info {
     size_t cudnn_version;    /* cudnnGetVersion, 91900 = 9.19.0 */
     int cublas_version;      /* major*10000 + minor*100 + patch */
     int nccl_version;        /* ncclGetVersion, 22809 = 2.28.9 */
+    char cudnn_algo_cache[4096]; /* the file of cuDNN's algorithm choices, or "off"
+                                    (trainer/cuda/conv_cache.h: DDPPROF_CUDNN_CACHE) */
 };
 
 /* 0, or -1 (error_set) when device >= 0 cannot be queried or in a build without CUDA. */

@@ -84,10 +84,12 @@ int cuda_device_count(void)
     return cuda_count;
 }
 
-struct backend *backend_cuda_create(int device)
+struct backend *backend_cuda_create(int device) { return backend_cuda_create_tf32(device, 0); }
+
+struct backend *backend_cuda_create_tf32(int device, int tf32)
 {
     const struct cuda_module *m = cuda_module_get();
-    return m ? m->backend_create(device) : NULL;
+    return m ? m->backend_create(device, tf32) : NULL;
 }
 
 struct comm *comm_nccl_create(struct backend *be, struct store *store, int rank, int world,

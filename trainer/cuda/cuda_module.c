@@ -4,7 +4,7 @@
 
 __attribute__((visibility("default"))) const struct cuda_module ddpprof_cuda_module = {
     .abi = CUDA_MODULE_ABI,
-    .backend_create = backend_cuda_create,
+    .backend_create = backend_cuda_create_tf32,
     .nccl_create = comm_nccl_create,
     .nccl_exchange_id = comm_nccl_exchange_id,
     .info_get = cuda_info_get,

@@ -15,11 +15,11 @@ extern "C" {
 
 #define CUDA_MODULE_FILE "libddpprof_cuda.so" /* trainer/CMakeLists.txt builds it */
 #define CUDA_MODULE_TABLE "ddpprof_cuda_module"
-#define CUDA_MODULE_ABI 1
+#define CUDA_MODULE_ABI 3
 
 struct cuda_module {
     int abi; /* CUDA_MODULE_ABI */
-    struct backend *(*backend_create)(int device);
+    struct backend *(*backend_create)(int device, int tf32); /* backend_cuda_create_tf32 */
     struct comm *(*nccl_create)(struct backend *be, struct store *store, int rank, int world,
                                 int timeout_ms);
     int (*nccl_exchange_id)(struct store *store, int rank, const char *key,

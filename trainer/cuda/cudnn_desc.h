@@ -25,8 +25,9 @@ struct cudnn_conv_desc {
  * element type dt of x, w and y, and check that cuDNN's output shape is (n,k,p,q).
  * Accumulation is fp32 for every dt (the convolution descriptor's compute type: cuDNN's
  * PSEUDO_HALF and PSEUDO_BFLOAT16 configurations for the half types, on tensor cores,
- * CUDNN_TENSOR_OP_MATH); fp32 data runs strict fp32 (CUDNN_FMA_MATH, no TF32).  0, or -1
- * (error_set) with nothing left allocated. */
+ * CUDNN_TENSOR_OP_MATH); fp32 data starts strict fp32 (CUDNN_FMA_MATH, no TF32), which
+ * conv_plan.c changes only with --tf32 on.  0, or -1 (error_set) with nothing left
+ * allocated. */
 int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *cs,
                          enum dtype dt);
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "device.h"
 #include "launch/agent.h"
 #include "launch/launcher.h"
@@ -125,6 +126,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .restart_count = at->attempt,
         .max_restarts = c->max_restarts,
         .run_id = at->run_id,
+        .secret = at->secret,
         .on_failure = agent_on_failure,
         .on_stop_state = agent_on_stop_state,
         .should_stop = c->nnodes > 1 ? agent_should_stop : NULL,
@@ -172,6 +174,7 @@ static int train_nodes(const struct cli *c)
                     attempt, c->max_restarts, at.resume[0] ? " from " : " from scratch",
                     at.resume);
         rc = launch_attempt(c, agent, &at, &res);
+        mem_wipe(at.secret, sizeof at.secret);
         if (rc < 0) {
             rc = fail();
             break;

@@ -4,6 +4,7 @@
  *   run_id               the job's id (node 0, once)
  *   aK/node/R            node R's host name: it joined attempt K
  *   aK/port              this attempt's worker store port (node 0)
+ *   aK/secret            this attempt's worker store secret (node 0)
  *   aK/resume            the checkpoint this attempt resumes from, "" for none (node 0)
  *   aK/causes            why the earlier attempts failed, one line each (node 0)
  *   aK/claims, aK/cause  a counter and the first failure's words: whoever counts 1 writes it
@@ -13,6 +14,7 @@
 #include "launch/agent.h"
 
 #include "comm/store.h"
+#include "comm/store_auth.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "launch/launcher.h"
@@ -207,7 +209,7 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
     a->local_cause[0] = '\0';
     if (a->nnodes == 1) {
         out->worker_port = a->master_port ? a->master_port : launcher_free_port();
-        if (out->worker_port < 0)
+        if (out->worker_port < 0 || store_auth_new_secret(out->secret))
             return -1;
         snprintf(out->run_id, sizeof out->run_id, "%s", a->run_id);
         snprintf(out->resume, sizeof out->resume, "%s", a->latest);
@@ -232,6 +234,10 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
         agent_key(a, key, sizeof key, "causes");
         if (agent_set(a, key, a->causes))
             return -1;
+        /* the workers' secret, for every node's (the agents proved theirs to get it) */
+        agent_key(a, key, sizeof key, "secret");
+        if (store_auth_new_secret(out->secret) || agent_set(a, key, out->secret))
+            return -1;
     }
     snprintf(what, sizeof what, "joined attempt %d", attempt);
     if (agent_wait_nodes(a, "node", what, 0))
@@ -240,6 +246,9 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
     if (agent_get(a, key, val, sizeof val))
         return -1;
     out->worker_port = atoi(val);
+    agent_key(a, key, sizeof key, "secret");
+    if (agent_get(a, key, out->secret, sizeof out->secret))
+        return -1;
     agent_key(a, key, sizeof key, "resume");
     if (agent_get(a, key, out->resume, sizeof out->resume))
         return -1;

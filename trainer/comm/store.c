@@ -39,6 +39,7 @@ struct store {
     char host[256];
     int port, rank, world, timeout_ms;
     int fd; /* -1: reconnect on the next call */
+    int connected_once; /* a refused reconnect is then a server gone, not one starting */
     struct store_auth auth;
     struct store_server *server;
     struct store_round *rounds;
@@ -308,6 +309,14 @@ static int store_connect(struct store *s, int64_t deadline_ms)
             last_errno = ECONNRESET;
         }
         int64_t left = deadline_ms - clock_now_ms();
+        if (s->connected_once && last_errno == ECONNREFUSED) {
+            /* it was up and now nothing listens: its process is gone, and waiting out the
+             * timeout would only delay saying so */
+            error_set("store: lost rank 0's store at %s:%d: nothing listens there any more "
+                      "(rank %d of %d; did rank 0 exit?)",
+                      s->host, s->port, s->rank, s->world);
+            break;
+        }
         if (left <= 0) {
             error_set("store: could not connect to rank 0's store at %s:%d within %.1f s "
                       "(rank %d of %d; last error: %s; %s)",
@@ -328,6 +337,8 @@ static int store_connect(struct store *s, int64_t deadline_ms)
         freeaddrinfo(ais);
     if (rc < 0)
         store_disconnect(s);
+    else
+        s->connected_once = 1;
     return rc;
 }
 

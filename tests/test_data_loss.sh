@@ -4,7 +4,9 @@
 #    while a trace is written: the run exits 1 naming the rank's trace and how many rows
 #    were lost (it used to exit 0); the trace left behind ends in a whole row and parses;
 #    on a 2-rank run each rank says so for its own file (or, when the traces' once-a-second
-#    writes filled the disk first, the epoch's checkpoint says the disk is full);
+#    writes filled the disk first, the epoch's checkpoint says the disk is full); a disk that
+#    fills at a metrics.csv row (12 KiB free on a tmpfs) says that row and also the trace
+#    rows still buffered, which are lost with it (it used to count the metrics row alone);
 # 2. the report of such a run warns that the rank's trace is truncated (it used to show
 #    the rank as zeros without a word), as for a trace cut by hand;
 # 3. a full disk while the report writes: one line, exit 1, and every output file is
@@ -65,6 +67,20 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=320k ddpprof-test "$tmp/small" 2
   rc=$?
   if [ $rc -ne 0 ] && grep -qE "rank ([01]): (.*/run/rank\1.trace.csv: [1-9][0-9]* trace row\(s\) lost \(first cause: write failed: No space left on device\)|saving checkpoint: .*No space left on device)" "$tmp/err" &&
     whole "$tmp/small/run" >/dev/null; then ok; else bad_err "2-rank traces on a full disk: exit $rc"; fi
+  # 1 rank, 12 KiB left: metrics.csv's rows fill it long before the trace's first flush
+  mkdir -p "$tmp/tiny"
+  if mount -t tmpfs -o size=128k ddpprof-test "$tmp/tiny" 2>/dev/null; then
+    trap 'umount "$tmp/tiny"; umount "$tmp/small"; rm -rf "$tmp"' EXIT
+    avail=$(df -B1 --output=avail "$tmp/tiny" | tail -n 1)
+    head -c $((avail - 12288)) /dev/zero >"$tmp/tiny/filler"
+    "$bin" "${common[@]}" --cpu 1 --limit 2000 --batch-size 2 --out "$tmp/tiny/run" \
+      >/dev/null 2>"$tmp/err" </dev/null
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+      grep -qE "^ddpprof: $tmp/tiny/run: 1 row\(s\) of the run's files did not reach the disk \(first: metrics.csv: No space left on device\).*; $tmp/tiny/run/rank0.trace.csv: [1-9][0-9]* trace row\(s\) lost" "$tmp/err"; then
+      ok
+    else bad_err "a full disk at a metrics row: exit $rc"; fi
+  fi
 else
   echo "skip: 2 ranks on a full disk (not root, or no tmpfs mount here)"
 fi

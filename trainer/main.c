@@ -63,7 +63,7 @@ static char **wrap_argv(char **argv, char **words)
     return out;
 }
 
-/* results/<date>-<time>-<model> */
+/* results/<date>-<time>-<model> (a name: runlog_fresh_dir makes it the job's own) */
 static void default_out_dir(char *buf, size_t cap, const char *model)
 {
     time_t now = time(NULL);
@@ -277,6 +277,22 @@ static void say_run_written(const char *dir)
     fflush(stdout);
 }
 
+/* The job's run directory, claimed before anything is written or started (runlog_claim:
+ * a second job given the same --out is refused while this one runs): *dir, or when it is
+ * NULL a fresh default one of this job's own (into buf, then *dir).  The claim's
+ * descriptor, held until the process ends, or -1 (error_set). */
+static int claim_out(const char **dir, char *buf, size_t cap, const char *model, int node_rank)
+{
+    if (!*dir) {
+        char base[4096];
+        default_out_dir(base, sizeof base, model);
+        if (runlog_fresh_dir(buf, cap, base))
+            return -1;
+        *dir = buf;
+    }
+    return runlog_claim(*dir, node_rank);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -289,14 +305,9 @@ static int cmd_train(int argc, char **argv)
         train_check_inputs(&c.train))
         return fail();
     char out[4096];
-    if (!c.train.run.out_dir) {
-        default_out_dir(out, sizeof out, c.train.model);
-        c.train.run.out_dir = out;
-    }
+    if (claim_out(&c.train.run.out_dir, out, sizeof out, c.train.model, c.node_rank) < 0)
+        return fail();
     if (c.train.mode == TRAIN_DDP) {
-        /* the run directory must be usable before any worker starts */
-        if (mkdir_parents(c.train.run.out_dir))
-            return fail();
         int rc = train_nodes(&c);
         if (rc == 0 && !c.train.run.quiet)
             say_run_written(c.train.run.out_dir);
@@ -416,12 +427,11 @@ static int cmd_main(int argc, char **argv)
         return fail();
 
     char out[4096], sub[4200];
-    if (c.train.run.out_dir)
-        snprintf(out, sizeof out, "%s", c.train.run.out_dir);
-    else
-        default_out_dir(out, sizeof out, c.train.model);
-    if (mkdir_parents(out))
+    const char *dir = c.train.run.out_dir;
+    if (claim_out(&dir, out, sizeof out, c.train.model, c.node_rank) < 0)
         return fail();
+    if (dir != out)
+        snprintf(out, sizeof out, "%s", dir);
     struct stat stale;
     snprintf(sub, sizeof sub, "%s/repeat-%d", out, c.repeat + 1);
     if (c.node_rank == 0 && stat(sub, &stale) == 0) { /* the report reads repeat-2, 3, ... */

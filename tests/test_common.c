@@ -6,8 +6,12 @@
  * int64 range and nothing else; DDP's bucket assignment (common/ddp_buckets.h) gives
  * PyTorch's buckets, worked out by hand for a few caps; SHA-256 and HMAC-SHA256
  * (common/sha256.h) give FIPS 180-2's and RFC 4231's test vectors, in one piece and fed
- * byte by byte, and the constant-time compare tells equal from different. */
+ * byte by byte, and the constant-time compare tells equal from different; control bytes
+ * (C0, DEL, C1 in UTF-8) are escaped in error messages and by the terminal stream, even a
+ * C1 control split across two writes, and other UTF-8 passes. */
 #include "common/clock.h"
+#include "common/error.h"
+#include "common/printable.h"
 #include "common/ddp_buckets.h"
 #include "common/parse.h"
 #include "common/sha256.h"
@@ -353,6 +357,38 @@ static void test_hmac_vectors(void)
     CHECK(mem_equal_ct(x, y, sizeof x) == 0, "a difference in the first byte went unseen");
 }
 
+/* ------------------------------------------------------------------ printable.h */
+
+static void test_printable(void)
+{
+    char buf[256];
+    CHECK(strcmp(text_printable("a\x1b]0;t\x07" "b\n\xc2\x9b" "2J \xc3\xa9", (size_t)-1, buf,
+                                sizeof buf),
+                 "a\\x1b]0;t\\x07b\\n\\xc2\\x9b2J \xc3\xa9") == 0,
+          "escaped: '%s'", buf);
+    error_set("open '%s': no", "x\ny\x1b[2J");
+    CHECK(strcmp(error_get(), "open 'x\\ny\\x1b[2J': no") == 0, "error_set kept '%s'",
+          error_get());
+    error_set("%s", error_get()); /* escaping twice changes nothing */
+    CHECK(strcmp(error_get(), "open 'x\\ny\\x1b[2J': no") == 0, "re-set: '%s'", error_get());
+    error_clear();
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *to = open_memstream(&mem, &len);
+    FILE *f = to ? text_terminal_stream(to) : NULL;
+    CHECK(f != NULL, "text_terminal_stream");
+    if (f) {
+        fputs("row\tcell \x1b]0;t\x07 \xc2", f);
+        fflush(f); /* the C1 control split across two writes */
+        fputs("\x9b" "2J \xc2\xa9\r\n", f);
+        fclose(f);
+        fclose(to);
+        CHECK(mem && strcmp(mem, "row\tcell \\x1b]0;t\\x07 \\xc2\\x9b2J \xc2\xa9\\r\n") == 0,
+              "the terminal stream wrote '%s'", mem ? mem : "(null)");
+    }
+    free(mem);
+}
+
 int main(void)
 {
     test_vec_growth();
@@ -363,5 +399,6 @@ int main(void)
     test_ddp_buckets();
     test_sha256_vectors();
     test_hmac_vectors();
+    test_printable();
     return test_finish();
 }

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/sha256.h"
 #include "device.h"
 #include "launch/agent.h"
@@ -254,9 +255,10 @@ static int check_stdout(const char *what)
 
 /* "ddpprof: run written to DIR; its tables: ddpprof report DIR" on stdout (DIR quoted for
  * a shell where it needs it), after a run that succeeded */
-static void say_run_written(const char *dir)
+static void say_run_written(const char *raw)
 {
-    char q[4200];
+    char q[4200], dir[4200];
+    text_printable(raw, (size_t)-1, dir, sizeof dir); /* a path is shown, not obeyed */
     size_t at = 0;
     const int plain = dir[0] && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
                                             "vwxyz0123456789/._-+,:@%=") == strlen(dir);
@@ -466,14 +468,16 @@ static int cmd_main(int argc, char **argv)
         if (!args)
             return fail();
         device_describe(&run.train.dev, devices, sizeof devices);
+        char shown[4300];
+        text_printable(sub, (size_t)-1, shown, sizeof shown);
         if (mode == TRAIN_DDP && nodes)
             printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
-                   c.nnodes, sub);
+                   c.nnodes, shown);
         else if (c.repeat > 1)
             printf("ddpprof: repeat %d of %d: %s run on %s -> %s\n", k, c.repeat, phase,
-                   devices, sub);
+                   devices, shown);
         else
-            printf("ddpprof: %s run on %s -> %s\n", phase, devices, sub);
+            printf("ddpprof: %s run on %s -> %s\n", phase, devices, shown);
         rc = run_self(args, phase, mode == TRAIN_BASELINE);
         cli_argv_free(args);
         if (rc < 0)
@@ -490,10 +494,12 @@ static int cmd_main(int argc, char **argv)
     }
     if (rc != 0)
         return rc;
+    char shown[4300];
+    text_printable(out, (size_t)-1, shown, sizeof shown);
     if (c.node_rank > 0) { /* node 0 reports; its directory holds this node's ranks if shared */
         printf("ddpprof: node %d's ranks are in %s/ddp; for one report of every node: ddpprof "
                "report NODE0_DIR/ddp NODE1_DIR/ddp ... (node 0 reports its own)\n",
-               c.node_rank, out);
+               c.node_rank, shown);
         return 0;
     }
     const char *dirs[1] = {out};
@@ -503,7 +509,7 @@ static int cmd_main(int argc, char **argv)
                              .diff = REPORT_DIFF_AUTO}; /* diff.csv: baseline vs ddp */
     /* said before the report, whose verdict and recommendations end the job's output */
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
-           out);
+           shown);
     if (report_run_opts(dirs, 1, &ro, stdout))
         return fail();
     return check_stdout("the report") ? fail() : 0;

@@ -56,14 +56,17 @@ int runlog_fresh_dir(char *buf, size_t cap, const char *base)
             return -1;
     }
     for (int k = 1; k <= 1000; k++) {
-        if (k == 1)
-            snprintf(buf, cap, "%s", base);
-        else
-            snprintf(buf, cap, "%s-%d", base, k);
-        if (mkdir(buf, 0777) == 0)
+        char name[4200];
+        int n = k == 1 ? snprintf(name, sizeof name, "%s", base)
+                       : snprintf(name, sizeof name, "%s-%d", base, k);
+        if (n < 0 || (size_t)n >= sizeof name || (size_t)n >= cap)
+            return error_set("output directory '%s': too long a path", base);
+        if (mkdir(name, 0777) == 0) {
+            memcpy(buf, name, (size_t)n + 1);
             return 0;
+        }
         if (errno != EEXIST)
-            return error_set("cannot create directory '%s': %s (choose an --out)", buf,
+            return error_set("cannot create directory '%s': %s (choose an --out)", name,
                              strerror(errno));
     }
     return error_set("'%s' and 999 more like it exist already: choose an --out", base);

@@ -11,7 +11,7 @@
  * group is formed a connection from an address no rank came from is refused; a store on
  * loopback listens on 127.0.0.1 only.
  * And the job secret (store_auth.h): where it comes from (variable, a file of mode 0600,
- * none on loopback, "none"); a rank without it or with another is refused at once and the
+ * none on loopback, "none": the open mode works and warns once); a rank without it or with another is refused at once and the
  * refusal names its address, once; strangers, silent ones included, do not delay rank 0's
  * end; another user's process is refused even with the secret (as root: uid 65534), a
  * server of another user or one that cannot prove the secret is refused by the client. */
@@ -1085,6 +1085,21 @@ static void check_secret_sources(void)
     setenv("DDPPROF_JOB_SECRET", "none", 1);
     CHECK(store_auth_from_env(&a, "10.1.2.3") == 0 && a.mode == STORE_AUTH_OPEN,
           "DDPPROF_JOB_SECRET=none: %s", error_get());
+    /* the open mode works, and says so once */
+    char log[600];
+    snprintf(log, sizeof log, "/tmp/test_store.%d.open.log", (int)getpid());
+    int saved = stderr_to(log);
+    s = store_create_any_port(HOST, 0, 1, 2000);
+    int ok = s && store_set(s, "k", "v", 1) == 0;
+    store_destroy(s);
+    s = store_create_any_port(HOST, 0, 1, 2000);
+    store_destroy(s);
+    stderr_back(saved);
+    const char *text = slurp(log);
+    const char *w = strstr(text, "warning: DDPPROF_JOB_SECRET=none");
+    CHECK(ok && w && !strstr(w + 1, "warning:"), "the open mode: store %s, stderr:\n%s",
+          ok ? "worked" : "failed", text);
+    unlink(log);
     setenv("DDPPROF_JOB_SECRET", "short", 1);
     CHECK(store_auth_from_env(&a, "127.0.0.1") == -1 && strstr(error_get(), "5 bytes long"),
           "a 5-byte secret: %s", error_get());

@@ -968,7 +968,7 @@ int launcher_run(const struct launch_opts *o)
                                 .nodes = o->nnodes > 1 ? o->nnodes : 1,
                                 .bar_on = o->progress && isatty(STDERR_FILENO)};
     int rc = -1, devnull = -1, installed = 0;
-    char secret[STORE_SECRET_HEX + 1] = "";
+    char secret[STORE_SECRET_MAX + 1] = "";
     struct sigaction old_actions[LAUNCHER_NSIGNALS];
     sigset_t old_mask;
     sigprocmask(SIG_SETMASK, NULL, &old_mask);
@@ -982,8 +982,13 @@ int launcher_run(const struct launch_opts *o)
     /* the job's secret, for its store (comm/store_auth.h): the caller's (every node's
      * agent has the same), or a fresh one; in the workers' environment, never their
      * command line, which every user of the host can read */
+    if (o->secret && strlen(o->secret) >= sizeof secret) {
+        error_set("launcher: the job secret is %zu bytes, more than %d", strlen(o->secret),
+                  STORE_SECRET_MAX);
+        goto out;
+    }
     if (o->secret)
-        snprintf(secret, sizeof secret, "%s", o->secret);
+        memcpy(secret, o->secret, strlen(o->secret) + 1);
     else if (store_auth_new_secret(secret))
         goto out;
     for (int r = 0; r < st.n; r++) {

@@ -11,7 +11,8 @@
 extern "C" {
 #endif
 
-/* Record a one-line message (printf format) for this thread; returns -1. */
+/* Record a one-line message (printf format) for this thread, control bytes escaped
+ * (common/printable.h); returns -1. */
 int error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prefix the current message with more context ("loading X: <old message>"); returns -1. */

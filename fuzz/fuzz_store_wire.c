@@ -2,7 +2,7 @@
  * peer (trainer/comm/store_wire.c): the bytes as a stream of requests, as the server's
  * connection loop decodes them (store_wire_decode_request, then the HELLO and ADD values
  * and the counter text an ADD finds), and as a stream of replies, as a client decodes
- * them (store_wire_decode_reply).
+ * them (store_wire_decode_reply, and the server's challenge in them).
  *
  * Every decoded request must lie inside the bytes, with a key of at most STORE_KEY_MAX
  * bytes and no NUL; a partial request is never decoded; decoding never reads past the
@@ -38,9 +38,12 @@ static void fuzz_requests(const uint8_t *data, size_t size)
                    "request at %zu out of its frame", off);
         int rank, world;
         int64_t v;
-        if (req.op == STORE_OP_HELLO && store_wire_decode_hello(req.value, req.value_len, &rank,
-                                                                &world) == 0)
-            FUZZ_CHECK(rank >= 0 && world >= 0, "hello from rank %d of %d", rank, world);
+        const uint8_t *nonce, *mac;
+        if (req.op == STORE_OP_HELLO &&
+            store_wire_decode_hello(req.value, req.value_len, &rank, &world, &nonce, &mac) == 0)
+            FUZZ_CHECK(rank >= 0 && world >= 0 && req.value_len == STORE_HELLO_VALUE &&
+                           nonce == req.value + 8 && mac == req.value + 40,
+                       "hello from rank %d of %d, %u bytes", rank, world, req.value_len);
         if (req.op == STORE_OP_ADD)
             store_wire_decode_add(req.value, req.value_len, &v);
         if (store_wire_parse_counter(req.value, req.value_len, &v) == 0)
@@ -66,6 +69,12 @@ static void fuzz_replies(const uint8_t *data, size_t size)
                    "reply status %d length %u", status, len);
         if (size - off - STORE_REPLY_HEADER < len)
             return;
+        int mode;
+        const uint8_t *nonce;
+        if (store_wire_decode_challenge(data + off + STORE_REPLY_HEADER, len, &mode, &nonce) == 0)
+            FUZZ_CHECK(len == STORE_CHALLENGE_BYTES && mode >= 0 && mode <= 2 &&
+                           nonce == data + off + STORE_REPLY_HEADER + 9,
+                       "a challenge of %u bytes, mode %d", len, mode);
         off += STORE_REPLY_HEADER + len;
     }
 }

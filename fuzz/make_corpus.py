@@ -246,7 +246,8 @@ def reply(status, data=b""):
 
 
 def corpus_store_wire():
-    hello = request(1, b"", struct.pack("<II", 1, 2))
+    # the handshake (store_wire.h): rank, world, the client's nonce and its MAC
+    hello = request(1, b"", struct.pack("<II", 1, 2) + bytes(range(32)) + bytes(range(32, 64)))
     put("store_wire", "session", hello + request(2, b"shm/name", b"/ddpprof-123") +
         request(3, b"shm/name") + request(4, b"barrier/0", struct.pack("<q", 1)) +
         request(5, b"barrier/0") + request(6))
@@ -256,6 +257,12 @@ def corpus_store_wire():
     put("store_wire", "replies", reply(0) + reply(0, b"value") + reply(0, struct.pack("<q", 5)) +
         reply(1, b"store: unknown request 9"))
     put("store_wire", "huge-length", struct.pack("<BHI", 2, 3, 0xFFFFFFF0) + b"abc")
+    # the server's challenge (magic, mode 1: a job secret, its nonce), then its proof
+    put("store_wire", "handshake", reply(0, b"ddpstor1" + b"\x01" + bytes(range(7, 39))) +
+        reply(0, bytes(range(100, 132))) + reply(1, b"store: refused: this process does not "
+                                                   b"have rank 0's job secret"))
+    put("store_wire", "old-hello", request(1, b"", struct.pack("<II", 1, 2)) +
+        reply(0, b"ddpstor1" + b"\x03" + bytes(32)))
 
 
 # ---- the command line: arguments separated by NUL ----

@@ -7,9 +7,11 @@
 #include <csv.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +42,75 @@ int mkdir_parents(const char *path)
     return 0;
 }
 
+#define RUNLOG_LOCK_PREFIX ".ddpprof-node"
+#define RUNLOG_LOCK_SUFFIX ".lock"
+
+int runlog_fresh_dir(char *buf, size_t cap, const char *base)
+{
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", base);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        if (mkdir_parents(parent))
+            return -1;
+    }
+    for (int k = 1; k <= 1000; k++) {
+        char name[4200];
+        int n = k == 1 ? snprintf(name, sizeof name, "%s", base)
+                       : snprintf(name, sizeof name, "%s-%d", base, k);
+        if (n < 0 || (size_t)n >= sizeof name || (size_t)n >= cap)
+            return error_set("output directory '%s': too long a path", base);
+        if (mkdir(name, 0777) == 0) {
+            memcpy(buf, name, (size_t)n + 1);
+            return 0;
+        }
+        if (errno != EEXIST)
+            return error_set("cannot create directory '%s': %s (choose an --out)", name,
+                             strerror(errno));
+    }
+    return error_set("'%s' and 999 more like it exist already: choose an --out", base);
+}
+
+int runlog_claim(const char *dir, int node_rank)
+{
+    if (mkdir_parents(dir))
+        return -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" RUNLOG_LOCK_PREFIX "%d" RUNLOG_LOCK_SUFFIX, dir,
+             node_rank < 0 ? 0 : node_rank);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return error_set("--out %s: cannot create its lock file %s: %s (choose another --out)",
+                         dir, path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return error_set("--out %s is in use by another ddpprof job (pid %s): wait for it "
+                             "to end, or choose another --out",
+                             dir, pid[0] ? pid : "?");
+        return error_set("--out %s: cannot lock %s: %s", dir, path, strerror(e));
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    ssize_t w = ftruncate(fd, 0) == 0 ? pwrite(fd, pid, (size_t)n, 0) : -1;
+    (void)w; /* the pid is only for a second job's message: the lock holds without it */
+    return fd;
+}
+
+/* a job's claim on the directory (runlog_claim): not a run file, and no sign of a run */
+static int runlog_is_lock(const char *name)
+{
+    size_t n = strlen(name), p = strlen(RUNLOG_LOCK_PREFIX), x = strlen(RUNLOG_LOCK_SUFFIX);
+    return n > p + x && strncmp(name, RUNLOG_LOCK_PREFIX, p) == 0 &&
+           strcmp(name + n - x, RUNLOG_LOCK_SUFFIX) == 0;
+}
+
 /* a file a run writes into its directory (runlog_prepare removes them): also the temporary
  * of a checkpoint whose writer was killed before its rename (".NAME.safetensors.tmp-XXXXXX",
  * io/safetensors_write.c) */
@@ -60,7 +131,8 @@ int runlog_prepare(const char *dir, int overwrite)
     char first[256] = "";
     int rc = 0;
     while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            runlog_is_lock(e->d_name))
             continue;
         const int run_file = runlog_is_run_file(e->d_name);
         if (!overwrite) {

@@ -18,8 +18,8 @@ struct runlog {
     char why[256];  /* the first such failure */
 };
 
-/* Make dir ready for a new run, before anything is written to it: a directory that is
- * missing or empty is fine; a non-empty one is refused (one error naming a file in it and
+/* Make dir ready for a new run, before anything is written to it (under the job's
+ * runlog_claim): a directory that is missing or empty (a claim's lock file aside) is fine; a non-empty one is refused (one error naming a file in it and
  * --overwrite), so a new run never mixes its files with an earlier run's (rank3.trace.csv
  * of a 4-rank run beside a new 2-rank run's files).  overwrite: instead remove the run
  * files there (meta.csv, metrics.csv, every rankN.trace.csv) and keep the rest
@@ -71,5 +71,18 @@ void csv_field_write(FILE *f, const char *s);
 
 /* mkdir -p; 0 or -1 (error_set naming the first directory that could not be made) */
 int mkdir_parents(const char *path);
+
+/* A run directory of the job's own, for a default --out: base itself, or else base-2,
+ * base-3, ... whichever mkdir makes first (atomic: two jobs started in the same second get
+ * two), its parents made as needed; the name into buf.  0 or -1 (error_set). */
+int runlog_fresh_dir(char *buf, size_t cap, const char *base);
+
+/* Claim dir (made as needed) for this job, node node_rank of it, until the returned
+ * descriptor is closed or the process ends: an exclusive lock on dir/.ddpprof-node<R>.lock,
+ * which holds our pid.  A directory another job holds is refused, naming it ("--out DIR is
+ * in use by another ddpprof job (pid N) ..."); the nodes of one job may share a directory.
+ * The lock file stays (runlog_prepare and the report pass over it).  The descriptor, or -1
+ * (error_set). */
+int runlog_claim(const char *dir, int node_rank);
 
 #endif

@@ -15,6 +15,7 @@
 #include "report/charts.h"
 #include "report/diff.h"
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
@@ -814,8 +815,23 @@ int report_run(const char *const *run_dirs, int n, const char *out_dir, FILE *te
     return report_run_opts(run_dirs, n, &o, terminal);
 }
 
+static int report_run_to(const char *const *inputs, int n, const struct report_opts *opts,
+                         FILE *terminal);
+
 int report_run_opts(const char *const *inputs, int n, const struct report_opts *opts,
                     FILE *terminal)
+{
+    /* names from the traces (ops, kernels, hosts, paths) reach the terminal with their
+     * control bytes escaped: no escape sequence of theirs retitles or drives it */
+    FILE *shown = terminal ? text_terminal_stream(terminal) : NULL;
+    int rc = report_run_to(inputs, n, opts, shown ? shown : terminal);
+    if (shown)
+        fclose(shown); /* a write that failed left its error on terminal, for the caller */
+    return rc;
+}
+
+static int report_run_to(const char *const *inputs, int n, const struct report_opts *opts,
+                         FILE *terminal)
 {
     if (n < 1 || !inputs)
         return error_set("report: no run directory or trace given (%s)", report_usage());

@@ -37,12 +37,14 @@
 
 void report_warn(const char *fmt, ...)
 {
+    char raw[2048], shown[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("ddpprof report: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* one line, whatever names from the traces it quotes (common/printable.h) */
+    fprintf(stderr, "ddpprof report: warning: %s\n",
+            text_printable(raw, (size_t)-1, shown, sizeof shown));
 }
 
 static char *run_strdup(const char *s)

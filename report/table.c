@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "report/outfile.h"
 #include "common/vec.h"
 
@@ -76,14 +77,39 @@ const char *table_get(const struct table *t, size_t row, int col)
     return off ? t->text + off - 1 : "";
 }
 
+/* 1 when s is a plain number ("-1.5", "+3", "2e-05", "-inf", "nan"), which a spreadsheet
+ * reads as a number, not a formula */
+static int table_is_number(const char *s)
+{
+    char *end;
+    if (!*s)
+        return 0;
+    strtod(s, &end);
+    return *end == '\0' && strspn(s, "+-0123456789.eEinfatyINFATY") == strlen(s);
+}
+
 /* A field needs quoting when it holds the delimiter, a quote, a line break or would lose
- * leading/trailing spaces to a trimming reader. */
+ * leading/trailing spaces to a trimming reader.  A text that a spreadsheet would take for a
+ * formula (it starts with = + - @, a tab or a carriage return: an op name, a host, a path
+ * from a trace) is written with a ' before it, as OWASP advises against CSV injection;
+ * numbers stay as they are. */
 static int table_field_write(FILE *f, const char *s)
 {
     size_t n = strlen(s);
+    char *text = NULL;
+    if (n && strchr("=+-@\t\r", s[0]) && !table_is_number(s)) {
+        if (asprintf(&text, "'%s", s) < 0)
+            return -1;
+        s = text;
+        n++;
+    }
+    int rc;
     if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' ')))
-        return csv_fwrite(f, s, n);
-    return fwrite(s, 1, n, f) == n ? 0 : -1;
+        rc = csv_fwrite(f, s, n);
+    else
+        rc = fwrite(s, 1, n, f) == n ? 0 : -1;
+    free(text);
+    return rc;
 }
 
 int table_write_csv(const struct table *t, const char *dir)
@@ -121,9 +147,13 @@ int table_write_csv(const struct table *t, const char *dir)
     return rc;
 }
 
-static const char *table_shown(const char *s)
+/* A cell as the terminal shows it: "-" for none, its control bytes escaped (a line break
+ * in an op name must not split the row, an escape sequence must not reach the terminal). */
+static const char *table_shown(const char *s, char *buf, size_t cap)
 {
-    return s[0] ? s : "-";
+    if (!s[0])
+        return "-";
+    return text_has_control(s) ? text_printable(s, (size_t)-1, buf, cap) : s;
 }
 
 /* Append one cell, padded to w, to line at *len. */
@@ -154,7 +184,8 @@ void table_print(const struct table *t, FILE *out, size_t max_rows)
         if (t->cols[c].unit[0] && u > w[c])
             w[c] = u;
         for (size_t r = 0; r < shown; r++) {
-            int n = (int)strlen(table_shown(table_get(t, r, c)));
+            char esc[1024];
+            int n = (int)strlen(table_shown(table_get(t, r, c), esc, sizeof esc));
             if (n > w[c])
                 w[c] = n;
         }
@@ -183,8 +214,11 @@ void table_print(const struct table *t, FILE *out, size_t max_rows)
     for (size_t r = 0; r < shown; r++) {
         line[0] = ' ';
         len = 1;
-        for (int c = 0; c < t->ncols; c++)
-            table_cell(line, &len, t->cols[c].left, w[c], table_shown(table_get(t, r, c)));
+        for (int c = 0; c < t->ncols; c++) {
+            char esc[1024];
+            table_cell(line, &len, t->cols[c].left, w[c],
+                       table_shown(table_get(t, r, c), esc, sizeof esc));
+        }
         table_line(out, line, len);
     }
     if (t->nrows == 0)
@@ -231,7 +265,8 @@ void table_write_html(const struct table *t, FILE *out, size_t max_rows)
         fputs("<tr>", out);
         for (int c = 0; c < t->ncols; c++) {
             fputs(t->cols[c].left ? "<td class=\"l\">" : "<td>", out);
-            html_escape(out, table_shown(table_get(t, r, c)));
+            const char *cell = table_get(t, r, c);
+            html_escape(out, cell[0] ? cell : "-");
             fputs("</td>", out);
         }
         fputs("</tr>\n", out);

@@ -4,10 +4,17 @@
  * capacity as they were; the clock's three units agree, never go back, and a sleep lasts
  * at least as long as asked, signals or not; parse_i64 takes exactly '-'? digits+ in the
  * int64 range and nothing else; DDP's bucket assignment (common/ddp_buckets.h) gives
- * PyTorch's buckets, worked out by hand for a few caps. */
+ * PyTorch's buckets, worked out by hand for a few caps; SHA-256 and HMAC-SHA256
+ * (common/sha256.h) give FIPS 180-2's and RFC 4231's test vectors, in one piece and fed
+ * byte by byte, and the constant-time compare tells equal from different; control bytes
+ * (C0, DEL, C1 in UTF-8) are escaped in error messages and by the terminal stream, even a
+ * C1 control split across two writes, and other UTF-8 passes. */
 #include "common/clock.h"
+#include "common/error.h"
+#include "common/printable.h"
 #include "common/ddp_buckets.h"
 #include "common/parse.h"
+#include "common/sha256.h"
 #include "common/vec.h"
 #include "testutil.h"
 
@@ -243,6 +250,145 @@ static void test_ddp_buckets(void)
     CHECK(ddp_bucket_cap_bytes(0.05) == 52428, "0.05 MB = %zu bytes", ddp_bucket_cap_bytes(0.05));
 }
 
+/* ------------------------------------------------------------------ sha256.h */
+
+static void hex_of(const uint8_t *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+static void test_sha256_vectors(void)
+{
+    static const struct {
+        const char *msg, *digest;
+    } fips[] = { /* FIPS 180-2, appendix B, and the empty message */
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    uint8_t d[SHA256_BYTES];
+    char hex[2 * SHA256_BYTES + 1];
+    for (size_t i = 0; i < sizeof fips / sizeof fips[0]; i++) {
+        sha256(fips[i].msg, strlen(fips[i].msg), d);
+        hex_of(d, sizeof d, hex);
+        CHECK(strcmp(hex, fips[i].digest) == 0, "sha256('%s') = %s, want %s", fips[i].msg, hex,
+              fips[i].digest);
+        struct sha256 s; /* the same fed one byte at a time */
+        sha256_init(&s);
+        for (const char *p = fips[i].msg; *p; p++)
+            sha256_update(&s, p, 1);
+        sha256_final(&s, d);
+        hex_of(d, sizeof d, hex);
+        CHECK(strcmp(hex, fips[i].digest) == 0, "sha256('%s') byte by byte = %s", fips[i].msg,
+              hex);
+    }
+    /* a million 'a' (FIPS 180-2 B.3), in pieces of 1000 that straddle the 64-byte blocks */
+    char a[1000];
+    memset(a, 'a', sizeof a);
+    struct sha256 s;
+    sha256_init(&s);
+    for (int i = 0; i < 1000; i++)
+        sha256_update(&s, a, sizeof a);
+    sha256_final(&s, d);
+    hex_of(d, sizeof d, hex);
+    CHECK(strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0,
+          "sha256 of a million 'a' = %s", hex);
+}
+
+static void test_hmac_vectors(void)
+{
+    uint8_t k20b[20], kaa20[20], k25[25], k0c[20], kaa131[131], ddd[50], dcd[50];
+    memset(k20b, 0x0b, sizeof k20b);
+    memset(kaa20, 0xaa, sizeof kaa20);
+    for (int i = 0; i < 25; i++)
+        k25[i] = (uint8_t)(i + 1);
+    memset(k0c, 0x0c, sizeof k0c);
+    memset(kaa131, 0xaa, sizeof kaa131);
+    memset(ddd, 0xdd, sizeof ddd);
+    memset(dcd, 0xcd, sizeof dcd);
+    static const char big_data[] =
+        "This is a test using a larger than block-size key and a larger than block-size data. "
+        "The key needs to be hashed before being used by the HMAC algorithm.";
+    const struct {
+        const void *key;
+        size_t klen;
+        const void *msg;
+        size_t mlen;
+        const char *mac; /* the first strlen/2 bytes (case 5 is truncated to 128 bits) */
+    } rfc[] = { /* RFC 4231, section 4, HMAC-SHA-256 */
+        {k20b, 20, "Hi There", 8,
+         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+        {"Jefe", 4, "what do ya want for nothing?", 28,
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+        {kaa20, 20, ddd, 50, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+        {k25, 25, dcd, 50, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
+        {k0c, 20, "Test With Truncation", 20, "a3b6167473100ee06e0c796c2955552b"},
+        {kaa131, 131, "Test Using Larger Than Block-Size Key - Hash Key First", 54,
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+        {kaa131, 131, big_data, sizeof big_data - 1,
+         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
+    };
+    for (size_t i = 0; i < sizeof rfc / sizeof rfc[0]; i++) {
+        uint8_t mac[SHA256_BYTES];
+        char hex[2 * SHA256_BYTES + 1];
+        hmac_sha256(rfc[i].key, rfc[i].klen, rfc[i].msg, rfc[i].mlen, mac);
+        hex_of(mac, sizeof mac, hex);
+        size_t want = strlen(rfc[i].mac);
+        CHECK(strncmp(hex, rfc[i].mac, want) == 0, "RFC 4231 case %zu: %s, want %s", i + 1,
+              hex, rfc[i].mac);
+        struct hmac_sha256 h; /* in two parts, split mid-message */
+        hmac_sha256_init(&h, rfc[i].key, rfc[i].klen);
+        hmac_sha256_update(&h, rfc[i].msg, rfc[i].mlen / 3);
+        hmac_sha256_update(&h, (const char *)rfc[i].msg + rfc[i].mlen / 3,
+                           rfc[i].mlen - rfc[i].mlen / 3);
+        hmac_sha256_final(&h, mac);
+        hex_of(mac, sizeof mac, hex);
+        CHECK(strncmp(hex, rfc[i].mac, want) == 0, "RFC 4231 case %zu in parts: %s", i + 1,
+              hex);
+    }
+    uint8_t x[32] = {0}, y[32] = {0};
+    CHECK(mem_equal_ct(x, y, sizeof x) == 1, "equal bytes compared unequal");
+    y[31] = 1;
+    CHECK(mem_equal_ct(x, y, sizeof x) == 0, "a difference in the last byte went unseen");
+    y[31] = 0;
+    y[0] = 0x80;
+    CHECK(mem_equal_ct(x, y, sizeof x) == 0, "a difference in the first byte went unseen");
+}
+
+/* ------------------------------------------------------------------ printable.h */
+
+static void test_printable(void)
+{
+    char buf[256];
+    CHECK(strcmp(text_printable("a\x1b]0;t\x07" "b\n\xc2\x9b" "2J \xc3\xa9", (size_t)-1, buf,
+                                sizeof buf),
+                 "a\\x1b]0;t\\x07b\\n\\xc2\\x9b2J \xc3\xa9") == 0,
+          "escaped: '%s'", buf);
+    error_set("open '%s': no", "x\ny\x1b[2J");
+    CHECK(strcmp(error_get(), "open 'x\\ny\\x1b[2J': no") == 0, "error_set kept '%s'",
+          error_get());
+    error_set("%s", error_get()); /* escaping twice changes nothing */
+    CHECK(strcmp(error_get(), "open 'x\\ny\\x1b[2J': no") == 0, "re-set: '%s'", error_get());
+    error_clear();
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *to = open_memstream(&mem, &len);
+    FILE *f = to ? text_terminal_stream(to) : NULL;
+    CHECK(f != NULL, "text_terminal_stream");
+    if (f) {
+        fputs("row\tcell \x1b]0;t\x07 \xc2", f);
+        fflush(f); /* the C1 control split across two writes */
+        fputs("\x9b" "2J \xc2\xa9\r\n", f);
+        fclose(f);
+        fclose(to);
+        CHECK(mem && strcmp(mem, "row\tcell \\x1b]0;t\\x07 \\xc2\\x9b2J \xc2\xa9\\r\n") == 0,
+              "the terminal stream wrote '%s'", mem ? mem : "(null)");
+    }
+    free(mem);
+}
+
 int main(void)
 {
     test_vec_growth();
@@ -251,5 +397,8 @@ int main(void)
     test_clock_sleep();
     test_parse_i64();
     test_ddp_buckets();
+    test_sha256_vectors();
+    test_hmac_vectors();
+    test_printable();
     return test_finish();
 }

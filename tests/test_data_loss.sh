@@ -4,14 +4,21 @@
 #    while a trace is written: the run exits 1 naming the rank's trace and how many rows
 #    were lost (it used to exit 0); the trace left behind ends in a whole row and parses;
 #    on a 2-rank run each rank says so for its own file (or, when the traces' once-a-second
-#    writes filled the disk first, the epoch's checkpoint says the disk is full);
+#    writes filled the disk first, the epoch's checkpoint says the disk is full); a disk that
+#    fills at a metrics.csv row (16 KiB free on a tmpfs) says that row and also the trace
+#    rows still buffered, which are lost with it (it used to count the metrics row alone);
 # 2. the report of such a run warns that the rank's trace is truncated (it used to show
 #    the rank as zeros without a word), as for a trace cut by hand;
 # 3. a full disk while the report writes: one line, exit 1, and every output file is
 #    whole or absent (temp file + rename), no temp file left;
 # 4. --out reused: a non-empty run directory is refused (nothing touched); --overwrite
 #    clears the old run's files (a stale rank1.trace.csv of a 2-rank run, the temporary of
-#    a checkpoint writer killed before its rename) and keeps the checkpoint.
+#    a checkpoint writer killed before its rename) and keeps the checkpoint;
+# 5. --out claimed: a second job given the --out of one that runs is refused at once,
+#    naming the first, even while the first has written nothing yet (it is stopped as soon
+#    as it has claimed the directory), and the first's run is its own (it used to be mixed
+#    from both, 1 time in 8); two jobs with the default --out started in the same second
+#    get a directory each (one used to be told to choose an --out it never gave).
 set -u
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 command -v python3 >/dev/null || { echo "skip: python3 checks the files left behind"; exit 77; }
@@ -65,6 +72,21 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=320k ddpprof-test "$tmp/small" 2
   rc=$?
   if [ $rc -ne 0 ] && grep -qE "rank ([01]): (.*/run/rank\1.trace.csv: [1-9][0-9]* trace row\(s\) lost \(first cause: write failed: No space left on device\)|saving checkpoint: .*No space left on device)" "$tmp/err" &&
     whole "$tmp/small/run" >/dev/null; then ok; else bad_err "2-rank traces on a full disk: exit $rc"; fi
+  # 1 rank, 16 KiB left (a page each for the --out claim's lock, meta.csv and the trace's
+  # header): metrics.csv's rows fill it long before the trace's first flush
+  mkdir -p "$tmp/tiny"
+  if mount -t tmpfs -o size=128k ddpprof-test "$tmp/tiny" 2>/dev/null; then
+    trap 'umount "$tmp/tiny"; umount "$tmp/small"; rm -rf "$tmp"' EXIT
+    avail=$(df -B1 --output=avail "$tmp/tiny" | tail -n 1)
+    head -c $((avail - 16384)) /dev/zero >"$tmp/tiny/filler"
+    "$bin" "${common[@]}" --cpu 1 --limit 2000 --batch-size 2 --out "$tmp/tiny/run" \
+      >/dev/null 2>"$tmp/err" </dev/null
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+      grep -qE "^ddpprof: $tmp/tiny/run: 1 row\(s\) of the run's files did not reach the disk \(first: metrics.csv: No space left on device\).*; $tmp/tiny/run/rank0.trace.csv: [1-9][0-9]* trace row\(s\) lost" "$tmp/err"; then
+      ok
+    else bad_err "a full disk at a metrics row: exit $rc"; fi
+  fi
 else
   echo "skip: 2 ranks on a full disk (not root, or no tmpfs mount here)"
 fi
@@ -119,6 +141,52 @@ if [ $rc -eq 0 ] && [ ! -e "$tmp/reuse/rank1.trace.csv" ] && grep -q '^world_siz
   [ -s "$tmp/reuse/checkpoint.safetensors" ] && [ ! -e "$tmp/reuse/.checkpoint.safetensors.tmp-Ab12Cd" ] &&
   ! grep -q "rank" "$tmp/err2"; then ok; else
   bad_err "--overwrite: exit $rc, $(ls "$tmp/reuse" | tr '\n' ' ')"
+fi
+
+# 5. one --out, two jobs
+main=(--cpu 1 --dataset synthetic --test-limit 16 --epochs 1 --batch-size 16 --quiet)
+setsid "$bin" "${main[@]}" --limit 256 --out "$tmp/claim" >"$tmp/a.log" 2>&1 </dev/null &
+a=$!
+for i in $(seq 20000); do [ -d "$tmp/claim" ] && break; done
+for i in $(seq 2000); do # the claim's lock holds its pid once taken (none before this fix)
+  [ -s "$tmp/claim/.ddpprof-node0.lock" ] && break
+done
+kill -STOP -- -$a
+t0=$(date +%s%N)
+timeout 60 "$bin" "${main[@]}" --limit 128 --out "$tmp/claim" >/dev/null 2>"$tmp/err" </dev/null
+rc=$?
+dt_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill -CONT -- -$a
+wait $a
+rc_a=$?
+if [ $rc -ne 0 ] && [ $dt_ms -lt 5000 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+  grep -q "^ddpprof: --out $tmp/claim is in use by another ddpprof job (pid $a): wait for it" "$tmp/err"; then
+  ok
+else bad_err "a second job on the --out of a running one: exit $rc after $dt_ms ms"; fi
+steps() { awk -F, 'NR > 1 { s = s $1 " " } END { print s }' "$1"; }
+want=$(seq -s ' ' 1 16)
+if [ $rc_a -eq 0 ] && [ "$(steps "$tmp/claim/baseline/metrics.csv")" = "$want " ] &&
+  [ "$(steps "$tmp/claim/ddp/metrics.csv")" = "$want " ] &&
+  grep -qx 'train_samples,256' "$tmp/claim/baseline/meta.csv" &&
+  grep -qx 'train_samples,256' "$tmp/claim/ddp/meta.csv"; then ok; else
+  bad "the first job's run (exit $rc_a) is not its own alone: baseline steps '$(steps "$tmp/claim/baseline/metrics.csv")', $(grep train_samples "$tmp/claim/baseline/meta.csv"); $(tail -n 2 "$tmp/a.log")"
+fi
+
+# two default --outs in one second: started together at the start of a second
+mkdir -p "$tmp/dflt"
+while [ "$(date +%N | cut -c1)" -gt 1 ]; do sleep 0.01; done
+for k in 1 2; do
+  (cd "$tmp/dflt" && exec "$bin" train "${main[@]}" --limit 128) >"$tmp/d$k.log" 2>&1 </dev/null &
+done
+rc=0
+for j in $(jobs -p); do wait "$j" || rc=1; done
+dirs=$(ls "$tmp/dflt/results" 2>/dev/null | wc -l)
+whole_runs=0
+for d in "$tmp/dflt/results"/*; do
+  [ "$(steps "$d/metrics.csv" 2>/dev/null)" = "$(seq -s ' ' 1 8) " ] && whole_runs=$((whole_runs + 1))
+done
+if [ $rc -eq 0 ] && [ "$dirs" -eq 2 ] && [ $whole_runs -eq 2 ]; then ok; else
+  bad "two jobs with the default --out in one second: exits $rc, $dirs directories ($(ls "$tmp/dflt/results" | tr '\n' ' ')), $whole_runs whole: $(cat "$tmp/d1.log" "$tmp/d2.log" | head -3)"
 fi
 
 check_done

@@ -15,7 +15,8 @@
  * and the stopped rank is stopped at once (SIGCONT after SIGTERM); the rendezvous bound
  * names a rank that never joins and one that never gets ready; worker_link_blame reads the
  * collective and the missing ranks out of every comm's words (a real shm timeout among
- * them); the job's progress bar. */
+ * them); the job's progress bar.  The job's store secret: in every worker's environment,
+ * fresh per launch unless given. */
 #include "launch/dist_env.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -270,6 +271,46 @@ static void check_env_and_output(void)
     free(err);
     unsetenv("WORLD_SIZE");
     unsetenv("DDPPROF_TEST_INHERITED");
+}
+
+/* The job's store secret (comm/store_auth.h): every worker of a launch has the same, 64 hex
+ * digits in DDPPROF_JOB_SECRET, a fresh one per launch, in place of the caller's variable
+ * and file; a secret given (every node's agent has one) is the one passed on. */
+static void check_secret(void)
+{
+    setenv("DDPPROF_JOB_SECRET", "the-callers-secret-0123456789", 1);
+    setenv("DDPPROF_JOB_SECRET_FILE", "/nonexistent/secret", 1);
+    char *const argv[] = {"/bin/sh", "-c", "echo \"S=$DDPPROF_JOB_SECRET F=$DDPPROF_JOB_SECRET_FILE.\"",
+                          NULL};
+    struct launch_opts o = {.nprocs = 2, .argv = argv};
+    char *out[2], *err;
+    char secret[2][80] = {"", ""};
+    double dt;
+    for (int k = 0; k < 2; k++) {
+        int st = launcher_run_captured(&o, &out[k], &err, &dt);
+        CHECK(exit_code(st) == 0, "launch %d: status 0x%x: %s", k, st, err);
+        free(err);
+        const char *p = strstr(out[k], "[rank 0] S=");
+        if (p)
+            sscanf(p + strlen("[rank 0] S="), "%79s", secret[k]);
+        char want[200];
+        snprintf(want, sizeof want, "[rank 1] S=%s F=.\n", secret[k]);
+        CHECK(strlen(secret[k]) == 64 && strspn(secret[k], "0123456789abcdef") == 64 &&
+                  strstr(out[k], want),
+              "launch %d: no 64-hex secret shared by both ranks in place of the caller's:\n%s",
+              k, out[k]);
+        free(out[k]);
+    }
+    CHECK(strcmp(secret[0], secret[1]) != 0, "two launches had the same secret %s", secret[0]);
+    o.secret = "given-by-the-agent-0123456789";
+    int st = launcher_run_captured(&o, &out[0], &err, &dt);
+    CHECK(exit_code(st) == 0 && strstr(out[0], "[rank 0] S=given-by-the-agent-0123456789 F=.\n") &&
+              strstr(out[0], "[rank 1] S=given-by-the-agent-0123456789 F=.\n"),
+          "a given secret was not passed on: %s", out[0]);
+    free(out[0]);
+    free(err);
+    unsetenv("DDPPROF_JOB_SECRET");
+    unsetenv("DDPPROF_JOB_SECRET_FILE");
 }
 
 static void check_explicit_address(void)
@@ -801,6 +842,7 @@ int main(void)
     check_dist_env(); /* first: the launcher checks change the environment */
     check_bad_options();
     check_env_and_output();
+    check_secret();
     check_explicit_address();
     check_second_node_env();
     check_hooks();

@@ -14,8 +14,16 @@
  *  5. --max-restarts 1, a rank of node 1 killed at a random step: training completes, the
  *     failed attempt's files are kept in attempt-0/, meta.csv and the report tell the
  *     restart, and the final weights equal those of an uninterrupted run resumed from the
- *     same checkpoint. */
+ *     same checkpoint;
+ *  6. an impostor on node 1's host, before node 1 joins, claims node 1 four times at node
+ *     0's rendezvous (as a ddpprof without secrets, setting the attempt's cause, and with a
+ *     wrong secret): every claim is refused, node 0's log names its address, and the real
+ *     node 1 joins and the job completes.
+ * Every node has the job's secret from DDPPROF_JOB_SECRET_FILE (a file of mode 0600), as a
+ * user passes it to every node. */
 #include "comm/comm_gloo.h"
+#include "comm/store_auth.h"
+#include "comm/store_wire.h"
 #include "common/clock.h"
 #include "io/safetensors.h"
 #include "testutil.h"
@@ -24,11 +32,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -538,6 +551,117 @@ static void test_stale_node_dir(void)
     free(after);
 }
 
+
+/* ---- 6. an impostor before node 1 joins ---- */
+
+/* In a child in node 1's namespace: claims to be node 1 at node 0's rendezvous, four times
+ * as a ddpprof without secrets (each then setting the attempt's cause), once with a wrong
+ * secret.  Exits with the number of claims accepted (0 wanted), 99 when it never reached
+ * node 0's port. */
+static pid_t impostor_start(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    char path[128];
+    snprintf(path, sizeof path, "/var/run/netns/%s", ns[1]);
+    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0 || setns(nsfd, CLONE_NEWNET) < 0)
+        _exit(98);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(29500)};
+    inet_pton(AF_INET, addr[0], &to.sin_addr);
+    int accepted = 0, fds[5], reached = 0;
+    for (int i = 0; i < 5; i++) {
+        fds[i] = -1;
+        for (double end = clock_now_s() + 20; fds[i] < 0 && clock_now_s() < end;) {
+            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (connect(fd, (struct sockaddr *)&to, sizeof to) == 0) {
+                fds[i] = fd;
+                break;
+            }
+            close(fd);
+            clock_sleep_ms(20);
+        }
+        if (fds[i] < 0)
+            break;
+        reached++;
+        struct timeval tv = {.tv_sec = 3};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        uint8_t buf[512], h[STORE_REPLY_HEADER];
+        int status = -1;
+        uint32_t len = 0;
+        if (i < 4) { /* the hello of a ddpprof without secrets, then the cause */
+            store_wire_put_request(buf, STORE_OP_HELLO, 0, 8);
+            store_wire_put_u32(buf + STORE_REQ_HEADER, 1);
+            store_wire_put_u32(buf + STORE_REQ_HEADER + 4, 2);
+            ssize_t w = send(fds[i], buf, STORE_REQ_HEADER + 8, MSG_NOSIGNAL);
+            for (int k = 0; k < 2 && w > 0; k++) { /* a challenge first, where one comes */
+                if (recv(fds[i], h, sizeof h, MSG_WAITALL) != (ssize_t)sizeof h ||
+                    store_wire_decode_reply(h, &status, &len) < 0 || len > sizeof buf ||
+                    (len && recv(fds[i], buf, len, MSG_WAITALL) != (ssize_t)len)) {
+                    status = -1;
+                    break;
+                }
+                if (!(len == STORE_CHALLENGE_BYTES && memcmp(buf, STORE_CHALLENGE_MAGIC, 8) == 0))
+                    break;
+            }
+            if (status == STORE_REPLY_OK && len == 0) {
+                accepted++;
+                static const char cause[] = "the impostor's words";
+                store_wire_put_request(buf, STORE_OP_SET, 8, sizeof cause - 1);
+                memcpy(buf + STORE_REQ_HEADER, "a0/cause", 8);
+                memcpy(buf + STORE_REQ_HEADER + 8, cause, sizeof cause - 1);
+                w = send(fds[i], buf, STORE_REQ_HEADER + 8 + sizeof cause - 1, MSG_NOSIGNAL);
+            }
+        } else { /* the handshake with a wrong secret */
+            uint8_t ch[STORE_CHALLENGE_BYTES], cnonce[32] = {5}, mac[32];
+            const uint8_t *snonce;
+            int mode;
+            struct store_auth a;
+            store_auth_from_secret(&a, "not-this-jobs-secret-0123", 25);
+            if (recv(fds[i], h, sizeof h, MSG_WAITALL) == (ssize_t)sizeof h &&
+                store_wire_decode_reply(h, &status, &len) == 0 && len == sizeof ch &&
+                recv(fds[i], ch, sizeof ch, MSG_WAITALL) == (ssize_t)sizeof ch &&
+                store_wire_decode_challenge(ch, len, &mode, &snonce) == 0) {
+                store_auth_mac(&a, 0, snonce, cnonce, 1, 2, mac);
+                store_wire_put_request(buf, STORE_OP_HELLO, 0, STORE_HELLO_VALUE);
+                store_wire_put_hello(buf + STORE_REQ_HEADER, 1, 2, cnonce, mac);
+                if (send(fds[i], buf, STORE_REQ_HEADER + STORE_HELLO_VALUE, MSG_NOSIGNAL) > 0 &&
+                    recv(fds[i], h, sizeof h, MSG_WAITALL) == (ssize_t)sizeof h &&
+                    store_wire_decode_reply(h, &status, &len) == 0 && status == STORE_REPLY_OK)
+                    accepted++;
+            }
+        }
+    }
+    clock_sleep_ms(1500); /* holding whatever it was given while node 1 tries to join */
+    _exit(reached == 5 ? accepted : 99);
+}
+
+static void test_impostor(void)
+{
+    pid_t a = node_start(0, "i0", "", "");
+    pid_t imp = impostor_start();
+    int st = node_wait(imp, 60);
+    CHECK(st == 0, "the impostor: %d of its claims accepted (99: never reached node 0, 98: "
+          "could not enter node 1's namespace)", st);
+    pid_t b = node_start(1, "i1", "", "");
+    int ra = node_wait(a, 240), rb = node_wait(b, 240);
+    if (ra || rb) {
+        show_log("i0");
+        show_log("i1");
+    }
+    CHECK(ra == 0 && rb == 0, "after an impostor, nodes exited %d, %d", ra, rb);
+    char *log = test_read_file(tmp, "i0.log");
+    char want[96], want2[96];
+    snprintf(want, sizeof want, "refused a claim to be rank 1 of 2 from %s:", addr[1]);
+    snprintf(want2, sizeof want2, "refused %s:", addr[1]);
+    CHECK(log && strstr(log, want) && strstr(log, want2) && !strstr(log, "impostor's words"),
+          "node 0's log does not name the impostor (%s, %s):\n%s", want, want2,
+          log ? log : "(no log)");
+    free(log);
+}
+
 static void cleanup(void) { net_down(); }
 
 int main(void)
@@ -556,12 +680,22 @@ int main(void)
     char *d = test_tmpdir();
     snprintf(tmp, sizeof tmp, "%s", d);
     free(d);
+    /* the job's secret, as a user passes it to every node: a file only its owner reads */
+    char secret[1100];
+    snprintf(secret, sizeof secret, "%s/job.secret", tmp);
+    FILE *f = fopen(secret, "w");
+    if (!f || fprintf(f, "test_multinode-%d-%ld\n", (int)getpid(), (long)time(NULL)) < 0 ||
+        fclose(f) != 0 || chmod(secret, 0600) != 0)
+        test_skip("cannot write the job's secret file");
+    setenv("DDPPROF_JOB_SECRET_FILE", secret, 1);
+    unsetenv("DDPPROF_JOB_SECRET");
     test_equivalence();
     test_stale_node_dir();
     test_merged_report();
     test_one_clock();
     test_node_killed();
     test_restart();
+    test_impostor();
     if (test_failed == 0)
         sh("rm -rf \"%s\"", tmp);
     return test_finish();

@@ -10,6 +10,8 @@
 #     and the final checkpoint is the one an uninterrupted run from the same checkpoint
 #     writes, byte for byte;
 #  4. the same without restarts left: the run ends non-zero naming the node, rank and cause;
+#  5. two nodes, node 0's agent SIGKILLed mid-run: node 1 ends at once (not after 3x
+#     --timeout) and names the lost rendezvous, not "rank 0 did not arrive";
 #  meta.csv's comm_progress: gradient beside gloo (1), none beside shared memory (3).
 set -u
 . "$(dirname "$0")/csvcol.sh"
@@ -100,5 +102,32 @@ DDPPROF_FAULT_KILL_STEP=1:3 timeout 120 "$bin" train --cpu 2 $args --max-restart
   --out "$tmp/y" >"$tmp/y.log" 2>&1 # first attempt killed, the restart runs from scratch and succeeds
 check from-scratch "$?" "a restart without any checkpoint failed: $(tail -n 3 "$tmp/y.log")"
 check from-scratch-said "$(grep -q 'start again from scratch' "$tmp/y.log"; echo $?)" "$(tail -n 3 "$tmp/y.log")"
+
+# --- 5. node 0's agent killed: node 1 names the lost rendezvous, at once ---
+if [ $gloo -eq 1 ]; then
+port=$(free_port)
+for r in 0 1; do
+  timeout 120 "$bin" train --nnodes 2 --node-rank $r --nproc-per-node 1 --master-port "$port" \
+    $args --limit 4000 --timeout 10 --out "$tmp/g$r" >"$tmp/g$r.log" 2>&1 &
+  eval "pid$r=\$!"
+done
+for i in $(seq 600); do # training under way: 5 steps on disk
+  [ -f "$tmp/g0/metrics.csv" ] && [ "$(wc -l <"$tmp/g0/metrics.csv")" -gt 5 ] && break
+  sleep 0.1
+done
+agent0=$(pgrep -P "$pid0" | head -n 1) # node 0's ddpprof, under timeout(1)
+t0=$(date +%s%N)
+kill -KILL "${agent0:-$pid0}" # the agent; its rank dies with it (PR_SET_PDEATHSIG)
+wait "$pid1"
+rc=$?
+dt_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait "$pid0" 2>/dev/null
+# the old bound: three store calls that each waited out the 10 s --timeout (30 s)
+check node0-killed "$([ $rc -eq 1 ] && [ $dt_ms -lt 5000 ] &&
+  grep -q "the job failed: lost node 0's rendezvous at 127.0.0.1:$port" "$tmp/g1.log" &&
+  ! grep -q "the job failed: rank 0 .*did not arrive" "$tmp/g1.log"; echo $?)" \
+  "node 1 exited $rc after $dt_ms ms: $(tail -n 2 "$tmp/g1.log")"
+echo "node 0's agent killed: node 1 ended in $dt_ms ms"
+fi
 
 check_done

@@ -9,8 +9,16 @@
  * connections on the port while 3 ranks meet: the ranks still meet, the server's memory
  * stays bounded, strangers are closed (silent ones after the hello deadline), and once the
  * group is formed a connection from an address no rank came from is refused; a store on
- * loopback listens on 127.0.0.1 only. */
+ * loopback listens on 127.0.0.1 only.
+ * And the job secret (store_auth.h): where it comes from (variable, a file of mode 0600,
+ * none on loopback, "none": the open mode works and warns once); a rank without it or with another is refused at once and the
+ * refusal names its address, once; strangers, silent ones included, do not delay rank 0's
+ * end; another user's process is refused even with the secret (as root: uid 65534), a
+ * server of another user or one that cannot prove the secret is refused by the client. */
 #include "comm/store.h"
+
+#include "comm/store_auth.h"
+#include "comm/store_wire.h"
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -30,6 +38,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -319,8 +328,15 @@ static void check_server_dies(void)
          * below the 2 s timeout, so a timeout cannot pass for a detected close */
         CHECK(rc == -1 && dt < 1.8 && strstr(error_get(), "lost the connection"),
               "get after the server died: rc %d after %.3f s: %s", rc, dt, error_get());
-        /* a later call is an error too (reconnect refused), not a SIGPIPE */
-        CHECK(store_set(s, "x", "y", 1) == -1, "set after the server died succeeded");
+        /* a later call is an error too (reconnect refused), not a SIGPIPE, and at once: a
+         * server that was up and now refuses is gone, not starting (it used to retry until
+         * the timeout, which made a node whose rendezvous died wait 3 timeouts) */
+        t0 = clock_now_s();
+        rc = store_set(s, "x", "y", 1);
+        dt = clock_now_s() - t0;
+        CHECK(rc == -1 && dt < 0.5 && strstr(error_get(), "lost rank 0's store"),
+              "set after the server died: rc %d after %.3f s (timeout 2 s): %s", rc, dt,
+              error_get());
         store_destroy(s);
     }
     int st = wait_bounded(pid, 10.0);
@@ -505,14 +521,69 @@ static int count_closed(int *fds, int n, double limit_s)
     }
 }
 
-/* The hello of rank of world, as store_wire.h spells it. */
-static void hello_bytes(uint8_t out[15], int rank, int world)
+/* Receive exactly len bytes from the non-blocking fd within limit_s: 0, or -1 (closed,
+ * or too slow). */
+static int recv_exact(int fd, uint8_t *p, size_t len, double limit_s)
 {
-    memset(out, 0, 15);
-    out[0] = 1; /* STORE_OP_HELLO */
-    out[3] = 8; /* value length 8 */
-    out[7] = (uint8_t)rank;
-    out[11] = (uint8_t)world;
+    double end = clock_now_s() + limit_s;
+    while (len) {
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return -1;
+        double left = end - clock_now_s();
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The client's half of the handshake by hand (store_wire.h, store_auth.h) on fd: read the
+ * server's challenge, send the hello of rank of world proving secret (NULL: none, the MAC
+ * all zeros).  0 once the hello is sent; -1 when no challenge came within 3 s (the server
+ * closed the connection unanswered). */
+static int raw_hello(int fd, int rank, int world, const char *secret)
+{
+    uint8_t h[STORE_REPLY_HEADER], ch[STORE_CHALLENGE_BYTES];
+    int status, mode;
+    uint32_t len;
+    const uint8_t *snonce;
+    if (recv_exact(fd, h, sizeof h, 3.0) < 0 || store_wire_decode_reply(h, &status, &len) < 0 ||
+        len != sizeof ch || recv_exact(fd, ch, sizeof ch, 3.0) < 0 ||
+        store_wire_decode_challenge(ch, len, &mode, &snonce) < 0)
+        return -1;
+    uint8_t cnonce[STORE_NONCE_BYTES] = {1, 2, 3}, mac[STORE_MAC_BYTES] = {0};
+    struct store_auth a;
+    if (secret && store_auth_from_secret(&a, secret, strlen(secret)) == 0)
+        store_auth_mac(&a, 0, snonce, cnonce, (uint32_t)rank, (uint32_t)world, mac);
+    uint8_t req[STORE_REQ_HEADER + STORE_HELLO_VALUE];
+    store_wire_put_request(req, STORE_OP_HELLO, 0, STORE_HELLO_VALUE);
+    store_wire_put_hello(req + STORE_REQ_HEADER, (uint32_t)rank, (uint32_t)world, cnonce, mac);
+    send_some(fd, req, sizeof req);
+    return 0;
+}
+
+/* The status of the server's answer to a raw_hello (the bytes after it discarded), or -1
+ * when the connection closed first or nothing came within limit_s. */
+static int raw_reply(int fd, double limit_s)
+{
+    uint8_t h[STORE_REPLY_HEADER], body[256];
+    int status;
+    uint32_t len;
+    if (recv_exact(fd, h, sizeof h, limit_s) < 0 || store_wire_decode_reply(h, &status, &len) < 0)
+        return -1;
+    while (len) {
+        uint32_t take = len < sizeof body ? len : (uint32_t)sizeof body;
+        if (recv_exact(fd, body, take, limit_s) < 0)
+            return -1;
+        len -= take;
+    }
+    return status;
 }
 
 /* Five connections that say hello as rank 1: four are served, the fifth is refused and
@@ -524,13 +595,11 @@ static void check_rank_conn_cap(void)
     if (!s)
         return;
     int port = store_port(s), fds[5], made = 0;
-    uint8_t h[15];
-    hello_bytes(h, 1, 2);
     for (int i = 0; i < 5; i++) {
         if ((fds[i] = connect_from(HOST, port)) < 0)
             break;
         made++;
-        send_some(fds[i], h, sizeof h);
+        CHECK(raw_hello(fds[i], 1, 2, NULL) == 0, "connection %d got no challenge", i + 1);
         clock_sleep_ms(20); /* served in this order */
     }
     CHECK(made == 5, "only %d connections made", made);
@@ -702,18 +771,12 @@ static void check_hostile_peers(void)
     /* the group is formed: a connection from another address (127.0.0.2, still this
      * host) is closed unanswered even with a valid hello; one from the ranks' address is
      * still served */
-    uint8_t hello[15], reply[5];
-    hello_bytes(hello, 1, 3);
     int other = connect_from("127.0.0.2", port), same = connect_from(HOST, port);
     CHECK(other >= 0 && same >= 0, "connections from 127.0.0.2 and %s", HOST);
     if (other >= 0 && same >= 0) {
-        send_some(other, hello, sizeof hello);
-        send_some(same, hello, sizeof hello);
-        CHECK(count_closed(&other, 1, 3.0) == 1, "a stranger's address was served after the "
-              "group formed");
-        struct pollfd p = {.fd = same, .events = POLLIN};
-        CHECK(poll(&p, 1, 3000) == 1 && recv(same, reply, sizeof reply, 0) == 5 &&
-                  reply[0] == 0,
+        CHECK(raw_hello(other, 1, 3, NULL) == -1, "a stranger's address was sent a challenge "
+              "after the group formed");
+        CHECK(raw_hello(same, 1, 3, NULL) == 0 && raw_reply(same, 3.0) == STORE_REPLY_OK,
               "a rank's address was not served after the group formed");
     }
     if (other >= 0)
@@ -721,6 +784,354 @@ static void check_hostile_peers(void)
     if (same >= 0)
         close(same);
     store_abort(s);
+}
+
+
+/* ---------------------------------------------------------------- the job secret */
+
+#define SECRET "test_store-secret-0123456789"
+#define NOBODY 65534
+
+/* stderr into path (this process's, the server thread's lines included) until restored:
+ * the saved descriptor, or -1 */
+static int stderr_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (saved < 0 || fd < 0 || dup2(fd, 2) < 0) {
+        if (fd >= 0)
+            close(fd);
+        if (saved >= 0)
+            close(saved);
+        return -1;
+    }
+    close(fd);
+    return saved;
+}
+
+static void stderr_back(int saved)
+{
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    static char buf[16384];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* A child of ours that takes the store at HOST:port as rank `rank` of 2 with secret (NULL:
+ * none) in its environment; 0 when it got in, 2 when it was refused with `want` in the
+ * message within `limit_s`, 3 refused otherwise (its message on stderr). */
+static pid_t secret_child(int port, int rank, const char *secret, const char *want,
+                          double limit_s, int timeout_ms)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    if (secret)
+        setenv("DDPPROF_JOB_SECRET", secret, 1);
+    else
+        unsetenv("DDPPROF_JOB_SECRET");
+    double t0 = clock_now_s();
+    struct store *c = store_create(HOST, port, 0, rank, 2, timeout_ms);
+    double dt = clock_now_s() - t0;
+    if (c) {
+        int ok = store_barrier(c, "up") == 0 && store_set(c, "from-1", "x", 1) == 0;
+        store_destroy(c);
+        _exit(ok ? 0 : 4);
+    }
+    int refused = want && strstr(error_get(), want) && dt < limit_s;
+    if (!refused)
+        fprintf(stderr, "rank %d (secret %s): refused after %.2f s: %s\n", rank,
+                secret ? secret : "none", dt, error_get());
+    _exit(refused ? 2 : 3);
+}
+
+/* The job secret is proven by every connection: a rank without it or with another is
+ * refused at once (not after the timeout), the refusal is said once naming the peer's
+ * address, a stranger holding a connection that claims rank 1 does not keep rank 0
+ * waiting at the end, and the rank with the secret gets in. */
+static void check_secret(void)
+{
+    char log[600];
+    snprintf(log, sizeof log, "/tmp/test_store.%d.log", (int)getpid());
+    setenv("DDPPROF_JOB_SECRET", SECRET, 1);
+    int saved = stderr_to(log);
+    struct store *s = store_create_any_port(HOST, 0, 2, 5000);
+    unsetenv("DDPPROF_JOB_SECRET");
+    CHECK(s != NULL, "a store with a secret: %s", error_get());
+    if (!s) {
+        stderr_back(saved);
+        return;
+    }
+    int port = store_port(s);
+    /* strangers: a raw claim to be rank 1 with a wrong secret, one without any, and one
+     * that only holds its connection open, silent (each used to count as rank 1) */
+    int wrong = connect_from(HOST, port), none = connect_from(HOST, port),
+        silent = connect_from(HOST, port);
+    CHECK(wrong >= 0 && none >= 0 && silent >= 0, "stranger connections");
+    CHECK(raw_hello(wrong, 1, 2, "a-wrong-secret-0123456789") == 0 &&
+              raw_reply(wrong, 3.0) == STORE_REPLY_ERROR,
+          "a hello with a wrong secret was not refused");
+    CHECK(raw_hello(none, 1, 2, NULL) == 0 && raw_reply(none, 3.0) == STORE_REPLY_ERROR,
+          "a hello without the secret was not refused");
+    int st_wrong = wait_bounded(secret_child(port, 1, "another-secret-0123456789",
+                                             "does not have rank 0's job secret", 1.0, 5000), 10);
+    int st_none = wait_bounded(secret_child(port, 1, NULL, "requires the job secret", 1.0, 5000),
+                               10);
+    CHECK(st_wrong >= 0 && WIFEXITED(st_wrong) && WEXITSTATUS(st_wrong) == 2,
+          "a rank with another secret: status 0x%x (2: refused at once, naming the secret)",
+          st_wrong);
+    CHECK(st_none >= 0 && WIFEXITED(st_none) && WEXITSTATUS(st_none) == 2,
+          "a rank without the secret: status 0x%x (2: refused at once, naming the secret)",
+          st_none);
+    pid_t good = secret_child(port, 1, SECRET, NULL, 0, 5000);
+    CHECK(store_barrier(s, "up") == 0, "rank 0's barrier with the real rank 1: %s", error_get());
+    int st_good = wait_bounded(good, 10);
+    CHECK(st_good >= 0 && WIFEXITED(st_good) && WEXITSTATUS(st_good) == 0,
+          "rank 1 with the secret: status 0x%x", st_good);
+    double t0 = clock_now_s();
+    store_destroy(s); /* the silent stranger is still connected */
+    double dt = clock_now_s() - t0;
+    stderr_back(saved);
+    CHECK(dt < 1.0, "rank 0's destroy took %.2f s with strangers about (timeout 5 s)", dt);
+    const char *text = slurp(log);
+    CHECK(strstr(text, "refused a claim to be rank 1 of 2 from 127.0.0.1:") &&
+              strstr(text, "does not prove the job secret"),
+          "the refusal does not name the claimant:\n%s", text);
+    const char *first = strstr(text, "refused a claim"), *again = first ? strstr(first + 1, "refused a claim") : NULL;
+    CHECK(first && !again, "the refusals of one address were said more than once:\n%s", text);
+    for (int *fd = (int[]){wrong, none, silent}, i = 0; i < 3; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    unlink(log);
+}
+
+/* On this host, another user's process is refused as it connects (even one holding the
+ * secret), and a server another user runs is refused by the client. */
+static void check_other_user(void)
+{
+    if (geteuid() != 0) {
+        printf("skip: another user's connection (needs root to become uid %d)\n", NOBODY);
+        return;
+    }
+    char log[600];
+    snprintf(log, sizeof log, "/tmp/test_store.%d.uid.log", (int)getpid());
+    setenv("DDPPROF_JOB_SECRET", SECRET, 1);
+    int saved = stderr_to(log);
+    struct store *s = store_create_any_port(HOST, 0, 2, 5000);
+    CHECK(s != NULL, "a store with a secret: %s", error_get());
+    int port = s ? store_port(s) : 0;
+    fflush(NULL);
+    pid_t pid = s ? fork() : -1;
+    if (pid == 0) { /* nobody, who knows the secret (from this process): still refused */
+        if (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+            _exit(5);
+        int fd = connect_from(HOST, port);
+        if (fd < 0 || raw_hello(fd, 1, 2, SECRET) == 0)
+            _exit(6); /* it was sent a challenge */
+        struct store *c = store_create(HOST, port, 0, 1, 2, 1000);
+        _exit(c ? 7 : 0);
+    }
+    int st = pid > 0 ? wait_bounded(pid, 10) : -1;
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "uid %d's connection: status 0x%x (5: setuid failed, 6: challenged, 7: joined)", NOBODY,
+          st);
+    pid_t good = s ? secret_child(port, 1, SECRET, NULL, 0, 5000) : -1;
+    CHECK(s && store_barrier(s, "up") == 0, "rank 0's barrier: %s", error_get());
+    int st_good = good > 0 ? wait_bounded(good, 10) : -1;
+    CHECK(st_good >= 0 && WIFEXITED(st_good) && WEXITSTATUS(st_good) == 0,
+          "rank 1 of uid 0: status 0x%x", st_good);
+    double t0 = clock_now_s();
+    store_destroy(s);
+    double dt = clock_now_s() - t0;
+    stderr_back(saved);
+    unsetenv("DDPPROF_JOB_SECRET");
+    CHECK(dt < 1.0, "rank 0's destroy took %.2f s after another user's tries", dt);
+    char want[64];
+    snprintf(want, sizeof want, "belongs to uid %d, not this job's uid 0", NOBODY);
+    const char *text = slurp(log);
+    CHECK(strstr(text, "refused 127.0.0.1:") && strstr(text, want),
+          "the refusal does not name the peer and its uid:\n%s", text);
+    unlink(log);
+
+    /* a server of uid nobody (a raw one that would take anyone): the client refuses it */
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        if (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+            _exit(5);
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof a;
+        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4) ||
+            getsockname(l, (struct sockaddr *)&a, &al))
+            _exit(6);
+        int p = ntohs(a.sin_port);
+        if (write(pfd[1], &p, sizeof p) != sizeof p)
+            _exit(7);
+        struct pollfd pl = {.fd = l, .events = POLLIN};
+        if (poll(&pl, 1, 5000) == 1) {
+            int c = accept(l, NULL, NULL);
+            uint8_t h[STORE_REPLY_HEADER], ch[STORE_CHALLENGE_BYTES], nonce[32] = {0};
+            store_wire_put_challenge(ch, 0, nonce);
+            store_wire_put_reply(h, STORE_REPLY_OK, sizeof ch);
+            send_some(c, h, sizeof h);
+            send_some(c, ch, sizeof ch);
+            store_wire_put_reply(h, STORE_REPLY_OK, 0); /* welcome, whatever it says */
+            send_some(c, h, sizeof h);
+            clock_sleep_ms(2000);
+        }
+        _exit(0);
+    }
+    close(pfd[1]);
+    int p = 0;
+    struct pollfd pp = {.fd = pfd[0], .events = POLLIN};
+    if (pid > 0 && poll(&pp, 1, 5000) == 1 && read(pfd[0], &p, sizeof p) == sizeof p) {
+        double t1 = clock_now_s();
+        struct store *c = store_create(HOST, p, 0, 1, 2, 3000);
+        double dt1 = clock_now_s() - t1;
+        snprintf(want, sizeof want, "belongs to uid %d", NOBODY);
+        CHECK(!c && strstr(error_get(), want) && dt1 < 1.0,
+              "a client took uid %d's store: %s after %.2f s", NOBODY,
+              c ? "joined" : error_get(), dt1);
+        store_abort(c);
+    } else {
+        CHECK(0, "uid %d's server did not start", NOBODY);
+    }
+    close(pfd[0]);
+    if (pid > 0)
+        wait_bounded(pid, 10);
+}
+
+/* A server that cannot prove the secret back (it answers any hello with a made-up proof):
+ * the client with the secret refuses it. */
+static void check_server_proof(void)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4) ||
+        getsockname(l, (struct sockaddr *)&a, &al)) {
+        CHECK(0, "a listening socket: %s", strerror(errno));
+        return;
+    }
+    int port = ntohs(a.sin_port);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct pollfd pl = {.fd = l, .events = POLLIN};
+        if (poll(&pl, 1, 5000) == 1) {
+            int c = accept(l, NULL, NULL);
+            uint8_t h[STORE_REPLY_HEADER], ch[STORE_CHALLENGE_BYTES], nonce[32] = {9};
+            uint8_t hello[STORE_REQ_HEADER + STORE_HELLO_VALUE], fake[STORE_MAC_BYTES] = {0};
+            store_wire_put_challenge(ch, 1, nonce);
+            store_wire_put_reply(h, STORE_REPLY_OK, sizeof ch);
+            send_some(c, h, sizeof h);
+            send_some(c, ch, sizeof ch);
+            if (c >= 0 && recv_exact(c, hello, sizeof hello, 3.0) == 0) {
+                store_wire_put_reply(h, STORE_REPLY_OK, sizeof fake);
+                send_some(c, h, sizeof h);
+                send_some(c, fake, sizeof fake);
+            }
+            clock_sleep_ms(1000);
+        }
+        _exit(0);
+    }
+    close(l);
+    setenv("DDPPROF_JOB_SECRET", SECRET, 1);
+    struct store *c = store_create(HOST, port, 0, 1, 2, 3000);
+    unsetenv("DDPPROF_JOB_SECRET");
+    CHECK(!c && strstr(error_get(), "does not prove the job secret"),
+          "a client trusted a store without the secret: %s", c ? "joined" : error_get());
+    store_abort(c);
+    if (pid > 0)
+        wait_bounded(pid, 10);
+}
+
+/* Where the secret comes from: the variable, else a file only we may read, else none (on
+ * loopback only), and the explicit open mode. */
+static void check_secret_sources(void)
+{
+    struct store_auth a;
+    unsetenv("DDPPROF_JOB_SECRET");
+    unsetenv("DDPPROF_JOB_SECRET_FILE");
+    CHECK(store_auth_from_env(&a, "127.0.0.1") == 0 && a.mode == STORE_AUTH_LOCAL &&
+              store_auth_from_env(&a, "localhost") == 0 && a.mode == STORE_AUTH_LOCAL,
+          "no secret on loopback: %s", error_get());
+    CHECK(store_auth_from_env(&a, "10.1.2.3") == -1 &&
+              strstr(error_get(), "MASTER_ADDR 10.1.2.3 is not a loopback address") &&
+              strstr(error_get(), "DDPPROF_JOB_SECRET_FILE") &&
+              strstr(error_get(), "DDPPROF_JOB_SECRET=none"),
+          "no secret for a store other hosts reach: %s", error_get());
+    struct store *s = store_create("10.1.2.3", 29500, 0, 1, 2, 300);
+    CHECK(!s && strstr(error_get(), "no job secret is set"), "store_create without a secret "
+          "for another host: %s", s ? "made" : error_get());
+    setenv("DDPPROF_JOB_SECRET", "none", 1);
+    CHECK(store_auth_from_env(&a, "10.1.2.3") == 0 && a.mode == STORE_AUTH_OPEN,
+          "DDPPROF_JOB_SECRET=none: %s", error_get());
+    /* the open mode works, and says so once */
+    char log[600];
+    snprintf(log, sizeof log, "/tmp/test_store.%d.open.log", (int)getpid());
+    int saved = stderr_to(log);
+    s = store_create_any_port(HOST, 0, 1, 2000);
+    int ok = s && store_set(s, "k", "v", 1) == 0;
+    store_destroy(s);
+    s = store_create_any_port(HOST, 0, 1, 2000);
+    store_destroy(s);
+    stderr_back(saved);
+    const char *text = slurp(log);
+    const char *w = strstr(text, "warning: DDPPROF_JOB_SECRET=none");
+    CHECK(ok && w && !strstr(w + 1, "warning:"), "the open mode: store %s, stderr:\n%s",
+          ok ? "worked" : "failed", text);
+    unlink(log);
+    setenv("DDPPROF_JOB_SECRET", "short", 1);
+    CHECK(store_auth_from_env(&a, "127.0.0.1") == -1 && strstr(error_get(), "5 bytes long"),
+          "a 5-byte secret: %s", error_get());
+    char path[600];
+    snprintf(path, sizeof path, "/tmp/test_store.%d.secret", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("file-secret-0123456789\n", f);
+        fclose(f);
+    }
+    unsetenv("DDPPROF_JOB_SECRET");
+    setenv("DDPPROF_JOB_SECRET_FILE", path, 1);
+    chmod(path, 0644);
+    CHECK(store_auth_from_env(&a, "127.0.0.1") == -1 && strstr(error_get(), "mode 0644") &&
+              strstr(error_get(), "chmod 600"),
+          "a secret file others may read: %s", error_get());
+    chmod(path, 0600);
+    CHECK(store_auth_from_env(&a, "10.1.2.3") == 0 && a.mode == STORE_AUTH_SECRET &&
+              a.len == 22 && memcmp(a.secret, "file-secret-0123456789", 22) == 0,
+          "the secret file (mode 0600, its line break not part of it): mode %d, %zu bytes (%s)",
+          a.mode, a.len, error_get());
+    setenv("DDPPROF_JOB_SECRET", SECRET, 1); /* the variable wins */
+    CHECK(store_auth_from_env(&a, "10.1.2.3") == 0 && a.len == strlen(SECRET),
+          "DDPPROF_JOB_SECRET beside a file: %zu bytes", a.len);
+    unsetenv("DDPPROF_JOB_SECRET");
+    unsetenv("DDPPROF_JOB_SECRET_FILE");
+    unlink(path);
+    char h1[STORE_SECRET_HEX + 1], h2[STORE_SECRET_HEX + 1];
+    CHECK(store_auth_new_secret(h1) == 0 && store_auth_new_secret(h2) == 0 &&
+              strlen(h1) == STORE_SECRET_HEX && strspn(h1, "0123456789abcdef") == STORE_SECRET_HEX &&
+              strcmp(h1, h2) != 0,
+          "two new secrets: %s %s", h1, h2);
 }
 
 static void check_bad_arguments(void)
@@ -748,5 +1159,9 @@ int main(void)
     check_rank_conn_cap();
     check_accept_no_spin();
     check_bad_arguments();
+    check_secret_sources();
+    check_secret();
+    check_other_user();
+    check_server_proof();
     return test_finish();
 }

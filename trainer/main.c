@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "launch/dist_env.h"
 #include "common/error.h"
+#include "common/printable.h"
+#include "common/sha256.h"
 #include "device.h"
 #include "launch/agent.h"
 #include "launch/launcher.h"
@@ -62,7 +64,7 @@ static char **wrap_argv(char **argv, char **words)
     return out;
 }
 
-/* results/<date>-<time>-<model> */
+/* results/<date>-<time>-<model> (a name: runlog_fresh_dir makes it the job's own) */
 static void default_out_dir(char *buf, size_t cap, const char *model)
 {
     time_t now = time(NULL);
@@ -125,6 +127,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .restart_count = at->attempt,
         .max_restarts = c->max_restarts,
         .run_id = at->run_id,
+        .secret = at->secret,
         .on_failure = agent_on_failure,
         .on_stop_state = agent_on_stop_state,
         .should_stop = c->nnodes > 1 ? agent_should_stop : NULL,
@@ -172,6 +175,7 @@ static int train_nodes(const struct cli *c)
                     attempt, c->max_restarts, at.resume[0] ? " from " : " from scratch",
                     at.resume);
         rc = launch_attempt(c, agent, &at, &res);
+        mem_wipe(at.secret, sizeof at.secret);
         if (rc < 0) {
             rc = fail();
             break;
@@ -251,9 +255,10 @@ static int check_stdout(const char *what)
 
 /* "ddpprof: run written to DIR; its tables: ddpprof report DIR" on stdout (DIR quoted for
  * a shell where it needs it), after a run that succeeded */
-static void say_run_written(const char *dir)
+static void say_run_written(const char *raw)
 {
-    char q[4200];
+    char q[4200], dir[4200];
+    text_printable(raw, (size_t)-1, dir, sizeof dir); /* a path is shown, not obeyed */
     size_t at = 0;
     const int plain = dir[0] && strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
                                             "vwxyz0123456789/._-+,:@%=") == strlen(dir);
@@ -274,6 +279,22 @@ static void say_run_written(const char *dir)
     fflush(stdout);
 }
 
+/* The job's run directory, claimed before anything is written or started (runlog_claim:
+ * a second job given the same --out is refused while this one runs): *dir, or when it is
+ * NULL a fresh default one of this job's own (into buf, then *dir).  The claim's
+ * descriptor, held until the process ends, or -1 (error_set). */
+static int claim_out(const char **dir, char *buf, size_t cap, const char *model, int node_rank)
+{
+    if (!*dir) {
+        char base[4096];
+        default_out_dir(base, sizeof base, model);
+        if (runlog_fresh_dir(buf, cap, base))
+            return -1;
+        *dir = buf;
+    }
+    return runlog_claim(*dir, node_rank);
+}
+
 static int cmd_train(int argc, char **argv)
 {
     struct cli c;
@@ -286,14 +307,9 @@ static int cmd_train(int argc, char **argv)
         train_check_inputs(&c.train))
         return fail();
     char out[4096];
-    if (!c.train.run.out_dir) {
-        default_out_dir(out, sizeof out, c.train.model);
-        c.train.run.out_dir = out;
-    }
+    if (claim_out(&c.train.run.out_dir, out, sizeof out, c.train.model, c.node_rank) < 0)
+        return fail();
     if (c.train.mode == TRAIN_DDP) {
-        /* the run directory must be usable before any worker starts */
-        if (mkdir_parents(c.train.run.out_dir))
-            return fail();
         int rc = train_nodes(&c);
         if (rc == 0 && !c.train.run.quiet)
             say_run_written(c.train.run.out_dir);
@@ -413,12 +429,11 @@ static int cmd_main(int argc, char **argv)
         return fail();
 
     char out[4096], sub[4200];
-    if (c.train.run.out_dir)
-        snprintf(out, sizeof out, "%s", c.train.run.out_dir);
-    else
-        default_out_dir(out, sizeof out, c.train.model);
-    if (mkdir_parents(out))
+    const char *dir = c.train.run.out_dir;
+    if (claim_out(&dir, out, sizeof out, c.train.model, c.node_rank) < 0)
         return fail();
+    if (dir != out)
+        snprintf(out, sizeof out, "%s", dir);
     struct stat stale;
     snprintf(sub, sizeof sub, "%s/repeat-%d", out, c.repeat + 1);
     if (c.node_rank == 0 && stat(sub, &stale) == 0) { /* the report reads repeat-2, 3, ... */
@@ -453,14 +468,16 @@ static int cmd_main(int argc, char **argv)
         if (!args)
             return fail();
         device_describe(&run.train.dev, devices, sizeof devices);
+        char shown[4300];
+        text_printable(sub, (size_t)-1, shown, sizeof shown);
         if (mode == TRAIN_DDP && nodes)
             printf("ddpprof: ddp run on %s, node %d of %d -> %s\n", devices, c.node_rank,
-                   c.nnodes, sub);
+                   c.nnodes, shown);
         else if (c.repeat > 1)
             printf("ddpprof: repeat %d of %d: %s run on %s -> %s\n", k, c.repeat, phase,
-                   devices, sub);
+                   devices, shown);
         else
-            printf("ddpprof: %s run on %s -> %s\n", phase, devices, sub);
+            printf("ddpprof: %s run on %s -> %s\n", phase, devices, shown);
         rc = run_self(args, phase, mode == TRAIN_BASELINE);
         cli_argv_free(args);
         if (rc < 0)
@@ -477,10 +494,12 @@ static int cmd_main(int argc, char **argv)
     }
     if (rc != 0)
         return rc;
+    char shown[4300];
+    text_printable(out, (size_t)-1, shown, sizeof shown);
     if (c.node_rank > 0) { /* node 0 reports; its directory holds this node's ranks if shared */
         printf("ddpprof: node %d's ranks are in %s/ddp; for one report of every node: ddpprof "
                "report NODE0_DIR/ddp NODE1_DIR/ddp ... (node 0 reports its own)\n",
-               c.node_rank, out);
+               c.node_rank, shown);
         return 0;
     }
     const char *dirs[1] = {out};
@@ -490,7 +509,7 @@ static int cmd_main(int argc, char **argv)
                              .diff = REPORT_DIFF_AUTO}; /* diff.csv: baseline vs ddp */
     /* said before the report, whose verdict and recommendations end the job's output */
     printf("\nddpprof: run directory %s (tables *.csv, timeline.json for Perfetto, report.html)\n",
-           out);
+           shown);
     if (report_run_opts(dirs, 1, &ro, stdout))
         return fail();
     return check_stdout("the report") ? fail() : 0;

@@ -192,20 +192,26 @@ static int rank_setup(struct rank *r, const struct dist_env *env)
     return 0;
 }
 
-/* failed: this rank is giving up, so it does not wait for the others at the store.
- * Returns -1 (error_set) when the trace lost rows or meta.csv or metrics.csv could not be
- * completed on disk: a run whose files are incomplete is a failed run. */
+/* failed: this rank is giving up (its error is set), so it does not wait for the others at
+ * the store.  Returns -1 (error_set) when the run failed or the trace lost rows or meta.csv
+ * or metrics.csv could not be completed on disk: a run whose files are incomplete is a
+ * failed run.  The message says every loss, the trace's rows with the run files' (a full
+ * disk stops a run at a metrics row, and the rows still buffered for the trace are lost with
+ * it), after the failure itself unless the run files' loss tells it. */
 static int rank_teardown(struct rank *r, int failed)
 {
     struct backend *be = r->dev.be;
-    char lost[1024] = ""; /* the trace's error, kept past the teardown below */
+    char why[1024] = "", lost[1024] = ""; /* the failure's and the trace's errors, kept past
+                                             the teardown below */
+    if (failed)
+        snprintf(why, sizeof why, "%s", error_get());
     if (be) {
         be->free(be, r->batch.x_dev);
         be->free(be, r->batch.y_dev);
         be->free(be, r->batch.dlogits);
         be->free(be, r->batch.scalars);
     }
-    if (r->probe && probe_destroy(r->probe) && !failed)
+    if (r->probe && probe_destroy(r->probe))
         snprintf(lost, sizeof lost, "%s", error_get());
     r->probe = NULL;
     reducer_destroy(r->red);
@@ -225,8 +231,23 @@ static int rank_teardown(struct rank *r, int failed)
     free(r->batch.x_host);
     free(r->batch.y_host);
     free(r->batch.indices);
-    int rc = runlog_close(&r->log);
-    return lost[0] ? error_set("%s", lost) : rc;
+    char files[1024] = "";
+    if (runlog_close(&r->log))
+        snprintf(files, sizeof files, "%s", error_get());
+    /* a failed write of the run's own files ("writing DIR/metrics.csv: ...", "trace
+     * DIR/rank0.trace.csv: write failed ...") is what the counts below say: said once */
+    const char *dir = r->o->run.out_dir;
+    if (dir && (files[0] || lost[0])) {
+        char writing[4200], trace[4200];
+        snprintf(writing, sizeof writing, "writing %s/", dir);
+        snprintf(trace, sizeof trace, "trace %s/", dir);
+        if (strncmp(why, writing, strlen(writing)) == 0 || strncmp(why, trace, strlen(trace)) == 0)
+            why[0] = '\0';
+    }
+    if (!why[0] && !files[0] && !lost[0])
+        return failed ? -1 : 0;
+    return error_set("%s%s%s%s%s", why, why[0] && (files[0] || lost[0]) ? "; " : "", files,
+                     files[0] && lost[0] ? "; " : "", lost);
 }
 
 /* rank 0's checkpoints after epoch (0-based): checkpoint.safetensors every epoch for

@@ -5,13 +5,16 @@
  * bounded by the timeout with poll().  After a timeout or a lost connection the socket is
  * closed (the server may still answer the abandoned request) and the next call
  * reconnects.  The host rank's struct store also owns the server thread
- * (store_server.h); messages as store_wire.h says. */
+ * (store_server.h); messages as store_wire.h says, and every connection starts with the
+ * handshake of store_auth.h (the job secret, from the environment). */
 #include "comm/store.h"
 
+#include "comm/store_auth.h"
 #include "comm/store_server.h"
 #include "comm/store_wire.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/sha256.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +39,8 @@ struct store {
     char host[256];
     int port, rank, world, timeout_ms;
     int fd; /* -1: reconnect on the next call */
+    int connected_once; /* a refused reconnect is then a server gone, not one starting */
+    struct store_auth auth;
     struct store_server *server;
     struct store_round *rounds;
 };
@@ -171,19 +176,87 @@ static enum store_io store_exchange(int fd, const uint8_t *req, size_t req_len, 
     return STORE_IO_OK;
 }
 
-/* Say hello on the fresh connection s->fd.  0: accepted; 1: the connection closed (a
- * server starting or exiting), try again; -1: refused or no answer (error_set). */
+/* The server's challenge on the fresh connection s->fd (store_wire.h): 0 with its mode and
+ * nonce, 1 when the connection closed (a server starting, exiting or refusing us), -1 on
+ * anything else (error_set). */
+static int store_challenge(struct store *s, int64_t deadline_ms, int *mode,
+                           uint8_t nonce[STORE_NONCE_BYTES])
+{
+    uint8_t h[STORE_REPLY_HEADER], body[STORE_CHALLENGE_BYTES];
+    int status = 0;
+    uint32_t len = 0;
+    const uint8_t *n;
+    enum store_io r = store_recv_all(s->fd, h, sizeof h, deadline_ms);
+    if (r == STORE_IO_OK && (store_wire_decode_reply(h, &status, &len) < 0 ||
+                             status != STORE_REPLY_OK || len != sizeof body))
+        r = STORE_IO_ERROR;
+    if (r == STORE_IO_OK)
+        r = store_recv_all(s->fd, body, sizeof body, deadline_ms);
+    if (r == STORE_IO_OK && store_wire_decode_challenge(body, len, mode, &n) == 0) {
+        memcpy(nonce, n, STORE_NONCE_BYTES);
+        return 0;
+    }
+    if (r == STORE_IO_CLOSED)
+        return 1;
+    return error_set("store: connected to %s:%d but no ddpprof store of this version answered "
+                     "within %.1f s (rank %d of %d; another program on that port, or rank 0 "
+                     "runs another ddpprof?)",
+                     s->host, s->port, s->timeout_ms / 1000.0, s->rank, s->world);
+}
+
+/* Say hello on the fresh connection s->fd, proving the job secret where there is one and
+ * checking the server's proof.  0: accepted; 1: the connection closed (a server starting or
+ * exiting), try again; -1: refused or no answer (error_set). */
 static int store_hello(struct store *s, int64_t deadline_ms)
 {
-    uint8_t req[STORE_REQ_HEADER + 8];
-    store_wire_put_request(req, STORE_OP_HELLO, 0, 8);
-    store_wire_put_u32(req + STORE_REQ_HEADER, (uint32_t)s->rank);
-    store_wire_put_u32(req + STORE_REQ_HEADER + 4, (uint32_t)s->world);
+    /* the server's end on this host must be ours: another user's program may have taken
+     * the port first (a free port is free for everyone) */
+    uid_t uid = 0;
+    int established = 0;
+    if (store_auth_peer_uid(s->fd, &uid, &established) == 1 && established &&
+        uid != geteuid())
+        return error_set("store: the store at %s:%d belongs to uid %u, not this job's uid %u: "
+                         "another user's program holds that port (rank %d of %d)",
+                         s->host, s->port, (unsigned)uid, (unsigned)geteuid(), s->rank, s->world);
+    int mode = 0;
+    uint8_t snonce[STORE_NONCE_BYTES], cnonce[STORE_NONCE_BYTES], mac[STORE_MAC_BYTES] = {0};
+    int c = store_challenge(s, deadline_ms, &mode, snonce);
+    if (c)
+        return c;
+    const int have = s->auth.mode == STORE_AUTH_SECRET;
+    if ((mode == STORE_AUTH_SECRET) != have)
+        return error_set(have ? "store: rank 0's store at %s:%d has no job secret, but this rank "
+                                "has one: set " STORE_SECRET_ENV " or " STORE_SECRET_FILE_ENV
+                                " alike for every rank (rank %d of %d)"
+                              : "store: rank 0's store at %s:%d requires the job secret, and "
+                                "this rank has none: set " STORE_SECRET_ENV " or "
+                                STORE_SECRET_FILE_ENV " as for rank 0 (rank %d of %d)",
+                         s->host, s->port, s->rank, s->world);
+    if (store_auth_random(cnonce, sizeof cnonce))
+        return -1;
+    if (have)
+        store_auth_mac(&s->auth, 0, snonce, cnonce, (uint32_t)s->rank, (uint32_t)s->world, mac);
+    uint8_t req[STORE_REQ_HEADER + STORE_HELLO_VALUE];
+    store_wire_put_request(req, STORE_OP_HELLO, 0, STORE_HELLO_VALUE);
+    store_wire_put_hello(req + STORE_REQ_HEADER, (uint32_t)s->rank, (uint32_t)s->world, cnonce,
+                         mac);
     int status = 0;
     uint32_t len = 0;
     enum store_io r = store_exchange(s->fd, req, sizeof req, &status, &len, deadline_ms);
-    if (r == STORE_IO_OK && status == STORE_REPLY_OK && len == 0)
-        return 0;
+    if (r == STORE_IO_OK && status == STORE_REPLY_OK && len == (have ? STORE_MAC_BYTES : 0)) {
+        if (!have)
+            return 0;
+        uint8_t proof[STORE_MAC_BYTES];
+        r = store_recv_all(s->fd, proof, sizeof proof, deadline_ms);
+        if (r == STORE_IO_OK &&
+            store_auth_check(&s->auth, 1, snonce, cnonce, (uint32_t)s->rank, (uint32_t)s->world,
+                             proof))
+            return 0;
+        if (r == STORE_IO_OK)
+            return error_set("store: the store at %s:%d does not prove the job secret: it is "
+                             "not this job's (rank %d of %d)",
+                             s->host, s->port, s->rank, s->world);
+    }
     if (r == STORE_IO_CLOSED)
         return 1;
     if (r == STORE_IO_OK && status == STORE_REPLY_ERROR) {
@@ -236,6 +309,14 @@ static int store_connect(struct store *s, int64_t deadline_ms)
             last_errno = ECONNRESET;
         }
         int64_t left = deadline_ms - clock_now_ms();
+        if (s->connected_once && last_errno == ECONNREFUSED) {
+            /* it was up and now nothing listens: its process is gone, and waiting out the
+             * timeout would only delay saying so */
+            error_set("store: lost rank 0's store at %s:%d: nothing listens there any more "
+                      "(rank %d of %d; did rank 0 exit?)",
+                      s->host, s->port, s->rank, s->world);
+            break;
+        }
         if (left <= 0) {
             error_set("store: could not connect to rank 0's store at %s:%d within %.1f s "
                       "(rank %d of %d; last error: %s; %s)",
@@ -256,6 +337,8 @@ static int store_connect(struct store *s, int64_t deadline_ms)
         freeaddrinfo(ais);
     if (rc < 0)
         store_disconnect(s);
+    else
+        s->connected_once = 1;
     return rc;
 }
 
@@ -393,7 +476,17 @@ static struct store *store_open(const char *host, int port, int is_server, int a
     s->world = world;
     s->timeout_ms = timeout_ms;
     s->fd = -1;
-    if (is_server && !(s->server = store_server_start(host, port, rank, world))) {
+    if (store_auth_from_env(&s->auth, host)) {
+        free(s);
+        return NULL;
+    }
+    if (s->auth.mode == STORE_AUTH_OPEN) {
+        char what[300];
+        snprintf(what, sizeof what, "the rendezvous store at %s:%d", host, port);
+        store_auth_warn_open(what);
+    }
+    if (is_server && !(s->server = store_server_start(host, port, rank, world, &s->auth))) {
+        mem_wipe(&s->auth, sizeof s->auth);
         free(s);
         return NULL;
     }
@@ -402,6 +495,7 @@ static struct store *store_open(const char *host, int port, int is_server, int a
     if (store_connect(s, clock_now_ms() + timeout_ms) < 0) {
         if (s->server)
             store_server_stop(s->server, 0);
+        mem_wipe(&s->auth, sizeof s->auth);
         free(s);
         return NULL;
     }
@@ -562,6 +656,7 @@ static void store_close(struct store *s, int64_t grace_ms)
         free(s->rounds);
         s->rounds = next;
     }
+    mem_wipe(&s->auth, sizeof s->auth);
     free(s);
 }
 

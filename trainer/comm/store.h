@@ -18,7 +18,10 @@ struct store;
 
 /* Connect to host:port as `rank` of `world`.  With is_server, first listen on port (0.0.0.0)
  * and serve until store_destroy; a port already in use is a one-line error saying so.
- * Clients retry connecting until timeout_ms.  NULL + error_set on failure. */
+ * Clients retry connecting until timeout_ms (the server may not be up yet); once connected,
+ * a reconnect that finds nothing listening fails at once ("lost rank 0's store"): its
+ * process is gone.  Who may connect: the job secret in the environment (comm/store_auth.h).
+ * NULL + error_set on failure. */
 struct store *store_create(const char *host, int port, int is_server, int rank, int world,
                            int timeout_ms);
 

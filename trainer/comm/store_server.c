@@ -7,23 +7,29 @@
  * until a SET or ADD creates the key.  Messages as store_wire.h says.
  *
  * It listens on a network port, so what it owes to peers that are not ranks is written
- * here once.  A connection is a stranger until its first request, a valid HELLO (15 bytes,
- * the job's world size, a rank in range): a stranger's buffer holds those 15 bytes and no
- * more, anything else is answered with one error line and closed, silence is closed after
- * STORE_HELLO_MS, and of more than STORE_MAX_STRANGERS at once the oldest is closed; so
- * garbage, huge lengths and silent connections cost a few hundred bytes each and never
- * stall the ranks' requests (no read or write here ever blocks).  Once every rank has said
+ * here once.  A connection from this host whose socket belongs to another user is closed
+ * as it is accepted (store_auth.h).  Every other one is sent a challenge and is a stranger
+ * until its first request, a valid HELLO (STORE_HELLO_BYTES: the job's world size, a rank in
+ * range, and, with a job secret, the proof of it): a stranger's buffer holds those bytes and
+ * no more, anything else (a wrong proof included) is answered with one error line and
+ * closed, silence is closed after STORE_HELLO_MS, and of more than STORE_MAX_STRANGERS at
+ * once the oldest is closed; so garbage, huge lengths, wrong secrets and silent connections
+ * cost a few hundred bytes each, never count as a rank (nothing waits for them to leave)
+ * and never stall the ranks' requests (no read or write here ever blocks).  Each kind of
+ * refusal is said once per address on stderr, naming the peer.  Once every rank has said
  * hello (the group is formed), a new connection from an address no rank came from is
  * refused at once.  At most STORE_MAX_RANK_CONNS connections may say the same rank at once,
  * and when accept runs out of descriptors the listening socket is left alone for
- * STORE_ACCEPT_PAUSE_MS (it stays readable: polling it at once would spin).  A rank (any peer that said a valid hello) is trusted to speak the
- * protocol: its buffers are bounded by the message limits, and the table by
- * STORE_TABLE_MAX_BYTES. */
+ * STORE_ACCEPT_PAUSE_MS (it stays readable: polling it at once would spin).  A rank (a peer
+ * whose hello was accepted) is trusted to speak the protocol: its buffers are bounded by the
+ * message limits, and the table by STORE_TABLE_MAX_BYTES. */
 #include "comm/store_server.h"
 
+#include "comm/store_auth.h"
 #include "comm/store_wire.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "common/vec.h"
 
 #include <errno.h>
@@ -43,7 +49,8 @@
 #include <unistd.h>
 
 #define STORE_BUCKETS 1024
-#define STORE_HELLO_BYTES (STORE_REQ_HEADER + 8) /* a stranger's first and only request */
+#define STORE_HELLO_BYTES (STORE_REQ_HEADER + STORE_HELLO_VALUE) /* a stranger's first and
+                                                                   only request */
 #define STORE_HELLO_MS 2000        /* a stranger silent this long is closed */
 #define STORE_MAX_STRANGERS 64     /* more at once: the oldest is closed */
 #define STORE_MAX_RANK_CONNS 4     /* open connections saying one rank: a 5th hello is refused */
@@ -51,6 +58,11 @@
 #define STORE_OUT_HIGH (4u << 20)  /* replies queued to a rank that does not read: serve no
                                       more of its requests until they drain */
 #define STORE_TABLE_MAX_BYTES (64u << 20) /* keys and values held, all ranks together */
+#define STORE_LOG_MAX 32           /* refusals said on stderr: one per (address, kind) */
+
+/* the kinds of refusal the server says on stderr, each once per address */
+enum store_refusal { REFUSE_UID, REFUSE_UNKNOWN_PEER, REFUSE_SECRET, REFUSE_GARBAGE,
+                     REFUSE_SILENT, REFUSE_RANK_CAP, REFUSE_NOT_RANK_ADDR };
 
 struct store_entry {
     struct store_entry *next;
@@ -66,6 +78,8 @@ struct store_conn {
     int closing; /* closed once its queued reply (an error) is sent, or at once if it cannot be */
     int64_t since_ms; /* accepted at (clock_now_ms) */
     uint32_t addr;    /* its IPv4 address (network order) */
+    char peer[24];    /* "a.b.c.d:port", for messages */
+    uint8_t nonce[STORE_NONCE_BYTES]; /* the challenge it was sent */
     uint8_t *in;
     size_t in_len, in_cap;
     uint8_t *out;
@@ -90,6 +104,11 @@ struct store_server {
     uint32_t *rank_addrs; /* the addresses ranks said hello from (network order), unique */
     int naddrs;
     long refused;         /* connections refused (for tests and the curious) */
+    struct store_auth auth; /* the job secret, or none (store_auth.h) */
+    uid_t uid;            /* ours: a peer of this host must have it */
+    struct { uint32_t addr; int kind; } logged[STORE_LOG_MAX]; /* refusals said */
+    int nlogged;
+    long unlogged;        /* refusals not said (their address and kind were) */
     int64_t accept_rest_until_ms; /* out of descriptors: accept again from then */
 
     /* shared with store_server_stop, under mu */
@@ -198,6 +217,34 @@ static void store_conn_error(struct store_conn *c, const char *fmt, ...)
     store_conn_reply(c, STORE_REPLY_ERROR, msg, (uint32_t)strlen(msg));
 }
 
+/* Say a refusal on stderr, once per peer address and kind (a stranger retrying, or a
+ * flood, says nothing more); the rest are counted and summed up at stop. */
+static void store_server_log(struct store_server *srv, uint32_t addr, int kind,
+                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void store_server_log(struct store_server *srv, uint32_t addr, int kind,
+                             const char *fmt, ...)
+{
+    srv->refused++;
+    for (int i = 0; i < srv->nlogged; i++)
+        if (srv->logged[i].addr == addr && srv->logged[i].kind == kind) {
+            srv->unlogged++;
+            return;
+        }
+    if (srv->nlogged == STORE_LOG_MAX) {
+        srv->unlogged++;
+        return;
+    }
+    srv->logged[srv->nlogged].addr = addr;
+    srv->logged[srv->nlogged++].kind = kind;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ddpprof: rendezvous store (port %d): %s\n", srv->port, msg);
+}
+
 /* Answer every connection parked on key, now that it exists. */
 static void store_wake_waiters(struct store_server *srv, const char *key,
                                const struct store_entry *e)
@@ -219,8 +266,28 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
 {
     c->closing = c->rank < 0; /* a stranger gets one try */
     int rank, world;
-    if (store_wire_decode_hello(val, len, &rank, &world) < 0) {
-        store_conn_error(c, "store: malformed hello (%u bytes); is this a ddpprof store?", len);
+    const uint8_t *nonce, *mac;
+    if (store_wire_decode_hello(val, len, &rank, &world, &nonce, &mac) < 0) {
+        store_server_log(srv, c->addr, REFUSE_GARBAGE,
+                         "refused %s: a malformed hello (%u bytes; an older ddpprof, or "
+                         "not a ddpprof client)", c->peer, len);
+        store_conn_error(c, "store: malformed hello (%u bytes, want %d): every rank must run "
+                            "the same ddpprof", len, STORE_HELLO_VALUE);
+        return;
+    }
+    if (c->rank < 0 && srv->auth.mode == STORE_AUTH_SECRET &&
+        !store_auth_check(&srv->auth, 0, c->nonce, nonce, (uint32_t)rank, (uint32_t)world, mac)) {
+        store_server_log(srv, c->addr, REFUSE_SECRET,
+                         "refused a claim to be rank %d of %d from %s: it does not prove the "
+                         "job secret (another job or user, or a different " STORE_SECRET_ENV ")",
+                         rank, world, c->peer);
+        store_conn_error(c, "store: refused: this process does not have rank %d's job secret "
+                            "(" STORE_SECRET_ENV " or " STORE_SECRET_FILE_ENV " must be the "
+                            "same on every node)", srv->host_rank);
+        return;
+    }
+    if (c->rank >= 0) {
+        store_conn_error(c, "store: a second hello from rank %d", c->rank);
         return;
     }
     if (world != srv->world) {
@@ -230,11 +297,15 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
                          rank, world, srv->host_rank, srv->world);
         return;
     }
-    if (rank < 0 || rank >= srv->world || c->rank >= 0) {
+    if (rank < 0 || rank >= srv->world) {
         store_conn_error(c, "store: bad hello from rank %d of %d", rank, world);
         return;
     }
     if (srv->rank_conns[rank] >= STORE_MAX_RANK_CONNS) { /* only this thread writes it */
+        store_server_log(srv, c->addr, REFUSE_RANK_CAP,
+                         "refused another connection claiming rank %d from %s: that rank "
+                         "already holds %d (a second process posing as rank %d?)",
+                         rank, c->peer, srv->rank_conns[rank], rank);
         store_conn_error(c,
                          "store: rank %d already holds %d connections to this store; another "
                          "is refused (is a second process posing as rank %d?)",
@@ -264,7 +335,13 @@ static void store_server_hello(struct store_server *srv, struct store_conn *c, c
             all = srv->rank_seen[r];
         srv->formed = all;
     }
-    store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
+    uint8_t proof[STORE_MAC_BYTES];
+    if (srv->auth.mode != STORE_AUTH_SECRET) {
+        store_conn_reply(c, STORE_REPLY_OK, NULL, 0);
+        return;
+    }
+    store_auth_mac(&srv->auth, 1, c->nonce, nonce, (uint32_t)rank, (uint32_t)world, proof);
+    store_conn_reply(c, STORE_REPLY_OK, proof, sizeof proof);
 }
 
 static void store_server_request(struct store_server *srv, struct store_conn *c, int op,
@@ -275,6 +352,8 @@ static void store_server_request(struct store_server *srv, struct store_conn *c,
         return;
     }
     if (c->rank < 0) {
+        store_server_log(srv, c->addr, REFUSE_GARBAGE,
+                         "refused %s: a request (op %d) before its hello", c->peer, op);
         store_conn_error(c, "store: request before hello; is this a ddpprof store client?");
         c->closing = 1;
         return;
@@ -359,10 +438,14 @@ static int store_conn_serve(struct store_server *srv, struct store_conn *c)
             const uint8_t *h = c->in + off;
             int op = h[0];
             uint32_t klen = store_wire_get_u16(h + 1), vlen = store_wire_get_u32(h + 3);
-            if (op != STORE_OP_HELLO || klen != 0 || vlen != 8) {
+            if (op != STORE_OP_HELLO || klen != 0 || vlen != STORE_HELLO_VALUE) {
+                store_server_log(srv, c->addr, REFUSE_GARBAGE,
+                                 "refused %s: not a ddpprof hello (request %d, a %u-byte key "
+                                 "and a %u-byte value)", c->peer, op, klen, vlen);
                 store_conn_error(c, "store: expected a hello, got request %d with a %u-byte key "
-                                    "and a %u-byte value; is this a ddpprof store client?",
-                                 op, klen, vlen);
+                                    "and a %u-byte value; is this a ddpprof store client (of "
+                                    "the same version as rank %d's)?",
+                                 op, klen, vlen, srv->host_rank);
                 c->closing = 1;
                 break;
             }
@@ -554,8 +637,12 @@ static int store_expire_strangers(struct store_server *srv)
     int64_t now = clock_now_ms(), next = -1;
     for (size_t i = 0; i < srv->nconns; i++) {
         struct store_conn *c = srv->conns[i];
-        if (c->rank < 0 && !c->dead && c->since_ms + STORE_HELLO_MS <= now)
+        if (c->rank < 0 && !c->dead && c->since_ms + STORE_HELLO_MS <= now) {
             c->dead = 1;
+            store_server_log(srv, c->addr, REFUSE_SILENT,
+                             "closed %s: no hello within %.1f s", c->peer,
+                             STORE_HELLO_MS / 1000.0);
+        }
         if (c->rank >= 0)
             continue;
         int64_t left = c->dead ? 0 : c->since_ms + STORE_HELLO_MS - now;
@@ -586,8 +673,38 @@ static int store_server_accept(struct store_server *srv)
         uint32_t addr = plen >= sizeof peer && peer.sin_family == AF_INET
                             ? peer.sin_addr.s_addr
                             : 0;
+        char who[24] = "?";
+        if (addr) {
+            char ip[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
+            snprintf(who, sizeof who, "%s:%u", ip, (unsigned)ntohs(peer.sin_port));
+        }
         if (!store_addr_allowed(srv, addr)) {
-            srv->refused++;
+            store_server_log(srv, addr, REFUSE_NOT_RANK_ADDR,
+                             "refused %s: every rank has joined, none from that address", who);
+            close(fd);
+            continue;
+        }
+        /* a peer on this host must be of our uid, whatever it says later; one whose socket
+         * cannot be found (or is already closing, and so has no owner to tell) is refused
+         * where nothing else guards the store */
+        uid_t uid = 0;
+        int established = 0, local = store_auth_peer_uid(fd, &uid, &established);
+        if (local == 1 && (uid != srv->uid || !established)) {
+            if (established)
+                store_server_log(srv, addr, REFUSE_UID,
+                                 "refused %s: its socket belongs to uid %u, not this job's uid "
+                                 "%u", who, (unsigned)uid, (unsigned)srv->uid);
+            else
+                store_server_log(srv, addr, REFUSE_UNKNOWN_PEER,
+                                 "refused %s: closed before it could be told whose it is", who);
+            close(fd);
+            continue;
+        }
+        if (local != 1 && srv->auth.mode == STORE_AUTH_LOCAL) {
+            store_server_log(srv, addr, REFUSE_UNKNOWN_PEER,
+                             "refused %s: cannot tell which user's it is (%s), and no job "
+                             "secret is set", who, local < 0 ? strerror(errno) : "not found");
             close(fd);
             continue;
         }
@@ -606,8 +723,17 @@ static int store_server_accept(struct store_server *srv)
         c->rank = -1;
         c->since_ms = clock_now_ms();
         c->addr = addr;
+        snprintf(c->peer, sizeof c->peer, "%s", who);
         srv->conns[srv->nconns++] = c;
         srv->strangers++;
+        /* the challenge: a fresh nonce, so a proof seen once is worth nothing again */
+        uint8_t challenge[STORE_CHALLENGE_BYTES];
+        if (store_auth_random(c->nonce, sizeof c->nonce)) {
+            c->dead = 1;
+            continue;
+        }
+        store_wire_put_challenge(challenge, srv->auth.mode, c->nonce);
+        store_conn_reply(c, STORE_REPLY_OK, challenge, sizeof challenge);
     }
 }
 
@@ -667,6 +793,9 @@ static void *store_server_main(void *arg)
         store_wake_lost(srv);
     }
     srv->stopping = 1;
+    if (srv->unlogged)
+        fprintf(stderr, "ddpprof: rendezvous store (port %d): refused %ld more connection(s) "
+                "from the peers named above\n", srv->port, srv->unlogged);
     for (size_t i = 0; i < srv->nconns; i++)
         store_conn_close(srv, srv->conns[i]);
     srv->nconns = 0;
@@ -688,6 +817,7 @@ static void store_server_free(struct store_server *srv)
     if (srv->wake[1] >= 0)
         close(srv->wake[1]);
     store_table_free(srv);
+    mem_wipe(&srv->auth, sizeof srv->auth);
     free(srv->conns);
     free(srv->pfds);
     free(srv->rank_conns);
@@ -698,18 +828,8 @@ static void store_server_free(struct store_server *srv)
     free(srv);
 }
 
-/* 1 when host names this machine's loopback: an IPv4 literal 127.x.y.z, or "localhost" */
-static int store_host_is_loopback(const char *host)
-{
-    struct in_addr a;
-    if (!host)
-        return 0;
-    if (strcmp(host, "localhost") == 0)
-        return 1;
-    return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
-struct store_server *store_server_start(const char *host, int port, int rank, int world)
+struct store_server *store_server_start(const char *host, int port, int rank, int world,
+                                        const struct store_auth *auth)
 {
     struct store_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
@@ -719,6 +839,8 @@ struct store_server *store_server_start(const char *host, int port, int rank, in
     srv->listen_fd = srv->wake[0] = srv->wake[1] = -1;
     srv->world = world;
     srv->host_rank = rank;
+    srv->auth = *auth;
+    srv->uid = geteuid();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -742,7 +864,7 @@ struct store_server *store_server_start(const char *host, int port, int rank, in
     /* a job whose ranks meet on loopback needs no other interface */
     struct sockaddr_in addr = {.sin_family = AF_INET,
                                .sin_port = htons((uint16_t)port),
-                               .sin_addr.s_addr = htonl(store_host_is_loopback(host)
+                               .sin_addr.s_addr = htonl(store_auth_host_is_loopback(host)
                                                             ? INADDR_LOOPBACK
                                                             : INADDR_ANY)};
     if (bind(srv->listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0) {

@@ -85,15 +85,45 @@ long store_wire_decode_request(const uint8_t *buf, size_t len, struct store_requ
     return (long)total;
 }
 
-int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world)
+void store_wire_put_hello(uint8_t out[STORE_HELLO_VALUE], uint32_t rank, uint32_t world,
+                          const uint8_t nonce[32], const uint8_t mac[32])
 {
-    if (len != 8)
+    store_wire_put_u32(out, rank);
+    store_wire_put_u32(out + 4, world);
+    memcpy(out + 8, nonce, 32);
+    memcpy(out + 40, mac, 32);
+}
+
+int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world,
+                            const uint8_t **nonce, const uint8_t **mac)
+{
+    if (len != STORE_HELLO_VALUE)
         return -1;
     uint32_t r = store_wire_get_u32(val), w = store_wire_get_u32(val + 4);
     if (r > INT_MAX || w > INT_MAX)
         return -1;
     *rank = (int)r;
     *world = (int)w;
+    *nonce = val + 8;
+    *mac = val + 40;
+    return 0;
+}
+
+void store_wire_put_challenge(uint8_t out[STORE_CHALLENGE_BYTES], int mode,
+                              const uint8_t nonce[32])
+{
+    memcpy(out, STORE_CHALLENGE_MAGIC, 8);
+    out[8] = (uint8_t)mode;
+    memcpy(out + 9, nonce, 32);
+}
+
+int store_wire_decode_challenge(const uint8_t *val, uint32_t len, int *mode,
+                                const uint8_t **nonce)
+{
+    if (len != STORE_CHALLENGE_BYTES || memcmp(val, STORE_CHALLENGE_MAGIC, 8) != 0 || val[8] > 2)
+        return -1;
+    *mode = val[8];
+    *nonce = val + 9;
     return 0;
 }
 

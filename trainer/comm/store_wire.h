@@ -4,8 +4,14 @@
  * Wire format (integers little-endian):
  *   request: op u8, key length u16, value length u32, key bytes, value bytes
  *   reply:   status u8 (0 ok, 1 error), length u32, bytes (value, counter, or error text)
- *   HELLO's value is rank u32 + world u32; ADD's value and reply are an int64; CHECK's
- *   reply is one byte, 1 when the key exists (it never waits).
+ *   ADD's value and reply are an int64; CHECK's reply is one byte, 1 when the key exists
+ *   (it never waits).
+ * The handshake (store_auth.h says why): the server speaks first, a reply whose bytes are
+ * the challenge, STORE_CHALLENGE_MAGIC (8 bytes), the mode u8 (enum store_auth_mode) and
+ * the server's nonce (32 bytes); the client's first request is HELLO, whose value is rank
+ * u32, world u32, the client's nonce (32 bytes) and its MAC (32 bytes; zeros without a
+ * secret); the server answers OK with its own MAC (32 bytes; none without a secret) or
+ * ERROR, and closes a connection whose hello it refused.
  * Counters are stored as decimal text, so get() of a counter key reads "3".
  *
  * Departures: a client that closes its store cleanly first sets STORE_KEY_BYE/<rank>; when
@@ -23,6 +29,9 @@
 #define STORE_REQ_HEADER 7   /* op u8, key length u16, value length u32 */
 #define STORE_REPLY_HEADER 5 /* status u8, length u32 */
 #define STORE_REQ_MAX (STORE_REQ_HEADER + STORE_KEY_MAX + STORE_VALUE_MAX)
+#define STORE_CHALLENGE_MAGIC "ddpstor1"
+#define STORE_CHALLENGE_BYTES (8 + 1 + 32)  /* magic, mode, server nonce */
+#define STORE_HELLO_VALUE (4 + 4 + 32 + 32) /* rank, world, client nonce, MAC */
 
 enum store_op { STORE_OP_HELLO = 1, STORE_OP_SET, STORE_OP_GET, STORE_OP_ADD, STORE_OP_WAIT,
                 STORE_OP_TIME, STORE_OP_CHECK };
@@ -60,8 +69,25 @@ struct store_request {
  * byte in the key (the connection should be closed: nothing after it can be framed). */
 long store_wire_decode_request(const uint8_t *buf, size_t len, struct store_request *req);
 
-/* HELLO's value: 0 and rank, world; -1 when it is not 8 bytes or either is above INT_MAX */
-int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world);
+/* HELLO's value as the client sends it */
+void store_wire_put_hello(uint8_t out[STORE_HELLO_VALUE], uint32_t rank, uint32_t world,
+                          const uint8_t nonce[32], const uint8_t mac[32]);
+
+/* HELLO's value: 0 with rank, world and pointers to the client's nonce and MAC inside val;
+ * -1 when it is not STORE_HELLO_VALUE bytes (an older ddpprof's hello was 8) or rank or
+ * world is above INT_MAX */
+int store_wire_decode_hello(const uint8_t *val, uint32_t len, int *rank, int *world,
+                            const uint8_t **nonce, const uint8_t **mac);
+
+/* The challenge's bytes (after its reply header) */
+void store_wire_put_challenge(uint8_t out[STORE_CHALLENGE_BYTES], int mode,
+                              const uint8_t nonce[32]);
+
+/* A challenge as the client receives it (len bytes after an OK reply header): 0 with the
+ * mode and a pointer to the nonce inside val; -1 when it is not one (another program, or
+ * a ddpprof older than this one, on that port) */
+int store_wire_decode_challenge(const uint8_t *val, uint32_t len, int *mode,
+                                const uint8_t **nonce);
 
 /* ADD's value: 0 and the delta; -1 when it is not 8 bytes */
 int store_wire_decode_add(const uint8_t *val, uint32_t len, int64_t *delta);

@@ -4,6 +4,7 @@
  *   run_id               the job's id (node 0, once)
  *   aK/node/R            node R's host name: it joined attempt K
  *   aK/port              this attempt's worker store port (node 0)
+ *   aK/secret            this attempt's worker store secret (node 0)
  *   aK/resume            the checkpoint this attempt resumes from, "" for none (node 0)
  *   aK/causes            why the earlier attempts failed, one line each (node 0)
  *   aK/claims, aK/cause  a counter and the first failure's words: whoever counts 1 writes it
@@ -13,6 +14,7 @@
 #include "launch/agent.h"
 
 #include "comm/store.h"
+#include "comm/store_auth.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "launch/launcher.h"
@@ -40,7 +42,41 @@ struct agent {
     char causes[2048]; /* the failed attempts' causes, one line each */
     char local_cause[512]; /* one node: this attempt's failure */
     int lost;          /* a node was lost: no restart can bring it back */
+    int gone;          /* the agent store failed us (node 0 lost): it is not asked again */
+    char gone_why[360]; /* what that failure said, as a cause */
 };
+
+/* A store call failed: node 0's rendezvous is gone (its agent was killed, its host is down,
+ * or the network between us is).  Remembered, so that no later call waits out the timeout
+ * again, and said as the attempt's cause.  Returns -1. */
+static int agent_store_failed(struct agent *a)
+{
+    if (!a->gone) {
+        a->gone = a->lost = 1;
+        snprintf(a->gone_why, sizeof a->gone_why,
+                 "lost node 0's rendezvous at %.48s:%d (node 0's agent was killed, or its host "
+                 "or the network to it is down: %.160s)",
+                 a->master_addr, a->master_port, error_get());
+    }
+    return error_set("%s", a->gone_why);
+}
+
+/* store_check, store_lost and store_add on the agent store, each once the store is gone
+ * failing at once (agent_store_failed) */
+static int agent_check(struct agent *a, const char *key, int *exists)
+{
+    *exists = 0;
+    if (a->gone || store_check(a->store, key, exists))
+        return agent_store_failed(a);
+    return 0;
+}
+
+static int agent_lost(struct agent *a, int *first)
+{
+    *first = -1;
+    int r = a->gone ? -1 : store_lost(a->store, a->node_rank, first);
+    return r < 0 ? agent_store_failed(a) : r;
+}
 
 /* "aK/name" of the current attempt */
 static void agent_key(const struct agent *a, char *key, size_t cap, const char *name)
@@ -52,15 +88,18 @@ static void agent_key(const struct agent *a, char *key, size_t cap, const char *
 static int agent_get(struct agent *a, const char *key, char *out, size_t cap)
 {
     size_t len = 0;
-    if (store_get(a->store, key, out, cap - 1, &len))
-        return -1;
+    out[0] = '\0';
+    if (a->gone || store_get(a->store, key, out, cap - 1, &len))
+        return agent_store_failed(a);
     out[len < cap ? len : cap - 1] = '\0';
     return 0;
 }
 
 static int agent_set(struct agent *a, const char *key, const char *val)
 {
-    return store_set(a->store, key, val, strlen(val));
+    if (a->gone || store_set(a->store, key, val, strlen(val)))
+        return agent_store_failed(a);
+    return 0;
 }
 
 /* The host name node r announced (for messages); "?" when unknown. */
@@ -69,9 +108,9 @@ static void agent_node_host(struct agent *a, int r, char *out, size_t cap)
     char key[64];
     int exists = 0;
     snprintf(out, cap, "?");
-    for (int k = a->attempt; k >= 0; k--) {
+    for (int k = a->attempt; k >= 0 && !a->gone; k--) {
         snprintf(key, sizeof key, "a%d/node/%d", k, r);
-        if (store_check(a->store, key, &exists) == 0 && exists) {
+        if (agent_check(a, key, &exists) == 0 && exists) {
             agent_get(a, key, out, cap);
             return;
         }
@@ -152,9 +191,8 @@ static int agent_wait_nodes(struct agent *a, const char *name, const char *what,
                 continue;
             snprintf(sub, sizeof sub, "%s/%d", name, r);
             agent_key(a, key, sizeof key, sub);
-            if (store_check(a->store, key, &exists))
-                rc = error_wrap("node %d: rendezvous at %s:%d", a->node_rank, a->master_addr,
-                                a->master_port);
+            if (agent_check(a, key, &exists))
+                rc = error_wrap("node %d", a->node_rank);
             seen[r] = (char)exists;
             missing += !exists;
         }
@@ -162,7 +200,7 @@ static int agent_wait_nodes(struct agent *a, const char *name, const char *what,
             break;
         int first = -1, exists = 0;
         char key[64], text[512];
-        if (store_lost(a->store, a->node_rank, &first) < 0) {
+        if (agent_lost(a, &first) < 0) {
             rc = -1;
             break;
         }
@@ -173,7 +211,7 @@ static int agent_wait_nodes(struct agent *a, const char *name, const char *what,
             break;
         }
         agent_key(a, key, sizeof key, "cause");
-        if (cause_ends && store_check(a->store, key, &exists) == 0 && exists &&
+        if (cause_ends && agent_check(a, key, &exists) == 0 && exists &&
             agent_get(a, key, text, sizeof text) == 0) {
             rc = error_set("%s", text);
             break;
@@ -207,7 +245,7 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
     a->local_cause[0] = '\0';
     if (a->nnodes == 1) {
         out->worker_port = a->master_port ? a->master_port : launcher_free_port();
-        if (out->worker_port < 0)
+        if (out->worker_port < 0 || store_auth_new_secret(out->secret))
             return -1;
         snprintf(out->run_id, sizeof out->run_id, "%s", a->run_id);
         snprintf(out->resume, sizeof out->resume, "%s", a->latest);
@@ -232,6 +270,10 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
         agent_key(a, key, sizeof key, "causes");
         if (agent_set(a, key, a->causes))
             return -1;
+        /* the workers' secret, for every node's (the agents proved theirs to get it) */
+        agent_key(a, key, sizeof key, "secret");
+        if (store_auth_new_secret(out->secret) || agent_set(a, key, out->secret))
+            return -1;
     }
     snprintf(what, sizeof what, "joined attempt %d", attempt);
     if (agent_wait_nodes(a, "node", what, 0))
@@ -240,6 +282,9 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
     if (agent_get(a, key, val, sizeof val))
         return -1;
     out->worker_port = atoi(val);
+    agent_key(a, key, sizeof key, "secret");
+    if (agent_get(a, key, out->secret, sizeof out->secret))
+        return -1;
     agent_key(a, key, sizeof key, "resume");
     if (agent_get(a, key, out->resume, sizeof out->resume))
         return -1;
@@ -252,21 +297,22 @@ int agent_join(struct agent *a, int attempt, struct agent_attempt *out)
     return 0;
 }
 
-/* Whether another node already said why (a cause, or a lost node). */
+/* Whether another node already said why (a cause, or a lost node), or node 0's rendezvous
+ * is gone (which says it). */
 static int agent_someone_said(struct agent *a)
 {
     char key[64];
     int exists = 0, first = -1;
     agent_key(a, key, sizeof key, "cause");
-    if (store_check(a->store, key, &exists) || exists)
+    if (agent_check(a, key, &exists) || exists)
         return 1;
-    return store_lost(a->store, a->node_rank, &first) < 0 || first >= 0;
+    return agent_lost(a, &first) < 0 || first >= 0;
 }
 
 void agent_on_stop_state(void *ctx, int rank, int stop_sig)
 {
     struct agent *a = ctx;
-    if (!a->store)
+    if (!a->store || a->gone)
         return;
     char key[64], sub[32], val[16] = "";
     snprintf(sub, sizeof sub, "stopped/%d", rank);
@@ -283,7 +329,7 @@ static int agent_stopped(struct agent *a, int g)
     int exists = 0;
     snprintf(sub, sizeof sub, "stopped/%d", g);
     agent_key(a, key, sizeof key, sub);
-    if (store_check(a->store, key, &exists) || !exists || agent_get(a, key, val, sizeof val))
+    if (agent_check(a, key, &exists) || !exists || agent_get(a, key, val, sizeof val))
         return 0;
     return atoi(val);
 }
@@ -306,6 +352,20 @@ static void agent_describe_failure(struct agent *a, struct launch_result *f)
 {
     int local = f->culprit_rank >= a->node_rank * a->nproc &&
                 f->culprit_rank < (a->node_rank + 1) * a->nproc;
+    char key[64];
+    int exists = 0;
+    agent_key(a, key, sizeof key, "cause");
+    if (a->store && !local && agent_check(a, key, &exists) < 0) {
+        /* node 0 is gone with its rendezvous: that is the cause, and a rank of another
+         * node that "did not arrive" was only lost with it */
+        snprintf(a->local_cause, sizeof a->local_cause, "%.360s; rank %d (node %d, host %.32s) "
+                 "failed after it (%.40s)",
+                 a->gone_why, f->failed_rank, a->node_rank, a->host, f->cause);
+        f->culprit_rank = -1;
+        f->culprit_stop_sig = 0;
+        f->collective[0] = '\0';
+        return;
+    }
     if (a->store && f->culprit_rank >= 0 && !local)
         f->culprit_stop_sig = agent_stopped(a, f->culprit_rank);
     for (int g = 0; a->store && f->culprit_rank < 0 && g < a->nnodes * a->nproc; g++) {
@@ -350,7 +410,7 @@ void agent_on_failure(void *ctx, struct launch_result *f)
     char key[64];
     int64_t n = 0;
     agent_key(a, key, sizeof key, "claims");
-    if (store_add(a->store, key, 1, &n) == 0 && n == 1) {
+    if (!a->gone && store_add(a->store, key, 1, &n) == 0 && n == 1) {
         agent_key(a, key, sizeof key, "cause");
         agent_set(a, key, a->local_cause);
     }
@@ -364,21 +424,21 @@ int agent_should_stop(void *ctx, char *why, size_t cap)
     char key[64], text[512];
     int exists = 0, first = -1;
     agent_key(a, key, sizeof key, "cause");
-    if (store_check(a->store, key, &exists) || (exists && agent_get(a, key, text, sizeof text))) {
-        snprintf(why, cap,
-                 "lost node 0's rendezvous at %s:%d (node 0 failed or is unreachable: %s)",
-                 a->master_addr, a->master_port, error_get());
-        a->lost = 1;
+    if (agent_check(a, key, &exists) || (exists && agent_get(a, key, text, sizeof text))) {
+        snprintf(why, cap, "%s", a->gone_why);
         return 1;
     }
     if (exists) {
         snprintf(why, cap, "%s", text);
         return 1;
     }
-    if (store_lost(a->store, a->node_rank, &first) == 0 && first >= 0 &&
-        first != a->node_rank) {
+    if (agent_lost(a, &first) == 0 && first >= 0 && first != a->node_rank) {
         agent_lost_words(a, first, why, cap);
         a->lost = 1;
+        return 1;
+    }
+    if (a->gone) {
+        snprintf(why, cap, "%s", a->gone_why);
         return 1;
     }
     return 0;
@@ -404,14 +464,15 @@ int agent_cause(struct agent *a, const struct launch_result *res, char *cause, s
     else if (a->local_cause[0])
         snprintf(text, sizeof text, "%s", a->local_cause);
     if (a->store && !a->lost) {
-        if (store_lost(a->store, a->node_rank, &first) < 0) {
-            a->lost = 1; /* node 0's store is gone */
+        if (agent_lost(a, &first) < 0) {
+            if (!(res && res->stopped) && !a->local_cause[0]) /* node 0's store is gone */
+                snprintf(text, sizeof text, "%s", a->gone_why);
         } else if (first >= 0 && first != a->node_rank) {
             a->lost = 1;
             agent_lost_words(a, first, text, sizeof text);
         } else {
             agent_key(a, key, sizeof key, "cause");
-            if (store_check(a->store, key, &exists) == 0 && exists)
+            if (agent_check(a, key, &exists) == 0 && exists)
                 agent_get(a, key, text, sizeof text);
         }
     }

@@ -7,8 +7,9 @@
  *   agent_join     every node announces itself (its host name) and waits, up to the timeout,
  *                  for all N (naming the ones that did not come); node 0 publishes the port of
  *                  this attempt's worker store (worker rank 0 hosts it on node 0; a free port
- *                  per attempt, so nothing of a failed attempt lingers), the job's run id and
- *                  the checkpoint to resume from
+ *                  per attempt, so nothing of a failed attempt lingers), its secret (fresh per
+ *                  attempt, comm/store_auth.h), the job's run id and the checkpoint to resume
+ *                  from
  *   (launcher)     the node's workers run; agent_on_failure and agent_should_stop are the
  *                  launcher's hooks: a local failure is published at once as the attempt's
  *                  cause ("node 1 (host b): rank 3 killed by signal 9: Killed"; the first node
@@ -49,6 +50,7 @@ struct agent_opts {
 struct agent_attempt {
     int attempt;         /* 0, then 1 for the first restart, ... */
     int worker_port;     /* MASTER_PORT of this attempt's workers */
+    char secret[65];     /* DDPPROF_JOB_SECRET of this attempt's workers (hex) */
     char run_id[128];    /* the job's id (TORCHELASTIC_RUN_ID) */
     char resume[4096];   /* checkpoint to resume from ("" : none) */
     char causes[2048];   /* why each earlier attempt failed, one line each ("" at first) */

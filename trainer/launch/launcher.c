@@ -10,7 +10,9 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "comm/flight.h"
+#include "comm/store_auth.h"
 #include "launch/dist_env.h"
 #include "launch/worker_link.h"
 
@@ -33,7 +35,7 @@
 extern char **environ;
 
 #define LAUNCHER_LINE_MAX 65536
-#define LAUNCHER_OWN_VARS 15
+#define LAUNCHER_OWN_VARS 16
 #define LAUNCHER_LINK_FD 3 /* the worker's end of its link, as DDPPROF_LAUNCHER_FD says */
 #define LAUNCHER_FDS_PER_WORKER 3 /* kept open here: stdout, stderr and link */
 #define LAUNCHER_HOOK_MS 100 /* how often should_stop is asked */
@@ -611,13 +613,17 @@ static const char *const launcher_own[LAUNCHER_OWN_VARS] = {
     "RANK",             "LOCAL_RANK",         "LOCAL_WORLD_SIZE",
     "GROUP_RANK",       "GROUP_WORLD_SIZE",   "ROLE_RANK",
     "ROLE_WORLD_SIZE",  "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
-    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", WORKER_LINK_ENV};
+    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", WORKER_LINK_ENV,
+    STORE_SECRET_ENV};
 
 static int launcher_env_overridden(const char *entry, char *const *extra)
 {
     for (int i = 0; i < LAUNCHER_OWN_VARS; i++)
         if (launcher_env_name_is(entry, launcher_own[i]))
             return 1;
+    /* the workers' secret is ours (DDPPROF_JOB_SECRET): a file the caller named is not theirs */
+    if (launcher_env_name_is(entry, STORE_SECRET_FILE_ENV))
+        return 1;
     if (extra)
         for (char *const *e = extra; *e; e++) {
             char name[256];
@@ -636,14 +642,18 @@ static void launcher_env_free(char **env)
 {
     if (!env)
         return;
-    for (int i = 0; i < LAUNCHER_OWN_VARS; i++)
+    for (int i = 0; i < LAUNCHER_OWN_VARS; i++) {
+        if (env[i])
+            mem_wipe(env[i], strlen(env[i])); /* the secret among them */
         free(env[i]);
+    }
     free(env);
 }
 
 /* envp for one local rank: our variables, the extras, then the caller's environment minus
  * anything those override.  NULL on allocation failure. */
-static char **launcher_env_build(const struct launch_opts *o, const char *addr, int port, int rank)
+static char **launcher_env_build(const struct launch_opts *o, const char *addr, int port,
+                                 int rank, const char *secret)
 {
     int world = o->world > 0 ? o->world : o->nprocs, grank = o->rank_base + rank;
     int nnodes = o->nnodes > 0 ? o->nnodes : 1;
@@ -663,7 +673,7 @@ static char **launcher_env_build(const struct launch_opts *o, const char *addr, 
     const char *value[LAUNCHER_OWN_VARS] = {addr,   num[0], num[1], num[2],  num[3],
                                             num[4], num[5], num[6], num[7],  num[8],
                                             num[9], num[10], o->run_id ? o->run_id : "none",
-                                            "False", num[11]};
+                                            "False", num[11], secret};
     for (int i = 0; i < LAUNCHER_OWN_VARS; i++) {
         size_t len = strlen(launcher_own[i]) + strlen(value[i]) + 2;
         if (!(env[i] = malloc(len))) {
@@ -958,6 +968,7 @@ int launcher_run(const struct launch_opts *o)
                                 .nodes = o->nnodes > 1 ? o->nnodes : 1,
                                 .bar_on = o->progress && isatty(STDERR_FILENO)};
     int rc = -1, devnull = -1, installed = 0;
+    char secret[STORE_SECRET_MAX + 1] = "";
     struct sigaction old_actions[LAUNCHER_NSIGNALS];
     sigset_t old_mask;
     sigprocmask(SIG_SETMASK, NULL, &old_mask);
@@ -968,9 +979,21 @@ int launcher_run(const struct launch_opts *o)
         error_set("launcher: out of memory for %d workers", o->nprocs);
         goto out;
     }
+    /* the job's secret, for its store (comm/store_auth.h): the caller's (every node's
+     * agent has the same), or a fresh one; in the workers' environment, never their
+     * command line, which every user of the host can read */
+    if (o->secret && strlen(o->secret) >= sizeof secret) {
+        error_set("launcher: the job secret is %zu bytes, more than %d", strlen(o->secret),
+                  STORE_SECRET_MAX);
+        goto out;
+    }
+    if (o->secret)
+        memcpy(secret, o->secret, strlen(o->secret) + 1);
+    else if (store_auth_new_secret(secret))
+        goto out;
     for (int r = 0; r < st.n; r++) {
         st.w[r].streams[0].fd = st.w[r].streams[1].fd = st.w[r].link = -1;
-        if (!(st.w[r].env = launcher_env_build(o, addr, port, r))) {
+        if (!(st.w[r].env = launcher_env_build(o, addr, port, r, secret))) {
             error_set("launcher: out of memory building the environment of rank %d", r);
             goto out;
         }
@@ -1076,5 +1099,6 @@ out:
     free(st.w);
     free(st.scratch);
     free(pfds);
+    mem_wipe(secret, sizeof secret);
     return rc;
 }

@@ -4,7 +4,8 @@
  * torchrun's variables (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE,
  * TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, and
- * TORCHELASTIC_USE_AGENT_STORE=False: MASTER_PORT is worker rank 0's store), prefix each
+ * TORCHELASTIC_USE_AGENT_STORE=False: MASTER_PORT is worker rank 0's store) and the job's
+ * secret for that store (DDPPROF_JOB_SECRET, comm/store_auth.h), prefix each
  * line the workers print with "[rank N] ", and if any worker fails stop all the others
  * (SIGTERM, then SIGKILL after a grace), so that a run never hangs and never leaves orphans.
  * On several nodes the node agent (agent.h) hooks in: it hears of a local failure at once
@@ -63,6 +64,11 @@ struct launch_opts {
     int node_rank, nnodes;   /* GROUP_RANK, GROUP_WORLD_SIZE; nnodes 0: 1 */
     int restart_count, max_restarts; /* TORCHELASTIC_RESTART_COUNT, _MAX_RESTARTS */
     const char *run_id;      /* TORCHELASTIC_RUN_ID; NULL: "none" */
+    const char *secret;      /* DDPPROF_JOB_SECRET for the workers' store, the same on every
+                                node (the agent's); NULL: a fresh random one (one node).
+                                Given in their environment only (not their command line,
+                                which every user of the host may read), in place of any
+                                DDPPROF_JOB_SECRET or DDPPROF_JOB_SECRET_FILE of ours */
 
     /* the node agent's hooks, called on the calling thread; any may be NULL */
     void (*on_failure)(void *ctx, struct launch_result *failure); /* a local worker failed

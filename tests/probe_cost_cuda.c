@@ -11,11 +11,15 @@
  *
  * What it fakes: one device; streams and events are opaque pointers whose work is always
  * complete (every query succeeds, elapsed times grow by 1 us a call); CUPTI accepts the
- * subscriber, the callbacks and every activity kind, keeps the external-correlation stack
- * of the calling thread (its depth is checked: a pop without a push is counted as an
- * error), and a flush hands the registered buffer callbacks one empty buffer (no device
- * work, so no records), on the thread that flushed.
- * What it does not: no kernels, no records, no errors but those of a misuse it counts. */
+ * subscriber, the callbacks and every activity kind, and keeps the external-correlation
+ * stack of the calling thread (a pop without a push is counted as a misuse).  Each push,
+ * while kernels and external correlation are enabled, stands for one kernel launched in
+ * that range: an external-correlation record (a new correlation id -> the pushed id) and
+ * a kernel record of 1 us on stream 7, named probe_cost_kernel, which wait for the next
+ * flush; a flush (cuptiActivityFlushAll, forced or not) hands them to the registered
+ * buffer callbacks in CUPTI's layout, as many buffers as they need (at least one), on
+ * the thread that flushed, as CUPTI's own flush does.
+ * What it does not: no device, no API records, no errors but those of a misuse. */
 #include "probe_cost_cuda.h"
 
 #include <cuda_runtime_api.h>
@@ -24,12 +28,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_t cost_training;
 static atomic_int cost_training_set;
 static struct probe_cost_counts cost_counts;
+_Static_assert(CUPTI_ACTIVITY_KIND_COUNT <= PROBE_COST_KINDS, "every kind has its flag");
 static pthread_mutex_t cost_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static _Thread_local int cost_corr_depth; /* this thread's external-correlation stack */
@@ -235,12 +241,54 @@ CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
     return CUPTI_SUCCESS;
 }
 
+/* records waiting for a flush: an external correlation (kernel 0) or a kernel */
+struct cost_record {
+    int kernel;
+    uint32_t correlation_id;
+    uint64_t external_id, start_ns;
+};
+static struct cost_record *cost_pending; /* under cost_mu */
+static size_t cost_npending, cost_cap_pending;
+static uint32_t cost_last_correlation;
+
+static uint64_t cost_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the probes' clock (common/clock.c) */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* one kernel launched inside the range of external_id */
+static void cost_launch(uint64_t external_id)
+{
+    pthread_mutex_lock(&cost_mu);
+    if (cost_counts.kind_enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] &&
+        cost_counts.kind_enabled[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]) {
+        if (cost_npending + 2 > cost_cap_pending) {
+            size_t cap = cost_cap_pending ? 2 * cost_cap_pending : 1024;
+            struct cost_record *v = realloc(cost_pending, cap * sizeof *v);
+            if (v) {
+                cost_pending = v;
+                cost_cap_pending = cap;
+            }
+        }
+        if (cost_npending + 2 <= cost_cap_pending) {
+            const uint32_t cid = ++cost_last_correlation;
+            cost_pending[cost_npending++] = (struct cost_record){0, cid, external_id, 0};
+            cost_pending[cost_npending++] = (struct cost_record){1, cid, 0, cost_now_ns()};
+            cost_counts.kernels++;
+        }
+    }
+    pthread_mutex_unlock(&cost_mu);
+}
+
 CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
                                                    uint64_t id)
 {
-    (void)kind, (void)id;
+    (void)kind;
     cost_count(PC_cuptiActivityPushExternalCorrelationId);
     cost_corr_depth++;
+    cost_launch(id);
     return CUPTI_SUCCESS;
 }
 
@@ -259,18 +307,72 @@ CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind 
     return CUPTI_SUCCESS;
 }
 
+static size_t cost_record_size(CUpti_ActivityKind kind)
+{
+    return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? sizeof(CUpti_ActivityKernel10)
+                                                         : sizeof(CUpti_ActivityExternalCorrelation);
+}
+
+/* Move the waiting records that fit into buf (size bytes) in CUPTI's layout; the bytes used */
+static size_t cost_fill(uint8_t *buf, size_t size)
+{
+    size_t used = 0, taken = 0;
+    pthread_mutex_lock(&cost_mu);
+    for (; taken < cost_npending; taken++) {
+        const struct cost_record *r = &cost_pending[taken];
+        const CUpti_ActivityKind kind = r->kernel ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                                  : CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+        const size_t n = cost_record_size(kind);
+        if (used + n > size)
+            break;
+        if (r->kernel) {
+            CUpti_ActivityKernel10 k;
+            memset(&k, 0, sizeof k);
+            k.kind = kind;
+            k.correlationId = r->correlation_id;
+            k.start = r->start_ns;
+            k.end = r->start_ns + 1000;
+            k.streamId = 7;
+            k.name = "probe_cost_kernel";
+            memcpy(buf + used, &k, n);
+        } else {
+            CUpti_ActivityExternalCorrelation e;
+            memset(&e, 0, sizeof e);
+            e.kind = kind;
+            e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+            e.externalId = r->external_id;
+            e.correlationId = r->correlation_id;
+            memcpy(buf + used, &e, n);
+        }
+        used += n;
+    }
+    memmove(cost_pending, cost_pending + taken, (cost_npending - taken) * sizeof *cost_pending);
+    cost_npending -= taken;
+    cost_counts.delivered += taken;
+    pthread_mutex_unlock(&cost_mu);
+    return used;
+}
+
 CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
     cost_count(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? PC_cuptiActivityFlushAllForced
                                                        : PC_cuptiActivityFlushAll);
     if (!cost_request || !cost_complete)
         return CUPTI_ERROR_INVALID_OPERATION;
-    uint8_t *buf = NULL;
-    size_t size = 0, max_records = 0;
-    cost_request(&buf, &size, &max_records);
-    if (buf)
-        cost_complete(NULL, 0, buf, size, 0); /* no device work: no records */
-    return CUPTI_SUCCESS;
+    for (;;) {
+        uint8_t *buf = NULL;
+        size_t size = 0, max_records = 0;
+        cost_request(&buf, &size, &max_records);
+        if (!buf)
+            return CUPTI_SUCCESS;
+        const size_t valid = cost_fill(buf, size);
+        cost_complete(NULL, 0, buf, size, valid); /* frees buf */
+        pthread_mutex_lock(&cost_mu);
+        const int more = valid > 0 && cost_npending > 0;
+        pthread_mutex_unlock(&cost_mu);
+        if (!more)
+            return CUPTI_SUCCESS;
+    }
 }
 
 CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
@@ -282,8 +384,13 @@ CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 
 CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **rec)
 {
-    (void)buffer, (void)valid, (void)rec;
-    return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    size_t at = 0;
+    if (*rec)
+        at = (size_t)((uint8_t *)*rec - buffer) + cost_record_size((*rec)->kind);
+    if (at >= valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *rec = (CUpti_Activity *)(void *)(buffer + at);
+    return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped)

@@ -45,6 +45,8 @@ struct probe_cost_counts {
     uint64_t calls[2][PROBE_COST_CALLS]; /* [0]: the marked (training) thread, [1]: others */
     int kind_enabled[PROBE_COST_KINDS];  /* CUpti_ActivityKind enabled now */
     uint64_t misuse;                     /* pops of an empty correlation stack */
+    uint64_t kernels;                    /* synthetic kernels launched (one per push) */
+    uint64_t delivered;                  /* records handed to the buffer callbacks */
 };
 
 /* the module's entry points (dlsym): mark the calling thread as the training thread; read

@@ -25,6 +25,11 @@
  * Asserted for every level: off adds nothing; no level adds a host sync (CUDA's or the
  * backend's) per step, nor a CUDA runtime call under nvtx; pops never outnumber pushes
  * in CUPTI's correlation stack; full records one CUDA event pair per range.
+ * Where CUPTI traces, the stand-in turns each correlation push into one kernel (its
+ * records wait for a flush, as CUPTI's): the trace must hold one cupti kernel row per
+ * kernel, each attributed to a range; and for the default level's first model, with the
+ * steps done and no flush made on the training thread, the tracer's own thread must
+ * deliver every record within 3 s.
  *
  * Measured before the default was made cheap (issue 34 §2; default = full), per steady
  * step, additions over --trace off; B: baseline (1 rank), D: DDP rank 0 of 2, whose step
@@ -67,6 +72,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 NVTX_CAPTURE_STATIC_INJECTION;
 
@@ -328,9 +334,75 @@ static void cost_diff(const struct snap *a, const struct snap *b, struct cost *o
     out->misuse = b->c.misuse - a->c.misuse;
 }
 
+/* The CUPTI records reach the trace off the training thread: with the steps done and
+ * nothing flushed on the training thread, the tracer's flusher thread delivers every
+ * record within its interval (500 ms; 3 s allowed on a loaded machine). */
+static void check_flusher(struct probe *p, const struct model_case *mc, enum probe_mode level,
+                          const struct probe_cost_counts *c0)
+{
+    struct probe_cost_counts c;
+    cost_read(&c);
+    /* an external correlation and a kernel each, this probe's */
+    const uint64_t want = 2 * (c.kernels - c0->kernels);
+    for (int i = 0; i < 300 && c.delivered - c0->delivered < want; i++) {
+        usleep(10000);
+        cost_read(&c);
+    }
+    struct probe_stats st;
+    probe_stats(p, &st);
+    const uint64_t bg = c.calls[1][PC_cuptiActivityFlushAll] - c0->calls[1][PC_cuptiActivityFlushAll],
+                   fg = c.calls[0][PC_cuptiActivityFlushAll] +
+                        c.calls[0][PC_cuptiActivityFlushAllForced] -
+                        c0->calls[0][PC_cuptiActivityFlushAll] -
+                        c0->calls[0][PC_cuptiActivityFlushAllForced];
+    printf("%s %s: %llu of %llu CUPTI records delivered, by %llu flushes on the tracer's "
+           "thread and %llu on the training thread; %llu processed\n", probe_mode_name(level),
+           mc->label, (unsigned long long)(c.delivered - c0->delivered),
+           (unsigned long long)want, (unsigned long long)bg, (unsigned long long)fg,
+           (unsigned long long)st.cupti_records);
+    CHECK(c.delivered - c0->delivered == want && bg > 0 && fg == 0,
+          "%s %s: %llu of %llu CUPTI records delivered within 3 s, by %llu flushes off the "
+          "training thread and %llu on it", probe_mode_name(level), mc->label,
+          (unsigned long long)(c.delivered - c0->delivered), (unsigned long long)want,
+          (unsigned long long)bg, (unsigned long long)fg);
+    CHECK(st.cupti_records == want, "%s %s: %llu records processed, %llu delivered",
+          probe_mode_name(level), mc->label, (unsigned long long)st.cupti_records,
+          (unsigned long long)want);
+}
+
+/* The trace holds one cupti kernel row per kernel the stand-in launched (one per
+ * correlation push), each attributed to a range of the run (none to setup). */
+static void check_cupti_rows(const char *dir, const struct model_case *mc,
+                             enum probe_mode level, uint64_t kernels)
+{
+    struct test_csv *t = test_csv_read(dir, "rank0.trace.csv");
+    CHECK(t != NULL, "%s %s: no trace", probe_mode_name(level), mc->label);
+    if (!t)
+        return;
+    const int name = test_csv_col(t, "name"), clock = test_csv_col(t, "clock"),
+              phase = test_csv_col(t, "phase"), kind = test_csv_col(t, "kind");
+    uint64_t rows = 0, setup = 0;
+    for (int i = 0; i < t->nrows; i++) {
+        if (strcmp(test_csv_get(t, i, name), "probe_cost_kernel") != 0)
+            continue;
+        rows++;
+        setup += strcmp(test_csv_get(t, i, phase), "setup") == 0;
+        CHECK(strcmp(test_csv_get(t, i, clock), "cupti") == 0 &&
+                  strcmp(test_csv_get(t, i, kind), "kernel") == 0,
+              "%s %s: a kernel row of clock %s, kind %s", probe_mode_name(level), mc->label,
+              test_csv_get(t, i, clock), test_csv_get(t, i, kind));
+    }
+    test_csv_free(t);
+    CHECK(rows == kernels && kernels > 0 && setup == 0,
+          "%s %s: %llu cupti kernel rows (%llu unattributed) for %llu kernels launched",
+          probe_mode_name(level), mc->label, (unsigned long long)rows,
+          (unsigned long long)setup, (unsigned long long)kernels);
+}
+
 /* One configuration at one level: set up a rank as train.c does (with a fake comm for
  * DDP), train a warm-up epoch, count the next.  0, or -1 (CHECK failed). */
-static int measure(const struct model_case *mc, enum probe_mode level, struct cost *out)
+static int measure(const struct model_case *mc, enum probe_mode level, int watch_flusher,
+                   struct cost *out)
 {
     struct train_opts o;
     train_opts_default(&o);
@@ -394,8 +466,12 @@ static int measure(const struct model_case *mc, enum probe_mode level, struct co
     if (level > PROBE_NVTX) /* CUPTI's start on the stand-in must succeed */
         CHECK(strcmp(probe_gpu_note(p), "") == 0, "%s: CUPTI did not start: %s",
               probe_mode_name(level), probe_gpu_note(p));
-    if (cost_bind() == 0)
+    struct probe_cost_counts c0;
+    memset(&c0, 0, sizeof c0);
+    if (cost_bind() == 0) {
         cost_mark();
+        cost_read(&c0);
+    }
 
     if (mc->world > 1) {
         fake = fake_comm_create(be);
@@ -445,11 +521,19 @@ static int measure(const struct model_case *mc, enum probe_mode level, struct co
           WARM_STEPS + STEPS);
     cost_diff(&a, &b, out);
     rc = erc ? -1 : 0;
+    if (rc == 0 && level > PROBE_NVTX && watch_flusher)
+        check_flusher(p, mc, level, &c0);
 
     *be = real_be;
 out:
     if (p && probe_destroy(p))
         CHECK(0, "probe_destroy(%s): %s", probe_mode_name(level), error_get());
+    p = NULL;
+    if (rc == 0 && level > PROBE_NVTX && cost_read) {
+        struct probe_cost_counts end;
+        cost_read(&end);
+        check_cupti_rows(dir, mc, level, end.kernels - c0.kernels);
+    }
     if (r.dev.be) {
         struct backend *bk = r.dev.be;
         bk->free(bk, r.batch.x_dev);
@@ -523,7 +607,7 @@ int main(void)
         }
         have[li] = 1;
         for (size_t k = 0; k < NCASES; k++) {
-            if (measure(&cases[k], level, &got[li][k]) != 0)
+            if (measure(&cases[k], level, level == def && k == 0, &got[li][k]) != 0)
                 return test_finish();
             if (li == 0)
                 off[k] = got[li][k];

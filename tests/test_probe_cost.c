@@ -31,6 +31,20 @@
  * steps done and no flush made on the training thread, the tracer's own thread must
  * deliver every record within 3 s.
  *
+ * Asserted for the default level (train_opts_default's: kernels) -- the budget,
+ * check_budget: per step over off, 5 ranges (step, data, forward, backward, optimizer)
+ * plus one per collective, each an NVTX range, a host row and at most 2 CUPTI calls (a
+ * correlation push and pop) on the training thread; no CUDA runtime call, no event, no
+ * host sync, no layer range, no CUPTI flush on the training thread.  What is left with the
+ * collectives counted out is the same for every model: nothing grows with the layers or
+ * the parameters.  full may grow with the layers, by a forward and a backward range per
+ * layer, each with an event pair (asserted as such).
+ *
+ * The default after issue 34 §2 (kernels), per steady step over off: 0 CUDA calls, 0
+ * events, 0 host syncs; CUPTI calls 10 (B, every model), 22 (ConvNet D), 94 (ResNet18/4
+ * and /8 D) = 10 + 2 per collective; NVTX ranges and rows 5, 5, 11, 47 = 5 + 1 per
+ * collective; its records delivered by the tracer's thread.
+ *
  * Measured before the default was made cheap (issue 34 §2; default = full), per steady
  * step, additions over --trace off; B: baseline (1 rank), D: DDP rank 0 of 2, whose step
  * issues 6 (ConvNet) or 42 (ResNet18) collectives: a bucket, the loss, and SyncBatchNorm's
@@ -258,6 +272,7 @@ struct cost {
     double cuda, events, cuda_syncs, cupti_train, cupti_other, cupti_flush_train, nvtx,
         rows, backend_syncs, collectives;
     double layer_ranges; /* NVTX ranges named by a layer (full only) */
+    int layers;          /* the model's layers */
     uint64_t misuse;
     double calls[2][PROBE_COST_CALLS]; /* per entry point: training thread, others */
 };
@@ -520,6 +535,7 @@ static int measure(const struct model_case *mc, enum probe_mode level, int watch
     CHECK(r.step == WARM_STEPS + STEPS || erc, "%s: %lld steps, not %d", mc->label, r.step,
           WARM_STEPS + STEPS);
     cost_diff(&a, &b, out);
+    out->layers = r.m->layers.count;
     rc = erc ? -1 : 0;
     if (rc == 0 && level > PROBE_NVTX && watch_flusher)
         check_flusher(p, mc, level, &c0);
@@ -560,6 +576,40 @@ out:
 }
 
 /* ------------------------------------------------------------------ the table and the budget */
+
+/* The default level's budget per training step, over --trace off: BUDGET_RANGES ranges (step,
+ * data, forward, backward, optimizer) plus one per collective the step issues (a bucket's
+ * all-reduce, comm_probe's for the others), each at most BUDGET_CUPTI_PER_RANGE CUPTI calls
+ * (a correlation push and pop) on the training thread, an NVTX range and a host row; no
+ * CUDA runtime call, event or host sync, no CUPTI flush on the training thread -- and so
+ * nothing per layer or per parameter: the part left when the collectives are counted out is
+ * the same for every model (ref: the first, ConvNet's baseline). */
+#define BUDGET_RANGES 5
+#define BUDGET_CUPTI_PER_RANGE 2
+static void check_budget(const char *lv, const char *m, const struct cost *x,
+                         const struct cost *ref)
+{
+    CHECK(x->cuda == 0 && x->events == 0 && x->cuda_syncs == 0,
+          "default %s %s: %.1f CUDA runtime calls, %.1f events, %.1f host syncs per step "
+          "(budget: none)", lv, m, x->cuda, x->events, x->cuda_syncs);
+    CHECK(x->cupti_flush_train == 0, "default %s %s: %.1f CUPTI flushes per step on the "
+          "training thread (budget: none; the tracer's thread flushes)", lv, m,
+          x->cupti_flush_train);
+    CHECK(x->layer_ranges == 0, "default %s %s: %.1f layer ranges per step (budget: none)", lv,
+          m, x->layer_ranges);
+    const double ranges = x->nvtx - x->collectives, ref_ranges = ref->nvtx - ref->collectives;
+    CHECK(ranges <= BUDGET_RANGES && ranges == ref_ranges,
+          "default %s %s: %.1f ranges per step beside its %.1f collectives (budget %d, %s: %.1f)",
+          lv, m, ranges, x->collectives, BUDGET_RANGES, "ConvNet B", ref_ranges);
+    CHECK(x->rows == x->nvtx, "default %s %s: %.1f rows for %.1f ranges", lv, m, x->rows,
+          x->nvtx);
+    const double fixed = x->cupti_train - BUDGET_CUPTI_PER_RANGE * x->collectives,
+                 ref_fixed = ref->cupti_train - BUDGET_CUPTI_PER_RANGE * ref->collectives;
+    CHECK(x->cupti_train <= BUDGET_CUPTI_PER_RANGE * x->nvtx && fixed == ref_fixed,
+          "default %s %s: %.1f CUPTI calls per step for %.1f ranges, %.1f beside its "
+          "collectives' (budget %d a range; ConvNet B: %.1f)", lv, m, x->cupti_train, x->nvtx,
+          fixed, BUDGET_CUPTI_PER_RANGE, ref_fixed);
+}
 
 static const struct model_case cases[] = {
     {"ConvNet B", "convnet", 64, 1},     {"ResNet18/4 B", "resnet18", 4, 1},
@@ -658,11 +708,14 @@ int main(void)
                 CHECK(x->cuda == 0 && x->cupti_train + x->cupti_other == 0,
                       "nvtx %s: %.1f CUDA and %.1f CUPTI calls per step (nvtx uses neither)",
                       m, x->cuda, x->cupti_train + x->cupti_other);
-            if (level == PROBE_FULL)
+            if (level == PROBE_FULL) /* it may grow with the layers: by this much */
                 /* >=: a re-anchor (about once a second) records one more */
-                CHECK(x->events >= 2 * x->nvtx && x->layer_ranges > 0,
-                      "full %s: %.1f events for %.1f ranges (%.1f of layers): not one pair "
-                      "a range", m, x->events, x->nvtx, x->layer_ranges);
+                CHECK(x->events >= 2 * x->nvtx && x->layer_ranges == 2 * x->layers,
+                      "full %s: %.1f events for %.1f ranges, %.1f of them of its %d layers: "
+                      "not an event pair a range and a forward and a backward range a layer",
+                      m, x->events, x->nvtx, x->layer_ranges, x->layers);
+            if (level == def)
+                check_budget(lv, m, x, &got[li][0]);
         }
     }
     return test_finish();

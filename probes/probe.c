@@ -426,6 +426,7 @@ void probe_stats(struct probe *p, struct probe_stats *st)
         struct activity_stats as;
         activity_proc_stats(p->ap, &as);
         st->cupti_records = as.records;
+        st->cupti_rows = as.rows;
         st->cupti_unattributed = as.unattributed;
     }
     st->cupti_dropped = cupti_tracer_dropped(p->cupti);

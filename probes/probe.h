@@ -150,6 +150,7 @@ struct probe_stats {
                                  ranges still open at destroy */
     uint64_t device_dropped;  /* event pairs dropped (ring full) */
     uint64_t cupti_records;   /* CUPTI records processed */
+    uint64_t cupti_rows;      /* rows written from them (of rows; from the tracer's thread) */
     uint64_t cupti_dropped;   /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
     uint64_t cupti_unattributed; /* GPU activity launched outside every range */
     int cupti_active;         /* 1 when CUPTI is tracing */

@@ -13,7 +13,7 @@
  *     syncs (cudaStreamSynchronize, cudaEventSynchronize);
  *   - CUPTI calls on the training thread, and on every other thread;
  *   - NVTX ranges (pushes and starts, this process being its own NVTX tool);
- *   - trace rows written on the training thread's behalf;
+ *   - trace rows written by the training thread (CUPTI's, from the tracer's thread, apart);
  *   - host syncs of the backend (test_host_syncs' counting slots: download, synchronize,
  *     softmax_xent, count_correct, free), which no level may change;
  *   - the collectives the step issues (a fake 2-rank comm, as test_host_syncs'), the one
@@ -280,7 +280,7 @@ struct cost {
 struct snap {
     struct probe_cost_counts c;
     size_t nvtx, nvtx_layers;
-    uint64_t rows;
+    uint64_t rows; /* the training thread's: CUPTI's rows (the tracer's thread) left out */
     long backend_syncs, collectives;
 };
 
@@ -309,7 +309,7 @@ static void snap_take(struct snap *s, struct probe *p)
     nvtx_count(&s->nvtx, &s->nvtx_layers);
     struct probe_stats st;
     probe_stats(p, &st);
-    s->rows = st.rows;
+    s->rows = st.rows - st.cupti_rows;
     s->backend_syncs = backend_syncs;
     s->collectives = collectives;
 }

@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "probes/run_format.h"
 #include "probes/trace_format.h"
 #include "bench/kineto_gen.h"
 #include "report/import.h"
@@ -76,8 +77,11 @@ static int bench_gen(const char *dir, int ranks, long rows_per_rank)
                "global_batch_size,%d\nepochs,1\namp,off\ntrain_samples,%ld\nfinal_accuracy,0.5\n"
                "steps,%ld\nwall_s,%.3f\n",
             ranks, 32 * ranks, steps * 32 * ranks, steps, (double)steps * 0.01 + 1);
-    for (int r = 0; r < ranks; r++)
-        fprintf(f, TRACE_META_CLOCK_OFFSET_FORMAT ",%d\n", r, r * 1000);
+    for (int r = 0; r < ranks; r++) {
+        char key[64];
+        run_meta_key_at(key, sizeof key, RUN_META_rank_clock_offset_ns, r);
+        fprintf(f, "%s,%d\n", key, r * 1000);
+    }
     fclose(f);
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     if (!(f = fopen(path, "w")))

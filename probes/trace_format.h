@@ -32,9 +32,6 @@ static inline int trace_file_rank(const char *name)
     return -1;
 }
 
-/* meta.csv key (printf format, the rank) of a rank's offset to rank 0's clock, in ns */
-#define TRACE_META_CLOCK_OFFSET_FORMAT "clock_offset_ns.rank%d"
-
 /* the highest step a trace holds: the step column is a 32-bit integer (report/run.h's
  * rows); a run resumed from a checkpoint nearer than its steps to this is refused at start
  * (trainer/train_resume.c) rather than writing rows the report refuses */

@@ -142,12 +142,6 @@ static void cand_text(struct advice_cand *c, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *meta_is(const struct run *r, const char *key, const char *value)
-{
-    const char *v = run_meta(r, key);
-    return v && strcmp(v, value) == 0 ? v : NULL;
-}
-
 /* A run measured on a busy host: its times are not this machine's, so act on nothing
  * before rerunning.  Estimate (assumed): the share of the CPU others took, of the step. */
 static int rule_load(const struct advice_run *a, struct advice_cand *c)
@@ -245,7 +239,7 @@ static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
 /* What to do about the largest kind of collective outside the gradient buckets. */
 static const char *blocking_hint(const struct advice_run *a, const char *kind)
 {
-    const int sync_bn = meta_is(a->r, "sync_bn", "1") != NULL;
+    const int sync_bn = a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1;
     if (strcmp(kind, "allgather") == 0)
         return sync_bn ? "SyncBatchNorm gathers every BatchNorm layer's statistics in forward "
                          "and all-reduces its gradients' in backward: --no-sync-bn (local "
@@ -354,7 +348,7 @@ static int rule_straggler(const struct advice_run *a, struct advice_cand *c)
     if (!straggler_fig(a, &f) || !straggler_steady(&f) ||
         pct(f.wait_ms, a->step_ms) < ADVICE_WAIT_PCT)
         return 0;
-    const char *dev = meta_is(a->r, "device", "cuda") ? "GPU" : "host";
+    const char *dev = meta_is(&a->r->meta.device, "cuda") ? "GPU" : "host";
     c->source = ADVICE_MEASURED;
     c->saving_ms = f.wait_ms;
     cand_text(c, "rank %d is the straggler in %.0f %% of steps (%d of %d; the others wait "
@@ -385,8 +379,8 @@ static int rule_imbalance(const struct advice_run *a, struct advice_cand *c)
 /* A GPU run in fp32 (not the fp32 baseline itself). */
 static int rule_amp_gpu(const struct advice_run *a, struct advice_cand *c)
 {
-    if (!meta_is(a->r, "device", "cuda") || !meta_is(a->r, "amp", "off") ||
-        meta_is(a->r, "mode", "baseline"))
+    if (!meta_is(&a->r->meta.device, "cuda") || !meta_is(&a->r->meta.amp, "off") ||
+        meta_is(&a->r->meta.mode, "baseline"))
         return 0;
     const double fb = a->seg_ms[SEG_FORWARD] + a->seg_ms[SEG_BACKWARD];
     if (fb <= 0.0)
@@ -417,8 +411,8 @@ static int rule_launch(const struct advice_run *a, struct advice_cand *c)
 /* A small batch per rank: the per-step fixed costs weigh on every image. */
 static int rule_tiny_batch(const struct advice_run *a, struct advice_cand *c)
 {
-    const char *b = run_meta(a->r, "batch_size");
-    const int batch = b ? atoi(b) : 0;
+    const struct meta_value *b = &a->r->meta.batch_size;
+    const int batch = b->s ? (int)b->i : 0;
     const double fixed = a->exposed_ms + a->seg_ms[SEG_OPTIMIZER];
     const double p = pct(fixed, a->step_ms);
     if (batch < 1 || batch > ADVICE_TINY_BATCH || p < ADVICE_FIXED_PCT)
@@ -468,10 +462,9 @@ static int cmp_ranked(const void *x, const void *y)
 
 static const char *device_words(const struct run *r)
 {
-    const char *d = run_meta(r, "device");
-    if (d && strcmp(d, "cuda") == 0)
+    if (meta_is(&r->meta.device, "cuda"))
         return r->world_size == 1 ? "GPU" : "GPUs";
-    if (d && strcmp(d, "cpu") == 0)
+    if (meta_is(&r->meta.device, "cpu"))
         return r->world_size == 1 ? "CPU rank" : "CPU ranks";
     return r->world_size == 1 ? "rank" : "ranks";
 }

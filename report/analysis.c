@@ -1186,42 +1186,24 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     return rc;
 }
 
-static int meta_number(const struct run *r, const char *key, double *out)
-{
-    const char *s = run_meta(r, key);
-    char *end;
-    if (!s || !*s)
-        return 0;
-    double v = strtod(s, &end);
-    if (*end != '\0')
-        return 0;
-    *out = v;
-    return 1;
-}
-
-/* a finite meta.csv number */
-static int meta_finite(const struct run *r, const char *key, double *out)
-{
-    return meta_number(r, key, out) && isfinite(*out);
-}
-
 void analysis_load(const struct run *r, struct run_load *out)
 {
     memset(out, 0, sizeof *out);
     double wall, busy, mine, steal, cores = 0.0;
-    if (meta_finite(r, "host_cores", &cores) && cores >= 1 && cores < 1e6)
+    const struct run_meta *m = &r->meta;
+    if (meta_finite(&m->host_cores, &cores) && cores >= 1 && cores < 1e6)
         out->cores = (int)cores;
-    out->has_load = meta_finite(r, "host_load_start", &out->load_start);
-    if (!meta_finite(r, "host_load_end", &out->load_end))
+    out->has_load = meta_finite(&m->host_load_start, &out->load_start);
+    if (!meta_finite(&m->host_load_end, &out->load_end))
         out->load_end = -1.0;
-    int timed = meta_finite(r, "wall_s", &wall) && wall > 0.0;
-    if (timed && meta_finite(r, "host_busy_s", &busy) && meta_finite(r, "ranks_cpu_s", &mine)) {
+    int timed = meta_finite(&m->wall_s, &wall) && wall > 0.0;
+    if (timed && meta_finite(&m->host_busy_s, &busy) && meta_finite(&m->ranks_cpu_s, &mine)) {
         out->has_other = 1;
         out->other_cores = (busy - mine) / wall;
         if (out->other_cores < 0.0) /* tick granularity: a little of ours counted twice */
             out->other_cores = 0.0;
     }
-    if (timed && out->cores && meta_finite(r, "host_steal_s", &steal) && steal >= 0.0) {
+    if (timed && out->cores && meta_finite(&m->host_steal_s, &steal) && steal >= 0.0) {
         out->has_steal = 1;
         out->steal = steal / (wall * out->cores);
     }
@@ -1233,14 +1215,13 @@ void analysis_load(const struct run *r, struct run_load *out)
 
 int analysis_oversubscribed(const struct run *r, int *ranks, int *cores)
 {
-    const char *dev = run_meta(r, "device"), *c = run_meta(r, "host_cores");
-    const char *n = run_meta(r, "local_world_size");
-    if (!n)
-        n = run_meta(r, "world_size");
-    if (!dev || strcmp(dev, "cpu") != 0 || !c || !n)
+    const struct meta_value *c = &r->meta.host_cores, *n = &r->meta.local_world_size;
+    if (!n->s)
+        n = &r->meta.world_size;
+    if (!meta_is(&r->meta.device, "cpu") || !c->s || !n->s)
         return 0;
-    *ranks = atoi(n);
-    *cores = atoi(c);
+    *ranks = (int)n->i;
+    *cores = (int)c->i;
     return *cores > 0 && *ranks > *cores;
 }
 
@@ -1299,13 +1280,11 @@ static int analysis_buckets(struct run_stat *st, struct bucket_list *g)
 #undef BUCKET_OF
     for (size_t i = 0; i < st->nbuckets; i++) {
         struct bucket_stat *b = &st->buckets[i];
-        char key[64];
-        double v;
-        snprintf(key, sizeof key, "bucket.%d.bytes", b->bucket);
-        if (meta_number(st->run, key, &v))
-            b->bytes = (int64_t)v;
-        snprintf(key, sizeof key, "bucket.%d.params", b->bucket);
-        b->params = meta_number(st->run, key, &v) ? (int64_t)v : -1;
+        const struct meta_value *bytes = meta_at(&st->run->meta.bucket_bytes, b->bucket),
+                                *params = meta_at(&st->run->meta.bucket_params, b->bucket);
+        if (bytes)
+            b->bytes = bytes->i;
+        b->params = params ? params->i : -1;
     }
     return 0;
 }
@@ -1343,13 +1322,14 @@ int analysis_baseline(const struct runset *rs)
 static void analysis_throughput(struct run_stat *st)
 {
     const struct run *r = st->run;
-    double v, e;
-    st->has_wall = meta_number(r, "wall_s", &st->wall_s);
+    st->has_wall = r->meta.wall_s.s != NULL;
+    if (st->has_wall)
+        st->wall_s = r->meta.wall_s.d;
     if (r->has_metrics) {
         st->images = r->metrics_images;
         st->has_images = 1;
-    } else if (meta_number(r, "train_samples", &v) && meta_number(r, "epochs", &e)) {
-        st->images = (int64_t)(v * e);
+    } else if (r->meta.train_samples.s && r->meta.epochs.s) {
+        st->images = (int64_t)(r->meta.train_samples.d * r->meta.epochs.d);
         st->has_images = 1;
     }
     if (st->nranks > 0 && st->ranks[0].nsteps > 0) {

@@ -325,18 +325,18 @@ int charts_write_sections(const struct runset *rs, const struct run_stat *st,
                "<th class=\"l\">model</th><th class=\"l\">mode</th><th class=\"l\">device</th>"
                "<th>ranks</th><th class=\"l\">amp</th><th class=\"l\">directory</th></tr>\n",
             page_css);
-    static const char *const keys[] = {"model", "mode", "device"};
     for (int i = 0; i < rs->n; i++) {
         const struct run *r = &rs->runs[i];
+        const char *const shown[] = {r->meta.model.s, r->meta.mode.s, r->meta.device.s};
         fputs("<tr><td>", f);
         html_escape(f, r->label);
         for (int k = 0; k < 3; k++) {
-            const char *v = run_meta(r, keys[k]);
+            const char *v = shown[k];
             fputs("</td><td>", f);
             html_escape(f, v ? v : "-");
         }
         fprintf(f, "</td><td style=\"text-align:right\">%d</td><td>", r->world_size);
-        const char *amp = run_meta(r, "amp");
+        const char *amp = r->meta.amp.s;
         html_escape(f, amp ? amp : "-");
         fputs("</td><td>", f);
         html_escape(f, r->dir);

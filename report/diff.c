@@ -694,12 +694,9 @@ static int64_t *layer_order(const struct ctx *c)
     const int runs[2] = {c->a, c->b};
     for (int k = 0; k < 2; k++) {
         const struct run *r = &c->rs->runs[runs[k]];
-        const char *v = run_meta(r, "layers");
-        int n = v ? atoi(v) : 0;
+        const int n = r->meta.layers.s ? (int)r->meta.layers.i : 0;
         for (int i = 0; i < n && i < 100000; i++) {
-            char key[48];
-            snprintf(key, sizeof key, "layer.%d.name", i);
-            const char *name = run_meta(r, key);
+            const char *name = meta_text_at(&r->meta.layer_name, i);
             uint32_t id = name ? strpool_find(&c->rs->names, name) : STRPOOL_NONE;
             if (id != STRPOOL_NONE && id < c->nnames && order[id] >= INT32_MAX)
                 order[id] = pos++;

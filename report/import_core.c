@@ -1449,13 +1449,13 @@ int import_sink_finish(struct import_sink *s)
         run->metrics_images = images;
         char ws[16];
         snprintf(ws, sizeof ws, "%d", run->world_size);
-        rc = run_meta_add(run, "world_size", ws);
+        rc = meta_set(&run->meta, RUN_META_world_size, ws, run->dir);
         if (rc == 0)
-            rc = run_meta_add(run, "device", any_kernels ? "cuda" : "cpu");
+            rc = meta_set(&run->meta, RUN_META_device, any_kernels ? "cuda" : "cpu", run->dir);
         if (rc == 0 && info[0].has_backend)
-            rc = run_meta_add(run, "comm", info[0].backend);
+            rc = meta_set(&run->meta, RUN_META_comm, info[0].backend, run->dir);
         if (rc == 0)
-            rc = run_meta_add(run, "mode", run->world_size > 1 ? "ddp" : "");
+            rc = meta_set(&run->meta, RUN_META_mode, run->world_size > 1 ? "ddp" : "", run->dir);
     }
     return rc;
 }

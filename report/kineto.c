@@ -362,7 +362,7 @@ static int kx_rank(struct kx_ctx *c, const char *path)
     FILE *f = o.f;
     c->f = f;
     c->first = 1;
-    const char *comm = run_meta(c->run, "comm");
+    const char *comm = c->run->meta.comm.s;
     fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n"
                "  \"distributedInfo\": {\"backend\": ");
     kx_str(f, comm ? comm : "unknown");
@@ -459,7 +459,7 @@ int kineto_write(const struct runset *rs, const char *out_dir, int *files)
             c.ph[p] = strpool_find(&rs->labels, trace_phase_name(p));
         for (int k = 0; k < TRACE_KIND_COUNT; k++)
             c.kind[k] = strpool_find(&rs->labels, trace_kind_name(k));
-        const char *comm = run_meta(run, "comm");
+        const char *comm = run->meta.comm.s;
         c.backend = comm && *comm ? comm : "ddpprof";
         int64_t t0 = INT64_MAX;
         for (int k = 0; k < run->nranks; k++)
@@ -469,7 +469,7 @@ int kineto_write(const struct runset *rs, const char *out_dir, int *files)
         c.base_ns = t0 == INT64_MAX ? 0 : t0 - t0 % 1000000000;
         char label[128], hostname[128], *dir = NULL;
         kx_safe(label, sizeof label, run->label);
-        const char *h = run_meta(run, "hostname");
+        const char *h = run->meta.hostname.s;
         kx_safe(hostname, sizeof hostname, h && *h ? h : "ddpprof");
         if (asprintf(&dir, "%s/%s", root, label) < 0) {
             rc = error_set("report: out of memory");

@@ -54,13 +54,6 @@ struct layer_sample {
     int64_t key, dur_ns;
 };
 
-static double meta_num(const struct run *r, const char *key)
-{
-    const char *v = run_meta(r, key);
-    char *end = NULL;
-    double d = v ? strtod(v, &end) : -1;
-    return v && end != v && *end == '\0' ? d : -1;
-}
 
 int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i, int k,
                           struct layer_times *s)
@@ -68,12 +61,12 @@ int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i,
     const struct run *r = &rs->runs[i];
     const struct rank_trace *rt = &r->ranks[k];
     *s = (struct layer_times){0};
-    const double nl = meta_num(r, "layers");
+    const double nl = meta_num(&r->meta.layers, -1);
     const uint32_t ph[2] = {
         strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_FORWARD)),
         strpool_find(&rs->labels, trace_phase_name(TRACE_PHASE_LAYER_BACKWARD))};
     /* each layer has 7 keys: more layers than meta.csv has keys is no run's */
-    if (!(nl >= 1 && nl <= (double)r->nmeta) ||
+    if (!(nl >= 1 && nl <= (double)r->meta.rows) ||
         (ph[0] == STRPOOL_NONE && ph[1] == STRPOOL_NONE))
         return 0;
     s->n = (int)nl;
@@ -86,20 +79,16 @@ int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i,
         rc = error_set("report: out of memory for %d layers", s->n);
         goto out;
     }
-    char key[64];
+    const struct run_meta *m = &r->meta;
     for (int l = 0; l < s->n; l++) {
         struct layer_time *ls = &s->v[l];
-        snprintf(key, sizeof key, "layer.%d.name", l);
-        ls->name = run_meta(r, key);
-        snprintf(key, sizeof key, "layer.%d.type", l);
-        ls->type = run_meta(r, key);
-        static const char *const leaf[2][2] = {{"flops_forward", "flops_backward"},
-                                               {"bytes_forward", "bytes_backward"}};
+        ls->name = meta_text_at(&m->layer_name, l);
+        ls->type = meta_text_at(&m->layer_type, l);
+        const struct meta_list *flops[2] = {&m->layer_flops_forward, &m->layer_flops_backward},
+                               *bytes[2] = {&m->layer_bytes_forward, &m->layer_bytes_backward};
         for (int d = 0; d < 2; d++) {
-            snprintf(key, sizeof key, "layer.%d.%s", l, leaf[0][d]);
-            ls->flops[d] = meta_num(r, key);
-            snprintf(key, sizeof key, "layer.%d.%s", l, leaf[1][d]);
-            ls->bytes[d] = meta_num(r, key);
+            ls->flops[d] = meta_num(meta_at(flops[d], l), -1);
+            ls->bytes[d] = meta_num(meta_at(bytes[d], l), -1);
             ls->med_ns[d] = -1;
         }
         uint32_t id = ls->name ? strpool_find(&rs->names, ls->name) : STRPOOL_NONE;
@@ -163,8 +152,8 @@ int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i,
     free(per);
     if (rc)
         goto out;
-    s->peak_gflops = meta_num(r, "peak_gflops");
-    s->peak_gbps = meta_num(r, "peak_gbps");
+    s->peak_gflops = meta_num(&r->meta.peak_gflops, -1);
+    s->peak_gbps = meta_num(&r->meta.peak_gbps, -1);
 out:
     free(smp);
     free(by_name);

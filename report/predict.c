@@ -84,39 +84,6 @@ static double median(double *v, size_t n)
     return v[(n + 1) / 2 - 1];
 }
 
-static int meta_int(const struct run *r, const char *key, long *out)
-{
-    const char *s = run_meta(r, key);
-    char *end = NULL;
-    if (!s || !*s)
-        return 0;
-    long v = strtol(s, &end, 10);
-    if (*end)
-        return 0;
-    *out = v;
-    return 1;
-}
-
-static int meta_dbl(const struct run *r, const char *key, double *out)
-{
-    const char *s = run_meta(r, key);
-    char *end = NULL;
-    if (!s || !*s)
-        return 0;
-    double v = strtod(s, &end);
-    if (*end)
-        return 0;
-    *out = v;
-    return 1;
-}
-
-static const char *metaf(const struct run *r, const char *fmt, int k)
-{
-    char key[96];
-    snprintf(key, sizeof key, fmt, k);
-    return run_meta(r, key);
-}
-
 /* rank_stat's p50 of a phase (ms), -1 when absent */
 static double phase_p50(const struct runset *rs, const struct rank_stat *rk, const char *name)
 {
@@ -205,19 +172,17 @@ static int source_layers(const struct runset *rs, const struct run_stat *st, int
 static int source_params(struct source *s)
 {
     const struct run *r = s->run;
-    long np = 0, nb = 0;
-    while (metaf(r, "param.%d.name", (int)np))
-        np++;
+    const int np = meta_run_of(&r->meta.param_name, 0);
+    int64_t nb = 0;
     if (np > 0) {
         s->m.params = calloc((size_t)np, sizeof *s->m.params);
         if (!s->m.params)
             return error_set("predict: out of memory");
         for (int i = 0; i < np; i++) {
-            const char *name = metaf(r, "param.%d.name", i);
-            long bytes = 0;
-            char key[64];
-            snprintf(key, sizeof key, "param.%d.bytes", i);
-            if (!name || !meta_int(r, key, &bytes) || bytes < 0)
+            const char *name = meta_text_at(&r->meta.param_name, i);
+            const struct meta_value *pb = meta_at(&r->meta.param_bytes, i);
+            const int64_t bytes = pb ? pb->i : -1;
+            if (bytes < 0)
                 return error_set("%s/meta.csv: param.%d.bytes is missing or not a byte count "
                                  "(the run's meta.csv is damaged: re-run it)", r->dir, i);
             s->m.params[i].bytes = (size_t)bytes;
@@ -236,24 +201,22 @@ static int source_params(struct source *s)
         s->param_keys = 1;
         return 0;
     }
-    if (!meta_int(r, "buckets", &nb) || nb <= 0)
-        nb = 0;
+    nb = r->meta.buckets.s && r->meta.buckets.i > 0 ? r->meta.buckets.i : 0;
     /* each bucket has its bucket.N.bytes key: more buckets than meta.csv has rows is no
      * run's (and memory follows the rows, not the number) */
-    if ((size_t)nb > r->nmeta)
-        return error_set("%s/meta.csv: buckets is %ld but the file has %zu rows (each bucket "
+    if ((size_t)nb > r->meta.rows)
+        return error_set("%s/meta.csv: buckets is %lld but the file has %zu rows (each bucket "
                          "has a bucket.N.bytes row): the run's meta.csv is damaged",
-                         r->dir, nb, r->nmeta);
+                         r->dir, (long long)nb, r->meta.rows);
     s->m.params = calloc((size_t)nb + 1, sizeof *s->m.params);
     if (!s->m.params)
         return error_set("predict: out of memory");
     for (int b = 0; b < nb; b++) {
-        long bytes = 0;
-        char key[64];
-        snprintf(key, sizeof key, "bucket.%d.bytes", b);
-        if (!meta_int(r, key, &bytes) || bytes < 0)
-            return error_set("%s/meta.csv: buckets is %ld but bucket.%d.bytes is missing",
-                             r->dir, nb, b);
+        const struct meta_value *bb = meta_at(&r->meta.bucket_bytes, b);
+        const int64_t bytes = bb ? bb->i : -1;
+        if (bytes < 0)
+            return error_set("%s/meta.csv: buckets is %lld but bucket.%d.bytes is missing",
+                             r->dir, (long long)nb, b);
         /* bucket 0 holds the last parameters */
         s->m.params[nb - 1 - b] = (struct predict_param){(size_t)bytes, -1};
     }
@@ -295,8 +258,7 @@ static int source_calibrate(const struct runset *rs, struct source *s)
      * that started (on every rank) before the last rank's backward ended, the last bucket
      * aside, ran beside compute: its excess over the line is the busy term, and it stays out
      * of the line */
-    long nb = 0;
-    meta_int(r, "buckets", &nb);
+    const int64_t nb = r->meta.buckets.s ? r->meta.buckets.i : 0;
     int64_t maxstep = 0;
     for (int q = 0; q < r->nranks; q++)
         if (r->ranks[q].last_step > maxstep)
@@ -462,8 +424,7 @@ static int source_calibrate(const struct runset *rs, struct source *s)
     }
     if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
         s->comm.floor_ms = floor_ms;
-        const char *prog = run_meta(r, "comm_progress");
-        s->comm.grad_progress = prog && strcmp(prog, "gradient") == 0;
+        s->comm.grad_progress = meta_is(&r->meta.comm_progress, "gradient");
         s->cal_small = floor_ms > 0 ? nsmall : 0;
         s->calibrated = 1;
         s->cal_sizes = fb.n;
@@ -603,11 +564,11 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
     s->st = &st[i];
     const struct run *r = s->run;
     s->world = r->world_size > 0 ? r->world_size : 1;
-    long b = 0;
-    s->batch = meta_int(r, "batch_size", &b) ? (int)b : 0;
-    if (!meta_dbl(r, "bucket_cap_mb", &s->cap_mb) || !(s->cap_mb > 0))
+    s->batch = r->meta.batch_size.s ? (int)r->meta.batch_size.i : 0;
+    s->cap_mb = r->meta.bucket_cap_mb.d;
+    if (!r->meta.bucket_cap_mb.s || !(s->cap_mb > 0))
         s->cap_mb = 25.0;
-    s->amp = run_meta(r, "amp") ? run_meta(r, "amp") : "off";
+    s->amp = r->meta.amp.s ? r->meta.amp.s : "off";
     if (s->st->nranks < 1 || s->st->ranks[0].nsteps == 0)
         return error_set("%s: no training steps after the warm-up to predict from (a run "
                          "with --trace full or nvtx and more steps)", r->dir);
@@ -723,10 +684,10 @@ static const struct table_col predict_cols[PC_COUNT] = {
 static double baseline_step(const struct runset *rs, const struct run_stat *st, int *batch)
 {
     int b = analysis_baseline(rs);
-    long v = 0;
     if (b < 0 || st[b].nranks < 1 || st[b].ranks[0].nsteps == 0)
         return 0.0;
-    *batch = meta_int(&rs->runs[b], "batch_size", &v) ? (int)v : 0;
+    const struct meta_value *v = &rs->runs[b].meta.batch_size;
+    *batch = v->s ? (int)v->i : 0;
     return (double)analysis_percentile(st[b].ranks[0].step_ns, st[b].ranks[0].nsteps, 50) / 1e6;
 }
 
@@ -1114,9 +1075,8 @@ int predict_main(int argc, char **argv)
             table_set(&t, PC_BUSY, "%.4g", s->comm.busy_ms);
         }
         table_set(&t, PC_AMP, "%s", s->amp);
-        long nb = 0;
-        if (meta_int(s->run, "buckets", &nb))
-            table_set(&t, PC_BUCKETS, "%ld", nb);
+        if (s->run->meta.buckets.s)
+            table_set(&t, PC_BUCKETS, "%lld", (long long)s->run->meta.buckets.i);
         table_set(&t, PC_STEP, "%.3f", s->step_ms);
         table_set(&t, PC_COMPUTE, "%.3f", s->compute_ms);
         table_set(&t, PC_COMM, "%.3f", s->comm_ms);
@@ -1143,8 +1103,8 @@ int predict_main(int argc, char **argv)
      * collective's payload gets PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated
      * one is already payload.  Runs before comm_link (2026-12-07) name only their comm:
      * gloo was the one over TCP. */
-    const char *link = s ? run_meta(s->run, "comm_link") : NULL,
-               *comm_name = s ? run_meta(s->run, "comm") : NULL;
+    const char *link = s ? s->run->meta.comm_link.s : NULL,
+               *comm_name = s ? s->run->meta.comm.s : NULL;
     const int tcp = link ? strcmp(link, "tcp") == 0 : comm_name && strcmp(comm_name, "gloo") == 0;
     const double link_eff = tcp ? PREDICT_TCP_EFFICIENCY : 1.0;
     if (rc == 0 && o.nbw && link_eff < 1.0)
@@ -1252,8 +1212,8 @@ int predict_main(int argc, char **argv)
                    "parameters (a cap can merge them, not split them)\n");
         if (s->world == 1 && (o.nworld == 0 || o.worlds[0] > 1))
             printf("#  from a 1-rank run: each rank computes as that run did (its threads "
-                   "per rank: %s)\n", run_meta(s->run, "threads_per_rank")
-                                          ? run_meta(s->run, "threads_per_rank") : "?");
+                   "per rank: %s)\n", s->run->meta.threads_per_rank.s
+                                          ? s->run->meta.threads_per_rank.s : "?");
         for (int k = 0; k < nnotes; k++)
             printf("#  %s\n", notes[k]);
         printf("#  written to %s/predict.csv\n", out);

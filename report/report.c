@@ -168,10 +168,10 @@ static double ms(int64_t ns)
     return (double)ns * 1e-6;
 }
 
-static const char *meta_or_empty(const struct run *r, const char *key)
+/* a meta.csv value's text as written, "" when absent */
+static const char *text_of(const struct meta_value *v)
 {
-    const char *v = run_meta(r, key);
-    return v ? v : "";
+    return v->s ? v->s : "";
 }
 
 static void report_phases(const struct runset *rs, const struct run_stat *st, struct table *t)
@@ -475,11 +475,11 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st,
         const struct run_stat *s = &st[i];
         table_add_row(t);
         table_set(t, SP_RUN, "%s", r->label);
-        table_set(t, SP_MODE, "%s", meta_or_empty(r, "mode"));
-        table_set(t, SP_DEVICE, "%s", meta_or_empty(r, "device"));
+        table_set(t, SP_MODE, "%s", text_of(&r->meta.mode));
+        table_set(t, SP_DEVICE, "%s", text_of(&r->meta.device));
         table_set(t, SP_WORLD_SIZE, "%d", r->world_size);
-        table_set(t, SP_AMP, "%s", meta_or_empty(r, "amp"));
-        table_set(t, SP_EPOCHS, "%s", meta_or_empty(r, "epochs"));
+        table_set(t, SP_AMP, "%s", text_of(&r->meta.amp));
+        table_set(t, SP_EPOCHS, "%s", text_of(&r->meta.epochs));
         if (s->has_images)
             table_set(t, SP_IMAGES, "%lld", (long long)s->images);
         if (s->has_wall)
@@ -492,7 +492,7 @@ static void report_speedup(const struct runset *rs, const struct run_stat *st,
             table_set(t, SP_SPEEDUP, "%.3f", s->speedup);
             table_set(t, SP_EFFICIENCY, "%.3f", s->efficiency);
         }
-        table_set(t, SP_FINAL_ACCURACY, "%s", meta_or_empty(r, "final_accuracy"));
+        table_set(t, SP_FINAL_ACCURACY, "%s", text_of(&r->meta.final_accuracy));
         struct repeats *p = &rep[i];
         struct spread sp;
         table_set(t, SP_REPEATS, "%d", p->n);
@@ -759,20 +759,20 @@ static void report_print_nodes(const struct runset *rs, FILE *out)
         if (hosts > 1)
             fprintf(out, "# run %s: %d ranks on %d hosts, one clock (rank 0's)\n", r->label,
                     r->nranks, hosts);
-        const char *restarts = run_meta(r, "restarts");
-        int n = restarts ? atoi(restarts) : 0;
+        /* restarts is at most the file's rows: a damaged count prints no flood */
+        const struct meta_value *restarts = &r->meta.restarts;
+        int64_t n = restarts->s && restarts->i > 0 ? restarts->i : 0;
+        if ((size_t)n > r->meta.rows)
+            n = (int64_t)r->meta.rows;
         for (int k = 1; k <= n; k++) {
-            char key[48];
-            snprintf(key, sizeof key, "restart.%d.cause", k);
-            const char *cause = run_meta(r, key);
+            const struct meta_value *cause = meta_at(&r->meta.restart_cause, k);
             fprintf(out, "# run %s: restart %d of the job after: %s\n", r->label, k,
-                    cause ? cause : "(cause not recorded)");
+                    cause ? cause->s : "(cause not recorded)");
         }
-        const char *step = run_meta(r, "resumed_step");
-        if (n > 0 && step)
+        if (n > 0 && r->meta.resumed_step.s)
             fprintf(out, "# run %s: resumed at step %s (epoch %s); the failed attempts' traces "
                     "are in %s/attempt-*\n",
-                    r->label, step, meta_or_empty(r, "resumed_epoch"), r->dir);
+                    r->label, r->meta.resumed_step.s, text_of(&r->meta.resumed_epoch), r->dir);
     }
 }
 

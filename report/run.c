@@ -21,7 +21,6 @@
 
 #include "common/error.h"
 #include "common/flight_file.h"
-#include "common/parse.h"
 #include "common/printable.h"
 #include "common/vec.h"
 #include "report/ops.h"
@@ -34,18 +33,6 @@
  * 9.2e12 ms), and sums of durations stay far from int64 overflow. */
 #define RUN_MAX_TIME_NS 4000000000000000000LL
 #define RUN_MAX_ROW_NS 100000000000000LL
-
-void report_warn(const char *fmt, ...)
-{
-    char raw[2048], shown[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    /* one line, whatever names from the traces it quotes (common/printable.h) */
-    fprintf(stderr, "ddpprof report: warning: %s\n",
-            text_printable(raw, (size_t)-1, shown, sizeof shown));
-}
 
 static char *run_strdup(const char *s)
 {
@@ -75,17 +62,6 @@ static int run_is_dir(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Strict integer (common/parse.h) as the run files have always been read: optional '-',
- * 1..19 digits, nothing else, above INT64_MIN.  Returns 0 or -1. */
-static int run_parse_i64(const char *s, size_t len, int64_t *out)
-{
-    int64_t v;
-    if (len - (len > 0 && s[0] == '-') > 19 || parse_i64(s, len, &v) < 0 || v == INT64_MIN)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* The length of a UTF-8 byte order mark at the start of a file's first bytes (3), else 0:
@@ -221,65 +197,61 @@ static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
     return rc;
 }
 
-/* ---- meta.csv ---- */
+/* ---- meta.csv: its rows as read, then parsed once (report/meta.h) ---- */
+
+struct meta_read {
+    const char *dir;
+    struct meta_row *rows; /* strings owned */
+    size_t n, cap;
+};
 
 static int run_meta_row(void *ctx, char **f, int nf, long line)
 {
-    struct run *run = ctx;
+    struct meta_read *m = ctx;
     if (line == 1 && strcmp(f[0], "key") == 0)
         return 0;
     if (nf < 2)
-        return error_set("%s/meta.csv line %ld: %d field(s), expected key,value", run->dir, line,
+        return error_set("%s/meta.csv line %ld: %d field(s), expected key,value", m->dir, line,
                          nf);
-    if (VEC_RESERVE(run->meta, run->cap_meta, run->nmeta + 1))
-        return error_set("%s/meta.csv line %ld: out of memory", run->dir, line);
-    struct meta_kv *m = run->meta;
-    m[run->nmeta].key = run_strdup(f[0]);
-    m[run->nmeta].value = run_strdup(f[1]);
-    if (!m[run->nmeta].key || !m[run->nmeta].value) {
-        free(m[run->nmeta].key);
-        free(m[run->nmeta].value);
+    if (VEC_RESERVE(m->rows, m->cap, m->n + 1))
+        return error_set("%s/meta.csv line %ld: out of memory", m->dir, line);
+    char *key = run_strdup(f[0]), *value = run_strdup(f[1]);
+    if (!key || !value) {
+        free(key);
+        free(value);
         return -1;
     }
-    run->nmeta++;
+    m->rows[m->n++] = (struct meta_row){key, value, line};
     return 0;
 }
 
-int run_meta_add(struct run *r, const char *key, const char *value)
+/* dir/meta.csv into r->meta: 0, or -1 after error_set() */
+static int run_read_meta(struct run *r, const char *dir)
 {
-    if (VEC_RESERVE(r->meta, r->cap_meta, r->nmeta + 1))
-        return error_set("%s: out of memory adding %s to the run's meta", r->dir, key);
-    struct meta_kv *m = &r->meta[r->nmeta];
-    m->key = run_strdup(key);
-    m->value = run_strdup(value);
-    if (!m->key || !m->value) {
-        free(m->key);
-        free(m->value);
+    char *path = run_path_join(dir, "meta.csv");
+    if (!path)
         return -1;
+    struct meta_read m = {.dir = dir};
+    int rc = run_rows_each(path, run_meta_row, &m);
+    if (rc == 0)
+        rc = meta_parse(&r->meta, m.rows, m.n, path);
+    for (size_t i = 0; i < m.n; i++) {
+        free((char *)m.rows[i].key);
+        free((char *)m.rows[i].value);
     }
-    r->nmeta++;
-    return 0;
-}
-
-const char *run_meta(const struct run *r, const char *key)
-{
-    for (size_t i = r->nmeta; i-- > 0;)
-        if (strcmp(r->meta[i].key, key) == 0)
-            return r->meta[i].value;
-    return NULL;
+    free(m.rows);
+    free(path);
+    return rc;
 }
 
 int run_mode_is(const struct run *r, const char *mode)
 {
-    const char *m = run_meta(r, "mode");
-    return m && strcmp(m, mode) == 0;
+    return meta_is(&r->meta.mode, mode);
 }
 
 const char *run_rank_host(const struct run *r, int rank)
 {
-    char key[48];
-    snprintf(key, sizeof key, "host.rank%d", rank);
-    return run_meta(r, key);
+    return meta_text_at(&r->meta.rank_host, rank);
 }
 
 /* ---- metrics.csv ---- */
@@ -306,7 +278,7 @@ static int run_metrics_row(void *ctx, char **f, int nf, long line)
     int64_t v;
     if (m->images_col >= nf)
         return error_set("%s line %ld: %d field(s), no images column", m->path, line, nf);
-    if (run_parse_i64(f[m->images_col], strlen(f[m->images_col]), &v) < 0 || v < 0)
+    if (meta_int_of(f[m->images_col], strlen(f[m->images_col]), &v) < 0 || v < 0)
         return error_set("%s line %ld: images '%s' is not a non-negative integer", m->path, line,
                          run_shown(f[m->images_col]));
     m->run->metrics_images += v;
@@ -404,7 +376,7 @@ static void trace_on_field(void *sv, size_t len, void *data)
     case TRACE_COL_EPOCH:
     case TRACE_COL_BUCKET:
     case TRACE_COL_STREAM:
-        if (run_parse_i64(s, len, &v) < 0 || v < INT32_MIN || v > INT32_MAX) {
+        if (meta_int_of(s, len, &v) < 0 || v < INT32_MIN || v > INT32_MAX) {
             trace_field_bad(t, "is not a 32-bit integer", s, len);
             break;
         }
@@ -419,7 +391,7 @@ static void trace_on_field(void *sv, size_t len, void *data)
     case TRACE_COL_START:
     case TRACE_COL_END:
     case TRACE_COL_BYTES:
-        if (run_parse_i64(s, len, &v) < 0) {
+        if (meta_int_of(s, len, &v) < 0) {
             trace_field_bad(t, "is not an integer", s, len);
             break;
         }
@@ -834,11 +806,7 @@ void runset_init(struct runset *rs)
 
 static void run_free(struct run *r)
 {
-    for (size_t i = 0; i < r->nmeta; i++) {
-        free(r->meta[i].key);
-        free(r->meta[i].value);
-    }
-    free(r->meta);
+    meta_free(&r->meta);
     for (int i = 0; i < r->nranks; i++)
         rank_trace_free(&r->ranks[i]);
     free(r->ranks);
@@ -910,15 +878,16 @@ static char *run_flight_position(const char *dir, int rank)
  * world_size), the trainer's loop (trainer/train_step.c); 0 when meta.csv does not say. */
 static int64_t run_planned_steps(const struct run *r)
 {
-    const char *keys[] = {"epochs", "train_samples", "batch_size", "world_size"};
+    const struct meta_value *keys[] = {&r->meta.epochs, &r->meta.train_samples,
+                                       &r->meta.batch_size, &r->meta.world_size};
     int64_t v[4];
     for (int k = 0; k < 4; k++) {
-        const char *s = run_meta(r, keys[k]);
-        if (!s || run_parse_i64(s, strlen(s), &v[k]) < 0 || v[k] < 1 || v[k] > INT32_MAX)
+        v[k] = keys[k]->i;
+        if (!keys[k]->s || v[k] < 1 || v[k] > INT32_MAX)
             return 0;
     }
-    const char *dl = run_meta(r, "drop_last");
-    int64_t share = dl && strcmp(dl, "1") == 0 ? v[1] / v[3] : (v[1] + v[3] - 1) / v[3];
+    const struct meta_value *dl = &r->meta.drop_last;
+    int64_t share = dl->s && dl->i == 1 ? v[1] / v[3] : (v[1] + v[3] - 1) / v[3];
     return v[0] * ((share + v[2] - 1) / v[2]);
 }
 
@@ -929,9 +898,8 @@ static int64_t run_planned_steps(const struct run *r)
  * report says so. */
 static void run_check_steps(struct run *r)
 {
-    const char *total_s = run_meta(r, "steps");
-    int64_t total;
-    if (!total_s || run_parse_i64(total_s, strlen(total_s), &total) < 0 || total < 1)
+    int64_t total = r->meta.steps.i;
+    if (!r->meta.steps.s || total < 1)
         total = run_planned_steps(r);
     if (total < 1)
         return;
@@ -998,14 +966,9 @@ static int run_load_traces(struct runset *rs, struct run *r)
             free(path);
             continue;
         }
-        int64_t offset = 0;
-        snprintf(name, sizeof name, TRACE_META_CLOCK_OFFSET_FORMAT, rank);
-        const char *off = run_meta(r, name);
-        if (off && run_parse_i64(off, strlen(off), &offset) < 0) {
-            free(path);
-            return error_set("%s/meta.csv: %s is '%s', not an integer of nanoseconds", r->dir,
-                             name, run_shown(off));
-        }
+        /* (a clock offset that is no integer failed meta.csv's parse) */
+        const struct meta_value *off = meta_at(&r->meta.rank_clock_offset_ns, rank);
+        const int64_t offset = off ? off->i : 0;
         if (!off && rank > 0)
             missing_offsets++;
         struct rank_trace *t = &r->ranks[r->nranks];
@@ -1026,8 +989,8 @@ static int run_load_traces(struct runset *rs, struct run *r)
     run_warn_ranks_above(r->dir, r->world_size);
     /* one node's directory of a multi-node run (its ranks only): runset_finish merges the
      * nodes' directories and warns then if ranks are still missing */
-    const char *lw = run_meta(r, "local_world_size");
-    int one_node = run_meta(r, "node_rank") && lw && atoi(lw) < r->world_size;
+    const struct meta_value *lw = &r->meta.local_world_size;
+    int one_node = r->meta.node_rank.s && lw->s && lw->i < r->world_size;
     if (r->nranks == 0) {
         report_warn("%s: no rank traces (rank0.trace.csv ...): only the speedup row, from "
                     "meta.csv",
@@ -1075,20 +1038,14 @@ static int run_load(struct runset *rs, const char *dir)
     if (!r)
         return -1;
     r->format = "ddpprof";
-    char *path = run_path_join(dir, "meta.csv");
-    if (!path)
+    if (run_read_meta(r, dir) < 0)
         return -1;
-    int rc = run_rows_each(path, run_meta_row, r);
-    free(path);
-    if (rc < 0)
-        return -1;
-    const char *ws = run_meta(r, "world_size");
-    int64_t v = 0;
-    if (ws && (run_parse_i64(ws, strlen(ws), &v) < 0 || v < 1 || v > 65536))
+    const struct meta_value *ws = &r->meta.world_size; /* (one that is no integer failed) */
+    if (ws->s && (ws->i < 1 || ws->i > 65536))
         return error_set("%s/meta.csv: world_size is '%s', not a rank count in 1..65536", dir,
-                         run_shown(ws));
-    if (ws) {
-        r->world_size = (int)v;
+                         run_shown(ws->s));
+    if (ws->s) {
+        r->world_size = (int)ws->i;
     } else {
         r->world_size = run_highest_rank_file(dir) + 1;
         if (r->world_size < 1)
@@ -1096,7 +1053,8 @@ static int run_load(struct runset *rs, const char *dir)
         report_warn("%s/meta.csv: no world_size: taking %d from the rank traces present", dir,
                     r->world_size);
     }
-    path = run_path_join(dir, "metrics.csv");
+    int rc = 0;
+    char *path = run_path_join(dir, "metrics.csv");
     if (!path)
         return -1;
     if (run_is_file(path)) {
@@ -1213,8 +1171,7 @@ static int run_cmp_rank(const void *a, const void *b)
  * that directory. */
 static int run_merge(struct run *into, struct run *from)
 {
-    const char *nf = run_meta(from, "node_rank");
-    if (nf && strcmp(nf, "0") == 0) { /* from holds node 0's meta: swap everything but ranks */
+    if (from->meta.node_rank.s && from->meta.node_rank.i == 0) { /* from holds node 0's meta: swap everything but ranks */
         struct run tmp = *into;
         *into = *from;
         *from = tmp;
@@ -1252,12 +1209,12 @@ static int run_merge(struct run *into, struct run *from)
 static int runset_merge_nodes(struct runset *rs)
 {
     for (int i = 0; i < rs->n; i++) {
-        const char *id = run_meta(&rs->runs[i], "run_id");
+        const char *id = rs->runs[i].meta.run_id.s;
         if (!id)
             continue;
         int merged = 0;
         for (int j = i + 1; j < rs->n;) {
-            const char *other = run_meta(&rs->runs[j], "run_id");
+            const char *other = rs->runs[j].meta.run_id.s;
             if (!other || strcmp(other, id) != 0) {
                 j++;
                 continue;
@@ -1266,12 +1223,12 @@ static int runset_merge_nodes(struct runset *rs)
                 return -1;
             memmove(&rs->runs[j], &rs->runs[j + 1], (size_t)(rs->n - j - 1) * sizeof *rs->runs);
             rs->n--;
-            id = run_meta(&rs->runs[i], "run_id");
+            id = rs->runs[i].meta.run_id.s;
             merged = 1;
         }
         const struct run *r = &rs->runs[i];
-        const char *lw = run_meta(r, "local_world_size");
-        if ((merged || (lw && atoi(lw) < r->world_size)) && r->nranks > 0 &&
+        const struct meta_value *lw = &r->meta.local_world_size;
+        if ((merged || (lw->s && lw->i < r->world_size)) && r->nranks > 0 &&
             r->nranks < r->world_size)
             report_warn("%s: a run of %d ranks on several nodes, but only %d rank trace(s) "
                         "found: give every node's run directory (ddpprof report NODE0_DIR "

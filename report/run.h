@@ -1,10 +1,10 @@
 /* run.h — the report's input: runs read into memory.  A run is either a ddpprof run
  * directory (meta.csv, metrics.csv and rankN.trace.csv per rank: the contract is
- * probes/TRACE.md, its format probes/trace_format.h, the one header of probes/ the report
- * includes; a parent directory holding baseline/ and ddp/ runs expands into both), or a
- * set of trace files of other formats mapped onto the same rows (report/importer.h).  Trace
- * rows are flat structs with interned strings, shifted onto the run's reference clock as they
- * are read, so memory is linear in the rows. */
+ * probes/TRACE.md, its formats probes/trace_format.h and probes/run_format.h, the headers of
+ * probes/ the report includes; a parent directory holding baseline/ and ddp/ runs expands
+ * into both), or a set of trace files of other formats mapped onto the same rows
+ * (report/importer.h).  Trace rows are flat structs with interned strings, shifted onto the
+ * run's reference clock as they are read, so memory is linear in the rows. */
 #ifndef DDPPROF_REPORT_RUN_H
 #define DDPPROF_REPORT_RUN_H
 
@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #include "probes/trace_format.h"
+#include "report/meta.h"
 #include "report/strpool.h"
+#include "report/warn.h" /* report_warn, for every reader of runs */
 
 /* One trace row; 56 bytes. */
 struct run_row {
@@ -99,16 +101,11 @@ struct rank_trace {
                                   NULL: none (ddpprof's own runs) */
 };
 
-struct meta_kv {
-    char *key, *value;
-};
-
 struct run {
     char *dir;   /* the run directory (an import: the traces' directory, or its first file) */
     const char *format; /* "ddpprof", "kineto" or "legacy" (a static string) */
     char *label; /* short unique name: "baseline", "ddp", or the directory's name */
-    struct meta_kv *meta; /* meta.csv in file order (a repeated key: the last one counts) */
-    size_t nmeta, cap_meta;
+    struct run_meta meta; /* meta.csv, parsed (report/meta.h); an import's own facts */
     int world_size;            /* meta.csv world_size, else the highest rank file + 1 */
     struct rank_trace *ranks;  /* the ranks whose trace was found, in rank order */
     int nranks;
@@ -128,9 +125,6 @@ struct runset {
                               (--hta-defaults: times rounded to µs, the last step dropped) */
 };
 
-/* Print "ddpprof report: warning: ..." on stderr (the report's one side channel: a partial
- * report goes on, the user is told what is missing). */
-void report_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void runset_init(struct runset *rs);
 void runset_free(struct runset *rs);
@@ -161,13 +155,8 @@ int trace_load(struct strpool *names, struct strpool *labels, const char *path, 
                int64_t offset_ns, struct rank_trace *out);
 void rank_trace_free(struct rank_trace *t);
 
-/* meta.csv's value of key (the last one when repeated), or NULL when absent. */
-const char *run_meta(const struct run *r, const char *key);
 /* whether meta.csv's mode is mode ("baseline", "ddp"); 0 when the run has none */
 int run_mode_is(const struct run *r, const char *mode);
-
-/* Add (key, value) to the run's meta (imports make their own).  0, or -1 after error_set. */
-int run_meta_add(struct run *r, const char *key, const char *value);
 
 /* Is dir a ddpprof run directory (it has meta.csv)? */
 int run_dir_is_run(const char *dir);

@@ -1,5 +1,5 @@
 /* report_uses_trainer.c — not built: test_layers_rule hands it to cmake/check_layers.py as
- * if it were a source of the report, which may use common and the trace format only; the
+ * if it were a source of the report, which may use common and the trace and run formats; the
  * check must name that rule for the include of the trainer's header below. */
 #include "common/error.h"
 #include "probes/trace_format.h"

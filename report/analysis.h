@@ -207,25 +207,8 @@ int analysis_start_skew_ns(const struct bucket_stat *b, double *ns);
  * are unknown or the time is 0.  Its busbw is analysis_busbw of it. */
 int analysis_xfer_algbw(const struct bucket_stat *b, double *gbps);
 
-/* ---- kernel-based overlap and idle (overlap.csv, Holistic Trace Analysis' definitions) ---- */
-
-/* One device activity, in start order (a start earlier than the previous one is moved up
- * to it); launch_ns is when the host launched it (-1: unknown). */
-void analysis_kernel_add(struct kernel_sweep *k, int64_t start_ns, int64_t end_ns,
-                         enum kernel_class cls, int64_t launch_ns);
-
-/* The same activity on its stream, for HTA's per-stream figures (idle.csv); -1: out of
- * memory (error set). */
-int analysis_kernel_stream_add(struct kernel_sweep *k, int64_t stream, int64_t start_ns,
-                               int64_t end_ns, int64_t launch_ns);
-
-/* HTA's consecutive_kernel_delay: a gap under it whose kernel was already launched is
- * "kernel wait" (HTA compares it with the trace's unit, µs in Kineto JSON: 30 µs). */
-#define ANALYSIS_KERNEL_WAIT_NS 30000
-
-/* Close the sweep's open intervals (after the last analysis_kernel_add) and compute each
- * stream's idle time breakdown and queue length. */
-int analysis_kernel_finish(struct kernel_sweep *k);
+/* ---- kernel-based overlap and idle (overlap.csv, Holistic Trace Analysis' definitions),
+ * from the sweep (report/kernels.h) ---- */
 
 /* k_overlap_pct: 100 · |comm ∩ compute| / |comm| over the kernels; undefined without comm. */
 int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);
@@ -237,12 +220,5 @@ int64_t analysis_kernel_idle_ns(const struct kernel_sweep *k);
  * after the gap began; device_kernel_gap_ms: the rest of the idle time.  Undefined without launch times. */
 int analysis_host_wait_ns(const struct kernel_sweep *k, int64_t *ns);
 int analysis_kernel_gap_ns(const struct kernel_sweep *k, int64_t *ns);
-
-/* ---- clocks ---- */
-
-/* An imported rank's clock offset to the reference rank from d[0..n) = end_ref - end_rank
- * over the collectives both saw: their median (the lower middle value for even n); sorts
- * d.  n > 0. */
-int64_t analysis_clock_offset(int64_t *d, size_t n);
 
 #endif

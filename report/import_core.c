@@ -8,7 +8,7 @@
  *   - into the launch map (correlation -> launch time, a hash map keyed by the full
  *     correlation id: every launch is kept until the end of the file);
  *   - into the device window (kernels, memcpy, memset), walked in start order into the
- *     kernel sweep (analysis_kernel_add), the collective kernels' records, the device
+ *     kernel sweep (kernel_sweep_add), the collective kernels' records, the device
  *     span of the phase whose host span holds each launch, and the op table's kernels;
  *   - into the op window (every named host op; IMPORT_OPS_WINDOW), walked in start order
  *     into the op table (report/ops.h: key_averages' self times, ops.csv; what comes later
@@ -28,10 +28,10 @@
 #include "common/error.h"
 #include "common/printable.h"
 #include "common/vec.h"
-#include "report/analysis.h"
 #include "report/import_core.h"
 #include "report/import_group.h"
 #include "report/importer.h"
+#include "report/kernels.h"
 #include "report/ops.h"
 #include "report/ptjson.h"
 #include "report/reorder.h"
@@ -394,9 +394,9 @@ static int imp_dev_out(struct import_rank *im, struct dev_item *d)
      * before the last step began, and none whose launch is not in the trace */
     int swept = !im->hta || (d->launch >= 0 && d->launch < im->hta_last_step);
     if (swept)
-        analysis_kernel_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
+        kernel_sweep_add(&im->kern, d->start, d->end, (enum kernel_class)d->cls, d->launch);
     if (swept && d->stream >= 0 &&
-        analysis_kernel_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
+        kernel_sweep_stream_add(&im->kern, d->stream, d->start, d->end, d->launch) < 0)
         return -1;
     if (swept && d->name != STRPOOL_NONE &&
         op_table_kernel(&im->optab, d->name, (enum kernel_class)d->cls, d->start, d->end) < 0)
@@ -634,7 +634,7 @@ int import_rank_drain(struct import_rank *im)
             return imp_oom(im);
     if (op_table_finish(&im->optab) < 0)
         return imp_oom(im);
-    return analysis_kernel_finish(&im->kern);
+    return kernel_sweep_finish(&im->kern);
 }
 
 int import_rank_empty(const struct import_rank *im)
@@ -1229,9 +1229,15 @@ static int imp_has_device_allreduce(const struct rank_trace *t)
     return 0;
 }
 
+int64_t import_clock_offset(int64_t *d, size_t n)
+{
+    qsort(d, n, sizeof *d, sort_cmp_i64);
+    return d[(n - 1) / 2];
+}
+
 /* Each rank's offset to the reference (the lowest rank): 0 on the reference's host when
  * both share a clock (Kineto, same host), else the median over shared all-reduces of
- * end_ref - end_rank (analysis_clock_offset). */
+ * end_ref - end_rank (import_clock_offset). */
 static int imp_align(struct run *run, const struct import_rank_info *info)
 {
     struct rank_trace *ref = &run->ranks[0];
@@ -1280,7 +1286,7 @@ static int imp_align(struct run *run, const struct import_rank_info *info)
                 rc = error_set("report: out of memory");
                 break;
             }
-            int64_t off = nd > 0 ? analysis_clock_offset(d, nd) : 0;
+            int64_t off = nd > 0 ? import_clock_offset(d, nd) : 0;
             if (nd > 0 && (off > IMPORT_MAX_OFFSET || off < -IMPORT_MAX_OFFSET)) {
                 t->offset_ns = 0;
                 snprintf(method, sizeof method, "none: the estimate (%lld s) is implausible",

@@ -184,4 +184,9 @@ struct import_rank_info *import_rank_info(struct import_rank *r);
 void import_rank_set_host(struct import_rank *r, char *host);
 void import_rank_free(struct import_rank *r);
 
+/* An imported rank's clock offset to the reference rank from d[0..n) = end_ref - end_rank
+ * over the collectives both saw: their median (the lower middle value for even n); sorts
+ * d.  n > 0. */
+int64_t import_clock_offset(int64_t *d, size_t n);
+
 #endif

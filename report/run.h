@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "probes/trace_format.h"
+#include "report/kernels.h"
 #include "report/meta.h"
 #include "report/strpool.h"
 #include "report/warn.h" /* report_warn, for every reader of runs */
@@ -25,51 +26,6 @@ struct run_row {
     uint32_t phase; /* id in runset.labels */
     uint32_t kind;  /* id in runset.labels */
     uint8_t clock;  /* enum trace_clock */
-};
-
-/* The device activity of one rank (kernels, memcpy, memset) swept in start order: the
- * running unions behind overlap.csv's kernel columns (report/FORMULAS.md "Kernel-based
- * overlap and idle").  Filled by analysis_kernel_add: while an import is read, or by the
- * analysis from a ddpprof run's CUPTI rows. */
-enum kernel_class {
-    KERNEL_COMPUTE, /* a kernel that is not NCCL's */
-    KERNEL_COMM,    /* an NCCL kernel (ncclKernel_*, ncclDevKernel_*, any nccl* name) */
-    KERNEL_MEMORY   /* memcpy, memset */
-};
-
-struct kernel_run {
-    int open;
-    int64_t s, e;  /* the merged interval still growing */
-    int64_t total; /* the length of the closed ones */
-};
-
-/* One device activity on a stream, for HTA's per-stream figures (idle.csv). */
-struct kernel_act {
-    int64_t start, end, launch; /* launch -1: unknown */
-};
-
-/* A stream's activities and, after analysis_kernel_finish, HTA's figures for it. */
-struct kernel_stream {
-    int64_t id;
-    struct kernel_act *v;
-    size_t n, cap;
-    int64_t host_wait_ns, kernel_wait_ns, other_ns; /* HTA's idle time breakdown */
-    int64_t queue_points, queue_max;                /* HTA's queue length (0 points: none) */
-    double queue_mean;
-};
-
-struct kernel_sweep {
-    int64_t count;             /* activities added */
-    int64_t first_ns, last_ns; /* the window: first start, last end */
-    int64_t prev_start;        /* the sweep's position (starts must not go back) */
-    struct kernel_run all, compute, comm, cc; /* unions: all, compute, comm, compute + comm */
-    int64_t host_wait_ns;      /* gaps of `all` closed by an activity launched after they began */
-    int64_t gaps, gaps_launch_known;
-    int64_t launches_known;    /* activities whose launch time was known */
-    int finished;
-    struct kernel_stream *streams; /* per stream, ascending id (owned by the rank_trace; a
-                                      rank_stat's copy borrows them) */
-    int nstreams, cap_streams;
 };
 
 struct op_table; /* report/ops.h */

@@ -10,16 +10,15 @@
  * torch.autograd.profiler_util.EventList._populate_cpu_children nests them).  Kernels get
  * Holistic Trace Analysis' kernel breakdown: calls, total, mean, min, max and share of the
  * rank's kernel time of their type (computation, communication, memory).
- * report/FORMULAS.md "ops.csv" gives the definitions.  ddpprof's own
- * runs have no op table: no ops.csv. */
+ * report/FORMULAS.md "ops.csv" gives the definitions; report/ops_view.h writes the tables.
+ * ddpprof's own runs have no op table: no ops.csv. */
 #ifndef DDPPROF_REPORT_OPS_H
 #define DDPPROF_REPORT_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/run.h"
-#include "report/table.h"
+#include "report/kernels.h"
 
 enum op_kind {
     OP_CPU,   /* a host op */
@@ -116,23 +115,5 @@ int op_table_finish(struct op_table *t);
 int op_table_any(const struct op_table *t);
 
 void op_table_free(struct op_table *t);
-
-/* ---- the report's tables ---- */
-
-#define OPS_TOP 10 /* rows per rank of the top-N tables */
-
-struct ops_tables {
-    struct table all;    /* ops.csv: every op and kernel name of every rank */
-    struct table cpu;    /* the page's: the OPS_TOP ops by self time, per run and rank */
-    struct table kernel; /* the page's: the OPS_TOP kernels by total time, per run and rank */
-};
-
-void ops_tables_init(struct ops_tables *o);
-/* Fill the three from every rank with an op table (none: no rows). */
-void ops_tables_fill(struct ops_tables *o, const struct runset *rs);
-/* Write out_dir/ops.csv when there are rows; else remove an earlier report's ops.csv there.
- * Returns 0, or -1 after error_set(). */
-int ops_tables_write(const struct ops_tables *o, const char *out_dir);
-void ops_tables_free(struct ops_tables *o);
 
 #endif

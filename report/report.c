@@ -20,7 +20,7 @@
 #include "report/import.h"
 #include "report/kineto.h"
 #include "report/layers.h"
-#include "report/ops.h"
+#include "report/ops_view.h"
 #include "report/outfile.h"
 #include "report/predict.h"
 #include "report/run.h"

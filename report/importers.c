@@ -1,5 +1,6 @@
-/* importers.c — the table of the report's input formats (see importer.h).  A new format: its
- * file defines `const struct importer importer_NAME`, declared and listed here. */
+/* importers.c — the table of the report's input formats (see importer.h), and which of them
+ * reads a path.  A new format: its file defines `const struct importer importer_NAME`,
+ * declared and listed here. */
 #include "report/importer.h"
 
 extern const struct importer importer_ddpprof; /* report/import_ddpprof.c */
@@ -17,3 +18,17 @@ const struct importer *const importers[] = {
 };
 
 const size_t importers_count = sizeof importers / sizeof *importers;
+
+const struct importer *importer_for(const char *path, int is_dir, enum import_claim *level)
+{
+    const struct importer *best = NULL;
+    *level = IMPORT_CLAIM_NO;
+    for (size_t i = 0; i < importers_count; i++) {
+        enum import_claim c = importers[i]->claims(path, is_dir);
+        if (c > *level) {
+            *level = c;
+            best = importers[i];
+        }
+    }
+    return best;
+}

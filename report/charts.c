@@ -12,6 +12,7 @@
 #include "report/layers.h"
 #include "report/outfile.h"
 #include "report/stepview.h"
+#include "report/svg.h"
 
 #define CHART_W 1000
 #define LABEL_W 190
@@ -19,20 +20,9 @@
 #define ROW_H 26
 #define BAR_H 18
 
-const char *const seg_colors[SEG_COUNT] = {"#9c9c9c", "#4e79a7", "#f28e2b",
-                                                  "#59a14f", "#e15759", "#d9d9d9"};
-
 static double ms(int64_t ns)
 {
     return (double)ns * 1e-6;
-}
-
-double chart_tick(double max)
-{
-    if (!(max > 0))
-        return 1;
-    double raw = max / 5, p = pow(10, floor(log10(raw))), m = raw / p;
-    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
 /* Grid lines and tick labels for values lo..hi across the plot (both multiples of tick). */

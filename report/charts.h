@@ -11,13 +11,6 @@
 #include "report/analysis.h"
 #include "report/table.h"
 
-/* The colours of the phase segments (data, forward, backward, optimizer, exposed comm,
- * other), shared by every picture. */
-extern const char *const seg_colors[SEG_COUNT];
-
-/* A round axis step (1, 2 or 5 times a power of ten) giving about five ticks up to max. */
-double chart_tick(double max);
-
 /* Write out_dir/phases.svg, out_dir/speedup.svg and out_dir/report.html.  tables are shown
  * in the page in the order given; cautions[0..ncautions), one paragraph each, beside the
  * first (the speedup table), then notes[0..nnotes) (the repeats' spread, the warm-up

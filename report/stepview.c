@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "probes/trace_format.h"
-#include "report/charts.h"
+#include "report/svg.h"
 #include "report/table.h"
 
 #define SV_W 1000

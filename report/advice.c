@@ -48,7 +48,7 @@ struct advice_run {
     int prefix;             /* name the run in the text (several runs are advised on) */
 };
 
-static double pct(double part, double whole)
+double advice_pct(double part, double whole)
 {
     return whole > 0.0 ? 100.0 * part / whole : 0.0;
 }
@@ -119,7 +119,7 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
         total += bs->total_ns;
         hidden += bs->hidden_ns;
     }
-    a->grad_hidden_pct = pct((double)hidden, (double)total);
+    a->grad_hidden_pct = advice_pct((double)hidden, (double)total);
 }
 
 /* ---- the rules: each fills *c (rule, source, saving_ms, text) and returns 1, or 0 ---- */
@@ -191,7 +191,7 @@ static int rule_load(const struct advice_run *a, struct advice_cand *c)
 /* Data loading inside the step: batches loaded ahead would not be waited for. */
 static int rule_data(const struct advice_run *a, struct advice_cand *c)
 {
-    const double d = a->seg_ms[SEG_DATA], p = pct(d, a->step_ms);
+    const double d = a->seg_ms[SEG_DATA], p = advice_pct(d, a->step_ms);
     if (p < ADVICE_DATA_PCT)
         return 0;
     c->source = ADVICE_MEASURED;
@@ -205,7 +205,7 @@ static int rule_data(const struct advice_run *a, struct advice_cand *c)
 /* The gradient all-reduce left after backward: the step waits for it. */
 static int rule_grad_exposed(const struct advice_run *a, struct advice_cand *c)
 {
-    const double e = a->grad_exposed_ms, p = pct(e, a->step_ms);
+    const double e = a->grad_exposed_ms, p = advice_pct(e, a->step_ms);
     if (!a->has_grad || p < ADVICE_GRAD_EXPOSED_PCT)
         return 0;
     c->source = ADVICE_MEASURED;
@@ -225,7 +225,7 @@ static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
     if (!w || w->best_cap_mb == w->cap_mb)
         return 0;
     const double save = w->step_ms - w->best_step_ms;
-    if (pct(save, w->step_ms) < ADVICE_CAP_PCT)
+    if (advice_pct(save, w->step_ms) < ADVICE_CAP_PCT)
         return 0;
     c->source = ADVICE_PREDICTED;
     c->saving_ms = save;
@@ -264,7 +264,7 @@ static const char *blocking_hint(const struct advice_run *a, const char *kind)
  * time of any rank. */
 static int rule_blocking(const struct advice_run *a, struct advice_cand *c)
 {
-    const double b = a->blocking_ms, p = pct(b, a->step_ms);
+    const double b = a->blocking_ms, p = advice_pct(b, a->step_ms);
     if (p < ADVICE_BLOCKING_PCT)
         return 0;
     int top = 0, second = -1;
@@ -328,7 +328,7 @@ static int straggler_fig(const struct advice_run *a, struct straggler_fig *f)
         if (f->rank < 0 || count[r] > count[f->rank])
             f->rank = r;
     f->count = count[f->rank];
-    f->share = pct(f->count, f->steps);
+    f->share = advice_pct(f->count, f->steps);
     f->wait_ms = wait[f->rank] / f->steps;
     f->all_wait_ms /= f->steps;
     free(count);
@@ -346,7 +346,7 @@ static int rule_straggler(const struct advice_run *a, struct advice_cand *c)
 {
     struct straggler_fig f;
     if (!straggler_fig(a, &f) || !straggler_steady(&f) ||
-        pct(f.wait_ms, a->step_ms) < ADVICE_WAIT_PCT)
+        advice_pct(f.wait_ms, a->step_ms) < ADVICE_WAIT_PCT)
         return 0;
     const char *dev = meta_is(&a->r->meta.device, "cuda") ? "GPU" : "host";
     c->source = ADVICE_MEASURED;
@@ -364,7 +364,7 @@ static int rule_imbalance(const struct advice_run *a, struct advice_cand *c)
     struct straggler_fig f;
     if (!straggler_fig(a, &f) || straggler_steady(&f) || f.steps < ADVICE_STRAGGLER_STEPS)
         return 0;
-    const double p = pct(f.all_wait_ms, a->step_ms);
+    const double p = advice_pct(f.all_wait_ms, a->step_ms);
     if (p < ADVICE_IMBALANCE_PCT)
         return 0;
     c->source = ADVICE_MEASURED;
@@ -389,14 +389,14 @@ static int rule_amp_gpu(const struct advice_run *a, struct advice_cand *c)
     c->saving_ms = ADVICE_AMP_GAIN * fb;
     cand_text(c, "AMP is off on GPU: forward and backward are %.0f %% of the step (%.1f ms); "
                  "--amp bf16 or fp16 runs convolutions and matrix products on tensor cores",
-              pct(fb, a->step_ms), fb);
+              advice_pct(fb, a->step_ms), fb);
     return 1;
 }
 
 /* The device idle, waiting for the host to launch its work. */
 static int rule_launch(const struct advice_run *a, struct advice_cand *c)
 {
-    const double p = pct(a->host_wait_ms, a->step_ms);
+    const double p = advice_pct(a->host_wait_ms, a->step_ms);
     if (!a->has_host_wait || p < ADVICE_LAUNCH_PCT)
         return 0;
     c->source = ADVICE_MEASURED;
@@ -414,7 +414,7 @@ static int rule_tiny_batch(const struct advice_run *a, struct advice_cand *c)
     const struct meta_value *b = &a->r->meta.batch_size;
     const int batch = b->s ? (int)b->i : 0;
     const double fixed = a->exposed_ms + a->seg_ms[SEG_OPTIMIZER];
-    const double p = pct(fixed, a->step_ms);
+    const double p = advice_pct(fixed, a->step_ms);
     if (batch < 1 || batch > ADVICE_TINY_BATCH || p < ADVICE_FIXED_PCT)
         return 0;
     c->source = ADVICE_ASSUMED;
@@ -531,7 +531,7 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                         analysis_oversubscribed(&rs->runs[base], &ranks, &cores));
     if (asprintf(&out, "verdict: %s; its step (%.1f ms) is compute %.0f %%, exposed "
                        "communication %.0f %%, data %.0f %%, other %.0f %%%s",
-                 head, step, pct(comp, step), pct(exp, step), pct(data, step), pct(other, step),
+                 head, step, advice_pct(comp, step), advice_pct(exp, step), advice_pct(data, step), advice_pct(other, step),
                  loaded ? " (measured under load)" : "") < 0)
         out = NULL;
     return out;
@@ -611,95 +611,6 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
 size_t advice_shown(const struct advice *a)
 {
     return a->n < ADVICE_SHOWN ? a->n : ADVICE_SHOWN;
-}
-
-size_t advice_nlines(const struct advice *a)
-{
-    const size_t s = advice_shown(a);
-    return 1 + (s ? s : 1);
-}
-
-static const char *const source_names[] = {
-    [ADVICE_MEASURED] = "measured",
-    [ADVICE_PREDICTED] = "predicted",
-    [ADVICE_ASSUMED] = "assumed",
-};
-
-void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
-{
-    if (size == 0)
-        return;
-    if (k == 0) {
-        snprintf(buf, size, "%s", a->verdict ? a->verdict : "verdict: -");
-        return;
-    }
-    if (advice_shown(a) == 0) {
-        snprintf(buf, size, "no recommendation: no rule's threshold was reached "
-                            "(report/FORMULAS.md \"Advice\")");
-        return;
-    }
-    const struct advice_item *it = &a->items[k - 1];
-    const double s = it->saving_ms;
-    const char *up = it->source == ADVICE_MEASURED ? "up to " : "about ";
-    snprintf(buf, size, "%zu. %s [%s-%.*f ms per step, %s]", k, it->text, up,
-             s < 1.0 ? 2 : 1, s, source_names[it->source]);
-}
-
-void advice_print(const struct advice *a, FILE *out)
-{
-    char line[1024];
-    fputs("#\n", out);
-    for (size_t k = 0; k < advice_nlines(a); k++) {
-        advice_line(a, k, line, sizeof line);
-        fprintf(out, "# %s\n", line);
-    }
-}
-
-void advice_write_html(const struct advice *a, FILE *out)
-{
-    char line[1024];
-    fputs("<div class=\"advice\">\n", out);
-    for (size_t k = 0; k < advice_nlines(a); k++) {
-        advice_line(a, k, line, sizeof line);
-        fputs(k == 0 ? "<p class=\"verdict\">" : "<p class=\"advice\">", out);
-        html_escape(out, line);
-        fputs("</p>\n", out);
-    }
-    fputs("</div>\n", out);
-}
-
-enum advice_col { AD_ORDER, AD_SHOWN, AD_RUN, AD_RULE, AD_SAVING, AD_PCT, AD_SOURCE,
-                  AD_TEXT, AD_NCOLS };
-const struct table_col advice_cols[AD_NCOLS] = {
-    [AD_ORDER] = {"order", "order", "", 0},
-    [AD_SHOWN] = {"shown", "shown", "", 0},
-    [AD_RUN] = {"run", "run", "", 1},
-    [AD_RULE] = {"rule", "rule", "", 1},
-    [AD_SAVING] = {"saving_ms", "saving", "ms", 0},
-    [AD_PCT] = {"saving_pct_of_step", "of step", "%", 0},
-    [AD_SOURCE] = {"source", "source", "", 1},
-    [AD_TEXT] = {"text", "text", "", 1}};
-const int advice_ncols = AD_NCOLS;
-
-void advice_table(const struct advice *a, const struct runset *rs, struct table *t)
-{
-    table_add_row(t);
-    table_set(t, AD_ORDER, "0");
-    table_set(t, AD_SHOWN, "1");
-    table_set(t, AD_RULE, "verdict");
-    table_set(t, AD_TEXT, "%s", a->verdict ? a->verdict : "");
-    for (size_t k = 0; k < a->n; k++) {
-        const struct advice_item *it = &a->items[k];
-        table_add_row(t);
-        table_set(t, AD_ORDER, "%zu", k + 1);
-        table_set(t, AD_SHOWN, "%d", k < advice_shown(a));
-        table_set(t, AD_RUN, "%s", rs->runs[it->run].label);
-        table_set(t, AD_RULE, "%s", it->rule);
-        table_set(t, AD_SAVING, "%.3f", it->saving_ms);
-        table_set(t, AD_PCT, "%.2f", pct(it->saving_ms, it->step_ms));
-        table_set(t, AD_SOURCE, "%s", source_names[it->source]);
-        table_set(t, AD_TEXT, "%s", it->text);
-    }
 }
 
 void advice_free(struct advice *a)

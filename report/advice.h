@@ -1,6 +1,7 @@
 /* advice.h — "say what to do": from the figures the report already has (phases, overlap,
  * buckets, stragglers, speedup, the host's load), a one-line verdict on the runs and the
- * recommendations that could save the most time per step, at most ADVICE_SHOWN of them.
+ * recommendations that could save the most time per step, at most ADVICE_SHOWN of them
+ * (shown by report/advice_view.h: the terminal's last lines, the page, advice.csv).
  * Each recommendation comes from one rule of a table (advice.c); a rule looks at one run
  * and either proposes one candidate, with the figure that backs it and the time per step
  * it could save, or nothing.  Candidates are ranked by that time.  The rules, their
@@ -12,7 +13,6 @@
 #include <stdio.h>
 
 #include "report/analysis.h"
-#include "report/table.h"
 
 #define ADVICE_SHOWN 3 /* recommendations printed (advice.csv lists every candidate) */
 
@@ -71,27 +71,9 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
 /* The recommendations shown: min(n, ADVICE_SHOWN). */
 size_t advice_shown(const struct advice *a);
 
-/* The lines shown: the verdict, then each recommendation shown (or, when no rule fired,
- * one line saying so): 1 + max(advice_shown(a), 1). */
-size_t advice_nlines(const struct advice *a);
-
-/* Line k < advice_nlines(a): 0 is the verdict ("verdict: ..."), k >= 1 is "k. TEXT [up to
- * -X.X ms per step, measured|predicted|assumed]" (or "no recommendation: ...").  The
- * terminal and the page print exactly these strings.  Writes into buf (NUL-terminated,
- * cut to size). */
-void advice_line(const struct advice *a, size_t k, char *buf, size_t size);
-
-/* The terminal: "#", then each line of advice_line as "# LINE". */
-void advice_print(const struct advice *a, FILE *out);
-
-/* The page's block at the top: the same lines, HTML-escaped, one paragraph each. */
-void advice_write_html(const struct advice *a, FILE *out);
-
-/* advice.csv: the verdict (order 0), then every candidate in rank order with its run,
- * rule, saving, share of the step, source and whether it is shown. */
-extern const struct table_col advice_cols[];
-extern const int advice_ncols;
-void advice_table(const struct advice *a, const struct runset *rs, struct table *t);
+/* 100 part / whole, 0 when whole is not positive: a share of the step, as every rule and
+ * advice.csv give it */
+double advice_pct(double part, double whole);
 
 void advice_free(struct advice *a);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "report/advice_view.h"
 #include "report/layers.h"
 #include "report/outfile.h"
 #include "report/stepview.h"

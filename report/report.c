@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report/advice.h"
+#include "report/advice_view.h"
 #include "report/analysis.h"
 #include "report/charts.h"
 #include "report/diff.h"

@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "report/advice_view.h"
-#include "report/layers.h"
+#include "report/layers_view.h"
 #include "report/outfile.h"
 #include "report/stepview.h"
 #include "report/svg.h"

@@ -1,5 +1,6 @@
-/* layers.h — per layer: layers.csv and the roofline on the page (report/FORMULAS.md
- * "layers.csv — per run, rank and layer").
+/* layers.h — per layer: the times and figures behind layers.csv and the page's roofline
+ * (report/layers_view.h writes them; report/FORMULAS.md "layers.csv — per run, rank and
+ * layer").
  *
  * From a ddpprof run traced with --trace full: its layer.forward / layer.backward rows
  * (probes/TRACE.md), the layers' FLOPs and bytes and the device's measured peak in
@@ -12,7 +13,6 @@
 #include <stdio.h>
 
 #include "report/analysis.h"
-#include "report/table.h"
 
 /* One layer of a run, from meta.csv, and its times on one rank (layers.csv's inputs). */
 struct layer_time {
@@ -39,16 +39,10 @@ int layers_rank_times(const struct runset *rs, const struct run_stat *st, int i,
                       struct layer_times *out);
 void layers_times_free(struct layer_times *s);
 
-/* layers.csv, empty */
-void layers_table_init(struct table *t);
+/* achieved GFLOP/s of flops in ns (0 when either is unknown) */
+double layers_gflops(double flops, int64_t ns);
 
-/* One row per run, rank and layer (forward order).  0, or -1 after error_set (out of
- * memory). */
-int layers_fill(const struct runset *rs, const struct run_stat *st, struct table *t);
-
-/* The page's section: a roofline chart (log-log, achieved GFLOP/s against arithmetic
- * intensity, each layer's forward and backward of each run's first rank, under the
- * measured peak's roof).  Nothing when no run has layer rows. */
-void layers_page_write(FILE *f, const struct runset *rs, const struct run_stat *st);
+/* the roofline's bound at intensity x (FLOP/byte): min(peak flops, x * peak bandwidth) */
+double layers_roof(const struct layer_times *s, double x);
 
 #endif

@@ -19,7 +19,7 @@
 #include "common/vec.h"
 #include "report/import.h"
 #include "report/kineto.h"
-#include "report/layers.h"
+#include "report/layers_view.h"
 #include "report/ops_view.h"
 #include "report/outfile.h"
 #include "report/predict.h"

@@ -1,7 +1,8 @@
 /* diff.c — the diff of two runs (diff.h): per run, every counted step of the critical rank
  * swept once, each instant of the step given to exactly one row; the sums become means
  * per step, rounded so that every group adds up to its parent as printed; then the
- * change per row and its share of the step-time change.  report/FORMULAS.md "diff.csv". */
+ * change per row and its share of the step-time change.  report/FORMULAS.md "diff.csv";
+ * report/diff_view.c makes the tables. */
 #include "report/diff.h"
 
 #include <stdarg.h>
@@ -16,11 +17,9 @@
 #include "report/ops.h"
 #include "report/sort.h"
 
-#define DIFF_TOP_FINER 8 /* finer rows on the terminal */
-#define DIFF_TOP_OPS 6   /* imports' operators and kernels on the terminal */
-
 /* the parts of a step, in diff.csv order */
 enum part { P_DATA, P_FORWARD, P_BACKWARD, P_OPTIMIZER, P_EXPOSED, P_OTHER, P_COUNT };
+_Static_assert(P_COUNT == DIFF_PARTS, "diff.h's count of the step's parts");
 static const char *const part_names[P_COUNT] = {"data",      "forward",      "backward",
                                                 "optimizer", "exposed_comm", "other"};
 
@@ -30,36 +29,6 @@ enum cat { C_NONE, C_STEP, C_FWD, C_BWD, C_OPT, C_DATA, C_BUCKET, C_HELD, C_LFWD
 /* the trace's phase names of the per-layer rows (probes/TRACE.md, --trace full) */
 #define DIFF_LAYER_FORWARD "layer.forward"
 #define DIFF_LAYER_BACKWARD "layer.backward"
-
-enum diff_col { DF_RUN_A, DF_RUN_B, DF_LEVEL, DF_PARENT, DF_NAME, DF_A, DF_B, DF_DELTA,
-                DF_DELTA_PCT, DF_SHARE, DF_A_TIME, DF_B_TIME, DF_TIME_DELTA, DF_A_STEPS,
-                DF_B_STEPS, DF_NCOLS };
-static const struct table_col diff_cols[DF_NCOLS] = {
-    [DF_RUN_A] = {"run_a", "A", "", 1},
-    [DF_RUN_B] = {"run_b", "B", "", 1},
-    [DF_LEVEL] = {"level", "level", "", 1},
-    [DF_PARENT] = {"parent", "parent", "", 1},
-    [DF_NAME] = {"name", "name", "", 1},
-    [DF_A] = {"a_ms", "A", "ms", 0},
-    [DF_B] = {"b_ms", "B", "ms", 0},
-    [DF_DELTA] = {"delta_ms", "delta", "ms", 0},
-    [DF_DELTA_PCT] = {"delta_pct", "delta", "%", 0},
-    [DF_SHARE] = {"share_pct", "share of change", "%", 0},
-    [DF_A_TIME] = {"a_time_ms", "A time", "ms", 0},
-    [DF_B_TIME] = {"b_time_ms", "B time", "ms", 0},
-    [DF_TIME_DELTA] = {"time_delta_ms", "time delta", "ms", 0},
-    [DF_A_STEPS] = {"a_steps", "A steps", "", 0},
-    [DF_B_STEPS] = {"b_steps", "B steps", "", 0}};
-
-enum top_col { TP_LEVEL, TP_NAME, TP_A, TP_B, TP_DELTA, TP_DELTA_PCT, TP_SHARE, TP_NCOLS };
-static const struct table_col top_cols[TP_NCOLS] = {
-    [TP_LEVEL] = {"level", "level", "", 1},
-    [TP_NAME] = {"name", "name", "", 1},
-    [TP_A] = {"a_ms", "A", "ms/step", 0},
-    [TP_B] = {"b_ms", "B", "ms/step", 0},
-    [TP_DELTA] = {"delta_ms", "delta", "ms", 0},
-    [TP_DELTA_PCT] = {"delta_pct", "delta", "%", 0},
-    [TP_SHARE] = {"share_pct", "share of change", "%", 0}};
 
 /* One run's sums over its counted steps (ns). */
 struct side {
@@ -583,28 +552,17 @@ static int64_t round_div(int64_t num, int64_t den)
 
 /* ---- the rows ---- */
 
-struct drow {
-    const char *level, *parent;
-    char *name;
-    int64_t a_ns, b_ns;           /* part sums over the counted steps */
-    int64_t a_time_ns, b_time_ns; /* own time sums */
-    int has_time;
-    int64_t a_us, b_us; /* rounded means per step (µs) */
-    int64_t share_cp;   /* share of the step change, hundredths of a percent */
-    int has_share;
-};
-
 struct rows {
-    struct drow *v;
+    struct diff_row *v;
     size_t n, cap;
 };
 
-static struct drow *rows_add(struct rows *R, const char *level, const char *parent,
+static struct diff_row *rows_add(struct rows *R, const char *level, const char *parent,
                              const char *name)
 {
     if (VEC_RESERVE(R->v, R->cap, R->n + 1))
         return NULL;
-    struct drow *d = &R->v[R->n];
+    struct diff_row *d = &R->v[R->n];
     memset(d, 0, sizeof *d);
     d->level = level;
     d->parent = parent;
@@ -616,7 +574,7 @@ static struct drow *rows_add(struct rows *R, const char *level, const char *pare
 
 /* Round the group R->v[from..to) against its parent: means per step that add up to the
  * parent's, shares that add up to the parent's. */
-static int group_round(struct rows *R, size_t from, size_t to, const struct drow *parent,
+static int group_round(struct rows *R, size_t from, size_t to, const struct diff_row *parent,
                        const struct side *A, const struct side *B, int64_t dstep_us)
 {
     int n = (int)(to - from);
@@ -654,22 +612,6 @@ static int group_round(struct rows *R, size_t from, size_t to, const struct drow
     free(out);
     free(rem);
     return 0;
-}
-
-/* "-1.234" from -1234 thousandths (or hundredths with places 2) */
-static void fmt_fixed(char *buf, size_t cap, int64_t v, int places)
-{
-    int64_t div = places == 3 ? 1000 : 100;
-    uint64_t a = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-    snprintf(buf, cap, "%s%llu.%0*llu", v < 0 ? "-" : "", (unsigned long long)(a / (uint64_t)div),
-             places, (unsigned long long)(a % (uint64_t)div));
-}
-
-static void set_fixed(struct table *t, int col, int64_t v, int places)
-{
-    char buf[48];
-    fmt_fixed(buf, sizeof buf, v, places);
-    table_set(t, col, "%s", buf);
 }
 
 /* a finer group under parent: children's part sums from the two sides, a remainder "other"
@@ -714,7 +656,7 @@ static int add_group(struct rows *R, const char *level, size_t parent_idx,
     size_t from = R->n;
     int64_t sa = 0, sb = 0;
     for (size_t i = 0; i < nkids; i++) {
-        struct drow *d = rows_add(R, level, R->v[parent_idx].name, kids[i].name);
+        struct diff_row *d = rows_add(R, level, R->v[parent_idx].name, kids[i].name);
         if (!d)
             return error_set("diff: out of memory");
         d->a_ns = kids[i].a_part;
@@ -727,13 +669,13 @@ static int add_group(struct rows *R, const char *level, size_t parent_idx,
     }
     int64_t ra = R->v[parent_idx].a_ns - sa, rb = R->v[parent_idx].b_ns - sb;
     if (keep_other || ra != 0 || rb != 0) {
-        struct drow *d = rows_add(R, level, R->v[parent_idx].name, "other");
+        struct diff_row *d = rows_add(R, level, R->v[parent_idx].name, "other");
         if (!d)
             return error_set("diff: out of memory");
         d->a_ns = ra;
         d->b_ns = rb;
     }
-    struct drow parent = R->v[parent_idx]; /* a copy: R->v may move */
+    struct diff_row parent = R->v[parent_idx]; /* a copy: R->v may move */
     return group_round(R, from, R->n, &parent, A, B, dstep_us);
 }
 
@@ -798,7 +740,7 @@ static int add_ops(struct rows *R, const struct ctx *c, const struct side *A,
     qsort(v, m, sizeof *v, cmp_op_pair);
     int rc = 0;
     for (size_t j = 0; j < m && rc == 0; j++) {
-        struct drow *d = rows_add(R, v[j].kind == OP_CPU ? "op" : "kernel", "",
+        struct diff_row *d = rows_add(R, v[j].kind == OP_CPU ? "op" : "kernel", "",
                                   strpool_get(&c->rs->names, v[j].name));
         if (!d) {
             rc = error_set("diff: out of memory");
@@ -816,7 +758,7 @@ static int add_ops(struct rows *R, const struct ctx *c, const struct side *A,
 static int build_rows(const struct ctx *c, const struct side *A, const struct side *B,
                       struct rows *R)
 {
-    struct drow *st = rows_add(R, "step", "", "step");
+    struct diff_row *st = rows_add(R, "step", "", "step");
     if (!st)
         return error_set("diff: out of memory");
     st->a_ns = A->step_ns;
@@ -839,7 +781,7 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
     /* the phases: an exact partition of the step (no remainder) */
     size_t from = R->n;
     for (int p = 0; p < P_COUNT; p++) {
-        struct drow *d = rows_add(R, "phase", "step", kids[p].name);
+        struct diff_row *d = rows_add(R, "phase", "step", kids[p].name);
         if (!d)
             return error_set("diff: out of memory");
         d->a_ns = kids[p].a_part;
@@ -848,7 +790,7 @@ static int build_rows(const struct ctx *c, const struct side *A, const struct si
         d->b_time_ns = kids[p].b_time;
         d->has_time = 1;
     }
-    struct drow step_copy = R->v[0];
+    struct diff_row step_copy = R->v[0];
     if (group_round(R, from, R->n, &step_copy, A, B, dstep) < 0)
         return -1;
     size_t idx[P_COUNT];
@@ -908,78 +850,21 @@ static void rows_free(struct rows *R)
     memset(R, 0, sizeof *R);
 }
 
-static void fill_full(struct table *t, const struct rows *R, const char *la, const char *lb,
-                      const struct side *A, const struct side *B)
-{
-    for (size_t i = 0; i < R->n; i++) {
-        const struct drow *d = &R->v[i];
-        table_add_row(t);
-        table_set(t, DF_RUN_A, "%s", la);
-        table_set(t, DF_RUN_B, "%s", lb);
-        table_set(t, DF_LEVEL, "%s", d->level);
-        table_set(t, DF_PARENT, "%s", d->parent);
-        table_set(t, DF_NAME, "%s", d->name);
-        set_fixed(t, DF_A, d->a_us, 3);
-        set_fixed(t, DF_B, d->b_us, 3);
-        set_fixed(t, DF_DELTA, d->b_us - d->a_us, 3);
-        if (d->a_us != 0)
-            table_set(t, DF_DELTA_PCT, "%.1f",
-                      100.0 * (double)(d->b_us - d->a_us) / (double)d->a_us);
-        if (d->has_share)
-            set_fixed(t, DF_SHARE, d->share_cp, 2);
-        if (d->has_time) {
-            int64_t at = round_div(d->a_time_ns, A->steps * 1000);
-            int64_t bt = round_div(d->b_time_ns, B->steps * 1000);
-            set_fixed(t, DF_A_TIME, at, 3);
-            set_fixed(t, DF_B_TIME, bt, 3);
-            set_fixed(t, DF_TIME_DELTA, bt - at, 3);
-        }
-        if (i == 0) {
-            table_set(t, DF_A_STEPS, "%lld", (long long)A->steps);
-            table_set(t, DF_B_STEPS, "%lld", (long long)B->steps);
-        }
-    }
-}
-
-static void top_row(struct table *t, const struct drow *d)
-{
-    table_add_row(t);
-    table_set(t, TP_LEVEL, "%s", d->level);
-    if (strcmp(d->level, "step") == 0 || strcmp(d->level, "phase") == 0 || !*d->parent)
-        table_set(t, TP_NAME, "%s", d->name);
-    else
-        table_set(t, TP_NAME, "%s/%s", d->parent, d->name);
-    set_fixed(t, TP_A, d->a_us, 3);
-    set_fixed(t, TP_B, d->b_us, 3);
-    set_fixed(t, TP_DELTA, d->b_us - d->a_us, 3);
-    if (d->a_us != 0)
-        table_set(t, TP_DELTA_PCT, "%.1f", 100.0 * (double)(d->b_us - d->a_us) / (double)d->a_us);
-    if (d->has_share)
-        set_fixed(t, TP_SHARE, d->share_cp, 2);
-}
-
-static int64_t mag(const struct drow *d)
+static int64_t mag(const struct diff_row *d)
 {
     int64_t v = d->has_share ? d->share_cp : d->b_us - d->a_us;
     return v < 0 ? -v : v;
 }
 
-/* which rows top_of picks */
-enum top_which {
-    TOP_PHASES, /* the phases, by |share| */
-    TOP_FINER,  /* the layers and comm rows that changed, by |share| */
-    TOP_OPS     /* the ops and kernels that changed, by |delta| */
-};
-
-static int top_is(const struct drow *d, enum top_which w)
+static int top_is(const struct diff_row *d, enum diff_top w)
 {
     int phase = strcmp(d->level, "phase") == 0;
     int ops = strcmp(d->level, "op") == 0 || strcmp(d->level, "kernel") == 0;
-    if (w == TOP_PHASES)
+    if (w == DIFF_TOP_PHASES)
         return phase;
     if (d->b_us == d->a_us || strcmp(d->level, "step") == 0)
         return 0;
-    return w == TOP_OPS ? ops : !phase && !ops;
+    return w == DIFF_TOP_OPS ? ops : !phase && !ops;
 }
 
 static int cmp_mag(const void *x, const void *y, void *rows)
@@ -994,7 +879,7 @@ static int cmp_mag(const void *x, const void *y, void *rows)
 
 /* the rows of R->v[lo..hi) that are `which`, largest first (ties: table order), at most
  * max of them into out; returns how many */
-static size_t top_of(const struct rows *R, size_t lo, size_t hi, enum top_which which,
+static size_t top_of(const struct rows *R, size_t lo, size_t hi, enum diff_top which,
                      size_t *out, size_t max)
 {
     size_t *v = malloc((hi - lo + 1) * sizeof *v), n = 0;
@@ -1011,32 +896,10 @@ static size_t top_of(const struct rows *R, size_t lo, size_t hi, enum top_which 
     return n;
 }
 
-static char *make_summary(const struct rows *R, const char *la, const char *lb)
+size_t diff_top(const struct diff_result *d, enum diff_top which, size_t *out, size_t max)
 {
-    const struct drow *s = &R->v[0];
-    char a[32], b[32], d[32], part[512] = "";
-    fmt_fixed(a, sizeof a, s->a_us, 3);
-    fmt_fixed(b, sizeof b, s->b_us, 3);
-    fmt_fixed(d, sizeof d, s->b_us - s->a_us, 3);
-    size_t idx[3], n = top_of(R, 1, R->n, TOP_PHASES, idx, 3), len = 0;
-    for (size_t k = 0; k < n && s->has_share; k++) {
-        char sh[32];
-        fmt_fixed(sh, sizeof sh, R->v[idx[k]].share_cp, 2);
-        len += (size_t)snprintf(part + len, sizeof part - len, "%s%s %s%s %%", k ? ", " : "",
-                                R->v[idx[k]].name, R->v[idx[k]].share_cp > 0 ? "+" : "", sh);
-        if (len >= sizeof part)
-            break;
-    }
-    char pct[48] = "";
-    if (s->a_us != 0)
-        snprintf(pct, sizeof pct, ", %+.1f %%", 100.0 * (double)(s->b_us - s->a_us) / (double)s->a_us);
-    char *out = NULL;
-    if (asprintf(&out, "%s -> %s: step %s -> %s ms (%s%s ms%s)%s%s", la, lb, a, b,
-                 s->b_us >= s->a_us ? "+" : "", d, pct,
-                 s->has_share ? "; shares of the change: " : "; no change in step time",
-                 s->has_share ? part : "") < 0)
-        out = NULL;
-    return out;
+    const struct rows R = {d->rows, d->n, d->n};
+    return d->n > 1 ? top_of(&R, 1, d->n, which, out, max) : 0;
 }
 
 int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int b,
@@ -1045,11 +908,6 @@ int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int 
     memset(out, 0, sizeof *out);
     out->a = a;
     out->b = b;
-    table_init(&out->full, "diff: the change in time per step, and each row's share of the "
-                           "step-time change", "diff.csv", diff_cols, DF_NCOLS);
-    table_init(&out->top, "diff: where the step-time change comes from (A -> B, ms per step on "
-                          "the critical rank; all rows in diff.csv)",
-               "diff.csv", top_cols, TP_NCOLS);
     struct ctx c;
     struct side A, B;
     struct rows R = {0};
@@ -1075,23 +933,16 @@ int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int 
     if (rc == 0)
         rc = build_rows(&c, &A, &B, &R);
     if (rc == 0) {
-        const char *la = rs->runs[a].label, *lb = rs->runs[b].label;
-        fill_full(&out->full, &R, la, lb, &A, &B);
-        top_row(&out->top, &R.v[0]);
-        size_t pick[P_COUNT + DIFF_TOP_FINER];
-        static const struct {
-            enum top_which which;
-            size_t max;
-        } parts[] = {{TOP_PHASES, P_COUNT}, {TOP_FINER, DIFF_TOP_FINER}, {TOP_OPS, DIFF_TOP_OPS}};
-        for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
-            size_t n = top_of(&R, 1, R.n, parts[p].which, pick, parts[p].max);
-            for (size_t k = 0; k < n; k++)
-                top_row(&out->top, &R.v[pick[k]]);
-        }
-        if (!(out->summary = make_summary(&R, la, lb)))
-            rc = error_set("diff: out of memory");
-        if (out->full.failed || out->top.failed)
-            rc = error_set("diff: out of memory");
+        for (size_t i = 0; i < R.n; i++)
+            if (R.v[i].has_time) {
+                R.v[i].a_time_us = round_div(R.v[i].a_time_ns, A.steps * 1000);
+                R.v[i].b_time_us = round_div(R.v[i].b_time_ns, B.steps * 1000);
+            }
+        out->a_steps = A.steps;
+        out->b_steps = B.steps;
+        out->rows = R.v;
+        out->n = R.n;
+        R = (struct rows){0};
     }
     rows_free(&R);
     side_free(&A);
@@ -1102,69 +953,8 @@ int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int 
 
 void diff_free(struct diff_result *d)
 {
-    table_free(&d->full);
-    table_free(&d->top);
-    free(d->summary);
-    d->summary = NULL;
-}
-
-/* the phases' shares as horizontal bars around a zero line */
-static void diff_bars(FILE *f, const struct table *t)
-{
-    int share = -1, level = -1, name = -1, delta = -1;
-    for (int c = 0; c < t->ncols; c++) {
-        if (strcmp(t->cols[c].csv, "share_pct") == 0)
-            share = c;
-        if (strcmp(t->cols[c].csv, "delta_ms") == 0)
-            delta = c;
-        if (strcmp(t->cols[c].csv, "level") == 0)
-            level = c;
-        if (strcmp(t->cols[c].csv, "name") == 0)
-            name = c;
-    }
-    double v[P_COUNT], dv[P_COUNT], lo = 0, hi = 0;
-    const char *nm[P_COUNT];
-    int n = 0;
-    for (size_t r = 0; r < t->nrows && n < P_COUNT; r++) {
-        if (strcmp(table_get(t, r, level), "phase") != 0 || !*table_get(t, r, share))
-            continue;
-        v[n] = atof(table_get(t, r, share));
-        dv[n] = atof(table_get(t, r, delta));
-        nm[n] = table_get(t, r, name);
-        lo = v[n] < lo ? v[n] : lo;
-        hi = v[n] > hi ? v[n] : hi;
-        n++;
-    }
-    if (n == 0 || hi - lo <= 0)
-        return;
-    const int W = 640, left = 120, bar = 18, H = n * (bar + 6) + 24, plot = W - left - 70;
-    double scale = plot / (hi - lo);
-    int zero = left + (int)(-lo * scale);
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
-    for (int i = 0; i < n; i++) {
-        int y = 4 + i * (bar + 6);
-        double x0 = v[i] < 0 ? zero + v[i] * scale : zero, w = (v[i] < 0 ? -v[i] : v[i]) * scale;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + 13);
-        html_escape(f, nm[i]);
-        fprintf(f, "</text><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-                   "<text x=\"%.1f\" y=\"%d\">%+.2f %%</text>\n",
-                x0, y, w, bar, dv[i] < 0 ? "#4c9f70" : "#d1603d", x0 + w + 4, y + 13, v[i]);
-    }
-    fprintf(f, "<line x1=\"%d\" y1=\"0\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n</svg>\n", zero,
-            zero, H - 20);
-}
-
-void diff_write_html(FILE *f, const void *diff_result)
-{
-    const struct diff_result *d = diff_result;
-    fputs("<h2>Diff: where the step-time change comes from</h2>\n<p class=\"note\">", f);
-    html_escape(f, d->summary ? d->summary : "");
-    fputs("</p>\n<p class=\"note\">Each row's share of the change in the mean step (critical "
-          "rank): the phases add up to 100 %, the layers of forward and backward and the "
-          "buckets of exposed communication to their parent's share (report/FORMULAS.md "
-          "\"diff.csv\"). Red: the row is slower in B, green: faster.</p>\n",
-          f);
-    diff_bars(f, &d->full);
-    table_write_html(&d->full, f, 400);
+    struct rows R = {d->rows, d->n, d->n};
+    rows_free(&R);
+    d->rows = NULL;
+    d->n = 0;
 }

@@ -5,14 +5,14 @@
  * buckets and collectives of exposed communication) partition their parent with an "other"
  * remainder.  Each row's share of the step-time change is its change over the step's, the
  * shares of a level adding up to their parent's (100 % for the phases) exactly as printed.
- * report/FORMULAS.md "diff.csv" states the decomposition. */
+ * report/FORMULAS.md "diff.csv" states the decomposition; report/diff_view.h shows it. */
 #ifndef DDPPROF_REPORT_DIFF_H
 #define DDPPROF_REPORT_DIFF_H
 
-#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "report/analysis.h"
-#include "report/table.h"
 
 /* The two runs of a diff in rs: inputs[0..n) as given on the command line.  One input
  * holding two runs (a main job's baseline/ and ddp/): the baseline, then the other.  Two
@@ -21,12 +21,30 @@
  * what to give). */
 int diff_pick(const struct runset *rs, const char *const *inputs, int n, int *a, int *b);
 
-/* The result of a diff: the full table (diff.csv), the terminal's short one (the step, the
- * phases, the finer rows that moved most) and the one-line summary. */
+/* One row of a diff (one row of diff.csv): level "step" (the first row), "phase" (the
+ * step's DIFF_PARTS parts, an exact partition of it), "layer" and "comm" (finer rows under a
+ * phase, with an "other" remainder), "op" and "kernel" (imports: outside the partition). */
+struct diff_row {
+    const char *level, *parent;
+    char *name;
+    int64_t a_ns, b_ns;           /* part sums over the counted steps */
+    int64_t a_time_ns, b_time_ns; /* own time sums */
+    int has_time;
+    int64_t a_us, b_us;           /* rounded means per step (µs) */
+    int64_t a_time_us, b_time_us; /* own time per step (µs), when has_time */
+    int64_t share_cp;             /* share of the step change, hundredths of a percent */
+    int has_share;
+};
+
+/* The parts of a step: data, forward, backward, optimizer, exposed_comm, other. */
+#define DIFF_PARTS 6
+
+/* The result of a diff: its rows, the counted steps of each run, the runs. */
 struct diff_result {
-    struct table full, top;
-    char *summary; /* "baseline -> ddp: step 12.345 -> 15.678 ms (+3.333 ms, +27.0 %) ..." */
-    int a, b;      /* the runs (indices in rs) */
+    struct diff_row *rows; /* rows[0]: the step */
+    size_t n;
+    int64_t a_steps, b_steps;
+    int a, b; /* the runs (indices in rs) */
 };
 
 /* Compute the diff of runs a and b of rs (st: their analysis, for the warm-up steps).
@@ -36,7 +54,11 @@ int diff_compute(const struct runset *rs, const struct run_stat *st, int a, int 
                  struct diff_result *out);
 void diff_free(struct diff_result *d);
 
-/* report.html's diff section: the summary, the shares of the phases as bars, the table. */
-void diff_write_html(FILE *f, const void *diff_result);
+/* The rows of d that matter most, beyond the step: the phases by |share|
+ * (DIFF_TOP_PHASES), the layers and comm rows that changed by |share| (DIFF_TOP_FINER), the
+ * ops and kernels that changed by |delta| (DIFF_TOP_OPS); largest first, ties in table
+ * order; at most max of their indices into out.  How many. */
+enum diff_top { DIFF_TOP_PHASES, DIFF_TOP_FINER, DIFF_TOP_OPS };
+size_t diff_top(const struct diff_result *d, enum diff_top which, size_t *out, size_t max);
 
 #endif

@@ -14,6 +14,7 @@
 #include "report/analysis.h"
 #include "report/charts.h"
 #include "report/diff.h"
+#include "report/diff_view.h"
 #include "common/error.h"
 #include "common/printable.h"
 #include "common/vec.h"
@@ -781,29 +782,33 @@ static void report_print_nodes(const struct runset *rs, FILE *out)
  * REPORT_DIFF_AUTO (a main job's baseline and DDP run; otherwise, or when it cannot be
  * made, none). */
 static int report_diff(const struct runset *rs, const struct run_stat *st,
-                       const char *const *inputs, int n, int how, struct diff_result *d,
+                       const char *const *inputs, int n, int how, struct diff_view *d,
                        int *made, const char *out)
 {
     int a, b;
     *made = 0;
     if (how == REPORT_DIFF_AUTO && (rs->n != 2 || analysis_baseline(rs) < 0))
         return 0;
+    struct diff_result r = {0};
     int rc = diff_pick(rs, inputs, n, &a, &b);
     if (rc == 0)
-        rc = diff_compute(rs, st, a, b, d);
+        rc = diff_compute(rs, st, a, b, &r);
+    if (rc == 0)
+        rc = diff_view_make(d, &r, rs);
+    diff_free(&r);
     if (rc == 0)
         rc = table_write_csv(&d->full, out);
     if (rc == 0) {
         *made = 1;
         return 0;
     }
-    diff_free(d);
+    diff_view_free(d);
     if (how == REPORT_DIFF_ASKED)
         return -1;
     return 0; /* an automatic diff that cannot be made is left out (ddpprof diff says why) */
 }
 
-static void report_print_diff(const struct diff_result *d, FILE *terminal)
+static void report_print_diff(const struct diff_view *d, FILE *terminal)
 {
     table_print(&d->top, terminal, TERMINAL_MAX_ROWS);
     fprintf(terminal, "#  diff %s\n", d->summary ? d->summary : "");
@@ -884,7 +889,7 @@ static int report_run_to(const char *const *inputs, int n, const struct report_o
         rc = -1;
     struct report_cautions cautions = {0}, warm = {0}, spread = {0};
     struct repeats *rep = NULL;
-    struct diff_result diff;
+    struct diff_view diff;
     int has_diff = 0;
     memset(&diff, 0, sizeof diff);
     if (rc == 0 && opts && opts->diff)
@@ -1018,7 +1023,7 @@ static int report_run_to(const char *const *inputs, int n, const struct report_o
     report_cautions_free(&cautions);
     report_cautions_free(&warm);
     report_cautions_free(&spread);
-    diff_free(&diff);
+    diff_view_free(&diff);
     free(diff_out);
     free(rep);
     for (int k = 0; k < T_COUNT; k++)

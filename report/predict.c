@@ -1,34 +1,28 @@
-/* predict.c — `ddpprof predict` and the report's "what if" lines (predict.h): a run's
- * model for the engine (predict_model.c) built from its trace rows and meta.csv, the comm
- * calibrated from its own collectives, the what-if grid, predict.csv and its table.
- * Definitions: report/FORMULAS.md "Predictions". */
+/* predict.c — a run's model for the engine (predict_model.c) built from its trace rows and
+ * meta.csv, the comm calibrated from its own collectives, one anchored prediction, and
+ * the report's what-if figures (predict.h).  `ddpprof predict` is report/predict_cli.c,
+ * predict.csv and the what-if lines report/predict_view.c.  Definitions:
+ * report/FORMULAS.md "Predictions". */
 #include "report/predict.h"
 
 #include "common/error.h"
 #include "common/vec.h"
 #include "report/analysis.h"
 #include "report/layers.h"
-#include "report/outfile.h"
 #include "report/run.h"
 #include "report/sort.h"
-#include "report/table.h"
 
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#define PREDICT_MAX_LIST 16 /* values per what-if option */
 /* TCP/IPv4 payload per byte on an Ethernet link of MTU 1500: 1448 payload bytes (TCP
  * timestamps on) of a 1514-byte frame, less the reverse ACKs (66 bytes for every second
  * segment, on a link that a ring all-reduce loads both ways): 1448 / (1514 + 33) */
 #define PREDICT_TCP_EFFICIENCY (1448.0 / 1547.0)
-#define AMP_OFF 0
 
 /* the name of the calibration all-reduces' rows (probes/TRACE.md: step -1, phase
  * comm.allreduce, written at DDP setup) */
@@ -40,28 +34,8 @@
 #define PREDICT_SMALL_MIN 5
 #define PREDICT_FLOOR_CLEAR 1.5
 
-/* One run's model and what was measured of it. */
-struct source {
-    const struct run *run;
-    const struct run_stat *st;
-    int world, batch;
-    double cap_mb;
-    const char *amp;
-    double step_ms;                 /* measured median step (rank 0, after warm-up) */
-    double compute_ms, comm_ms, exposed_ms, overlap_pct; /* overlap.csv's, per step */
-    int has_overlap;
-    struct predict_model m;
-    char **layer_type; /* per layer: meta layer.K.type, or NULL */
-    int layered;       /* per-layer rows were found */
-    int param_keys;    /* meta param.I.* were found */
-    int calibrated;    /* comm fitted from this run's collectives */
-    struct predict_comm comm;
-    size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
-    size_t cal_small;              /* near-empty all-reduces behind the floor */
-    size_t cal_busy;               /* bucket all-reduces behind the busy term */
-};
 
-static void source_free(struct source *s)
+static void source_free(struct predict_source *s)
 {
     free(s->m.layers);
     free(s->m.params);
@@ -123,7 +97,7 @@ static int dlist_add(struct dlist *l, double x)
  * per step after the warm-up: report/layers.c's per rank (device rows where the rank has
  * them, else host), the mean over the ranks that have them. */
 static int source_layers(const struct runset *rs, const struct run_stat *st, int run,
-                         struct source *s)
+                         struct predict_source *s)
 {
     int ranks = 0;
     for (int q = 0; q < s->run->nranks; q++) {
@@ -169,7 +143,7 @@ static int source_layers(const struct runset *rs, const struct run_stat *st, int
  * longest prefix of its name followed by '.'; without param keys, one pseudo-parameter per
  * measured bucket (its bytes; the cap can then only merge, not re-split, and gradients
  * become ready spread over backward). */
-static int source_params(struct source *s)
+static int source_params(struct predict_source *s)
 {
     const struct run *r = s->run;
     const int np = meta_run_of(&r->meta.param_name, 0);
@@ -242,7 +216,7 @@ struct coll_rows {
  * bucket, the shortest duration over ranks: the transfer, without the wait for a late rank)
  * and the setup's calibration rows (matched across ranks by their order); per distinct
  * size the median; least squares over the sizes (predict_fit_ring). */
-static int source_calibrate(const struct runset *rs, struct source *s)
+static int source_calibrate(const struct runset *rs, struct predict_source *s)
 {
     const struct run *r = s->run;
     if (s->world < 2 || r->nranks < 1)
@@ -451,7 +425,7 @@ static int source_calibrate(const struct runset *rs, struct source *s)
  * calibration's) and, per rank and counted step, forward + backward for the straggler term
  * (less the step's mean over ranks where there are several ranks, less the median step's
  * where there is one). */
-static int source_steps(const struct runset *rs, struct source *s)
+static int source_steps(const struct runset *rs, struct predict_source *s)
 {
     const struct run *r = s->run;
     const uint32_t range = strpool_find(&rs->labels, "range");
@@ -557,7 +531,7 @@ static int source_steps(const struct runset *rs, struct source *s)
 
 /* The source of run index i of rs (st its analysis). */
 static int source_build(const struct runset *rs, const struct run_stat *st, int i,
-                        struct source *s)
+                        struct predict_source *s)
 {
     memset(s, 0, sizeof *s);
     s->run = &rs->runs[i];
@@ -615,7 +589,7 @@ static int layer_autocast(const char *type)
  * time over the layers precision does not touch (threads per rank, load), forward and
  * backward change by the layers' change.  *m borrows s's arrays except layers (malloc'd:
  * the caller frees m->layers). */
-static int model_amp(const struct source *s, const struct source *other, struct predict_model *m)
+int predict_model_amp(const struct predict_source *s, const struct predict_source *other, struct predict_model *m)
 {
     *m = s->m;
     m->layers = malloc(((size_t)s->m.nlayers + 1) * sizeof *m->layers);
@@ -647,38 +621,6 @@ static int model_amp(const struct source *s, const struct source *other, struct 
 
 /* ---- the grid ---- */
 
-struct predict_opts {
-    const char *run_dir, *out_dir;
-    int worlds[PREDICT_MAX_LIST], nworld;
-    double caps[PREDICT_MAX_LIST], bws[PREDICT_MAX_LIST], lats[PREDICT_MAX_LIST];
-    int ncap, nbw, nlat;
-    const char *amps[PREDICT_MAX_LIST];
-    int namp;
-    int warmup_given, warmup_steps;
-    const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
-};
-
-enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_BUSY, PC_AMP, PC_BUCKETS, PC_STEP,
-       PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
-static const struct table_col predict_cols[PC_COUNT] = {
-    [PC_CONFIG] = {"config", "config", "", 1},
-    [PC_WORLD] = {"world", "world", "", 0},
-    [PC_CAP] = {"bucket_cap_mb", "cap", "MB", 0},
-    [PC_BW] = {"bandwidth_gbps", "bandwidth", "Gbit/s", 0},
-    [PC_LAT] = {"latency_us", "latency", "us", 0},
-    [PC_FLOOR] = {"floor_ms", "floor", "ms", 0},
-    [PC_BUSY] = {"busy_ms", "busy", "ms", 0},
-    [PC_AMP] = {"amp", "amp", "", 1},
-    [PC_BUCKETS] = {"buckets", "buckets", "", 0},
-    [PC_STEP] = {"step_ms", "step", "ms", 0},
-    [PC_COMPUTE] = {"compute_ms", "compute", "ms", 0},
-    [PC_COMM] = {"comm_ms", "comm", "ms", 0},
-    [PC_EXPOSED] = {"exposed_comm_ms", "exposed", "ms", 0},
-    [PC_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
-    [PC_SPEEDUP] = {"speedup", "speedup", "x", 0},
-    [PC_CHANGE] = {"step_change_pct", "vs measured", "%", 0},
-};
-
 /* The baseline's measured median step (ms) and batch, from the same definition; 0 when
  * there is no baseline. */
 static double baseline_step(const struct runset *rs, const struct run_stat *st, int *batch)
@@ -693,7 +635,7 @@ static double baseline_step(const struct runset *rs, const struct run_stat *st, 
 
 /* One prediction of s at (world, cap, comm, amp model m): anchored at the measured step.
  * own: the replay of s's own configuration. */
-static int predict_one(const struct source *s, const struct predict_model *m,
+int predict_one(const struct predict_source *s, const struct predict_model *m,
                        const struct predict_out *own, const struct predict_config *c,
                        struct predict_out *o)
 {
@@ -730,7 +672,7 @@ static int predict_one(const struct source *s, const struct predict_model *m,
 
 /* The comm s is predicted with: calibrated from s, else from another run of the set, else
  * none (returns 0). */
-static int source_comm(const struct source *s, const struct source *others, int nothers,
+int predict_source_comm(const struct predict_source *s, const struct predict_source *others, int nothers,
                        struct predict_comm *c, const char **from)
 {
     if (s->calibrated) {
@@ -747,200 +689,14 @@ static int source_comm(const struct source *s, const struct source *others, int 
     return 0;
 }
 
-/* A run dir's parent's baseline/ and ddp/ (the main job's other run) when dir is a run. */
-static int add_siblings(struct runset *rs, const char *dir)
-{
-    char *copy = strdup(dir);
-    if (!copy)
-        return error_set("predict: out of memory");
-    size_t len = strlen(copy);
-    while (len > 1 && copy[len - 1] == '/')
-        copy[--len] = '\0';
-    char *slash = strrchr(copy, '/');
-    const char *parent = slash ? (slash == copy ? "/" : (*slash = '\0', copy)) : ".";
-    const char *self = slash ? dir + (slash - copy) + 1 : dir;
-    int rc = 0;
-    static const char *const subs[] = {"baseline", "ddp"};
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        if (strncmp(self, subs[k], strlen(subs[k])) == 0 &&
-            (self[strlen(subs[k])] == '\0' || self[strlen(subs[k])] == '/'))
-            continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", parent, subs[k]) < 0) {
-            rc = error_set("predict: out of memory");
-            break;
-        }
-        if (run_dir_is_run(p))
-            rc = runset_add_dir(rs, p);
-        free(p);
-    }
-    free(copy);
-    return rc;
-}
 
-static int parse_list(const char *opt, const char *arg, double *out, int *n, double lo,
-                      double hi, const char *what)
-{
-    const char *p = arg;
-    *n = 0;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno || !(v >= lo && v <= hi) || (*end && *end != ',') ||
-            *n >= PREDICT_MAX_LIST)
-            return error_set("predict: %s '%s': want %s, a list of at most %d separated by "
-                             "commas (%s)", opt, arg, what, PREDICT_MAX_LIST, predict_usage());
-        out[(*n)++] = v;
-        p = *end ? end + 1 : end;
-        if (*end && !*p)
-            return error_set("predict: %s '%s' ends with a comma (%s)", opt, arg,
-                             predict_usage());
-    }
-    if (*n == 0)
-        return error_set("predict: %s needs a value (%s)", opt, predict_usage());
-    return 0;
-}
 
-const char *predict_usage(void)
-{
-    return "usage: ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] [--bandwidth-gbps B] "
-           "[--latency-us L] [--amp fp16|bf16|off] [--comm-from RUN_DIR] [--out DIR] [--warmup-steps N] "
-           "(lists allowed: --bucket-cap-mb 1,4,25)";
-}
 
-static int predict_help(void)
-{
-    printf("%s\n\n"
-           "Replays one median step of the run (a DDP run, or a baseline) as a dependency\n"
-           "graph for each combination of the options (report/FORMULAS.md \"Predictions\")\n"
-           "and writes predict.csv: the run's measured step (config measured) and each\n"
-           "prediction (config predicted).  Without an option, a value is the run's own.\n\n"
-           "  RUN_DIR            a run directory (its baseline/ or ddp/ sibling is read too:\n"
-           "                     other precision, comm calibration, the speedup's baseline),\n"
-           "                     or a main job's directory (the DDP run is predicted from)\n"
-           "  --world N          ranks (list: 2,4,8)\n"
-           "  --bucket-cap-mb X  DDP bucket cap in MB of 2^20 bytes (list)\n"
-           "  --bandwidth-gbps B link bandwidth in gigabits per second, 10^9 bit/s (list;\n"
-           "                     default: fitted to the run's own all-reduces)\n"
-           "  --latency-us L     ring latency per hop in microseconds (list; default: fitted)\n"
-           "  --amp fp16|bf16|off  precision of conv and linear layers (list; the other\n"
-           "                     precision's per-layer times come from the main job's other run)\n"
-           "  --comm-from DIR    the comm's latency and bandwidth fitted to that DDP run's\n"
-           "                     all-reduces (a baseline predicted with another run's comm)\n"
-           "  --out DIR          where predict.csv goes (default: RUN_DIR)\n"
-           "  --warmup-steps N   leave the first N steps out (default: detected, as the report)\n",
-           predict_usage());
-    return 0;
-}
 
-static int predict_parse(int argc, char **argv, struct predict_opts *o, int *help)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double d[PREDICT_MAX_LIST];
-        int n = 0;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            *help = 1;
-            return 0;
-        }
-        int takes = strcmp(a, "--world") == 0 || strcmp(a, "--bucket-cap-mb") == 0 ||
-                    strcmp(a, "--bandwidth-gbps") == 0 || strcmp(a, "--latency-us") == 0 ||
-                    strcmp(a, "--amp") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--comm-from") == 0 ||
-                    strcmp(a, "--warmup-steps") == 0;
-        if (takes && !v)
-            return error_set("predict: %s needs a value (%s)", a, predict_usage());
-        if (strcmp(a, "--world") == 0) {
-            if (parse_list(a, v, d, &n, 1, 65536, "whole rank counts from 1 to 65536"))
-                return -1;
-            for (int k = 0; k < n; k++) {
-                if (d[k] != floor(d[k]))
-                    return error_set("predict: --world '%s': %g is not a whole rank count (%s)",
-                                     v, d[k], predict_usage());
-                o->worlds[k] = (int)d[k];
-            }
-            o->nworld = n;
-        } else if (strcmp(a, "--bucket-cap-mb") == 0) {
-            if (parse_list(a, v, o->caps, &o->ncap, 1e-6, 1e6, "caps in MB above 0"))
-                return -1;
-        } else if (strcmp(a, "--bandwidth-gbps") == 0) {
-            if (parse_list(a, v, o->bws, &o->nbw, 1e-6, 1e6, "bandwidths in Gbit/s above 0"))
-                return -1;
-        } else if (strcmp(a, "--latency-us") == 0) {
-            if (parse_list(a, v, o->lats, &o->nlat, 0, 1e9, "latencies in µs, 0 or more"))
-                return -1;
-        } else if (strcmp(a, "--amp") == 0) {
-            char *dup = strdup(v), *save = NULL;
-            if (!dup)
-                return error_set("predict: out of memory");
-            o->namp = 0;
-            for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                static const char *const ok[] = {"off", "fp16", "bf16"};
-                const char *hit = NULL;
-                for (int k = 0; k < 3; k++)
-                    if (strcmp(tok, ok[k]) == 0)
-                        hit = ok[k];
-                if (!hit || o->namp >= PREDICT_MAX_LIST) {
-                    free(dup);
-                    return error_set("predict: --amp '%s': want fp16, bf16 or off (a list: "
-                                     "off,fp16) (%s)", v, predict_usage());
-                }
-                o->amps[o->namp++] = hit;
-            }
-            free(dup);
-            if (o->namp == 0)
-                return error_set("predict: --amp needs a value (%s)", predict_usage());
-        } else if (strcmp(a, "--out") == 0) {
-            o->out_dir = v;
-        } else if (strcmp(a, "--comm-from") == 0) {
-            o->comm_from = v;
-        } else if (strcmp(a, "--warmup-steps") == 0) {
-            char *end = NULL;
-            long w = strtol(v, &end, 10);
-            if (end == v || *end || w < 0 || w > 1000000)
-                return error_set("predict: --warmup-steps needs a step count in [0, 1000000] "
-                                 "(%s)", predict_usage());
-            o->warmup_given = 1;
-            o->warmup_steps = (int)w;
-        } else if (a[0] == '-' && a[1]) {
-            return error_set("predict: unknown option '%s' (%s)", a, predict_usage());
-        } else if (o->run_dir) {
-            return error_set("predict: one run directory at a time ('%s' and '%s') (%s)",
-                             o->run_dir, a, predict_usage());
-        } else {
-            o->run_dir = a;
-        }
-        i += takes;
-    }
-    if (!o->run_dir)
-        return error_set("predict: no run directory given (%s)", predict_usage());
-    return 0;
-}
 
-/* Which run of rs to predict from: the one at dir when dir is a run, else the DDP run,
- * else the first. */
-static int pick_source(const struct runset *rs, int dir_is_run)
-{
-    if (dir_is_run)
-        return 0;
-    for (int i = 0; i < rs->n; i++)
-        if (run_mode_is(&rs->runs[i], "ddp"))
-            return i;
-    return 0;
-}
 
-struct grid_ctx {
-    const struct runset *rs;
-    const struct run_stat *st;
-    struct source *src; /* per run of rs */
-    int which;          /* the predicted run */
-    double base_step;
-    int base_batch;
-};
 
-static int source_all(struct grid_ctx *g)
+int predict_grid_init(struct predict_grid *g)
 {
     g->src = calloc((size_t)g->rs->n + 1, sizeof *g->src);
     if (!g->src)
@@ -957,7 +713,7 @@ static int source_all(struct grid_ctx *g)
     return 0;
 }
 
-static void grid_free(struct grid_ctx *g)
+void predict_grid_free(struct predict_grid *g)
 {
     for (int i = 0; g->src && i < g->rs->n; i++)
         source_free(&g->src[i]);
@@ -965,7 +721,7 @@ static void grid_free(struct grid_ctx *g)
 }
 
 /* the source of another run in precision amp with per-layer times, or NULL */
-static const struct source *amp_source(const struct grid_ctx *g, const char *amp)
+const struct predict_source *predict_amp_source(const struct predict_grid *g, const char *amp)
 {
     for (int i = 0; i < g->rs->n; i++)
         if (i != g->which && g->src[i].run && g->src[i].layered &&
@@ -974,275 +730,38 @@ static const struct source *amp_source(const struct grid_ctx *g, const char *amp
     return NULL;
 }
 
-static double speedup_of(const struct grid_ctx *g, int world, int batch, double step_ms)
+double predict_speedup_of(const struct predict_grid *g, int world, int batch, double step_ms)
 {
     if (!(g->base_step > 0) || g->base_batch <= 0 || batch <= 0 || !(step_ms > 0))
         return -1;
     return ((double)world * batch / step_ms) / ((double)g->base_batch / g->base_step);
 }
 
-int predict_main(int argc, char **argv)
+
+/* Which run of rs to predict from: the one at dir when dir is a run, else the DDP run,
+ * else the first. */
+int predict_pick(const struct runset *rs, int dir_is_run)
 {
-    struct predict_opts o = {0};
-    int help = 0;
-    if (predict_parse(argc, argv, &o, &help))
-        return -1;
-    if (help)
-        return predict_help();
-    struct stat sb;
-    if (stat(o.run_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return error_set("predict: %s: no such run directory (give a directory that "
-                         "ddpprof wrote: it holds meta.csv, or baseline/ and ddp/)", o.run_dir);
-    struct runset rs;
-    runset_init(&rs);
-    const int dir_is_run = run_dir_is_run(o.run_dir);
-    int rc = runset_add_dir(&rs, o.run_dir);
-    if (rc == 0 && rs.n == 0)
-        rc = error_set("predict: %s holds no ddpprof run (no meta.csv in it, baseline/ or "
-                       "ddp/)", o.run_dir);
-    if (rc == 0 && dir_is_run)
-        rc = add_siblings(&rs, o.run_dir);
-    int comm_first = rs.n; /* --comm-from's run: rs.runs[comm_first..] */
-    if (rc == 0 && o.comm_from) {
-        char *want = realpath(o.comm_from, NULL);
-        for (int i = 0; want && i < rs.n; i++) { /* already read (a sibling): that one */
-            char *have = realpath(rs.runs[i].dir, NULL);
-            if (have && strcmp(have, want) == 0)
-                comm_first = i;
-            free(have);
-        }
-        if (!run_dir_is_run(o.comm_from))
-            rc = error_set("predict: --comm-from %s: not a run directory (give a DDP run's "
-                           "directory: it holds meta.csv)", o.comm_from);
-        else if (comm_first == rs.n)
-            rc = runset_add_dir(&rs, o.comm_from);
-        free(want);
-    }
-    const int comm_last = o.comm_from ? (comm_first < rs.n ? comm_first + 1 : rs.n) : 0;
-    if (rc == 0)
-        rc = runset_finish(&rs);
-    struct run_stat *st = NULL;
-    if (rc == 0 &&
-        !(st = analysis_run_warmup(&rs, o.warmup_given ? o.warmup_steps : ANALYSIS_WARMUP_AUTO)))
-        rc = -1;
-    struct grid_ctx g = {.rs = &rs, .st = st, .which = rc == 0 ? pick_source(&rs, dir_is_run) : 0};
-    if (rc == 0)
-        rc = source_all(&g);
-    struct table t;
-    table_init(&t, "predict: the measured step and each what-if (report/FORMULAS.md "
-                   "\"Predictions\")", "predict.csv", predict_cols, PC_COUNT);
-    const struct source *s = rc == 0 ? &g.src[g.which] : NULL;
-    struct predict_comm cal = {0};
-    const char *cal_from = NULL;
-    int have_cal = 0;
-    if (s && o.comm_from) { /* asked for: that run's, or an error */
-        for (int i = comm_first; i < comm_last && !have_cal; i++)
-            if (g.src[i].run && g.src[i].calibrated) {
-                cal = g.src[i].comm;
-                cal_from = g.src[i].run->label;
-                have_cal = 1;
-            }
-        if (!have_cal)
-            rc = error_set("predict: --comm-from %s: no all-reduce there to fit the comm to (a "
-                           "DDP run of 2 ranks or more)", o.comm_from);
-    } else if (s) {
-        have_cal = source_comm(s, g.src, rs.n, &cal, &cal_from);
-    }
-    if (rc == 0 && !have_cal && o.nbw == 0) {
-        int wants_comm = 0;
-        for (int k = 0; k < o.nworld; k++)
-            wants_comm |= o.worlds[k] > 1;
-        wants_comm |= s->world > 1;
-        if (wants_comm)
-            rc = error_set("predict: %s: no all-reduce to calibrate the comm from (a baseline, "
-                           "or a run without its rows): give --bandwidth-gbps B (and "
-                           "--latency-us L) or --comm-from DDP_RUN, or predict from the DDP "
-                           "run", s->run->dir);
-    }
-    if (rc == 0 && !have_cal)
-        cal = (struct predict_comm){.latency_us = 0, .bandwidth_gbps = o.nbw ? o.bws[0] : 1};
-    /* the measured row */
-    if (rc == 0) {
-        table_add_row(&t);
-        table_set(&t, PC_CONFIG, "measured");
-        table_set(&t, PC_WORLD, "%d", s->world);
-        if (s->world > 1)
-            table_set(&t, PC_CAP, "%g", s->cap_mb);
-        if (s->calibrated) {
-            table_set(&t, PC_BW, "%.4g", s->comm.bandwidth_gbps);
-            table_set(&t, PC_LAT, "%.4g", s->comm.latency_us);
-            table_set(&t, PC_FLOOR, "%.4g", s->comm.floor_ms);
-            table_set(&t, PC_BUSY, "%.4g", s->comm.busy_ms);
-        }
-        table_set(&t, PC_AMP, "%s", s->amp);
-        if (s->run->meta.buckets.s)
-            table_set(&t, PC_BUCKETS, "%lld", (long long)s->run->meta.buckets.i);
-        table_set(&t, PC_STEP, "%.3f", s->step_ms);
-        table_set(&t, PC_COMPUTE, "%.3f", s->compute_ms);
-        table_set(&t, PC_COMM, "%.3f", s->comm_ms);
-        table_set(&t, PC_EXPOSED, "%.3f", s->exposed_ms);
-        if (s->has_overlap)
-            table_set(&t, PC_OVERLAP, "%.1f", s->overlap_pct);
-        double sp = speedup_of(&g, s->world, s->batch, s->step_ms);
-        if (sp > 0)
-            table_set(&t, PC_SPEEDUP, "%.3f", sp);
-        table_set(&t, PC_CHANGE, "0.0");
-    }
-    /* the grid */
-    const int nw = o.nworld ? o.nworld : 1, nc = o.ncap ? o.ncap : 1, nbw = o.nbw ? o.nbw : 1,
-              nl = o.nlat ? o.nlat : 1, na = o.namp ? o.namp : 1;
-    struct predict_config own = {0};
-    struct predict_out own_out;
-    if (rc == 0) {
-        own = (struct predict_config){.world = s->world, .bucket_cap_mb = s->cap_mb, .comm = cal};
-        rc = predict_replay(&s->m, &own, &own_out);
-    }
-    char notes[4][320];
-    int nnotes = 0;
-    /* an asked bandwidth is the link's rate; over TCP (meta.csv comm_link tcp) the
-     * collective's payload gets PREDICT_TCP_EFFICIENCY of it (FORMULAS.md); the calibrated
-     * one is already payload.  Runs before comm_link (2026-12-07) name only their comm:
-     * gloo was the one over TCP. */
-    const char *link = s ? s->run->meta.comm_link.s : NULL,
-               *comm_name = s ? s->run->meta.comm.s : NULL;
+    if (dir_is_run)
+        return 0;
+    for (int i = 0; i < rs->n; i++)
+        if (run_mode_is(&rs->runs[i], "ddp"))
+            return i;
+    return 0;
+}
+
+/* What an asked bandwidth carries as payload (FORMULAS.md): over TCP (meta.csv comm_link
+ * tcp; runs before comm_link, 2026-12-07, name only their comm: gloo was the one over TCP)
+ * PREDICT_TCP_EFFICIENCY of the link's rate, else all of it. */
+double predict_link_efficiency(const struct predict_source *s)
+{
+    const char *link = s->run->meta.comm_link.s, *comm_name = s->run->meta.comm.s;
     const int tcp = link ? strcmp(link, "tcp") == 0 : comm_name && strcmp(comm_name, "gloo") == 0;
-    const double link_eff = tcp ? PREDICT_TCP_EFFICIENCY : 1.0;
-    if (rc == 0 && o.nbw && link_eff < 1.0)
-        snprintf(notes[nnotes++], sizeof notes[0],
-                 "comm %s: an asked bandwidth is the link's rate, of which TCP carries %.3g "
-                 "as payload", comm_name ? comm_name : "?", link_eff);
-    for (int ia = 0; ia < na && rc == 0; ia++) {
-        const char *amp = o.namp ? o.amps[ia] : s->amp;
-        struct predict_model m = s->m;
-        int own_m = 0;
-        if (strcmp(amp, s->amp) != 0) {
-            const struct source *other = amp_source(&g, amp);
-            if (other && s->layered) {
-                if ((rc = model_amp(s, other, &m)))
-                    break;
-                own_m = 1;
-                if (nnotes < 4)
-                    snprintf(notes[nnotes++], sizeof notes[0],
-                             "amp %s: conv and linear layers' times from run %s (scaled by the "
-                             "other layers' ratio of the two runs)", amp, other->run->label);
-            } else if (nnotes < 4) {
-                snprintf(notes[nnotes++], sizeof notes[0],
-                         "amp %s: no run in that precision with per-layer rows beside this "
-                         "one: compute assumed unchanged", amp);
-            }
-        }
-        for (int iw = 0; iw < nw && rc == 0; iw++)
-            for (int ic = 0; ic < nc && rc == 0; ic++)
-                for (int ib = 0; ib < nbw && rc == 0; ib++)
-                    for (int il = 0; il < nl && rc == 0; il++) {
-                        const double asked_bw = o.nbw ? o.bws[ib] : cal.bandwidth_gbps;
-                        struct predict_config c = {
-                            .world = o.nworld ? o.worlds[iw] : s->world,
-                            .bucket_cap_mb = o.ncap ? o.caps[ic] : s->cap_mb,
-                            .comm = {.latency_us = o.nlat ? o.lats[il] : cal.latency_us,
-                                     .bandwidth_gbps = o.nbw ? o.bws[ib] * link_eff
-                                                             : cal.bandwidth_gbps,
-                                     .floor_ms = cal.floor_ms,
-                                     .busy_ms = cal.busy_ms,
-                                     .grad_progress = cal.grad_progress}};
-                        struct predict_out p;
-                        if ((rc = predict_one(s, &m, &own_out, &c, &p)))
-                            break;
-                        table_add_row(&t);
-                        table_set(&t, PC_CONFIG, "predicted");
-                        table_set(&t, PC_WORLD, "%d", c.world);
-                        table_set(&t, PC_CAP, "%g", c.bucket_cap_mb);
-                        table_set(&t, PC_BW, "%.4g", asked_bw);
-                        table_set(&t, PC_LAT, "%.4g", c.comm.latency_us);
-                        table_set(&t, PC_FLOOR, "%.4g", c.comm.floor_ms);
-                        table_set(&t, PC_BUSY, "%.4g", c.comm.busy_ms);
-                        table_set(&t, PC_AMP, "%s", amp);
-                        table_set(&t, PC_BUCKETS, "%d", p.buckets);
-                        table_set(&t, PC_STEP, "%.3f", p.step_ms);
-                        table_set(&t, PC_COMPUTE, "%.3f", p.compute_ms);
-                        table_set(&t, PC_COMM, "%.3f", p.comm_ms);
-                        table_set(&t, PC_EXPOSED, "%.3f", p.exposed_comm_ms);
-                        if (p.comm_ms > 0)
-                            table_set(&t, PC_OVERLAP, "%.1f", p.overlap_pct);
-                        double sp = speedup_of(&g, c.world, s->batch, p.step_ms);
-                        if (sp > 0)
-                            table_set(&t, PC_SPEEDUP, "%.3f", sp);
-                        table_set(&t, PC_CHANGE, "%+.1f",
-                                  100.0 * (p.step_ms - s->step_ms) / s->step_ms);
-                    }
-        if (own_m)
-            free(m.layers);
-    }
-    const char *out = o.out_dir ? o.out_dir : o.run_dir;
-    if (rc == 0 && o.out_dir)
-        rc = outfile_mkdirs(out);
-    if (rc == 0)
-        rc = table_write_csv(&t, out);
-    if (rc == 0) {
-        table_print(&t, stdout, 200);
-        printf("#  predicted from run %s (%s): %d rank(s), median step %.3f ms over %zu "
-               "step(s) after %d warm-up step(s)\n",
-               s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
-               s->st->warmup.steps);
-        if (have_cal && s->calibrated && !o.comm_from) {
-            printf("#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
-                   "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,
-                   cal.bandwidth_gbps, cal.latency_us);
-            if (cal.floor_ms > 0)
-                printf("#  comm: an all-reduce takes at least %.4g ms (the median of the "
-                       "setup's %zu near-empty ones)\n", cal.floor_ms, s->cal_small);
-            if (s->cal_busy > 0)
-                printf("#  comm: an all-reduce that starts before backward ends takes %.4g ms "
-                       "more (the median excess of the run's %zu such)\n", cal.busy_ms,
-                       s->cal_busy);
-        } else if (have_cal) {
-            printf("#  comm: calibrated on run %s: %.4g Gbit/s, %.4g us per hop, at least "
-                   "%.4g ms, %.4g ms more beside backward\n", cal_from, cal.bandwidth_gbps,
-                   cal.latency_us, cal.floor_ms, cal.busy_ms);
-        }
-        if (have_cal && cal.grad_progress)
-            printf("#  comm: its threads run at the gradients (comm_progress,gradient): an "
-                   "all-reduce started in backward takes each ring step at the next "
-                   "gradient\n");
-        if (!s->layered)
-            printf("#  no per-layer rows (a run with --trace full records them): gradients "
-                   "taken as ready spread over backward by their bytes\n");
-        if (!s->param_keys && s->m.nparams > 0)
-            printf("#  no param.I.* in meta.csv: the measured buckets stand for the "
-                   "parameters (a cap can merge them, not split them)\n");
-        if (s->world == 1 && (o.nworld == 0 || o.worlds[0] > 1))
-            printf("#  from a 1-rank run: each rank computes as that run did (its threads "
-                   "per rank: %s)\n", s->run->meta.threads_per_rank.s
-                                          ? s->run->meta.threads_per_rank.s : "?");
-        for (int k = 0; k < nnotes; k++)
-            printf("#  %s\n", notes[k]);
-        printf("#  written to %s/predict.csv\n", out);
-        fflush(stdout);
-    }
-    table_free(&t);
-    grid_free(&g);
-    analysis_free(st, rs.n);
-    runset_free(&rs);
-    return rc;
+    return tcp ? PREDICT_TCP_EFFICIENCY : 1.0;
 }
 
 /* ---- the report's "what if" ---- */
 
-static int add_line(char ***lines, size_t *n, const char *fmt, ...)
-{
-    char **v = realloc(*lines, (*n + 1) * sizeof *v);
-    if (!v)
-        return error_set("report: out of memory");
-    *lines = v;
-    va_list ap;
-    va_start(ap, fmt);
-    int ok = vasprintf(&v[*n], fmt, ap);
-    va_end(ap);
-    if (ok < 0)
-        return error_set("report: out of memory");
-    (*n)++;
-    return 0;
-}
 
 /* candidate caps of the search (MB) */
 static const double whatif_caps[] = {0.25, 0.5, 1, 2, 4, 8, 16, 25, 50, 100};
@@ -1260,23 +779,23 @@ int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
             w->run = i;
     if (w->run < 0)
         return 0;
-    struct grid_ctx g = {.rs = rs, .st = st, .which = w->run};
-    if (source_all(&g)) {
+    struct predict_grid g = {.rs = rs, .st = st, .which = w->run};
+    if (predict_grid_init(&g)) {
         snprintf(w->why, sizeof w->why, "%s", error_get());
-        grid_free(&g);
+        predict_grid_free(&g);
         return 0;
     }
-    const struct source *s = &g.src[w->run];
+    const struct predict_source *s = &g.src[w->run];
     if (!s->calibrated) {
         snprintf(w->why, sizeof w->why, "no all-reduce rows to calibrate the comm from");
-        grid_free(&g);
+        predict_grid_free(&g);
         return 0;
     }
     w->comm = s->comm;
     w->world = s->world;
     w->cap_mb = s->cap_mb;
     w->step_ms = s->step_ms;
-    w->speedup = speedup_of(&g, s->world, s->batch, s->step_ms);
+    w->speedup = predict_speedup_of(&g, s->world, s->batch, s->step_ms);
     /* the candidates: the fixed list, and halves down to a sixteenth of the model's
      * gradients (a small model fits in one bucket at every fixed cap) */
     double total = 0;
@@ -1316,58 +835,13 @@ int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
         w->scale[k].world = c.world;
         w->scale[k].step_ms = p.step_ms;
         w->scale[k].exposed_ms = p.exposed_comm_ms;
-        w->scale[k].speedup = speedup_of(&g, c.world, s->batch, p.step_ms);
+        w->scale[k].speedup = predict_speedup_of(&g, c.world, s->batch, p.step_ms);
         w->scale[k].gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);
     }
-    grid_free(&g);
+    predict_grid_free(&g);
     if (rc)
         return -1;
     w->ok = 1;
     return 0;
 }
 
-int predict_whatif(const struct runset *rs, const struct predict_whatif *wp, char ***lines,
-                   size_t *n)
-{
-    *lines = NULL;
-    *n = 0;
-    const struct predict_whatif w = *wp;
-    if (w.run < 0)
-        return 0;
-    const char *label = rs->runs[w.run].label;
-    if (!w.ok)
-        return add_line(lines, n, "what if: run %s cannot be predicted: %s", label, w.why);
-    int rc = add_line(lines, n,
-                      "what if (run %s, predicted; ring all-reduce fitted: %.4g Gbit/s, %.4g us "
-                      "per hop, at least %.4g ms, %.4g ms more beside backward; "
-                      "report/FORMULAS.md \"Predictions\"):",
-                      label, w.comm.bandwidth_gbps, w.comm.latency_us, w.comm.floor_ms,
-                      w.comm.busy_ms);
-    if (rc == 0 && w.best_cap_mb != w.cap_mb)
-        rc = add_line(lines, n,
-                      "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "
-                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
-                      w.best_cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.best_step_ms,
-                      w.best_step_ms - w.step_ms, 100.0 * (w.best_step_ms - w.step_ms) / w.step_ms,
-                      w.best_exposed_ms, w.best_exposed_ms - w.exposed_ms, w.cap_mb);
-    else if (rc == 0)
-        rc = add_line(lines, n,
-                      "  best bucket cap: the run's own %g MB (no candidate of %d from %.3g to "
-                      "%g MB is predicted faster); exposed comm %.3f ms per step",
-                      w.cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.exposed_ms);
-    for (int k = 0; rc == 0 && k < 2; k++) {
-        const int mult = k ? 4 : 2;
-        if (w.scale[k].speedup > 0 && w.speedup > 0)
-            rc = add_line(lines, n,
-                          "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm "
-                          "%.3f ms", w.scale[k].world, mult, w.scale[k].step_ms,
-                          w.scale[k].speedup, w.speedup, w.scale[k].gain, w.scale[k].exposed_ms);
-        else
-            rc = add_line(lines, n,
-                          "  world %d (%dx): step %.3f ms, %.2fx the throughput (no baseline "
-                          "for a speedup), exposed comm %.3f ms", w.scale[k].world, mult,
-                          w.scale[k].step_ms, w.scale[k].gain, w.scale[k].exposed_ms);
-    }
-    return rc;
-}

@@ -116,28 +116,86 @@ double predict_straggler_ms(const double *sorted, size_t n, int world);
 int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
                      struct predict_comm *out);
 
-/* ---- `ddpprof predict` ---- */
+/* ---- a run's model and its predictions (predict.c) ---- */
 
-/* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name): prints the table and
- * writes predict.csv.  Returns 0, or -1 after error_set() with the one line to print. */
-int predict_main(int argc, char **argv);
-
-const char *predict_usage(void);
-
-/* The report's "what if" section for the DDP run of a report, from its figures w
- * (predict_whatif_figures, below, computed once per report for this and the
- * recommendations): the best bucket cap over the candidates and the predicted speedup at 2x
- * and 4x the world size at the calibrated bandwidth.  Lines of text (without newlines)
- * into *lines (malloc'd array of malloc'd strings, *n of them; the caller frees both).  0
- * (*n == 0 when there is no DDP run; one line saying why when it cannot be predicted), -1
- * only on out of memory. */
 struct runset;
+struct run;
 struct run_stat;
-struct predict_whatif;
-int predict_whatif(const struct runset *rs, const struct predict_whatif *w, char ***lines,
-                   size_t *n);
 
-/* The figures behind those lines, for other report code (recommendations). */
+/* One run's model and what was measured of it. */
+struct predict_source {
+    const struct run *run;
+    const struct run_stat *st;
+    int world, batch;
+    double cap_mb;
+    const char *amp;
+    double step_ms;                 /* measured median step (rank 0, after warm-up) */
+    double compute_ms, comm_ms, exposed_ms, overlap_pct; /* overlap.csv's, per step */
+    int has_overlap;
+    struct predict_model m;
+    char **layer_type; /* per layer: meta layer.K.type, or NULL */
+    int layered;       /* per-layer rows were found */
+    int param_keys;    /* meta param.I.* were found */
+    int calibrated;    /* comm fitted from this run's collectives */
+    struct predict_comm comm;
+    size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
+    size_t cal_small;              /* near-empty all-reduces behind the floor */
+    size_t cal_busy;               /* bucket all-reduces behind the busy term */
+};
+
+/* The sources of every run of a runset, one of them predicted. */
+struct predict_grid {
+    const struct runset *rs;
+    const struct run_stat *st;
+    struct predict_source *src; /* per run of rs (.run NULL: a run that cannot be modelled) */
+    int which;                  /* the predicted run */
+    double base_step;           /* the baseline's median step (ms), 0: none */
+    int base_batch;
+};
+
+/* Fill g->src (g's rs, st and which set): 0, or -1 after error_set() when the predicted
+ * run cannot be modelled (another run that cannot is left out).  Free with
+ * predict_grid_free, also after a failure. */
+int predict_grid_init(struct predict_grid *g);
+void predict_grid_free(struct predict_grid *g);
+
+/* Which run of rs to predict from: the first when the directory given is a run, else the
+ * DDP run, else the first. */
+int predict_pick(const struct runset *rs, int dir_is_run);
+
+/* Another run of g in precision amp with per-layer times, or NULL. */
+const struct predict_source *predict_amp_source(const struct predict_grid *g, const char *amp);
+
+/* The speedup over g's baseline of world ranks of batch images stepping in step_ms; -1
+ * when there is no baseline to compare with. */
+double predict_speedup_of(const struct predict_grid *g, int world, int batch, double step_ms);
+
+/* The comm s is predicted with: calibrated from s, else from one of others[0..nothers),
+ * into *c and the run's label into *from (1), else 0. */
+int predict_source_comm(const struct predict_source *s, const struct predict_source *others,
+                        int nothers, struct predict_comm *c, const char **from);
+
+/* s's model with the per-layer times of other's precision for the autocast layers (conv,
+ * linear), scaled by the two runs' ratio over the other layers.  *m borrows s's arrays but
+ * layers (the caller frees m->layers).  0, or -1 after error_set(). */
+int predict_model_amp(const struct predict_source *s, const struct predict_source *other,
+                      struct predict_model *m);
+
+/* One prediction of s at configuration c with model m, anchored at the measured step (own:
+ * the replay of s's own configuration), the parts as overlap.csv measures them.  0, or -1
+ * after error_set(). */
+int predict_one(const struct predict_source *s, const struct predict_model *m,
+                const struct predict_out *own, const struct predict_config *c,
+                struct predict_out *o);
+
+/* What of an asked link bandwidth s's comm carries as payload (1, or TCP's share). */
+double predict_link_efficiency(const struct predict_source *s);
+
+/* ---- the report's "what if" (its lines: report/predict_view.h) ---- */
+
+/* The figures of the what-if lines, for the page and the recommendations: the best bucket
+ * cap over the candidates and the predicted speedup at 2x and 4x the world size at the
+ * calibrated bandwidth. */
 #define PREDICT_WHATIF_CANDIDATES 14
 struct predict_whatif {
     int run;  /* the DDP run predicted (index in the runset), -1: none in the set */

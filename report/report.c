@@ -24,6 +24,7 @@
 #include "report/ops_view.h"
 #include "report/outfile.h"
 #include "report/predict.h"
+#include "report/predict_view.h"
 #include "report/run.h"
 #include "report/table.h"
 #include "report/timeline.h"

@@ -62,6 +62,14 @@ int report_main(int argc, char **argv);
 /* The usage text of `ddpprof report`. */
 const char *report_usage(void);
 
+/* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name; report/predict_cli.c):
+ * prints the table and writes predict.csv.  Returns 0, or -1 after error_set() with the one
+ * line to print. */
+int predict_main(int argc, char **argv);
+
+/* The usage text of `ddpprof predict`. */
+const char *predict_usage(void);
+
 #ifdef __cplusplus
 }
 #endif

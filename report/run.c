@@ -1157,6 +1157,36 @@ static char *run_tail(const char *dir, int k)
     return s;
 }
 
+int runset_add_siblings(struct runset *rs, const char *dir)
+{
+    char *copy = strdup(dir);
+    if (!copy)
+        return error_set("report: out of memory");
+    size_t len = strlen(copy);
+    while (len > 1 && copy[len - 1] == '/')
+        copy[--len] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *parent = slash ? (slash == copy ? "/" : (*slash = '\0', copy)) : ".";
+    const char *self = slash ? dir + (slash - copy) + 1 : dir;
+    int rc = 0;
+    static const char *const subs[] = {"baseline", "ddp"};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if (strncmp(self, subs[k], strlen(subs[k])) == 0 &&
+            (self[strlen(subs[k])] == '\0' || self[strlen(subs[k])] == '/'))
+            continue;
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", parent, subs[k]) < 0) {
+            rc = error_set("report: out of memory");
+            break;
+        }
+        if (run_dir_is_run(p))
+            rc = runset_add_dir(rs, p);
+        free(p);
+    }
+    free(copy);
+    return rc;
+}
+
 /* ---- several nodes: one run from the directories of its nodes ---- */
 
 static int run_cmp_rank(const void *a, const void *b)

@@ -95,6 +95,10 @@ struct run *runset_new_run(struct runset *rs, const char *dir);
  * ranks, a truncated last trace line and missing clock offsets are warnings. */
 int runset_add_dir(struct runset *rs, const char *dir);
 
+/* The main job's other run beside the run in dir: its parent's baseline/ and ddp/ that are
+ * runs, dir itself aside, appended to rs.  0, or -1 after error_set(). */
+int runset_add_siblings(struct runset *rs, const char *dir);
+
 /* Merge the directories of one run on several nodes (meta.csv's run_id is the same; the
  * directory holding node 0's meta.csv keeps its meta and name), then give every run a
  * short label unique in the set; call once after the last add. */

@@ -170,3 +170,46 @@ int import_dir(struct runset *rs, const char *dir)
     free(paths);
     return rc;
 }
+
+/* The directory of a file path ("a/b.json" -> "a", "b.json" -> "."). */
+static char *dirname_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *d = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!d)
+        error_set("report: out of memory");
+    return d;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int import_inputs(struct runset *rs, const char *const *inputs, int n)
+{
+    if (!is_dir(inputs[0]) && !(rs->default_out = dirname_of(inputs[0])))
+        return -1;
+    char **loose = calloc((size_t)n + 1, sizeof *loose);
+    int nloose = 0, rc = 0;
+    if (!loose)
+        return error_set("report: out of memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *in = inputs[i];
+        struct stat st;
+        if (stat(in, &st) != 0) {
+            rc = error_set("%s: no such run directory or trace file (%s)", in, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = import_dir(rs, in);
+        } else if (S_ISREG(st.st_mode)) {
+            loose[nloose++] = (char *)in;
+        } else {
+            rc = error_set("%s: not a run directory or a trace file", in);
+        }
+    }
+    if (rc == 0 && nloose > 0)
+        rc = import_run(rs, loose[0], loose, nloose);
+    free(loose);
+    return rc;
+}

@@ -10,6 +10,12 @@
 
 #include "report/run.h"
 
+/* Read every input of the report into rs: ddpprof run directories (or parents of runs),
+ * directories of traces (one run each, or the runs their names say), and trace files (all
+ * of them: one run, read last).  rs->default_out is the first input's directory when it is
+ * a file.  0, or -1 after error_set(). */
+int import_inputs(struct runset *rs, const char *const *inputs, int n);
+
 /* A directory given to the report, appended to rs: read whole by the importer that claims it
  * (a ddpprof run, or a parent of runs), else its trace files as the ranks of one run
  * (import_dir_traces, import_run).  Returns 0, or -1 after error_set(). */

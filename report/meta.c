@@ -199,6 +199,11 @@ int meta_is(const struct meta_value *v, const char *text)
     return v->s && strcmp(v->s, text) == 0;
 }
 
+const char *meta_text(const struct meta_value *v)
+{
+    return v->s ? v->s : "";
+}
+
 double meta_num(const struct meta_value *v, double absent)
 {
     return v && v->s ? v->d : absent;

@@ -59,6 +59,9 @@ int meta_set(struct run_meta *m, enum run_meta_key k, const char *value, const c
 /* 1 when v is there and its text is exactly text ("cuda", "ddp") */
 int meta_is(const struct meta_value *v, const char *text);
 
+/* v's text as written, "" when absent */
+const char *meta_text(const struct meta_value *v);
+
 /* v's number (INT or NUM), or absent when v is NULL or not there */
 double meta_num(const struct meta_value *v, double absent);
 

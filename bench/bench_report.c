@@ -24,9 +24,9 @@
 #include "probes/run_format.h"
 #include "probes/trace_format.h"
 #include "bench/kineto_gen.h"
-#include "report/import.h"
+#include "report/input/import.h"
 #include "report/report.h"
-#include "report/run.h"
+#include "report/input/run.h"
 
 static uint64_t bench_rng = 0x9e3779b97f4a7c15ull;
 

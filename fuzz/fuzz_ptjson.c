@@ -10,10 +10,10 @@
 
 #include <string.h>
 
-#include "report/analysis.h"
-#include "report/import.h"
-#include "report/ptjson.h"
-#include "report/run.h"
+#include "report/analysis/analysis.h"
+#include "report/input/import.h"
+#include "report/input/ptjson.h"
+#include "report/input/run.h"
 
 struct fold {
     uint64_t h, n;

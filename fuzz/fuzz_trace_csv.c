@@ -5,8 +5,8 @@
  * Every row read must have end_ns >= start_ns and interned names and labels. */
 #include "fuzz/fuzz_util.h"
 
-#include "report/run.h"
-#include "report/strpool.h"
+#include "report/input/run.h"
+#include "report/input/strpool.h"
 
 #include <string.h>
 

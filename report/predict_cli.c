@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
-#include "report/analysis.h"
-#include "report/outfile.h"
-#include "report/predict.h"
-#include "report/predict_view.h"
-#include "report/run.h"
+#include "report/analysis/analysis.h"
+#include "report/output/outfile.h"
+#include "report/analysis/predict.h"
+#include "report/output/predict_view.h"
+#include "report/input/run.h"
 
 #define PREDICT_MAX_LIST 16 /* values per what-if option */
 #define PREDICT_NOTES 4     /* lines of notes under the table */

@@ -6,7 +6,7 @@
  * bandwidth a synthetic comm was made with, a ring that steps only at gradients (comm
  * threads sharing the ranks' cores), and the bad configurations. */
 #include "common/error.h"
-#include "report/predict.h"
+#include "report/analysis/predict.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "common/error.h"
-#include "report/ptjson.h"
+#include "report/input/ptjson.h"
 #include "testutil.h"
 
 /* What a parse delivered: the events folded into a hash (FNV-1a over every field). */

@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "report/report.h"
-#include "report/run.h"
+#include "report/input/run.h"
 #include "testutil.h"
 
 static char *root;

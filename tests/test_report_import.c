@@ -30,13 +30,13 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "report/analysis.h"
-#include "report/import.h"
-#include "report/import_core.h"
-#include "report/import_group.h"
-#include "report/kernels.h"
-#include "report/ptjson.h"
-#include "report/reorder.h"
+#include "report/analysis/analysis.h"
+#include "report/input/import.h"
+#include "report/input/import_core.h"
+#include "report/input/import_group.h"
+#include "report/input/kernels.h"
+#include "report/input/ptjson.h"
+#include "report/input/reorder.h"
 #include "report/report.h"
 #include "testutil.h"
 

@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "report/import.h"
-#include "report/import_core.h"
-#include "report/import_group.h"
-#include "report/importer.h"
-#include "report/pytorch_names.h"
-#include "report/run.h"
+#include "report/input/import.h"
+#include "report/input/import_core.h"
+#include "report/input/import_group.h"
+#include "report/input/importer.h"
+#include "report/input/pytorch_names.h"
+#include "report/input/run.h"
 #include "testutil.h"
 
 static void expect_claim(const char *path, int is_dir, const char *name, enum import_claim want)

@@ -8,7 +8,7 @@
  * kept ops), kernels and their minimum and maximum. */
 #include <string.h>
 
-#include "report/ops.h"
+#include "report/input/ops.h"
 #include "testutil.h"
 
 static const struct op_stat *find(const struct op_table *t, int kind, uint32_t name)

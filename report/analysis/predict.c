@@ -212,6 +212,209 @@ struct coll_rows {
     struct dlist bytes, ms;
 };
 
+/* The labels source_calibrate looks for (STRPOOL_NONE: absent from the runset). */
+struct calib_ids {
+    uint32_t range, ar, car, bwd, calib;
+};
+
+/* The buckets' all-reduces: per (step, bucket) the shortest duration over ranks and the
+ * latest start.  One that started (on every rank) before the last rank's backward ended,
+ * the last bucket aside, ran beside compute: it goes to busy_*, for the busy term, and
+ * stays out of the line (x*). */
+static int calib_buckets(const struct predict_source *s, const struct calib_ids *id,
+                         struct dlist *xb, struct dlist *xm, struct dlist *busy_b,
+                         struct dlist *busy_m)
+{
+    const struct run *r = s->run;
+    const int64_t nb = r->meta.buckets.s ? r->meta.buckets.i : 0;
+    int64_t maxstep = 0;
+    for (int q = 0; q < r->nranks; q++)
+        if (r->ranks[q].last_step > maxstep)
+            maxstep = r->ranks[q].last_step;
+    if (!(nb > 0 && maxstep > 0 && id->ar != STRPOOL_NONE && id->range != STRPOOL_NONE))
+        return 0;
+    /* the cells are the (step, bucket) pairs that have rows, sorted: memory follows the
+     * rows, not the highest step or bucket number they name */
+    struct cell_row *cells = NULL, *bends = NULL;
+    size_t ncells = 0, cap_cells = 0, nbends = 0, cap_bends = 0;
+    int rc = 0;
+    for (int q = 0; q < r->nranks && rc == 0; q++) {
+        const struct rank_trace *t = &r->ranks[q];
+        int dev = 0;
+        for (size_t i = 0; i < t->n; i++)
+            if (t->rows[i].phase == id->ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
+                dev = 1;
+        const enum trace_clock clk = dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
+        for (size_t i = 0; i < t->n && rc == 0; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (row->phase == id->bwd && id->bwd != STRPOOL_NONE && row->clock == clk &&
+                row->step >= 0 && row->step <= maxstep && row->end_ns > 0) {
+                if (VEC_RESERVE(bends, cap_bends, nbends + 1))
+                    rc = error_set("predict: out of memory");
+                else
+                    bends[nbends++] = (struct cell_row){row->step, 0, row->end_ns, 0};
+            }
+            if (row->phase != id->ar || !row_counts(s->st, row, id->range) || row->bucket < 0 ||
+                row->bucket >= nb || row->step > maxstep || row->bytes <= 0 ||
+                row->clock != clk)
+                continue;
+            if (rc == 0 && VEC_RESERVE(cells, cap_cells, ncells + 1))
+                rc = error_set("predict: out of memory");
+            if (rc == 0)
+                cells[ncells++] = (struct cell_row){
+                    (int64_t)row->step << 32 | (int64_t)row->bucket,
+                    (double)(row->end_ns - row->start_ns) / 1e6, row->start_ns, row->bytes};
+        }
+    }
+    /* stable: a cell's rows stay in rank and file order (its bytes are the last row's) */
+    if (rc == 0 && (sort_by_i64(cells, ncells, sizeof *cells, offsetof(struct cell_row, key)) ||
+                    sort_by_i64(bends, nbends, sizeof *bends, offsetof(struct cell_row, key))))
+        rc = error_wrap("predict");
+    size_t b = 0;
+    for (size_t i = 0; i < ncells && rc == 0;) {
+        const int64_t step = cells[i].key >> 32, bucket = cells[i].key & 0xffffffff;
+        double best = cells[i].ms;
+        int64_t start = cells[i].start, bytes = cells[i].bytes;
+        size_t j = i + 1;
+        for (; j < ncells && cells[j].key == cells[i].key; j++) {
+            best = cells[j].ms < best ? cells[j].ms : best;
+            start = cells[j].start > start ? cells[j].start : start;
+            bytes = cells[j].bytes;
+        }
+        i = j;
+        /* the step's backward end (0: no backward row) */
+        while (b < nbends && bends[b].key < step)
+            b++;
+        int64_t be = 0;
+        for (size_t k = b; k < nbends && bends[k].key == step; k++)
+            be = bends[k].start > be ? bends[k].start : be;
+        /* the last bucket holds the first layer's gradients: it is ready when backward
+         * ends (inside the backward range, by the hook), never beside it */
+        const int during = be > 0 && start < be && bucket != nb - 1;
+        rc = dlist_add(during ? busy_b : xb, (double)bytes);
+        if (rc == 0)
+            rc = dlist_add(during ? busy_m : xm, best);
+    }
+    free(cells);
+    free(bends);
+    return rc;
+}
+
+/* The setup's calibration rows: the k-th of every rank is one collective, its time the
+ * shortest over ranks (a collective the ranks disagree on is left out). */
+static int calib_setup_rows(const struct predict_source *s, const struct calib_ids *id,
+                            struct dlist *xb, struct dlist *xm)
+{
+    const struct run *r = s->run;
+    if (id->calib == STRPOOL_NONE || id->car == STRPOOL_NONE)
+        return 0;
+    int rc = 0;
+    struct coll_rows *cr = calloc((size_t)r->nranks, sizeof *cr);
+    if (!cr)
+        rc = error_set("predict: out of memory");
+    size_t least = SIZE_MAX;
+    for (int q = 0; q < r->nranks && rc == 0; q++) {
+        const struct rank_trace *t = &r->ranks[q];
+        for (size_t i = 0; i < t->n && rc == 0; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (row->phase == id->car && row->name == id->calib && row->step < 0 &&
+                row->clock == TRACE_CLOCK_HOST && row->bytes > 0) {
+                rc = dlist_add(&cr[q].bytes, (double)row->bytes);
+                if (rc == 0)
+                    rc = dlist_add(&cr[q].ms, (double)(row->end_ns - row->start_ns) / 1e6);
+            }
+        }
+        if (cr && cr[q].bytes.n < least)
+            least = cr[q].bytes.n;
+    }
+    for (size_t k = 0; rc == 0 && least != SIZE_MAX && k < least; k++) {
+        double b = cr[0].bytes.v[k], ms = cr[0].ms.v[k];
+        int same = 1;
+        for (int q = 1; q < r->nranks; q++) {
+            same &= cr[q].bytes.v[k] == b;
+            if (cr[q].ms.v[k] < ms)
+                ms = cr[q].ms.v[k];
+        }
+        if (!same)
+            continue; /* ranks disagree on the order: leave the row out */
+        rc = dlist_add(xb, b);
+        if (rc == 0)
+            rc = dlist_add(xm, ms);
+    }
+    for (int q = 0; cr && q < r->nranks; q++) {
+        free(cr[q].bytes.v);
+        free(cr[q].ms.v);
+    }
+    free(cr);
+    return rc;
+}
+
+/* Per distinct size of xb (in the order first seen), the median of its times xm: into fb,
+ * fm. */
+static int calib_medians(const struct dlist *xb, const struct dlist *xm, struct dlist *fb,
+                         struct dlist *fm)
+{
+    if (xb->n == 0)
+        return 0;
+    int rc = 0;
+    double *tmp = malloc(xb->n * sizeof *tmp);
+    if (!tmp)
+        rc = error_set("predict: out of memory");
+    for (size_t i = 0; rc == 0 && i < xb->n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < fb->n; j++)
+            seen |= fb->v[j] == xb->v[i];
+        if (seen)
+            continue;
+        size_t m = 0;
+        for (size_t j = i; j < xb->n; j++)
+            if (xb->v[j] == xb->v[i])
+                tmp[m++] = xm->v[j];
+        rc = dlist_add(fb, xb->v[i]);
+        if (rc == 0)
+            rc = dlist_add(fm, median(tmp, m));
+    }
+    free(tmp);
+    return rc;
+}
+
+/* The floor: the median of the near-empty all-reduces (the smallest size up to
+ * PREDICT_SMALL_BYTES, PREDICT_SMALL_MIN samples or more) into *floor_ms (0: none) and
+ * their count into *nsmall; the sizes fb, fm are then cut to those that clear it (their
+ * time is the wire's, not waking's) where two or more do, else to the sizes above the
+ * near-empty one. */
+static void calib_floor(const struct dlist *xb, struct dlist *fb, struct dlist *fm,
+                        double *floor_ms, size_t *nsmall)
+{
+    double small = 0;
+    *floor_ms = 0;
+    *nsmall = 0;
+    for (size_t i = 0; i < fb->n; i++)
+        if (fb->v[i] <= PREDICT_SMALL_BYTES && (small == 0 || fb->v[i] < small))
+            small = fb->v[i];
+    for (size_t i = 0; small > 0 && i < xb->n; i++)
+        *nsmall += xb->v[i] == small;
+    if (*nsmall < PREDICT_SMALL_MIN)
+        return;
+    for (size_t i = 0; i < fb->n; i++)
+        if (fb->v[i] == small)
+            *floor_ms = fm->v[i];
+    size_t clear = 0, big = 0;
+    for (size_t i = 0; i < fb->n; i++) {
+        clear += fm->v[i] >= PREDICT_FLOOR_CLEAR * *floor_ms;
+        big += fb->v[i] > small;
+    }
+    if (clear >= 2 || big >= 1) {
+        size_t k = 0;
+        for (size_t i = 0; i < fb->n; i++)
+            if (clear >= 2 ? fm->v[i] >= PREDICT_FLOOR_CLEAR * *floor_ms : fb->v[i] > small) {
+                fb->v[k] = fb->v[i];
+                fm->v[k++] = fm->v[i];
+            }
+        fb->n = fm->n = k;
+    }
+}
+
 /* The comm's ring parameters from the run's own all-reduces: the buckets' (per step and
  * bucket, the shortest duration over ranks: the transfer, without the wait for a late rank)
  * and the setup's calibration rows (matched across ranks by their order); per distinct
@@ -221,181 +424,21 @@ static int source_calibrate(const struct runset *rs, struct predict_source *s)
     const struct run *r = s->run;
     if (s->world < 2 || r->nranks < 1)
         return 0;
-    const uint32_t range = strpool_find(&rs->labels, "range");
-    const uint32_t ar = strpool_find(&rs->labels, "allreduce");
-    const uint32_t car = strpool_find(&rs->labels, "comm.allreduce");
-    const uint32_t bwd = strpool_find(&rs->labels, "backward");
-    const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
-    struct dlist xb = {0}, xm = {0}, busy_b = {0}, busy_m = {0};
-    int rc = 0;
-    /* buckets: key (step, bucket) -> min duration over ranks, and the latest start; one
-     * that started (on every rank) before the last rank's backward ended, the last bucket
-     * aside, ran beside compute: its excess over the line is the busy term, and it stays out
-     * of the line */
-    const int64_t nb = r->meta.buckets.s ? r->meta.buckets.i : 0;
-    int64_t maxstep = 0;
-    for (int q = 0; q < r->nranks; q++)
-        if (r->ranks[q].last_step > maxstep)
-            maxstep = r->ranks[q].last_step;
-    if (nb > 0 && maxstep > 0 && ar != STRPOOL_NONE && range != STRPOOL_NONE) {
-        /* the cells are the (step, bucket) pairs that have rows, sorted: memory follows the
-         * rows, not the highest step or bucket number they name */
-        struct cell_row *cells = NULL, *bends = NULL;
-        size_t ncells = 0, cap_cells = 0, nbends = 0, cap_bends = 0;
-        for (int q = 0; q < r->nranks && rc == 0; q++) {
-            const struct rank_trace *t = &r->ranks[q];
-            int dev = 0;
-            for (size_t i = 0; i < t->n; i++)
-                if (t->rows[i].phase == ar && t->rows[i].clock == TRACE_CLOCK_DEVICE)
-                    dev = 1;
-            const enum trace_clock clk = dev ? TRACE_CLOCK_DEVICE : TRACE_CLOCK_HOST;
-            for (size_t i = 0; i < t->n && rc == 0; i++) {
-                const struct run_row *row = &t->rows[i];
-                if (row->phase == bwd && bwd != STRPOOL_NONE && row->clock == clk &&
-                    row->step >= 0 && row->step <= maxstep && row->end_ns > 0) {
-                    if (VEC_RESERVE(bends, cap_bends, nbends + 1))
-                        rc = error_set("predict: out of memory");
-                    else
-                        bends[nbends++] = (struct cell_row){row->step, 0, row->end_ns, 0};
-                }
-                if (row->phase != ar || !row_counts(s->st, row, range) || row->bucket < 0 ||
-                    row->bucket >= nb || row->step > maxstep || row->bytes <= 0 ||
-                    row->clock != clk)
-                    continue;
-                if (rc == 0 && VEC_RESERVE(cells, cap_cells, ncells + 1))
-                    rc = error_set("predict: out of memory");
-                if (rc == 0)
-                    cells[ncells++] = (struct cell_row){
-                        (int64_t)row->step << 32 | (int64_t)row->bucket,
-                        (double)(row->end_ns - row->start_ns) / 1e6, row->start_ns, row->bytes};
-            }
-        }
-        /* stable: a cell's rows stay in rank and file order (its bytes are the last row's) */
-        if (rc == 0 && (sort_by_i64(cells, ncells, sizeof *cells, offsetof(struct cell_row, key)) ||
-                        sort_by_i64(bends, nbends, sizeof *bends, offsetof(struct cell_row, key))))
-            rc = error_wrap("predict");
-        size_t b = 0;
-        for (size_t i = 0; i < ncells && rc == 0;) {
-            const int64_t step = cells[i].key >> 32, bucket = cells[i].key & 0xffffffff;
-            double best = cells[i].ms;
-            int64_t start = cells[i].start, bytes = cells[i].bytes;
-            size_t j = i + 1;
-            for (; j < ncells && cells[j].key == cells[i].key; j++) {
-                best = cells[j].ms < best ? cells[j].ms : best;
-                start = cells[j].start > start ? cells[j].start : start;
-                bytes = cells[j].bytes;
-            }
-            i = j;
-            /* the step's backward end (0: no backward row) */
-            while (b < nbends && bends[b].key < step)
-                b++;
-            int64_t be = 0;
-            for (size_t k = b; k < nbends && bends[k].key == step; k++)
-                be = bends[k].start > be ? bends[k].start : be;
-            /* the last bucket holds the first layer's gradients: it is ready when backward
-             * ends (inside the backward range, by the hook), never beside it */
-            const int during = be > 0 && start < be && bucket != nb - 1;
-            rc = dlist_add(during ? &busy_b : &xb, (double)bytes);
-            if (rc == 0)
-                rc = dlist_add(during ? &busy_m : &xm, best);
-        }
-        free(cells);
-        free(bends);
-    }
-    /* the calibration rows: the k-th of every rank is one collective */
-    if (rc == 0 && calib != STRPOOL_NONE && car != STRPOOL_NONE) {
-        struct coll_rows *cr = calloc((size_t)r->nranks, sizeof *cr);
-        if (!cr)
-            rc = error_set("predict: out of memory");
-        size_t least = SIZE_MAX;
-        for (int q = 0; q < r->nranks && rc == 0; q++) {
-            const struct rank_trace *t = &r->ranks[q];
-            for (size_t i = 0; i < t->n && rc == 0; i++) {
-                const struct run_row *row = &t->rows[i];
-                if (row->phase == car && row->name == calib && row->step < 0 &&
-                    row->clock == TRACE_CLOCK_HOST && row->bytes > 0) {
-                    rc = dlist_add(&cr[q].bytes, (double)row->bytes);
-                    if (rc == 0)
-                        rc = dlist_add(&cr[q].ms, (double)(row->end_ns - row->start_ns) / 1e6);
-                }
-            }
-            if (cr && cr[q].bytes.n < least)
-                least = cr[q].bytes.n;
-        }
-        for (size_t k = 0; rc == 0 && least != SIZE_MAX && k < least; k++) {
-            double b = cr[0].bytes.v[k], ms = cr[0].ms.v[k];
-            int same = 1;
-            for (int q = 1; q < r->nranks; q++) {
-                same &= cr[q].bytes.v[k] == b;
-                if (cr[q].ms.v[k] < ms)
-                    ms = cr[q].ms.v[k];
-            }
-            if (!same)
-                continue; /* ranks disagree on the order: leave the row out */
-            rc = dlist_add(&xb, b);
-            if (rc == 0)
-                rc = dlist_add(&xm, ms);
-        }
-        for (int q = 0; cr && q < r->nranks; q++) {
-            free(cr[q].bytes.v);
-            free(cr[q].ms.v);
-        }
-        free(cr);
-    }
-    /* per distinct size, the median */
-    struct dlist fb = {0}, fm = {0};
-    if (rc == 0 && xb.n > 0) {
-        size_t *ord = malloc(xb.n * sizeof *ord);
-        double *tmp = malloc(xb.n * sizeof *tmp);
-        if (!ord || !tmp)
-            rc = error_set("predict: out of memory");
-        for (size_t i = 0; rc == 0 && i < xb.n; i++) {
-            int seen = 0;
-            for (size_t j = 0; j < fb.n; j++)
-                seen |= fb.v[j] == xb.v[i];
-            if (seen)
-                continue;
-            size_t m = 0;
-            for (size_t j = i; j < xb.n; j++)
-                if (xb.v[j] == xb.v[i])
-                    tmp[m++] = xm.v[j];
-            rc = dlist_add(&fb, xb.v[i]);
-            if (rc == 0)
-                rc = dlist_add(&fm, median(tmp, m));
-        }
-        free(ord);
-        free(tmp);
-    }
-    /* the floor: the median of the near-empty all-reduces (the smallest size up to
-     * PREDICT_SMALL_BYTES, PREDICT_SMALL_MIN samples or more); the line is then fitted to
-     * the sizes that clear it (their time is the wire's, not waking's) where two or more
-     * do, else to the sizes above the near-empty one */
-    double floor_ms = 0, small = 0;
+    const struct calib_ids id = {strpool_find(&rs->labels, "range"),
+                                 strpool_find(&rs->labels, "allreduce"),
+                                 strpool_find(&rs->labels, "comm.allreduce"),
+                                 strpool_find(&rs->labels, "backward"),
+                                 strpool_find(&rs->names, PREDICT_CALIB_NAME)};
+    struct dlist xb = {0}, xm = {0}, busy_b = {0}, busy_m = {0}, fb = {0}, fm = {0};
+    int rc = calib_buckets(s, &id, &xb, &xm, &busy_b, &busy_m);
+    if (rc == 0)
+        rc = calib_setup_rows(s, &id, &xb, &xm);
+    if (rc == 0)
+        rc = calib_medians(&xb, &xm, &fb, &fm);
+    double floor_ms = 0;
     size_t nsmall = 0;
-    for (size_t i = 0; i < fb.n; i++)
-        if (fb.v[i] <= PREDICT_SMALL_BYTES && (small == 0 || fb.v[i] < small))
-            small = fb.v[i];
-    for (size_t i = 0; small > 0 && i < xb.n; i++)
-        nsmall += xb.v[i] == small;
-    if (rc == 0 && nsmall >= PREDICT_SMALL_MIN) {
-        for (size_t i = 0; i < fb.n; i++)
-            if (fb.v[i] == small)
-                floor_ms = fm.v[i];
-        size_t clear = 0, big = 0;
-        for (size_t i = 0; i < fb.n; i++) {
-            clear += fm.v[i] >= PREDICT_FLOOR_CLEAR * floor_ms;
-            big += fb.v[i] > small;
-        }
-        if (clear >= 2 || big >= 1) {
-            size_t k = 0;
-            for (size_t i = 0; i < fb.n; i++)
-                if (clear >= 2 ? fm.v[i] >= PREDICT_FLOOR_CLEAR * floor_ms : fb.v[i] > small) {
-                    fb.v[k] = fb.v[i];
-                    fm.v[k++] = fm.v[i];
-                }
-            fb.n = fm.n = k;
-        }
-    }
+    if (rc == 0)
+        calib_floor(&xb, &fb, &fm, &floor_ms, &nsmall);
     if (rc == 0 && fb.n > 0 && predict_fit_ring(fb.v, fm.v, fb.n, s->world, &s->comm) == 0) {
         s->comm.floor_ms = floor_ms;
         s->comm.grad_progress = meta_is(&r->meta.comm_progress, "gradient");

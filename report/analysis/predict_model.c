@@ -96,6 +96,64 @@ static double ring_at_gradients(double t, int world, double start, double bwd_en
     return now - start > t ? now - start : t;
 }
 
+/* When each gradient is ready in backward: the gradients' bytes into bytes[0..np) and their
+ * ready times into ready[0..np) (layer_end[0..nlayers): each layer's backward end).
+ * Backward runs what the layers do not account for (the loss's backward, autograd) first,
+ * then the layers from the last to the first; without layers the gradients come in
+ * reverse order, spread over backward by their bytes. */
+static void replay_ready(const struct predict_model *m, size_t *bytes, double *ready,
+                         double *layer_end)
+{
+    const int np = m->nparams;
+    const double bwd_start = m->data_ms + m->forward_ms;
+    const double bwd_end = bwd_start + m->backward_ms;
+    double layers_bwd = 0.0;
+    for (int k = 0; k < m->nlayers; k++)
+        layers_bwd += m->layers[k].bwd_ms;
+    /* layers longer than the measured backward (medians of parts need not add up): scaled
+     * to fit it */
+    const double scale = layers_bwd > m->backward_ms && layers_bwd > 0.0
+                             ? m->backward_ms / layers_bwd : 1.0;
+    double t = bwd_end - layers_bwd * scale;
+    for (int k = m->nlayers - 1; k >= 0; k--) {
+        t += m->layers[k].bwd_ms * scale;
+        layer_end[k] = t;
+    }
+    if (m->nlayers > 0)
+        layer_end[0] = bwd_end; /* the first layer ends backward: exactly, not by a sum */
+    double total = 0.0;
+    for (int i = 0; i < np; i++)
+        total += (double)m->params[i].bytes;
+    double acc = 0.0;
+    for (int i = np - 1; i >= 0; i--) {
+        const struct predict_param *p = &m->params[i];
+        bytes[i] = p->bytes;
+        acc += (double)p->bytes;
+        if (m->nlayers > 0)
+            ready[i] = p->layer >= 0 && p->layer < m->nlayers ? layer_end[p->layer] : bwd_end;
+        else
+            ready[i] = total > 0.0 ? bwd_start + m->backward_ms * acc / total : bwd_end;
+    }
+}
+
+/* The straggler term at world ranks from m's per-rank compute samples into *out (0 for
+ * one rank or no samples).  0, or -1 after error_set(). */
+static int replay_straggler(const struct predict_model *m, int world, double *out)
+{
+    *out = 0.0;
+    if (m->ncompute == 0 || world <= 1)
+        return 0;
+    double *sorted = malloc(m->ncompute * sizeof *sorted);
+    if (!sorted)
+        return error_set("predict: out of memory");
+    for (size_t i = 0; i < m->ncompute; i++)
+        sorted[i] = m->compute_ms[i];
+    qsort(sorted, m->ncompute, sizeof *sorted, sort_cmp_double);
+    *out = predict_straggler_ms(sorted, m->ncompute, world);
+    free(sorted);
+    return 0;
+}
+
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out)
 {
@@ -120,37 +178,8 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
         goto done;
     }
 
-    /* backward: what the layers do not account for (the loss's backward, autograd) first,
-     * then the layers from the last to the first */
-    const double bwd_start = m->data_ms + m->forward_ms;
-    const double bwd_end = bwd_start + m->backward_ms;
-    double layers_bwd = 0.0;
-    for (int k = 0; k < m->nlayers; k++)
-        layers_bwd += m->layers[k].bwd_ms;
-    /* layers longer than the measured backward (medians of parts need not add up): scaled
-     * to fit it */
-    const double scale = layers_bwd > m->backward_ms && layers_bwd > 0.0
-                             ? m->backward_ms / layers_bwd : 1.0;
-    double t = bwd_end - layers_bwd * scale;
-    for (int k = m->nlayers - 1; k >= 0; k--) {
-        t += m->layers[k].bwd_ms * scale;
-        layer_end[k] = t;
-    }
-    if (m->nlayers > 0)
-        layer_end[0] = bwd_end; /* the first layer ends backward: exactly, not by a sum */
-    double total = 0.0;
-    for (int i = 0; i < np; i++)
-        total += (double)m->params[i].bytes;
-    double acc = 0.0; /* no layers: gradients in reverse order, spread by bytes */
-    for (int i = np - 1; i >= 0; i--) {
-        const struct predict_param *p = &m->params[i];
-        bytes[i] = p->bytes;
-        acc += (double)p->bytes;
-        if (m->nlayers > 0)
-            ready[i] = p->layer >= 0 && p->layer < m->nlayers ? layer_end[p->layer] : bwd_end;
-        else
-            ready[i] = total > 0.0 ? bwd_start + m->backward_ms * acc / total : bwd_end;
-    }
+    const double bwd_end = m->data_ms + m->forward_ms + m->backward_ms;
+    replay_ready(m, bytes, ready, layer_end);
 
     const int nb = ddp_buckets_assign(bytes, np, DDP_FIRST_BUCKET_BYTES,
                                       ddp_bucket_cap_bytes(c->bucket_cap_mb), bucket_of);
@@ -188,20 +217,9 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     }
     const double exposed = comm_free > bwd_end ? comm_free - bwd_end : 0.0;
 
-    double *sorted = NULL;
     double straggler = 0.0;
-    if (m->ncompute > 0 && c->world > 1) {
-        sorted = malloc(m->ncompute * sizeof *sorted);
-        if (!sorted) {
-            rc = error_set("predict: out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < m->ncompute; i++)
-            sorted[i] = m->compute_ms[i];
-        qsort(sorted, m->ncompute, sizeof *sorted, sort_cmp_double);
-        straggler = predict_straggler_ms(sorted, m->ncompute, c->world);
-        free(sorted);
-    }
+    if ((rc = replay_straggler(m, c->world, &straggler)))
+        goto done;
 
     out->buckets = nb;
     out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms;

@@ -1026,68 +1026,44 @@ static int32_t ext_step(const struct import_rank *im, const struct ext_ref *v, s
     return lo < n && v[lo].ext == ext ? im->recs.v[v[lo].i].step : fallback;
 }
 
-int import_rank_finish(struct import_rank *im)
+/* The records' steps (by their start), the device records' (by correlation to a host
+ * record, else their launch time), the other collectives and the host collectives, then
+ * the buckets and sizes numbered by order within the step.  dev: the device all-reduces
+ * (NCCL kernels, else annotations).  *exts (the correlation index) is the caller's to
+ * free.  0, or -1 after error_set(). */
+static int fin_assign(struct import_rank *im, const struct step_span *steps, size_t nsteps,
+                      struct rec_list *dev, struct ext_ref **exts, size_t *nexts)
 {
-    struct rank_trace *t = imp_trace(im);
-    struct imp_result *res = &im->sink->res[im->index];
-    const char *why;
-    struct step_span *steps = NULL;
-    size_t nsteps = 0;
-    if (imp_steps(im, &steps, &nsteps, &why) < 0)
-        return -1;
-    if (why)
-        report_warn("%s: no ProfilerStep#N events: steps taken from %s; %zu step(s)", im->path,
-                    why, nsteps);
-    res->steps = (int32_t)nsteps;
-    res->first_step = nsteps ? steps[0].number : 0;
-    for (size_t i = 1; i < nsteps; i++)
-        if (steps[i].number < res->first_step)
-            res->first_step = steps[i].number;
-    /* steps, buckets */
     for (size_t i = 0; i < im->recs.n; i++) {
         struct rec *r = &im->recs.v[i];
         r->step = r->kind == R_STEP ? imp_step_number(r->val)
                                     : imp_step_at(steps, nsteps, r->start);
     }
-    struct rec_list *dev = im->nccl.n ? &im->nccl : &im->annot;
     if (!im->nccl.n && im->annot.n) {
-        if (sort_by_i64(im->annot.v, im->annot.n, sizeof *im->annot.v, 0) < 0) {
-            free(steps);
+        if (sort_by_i64(im->annot.v, im->annot.n, sizeof *im->annot.v, 0) < 0)
             return error_wrap("%s", im->path);
-        }
         if (im->counts.unknown_comm)
             report_warn("%s: no all-reduce kernel with a known NCCL name (ncclKernel_*, "
                         "ncclDevKernel_*): device all-reduce times taken from the %zu "
                         "gpu_user_annotation ranges instead",
                         im->path, im->annot.n);
     }
-    struct ext_ref *exts = NULL;
-    size_t nexts = 0;
-    if (ext_index(im, &exts, &nexts) < 0) {
-        free(steps);
-        free(exts);
+    if (ext_index(im, exts, nexts) < 0)
         return imp_oom(im);
-    }
     for (size_t i = 0; i < dev->n; i++) {
         struct rec *r = &dev->v[i];
-        r->step = ext_step(im, exts, nexts, r->ext,
+        r->step = ext_step(im, *exts, *nexts, r->ext,
                            imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start));
     }
     for (size_t i = 0; i < im->odev.n; i++) {
         struct rec *r = &im->odev.v[i];
         r->step = imp_step_at(steps, nsteps, r->launch >= 0 ? r->launch : r->start);
     }
-    if (imp_other_collectives(im) < 0) {
-        free(steps);
-        free(exts);
+    if (imp_other_collectives(im) < 0)
         return -1;
-    }
     /* the host collectives: the backend ops; in a step without any, their descriptions */
-    if (imp_params_as_coll(im) < 0) {
-        free(steps);
-        free(exts);
+    if (imp_params_as_coll(im) < 0)
         return -1;
-    }
     imp_number_buckets(&im->recs, R_COLL);
     imp_number_buckets(&im->recs, R_PARAMS);
     imp_number_buckets(dev, dev == &im->nccl ? R_NCCL : R_ANNOT);
@@ -1096,7 +1072,17 @@ int import_rank_finish(struct import_rank *im)
      * host collective's */
     imp_fill_bytes(&im->recs, R_COLL, &im->recs, R_PARAMS);
     imp_fill_bytes(dev, dev == &im->nccl ? R_NCCL : R_ANNOT, &im->recs, R_COLL);
-    /* rows */
+    return 0;
+}
+
+/* The rank's rows into t: every record's host row (and device row when it has one), the
+ * fallback steps as step rows (fallback: no ProfilerStep), the device all-reduces and other
+ * device records, and the device ranges of phases without launched kernels; the images of
+ * the forwards into res. */
+static void fin_rows(struct import_rank *im, struct rank_trace *t, const struct step_span *steps,
+                     size_t nsteps, int fallback, const struct rec_list *dev,
+                     const struct ext_ref *exts, size_t nexts, struct imp_result *res)
+{
     int64_t images = 0;
     int images_known = 1, forwards = 0;
     for (size_t i = 0; i < im->recs.n && !im->failed; i++) {
@@ -1117,7 +1103,7 @@ int import_rank_finish(struct import_rank *im)
             imp_row(im, t, r, TRACE_CLOCK_DEVICE, r->dev_start, r->dev_end) < 0)
             break;
     }
-    if (why) /* fallback steps become step rows */
+    if (fallback) /* fallback steps become step rows */
         for (size_t i = 0; i < nsteps && !im->failed; i++) {
             static const char what[] = "step (from the trace's calls)";
             struct rec r = {.kind = R_STEP, .step = steps[i].number, .bucket = -1,
@@ -1147,11 +1133,36 @@ int import_rank_finish(struct import_rank *im)
         g->step = ext_step(im, exts, nexts, g->ext, imp_step_at(steps, nsteps, g->start));
         imp_row(im, t, g, TRACE_CLOCK_DEVICE, g->start, g->end);
     }
-    free(exts);
     res->images = images_known && forwards > 0 ? images : -1;
     res->device_rows = dev->n > 0;
+}
+
+int import_rank_finish(struct import_rank *im)
+{
+    struct rank_trace *t = imp_trace(im);
+    struct imp_result *res = &im->sink->res[im->index];
+    const char *why;
+    struct step_span *steps = NULL;
+    size_t nsteps = 0;
+    if (imp_steps(im, &steps, &nsteps, &why) < 0)
+        return -1;
+    if (why)
+        report_warn("%s: no ProfilerStep#N events: steps taken from %s; %zu step(s)", im->path,
+                    why, nsteps);
+    res->steps = (int32_t)nsteps;
+    res->first_step = nsteps ? steps[0].number : 0;
+    for (size_t i = 1; i < nsteps; i++)
+        if (steps[i].number < res->first_step)
+            res->first_step = steps[i].number;
+    struct rec_list *dev = im->nccl.n ? &im->nccl : &im->annot;
+    struct ext_ref *exts = NULL;
+    size_t nexts = 0;
+    int rc = fin_assign(im, steps, nsteps, dev, &exts, &nexts);
+    if (rc == 0)
+        fin_rows(im, t, steps, nsteps, why != NULL, dev, exts, nexts, res);
+    free(exts);
     free(steps);
-    if (im->failed)
+    if (rc < 0 || im->failed)
         return -1;
     if (op_table_any(&im->optab)) { /* ops.csv's rows: the rank_trace owns them now */
         if (!(t->ops = malloc(sizeof *t->ops)))
@@ -1317,37 +1328,28 @@ static int cmp_rank(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-int import_sink_finish(struct import_sink *s)
+/* Who each rank is (distributedInfo.rank, else the file's name or place), checked: the
+ * highest world size the traces say into *world (0: none).  0, or -1 after error_set() (a
+ * rank or world size out of range, two traces of one rank). */
+static int sink_ranks(struct import_sink *s, struct run *run, int n, int64_t *world)
 {
-    if (s->run < 0)
-        return 0; /* no rank: nothing to finish (an importer that makes its own runs) */
-    struct run *run = &s->rs->runs[s->run];
-    struct import_rank_info *info = s->info;
-    struct imp_result *res = s->res;
-    const int n = run->nranks > 0 ? run->nranks : 0;
-    const char *where = s->where;
-    int rc = 0;
-    /* ranks */
-    int64_t world = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
+    const struct import_rank_info *info = s->info;
+    *world = 0;
+    for (int i = 0; i < n; i++) {
         const char *path = run->ranks[i].path;
         int named;
-        if (info[i].has_world && (info[i].world_size < 1 || info[i].world_size > 65536)) {
-            rc = error_set("%s: distributedInfo.world_size = %lld is not in [1, 65536]: the "
-                           "trace is damaged or was edited",
-                           path, (long long)info[i].world_size);
-            break;
-        }
+        if (info[i].has_world && (info[i].world_size < 1 || info[i].world_size > 65536))
+            return error_set("%s: distributedInfo.world_size = %lld is not in [1, 65536]: the "
+                             "trace is damaged or was edited",
+                             path, (long long)info[i].world_size);
         if (info[i].bad_durs)
             report_warn("%s: %llu complete event(s) with a dur that is no duration (negative, "
                         "not a number, or beyond 292 years): left out",
                         path, (unsigned long long)info[i].bad_durs);
-        if (info[i].has_rank && (info[i].rank < 0 || info[i].rank >= 65536)) {
-            rc = error_set("%s: distributedInfo.rank = %lld is not in [0, 65536): the trace is "
-                           "damaged or was edited",
-                           path, (long long)info[i].rank);
-            break;
-        }
+        if (info[i].has_rank && (info[i].rank < 0 || info[i].rank >= 65536))
+            return error_set("%s: distributedInfo.rank = %lld is not in [0, 65536): the trace "
+                             "is damaged or was edited",
+                             path, (long long)info[i].rank);
         if (info[i].has_rank) {
             run->ranks[i].rank = (int)info[i].rank;
         } else {
@@ -1359,77 +1361,94 @@ int import_sink_finish(struct import_sink *s)
                         path, info[i].no_rank_why ? info[i].no_rank_why : "none given",
                         run->ranks[i].rank, by_name ? "name" : "order");
         }
-        if (info[i].has_world && info[i].world_size > world && info[i].world_size <= 65536)
-            world = info[i].world_size;
+        if (info[i].has_world && info[i].world_size > *world && info[i].world_size <= 65536)
+            *world = info[i].world_size;
     }
-    for (int i = 0; i < n && rc == 0; i++)
-        for (int k = 0; k < i && rc == 0; k++)
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < i; k++)
             if (run->ranks[i].rank == run->ranks[k].rank)
-                rc = error_set("%s and %s are both rank %d: give the traces of different runs "
-                               "as separate directories",
-                               run->ranks[k].path, run->ranks[i].path, run->ranks[i].rank);
-    if (rc == 0) {
-        /* in rank order (res and info follow the same permutation) */
-        struct {
-            struct rank_trace t;
-            struct imp_result r;
-            struct import_rank_info f;
-        } *tmp = calloc((size_t)n, sizeof *tmp);
-        if (!tmp) {
-            rc = error_set("report: out of memory");
-        } else {
-            for (int i = 0; i < n; i++) {
-                tmp[i].t = run->ranks[i];
-                tmp[i].r = res[i];
-                tmp[i].f = info[i];
-            }
-            qsort(tmp, (size_t)n, sizeof *tmp, cmp_rank);
-            for (int i = 0; i < n; i++) {
-                run->ranks[i] = tmp[i].t;
-                res[i] = tmp[i].r;
-                info[i] = tmp[i].f;
-            }
-            free(tmp);
-        }
+                return error_set("%s and %s are both rank %d: give the traces of different "
+                                 "runs as separate directories",
+                                 run->ranks[k].path, run->ranks[i].path, run->ranks[i].rank);
+    return 0;
+}
+
+/* The ranks in rank order (res and info follow the same permutation).  0, or -1 after
+ * error_set() (out of memory). */
+static int sink_sort(struct run *run, struct imp_result *res, struct import_rank_info *info,
+                     int n)
+{
+    struct {
+        struct rank_trace t;
+        struct imp_result r;
+        struct import_rank_info f;
+    } *tmp = calloc((size_t)n, sizeof *tmp);
+    if (!tmp)
+        return error_set("report: out of memory");
+    for (int i = 0; i < n; i++) {
+        tmp[i].t = run->ranks[i];
+        tmp[i].r = res[i];
+        tmp[i].f = info[i];
     }
-    if (rc == 0) {
-        run->world_size = (int)(world > 0 ? world : run->ranks[n - 1].rank + 1);
-        if (run->ranks[n - 1].rank >= run->world_size) { /* in rank order: the highest */
-            int above = 0;
-            for (int i = 0; i < n; i++)
-                above += run->ranks[i].rank >= run->world_size;
-            report_warn("%s: %d trace(s) of a rank not below the world size %d their "
-                        "distributedInfo says (e.g. %s, rank %d): the world size is taken as "
-                        "%d",
-                        where, above, run->world_size, run->ranks[n - 1].path,
-                        run->ranks[n - 1].rank, run->ranks[n - 1].rank + 1);
-            run->world_size = run->ranks[n - 1].rank + 1;
-        }
-        if (run->world_size < n)
-            run->world_size = n;
-        if (n < run->world_size)
-            report_warn("%s: world_size is %d but only %d rank trace(s) given", where,
-                        run->world_size, n);
-        /* steps renumbered from 1 over the run: N - (the smallest N) + 1 */
-        int32_t first = INT32_MAX;
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_rank);
+    for (int i = 0; i < n; i++) {
+        run->ranks[i] = tmp[i].t;
+        res[i] = tmp[i].r;
+        info[i] = tmp[i].f;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* The run's world size (the traces', else the highest rank + 1, at least the ranks
+ * given), its steps renumbered from 1, each file's times onto its own absolute clock. */
+static void sink_world_steps(struct import_sink *s, struct run *run, int n, int64_t world)
+{
+    const struct imp_result *res = s->res;
+    const struct import_rank_info *info = s->info;
+    run->world_size = (int)(world > 0 ? world : run->ranks[n - 1].rank + 1);
+    if (run->ranks[n - 1].rank >= run->world_size) { /* in rank order: the highest */
+        int above = 0;
         for (int i = 0; i < n; i++)
-            if (res[i].steps > 0 && res[i].first_step < first)
-                first = res[i].first_step;
-        /* each file's times onto its own absolute clock (+ its base time) */
-        for (int i = 0; i < n; i++) {
-            struct rank_trace *t = &run->ranks[i];
-            for (size_t r = 0; r < t->n; r++) {
-                if (t->rows[r].step >= 1 && first != INT32_MAX)
-                    t->rows[r].step -= first - 1;
-                t->rows[r].start_ns += info[i].base_ns;
-                t->rows[r].end_ns += info[i].base_ns;
-            }
-        }
-        rc = imp_align(run, info);
+            above += run->ranks[i].rank >= run->world_size;
+        report_warn("%s: %d trace(s) of a rank not below the world size %d their "
+                    "distributedInfo says (e.g. %s, rank %d): the world size is taken as %d",
+                    s->where, above, run->world_size, run->ranks[n - 1].path,
+                    run->ranks[n - 1].rank, run->ranks[n - 1].rank + 1);
+        run->world_size = run->ranks[n - 1].rank + 1;
     }
+    if (run->world_size < n)
+        run->world_size = n;
+    if (n < run->world_size)
+        report_warn("%s: world_size is %d but only %d rank trace(s) given", s->where,
+                    run->world_size, n);
+    /* steps renumbered from 1 over the run: N - (the smallest N) + 1 */
+    int32_t first = INT32_MAX;
+    for (int i = 0; i < n; i++)
+        if (res[i].steps > 0 && res[i].first_step < first)
+            first = res[i].first_step;
+    /* each file's times onto its own absolute clock (+ its base time) */
+    for (int i = 0; i < n; i++) {
+        struct rank_trace *t = &run->ranks[i];
+        for (size_t r = 0; r < t->n; r++) {
+            if (t->rows[r].step >= 1 && first != INT32_MAX)
+                t->rows[r].step -= first - 1;
+            t->rows[r].start_ns += info[i].base_ns;
+            t->rows[r].end_ns += info[i].base_ns;
+        }
+    }
+}
+
+/* Every rank onto the reference clock (its offset), then the run's facts: its format, its
+ * images, and the meta an import knows (world size, device, comm, mode).  0, or -1 after
+ * error_set(). */
+static int sink_run_facts(struct import_sink *s, struct run *run, int n)
+{
+    const struct imp_result *res = s->res;
+    const struct import_rank_info *info = s->info;
     int64_t images = 0;
     int images_known = 1, any_kernels = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0; i < n; i++) {
         struct rank_trace *t = &run->ranks[i];
         for (size_t r = 0; r < t->n; r++) {
             t->rows[r].start_ns += t->offset_ns;
@@ -1441,23 +1460,40 @@ int import_sink_finish(struct import_sink *s)
             images += res[i].images;
         any_kernels |= t->kern.count > 0 || info[i].devices > 0;
     }
+    /* a run of mixed formats is named after one whose clocks cannot be shared */
+    run->format = info[0].format;
+    for (int i = 0; i < n; i++)
+        if (strcmp(info[i].format, run->format) != 0 && !info[i].shared_clock)
+            run->format = info[i].format;
+    run->has_metrics = images_known && n == run->world_size;
+    run->metrics_images = images;
+    char ws[16];
+    snprintf(ws, sizeof ws, "%d", run->world_size);
+    int rc = meta_set(&run->meta, RUN_META_world_size, ws, run->dir);
+    if (rc == 0)
+        rc = meta_set(&run->meta, RUN_META_device, any_kernels ? "cuda" : "cpu", run->dir);
+    if (rc == 0 && info[0].has_backend)
+        rc = meta_set(&run->meta, RUN_META_comm, info[0].backend, run->dir);
+    if (rc == 0)
+        rc = meta_set(&run->meta, RUN_META_mode, run->world_size > 1 ? "ddp" : "", run->dir);
+    return rc;
+}
+
+int import_sink_finish(struct import_sink *s)
+{
+    if (s->run < 0)
+        return 0; /* no rank: nothing to finish (an importer that makes its own runs) */
+    struct run *run = &s->rs->runs[s->run];
+    const int n = run->nranks > 0 ? run->nranks : 0;
+    int64_t world = 0;
+    int rc = sink_ranks(s, run, n, &world);
+    if (rc == 0)
+        rc = sink_sort(run, s->res, s->info, n);
     if (rc == 0) {
-        /* a run of mixed formats is named after one whose clocks cannot be shared */
-        run->format = info[0].format;
-        for (int i = 0; i < n; i++)
-            if (strcmp(info[i].format, run->format) != 0 && !info[i].shared_clock)
-                run->format = info[i].format;
-        run->has_metrics = images_known && n == run->world_size;
-        run->metrics_images = images;
-        char ws[16];
-        snprintf(ws, sizeof ws, "%d", run->world_size);
-        rc = meta_set(&run->meta, RUN_META_world_size, ws, run->dir);
-        if (rc == 0)
-            rc = meta_set(&run->meta, RUN_META_device, any_kernels ? "cuda" : "cpu", run->dir);
-        if (rc == 0 && info[0].has_backend)
-            rc = meta_set(&run->meta, RUN_META_comm, info[0].backend, run->dir);
-        if (rc == 0)
-            rc = meta_set(&run->meta, RUN_META_mode, run->world_size > 1 ? "ddp" : "", run->dir);
+        sink_world_steps(s, run, n, world);
+        rc = imp_align(run, s->info);
     }
+    if (rc == 0)
+        rc = sink_run_facts(s, run, n);
     return rc;
 }

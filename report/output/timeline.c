@@ -463,22 +463,157 @@ static void tl_choose(const struct runset *rs, const struct run_stat *st, size_t
     }
 }
 
+/* The file being written: its writer, the names quoted once, the lane of each row of the
+ * rank being written. */
+struct tl_file {
+    struct jw *w;
+    int first; /* no event written yet */
+    struct quoted names, labels;
+    int *row_tid;
+    size_t cap_row_tid;
+    uint32_t range; /* the label id of kind "range" */
+    const char *path;
+};
+
+/* A rank's process (its name: run, rank and host) and its lanes (threads), each row's lane
+ * into f->row_tid.  0, or -1 after error_set(). */
+static int tl_rank_head(struct tl_file *f, const struct run *run, const struct rank_trace *t,
+                        int i, int pid)
+{
+    struct jw *w = f->w;
+    char buf[512];
+    char *q;
+    const char *host = run_rank_host(run, t->rank); /* several nodes: which one */
+    if (host)
+        snprintf(buf, sizeof buf, "%s rank %d (%.200s)", run->label, t->rank, host);
+    else
+        snprintf(buf, sizeof buf, "%s rank %d", run->label, t->rank);
+    if (!(q = timeline_json_quote(buf)))
+        return error_set("%s: out of memory", f->path);
+    timeline_meta(w, &f->first, "process_name", pid, -1, "name", q);
+    free(q);
+    snprintf(buf, sizeof buf, "%d", i * 100000 + t->rank);
+    timeline_meta(w, &f->first, "process_sort_index", pid, -1, "sort_index", buf);
+
+    struct laneset ls = {0};
+    int last = 0, oom = VEC_RESERVE(f->row_tid, f->cap_row_tid, t->n + 1) ||
+                        timeline_assign_lanes(t, f->row_tid) < 0;
+    for (size_t r = 0; r < t->n && !oom; r++) {
+        if (f->row_tid[r] != last)
+            oom = laneset_add(&ls, f->row_tid[r]) < 0;
+        last = f->row_tid[r];
+    }
+    int *tids = oom ? NULL : malloc((ls.n + 1) * sizeof *tids);
+    if (!tids) {
+        free(ls.slot);
+        return error_set("%s: out of memory listing the lanes of %s", f->path, t->path);
+    }
+    size_t nt = 0;
+    for (size_t i = 0; i < ls.cap; i++)
+        if (ls.slot[i])
+            tids[nt++] = ls.slot[i];
+    free(ls.slot);
+    qsort(tids, nt, sizeof *tids, cmp_int);
+    for (size_t r = 0; r < nt; r++) {
+        char lane[64], qs[80];
+        timeline_thread_name(tids[r], lane, sizeof lane);
+        snprintf(qs, sizeof qs, "\"%s\"", lane);
+        timeline_meta(w, &f->first, "thread_name", pid, tids[r], "name", qs);
+        snprintf(qs, sizeof qs, "%d", tids[r]);
+        timeline_meta(w, &f->first, "thread_sort_index", pid, tids[r], "sort_index", qs);
+    }
+    free(tids);
+    return 0;
+}
+
+/* A rank's kept rows, one complete event each, times from t0 (the run's first event). */
+static void tl_rank_rows(struct tl_file *f, const struct rank_trace *t,
+                         const struct tl_keep *keep, int pid, int64_t t0)
+{
+    struct jw *w = f->w;
+    for (size_t r = 0; r < t->n; r++) {
+        const struct run_row *row = &t->rows[r];
+        if (!tl_kept(keep, row))
+            continue;
+        size_t nn, np, nk = 0;
+        const char *name = quoted_get(&f->names, row->name, &nn);
+        const char *phase = quoted_get(&f->labels, row->phase, &np);
+        const char *kind = row->kind == f->range ? NULL : quoted_get(&f->labels, row->kind, &nk);
+        jw_reserve(w, nn + np + nk + 320);
+        if (f->first)
+            JW_LIT(w, "\n{\"name\":");
+        else
+            JW_LIT(w, ",\n{\"name\":");
+        f->first = 0;
+        jw_raw(w, name, nn);
+        JW_LIT(w, ",\"cat\":");
+        jw_raw(w, phase, np);
+        JW_LIT(w, ",\"ph\":\"X\",\"ts\":");
+        jw_us(w, row->start_ns - t0);
+        JW_LIT(w, ",\"dur\":");
+        jw_us(w, row->end_ns - row->start_ns);
+        JW_LIT(w, ",\"pid\":");
+        jw_i64(w, pid);
+        JW_LIT(w, ",\"tid\":");
+        jw_i64(w, f->row_tid[r]);
+        JW_LIT(w, ",\"args\":{\"step\":");
+        jw_i64(w, row->step);
+        if (row->epoch >= 0) { /* imports know no epoch */
+            JW_LIT(w, ",\"epoch\":");
+            jw_i64(w, row->epoch);
+        }
+        JW_LIT(w, ",\"bucket\":");
+        jw_i64(w, row->bucket);
+        if (row->bytes >= 0) { /* an imported collective without sizes */
+            JW_LIT(w, ",\"bytes\":");
+            jw_i64(w, row->bytes);
+        }
+        if (kind) {
+            JW_LIT(w, ",\"kind\":");
+            jw_raw(w, kind, nk);
+        }
+        JW_LIT(w, "}}");
+    }
+}
+
+/* Every run's ranks: their heads and kept rows.  0, or -1 after error_set(). */
+static int tl_runs(struct tl_file *f, const struct runset *rs, const struct tl_keep *keep)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const struct run *run = &rs->runs[i];
+        int64_t t0 = INT64_MAX;
+        for (int k = 0; k < run->nranks; k++)
+            for (size_t r = 0; r < run->ranks[k].n; r++)
+                if (run->ranks[k].rows[r].start_ns < t0)
+                    t0 = run->ranks[k].rows[r].start_ns;
+        for (int k = 0; k < run->nranks; k++) {
+            const struct rank_trace *t = &run->ranks[k];
+            const int pid = (i + 1) * 100000 + t->rank;
+            if (tl_rank_head(f, run, t, i, pid) < 0)
+                return -1;
+            tl_rank_rows(f, t, &keep[i], pid, t0);
+        }
+    }
+    return 0;
+}
+
 int timeline_write(const struct runset *rs, const struct run_stat *st, const char *path,
                    size_t max_bytes)
 {
     struct outfile o;
     if (outfile_open(&o, path) < 0)
         return -1;
-    FILE *f = o.f;
-    struct jw *w = malloc(sizeof *w);
-    struct quoted names = {&rs->names, calloc(rs->names.n + 1, sizeof(char *)),
-                           calloc(rs->names.n + 1, sizeof(size_t))};
-    struct quoted labels = {&rs->labels, calloc(rs->labels.n + 1, sizeof(char *)),
-                            calloc(rs->labels.n + 1, sizeof(size_t))};
-    int rc = 0, *row_tid = NULL; /* the thread of each row of the rank being written */
-    size_t cap_row_tid = 0;
+    struct tl_file f = {
+        .w = malloc(sizeof *f.w), .first = 1,
+        .names = {&rs->names, calloc(rs->names.n + 1, sizeof(char *)),
+                  calloc(rs->names.n + 1, sizeof(size_t))},
+        .labels = {&rs->labels, calloc(rs->labels.n + 1, sizeof(char *)),
+                   calloc(rs->labels.n + 1, sizeof(size_t))},
+        .range = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE)), .path = path};
+    struct jw *w = f.w;
+    int rc = 0;
     struct tl_keep *keep = NULL;
-    if (!w || !names.lit || !labels.lit || !names.len || !labels.len) {
+    if (!w || !f.names.lit || !f.labels.lit || !f.names.len || !f.labels.len) {
         rc = error_set("%s: out of memory", path);
         goto done;
     }
@@ -487,12 +622,12 @@ int timeline_write(const struct runset *rs, const struct run_stat *st, const cha
         goto done;
     }
     char what[1024], *qwhat;
-    tl_choose(rs, st, max_bytes, &names, &labels, keep, what, sizeof what);
+    tl_choose(rs, st, max_bytes, &f.names, &f.labels, keep, what, sizeof what);
     if (!(qwhat = timeline_json_quote(what))) {
         rc = error_set("%s: out of memory", path);
         goto done;
     }
-    w->f = f;
+    w->f = o.f;
     w->len = 0;
     jw_cstr(w, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"ddpprof report\","
                "\"clock\":\"each run from its first event; ranks on rank 0's clock\","
@@ -500,109 +635,7 @@ int timeline_write(const struct runset *rs, const struct run_stat *st, const cha
     jw_cstr(w, qwhat);
     free(qwhat);
     jw_cstr(w, "},\"traceEvents\":[");
-    int first = 1;
-    for (int i = 0; i < rs->n && rc == 0; i++) {
-        const struct run *run = &rs->runs[i];
-        int64_t t0 = INT64_MAX;
-        for (int k = 0; k < run->nranks; k++)
-            for (size_t r = 0; r < run->ranks[k].n; r++)
-                if (run->ranks[k].rows[r].start_ns < t0)
-                    t0 = run->ranks[k].rows[r].start_ns;
-        for (int k = 0; k < run->nranks && rc == 0; k++) {
-            const struct rank_trace *t = &run->ranks[k];
-            int pid = (i + 1) * 100000 + t->rank;
-            char buf[512];
-            char *q;
-            const char *host = run_rank_host(run, t->rank); /* several nodes: which one */
-            if (host)
-                snprintf(buf, sizeof buf, "%s rank %d (%.200s)", run->label, t->rank, host);
-            else
-                snprintf(buf, sizeof buf, "%s rank %d", run->label, t->rank);
-            if (!(q = timeline_json_quote(buf))) {
-                rc = error_set("%s: out of memory", path);
-                break;
-            }
-            timeline_meta(w, &first, "process_name", pid, -1, "name", q);
-            free(q);
-            snprintf(buf, sizeof buf, "%d", i * 100000 + t->rank);
-            timeline_meta(w, &first, "process_sort_index", pid, -1, "sort_index", buf);
-
-            struct laneset ls = {0};
-            int last = 0, oom = VEC_RESERVE(row_tid, cap_row_tid, t->n + 1) ||
-                                timeline_assign_lanes(t, row_tid) < 0;
-            for (size_t r = 0; r < t->n && !oom; r++) {
-                if (row_tid[r] != last)
-                    oom = laneset_add(&ls, row_tid[r]) < 0;
-                last = row_tid[r];
-            }
-            int *tids = oom ? NULL : malloc((ls.n + 1) * sizeof *tids);
-            if (!tids) {
-                free(ls.slot);
-                rc = error_set("%s: out of memory listing the lanes of %s", path, t->path);
-                break;
-            }
-            size_t nt = 0;
-            for (size_t i = 0; i < ls.cap; i++)
-                if (ls.slot[i])
-                    tids[nt++] = ls.slot[i];
-            free(ls.slot);
-            qsort(tids, nt, sizeof *tids, cmp_int);
-            for (size_t r = 0; r < nt; r++) {
-                char lane[64], qs[80];
-                timeline_thread_name(tids[r], lane, sizeof lane);
-                snprintf(qs, sizeof qs, "\"%s\"", lane);
-                timeline_meta(w, &first, "thread_name", pid, tids[r], "name", qs);
-                snprintf(qs, sizeof qs, "%d", tids[r]);
-                timeline_meta(w, &first, "thread_sort_index", pid, tids[r], "sort_index", qs);
-            }
-            free(tids);
-
-            uint32_t range = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
-            for (size_t r = 0; r < t->n; r++) {
-                const struct run_row *row = &t->rows[r];
-                if (!tl_kept(&keep[i], row))
-                    continue;
-                size_t nn, np, nk = 0;
-                const char *name = quoted_get(&names, row->name, &nn);
-                const char *phase = quoted_get(&labels, row->phase, &np);
-                const char *kind = row->kind == range ? NULL : quoted_get(&labels, row->kind, &nk);
-                jw_reserve(w, nn + np + nk + 320);
-                if (first)
-                    JW_LIT(w, "\n{\"name\":");
-                else
-                    JW_LIT(w, ",\n{\"name\":");
-                first = 0;
-                jw_raw(w, name, nn);
-                JW_LIT(w, ",\"cat\":");
-                jw_raw(w, phase, np);
-                JW_LIT(w, ",\"ph\":\"X\",\"ts\":");
-                jw_us(w, row->start_ns - t0);
-                JW_LIT(w, ",\"dur\":");
-                jw_us(w, row->end_ns - row->start_ns);
-                JW_LIT(w, ",\"pid\":");
-                jw_i64(w, pid);
-                JW_LIT(w, ",\"tid\":");
-                jw_i64(w, row_tid[r]);
-                JW_LIT(w, ",\"args\":{\"step\":");
-                jw_i64(w, row->step);
-                if (row->epoch >= 0) { /* imports know no epoch */
-                    JW_LIT(w, ",\"epoch\":");
-                    jw_i64(w, row->epoch);
-                }
-                JW_LIT(w, ",\"bucket\":");
-                jw_i64(w, row->bucket);
-                if (row->bytes >= 0) { /* an imported collective without sizes */
-                    JW_LIT(w, ",\"bytes\":");
-                    jw_i64(w, row->bytes);
-                }
-                if (kind) {
-                    JW_LIT(w, ",\"kind\":");
-                    jw_raw(w, kind, nk);
-                }
-                JW_LIT(w, "}}");
-            }
-        }
-    }
+    rc = tl_runs(&f, rs, keep);
     if (rc == 0) {
         jw_cstr(w, "\n]}\n");
         jw_flush(w);
@@ -610,10 +643,10 @@ int timeline_write(const struct runset *rs, const struct run_stat *st, const cha
 done:
     if (outfile_close(&o, rc == 0) < 0)
         rc = -1;
-    quoted_free(&names, rs->names.n);
-    quoted_free(&labels, rs->labels.n);
+    quoted_free(&f.names, rs->names.n);
+    quoted_free(&f.labels, rs->labels.n);
     free(keep);
-    free(row_tid);
+    free(f.row_tid);
     free(w);
     if (rc == 0)
         timeline_collect(path);

@@ -177,8 +177,9 @@ static int bench_import(const char *path)
     return 0;
 }
 
-/* Two runs reported together, without and with the diff (report/diff.c), as `ddpprof report
- * A B [--diff]` does without terminal output: the diff's cost is the difference. */
+/* Two runs reported together, without and with the diff (report/analysis/diff.c), as
+ * `ddpprof report A B [--diff]` does without terminal output: the diff's cost is the
+ * difference. */
 static int bench_pair(const char *a, const char *b, const char *out, int diff)
 {
     long rows = bench_count_rows(a) + bench_count_rows(b);

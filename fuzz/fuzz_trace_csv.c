@@ -1,4 +1,4 @@
-/* fuzz_trace_csv.c — one rank's trace file, rankN.trace.csv (report/run.c trace_load: the
+/* fuzz_trace_csv.c — one rank's trace file, rankN.trace.csv (report/input/run.c trace_load: the
  * fast path for plain lines and libcsv for the rest), read at clock offset 0 and at an
  * offset near the int64 limit.
  *

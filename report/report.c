@@ -43,16 +43,16 @@ struct report_job {
     struct diff_view diff;
     int has_diff;
     struct report_tables tables;
-    struct ops_tables ops; /* ops.csv: imports that name their ops (report/ops.h) */
+    struct ops_tables ops; /* ops.csv: imports that name their ops (report/input/ops.h) */
     struct predict_whatif wf; /* predict's what-if: the page's and the advice's */
-    char **whatif;            /* its lines (report/predict_view.h) */
+    char **whatif;            /* its lines (report/output/predict_view.h) */
     size_t nwhatif;
     struct advice adv; /* the verdict and recommendations: advice.csv, page, terminal */
     struct table adv_t;
     int kineto_files;
 };
 
-/* The diff of two runs (report/diff.h) into j->diff and out/diff.csv; j->has_diff 1 when
+/* The diff of two runs (report/analysis/diff.h) into j->diff and out/diff.csv; j->has_diff 1 when
  * there is one.  how: REPORT_DIFF_ASKED (a diff that cannot be made is an error) or
  * REPORT_DIFF_AUTO (a main job's baseline and DDP run; otherwise, or when it cannot be
  * made, none). */

@@ -1,4 +1,4 @@
-/* test_report_optable.c — the op table (report/ops.h) on hand-made ops whose key_averages
+/* test_report_optable.c — the op table (report/input/ops.h) on hand-made ops whose key_averages
  * figures are worked out below by torch's rule (torch/autograd/profiler_util.py,
  * EventList._populate_cpu_children: an op is the child of the innermost open op on its
  * thread that it starts before the end of and ends no later than; self = duration - the

@@ -26,7 +26,7 @@ static const char *const advice_kind_words[] = {"all-reduce", "all-gather", "bro
 struct advice_run {
     int idx;
     const struct predict_whatif *whatif; /* ddpprof predict's figures when it predicted
-                                            this run (report/predict.h), else NULL */
+                                            this run (report/analysis/predict.h), else NULL */
     const struct run *r;
     const struct run_stat *s;
     int ranks;              /* ranks with counted steps (0: the run has no step ranges) */
@@ -218,7 +218,7 @@ static int rule_grad_exposed(const struct advice_run *a, struct advice_cand *c)
     return 1;
 }
 
-/* The bucket cap ddpprof predict finds fastest for this run (report/predict.h). */
+/* The bucket cap ddpprof predict finds fastest for this run (report/analysis/predict.h). */
 static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
 {
     const struct predict_whatif *w = a->whatif;
@@ -531,7 +531,8 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                         analysis_oversubscribed(&rs->runs[base], &ranks, &cores));
     if (asprintf(&out, "verdict: %s; its step (%.1f ms) is compute %.0f %%, exposed "
                        "communication %.0f %%, data %.0f %%, other %.0f %%%s",
-                 head, step, advice_pct(comp, step), advice_pct(exp, step), advice_pct(data, step), advice_pct(other, step),
+                 head, step, advice_pct(comp, step), advice_pct(exp, step),
+                 advice_pct(data, step), advice_pct(other, step),
                  loaded ? " (measured under load)" : "") < 0)
         out = NULL;
     return out;

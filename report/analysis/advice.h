@@ -1,7 +1,7 @@
 /* advice.h — "say what to do": from the figures the report already has (phases, overlap,
  * buckets, stragglers, speedup, the host's load), a one-line verdict on the runs and the
  * recommendations that could save the most time per step, at most ADVICE_SHOWN of them
- * (shown by report/advice_view.h: the terminal's last lines, the page, advice.csv).
+ * (shown by report/output/advice_view.h: the terminal's last lines, the page, advice.csv).
  * Each recommendation comes from one rule of a table (advice.c); a rule looks at one run
  * and either proposes one candidate, with the figure that backs it and the time per step
  * it could save, or nothing.  Candidates are ranked by that time.  The rules, their

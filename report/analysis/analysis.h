@@ -1,7 +1,7 @@
 /* analysis.h — the numbers behind every table and chart, computed from the runs' trace
  * rows.  Every formula is defined once in report/FORMULAS.md; this is its implementation,
  * one function per formula (declared below, or static in analysis.c where only the
- * analysis needs it), and report.c and charts.c only format what these return.
+ * analysis needs it), and report/output/ only formats what these return.
  * Which rows count: kind "range" rows; per rank and phase, the `device` clock rows when the
  * rank has any for that phase (GPU time), else the `host` rows.  CUPTI rows (kernels,
  * memcpy, ...) only go to the timeline. */
@@ -208,7 +208,7 @@ int analysis_start_skew_ns(const struct bucket_stat *b, double *ns);
 int analysis_xfer_algbw(const struct bucket_stat *b, double *gbps);
 
 /* ---- kernel-based overlap and idle (overlap.csv, Holistic Trace Analysis' definitions),
- * from the sweep (report/kernels.h) ---- */
+ * from the sweep (report/input/kernels.h) ---- */
 
 /* k_overlap_pct: 100 · |comm ∩ compute| / |comm| over the kernels; undefined without comm. */
 int analysis_kernel_overlap_pct(const struct kernel_sweep *k, double *pct);

@@ -2,7 +2,7 @@
  * swept once, each instant of the step given to exactly one row; the sums become means
  * per step, rounded so that every group adds up to its parent as printed; then the
  * change per row and its share of the step-time change.  report/FORMULAS.md "diff.csv";
- * report/diff_view.c makes the tables. */
+ * report/output/diff_view.c makes the tables. */
 #include "report/analysis/diff.h"
 
 #include <stdarg.h>
@@ -698,7 +698,7 @@ static int cmp_op_pair(const void *x, const void *y)
 }
 
 /* The operators (self time) and kernels (total time) of imported traces, per step of the
- * critical rank's whole trace (report/ops.h's tables cover the trace): rows of level "op"
+ * critical rank's whole trace (report/input/ops.h's tables cover the trace): rows of level "op"
  * and "kernel", largest change first, outside the partition (no share). */
 static int add_ops(struct rows *R, const struct ctx *c, const struct side *A,
                    const struct side *B)

@@ -5,7 +5,7 @@
  * buckets and collectives of exposed communication) partition their parent with an "other"
  * remainder.  Each row's share of the step-time change is its change over the step's, the
  * shares of a level adding up to their parent's (100 % for the phases) exactly as printed.
- * report/FORMULAS.md "diff.csv" states the decomposition; report/diff_view.h shows it. */
+ * report/FORMULAS.md "diff.csv" states the decomposition; report/output/diff_view.h shows it. */
 #ifndef DDPPROF_REPORT_DIFF_H
 #define DDPPROF_REPORT_DIFF_H
 

@@ -1,5 +1,5 @@
 /* layers.h — per layer: the times and figures behind layers.csv and the page's roofline
- * (report/layers_view.h writes them; report/FORMULAS.md "layers.csv — per run, rank and
+ * (report/output/layers_view.h writes them; report/FORMULAS.md "layers.csv — per run, rank and
  * layer").
  *
  * From a ddpprof run traced with --trace full: its layer.forward / layer.backward rows

@@ -1,7 +1,7 @@
 /* predict.c — a run's model for the engine (predict_model.c) built from its trace rows and
  * meta.csv, the comm calibrated from its own collectives, one anchored prediction, and
  * the report's what-if figures (predict.h).  `ddpprof predict` is report/predict_cli.c,
- * predict.csv and the what-if lines report/predict_view.c.  Definitions:
+ * predict.csv and the what-if lines report/output/predict_view.c.  Definitions:
  * report/FORMULAS.md "Predictions". */
 #include "report/analysis/predict.h"
 
@@ -94,7 +94,7 @@ static int dlist_add(struct dlist *l, double x)
 }
 
 /* The layers (meta.csv layer.K.*, forward order) and their median forward and backward
- * per step after the warm-up: report/layers.c's per rank (device rows where the rank has
+ * per step after the warm-up: report/analysis/layers.c's per rank (device rows where the rank has
  * them, else host), the mean over the ranks that have them. */
 static int source_layers(const struct runset *rs, const struct run_stat *st, int run,
                          struct predict_source *s)
@@ -632,7 +632,8 @@ static int layer_autocast(const char *type)
  * time over the layers precision does not touch (threads per rank, load), forward and
  * backward change by the layers' change.  *m borrows s's arrays except layers (malloc'd:
  * the caller frees m->layers). */
-int predict_model_amp(const struct predict_source *s, const struct predict_source *other, struct predict_model *m)
+int predict_model_amp(const struct predict_source *s, const struct predict_source *other,
+                      struct predict_model *m)
 {
     *m = s->m;
     m->layers = malloc(((size_t)s->m.nlayers + 1) * sizeof *m->layers);
@@ -715,8 +716,8 @@ int predict_one(const struct predict_source *s, const struct predict_model *m,
 
 /* The comm s is predicted with: calibrated from s, else from another run of the set, else
  * none (returns 0). */
-int predict_source_comm(const struct predict_source *s, const struct predict_source *others, int nothers,
-                       struct predict_comm *c, const char **from)
+int predict_source_comm(const struct predict_source *s, const struct predict_source *others,
+                        int nothers, struct predict_comm *c, const char **from)
 {
     if (s->calibrated) {
         *c = s->comm;

@@ -191,7 +191,7 @@ int predict_one(const struct predict_source *s, const struct predict_model *m,
 /* What of an asked link bandwidth s's comm carries as payload (1, or TCP's share). */
 double predict_link_efficiency(const struct predict_source *s);
 
-/* ---- the report's "what if" (its lines: report/predict_view.h) ---- */
+/* ---- the report's "what if" (its lines: report/output/predict_view.h) ---- */
 
 /* The figures of the what-if lines, for the page and the recommendations: the best bucket
  * cap over the candidates and the predicted speedup at 2x and 4x the world size at the

@@ -1,7 +1,7 @@
 /* import.c — the report's inputs other than a ddpprof run directory given by name (see
- * import.h): each path to the importer that claims it most surely (report/importers.c), a
+ * import.h): each path to the importer that claims it most surely (report/input/importers.c), a
  * directory's trace files as one run or as the runs their names say, over one import core
- * (report/import_core.h). */
+ * (report/input/import_core.h). */
 #include "report/input/import.h"
 
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* import.h — the report's inputs other than one ddpprof run directory given by name, read
- * through the importers (report/importer.h: ddpprof run directories, PyTorch Kineto JSON,
- * the legacy exporter's JSON) over one import core (report/import_core.h), so every table,
+ * through the importers (report/input/importer.h: ddpprof run directories, PyTorch Kineto JSON,
+ * the legacy exporter's JSON) over one import core (report/input/import_core.h), so every table,
  * the timeline and the charts work on them as on ddpprof's own runs
  * (report/FORMULAS.md "Imported PyTorch traces"). */
 #ifndef DDPPROF_REPORT_IMPORT_H
@@ -40,7 +40,7 @@ int import_run(struct runset *rs, const char *where, char *const *paths, int n);
 
 /* One PyTorch trace held in memory, buf[0..len), read as a one-rank run appended to rs (what
  * names it in messages): the same path as a file through import_run, without the file.  The
- * fuzz target's entry point (report/import_pytorch.c).  Returns as import_run. */
+ * fuzz target's entry point (report/input/import_pytorch.c).  Returns as import_run. */
 int import_buffer(struct runset *rs, const char *buf, size_t len, const char *what);
 
 #endif

@@ -1,5 +1,5 @@
 /* import_core.c — the import core (see import_core.h and report/FORMULAS.md "Imported
- * PyTorch traces"); report/import.c hands it the inputs, each through its importer.
+ * PyTorch traces"); report/input/import.c hands it the inputs, each through its importer.
  *
  * One rank is read in one pass: the importer's events go either
  *   - into the host window (steps, phases, collectives, ops with input shapes), walked in
@@ -11,7 +11,7 @@
  *     kernel sweep (kernel_sweep_add), the collective kernels' records, the device
  *     span of the phase whose host span holds each launch, and the op table's kernels;
  *   - into the op window (every named host op; IMPORT_OPS_WINDOW), walked in start order
- *     into the op table (report/ops.h: key_averages' self times, ops.csv; what comes later
+ *     into the op table (report/input/ops.h: key_averages' self times, ops.csv; what comes later
  *     than the window is nested there among the ops it keeps).
  * At the end of the file the records are cut into steps, the all-reduces numbered into
  * buckets by their order within the step, and turned into rows; at the end of the run the
@@ -35,7 +35,7 @@
 
 #define IMPORT_LAUNCHES 4096 /* launch map's first slots (a power of two; it grows) */
 #define IMPORT_LOOKBACK 64   /* records searched back for the phase of a launch */
-#define IMPORT_OPS_WINDOW 4096 /* ops per reorder window (later ones: report/ops.h) */
+#define IMPORT_OPS_WINDOW 4096 /* ops per reorder window (later ones: report/input/ops.h) */
 #define IMPORT_MAX_OFFSET 100000000000000000LL /* a clock offset at most 1e17 ns (3 years) */
 
 /* ---- records ---- */
@@ -158,7 +158,7 @@ struct import_rank {
     int index;             /* in the sink's run */
     struct reorder cpu, dev, ops;
     int64_t op_seq;
-    struct op_table optab; /* ops.csv's figures (report/ops.h) */
+    struct op_table optab; /* ops.csv's figures (report/input/ops.h) */
     struct launch_map launch;
     struct rec_list recs;  /* host records, in start order */
     struct rec_list nccl;  /* device all-reduces, in start order */

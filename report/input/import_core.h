@@ -1,4 +1,4 @@
-/* import_core.h — the import core: what every importer (report/importer.h) hands over, as
+/* import_core.h — the import core: what every importer (report/input/importer.h) hands over, as
  * normalised events, and what becomes of them.  An importer only translates its format:
  * per rank, host spans (steps, phases, collectives with their kind and bytes), kernel
  * launches, device activity (kernels, memcpy, memset; collective kernels with kind and
@@ -96,7 +96,7 @@ struct import_activity {
     size_t name_len;
 };
 
-/* A named host op for ops.csv (report/ops.h): any CPU op, record_function range, CUDA
+/* A named host op for ops.csv (report/input/ops.h): any CPU op, record_function range, CUDA
  * runtime call or NVTX range, whether or not it is also a span.  ProfilerStep#N is counted
  * as "ProfilerStep*", as key_averages() groups it. */
 struct import_op {
@@ -152,7 +152,7 @@ int import_rank_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_device_span(struct import_rank *r, const struct import_span *sp);
 int import_rank_activity(struct import_rank *r, const struct import_activity *a);
 int import_rank_op(struct import_rank *r, const struct import_op *op);
-/* The rank's ops are PyTorch's: nested as torch builds its tree (report/ops.h,
+/* The rank's ops are PyTorch's: nested as torch builds its tree (report/input/ops.h,
  * op_table_torch).  Before the first op. */
 void import_rank_ops_torch(struct import_rank *r);
 /* A kernel launch: correlation id corr (>= 0; others ignored) at ts; the later of two wins. */

@@ -1,5 +1,5 @@
-/* import_ddpprof.c — ddpprof's own run directories as an importer (report/importer.h): the
- * reader is report/run.c (meta.csv, metrics.csv, rankN.trace.csv; probes/TRACE.md).  Its rows
+/* import_ddpprof.c — ddpprof's own run directories as an importer (report/input/importer.h): the
+ * reader is report/input/run.c (meta.csv, metrics.csv, rankN.trace.csv; probes/TRACE.md).  Its rows
  * already are the report's rows, with their steps, buckets and clock offsets (meta.csv), so
  * it makes its runs itself and hands the import core nothing. */
 #include "report/input/importer.h"

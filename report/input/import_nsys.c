@@ -1,4 +1,4 @@
-/* import_nsys.c — Nsight Systems reports as an importer (report/importer.h): nsys's SQLite
+/* import_nsys.c — Nsight Systems reports as an importer (report/input/importer.h): nsys's SQLite
  * export (`nsys export --type sqlite`), read with SQLite's C library; a .nsys-rep is exported
  * first (beside it, as `nsys stats` does, else in $TMPDIR) by the nsys in $NSYS or on PATH.
  *

@@ -1,8 +1,8 @@
-/* import_pytorch.c — the PyTorch profiler's traces as importers (report/importer.h): Kineto
+/* import_pytorch.c — the PyTorch profiler's traces as importers (report/input/importer.h): Kineto
  * JSON and the legacy autograd exporter's array, plain or gzip, one file per rank (as
- * tensorboard_trace_handler writes them).  Each event from report/ptjson.c is translated
- * into the import core's normalised events (report/import_core.h) by the name rules of
- * report/pytorch_names.c; what the events mean for steps, buckets and clocks is the core's.
+ * tensorboard_trace_handler writes them).  Each event from report/input/ptjson.c is translated
+ * into the import core's normalised events (report/input/import_core.h) by the name rules of
+ * report/input/pytorch_names.c; what the events mean for steps, buckets and clocks is the core's.
  * report/FORMULAS.md "Imported PyTorch traces" says how. */
 #include <errno.h>
 #include <fcntl.h>

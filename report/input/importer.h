@@ -1,6 +1,6 @@
-/* importer.h — the report's input formats, as a table (report/importers.c): each importer
+/* importer.h — the report's input formats, as a table (report/input/importers.c): each importer
  * says which paths it reads (claims) and reads one (load), translating its format into the
- * import core's normalised events (report/import_core.h), which own steps, buckets and
+ * import core's normalised events (report/input/import_core.h), which own steps, buckets and
  * clocks.  A new trace format is one file with its `struct importer` and one line of the
  * table (and, when it needs a library, a line of report/CMakeLists.txt). */
 #ifndef DDPPROF_REPORT_IMPORTER_H
@@ -32,12 +32,12 @@ struct importer {
     int (*load)(const char *path, struct import_sink *sink);
 };
 
-/* The table, in the order ties are broken (report/importers.c). */
+/* The table, in the order ties are broken (report/input/importers.c). */
 extern const struct importer *const importers[];
 extern const size_t importers_count;
 
 /* The importer that claims path most surely (the first in the table on a tie), NULL when
- * none claims it at all; *level gets the claim (report/import_core.c). */
+ * none claims it at all; *level gets the claim (report/input/import_core.c). */
 const struct importer *importer_for(const char *path, int is_dir, enum import_claim *level);
 
 #endif

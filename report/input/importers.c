@@ -3,10 +3,10 @@
  * declared and listed here. */
 #include "report/input/importer.h"
 
-extern const struct importer importer_ddpprof; /* report/import_ddpprof.c */
-extern const struct importer importer_legacy;  /* report/import_pytorch.c */
-extern const struct importer importer_kineto;  /* report/import_pytorch.c */
-extern const struct importer importer_nsys;    /* report/import_nsys.c */
+extern const struct importer importer_ddpprof; /* report/input/import_ddpprof.c */
+extern const struct importer importer_legacy;  /* report/input/import_pytorch.c */
+extern const struct importer importer_kineto;  /* report/input/import_pytorch.c */
+extern const struct importer importer_nsys;    /* report/input/import_nsys.c */
 
 const struct importer *const importers[] = {
     &importer_ddpprof, /* ddpprof run directories (meta.csv, rankN.trace.csv) */

@@ -2,7 +2,7 @@
  * profiler traces, Nsight Systems reports): ops.csv and the page's top-N tables.
  *
  * Per rank, an op table is filled while the import core reads the trace
- * (report/import_core.c): every host op (a CPU op, a record_function range, a CUDA runtime
+ * (report/input/import_core.c): every host op (a CPU op, a record_function range, a CUDA runtime
  * call, an NVTX range) with its thread, and every device activity (kernel, memcpy, memset)
  * with its class.  CPU ops get torch.profiler's key_averages() figures: calls, total (the
  * sum of their durations) and self time (each op's duration less that of its children: the
@@ -10,7 +10,7 @@
  * torch.autograd.profiler_util.EventList._populate_cpu_children nests them).  Kernels get
  * Holistic Trace Analysis' kernel breakdown: calls, total, mean, min, max and share of the
  * rank's kernel time of their type (computation, communication, memory).
- * report/FORMULAS.md "ops.csv" gives the definitions; report/ops_view.h writes the tables.
+ * report/FORMULAS.md "ops.csv" gives the definitions; report/output/ops_view.h writes the tables.
  * ddpprof's own runs have no op table: no ops.csv. */
 #ifndef DDPPROF_REPORT_OPS_H
 #define DDPPROF_REPORT_OPS_H

@@ -10,7 +10,7 @@
  * name", "In msg nelems", "Out msg nelems", "dtype", "Input Dims" (only the first size of
  * the first input with at least two dimensions) and, for metadata events, "name".  A field
  * of the wrong JSON type counts as absent; the name is kept whole.  Nothing here knows what the events mean: that is
- * report/import_pytorch.c (with report/pytorch_names.c) and the import core. */
+ * report/input/import_pytorch.c (with report/input/pytorch_names.c) and the import core. */
 #ifndef DDPPROF_REPORT_PTJSON_H
 #define DDPPROF_REPORT_PTJSON_H
 

@@ -27,7 +27,7 @@ static const struct pt_name_rule {
 } pt_name_rules[] = {
     {PT_PREFIX, "autograd::engine::evaluate_function: ", PT_BOTH, IMPORT_BACKWARD, 0},
     {PT_PREFIX, PT_STEP_PREFIX, PT_BOTH, IMPORT_STEP, 0},
-    /* ddpprof's own export (report/kineto.c): the all-reduces that carry no gradients, and
+    /* ddpprof's own export (report/output/kineto.c): the all-reduces that carry no gradients, and
      * evaluation, which PyTorch has no name for */
     {PT_EXACT, "ddpprof.comm.allreduce", PT_BOTH, IMPORT_COLL, IMPORT_COLL_ALL_REDUCE_OTHER},
     {PT_EXACT, "ddpprof.eval", PT_BOTH, IMPORT_EVAL, 0},

@@ -1,6 +1,6 @@
 /* pytorch_names.h — the names PyTorch's profiler gives the parts of a training step, read
- * by the Kineto and the legacy importers alike (report/import_pytorch.c): which op, annotation
- * or kernel is a step, a phase or a collective (and which collective).  The rules are
+ * by the Kineto and the legacy importers alike (report/input/import_pytorch.c): which op,
+ * annotation or kernel is a step, a phase or a collective (and which collective).  The rules are
  * tables in pytorch_names.c; a new name PyTorch writes is one line there
  * (report/FORMULAS.md "Imported PyTorch traces" lists them). */
 #ifndef DDPPROF_REPORT_PYTORCH_NAMES_H

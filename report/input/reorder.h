@@ -4,7 +4,7 @@
  * leave in (start ascending, end descending) order, so an enclosing range leaves before
  * what it encloses.  A record pushed after a later one has already left (further out of
  * order than the window) still comes out, late; `late` counts them so the caller can say
- * its figures are approximate.  Used by the trace import (report/import_core.c) to walk
+ * its figures are approximate.  Used by the trace import (report/input/import_core.c) to walk
  * profiler events in time order without keeping them. */
 #ifndef DDPPROF_REPORT_REORDER_H
 #define DDPPROF_REPORT_REORDER_H

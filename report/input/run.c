@@ -28,7 +28,7 @@
 
 #define RUN_READ_CHUNK (1u << 20)
 /* A row's times as a run can have them: within 4e18 ns (127 years) of the clock's zero,
- * lasting at most 1e14 ns (28 hours), the bounds of the imports (report/import_core.h);
+ * lasting at most 1e14 ns (28 hours), the bounds of the imports (report/input/import_core.h);
  * beyond them a row is left out with a warning (an end_ns of INT64_MAX made a p95 of
  * 9.2e12 ms), and sums of durations stay far from int64 overflow. */
 #define RUN_MAX_TIME_NS 4000000000000000000LL
@@ -197,7 +197,7 @@ static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
     return rc;
 }
 
-/* ---- meta.csv: its rows as read, then parsed once (report/meta.h) ---- */
+/* ---- meta.csv: its rows as read, then parsed once (report/input/meta.h) ---- */
 
 struct meta_read {
     const char *dir;
@@ -1201,7 +1201,8 @@ static int run_cmp_rank(const void *a, const void *b)
  * that directory. */
 static int run_merge(struct run *into, struct run *from)
 {
-    if (from->meta.node_rank.s && from->meta.node_rank.i == 0) { /* from holds node 0's meta: swap everything but ranks */
+    /* from holds node 0's meta: swap everything but ranks */
+    if (from->meta.node_rank.s && from->meta.node_rank.i == 0) {
         struct run tmp = *into;
         *into = *from;
         *from = tmp;

@@ -3,7 +3,7 @@
  * probes/TRACE.md, its formats probes/trace_format.h and probes/run_format.h, the headers of
  * probes/ the report includes; a parent directory holding baseline/ and ddp/ runs expands
  * into both), or a set of trace files of other formats mapped onto the same rows
- * (report/importer.h).  Trace rows are flat structs with interned strings, shifted onto the
+ * (report/input/importer.h).  Trace rows are flat structs with interned strings, shifted onto the
  * run's reference clock as they are read, so memory is linear in the rows. */
 #ifndef DDPPROF_REPORT_RUN_H
 #define DDPPROF_REPORT_RUN_H
@@ -28,7 +28,7 @@ struct run_row {
     uint8_t clock;  /* enum trace_clock */
 };
 
-struct op_table; /* report/ops.h */
+struct op_table; /* report/input/ops.h */
 
 /* The rows of one rank's trace file, in file order. */
 struct rank_trace {
@@ -53,7 +53,7 @@ struct rank_trace {
                           failed: "all-gather #80 (failed)"; NULL: no such file */
     int has_kernels;           /* imports: kern was swept while reading */
     struct kernel_sweep kern;
-    struct op_table *ops;      /* imports that name their ops: ops.csv's (report/ops.h);
+    struct op_table *ops;      /* imports that name their ops: ops.csv's (report/input/ops.h);
                                   NULL: none (ddpprof's own runs) */
 };
 
@@ -61,7 +61,7 @@ struct run {
     char *dir;   /* the run directory (an import: the traces' directory, or its first file) */
     const char *format; /* "ddpprof", "kineto" or "legacy" (a static string) */
     char *label; /* short unique name: "baseline", "ddp", or the directory's name */
-    struct run_meta meta; /* meta.csv, parsed (report/meta.h); an import's own facts */
+    struct run_meta meta; /* meta.csv, parsed (report/input/meta.h); an import's own facts */
     int world_size;            /* meta.csv world_size, else the highest rank file + 1 */
     struct rank_trace *ranks;  /* the ranks whose trace was found, in rank order */
     int nranks;

@@ -1,4 +1,4 @@
-/* advice_view.h — the advice (report/advice.h) shown: the terminal's last lines, the
+/* advice_view.h — the advice (report/analysis/advice.h) shown: the terminal's last lines, the
  * page's block at the top and advice.csv, all from the same lines. */
 #ifndef DDPPROF_REPORT_ADVICE_VIEW_H
 #define DDPPROF_REPORT_ADVICE_VIEW_H

@@ -1,7 +1,7 @@
 /* charts.h — the pictures: phases.svg (stacked bars of mean time per step, per run and
  * rank), speedup.svg (speedup per run against the ideal), and report.html, one
  * self-contained page (inline CSS and SVG, nothing fetched) with those charts, a step-time
- * box plot, the representative steps (report/stepview.h) and the tables. */
+ * box plot, the representative steps (report/output/stepview.h) and the tables. */
 #ifndef DDPPROF_REPORT_CHARTS_H
 #define DDPPROF_REPORT_CHARTS_H
 

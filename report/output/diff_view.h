@@ -1,4 +1,4 @@
-/* diff_view.h — a diff of two runs (report/diff.h) shown: diff.csv (every row), the
+/* diff_view.h — a diff of two runs (report/analysis/diff.h) shown: diff.csv (every row), the
  * terminal's short table (the step, the phases, the finer rows and ops that moved most)
  * with its one-line summary, and report.html's section. */
 #ifndef DDPPROF_REPORT_DIFF_VIEW_H

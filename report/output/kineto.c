@@ -152,7 +152,7 @@ static void kx_ext(FILE *f, int64_t ext)
 /* A host range (row i) as a CPU event (two for a collective with a payload:
  * record_param_comms around the backend's op).  comm.allreduce rows (SyncBatchNorm's, AMP's
  * and the loss's all-reduces) are ddpprof.comm.allreduce with the same args, which the
- * import reads back as such (report/pytorch_names.c): no tool could tell them from a
+ * import reads back as such (report/input/pytorch_names.c): no tool could tell them from a
  * gradient bucket's BACKEND:all_reduce. */
 static void kx_cpu(struct kx_ctx *c, size_t i, int phase)
 {

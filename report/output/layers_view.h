@@ -1,5 +1,5 @@
 /* layers_view.h — layers.csv and the page's roofline, from the layers' times and figures
- * (report/layers.h). */
+ * (report/analysis/layers.h). */
 #ifndef DDPPROF_REPORT_LAYERS_VIEW_H
 #define DDPPROF_REPORT_LAYERS_VIEW_H
 

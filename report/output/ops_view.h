@@ -1,4 +1,4 @@
-/* ops_view.h — ops.csv and the page's top-N tables of the ops and kernels (report/ops.h's
+/* ops_view.h — ops.csv and the page's top-N tables of the ops and kernels (report/input/ops.h's
  * op tables, one per rank of a trace that names its ops), report/FORMULAS.md "ops.csv". */
 #ifndef DDPPROF_REPORT_OPS_VIEW_H
 #define DDPPROF_REPORT_OPS_VIEW_H

@@ -1,5 +1,6 @@
 /* predict_view.h — predictions shown: predict.csv and `ddpprof predict`'s lines under it
- * (report/predict_cli.c), and the report's "what if" lines (report/predict.h's figures). */
+ * (report/predict_cli.c), and the report's "what if" lines (report/analysis/predict.h's
+ * figures). */
 #ifndef DDPPROF_REPORT_PREDICT_VIEW_H
 #define DDPPROF_REPORT_PREDICT_VIEW_H
 

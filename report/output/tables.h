@@ -1,4 +1,4 @@
-/* tables.h — the report's tables of the analysis (report/analysis.h): phases.csv,
+/* tables.h — the report's tables of the analysis (report/analysis/analysis.h): phases.csv,
  * overlap.csv, buckets.csv, stragglers.csv (and its worst steps for the terminal and the
  * page), speedup.csv, ranks.csv, idle.csv and layers.csv.  The host column of the per-rank
  * tables is there only when a run names its ranks' hosts (meta.csv host.rankN). */

@@ -19,7 +19,7 @@ struct report_screen {
     const struct report_tables *tables;
     const struct ops_tables *ops;
     const struct note_lines *warm, *spread, *cautions;
-    char *const *whatif; /* the what-if lines (report/predict_view.h) */
+    char *const *whatif; /* the what-if lines (report/output/predict_view.h) */
     size_t nwhatif;
     const struct diff_view *diff; /* NULL: no diff */
     const struct advice *advice;

@@ -26,7 +26,7 @@
  * the Kineto export's lanes.  0, or -1 (out of memory). */
 int timeline_assign_lanes(const struct rank_trace *t, int *tid);
 
-struct run_stat; /* report/analysis.h */
+struct run_stat; /* report/analysis/analysis.h */
 
 /* The bound of a default timeline.json: what Perfetto's UI and chrome://tracing open
  * comfortably (256 ranks of a 1-epoch ConvNet run wrote 286 MB, twice their traces). */

@@ -26,7 +26,8 @@
 #     before the pinning and the floor, 18 % and 47 %); on a busy one, where two runs of one
 #     configuration differ by more than the goal itself (14-37 % here with 1.5 of 2 cores
 #     taken by others), only that no prediction is off by a factor (median |error| <= 40 %:
-#     a model ignoring the bandwidth misses by more).
+#     a model ignoring the bandwidth misses by more), and where those two runs differ by
+#     more than 40 % themselves (89 % once, under 4-6 other jobs), nothing: no model could.
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
@@ -136,8 +137,15 @@ else
   else
     echo "goal not judged: other programs kept $others cores busy (the goal is judged at <= 0.25), or the calibration's compute and its repeat's were $crep % apart (judged at <= 20); two runs of one configuration were $rep % apart; median |error| $med %, worst $worst %"
   fi
-  check gross "$(awk -v m="$med" 'BEGIN { exit !(m <= 40) }'; echo $?)" \
-    "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"
+  # the bound 40 % holds where two runs of one configuration agree within it; where the
+  # machine alone moved one configuration by more (89 % once, with 4-6 other jobs on the 2
+  # cores), the calibration the predictions carry is itself that far off: not judged
+  if awk -v r="${rep:-0}" 'BEGIN { exit !(r <= 40) }'; then
+    check gross "$(awk -v m="$med" 'BEGIN { exit !(m <= 40) }'; echo $?)" \
+      "median |error| $med % > 40 % even for a busy machine: $(cat "$tmp/g/errors.md")"
+  else
+    echo "gross bound not judged either: two runs of one configuration were $rep % apart (> 40 %)"
+  fi
 fi
 
 check_done

@@ -98,6 +98,7 @@ _Static_assert(sizeof(((struct train_opts *)0)->data.dataset) == sizeof(int) &&
 #define G_DDP "DDP"
 #define G_NODES "several nodes and restarts (torchrun's flags)"
 #define G_OTHER "other"
+#define G_TUNE "tune (candidate changes measured: ddpprof tune)"
 
 /* in --help order, grouped */
 static const struct cli_option cli_options[] = {
@@ -272,9 +273,22 @@ static const struct cli_option cli_options[] = {
      .help = "when a rank fails, stop every node's ranks and restart them all from the latest "
              "checkpoint, up to K times"},
 
-    {"--help", "-h", CLI_FLAG, CLI_ALL, FIELD(help), .flag_value = 1, .local = 1,
+    {"--rounds", NULL, CLI_INT, CLI_TUNE, FIELD(tune_rounds), .min = 2, .max = 100,
+     .metavar = "N", .group = G_TUNE,
+     .help = "interleaved A/B rounds: each runs the given configuration, the same again (the "
+             "noise) and every candidate once, in an order rotated a round"},
+    {"--tune-steps", NULL, CLI_INT, CLI_TUNE, FIELD(tune_steps), .min = 5, .max = 100000,
+     .metavar = "S", .group = G_TUNE,
+     .help = "measured steps a trial, after its 5 warm-up steps"},
+    {"--candidates", NULL, CLI_STRING, CLI_TUNE, FIELD(tune_candidates),
+     .metavar = "NAME=ARGS;...", .dflt = "the changes the advice ranks: one bucket, smaller "
+     "buckets, --no-sync-bn, AMP on or off, the other host comm", .group = G_TUNE,
+     .help = "the changes to measure, each options added to the given ones (a word NAME=VALUE "
+             "in capitals sets the trial's environment)"},
+
+    {"--help", "-h", CLI_FLAG, CLI_ALL | CLI_TUNE, FIELD(help), .flag_value = 1, .local = 1,
      .group = G_OTHER,
-     .help = "this text, also after train, worker or report"},
+     .help = "this text, also after train, worker, report or tune"},
 };
 
 #define CLI_NOPTIONS ((int)(sizeof cli_options / sizeof cli_options[0]))
@@ -289,13 +303,17 @@ void cli_defaults(struct cli *c)
     c->nnodes = 1;
     c->repeat = 1;
     c->warmup_steps = -1; /* detected by the report */
+    c->tune_rounds = 5;
+    c->tune_steps = 30;
 }
 
 /* ------------------------------------------------------------------ the table */
 
 static int cli_takes(const struct cli_option *o, enum cli_command cmd)
 {
-    return (o->commands & (unsigned)cmd) != 0;
+    /* tune's trials are train runs: it takes train's options besides its own */
+    const unsigned as = cmd == CLI_TUNE ? CLI_TUNE | CLI_TRAIN : (unsigned)cmd;
+    return (o->commands & as) != 0;
 }
 
 /* the index of the option spelt a (name or alias) that cmd takes, or -1 */
@@ -719,6 +737,27 @@ void cli_write_meta(const struct train_opts *o, struct runlog *log)
 
 /* ------------------------------------------------------------------ child argv */
 
+char **cli_args_without(const struct cli *c, enum cli_command cmd, int argc, char **argv,
+                        int first, int *n)
+{
+    (void)c;
+    char **out = malloc(sizeof *out * (size_t)(argc + 1));
+    if (!out)
+        return error_set("out of memory copying the command line"), NULL;
+    *n = 0;
+    for (int i = first; i < argc; i++) {
+        int k = cli_find(argv[i], cmd);
+        if (k >= 0 && cli_options[k].commands == (unsigned)cmd) { /* cmd's own: left out */
+            if (cli_options[k].kind != CLI_FLAG)
+                i++;
+            continue;
+        }
+        out[(*n)++] = argv[i];
+    }
+    out[*n] = NULL;
+    return out;
+}
+
 void cli_argv_free(char **argv)
 {
     if (!argv)
@@ -813,6 +852,9 @@ void cli_usage(FILE *out)
           "       ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] ...\n"
           "                                    a run's step in another configuration, replayed\n"
           "                                    (see ddpprof predict --help)\n"
+          "       ddpprof tune [train options] [--rounds N] [--candidates LIST]\n"
+          "                                    candidate changes measured against the given\n"
+          "                                    configuration in interleaved A/B trials\n"
           "       ddpprof --version | --help\n"
           "\n"
           "options (the main job, train and worker take them all, except where marked):\n",
@@ -838,7 +880,8 @@ void cli_usage(FILE *out)
         } else {
             fprintf(out, "\n%*s", USAGE_INDENT, "");
         }
-        const char *who = o->commands == CLI_MAIN                  ? "main job: "
+        const char *who = o->commands == CLI_TUNE                  ? "tune: "
+                          : o->commands == CLI_MAIN                  ? "main job: "
                           : o->commands == (CLI_TRAIN | CLI_WORKER) ? "train, worker: "
                           : o->commands == (CLI_MAIN | CLI_TRAIN)   ? "main job, train: "
                                                                     : "";

@@ -25,7 +25,8 @@
 
 struct runlog;
 
-enum cli_command { CLI_MAIN = 1, CLI_TRAIN = 2, CLI_WORKER = 4 };
+/* the commands that take options from the table; tune takes train's options and its own */
+enum cli_command { CLI_MAIN = 1, CLI_TRAIN = 2, CLI_WORKER = 4, CLI_TUNE = 8 };
 
 /* the main job's --mode: which runs it makes */
 enum cli_runs { CLI_RUNS_BOTH, CLI_RUNS_BASELINE, CLI_RUNS_DDP };
@@ -43,6 +44,9 @@ struct cli {
     int oversubscribe;       /* --oversubscribe: start more CPU ranks than this node has cores */
     int repeat;              /* main job --repeat N: baseline and DDP run N times, alternately */
     int warmup_steps;        /* main job --warmup-steps N for its report (-1: detected) */
+    int tune_rounds;         /* tune --rounds N: interleaved A/B rounds */
+    int tune_steps;          /* tune --tune-steps S: measured steps a trial */
+    const char *tune_candidates; /* tune --candidates "NAME=ARGS;...", or NULL: the defaults */
     int help;                /* -h or --help was given: print cli_usage, do nothing else */
     uint64_t given;          /* bit i: option i of the table was on the command line */
 };
@@ -74,6 +78,13 @@ int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, str
  * the devices), so cli_parse(to) of it gives back c's options exactly.  Strings are copies;
  * free with cli_argv_free.  NULL + error_set when out of memory. */
 char **cli_argv(const struct cli *c, enum cli_command to, const char *prog);
+
+/* argv[first..argc) as given, less the options (and their values) that only cmd takes:
+ * the command line of cmd's child runs, parsed once (cli_parse already accepted it).  A
+ * malloc'ed array of argv's own pointers, its count in *n (free the array alone); NULL +
+ * error_set when out of memory. */
+char **cli_args_without(const struct cli *c, enum cli_command cmd, int argc, char **argv,
+                        int first, int *n);
 void cli_argv_free(char **argv);
 
 /* meta.csv's lines of the options the table records (those with a meta key; one that

@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "probes/runlog.h"
 #include "train.h"
+#include "tune.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -581,11 +582,14 @@ int main(int argc, char **argv)
         return cmd_worker(argc, argv);
     if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "diff") == 0)
         return report_main(argc - 1, argv + 1) || check_stdout("the report") ? fail() : 0;
+    if (strcmp(argv[1], "tune") == 0)
+        return tune_main(argc, argv) ? fail() : 0;
     if (strcmp(argv[1], "predict") == 0)
         return predict_main(argc - 1, argv + 1) || check_stdout("the prediction") ? fail() : 0;
     if (argv[1][0] == '-')
         return cmd_main(argc, argv);
-    error_set("unknown command '%s' (commands: train, worker, report, diff, predict; see ddpprof --help)",
+    error_set("unknown command '%s' (commands: train, worker, report, diff, predict, tune; see "
+              "ddpprof --help)",
               argv[1]);
     return fail();
 }

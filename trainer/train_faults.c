@@ -9,6 +9,8 @@
  * DDPPROF_FAULT_KILL_AFTER_MS=RANK:MS does the same as the first step begins that begins MS
  * milliseconds or more after the rank's first step began: a kill at a point in time, which
  * a fast machine does not reach in fewer steps than a slow one.
+ * DDPPROF_FAULT_DELAY_MS=RANK:MS makes rank RANK sleep MS milliseconds at the start of every
+ * step: a planted straggler (ddpprof tune's test finds it slower).
  * train_step.c acts on them. */
 #include "train_rank.h"
 
@@ -32,6 +34,7 @@ void rank_faults_read(struct rank *r)
     r->faults.inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r->rank);
     r->faults.kill_step =
         r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_STEP", r->rank) : 0;
+    r->faults.delay_ms = fault_step("DDPPROF_FAULT_DELAY_MS", r->rank);
     r->faults.kill_after_ms =
         r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_AFTER_MS", r->rank) : 0;
 }

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -154,6 +155,11 @@ int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         }
         probe_set_step(r->probe, r->step + 1, epoch + 1);
         probe_push(r->probe, PROBE_STEP);
+        if (r->faults.delay_ms > 0) { /* a planted straggler (train_faults.c) */
+            const struct timespec ts = {.tv_sec = r->faults.delay_ms / 1000,
+                                        .tv_nsec = r->faults.delay_ms % 1000 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         probe_push(r->probe, PROBE_DATA);
         int rc = rank_load_batch(r, &r->train, r->batch.indices + at, n);
         probe_pop(r->probe);

@@ -1,0 +1,521 @@
+/* tune.c — `ddpprof tune`: candidate changes measured in interleaved A/B trials (tune.h). */
+#include "tune.h"
+
+#include "cli.h"
+#include "common/error.h"
+#include "common/printable.h"
+#include "device.h"
+#include "probes/runlog.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TUNE_MAX_CANDIDATES 16
+#define TUNE_MAX_WORDS 16
+#define TUNE_WARMUP_STEPS 5 /* each trial's first steps, left out as the report's warm-up */
+
+/* One configuration tried: the given one with args added (and env set for it). */
+struct candidate {
+    char name[64];
+    char *words[TUNE_MAX_WORDS]; /* option words added to the command line */
+    int nwords;
+    char *env[TUNE_MAX_WORDS]; /* NAME=VALUE set in the trial's environment */
+    int nenv;
+    double step_ms[100];       /* per round: the trial's median steady-state step */
+    double ratio[100];         /* per round: step_ms / the given configuration's */
+};
+
+struct tune {
+    const struct cli *c;
+    int default_candidates; /* made by candidates_default (the comm ones pruned after round 1's
+                               first trial) */
+    char self[PATH_MAX];
+    char out[4096];
+    char **args; /* the command line as given, tune's own options left out */
+    int nargs;
+    int steps;   /* measured steps a trial */
+    int rounds;
+    struct candidate cand[TUNE_MAX_CANDIDATES + 1]; /* [0]: the given configuration */
+    int ncand;
+};
+
+static int add_word(char **list, int *n, const char *w)
+{
+    if (*n >= TUNE_MAX_WORDS)
+        return error_set("tune: a candidate of more than %d words", TUNE_MAX_WORDS);
+    if (!(list[*n] = strdup(w)))
+        return error_set("tune: out of memory");
+    (*n)++;
+    return 0;
+}
+
+/* name, then words: a word NAME=VALUE whose NAME is upper case is the environment */
+static int candidate_add(struct tune *t, const char *name, const char *args)
+{
+    if (t->ncand > TUNE_MAX_CANDIDATES)
+        return error_set("tune: more than %d candidates", TUNE_MAX_CANDIDATES);
+    struct candidate *k = &t->cand[t->ncand];
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        const char *eq = strchr(w, '=');
+        int env = eq && eq > w && w[0] >= 'A' && w[0] <= 'Z';
+        for (const char *p = w; env && p < eq; p++)
+            env = (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
+        if (env ? add_word(k->env, &k->nenv, w) : add_word(k->words, &k->nwords, w))
+            return -1;
+    }
+    t->ncand++;
+    return 0;
+}
+
+/* --candidates "NAME=ARGS;NAME=ARGS" */
+static int candidates_given(struct tune *t, const char *list)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *item = strtok_r(buf, ";", &save); item;
+         item = strtok_r(NULL, ";", &save)) {
+        while (*item == ' ')
+            item++;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item)
+            return error_set("--candidates: '%s' is not NAME=ARGS (e.g. \"cap=--bucket-cap-mb "
+                             "1;nosync=--no-sync-bn\")",
+                             item);
+        *eq = '\0';
+        if (strcmp(item, "same") == 0)
+            return error_set("--candidates: 'same' is the given configuration against itself, "
+                             "which tune always runs: name yours otherwise");
+        if (candidate_add(t, item, eq + 1))
+            return -1;
+    }
+    return t->ncand > 2 ? 0 : error_set("--candidates names none");
+}
+
+/* the changes the advice ranks, as they apply to this configuration (README "ddpprof tune") */
+static int candidates_default(struct tune *t)
+{
+    const struct train_opts *o = &t->c->train;
+    const int world = cli_world(t->c);
+    char a[128];
+    int rc = 0;
+    if (world > 1) {
+        if (o->ddp.bucket_cap_mb < 1000)
+            rc |= candidate_add(t, "one-bucket", "--bucket-cap-mb 1000");
+        if (o->ddp.bucket_cap_mb >= 0.02) {
+            snprintf(a, sizeof a, "--bucket-cap-mb %g", o->ddp.bucket_cap_mb / 16);
+            rc |= candidate_add(t, "smaller-buckets", a);
+        }
+        if (o->ddp.sync_bn)
+            rc |= candidate_add(t, "no-sync-bn", "--no-sync-bn");
+    }
+    rc |= candidate_add(t, o->amp.dtype == AMP_OFF ? "amp-fp16" : "amp-off",
+                        o->amp.dtype == AMP_OFF ? "--amp fp16" : "--amp off");
+    if (world > 1 && o->dev.ngpus == 0) { /* CPU ranks: the other host comm */
+        const char *now = device_comm_name(o->dev.comm);
+        for (int i = 1; device_comm_name(i); i++) {
+            const char *n = device_comm_name(i);
+            char avail[64];
+            device_comms(avail, sizeof avail);
+            if (strcmp(n, now) == 0 || !strstr(avail, n) || strcmp(n, "nccl") == 0)
+                continue;
+            snprintf(a, sizeof a, "--comm %s", n);
+            char name[64];
+            snprintf(name, sizeof name, "comm-%s", n);
+            rc |= candidate_add(t, name, a);
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ a trial */
+
+/* split one CSV line into fields (RFC 4180 quotes), in place; the count */
+static int csv_split(char *line, char **f, int cap)
+{
+    int n = 0;
+    char *p = line;
+    while (n < cap) {
+        char *w = p, *o = p;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (*p == '"' && p[1] == '"') {
+                    *o++ = '"';
+                    p += 2;
+                } else if (*p == '"' || !*p) {
+                    if (*p)
+                        p++;
+                    break;
+                } else
+                    *o++ = *p++;
+            }
+            while (*p && *p != ',')
+                p++;
+        } else {
+            while (*p && *p != ',' && *p != '\n' && *p != '\r')
+                p++;
+            o = p;
+        }
+        int end = !*p || *p == '\n' || *p == '\r';
+        *o = '\0';
+        f[n++] = w;
+        if (end)
+            break;
+        p++;
+    }
+    return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* the median host-clock step (ms) of rank 0's trace in dir after the warm-up steps, or NAN
+ * (error_set) */
+static double trial_step_ms(const char *dir)
+{
+    char path[4400], line[8192];
+    snprintf(path, sizeof path, "%s/rank0.trace.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return error_set("tune: %s: %s", path, strerror(errno)), NAN;
+    int c_step = -1, c_phase = -1, c_clock = -1, c_start = -1, c_end = -1, n = 0;
+    double *ms = NULL;
+    size_t cap = 0;
+    char *fld[32];
+    if (fgets(line, sizeof line, f)) {
+        int nf = csv_split(line, fld, 32);
+        for (int i = 0; i < nf; i++) {
+            c_step = strcmp(fld[i], "step") == 0 ? i : c_step;
+            c_phase = strcmp(fld[i], "phase") == 0 ? i : c_phase;
+            c_clock = strcmp(fld[i], "clock") == 0 ? i : c_clock;
+            c_start = strcmp(fld[i], "start_ns") == 0 ? i : c_start;
+            c_end = strcmp(fld[i], "end_ns") == 0 ? i : c_end;
+        }
+    }
+    int bad = c_step < 0 || c_phase < 0 || c_clock < 0 || c_start < 0 || c_end < 0;
+    while (!bad && fgets(line, sizeof line, f)) {
+        int nf = csv_split(line, fld, 32);
+        if (nf <= c_end || strcmp(fld[c_phase], "step") != 0 || strcmp(fld[c_clock], "host") != 0 ||
+            atol(fld[c_step]) <= TUNE_WARMUP_STEPS)
+            continue;
+        if ((size_t)n == cap) {
+            double *m = realloc(ms, (cap = cap ? 2 * cap : 256) * sizeof *ms);
+            if (!m) {
+                bad = 1;
+                break;
+            }
+            ms = m;
+        }
+        ms[n++] = 1e-6 * (double)(strtoll(fld[c_end], NULL, 10) - strtoll(fld[c_start], NULL, 10));
+    }
+    fclose(f);
+    double v = NAN;
+    if (bad)
+        error_set("tune: %s is no trace of ddpprof's (no step, phase, clock, start_ns, end_ns "
+                  "columns)", path);
+    else if (n == 0)
+        error_set("tune: %s has no step after the first %d", path, TUNE_WARMUP_STEPS);
+    else
+        v = median(ms, n);
+    free(ms);
+    return v;
+}
+
+/* run the trial of candidate k in round r; its median step (ms) or NAN (error_set) */
+static double trial_run(struct tune *t, int k, int r)
+{
+    const struct candidate *cd = &t->cand[k];
+    const struct train_opts *o = &t->c->train;
+    char dir[4200], limit[32], test_limit[32];
+    snprintf(dir, sizeof dir, "%s/round-%d/%s", t->out, r + 1, cd->name);
+    const long world = cli_world(t->c);
+    snprintf(limit, sizeof limit, "%ld",
+             (long)(TUNE_WARMUP_STEPS + t->steps) * o->data.batch_size * world);
+    snprintf(test_limit, sizeof test_limit, "%d", o->data.batch_size);
+    char *argv[512];
+    int n = 0;
+    argv[n++] = t->self;
+    argv[n++] = "train";
+    for (int i = 0; i < t->nargs && n < 480; i++)
+        argv[n++] = t->args[i];
+    for (int i = 0; i < cd->nwords && n < 500; i++)
+        argv[n++] = cd->words[i];
+    const char *tail[] = {"--epochs", "1", "--limit", limit, "--test-limit", test_limit,
+                          "--quiet", "--out", dir};
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        argv[n++] = (char *)tail[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return error_set("tune: fork: %s", strerror(errno)), NAN;
+    if (pid == 0) {
+        for (int i = 0; i < cd->nenv; i++)
+            putenv(cd->env[i]);
+        execv(t->self, argv);
+        fprintf(stderr, "ddpprof: tune: cannot execute %s\n", t->self);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return error_set("tune: waiting for trial %s: %s", cd->name, strerror(errno)), NAN;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return error_set("tune: the trial '%s' of round %d failed (%s %d); its run directory: %s",
+                         cd->name, r + 1, WIFEXITED(status) ? "exit status" : "signal",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir),
+               NAN;
+    return trial_step_ms(dir);
+}
+
+/* meta.csv's value of key in dir into buf (empty when absent) */
+static void trial_meta(const char *dir, const char *key, char *buf, size_t cap)
+{
+    char path[4400], line[1024];
+    snprintf(path, sizeof path, "%s/meta.csv", dir);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    const size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ',') {
+            size_t len = strcspn(line + n + 1, "\r\n");
+            len = len < cap ? len : cap - 1;
+            memcpy(buf, line + n + 1, len);
+            buf[len] = '\0';
+        }
+    if (f)
+        fclose(f);
+}
+
+/* The default comm candidates name each other comm; --comm auto resolves to one of them,
+ * which the given configuration's first trial says (meta.csv comm): that candidate is the
+ * given configuration again, and goes. */
+static void prune_auto_comm(struct tune *t)
+{
+    char dir[4200], comm[64], name[80];
+    snprintf(dir, sizeof dir, "%s/round-1/%s", t->out, t->cand[0].name);
+    trial_meta(dir, "comm", comm, sizeof comm);
+    snprintf(name, sizeof name, "comm-%s", comm);
+    for (int k = 2; comm[0] && k < t->ncand; k++)
+        if (strcmp(t->cand[k].name, name) == 0) {
+            for (int i = 0; i < t->cand[k].nwords; i++)
+                free(t->cand[k].words[i]);
+            memmove(&t->cand[k], &t->cand[k + 1], sizeof t->cand[0] * (size_t)(t->ncand - k - 1));
+            t->ncand--;
+            printf("ddpprof tune: --comm auto is %s here: no candidate for it\n", comm);
+            break;
+        }
+}
+
+/* ------------------------------------------------------------------ the verdicts */
+
+struct verdict {
+    double base_ms, ms, change, lo, hi; /* medians (ms); change and its range (fraction) */
+    const char *word;                   /* "faster", "slower", "noise" */
+};
+
+/* The given configuration against itself moves by up to `noise` (the "same" trial's largest
+ * |ratio - 1| over the rounds): a change is real when every round agrees on its direction
+ * and its median is beyond that. */
+static struct verdict judge(const struct tune *t, int k, double noise)
+{
+    double r[100], b[100], s[100];
+    for (int i = 0; i < t->rounds; i++) {
+        r[i] = t->cand[k].ratio[i];
+        b[i] = t->cand[0].step_ms[i];
+        s[i] = t->cand[k].step_ms[i];
+    }
+    struct verdict v = {.base_ms = median(b, t->rounds), .ms = median(s, t->rounds)};
+    double m = median(r, t->rounds); /* sorts r */
+    v.change = m - 1.0;
+    v.lo = r[0] - 1.0;
+    v.hi = r[t->rounds - 1] - 1.0;
+    v.word = v.hi < 0 && -v.change > noise ? "faster" : v.lo > 0 && v.change > noise ? "slower"
+                                                                                     : "noise";
+    return v;
+}
+
+/* the command line of the given configuration with k's change (k NULL: none), as the user
+ * would type it: k's environment first, tune's --out left out */
+static void print_command(FILE *out, const struct tune *t, const struct candidate *k)
+{
+    char shown[1024];
+    for (int i = 0; k && i < k->nenv; i++) {
+        text_printable(k->env[i], (size_t)-1, shown, sizeof shown);
+        fprintf(out, "%s ", shown);
+    }
+    fputs("ddpprof", out);
+    for (int i = 0; i < t->nargs; i++) {
+        if (strcmp(t->args[i], "--out") == 0) {
+            i++;
+            continue;
+        }
+        text_printable(t->args[i], (size_t)-1, shown, sizeof shown);
+        fprintf(out, " %s", shown);
+    }
+    for (int i = 0; k && i < k->nwords; i++) {
+        text_printable(k->words[i], (size_t)-1, shown, sizeof shown);
+        fprintf(out, " %s", shown);
+    }
+    fputc('\n', out);
+}
+
+static int tune_report(struct tune *t)
+{
+    double noise = 0.0;
+    for (int i = 0; i < t->rounds; i++)
+        noise = fmax(noise, fabs(t->cand[1].ratio[i] - 1.0));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tune.csv", t->out);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return error_set("tune: cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "candidate,args,rounds,step_ms_given,step_ms,change_pct,low_pct,high_pct,"
+               "noise_pct,verdict\n");
+    printf("\n# tune: %d rounds of %d steps (after %d warm-up), interleaved; the given "
+           "configuration against itself moved up to %.1f %%\n",
+           t->rounds, t->steps, TUNE_WARMUP_STEPS, 100 * noise);
+    printf("#  %-18s %12s %12s %9s %19s  %s\n", "candidate", "given (ms)", "with it (ms)",
+           "change", "range (rounds)", "verdict");
+    int best = -1;
+    double best_change = 0.0;
+    for (int k = 1; k < t->ncand; k++) {
+        struct verdict v = judge(t, k, noise);
+        char args[512] = "";
+        for (int i = 0; i < t->cand[k].nenv; i++)
+            snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s", *args ? " " : "",
+                     t->cand[k].env[i]);
+        for (int i = 0; i < t->cand[k].nwords; i++)
+            snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s", *args ? " " : "",
+                     t->cand[k].words[i]);
+        csv_field_write(f, t->cand[k].name);
+        fputc(',', f);
+        csv_field_write(f, args);
+        fprintf(f, ",%d,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,%s\n", t->rounds, v.base_ms, v.ms,
+                100 * v.change, 100 * v.lo, 100 * v.hi, 100 * noise, v.word);
+        char shown[64];
+        text_printable(t->cand[k].name, (size_t)-1, shown, sizeof shown);
+        printf("   %-18s %12.3f %12.3f %+8.1f%% [%+6.1f%%, %+6.1f%%]  %s\n", shown, v.base_ms,
+               v.ms, 100 * v.change, 100 * v.lo, 100 * v.hi, v.word);
+        if (strcmp(v.word, "faster") == 0 && (best < 0 || v.change < best_change))
+            best = k, best_change = v.change;
+    }
+    if (fclose(f))
+        return error_set("tune: writing %s: %s", path, strerror(errno));
+    if (best > 0) {
+        printf("# best measured: %s, %.1f %% faster a step:\n", t->cand[best].name,
+               -100 * best_change);
+        print_command(stdout, t, &t->cand[best]);
+    } else {
+        printf("# best measured: the configuration as given (no candidate was faster beyond "
+               "the noise):\n");
+        print_command(stdout, t, NULL);
+    }
+    printf("# tune in %s: tune.csv, round-N/CANDIDATE/ (each trial's run)\n", t->out);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int tune_setup(struct tune *t, int argc, char **argv)
+{
+    if (readlink("/proc/self/exe", t->self, sizeof t->self - 1) <= 0)
+        return error_set("tune: cannot find this program's path in /proc/self/exe");
+    if (!(t->args = cli_args_without(t->c, CLI_TUNE, argc, argv, 2, &t->nargs)))
+        return -1;
+    t->rounds = t->c->tune_rounds;
+    t->steps = t->c->tune_steps;
+    if (candidate_add(t, "given", "") || candidate_add(t, "same", ""))
+        return -1;
+    t->default_candidates = !t->c->tune_candidates;
+    if (t->c->tune_candidates ? candidates_given(t, t->c->tune_candidates)
+                              : candidates_default(t))
+        return -1;
+    const char *dir = t->c->train.run.out_dir;
+    if (!dir) {
+        char base[256], stamp[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+        snprintf(base, sizeof base, "results/tune-%s", stamp);
+        if (runlog_fresh_dir(t->out, sizeof t->out, base))
+            return -1;
+    } else
+        snprintf(t->out, sizeof t->out, "%s", dir);
+    return runlog_claim(t->out, 0) < 0 ? -1 : 0;
+}
+
+int tune_main(int argc, char **argv)
+{
+    struct cli c;
+    if (cli_parse(&c, CLI_TUNE, argc, argv, 2))
+        return -1;
+    if (c.help) {
+        cli_usage(stdout);
+        return 0;
+    }
+    if (train_check_inputs(&c.train))
+        return -1;
+    struct tune *t = calloc(1, sizeof *t);
+    if (!t)
+        return error_set("tune: out of memory");
+    t->c = &c;
+    int rc = tune_setup(t, argc, argv);
+    char shown[4300];
+    text_printable(t->out, (size_t)-1, shown, sizeof shown);
+    if (rc == 0)
+        printf("ddpprof tune: %d candidate%s against the given configuration, %d rounds -> %s\n",
+               t->ncand - 2, t->ncand == 3 ? "" : "s", t->rounds, shown);
+    for (int r = 0; rc == 0 && r < t->rounds; r++) {
+        /* the given configuration and every trial once, the order rotated a round */
+        double step[TUNE_MAX_CANDIDATES + 1];
+        for (int j = 0; rc == 0 && j < t->ncand; j++) {
+            int k = (j + r) % t->ncand;
+            step[k] = trial_run(t, k, r);
+            if (isnan(step[k]))
+                rc = -1;
+            else if (r == 0 && k == 0 && t->default_candidates && !t->c->train.dev.comm)
+                prune_auto_comm(t); /* round 1 runs the given configuration first */
+        }
+        for (int k = 0; rc == 0 && k < t->ncand; k++) {
+            t->cand[k].step_ms[r] = step[k];
+            t->cand[k].ratio[r] = step[k] / step[0];
+        }
+        if (rc == 0)
+            printf("ddpprof tune: round %d of %d done (the given configuration: %.3f ms a "
+                   "step)\n", r + 1, t->rounds, step[0]);
+        fflush(stdout);
+    }
+    if (rc == 0)
+        rc = tune_report(t);
+    for (int k = 0; k < t->ncand; k++) {
+        for (int i = 0; i < t->cand[k].nwords; i++)
+            free(t->cand[k].words[i]);
+        for (int i = 0; i < t->cand[k].nenv; i++)
+            free(t->cand[k].env[i]);
+    }
+    free(t->args);
+    free(t);
+    return rc;
+}

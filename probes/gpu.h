@@ -25,8 +25,11 @@ extern "C" {
  * kernel that NCCL, cuDNN or cuBLAS launches through the driver API, cuLaunchKernelEx, is
  * correlated only through the driver call's record) in 4 MiB buffers; CUPTI's timestamps come from clock_now_ns (cuptiActivityRegisterTimestampCallback),
  * so cupti rows share the host rows' clock.  Completed buffers are converted to
- * struct activity_record and fed to the activity_proc given at start (on CUPTI's thread
- * or inside cupti_tracer_flush).  One tracer per process. */
+ * struct activity_record and fed to the activity_proc given at start: on the tracer's
+ * flusher thread, which takes CUPTI's completed buffers every 500 ms, on CUPTI's own
+ * thread (a buffer that filled up), or inside cupti_tracer_flush and cupti_tracer_stop --
+ * not on the training thread during its steps.  So ap's rows come from other threads
+ * (struct activity_proc and the trace writer are thread-safe).  One tracer per process. */
 struct cupti_tracer;
 
 /* Start tracing into ap (which must outlive the tracer).  NULL when CUPTI cannot be used
@@ -39,7 +42,8 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
 void cupti_tracer_push(struct cupti_tracer *t, uint64_t external_id);
 void cupti_tracer_pop(struct cupti_tracer *t);
 
-/* Deliver every buffered record now (forced flush), then end the batch.  0 or -1 (error_set). */
+/* Deliver every buffered record now (forced flush: an epoch's end, what the flusher thread
+ * has not delivered yet), on the calling thread.  0 or -1 (error_set). */
 int cupti_tracer_flush(struct cupti_tracer *t);
 
 /* Records CUPTI dropped (buffers full/unavailable), summed over contexts and streams. */

@@ -59,25 +59,29 @@ void probe_opts_default(struct probe_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->run_dir = ".";
-    o->mode = PROBE_FULL;
+    o->mode = PROBE_KERNELS;
     o->cupti = 1;
 }
 
-static const char *const probe_mode_names[] = {"off", "nvtx", "full"};
+static const char *const probe_mode_names[] = {"off", "nvtx", "kernels", "full"};
+#define PROBE_MODES (int)(sizeof probe_mode_names / sizeof probe_mode_names[0])
+_Static_assert(PROBE_FULL + 1 == sizeof probe_mode_names / sizeof probe_mode_names[0],
+               "a name per mode");
 
 int probe_mode_parse(const char *s, enum probe_mode *mode)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PROBE_MODES; i++)
         if (s && strcmp(s, probe_mode_names[i]) == 0) {
             *mode = (enum probe_mode)i;
             return 0;
         }
-    return error_set("--trace: unknown mode '%s': use off, nvtx or full", s ? s : "");
+    return error_set("--trace: unknown mode '%s': use off, nvtx, kernels or full",
+                     s ? s : "");
 }
 
 const char *probe_mode_name(enum probe_mode mode)
 {
-    return (unsigned)mode < 3 ? probe_mode_names[mode] : "?";
+    return (unsigned)mode < (unsigned)PROBE_MODES ? probe_mode_names[mode] : "?";
 }
 
 static void probe_note_once(const char *line)
@@ -111,7 +115,7 @@ struct probe *probe_create(const struct probe_opts *o)
     if (!p->nvtx)
         goto fail;
     nvtx_ranges_mark_rank(p->nvtx, o->rank, o->world_size > 0 ? o->world_size : 1);
-    if (p->mode == PROBE_FULL && o->gpu) {
+    if (p->mode == PROBE_FULL && o->gpu) { /* device rows: CUDA event pairs */
         p->ev_compute = event_timer_create(o->compute_stream);
         if (!p->ev_compute) {
             error_wrap("probes (rank %d, compute stream)", o->rank);
@@ -124,14 +128,14 @@ struct probe *probe_create(const struct probe_opts *o)
                 goto fail;
             }
         }
-        if (o->cupti) {
-            p->ap = activity_proc_create(o->rank, trace_writer_emit, p->w);
-            if (!p->ap)
-                goto fail;
-            p->cupti = cupti_tracer_start(p->ap, p->note, sizeof p->note);
-            if (!p->cupti && !o->quiet)
-                probe_note_once(p->note);
-        }
+    }
+    if (p->mode >= PROBE_KERNELS && o->gpu && o->cupti) { /* cupti rows */
+        p->ap = activity_proc_create(o->rank, trace_writer_emit, p->w);
+        if (!p->ap)
+            goto fail;
+        p->cupti = cupti_tracer_start(p->ap, p->note, sizeof p->note);
+        if (!p->cupti && !o->quiet)
+            probe_note_once(p->note);
     }
     return p;
 fail:
@@ -422,6 +426,7 @@ void probe_stats(struct probe *p, struct probe_stats *st)
         struct activity_stats as;
         activity_proc_stats(p->ap, &as);
         st->cupti_records = as.records;
+        st->cupti_rows = as.rows;
         st->cupti_unattributed = as.unattributed;
     }
     st->cupti_dropped = cupti_tracer_dropped(p->cupti);

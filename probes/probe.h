@@ -1,19 +1,30 @@
 /* probe.h — the one instrumentation API the trainer calls.
  *
  * A probe turns each phase range into (1) an NVTX range in domain "ddpprof" (probes/nvtx.h),
- * (2) a host-clock row in <run_dir>/rank<N>.trace.csv (probes/TRACE.md), and on a GPU in
- * full mode (3) a CUDA event pair on the stream doing the work (a `device` row) and (4) a
- * CUPTI external correlation id, so every kernel, memcpy and memset it launched becomes a
- * `cupti` row attributed to its phase, step and bucket.
+ * (2) a host-clock row in <run_dir>/rank<N>.trace.csv (probes/TRACE.md), and on a GPU
+ * (3) a CUPTI external correlation id, so every kernel, memcpy and memset it launched
+ * becomes a `cupti` row attributed to its phase, step and bucket, and in full mode only
+ * (4) a CUDA event pair on the stream doing the work (a `device` row).
  *
- * Modes (--trace off|nvtx|full):
- *   PROBE_OFF   nothing at all: no file, every call returns on one flag test.
- *   PROBE_NVTX  NVTX ranges and host rows; no CUPTI, no CUDA events (for runs under
- *               nsys, which owns CUPTI itself).
- *   PROBE_FULL  everything available; on a CPU rank that is the same as PROBE_NVTX.
+ * Modes (--trace off|nvtx|kernels|full), in order of cost:
+ *   PROBE_OFF      nothing at all: no file, every call returns on one flag test.
+ *   PROBE_NVTX     NVTX ranges and host rows; no CUPTI, no CUDA events (for runs under
+ *                  nsys, which owns CUPTI itself).
+ *   PROBE_KERNELS  the default: PROBE_NVTX and, on a GPU, CUPTI's activity records of
+ *                  kernels, memcpys and memsets (delivered to the trace off the training
+ *                  thread: probes/gpu.h), attributed by correlation: per range a CUPTI
+ *                  correlation push and pop and nothing else -- no CUDA call, no event, no
+ *                  host sync -- as Kineto and nsys do.  The trainer records no layer ranges.
+ *   PROBE_FULL     PROBE_KERNELS plus a CUDA event pair per range (device rows), and the
+ *                  trainer's per-layer ranges (train_layers.c), each with its own pair: what
+ *                  grows with the model's layers is asked for here only.
+ *   On a CPU rank kernels and full are nvtx for the probe itself (full still has the
+ *   trainer's layer ranges).
+ * What each adds per training step is counted by tests/test_probe_cost.c.
  *
  * Threads: every probe_* call except probe_row comes from the training thread (NVTX
- * push/pop and the range stack are per thread).  probe_row may be called from any thread.
+ * push/pop and the range stack are per thread).  probe_row may be called from any thread,
+ * as CUPTI's records are written from the tracer's flusher thread.
  * A NULL probe is accepted everywhere and does nothing.
  *
  * Cost: no allocation per range (the first time a bucket number is seen excepted); a pop
@@ -31,14 +42,15 @@
 extern "C" {
 #endif
 
-enum probe_mode { PROBE_OFF = 0, PROBE_NVTX, PROBE_FULL };
+enum probe_mode { PROBE_OFF = 0, PROBE_NVTX, PROBE_KERNELS, PROBE_FULL };
 
 struct probe_opts {
     int rank;               /* global rank: the trace file name and the rank column */
     int world_size;         /* ranks in the job (0: not known, taken as 1): NVTX's rank mark */
     const char *run_dir;    /* existing directory for rank<rank>.trace.csv (unused when off) */
     enum probe_mode mode;
-    int gpu;                /* 1: this rank computes on a CUDA device (full mode: events, CUPTI) */
+    int gpu;                /* 1: this rank computes on a CUDA device (kernels: CUPTI; full:
+                               also events) */
     void *compute_stream;   /* cudaStream_t of the compute work (NULL: the legacy default stream) */
     void *comm_stream;      /* cudaStream_t of the all-reduces (NCCL), or NULL (or set later:
                                probe_set_comm_stream): no device rows for all-reduces until
@@ -47,25 +59,26 @@ struct probe_opts {
                                buffers (comm shm-staged): no CUDA events can time them, so
                                in full mode each bucket's device row is its host-timed round
                                trip, named allreduce.bN.host-staged (TRACE.md) */
-    int cupti;              /* 1: use CUPTI in full mode on a GPU */
+    int cupti;              /* 1: use CUPTI in kernels and full mode on a GPU */
     int quiet;              /* 1: do not print the one-line "CUPTI unavailable" notice */
     size_t flush_bytes;     /* trace buffer threshold; 0: TRACE_FLUSH_BYTES_DEFAULT (256 KiB) */
 };
 
-/* full mode, rank 0, run_dir ".", CPU, cupti on, not quiet */
+/* kernels mode (the default), rank 0, run_dir ".", CPU, cupti on, not quiet */
 void probe_opts_default(struct probe_opts *o);
 
-/* "off", "nvtx", "full" -> mode; 0, or -1 with error_set naming the accepted values. */
+/* "off", "nvtx", "kernels", "full" -> mode; 0, or -1 with error_set naming the accepted
+ * values. */
 int probe_mode_parse(const char *s, enum probe_mode *mode);
 const char *probe_mode_name(enum probe_mode mode);
 
 struct probe;
 
 /* Create the probe.  Off: an inert probe (no file, no NVTX).  Otherwise creates
- * rank<N>.trace.csv (header written) and the NVTX domain; in full mode with gpu set,
- * also CUDA event timers and CUPTI.  If CUPTI cannot be used the reason is one line,
- * printed once per process to stderr unless quiet and kept for probe_gpu_note; the rest
- * goes on.  NULL + error_set when the trace file cannot be created or memory runs out;
+ * rank<N>.trace.csv (header written) and the NVTX domain; with gpu set, in kernels and
+ * full mode also CUPTI, in full mode also CUDA event timers.  If CUPTI cannot be used the
+ * reason is one line, printed once per process to stderr unless quiet and kept for
+ * probe_gpu_note; the rest goes on.  NULL + error_set when the trace file cannot be created or memory runs out;
  * CUDA event timers failing is also an error (a GPU rank whose stream does not work). */
 struct probe *probe_create(const struct probe_opts *o);
 
@@ -137,6 +150,7 @@ struct probe_stats {
                                  ranges still open at destroy */
     uint64_t device_dropped;  /* event pairs dropped (ring full) */
     uint64_t cupti_records;   /* CUPTI records processed */
+    uint64_t cupti_rows;      /* rows written from them (of rows; from the tracer's thread) */
     uint64_t cupti_dropped;   /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
     uint64_t cupti_unattributed; /* GPU activity launched outside every range */
     int cupti_active;         /* 1 when CUPTI is tracing */

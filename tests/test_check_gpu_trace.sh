@@ -12,6 +12,9 @@
 # with ones that do not hold their host row; a NCCL run with marked rows fails.  A --trace
 # full run's device layer rows pass when every step has one per layer inside its device
 # forward/backward, and fail with a row outside or a row missing; without layers: SKIP.
+# A --trace kernels run (meta.csv trace=kernels: cupti rows, no device rows) passes the
+# checks that apply (all-reduce device rows SKIP) and fails gpu-rows when it has device rows
+# (CUDA events at the cheap level).
 # Skips (77) without python3.
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(dirname "$0")/..}
@@ -24,7 +27,8 @@ trap 'rm -rf "$tmp"' EXIT
 # make_run DIR WORLD DEFECT: a DDP run of 2 steps and 2 buckets per rank (times in us on
 # each rank's clock), with one defect injected (none, kernel-outside, no-device-bucket,
 # setup-kernel, nccl-no-bucket, early-device-row, no-gpu; and the shm-staged ones: staged,
-# staged-missing, staged-unmarked, staged-short, nccl-marked)
+# staged-missing, staged-unmarked, staged-short, nccl-marked; --trace kernels: kernels,
+# kernels-events)
 make_run() {
   python3 - "$@" <<'EOF'
 import os, sys
@@ -36,6 +40,8 @@ with open(os.path.join(run, "meta.csv"), "w") as f:
     f.write(f"key,value\nmode,ddp\nworld_size,{world}\nbuckets,2\ncomm,{comm}\n")
     if defect.startswith("layers"):  # --trace full's layers: two of them
         f.write("layers,2\nlayer.0.name,conv\nlayer.1.name,fc\n")
+    if defect.startswith("kernels"):  # the default level: CUPTI, no CUDA events
+        f.write("trace,kernels\n")
 for rank in range(world):
     rows = []
     def row(step, phase, bucket, clock, a, b, name, kind="range", stream=0):
@@ -87,6 +93,8 @@ for rank in range(world):
     row(2, "eval", -1, "host", 29500, 31000, "eval")  # the host waits for the device here
     if defect == "no-gpu":
         rows = [r for r in rows if ",host," in r]
+    if defect == "kernels":
+        rows = [r for r in rows if ",device," not in r]
     with open(os.path.join(run, f"rank{rank}.trace.csv"), "w") as f:
         f.write("rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream\n")
         f.write("\n".join(rows) + "\n")
@@ -133,6 +141,15 @@ expect staged-missing 2 allreduce-rows FAIL
 expect staged-unmarked 2 buckets FAIL
 expect staged-short 2 allreduce-rows FAIL
 expect nccl-marked 2 buckets FAIL
+for c in gpu-rows in-steps buckets attribution nccl-kernels; do
+  expect kernels 2 "$c" PASS
+done
+expect kernels 2 allreduce-rows SKIP
+expect kernels 2 layers SKIP
+make_run "$tmp/kernels-clean" 2 kernels
+python3 "$checker" "$tmp/kernels-clean" >/dev/null 2>&1
+check kernels-exit "$?" "a clean --trace kernels run directory does not exit 0"
+expect kernels-events 2 gpu-rows FAIL
 make_run "$tmp/bad" 2 setup-kernel
 python3 "$checker" "$tmp/bad" >/dev/null 2>&1
 rc=$?

@@ -405,7 +405,7 @@ static void test_errors(void)
     char *l[] = {"stray", NULL};
     check_error(CLI_TRAIN, l, "unexpected argument 'stray'");
     char *m[] = {"--trace", "all", NULL};
-    check_error(CLI_TRAIN, m, "--trace: 'all' is not off, nvtx or full");
+    check_error(CLI_TRAIN, m, "--trace: 'all' is not off, nvtx, kernels or full");
 
     struct cli cl;
     char *help[] = {"--epochs", "2", "-h", NULL};
@@ -429,7 +429,7 @@ static void test_usage(void)
         "--model NAME", "-e, --epochs N", "-b, --batch-size N", "--lr X", "--momentum X",
         "--weight-decay X", "--seed N", "--no-shuffle", "--limit N", "--test-limit N",
         "--data DIR", "--normalize MEAN,STD", "--init FILE", "--resume CKPT", "--threads N",
-        "--out DIR", "--quiet", "--trace off|nvtx|full", "--amp fp16|bf16|off",
+        "--out DIR", "--quiet", "--trace off|nvtx|kernels|full", "--amp fp16|bf16|off",
         "--loss-scale-init X", "--loss-scale-growth X", "--loss-scale-backoff X",
         "--loss-scale-interval N", "--bucket-cap-mb X", "--no-sync-bn", "--timeout S",
         "--master-addr A", "--master-port P", "-h, --help"};

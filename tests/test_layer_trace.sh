@@ -14,7 +14,7 @@
 #               layer, named as meta.csv's layers, bytes = its param_bytes, on the host clock,
 #               inside that step's forward (backward) range; forward rows in meta.csv's
 #               order; ConvNet's backward rows in the reverse order
-#   --trace nvtx  no layer rows, no layers key
+#   --trace nvtx and the default (kernels)  no layer rows, no layers key
 #   the report  layers.csv by column name: one row per rank and layer with positive
 #               forward_ms/backward_ms, its FLOPs as meta.csv's, a roofline bound; and
 #               report.html's roofline with a point per layer and direction
@@ -177,6 +177,14 @@ if train "$n" --model convnet --limit 16 --trace nvtx; then
   check_run "--trace nvtx: no layers in meta.csv" test -z "$(meta "$n" layers)"
 else
   bad "--trace nvtx run"
+fi
+k=$tmp/kernels
+if train "$k" --model convnet --limit 16; then
+  check_run "the default (--trace kernels): meta.csv says kernels" test "$(meta "$k" trace)" = kernels
+  check_run "the default: no layer rows" test "$(csv_col "$k/rank0.trace.csv" phase | grep -c '^layer\.')" -eq 0
+  check_run "the default: no layers in meta.csv" test -z "$(meta "$k" layers)"
+else
+  bad "a run at the default --trace"
 fi
 
 check_done

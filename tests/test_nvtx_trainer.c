@@ -4,7 +4,8 @@
  * process; nvtx_capture_check then asserts the domain, registered names, categories,
  * colours, payloads (steps, forward's images, the collectives' bytes), the rank mark with
  * the world size, and the nesting step > [data] forward backward optimizer with one
- * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets. */
+ * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets,
+ * under --trace full (its per-layer ranges too). */
 #include "probes/phase.h"
 #include "probes/tools/nvtx_capture.h"
 #include "testutil.h"
@@ -22,7 +23,7 @@ static int run(const char *dir, const char *args)
     snprintf(cmd, sizeof cmd,
              "mkdir -p \"%s/cap\" && NVTX_INJECTION64_PATH=\"%s/libddpprof_nvtx_inject.so\" "
              "DDPPROF_NVTX_CAPTURE=\"%s/cap\" \"%s\" train --quiet --threads 1 --epochs 1 "
-             "--test-limit 64 --out \"%s/run\" %s >\"%s/log\" 2>&1",
+             "--test-limit 64 --trace full --out \"%s/run\" %s >\"%s/log\" 2>&1",
              dir, getenv("DDPPROF_BUILD_DIR"), dir, getenv("DDPPROF"), dir, args, dir);
     int rc = system(cmd);
     if (rc) {

@@ -34,7 +34,8 @@ badline() { # WANT ARGS...: fails, one line on stderr holding WANT
   fi
 }
 
-common=(--cpu 2 --model convnet --epochs 1 --limit 640 --test-limit 64 --quiet)
+# --trace full: the per-layer rows predict replays (the default level records none)
+common=(--cpu 2 --model convnet --epochs 1 --limit 640 --test-limit 64 --quiet --trace full)
 for cap in 0.01 0.05 25; do
   mode=ddp
   [ "$cap" = 25 ] && mode=both

@@ -650,6 +650,7 @@ static void test_full_cost(void)
     mkdir(dir, 0755);
     struct probe_opts o;
     probe_opts_default(&o);
+    o.mode = PROBE_FULL;
     o.run_dir = dir;
     struct probe *p = probe_create(&o);
     CHECK(p != NULL, "create: %s", error_get());
@@ -684,11 +685,18 @@ static void test_probe_rows(void)
     mkdir(dir, 0755);
     enum probe_mode m;
     CHECK(probe_mode_parse("nvtx", &m) == 0 && m == PROBE_NVTX, "parse nvtx");
+    CHECK(probe_mode_parse("kernels", &m) == 0 && m == PROBE_KERNELS, "parse kernels");
     CHECK(probe_mode_parse("full", &m) == 0 && m == PROBE_FULL, "parse full");
-    CHECK(probe_mode_parse("verbose", &m) == -1 && strstr(error_get(), "off, nvtx or full"),
+    CHECK(probe_mode_parse("verbose", &m) == -1 &&
+              strstr(error_get(), "off, nvtx, kernels or full"),
           "parse bad: %s", error_get());
+    CHECK(strcmp(probe_mode_name(PROBE_KERNELS), "kernels") == 0 &&
+              strcmp(probe_mode_name((enum probe_mode)(PROBE_FULL + 1)), "?") == 0,
+          "mode names: %s", probe_mode_name(PROBE_KERNELS));
     struct probe_opts o;
     probe_opts_default(&o);
+    CHECK(o.mode == PROBE_KERNELS, "the default mode is %s, not kernels",
+          probe_mode_name(o.mode));
     o.rank = 1;
     o.run_dir = dir;
     struct probe *p = probe_create(&o);

@@ -70,7 +70,8 @@ static const struct cli_choice mode_choices[] = {
 static const struct cli_choice amp_choices[] = {
     {"fp16", AMP_F16}, {"bf16", AMP_BF16}, {"off", AMP_OFF}, {NULL, 0}};
 static const struct cli_choice trace_choices[] = {
-    {"off", PROBE_OFF}, {"nvtx", PROBE_NVTX}, {"full", PROBE_FULL}, {NULL, 0}};
+    {"off", PROBE_OFF}, {"nvtx", PROBE_NVTX}, {"kernels", PROBE_KERNELS}, {"full", PROBE_FULL},
+    {NULL, 0}};
 static const struct cli_choice dataset_choices[] = {
     {"auto", DATASET_AUTO}, {"idx", DATASET_IDX}, {"cifar", DATASET_CIFAR},
     {"synthetic", DATASET_SYNTHETIC}, {NULL, 0}};
@@ -218,7 +219,8 @@ static const struct cli_option cli_options[] = {
      .help = "rank 0 also writes epoch_N.safetensors (model and optimizer state, for "
              "--resume) after each epoch N"},
     {"--trace", NULL, CLI_ENUM, CLI_ALL, FIELD(train.run.trace), .choices = trace_choices,
-     .group = G_OUT, .help = "probes: nothing, NVTX + host trace, + CUDA events/CUPTI"},
+     .group = G_OUT, .help = "probes: nothing; NVTX + host trace; + CUPTI's kernel times (the "
+                             "GPU's, no CUDA event); + CUDA events and per-layer ranges"},
     {"--warmup-steps", NULL, CLI_INT, CLI_MAIN, FIELD(warmup_steps), .min = 0, .max = 1000000,
      .metavar = "N", .group = G_OUT,
      .dflt = "until the step time settles, at most 10 (report/FORMULAS.md)",

@@ -37,7 +37,7 @@ void train_opts_default(struct train_opts *o)
                 .scale_backoff = 0.5f, .scale_interval = 2000},
         .ddp = {.bucket_cap_mb = 25.0, .sync_bn = 1},
         .dev = {.timeout_ms = 300000},
-        .run = {.epochs = 3, .trace = PROBE_FULL},
+        .run = {.epochs = 3, .trace = PROBE_KERNELS},
     };
 }
 

@@ -64,7 +64,7 @@ struct run_opts {
     const char *out_dir;     /* run directory */
     int overwrite;           /* --overwrite: a non-empty out_dir is reused (runlog_prepare) */
     int quiet;               /* no progress lines (tests) */
-    enum probe_mode trace;   /* --trace off|nvtx|full */
+    enum probe_mode trace;   /* --trace off|nvtx|kernels|full (probes/probe.h) */
     const char *init_path;   /* safetensors state_dict to start from, or NULL */
     const char *resume_path; /* --resume CKPT: continue that run's state (read by rank 0) */
     long checkpoint_every;   /* --checkpoint-every STEPS: rank 0 also saves every STEPS steps */

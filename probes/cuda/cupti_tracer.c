@@ -12,16 +12,31 @@
  * launch through the driver API (cuLaunchKernel, cuLaunchKernelEx): those kernels are
  * correlated only through the driver call's record.  So both RUNTIME and DRIVER records
  * are enabled (as kineto does), and the per-call queries that launch nothing and that
- * libraries make by the thousand are switched off again (tracer_quiet_*). */
+ * libraries make by the thousand are switched off again (tracer_quiet_*).
+ *
+ * Delivery: a flusher thread of the tracer asks CUPTI for its completed buffers every
+ * CUPTI_FLUSH_INTERVAL_MS (cuptiActivityFlushAll(0): buffers whose records are all
+ * complete, full or not; it waits for no device work), so the records are converted,
+ * attributed and written to the trace on that thread (or on CUPTI's own, for a buffer
+ * that fills up), never on the training thread during the steps.  The forced flushes
+ * (cupti_tracer_flush at an epoch's end, cupti_tracer_stop) take what is left. */
 #include "probes/cuda/cupti_internal.h"
 
 #include "common/error.h"
 #include "probes/gpu.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* how often the flusher thread hands CUPTI's completed buffers to the trace: well within
+ * the trace writer's once-a-second write (TRACE.md: a killed rank loses at most the last
+ * second or two of rows) */
+#define CUPTI_FLUSH_INTERVAL_MS 500
 
 /* RUNTIME and DRIVER records are not written as rows (activity.c counts them): enabling
  * them is what makes CUPTI emit the external-correlation records for the runtime and
@@ -70,6 +85,11 @@ const size_t cupti_tracer_nquiet_runtime =
 struct cupti_tracer {
     struct activity_proc *ap;
     size_t kinds_enabled;
+    pthread_t flusher;
+    int flusher_running;
+    pthread_mutex_t mu; /* guards stopping, with cv the flusher's sleep */
+    pthread_cond_t cv;
+    int stopping;
 };
 
 static atomic_int tracer_active;
@@ -86,6 +106,66 @@ static void tracer_disable(struct cupti_tracer *t)
 {
     while (t->kinds_enabled > 0)
         cuptiActivityDisable(cupti_tracer_kinds[--t->kinds_enabled]);
+}
+
+/* the flusher thread: CUPTI's completed buffers every CUPTI_FLUSH_INTERVAL_MS */
+static void *tracer_flusher(void *arg)
+{
+    struct cupti_tracer *t = arg;
+    pthread_mutex_lock(&t->mu);
+    while (!t->stopping) {
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_nsec += (long)CUPTI_FLUSH_INTERVAL_MS * 1000000L;
+        at.tv_sec += at.tv_nsec / 1000000000L;
+        at.tv_nsec %= 1000000000L;
+        while (!t->stopping && pthread_cond_timedwait(&t->cv, &t->mu, &at) == 0) {
+        }
+        if (t->stopping)
+            break;
+        pthread_mutex_unlock(&t->mu);
+        cuptiActivityFlushAll(0); /* its buffer callbacks write the rows, on this thread */
+        pthread_mutex_lock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* Start the flusher with every signal blocked in it (as the trace writer's flusher): a
+ * signal meant for the process lands on a thread of the program's own.  0 or -1. */
+static int tracer_flusher_start(struct cupti_tracer *t)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&t->mu, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    t->flusher_running = pthread_create(&t->flusher, NULL, tracer_flusher, t) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!t->flusher_running) {
+        pthread_cond_destroy(&t->cv);
+        pthread_mutex_destroy(&t->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void tracer_flusher_stop(struct cupti_tracer *t)
+{
+    if (!t->flusher_running)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stopping = 1;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->flusher, NULL);
+    t->flusher_running = 0;
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
 }
 
 struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, size_t why_cap)
@@ -141,6 +221,11 @@ struct cupti_tracer *cupti_tracer_start(struct activity_proc *ap, char *why, siz
         cuptiActivityEnableDriverApi(cupti_tracer_quiet_driver[i], 0);
     for (size_t i = 0; i < cupti_tracer_nquiet_runtime; i++)
         cuptiActivityEnableRuntimeApi(cupti_tracer_quiet_runtime[i], 0);
+    if (tracer_flusher_start(t) != 0) {
+        snprintf(why, why_cap, "CUPTI unavailable: cannot start its flusher thread; host and "
+                 "NVTX probes go on");
+        goto fail;
+    }
     return t;
 fail:
     tracer_disable(t);
@@ -182,6 +267,7 @@ void cupti_tracer_stop(struct cupti_tracer *t)
 {
     if (!t)
         return;
+    tracer_flusher_stop(t);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     tracer_disable(t);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -45,6 +45,7 @@ struct analysis_ctx {
     uint32_t range_kind; /* labels id of "range" */
     uint32_t device_kind[3]; /* labels ids of "kernel", "memcpy", "memset" (or NONE) */
     int warmup_last; /* the run's last warm-up step (0: none), see analysis_skip_warmup */
+    int gpu_run;     /* the run's meta.csv says device cuda: analysis_cupti_ranges applies */
 };
 
 /* One all-reduce row, for the per-bucket table. */
@@ -489,6 +490,173 @@ static int analysis_union(const struct rank_sel *sel, const int *phases, int nph
     }
     *out = v;
     return 0;
+}
+
+/* Step 0, device time from CUPTI rows (FORMULAS.md "Device time from CUPTI rows"): a rank
+ * traced at --trace kernels (the default) has cupti rows -- kernels, memcpys and memsets
+ * attributed to the phase, step and bucket of the range that launched them -- and no
+ * device rows.  On a rank of a GPU run (meta.csv device cuda) without any device range
+ * row, a host range that is the only one of its (phase, step, bucket) gets a device row: its own, spanning from the first start
+ * to the last end of the cupti rows of its key and of every key with a host row inside it (a step holds its forward, backward and buckets; forward holds SyncBatchNorm's
+ * all-gathers).  Ranges that share a key (the other collectives, several a step) keep
+ * their host rows.  *view is t with those rows appended, in *owned (NULL and view = t when
+ * none are made); *derived has bit 1 << p for each enum trace_phase p given rows. */
+struct cupti_span {
+    int64_t key; /* analysis_cupti_key, the sort key */
+    int64_t s, e;
+};
+
+struct cupti_host {
+    int64_t step; /* the sort key of the grouping */
+    int64_t key, s, e;
+    size_t row;
+    int candidate;
+};
+
+/* phase (dense index), bucket and step of a training-step row as one sortable key, or -1 */
+static int64_t analysis_cupti_key(const struct analysis_ctx *c, const struct run_row *row)
+{
+    if (row->step < 1 || row->bucket < -1 || row->bucket >= 0xFFFF || c->dense[row->phase] < 0)
+        return -1;
+    return (int64_t)c->dense[row->phase] << 48 | (int64_t)(row->bucket + 1) << 32 |
+           (int64_t)(uint32_t)row->step;
+}
+
+static const struct cupti_span *cupti_span_find(const struct cupti_span *v, size_t n,
+                                                int64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].key == key ? &v[lo] : NULL;
+}
+
+static int analysis_cupti_ranges(const struct analysis_ctx *c, const struct rank_trace *t,
+                                 struct rank_trace *view, struct run_row **owned,
+                                 unsigned *derived)
+{
+    *view = *t;
+    *owned = NULL;
+    *derived = 0;
+    if (!c->gpu_run || t->has_kernels || c->ndense >= (1 << 14) ||
+        c->range_kind == STRPOOL_NONE)
+        return 0;
+    const struct run_row *rows = t->rows;
+    size_t nk = 0, nh = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        if (analysis_cupti_key(c, &rows[r]) < 0)
+            continue;
+        if (rows[r].clock == TRACE_CLOCK_CUPTI &&
+            (rows[r].kind == c->device_kind[0] || rows[r].kind == c->device_kind[1] ||
+             rows[r].kind == c->device_kind[2]))
+            nk++;
+        else if (rows[r].clock == TRACE_CLOCK_HOST && rows[r].kind == c->range_kind)
+            nh++;
+    }
+    if (nk == 0 || nh == 0)
+        return 0;
+    for (size_t r = 0; r < t->n; r++)
+        if (rows[r].kind == c->range_kind && rows[r].clock == TRACE_CLOCK_DEVICE)
+            return 0; /* CUDA events time this rank (--trace full) */
+    struct cupti_span *k = malloc(nk * sizeof *k);
+    struct cupti_host *h = malloc(nh * sizeof *h);
+    struct run_row *out = NULL;
+    int rc = -1;
+    if (!k || !h)
+        goto done;
+    nk = nh = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        const struct run_row *row = &rows[r];
+        const int64_t key = analysis_cupti_key(c, row);
+        if (key < 0)
+            continue;
+        if (row->clock == TRACE_CLOCK_CUPTI &&
+            (row->kind == c->device_kind[0] || row->kind == c->device_kind[1] ||
+             row->kind == c->device_kind[2]))
+            k[nk++] = (struct cupti_span){key, row->start_ns, row->end_ns};
+        else if (row->clock == TRACE_CLOCK_HOST && row->kind == c->range_kind)
+            h[nh++] = (struct cupti_host){row->step, key, row->start_ns, row->end_ns, r, 0};
+    }
+    if (sort_by_i64(k, nk, sizeof *k, offsetof(struct cupti_span, key)) < 0 ||
+        sort_by_i64(h, nh, sizeof *h, offsetof(struct cupti_host, key)) < 0)
+        goto done;
+    size_t m = 0; /* one span per key */
+    for (size_t i = 0; i < nk; i++) {
+        if (m > 0 && k[m - 1].key == k[i].key) {
+            if (k[i].s < k[m - 1].s)
+                k[m - 1].s = k[i].s;
+            if (k[i].e > k[m - 1].e)
+                k[m - 1].e = k[i].e;
+        } else {
+            k[m++] = k[i];
+        }
+    }
+    nk = m;
+    size_t ncand = 0;
+    for (size_t i = 0; i < nh;) {
+        size_t j = i + 1;
+        while (j < nh && h[j].key == h[i].key)
+            j++;
+        h[i].candidate = j == i + 1;
+        ncand += (size_t)h[i].candidate;
+        i = j;
+    }
+    if (ncand == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (sort_by_i64(h, nh, sizeof *h, offsetof(struct cupti_host, step)) < 0)
+        goto done;
+    out = malloc((t->n + ncand) * sizeof *out);
+    if (!out)
+        goto done;
+    memcpy(out, rows, t->n * sizeof *out);
+    size_t n = t->n;
+    for (size_t i = 0; i < nh;) {
+        size_t j = i + 1;
+        while (j < nh && h[j].step == h[i].step)
+            j++;
+        for (size_t p = i; p < j; p++) {
+            if (!h[p].candidate)
+                continue;
+            int64_t s = INT64_MAX, e = INT64_MIN;
+            for (size_t q = i; q < j; q++) {
+                if (h[q].s < h[p].s || h[q].e > h[p].e)
+                    continue;
+                const struct cupti_span *sp = cupti_span_find(k, nk, h[q].key);
+                if (sp && sp->s < s)
+                    s = sp->s;
+                if (sp && sp->e > e)
+                    e = sp->e;
+            }
+            if (s > e)
+                continue; /* launched nothing */
+            out[n] = rows[h[p].row];
+            out[n].clock = TRACE_CLOCK_DEVICE;
+            out[n].start_ns = s;
+            out[n].end_ns = e;
+            for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+                if (c->known[ph] >= 0 && c->known[ph] == c->dense[out[n].phase])
+                    *derived |= 1u << ph;
+            n++;
+        }
+        i = j;
+    }
+    view->rows = out;
+    view->n = n;
+    *owned = out;
+    out = NULL;
+    rc = 0;
+done:
+    free(k);
+    free(h);
+    free(out);
+    return rc < 0 ? analysis_oom(t) : 0;
 }
 
 /* Step 1, which rows count: ranges, on the device clock where this rank has device rows of
@@ -993,10 +1161,18 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
                          struct rank_stat *out, struct bucket_list *buckets,
                          struct step_list *steps)
 {
-    struct rank_sel sel;
+    struct rank_sel sel = {0};
     out->rank = t->rank;
     out->median_step = out->slowest_step = -1;
-    int rc = analysis_select(c, t, &sel, &out->device_phases);
+    struct rank_trace view;
+    struct run_row *derived_rows;
+    unsigned derived;
+    int rc = analysis_cupti_ranges(c, t, &view, &derived_rows, &derived);
+    if (rc == 0)
+        rc = analysis_select(c, &view, &sel, &out->device_phases);
+    /* the step drawing (stepview.c) reads the trace's own rows: it keeps the host rows of
+     * the phases timed from CUPTI rows */
+    out->device_phases &= ~derived;
     if (rc == 0)
         analysis_skip_warmup(c, &sel, out);
     if (rc == 0)
@@ -1011,6 +1187,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         rc = analysis_rank_kernels(c, t, out);
     free(sel.first);
     free(sel.idx);
+    free(derived_rows);
     return rc;
 }
 
@@ -1241,6 +1418,8 @@ struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps)
         s->nranks = r->nranks;
         rc = analysis_find_warmup(&c, r, warmup_steps, &s->warmup);
         c.warmup_last = s->warmup.last_step;
+        const char *device = run_meta(r, "device");
+        c.gpu_run = device && strcmp(device, "cuda") == 0;
         struct bucket_list buckets = {0};
         struct step_list steps = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)

@@ -536,6 +536,40 @@ static const struct cupti_span *cupti_span_find(const struct cupti_span *v, size
     return lo < n && v[lo].key == key ? &v[lo] : NULL;
 }
 
+/* k[0..n) sorted by key: one span per key, from the first start to the last end of its
+ * rows; the count of them */
+static size_t cupti_spans_merge(struct cupti_span *k, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && k[m - 1].key == k[i].key) {
+            if (k[i].s < k[m - 1].s)
+                k[m - 1].s = k[i].s;
+            if (k[i].e > k[m - 1].e)
+                k[m - 1].e = k[i].e;
+        } else {
+            k[m++] = k[i];
+        }
+    }
+    return m;
+}
+
+/* h[0..n) sorted by key: a host range that is the only one of its key is a candidate for
+ * a device row; how many are */
+static size_t cupti_candidates(struct cupti_host *h, size_t n)
+{
+    size_t ncand = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && h[j].key == h[i].key)
+            j++;
+        h[i].candidate = j == i + 1;
+        ncand += (size_t)h[i].candidate;
+        i = j;
+    }
+    return ncand;
+}
+
 static int analysis_cupti_ranges(const struct analysis_ctx *c, const struct rank_trace *t,
                                  struct rank_trace *view, struct run_row **owned,
                                  unsigned *derived)
@@ -585,27 +619,8 @@ static int analysis_cupti_ranges(const struct analysis_ctx *c, const struct rank
     if (sort_by_i64(k, nk, sizeof *k, offsetof(struct cupti_span, key)) < 0 ||
         sort_by_i64(h, nh, sizeof *h, offsetof(struct cupti_host, key)) < 0)
         goto done;
-    size_t m = 0; /* one span per key */
-    for (size_t i = 0; i < nk; i++) {
-        if (m > 0 && k[m - 1].key == k[i].key) {
-            if (k[i].s < k[m - 1].s)
-                k[m - 1].s = k[i].s;
-            if (k[i].e > k[m - 1].e)
-                k[m - 1].e = k[i].e;
-        } else {
-            k[m++] = k[i];
-        }
-    }
-    nk = m;
-    size_t ncand = 0;
-    for (size_t i = 0; i < nh;) {
-        size_t j = i + 1;
-        while (j < nh && h[j].key == h[i].key)
-            j++;
-        h[i].candidate = j == i + 1;
-        ncand += (size_t)h[i].candidate;
-        i = j;
-    }
+    nk = cupti_spans_merge(k, nk);
+    const size_t ncand = cupti_candidates(h, nh);
     if (ncand == 0) {
         rc = 0;
         goto done;
@@ -1418,8 +1433,7 @@ struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps)
         s->nranks = r->nranks;
         rc = analysis_find_warmup(&c, r, warmup_steps, &s->warmup);
         c.warmup_last = s->warmup.last_step;
-        const char *device = run_meta(r, "device");
-        c.gpu_run = device && strcmp(device, "cuda") == 0;
+        c.gpu_run = meta_is(&r->meta.device, "cuda");
         struct bucket_list buckets = {0};
         struct step_list steps = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)

@@ -82,7 +82,7 @@ extern "C" {
     X(normalize, TEXT, "", ALL, "the input normalisation, `MEAN,STD` per channel, `;` between") \
     X(amp, TEXT, "", ALL, "mixed precision: `off`, `fp16` or `bf16`")                        \
     X(resume, TEXT, "", ALL, "the checkpoint resumed from (--resume), or empty")             \
-    X(trace, TEXT, "", ALL, "--trace: `off`, `nvtx` or `full`")                              \
+    X(trace, TEXT, "", ALL, "--trace: `off`, `nvtx`, `kernels` or `full`")                   \
     X(cupti, TEXT, "", SOME, "on a GPU where CUPTI does not trace: why")                     \
     X(sync_bn, INT, "", DDP, "1: BatchNorm is SyncBatchNorm")                                \
     X(bucket_cap_mb, NUM, "MiB", DDP, "the reducer's bucket cap (--bucket-cap-mb)")          \

@@ -104,6 +104,7 @@ unsigned char *stacks;     /* stacks_for stacks, grown to the largest block */
 unsigned stacks_for;
 cudaError_t last_error = cudaSuccess;
 unsigned long long threads_run, blocks_run;
+emu_ops ops; /* what a GPU would have run (emu_ops_get) */
 
 #if EMU_ASAN && EMU_FAST_SWITCH
 /* AddressSanitizer's fiber bookkeeping: the scheduler's stack, and what each side saves */
@@ -319,6 +320,7 @@ void emu_run(dim3 grid, dim3 block, void (*body)(void *ctx), void *ctx)
             emu_die("out of memory for the coroutine stacks");
         stacks_for = (unsigned)per_block;
     }
+    ops.kernels++;
     emu_block *b = new emu_block();
     b->threads = new emu_thread[per_block];
     b->count = (unsigned)per_block;
@@ -386,6 +388,7 @@ extern "C" cudaError_t cudaGetLastError(void)
 extern "C" cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaStream_t s)
 {
     (void)s;
+    ops.memsets++;
     if (bytes)
         memset(ptr, value, bytes);
     return cudaSuccess;
@@ -394,10 +397,180 @@ extern "C" cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaS
 extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
                                        enum cudaMemcpyKind kind, cudaStream_t s)
 {
-    (void)kind, (void)s;
+    (void)s;
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return cudaErrorInvalidValue;
+    ops.memcpys[kind]++;
     if (bytes)
         memmove(dst, src, bytes);
     return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ the rest of the runtime */
+
+struct emu_stream {
+    unsigned flags;
+};
+struct emu_event {
+    unsigned flags;
+};
+
+namespace {
+int current_device;
+} // namespace
+
+extern "C" cudaError_t cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    if (device != 0)
+        return cudaErrorInvalidDevice;
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "emulated GPU (tests/cuda_emu)");
+    for (int i = 0; i < 16; i++)
+        prop->uuid.bytes[i] = (char)(0xe0 + i);
+    prop->totalGlobalMem = (size_t)16 << 30;
+    prop->major = 9;
+    prop->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGetDevice(int *device)
+{
+    *device = current_device;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaSetDevice(int device)
+{
+    if (device != 0)
+        return cudaErrorInvalidDevice;
+    current_device = device;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = 13000;
+    return cudaSuccess;
+}
+
+extern "C" const char *cudaGetErrorName(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess:
+        return "cudaSuccess";
+    case cudaErrorInvalidValue:
+        return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+        return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+        return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+        return "cudaErrorInvalidDevice";
+    case cudaErrorNotReady:
+        return "cudaErrorNotReady";
+    }
+    return "cudaErrorUnknown";
+}
+
+extern "C" const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error" : "an emulated CUDA error (tests/cuda_emu)";
+}
+
+extern "C" cudaError_t cudaMalloc(void **ptr, size_t bytes)
+{
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+extern "C" cudaError_t cudaFree(void *ptr)
+{
+    free(ptr);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaMallocHost(void **ptr, size_t bytes) { return cudaMalloc(ptr, bytes); }
+
+extern "C" cudaError_t cudaFreeHost(void *ptr) { return cudaFree(ptr); }
+
+extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    *s = new emu_stream{flags};
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    delete s;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    *e = new emu_event{flags};
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    delete e;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    (void)e, (void)s;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    (void)e;
+    return cudaSuccess;
+}
+
+extern "C" void emu_ops_get(struct emu_ops *o) { *o = ops; }
+
+extern "C" void emu_ops_reset(void) { ops = emu_ops(); }
+
+extern "C" unsigned long long emu_ops_total(const struct emu_ops *o)
+{
+    unsigned long long t = o->kernels + o->memsets + o->cudnn_convs + o->cublas_gemms;
+    for (int k = 0; k < 5; k++)
+        t += o->memcpys[k];
+    return t;
+}
+
+extern "C" void emu_ops_library(int which)
+{
+    if (which == 0)
+        ops.cudnn_convs++;
+    else
+        ops.cublas_gemms++;
 }
 
 extern "C" unsigned long long emu_threads_run(void) { return threads_run; }

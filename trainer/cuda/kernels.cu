@@ -11,9 +11,10 @@
  * fp32, and written back rounded to nearest even (elem<T>::store), once, as the CPU
  * backend rounds its fp32 storage of a half tensor.  WITH_ELEM picks T from a dtype.
  *
- * The grid limits below may be overridden at compile time; tests/cuda_emu builds this
- * file with tiny ones so that every grid-stride loop and chunked reduction makes several
- * passes.  A launch's configuration must not contain '>' (tests/cuda_emu rewrites
+ * The block size and grid limits below may be overridden at compile time; tests/cuda_emu
+ * builds this file with tiny grid limits so that every grid-stride loop and chunked
+ * reduction makes several passes, and with one-warp blocks where it runs whole training
+ * steps (tests/test_step_launches.c: fewer emulated threads, the same launches).  A launch's configuration must not contain '>' (tests/cuda_emu rewrites
  * launches with a regular expression). */
 #include "cuda/kernels.h"
 
@@ -23,8 +24,13 @@
 
 #include "backend/kernel_math.h"
 
-#define THREADS 256
+#ifndef KERN_THREADS
+#define KERN_THREADS 256 /* threads a block */
+#endif
+#define THREADS KERN_THREADS
 #define WARPS (THREADS / 32)
+static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024,
+              "KERN_THREADS: whole warps, at most 1024");
 #ifndef KERN_MAX_BLOCKS
 #define KERN_MAX_BLOCKS 16384 /* grid-stride loops: enough blocks to fill any current GPU */
 #endif

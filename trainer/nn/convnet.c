@@ -300,7 +300,7 @@ struct model *convnet_create(struct backend *be, uint64_t seed)
         conv2d_init(&c->conv2, &m->params, "layer2.0", 16, 32, 5, 1, 2, 1, &rng) ||
         batchnorm_init(&c->bn2, &m->params, "layer2.1", 32) ||
         linear_init(&c->fc, &m->params, "fc", 7 * 7 * 32, 10, &rng) ||
-        convnet_list_layers(&m->layers, c)) {
+        convnet_list_layers(&m->layers, c) || params_pack(&m->params)) {
         convnet_destroy(m);
         return NULL;
     }

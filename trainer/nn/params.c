@@ -19,6 +19,8 @@ void params_init(struct param_table *t, struct backend *be)
 struct param *params_add(struct param_table *t, const char *prefix, const char *leaf,
                          enum param_kind kind, int ndim, const int *shape)
 {
+    if (t->flat_data)
+        return error_set("params: %s.%s added to a packed table", prefix, leaf), NULL;
     if (ndim < 0 || ndim > PARAM_MAX_DIMS)
         return error_set("params: %s.%s has %d dimensions (at most %d)", prefix, leaf, ndim,
                          PARAM_MAX_DIMS),
@@ -88,6 +90,46 @@ size_t params_trainable_numel(const struct param_table *t)
     return n;
 }
 
+static size_t params_align(size_t n) { return (n + PARAMS_ALIGN - 1) / PARAMS_ALIGN * PARAMS_ALIGN; }
+
+int params_pack(struct param_table *t)
+{
+    if (t->flat_data)
+        return 0;
+    size_t total = 0;
+    for (int i = 0; i < t->count; i++)
+        if (t->items[i]->kind == PARAM_TRAINABLE)
+            total = params_align(total) + t->items[i]->numel;
+    if (total == 0)
+        return 0;
+    struct backend *be = t->be;
+    float *data = be->alloc(be, total * sizeof(float));
+    float *grad = data ? be->alloc(be, total * sizeof(float)) : NULL;
+    if (!grad) {
+        be->free(be, data);
+        return error_wrap("params: the flat parameters and gradients (%zu elements)", total);
+    }
+    size_t at = 0;
+    for (int i = 0; i < t->count; i++) {
+        struct param *p = t->items[i];
+        if (p->kind != PARAM_TRAINABLE)
+            continue;
+        at = params_align(at);
+        be->copy(be, data + at, p->data, p->numel * sizeof(float));
+        be->copy(be, grad + at, p->grad, p->numel * sizeof(float));
+        be->free(be, p->data);
+        be->free(be, p->grad);
+        p->data = data + at;
+        p->grad = grad + at;
+        p->offset = at;
+        at += p->numel;
+    }
+    t->flat_data = data;
+    t->flat_grad = grad;
+    t->flat_numel = total;
+    return 0;
+}
+
 int params_fill_uniform(struct param *p, struct backend *be, float bound, struct rng *r)
 {
     float *host = malloc(p->numel * sizeof *host);
@@ -115,10 +157,16 @@ void params_free(struct param_table *t)
 {
     for (int i = 0; i < t->count; i++) {
         struct param *p = t->items[i];
-        t->be->free(t->be, p->data);
-        t->be->free(t->be, p->grad);
+        if (!(t->flat_data && p->kind == PARAM_TRAINABLE)) { /* not a view */
+            t->be->free(t->be, p->data);
+            t->be->free(t->be, p->grad);
+        }
         free(p);
     }
+    t->be->free(t->be, t->flat_data);
+    t->be->free(t->be, t->flat_grad);
+    t->flat_data = t->flat_grad = NULL;
+    t->flat_numel = 0;
     free(t->items);
     t->items = NULL;
     t->count = t->trainable = 0;

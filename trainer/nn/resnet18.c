@@ -322,7 +322,7 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
             in = out;
         }
     if (rc || linear_init(&r->fc, &m->params, "dense_layer", 8 * width, RESNET_CLASSES, &rng) ||
-        resnet_list_layers(m, r)) {
+        resnet_list_layers(m, r) || params_pack(&m->params)) {
         resnet_destroy(m);
         return NULL;
     }

@@ -179,7 +179,9 @@ static void test_batchnorm(enum dtype dt)
     const float eps = 1e-5f;
     float mean_k[4], invstd_k[4], mean_c[4], invstd_c[4];
     double *ws = calloc(kern_channel_ws_doubles(n, c, hw), sizeof *ws);
-    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, x.dev, eps, mean_k, invstd_k, ws));
+    unsigned done[4] = {0}; /* each reduction's count of finished blocks: left zero */
+    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, x.dev, eps, mean_k, invstd_k, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3], "bn_stats left its counts non-zero");
     cpu->batchnorm_stats(cpu, n, c, hw, dt, x.ref, eps, mean_c, invstd_c);
     close_to("bn_stats mean", dt, mean_k, mean_c, 4, 1e-6 * 4.0, 1e-5);
     close_to("bn_stats invstd", dt, invstd_k, invstd_c, 4, 0.0, 1e-5);
@@ -197,7 +199,9 @@ static void test_batchnorm(enum dtype dt)
 
     float sums_k[8], sums_c[8], dw_k[4], dw_c[4], db_k[4], db_c[4];
     LAUNCH(kern_bn_backward_reduce(NULL, n, c, hw, dt, dy.dev, x.dev, mean_c, invstd_c, sums_k,
-                                   sums_k + 4, dw_k, db_k, ws));
+                                   sums_k + 4, dw_k, db_k, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3],
+          "bn_backward_reduce left its counts non-zero");
     cpu->batchnorm_backward_reduce(cpu, n, c, hw, dt, dy.ref, x.ref, mean_c, invstd_c, sums_c,
                                    sums_c + 4, dw_c, db_c);
     const double l1 = 4.0 * n * hw; /* a bound on the sums of |terms| */
@@ -218,7 +222,8 @@ static void test_batchnorm(enum dtype dt)
                               .pad = 0, .stride = 1};
     CHECK(conv2d_shape_init(&cs) == 0, "shape: %s", error_get());
     struct ten db = ten_zero((size_t)c, dt);
-    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, dy.dev, db.dev, ws));
+    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, dy.dev, db.dev, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3], "channel_sum left its counts non-zero");
     cpu->conv2d_backward(cpu, &cs, dt, NULL, NULL, dy.ref, NULL, NULL, db.ref);
     float *g = ten_dev(&db);
     const double hu = dt == DT_F16 ? 0x1p-10 : dt == DT_BF16 ? 0x1p-7 : 0.0;

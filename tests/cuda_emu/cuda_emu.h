@@ -203,6 +203,16 @@ static inline int atomicAdd(int *p, int v)
     return old;
 }
 
+static inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
+
+/* blocks run one after another: every store is visible to the blocks after it */
+static inline void __threadfence(void) {}
+
 static inline int atomicOr(int *p, int v)
 {
     const int old = *p;

@@ -543,6 +543,37 @@ static void test_unscale(void)
     }
 }
 
+/* cast over 37 tensors (more than one launch's list, an empty one, one beyond a grid
+ * pass), every type to every other: equal to the CPU's cast */
+static void test_cast_list(void)
+{
+    enum { COUNT = 37 };
+    for (int f = DT_F32; f <= DT_BF16; f++)
+        for (int t = DT_F32; t <= DT_BF16; t++) {
+            if (f == t)
+                continue;
+            const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+            struct ten src[COUNT], dst[COUNT];
+            const void *sk[COUNT], *sc[COUNT];
+            void *dk[COUNT], *dc[COUNT];
+            size_t numels[COUNT];
+            for (int i = 0; i < COUNT; i++) {
+                numels[i] = i == 3 ? 0 : i == 30 ? 20011 : (size_t)(i * 1543 % 4001) + 1;
+                src[i] = ten_rand(numels[i], from, -7e4f, 7e4f);
+                dst[i] = ten_zero(numels[i], to);
+                sk[i] = src[i].dev, sc[i] = src[i].ref;
+                dk[i] = dst[i].dev, dc[i] = dst[i].ref;
+            }
+            LAUNCH(kern_cast_list(NULL, COUNT, from, sk, to, dk, numels));
+            cpu->cast_list(cpu, COUNT, from, sc, to, dc, numels);
+            for (int i = 0; i < COUNT; i++) {
+                same("cast_list", to, &dst[i]);
+                ten_free(&src[i]);
+                ten_free(&dst[i]);
+            }
+        }
+}
+
 int main(void)
 {
     cpu = backend_cpu_create(1);
@@ -566,6 +597,7 @@ int main(void)
     test_gather_stats();
     test_loss();
     test_elementwise();
+    test_cast_list();
     test_unscale();
     printf("%llu blocks, %llu threads run\n", emu_blocks_run(), emu_threads_run());
     cpu->destroy(cpu);

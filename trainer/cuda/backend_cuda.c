@@ -739,6 +739,18 @@ static void cu_cast(struct backend *be, size_t n, enum dtype from, const void *s
     cb_end(cb, op);
 }
 
+/* One launch per KERN_CAST_LIST tensors */
+static void cu_cast_list(struct backend *be, int count, enum dtype from, const void *const *srcs,
+                         enum dtype to, void *const *dsts, const size_t *numels)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "cast_list";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_cast_list(cb->stream, count, from, srcs, to, dsts, numels)))
+        return;
+    cb_end(cb, op);
+}
+
 /* One launch per KERN_UNSCALE_LIST gradients, no host wait.  A failed backend's found_inf
  * is whatever it holds; the caller's read-back reports the failure (download). */
 static void cu_unscale(struct backend *be, int count, float *const *grads, const size_t *numels,
@@ -857,6 +869,7 @@ static const struct backend cuda_backend_ops = {
     /* elementwise, mixed precision and optimizer: kernels.cu */
     .scale = cu_scale,
     .cast = cu_cast,
+    .cast_list = cu_cast_list,
     .round_amp = cu_round_amp,
     .unscale = cu_unscale,
     .sgd_step = cu_sgd_step,

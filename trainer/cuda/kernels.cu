@@ -891,6 +891,25 @@ static __global__ void cast_kernel(size_t n, const S *src, D *dst)
     }
 }
 
+/* up to KERN_CAST_LIST tensors, by value as the unscale list below: block row blockIdx.y
+ * converts tensor blockIdx.y */
+struct cast_list {
+    const void *src[KERN_CAST_LIST];
+    void *dst[KERN_CAST_LIST];
+    size_t n[KERN_CAST_LIST];
+};
+
+template <typename S, typename D> static __global__ void cast_list_kernel(struct cast_list list)
+{
+    const S *src = (const S *)list.src[blockIdx.y];
+    D *dst = (D *)list.dst[blockIdx.y];
+    const size_t n = list.n[blockIdx.y];
+    GRID_STRIDE(i, n)
+    {
+        st(dst, i, ld(src, i));
+    }
+}
+
 /* up to KERN_UNSCALE_LIST tensors, passed by value as a kernel argument (as PyTorch's
  * multi_tensor_apply): block row blockIdx.y walks tensor blockIdx.y */
 struct unscale_list {
@@ -970,6 +989,35 @@ extern "C" cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, cons
         cast_kernel<S, D><<<blocks_for(n), THREADS, 0, s>>>(n, (const S *)src, (D *)dst);
     }));
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from,
+                                      const void *const *srcs, enum dtype to,
+                                      void *const *dsts, const size_t *numels)
+{
+    cudaError_t e = cudaSuccess;
+    for (int at = 0; e == cudaSuccess && at < count; at += KERN_CAST_LIST) {
+        struct cast_list list;
+        const int m = count - at < KERN_CAST_LIST ? count - at : KERN_CAST_LIST;
+        size_t most = 0;
+        for (int i = 0; i < m; i++) {
+            list.src[i] = srcs[at + i];
+            list.dst[i] = dsts[at + i];
+            list.n[i] = numels[at + i];
+            most = list.n[i] > most ? list.n[i] : most;
+        }
+        if (most == 0)
+            continue;
+        /* as kern_unscale: the longest tensor decides the row width, within one grid's
+         * worth of blocks */
+        unsigned bx = blocks_for(most), cap = KERN_MAX_BLOCKS / (unsigned)m;
+        bx = bx < cap ? bx : cap < 1 ? 1 : cap;
+        WITH_ELEM(from, S, WITH_ELEM(to, D, {
+            cast_list_kernel<S, D><<<dim3(bx, (unsigned)m), THREADS, 0, s>>>(list);
+        }));
+        e = cudaGetLastError();
+    }
+    return e;
 }
 
 extern "C" cudaError_t kern_unscale(cudaStream_t s, int count, float *const *grads,

@@ -116,6 +116,11 @@ cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const float *src, f
 /* dst (n, of to) = src (n, of from) converted (backend.h cast); the same type: a copy */
 cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, const void *src,
                       enum dtype to, void *dst);
+/* dsts[i] (numels[i], of to) = srcs[i] (numels[i], of from) converted, i < count, in one
+ * launch per KERN_CAST_LIST tensors (host arrays, passed by value) */
+#define KERN_CAST_LIST 32
+cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from, const void *const *srcs,
+                           enum dtype to, void *const *dsts, const size_t *numels);
 /* grads[i][j] *= inv_scale for j < numels[i], i < count, in one launch per
  * KERN_UNSCALE_LIST tensors (grads and numels are host arrays, passed by value);
  * *found (device float) = 1 if any result is inf or nan, else 0 */

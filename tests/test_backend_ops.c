@@ -27,6 +27,10 @@
  *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
  *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
  *                 a deliberately failing op must show up in the backend's status slot.
+ *                 Built a second time as test_backend_ops_emu, this pair runs on any
+ *                 machine against the CUDA backend's own code on the CPU (tests/cuda_emu:
+ *                 its kernels and host code for real, stand-ins for the CUDA runtime,
+ *                 cuDNN and cuBLAS): what it checks there is that code, not GPU numerics.
  * On both pairs the candidate's own reductions (batch-norm statistics and sums, the
  * convolution's bias gradient), which both backends claim deterministic, must repeat bit
  * for bit on a second call.

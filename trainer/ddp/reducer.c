@@ -22,6 +22,7 @@
 struct bucket {
     float *buf;          /* device, numel floats: a range of params->flat_grad */
     size_t numel;
+    int first, last;     /* its parameters (parameters() indices) */
     int nparams, pending;
     struct comm_work *work;
     int launched;
@@ -49,8 +50,11 @@ static int reducer_launch_ready(struct reducer *r)
         if (r->comm->order && r->comm->order(r->comm))
             return error_wrap("DDP bucket %d all-reduce (%zu bytes): ordering after backward",
                               b, bytes);
-        /* the average: the bucket divided by the world size before its sum (PyTorch's
-         * allreduce hook, on the bucket as one tensor; a world of 1 has nothing to divide) */
+        /* autocast's weight gradients of the bucket to fp32, in one operation; then the
+         * average: the bucket divided by the world size before its sum (PyTorch's allreduce
+         * hook, on the bucket as one tensor; a world of 1 has nothing to divide) */
+        if (params_grads_to_f32(r->params, bk->first, bk->last))
+            return error_wrap("DDP bucket %d", b);
         if (r->comm->world > 1)
             r->be->scale(r->be, bk->numel, 1.0f / (float)r->comm->world, bk->buf, bk->buf);
         if (r->obs.launching)
@@ -130,9 +134,12 @@ struct reducer *reducer_create(struct param_table *params, struct comm *comm,
             reducer_destroy(r);
             return NULL;
         }
-        if (!bk->nparams) /* its last parameter: where the range ends */
+        if (!bk->nparams) { /* its last parameter: where the range ends */
             bk->numel = p->offset + p->numel;
+            bk->last = i;
+        }
         bk->buf = params->flat_grad + p->offset; /* down to its first parameter */
+        bk->first = i;
         bk->nparams++;
     }
     for (int b = 0; b < r->nbuckets; b++) {

@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct backend;
+#include "backend/backend.h" /* enum dtype */
+
 struct rng;
 
 enum param_kind {
@@ -41,6 +42,11 @@ struct param {
     int index;                 /* position among trainable entries (-1 for buffers) */
     size_t offset;             /* packed: the elements before data in flat_data (and grad
                                   in flat_grad) */
+    /* autocast (params_set_amp), trainable only: this entry's views of flat_half and
+     * flat_half_grad; grad_in_half: backward left the gradient in grad_half, not yet cast
+     * into grad (params_grads_to_f32) */
+    void *half, *grad_half;
+    int grad_in_half;
 };
 
 struct param_table {
@@ -53,6 +59,10 @@ struct param_table {
      * NULL before params_pack or without trainable entries */
     float *flat_data, *flat_grad;
     size_t flat_numel;         /* elements of each flat buffer */
+    /* autocast: half_dt (DT_F32: none) copies laid out as flat_data: the parameters cast at
+     * each forward, and the gradients conv and linear layers compute in half_dt */
+    enum dtype half_dt;
+    void *flat_half, *flat_half_grad;
 };
 
 /* Entries start 16 bytes apart at least: vector loads and cuDNN/cuBLAS alignment (every
@@ -81,6 +91,22 @@ size_t params_trainable_numel(const struct param_table *t);
  * is.  data and grad pointers taken before are stale.  0 or -1 (error_set, the table as
  * it was). */
 int params_pack(struct param_table *t);
+
+/* Autocast's half copies: for a half type dt, flat buffers of dt laid out as flat_data
+ * (packing first) and every trainable entry's views there (half, grad_half); DT_F32 frees
+ * them.  0 or -1 (error_set: none left). */
+int params_set_amp(struct param_table *t, enum dtype dt);
+
+/* Autocast: every parameter cast to half_dt into flat_half, one cast over the flat buffer
+ * (a model's forward does this first).  PyTorch's autocast casts each weight where an op
+ * uses it; no parameter changes within a forward, so the values are the same. */
+void params_cast_half(struct param_table *t);
+
+/* The gradients of trainable entries first..last (parameters() indices) that backward left
+ * in grad_half cast into grad, in one cast_list (the backend slot): the DDP reducer does it
+ * for each bucket as it completes, a model's backward for whatever is left at its end.
+ * 0 or -1 (error_set: out of host memory). */
+int params_grads_to_f32(struct param_table *t, int first, int last);
 
 /* Fill an entry's data with uniform(-bound, bound) drawn from r (PyTorch's init
  * distributions, not its bits), or with a constant.  0 or -1 (error_set). */

@@ -2,6 +2,7 @@
  * beside this file). */
 #include "cublas_v2.h"
 
+#include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -83,7 +84,9 @@ static void store(cudaDataType t, void *p, size_t i, float v)
         ((float *)p)[i] = v;
 }
 
-/* column-major C (m,n) = alpha op(A) (m,k) op(B) (k,n) + beta C */
+/* column-major C (m,n) = alpha op(A) (m,k) op(B) (k,n) + beta C: the operands staged as
+ * floats, their product by OpenBLAS's sgemm (fp32 sums, as cuBLAS's COMPUTE_32F), then
+ * alpha and beta C in double and one rounding to C's type */
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k, const void *alpha,
                             const void *a, cudaDataType atype, int lda, const void *b,
@@ -97,23 +100,40 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
         lda < (transa == CUBLAS_OP_N ? (m ? m : 1) : (k ? k : 1)) ||
         ldb < (transb == CUBLAS_OP_N ? (k ? k : 1) : (n ? n : 1)))
         return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    float *af = malloc(((size_t)m * k + 1) * sizeof *af);
+    float *bf = malloc(((size_t)k * n + 1) * sizeof *bf);
+    float *cf = calloc((size_t)m * n, sizeof *cf);
+    if (!af || !bf || !cf) {
+        free(af), free(bf), free(cf);
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
     emu_ops_library(1);
+    for (int l = 0; l < k; l++) /* op(A) as column-major (m,k), op(B) as (k,n) */
+        for (int i = 0; i < m; i++)
+            af[i + (size_t)l * m] = load(atype, a, transa == CUBLAS_OP_N
+                                                       ? (size_t)i + (size_t)l * lda
+                                                       : (size_t)l + (size_t)i * lda);
+    for (int j = 0; j < n; j++)
+        for (int l = 0; l < k; l++)
+            bf[l + (size_t)j * k] = load(btype, b, transb == CUBLAS_OP_N
+                                                       ? (size_t)l + (size_t)j * ldb
+                                                       : (size_t)j + (size_t)l * ldb);
+    if (k > 0)
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, af, m, bf, k,
+                    0.0f, cf, m);
     const double al = *(const float *)alpha, be = *(const float *)beta;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
-            double acc = 0.0;
-            for (int l = 0; l < k; l++) {
-                const size_t ai = transa == CUBLAS_OP_N ? (size_t)i + (size_t)l * lda
-                                                        : (size_t)l + (size_t)i * lda;
-                const size_t bi = transb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb
-                                                        : (size_t)j + (size_t)l * ldb;
-                acc += (double)load(atype, a, ai) * load(btype, b, bi);
-            }
             const size_t ci = (size_t)i + (size_t)j * ldc;
-            double r = al * acc;
+            double r = al * cf[i + (size_t)j * m];
             if (be != 0.0)
                 r += be * load(ctype, c, ci);
             store(ctype, c, ci, (float)r);
         }
+    free(af);
+    free(bf);
+    free(cf);
     return CUBLAS_STATUS_SUCCESS;
 }

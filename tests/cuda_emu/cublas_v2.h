@@ -1,9 +1,9 @@
 /* cublas_v2.h — the emulation's stand-in for cuBLAS: the calls the CUDA backend makes
  * (trainer/cuda/backend_cuda.c), with cuBLAS's numbers, implemented on the CPU by
- * cublas_emu.c.  cublasGemmEx computes each element of C as a sum of products in double,
- * C = alpha op(A) op(B) + beta C rounded once to C's type (cuBLAS accumulates in fp32 in its
- * own order: results agree with a GPU's to rounding); each GEMM counts as one operation
- * (cuda_emu.h emu_ops). */
+ * cublas_emu.c.  cublasGemmEx sums the products in fp32 (OpenBLAS's sgemm on floats
+ * staged from the operands' type), then C = alpha op(A) op(B) + beta C rounded once to C's
+ * type (cuBLAS accumulates in fp32 in its own order: results agree with a GPU's to
+ * rounding); each GEMM counts as one operation (cuda_emu.h emu_ops). */
 #ifndef DDPPROF_CUDA_EMU_CUBLAS_H
 #define DDPPROF_CUDA_EMU_CUBLAS_H
 

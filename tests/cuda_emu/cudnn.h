@@ -2,11 +2,11 @@
  * constants (cuDNN's own numbers) and calls the CUDA backend uses (trainer/cuda/conv_plan.c,
  * cudnn_desc.c, backend_cuda.c), implemented on the CPU by cudnn_emu.c.
  *
- * Convolutions are computed directly from the descriptors: tensors NCHW or NHWC
+ * Convolutions are computed from the descriptors: tensors NCHW or NHWC
  * (CUDNN_TENSOR_NCHW / _NHWC), filters KCRS or KRSC (the filter's format), fp32, fp16 or
- * bf16 data, each output a sum of products in double rounded once to the output's type
- * (cuDNN accumulates in fp32 and in its own order, so results agree with a GPU's to
- * rounding, not bit for bit).  alpha and beta as cuDNN: out = alpha * result + beta * out.
+ * bf16 data, staged as floats and summed in fp32 (im2col and OpenBLAS's sgemm; cuDNN too
+ * accumulates in fp32, in its own order: results agree with a GPU's to rounding, not bit
+ * for bit), each output rounded once to its type.  alpha and beta as cuDNN: out = alpha * result + beta * out.
  * Every convolution run counts as one operation (cuda_emu.h emu_ops), whatever kernels
  * the real library would launch for it (layout transposes included).  The heuristics and
  * cudnnFind* offer one deterministic algorithm per direction, with the math type of the

@@ -2,6 +2,7 @@
  * (see cudnn.h beside this file). */
 #include "cudnn.h"
 
+#include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,50 +446,69 @@ static float *filter_kcrs(const struct emu_cudnn_filter *d, const void *p)
     return f;
 }
 
-/* The three directions over NCHW/KCRS float copies, sums in double: forward y += x * w,
- * backward data dx += dy * w, backward filter dw += x * dy; acc is the output's shape,
- * zeroed by the caller. */
+/* The three directions over NCHW/KCRS float copies as GEMMs (OpenBLAS sgemm: fp32 sums,
+ * as cuDNN's) over each image's im2col matrix col (C*R*S, P*Q):
+ *   forward          y[n] (K, PQ) = w (K, CRS) col[n]
+ *   backward data    dcol (CRS, PQ) = w^T dy[n], scattered back into dx[n] (col2im)
+ *   backward filter  dw (K, CRS) += dy[n] (K, PQ) col[n]^T
+ * acc has the output's shape (NCHW or KCRS), zeroed by the caller. */
 enum conv_dir { DIR_FWD, DIR_DATA, DIR_FILTER };
 
-static void conv_loops(enum conv_dir dir, const struct emu_cudnn_tensor *xd,
-                       const struct emu_cudnn_filter *wd, const struct emu_cudnn_conv *cv,
-                       const struct emu_cudnn_tensor *yd, const float *x, const float *w,
-                       const float *dy, double *acc)
+/* col (CRS, PQ) of image x (C, H, W) (to_col), or col added back into x (from col) */
+static void im2col(const struct emu_cudnn_tensor *xd, const struct emu_cudnn_filter *wd,
+                   const struct emu_cudnn_conv *cv, int P, int Q, float *x, float *col,
+                   int to_col)
 {
-    const int N = xd->n, C = xd->c, H = xd->h, W = xd->w, K = wd->k, R = wd->r, S = wd->s;
-    const int P = yd->h, Q = yd->w;
-    for (int n = 0; n < N; n++)
-        for (int k = 0; k < K; k++)
-            for (int p = 0; p < P; p++)
-                for (int q = 0; q < Q; q++) {
-                    const size_t yi = (((size_t)n * K + k) * P + p) * Q + q;
-                    double sum = 0.0;
-                    const double g = dir == DIR_FWD ? 0.0 : dy[yi];
-                    for (int c = 0; c < C; c++)
-                        for (int r = 0; r < R; r++) {
-                            const int h = p * cv->u - cv->pad_h + r;
-                            if (h < 0 || h >= H)
-                                continue;
-                            const size_t xrow = (((size_t)n * C + c) * H + h) * W;
-                            const size_t wrow = (((size_t)k * C + c) * R + r) * S;
-                            for (int s = 0; s < S; s++) {
-                                const int ww = q * cv->v - cv->pad_w + s;
-                                if (ww < 0 || ww >= W)
-                                    continue;
-                                if (dir == DIR_FWD)
-                                    sum += (double)x[xrow + ww] * w[wrow + s];
-                                else if (dir == DIR_DATA)
-                                    acc[xrow + ww] += g * w[wrow + s];
-                                else
-                                    acc[wrow + s] += g * x[xrow + ww];
-                            }
-                        }
-                    if (dir == DIR_FWD)
-                        acc[yi] = sum;
+    const int C = xd->c, H = xd->h, W = xd->w, R = wd->r, S = wd->s;
+    size_t row = 0;
+    for (int c = 0; c < C; c++)
+        for (int r = 0; r < R; r++)
+            for (int s = 0; s < S; s++, row++)
+                for (int p = 0; p < P; p++) {
+                    const int h = p * cv->u - cv->pad_h + r;
+                    float *cp = col + row * (size_t)P * Q + (size_t)p * Q;
+                    for (int q = 0; q < Q; q++) {
+                        const int w = q * cv->v - cv->pad_w + s;
+                        const int in = h >= 0 && h < H && w >= 0 && w < W;
+                        float *xp = in ? x + ((size_t)c * H + h) * W + w : NULL;
+                        if (to_col)
+                            cp[q] = in ? *xp : 0.0f;
+                        else if (in)
+                            *xp += cp[q];
+                    }
                 }
 }
 
-/* one direction: operands staged as floats, the sums, the output blended in its layout */
+static int conv_gemms(enum conv_dir dir, const struct emu_cudnn_tensor *xd,
+                      const struct emu_cudnn_filter *wd, const struct emu_cudnn_conv *cv,
+                      const struct emu_cudnn_tensor *yd, float *x, const float *w,
+                      const float *dy, float *out)
+{
+    const int K = wd->k, P = yd->h, Q = yd->w, CRS = xd->c * wd->r * wd->s, PQ = P * Q;
+    const size_t chw = (size_t)xd->c * xd->h * xd->w, kpq = (size_t)K * PQ;
+    float *col = malloc((size_t)CRS * PQ * sizeof *col);
+    if (!col)
+        return -1;
+    for (int n = 0; n < xd->n; n++) {
+        if (dir == DIR_FWD) {
+            im2col(xd, wd, cv, P, Q, x + n * chw, col, 1);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, PQ, CRS, 1.0f, w, CRS, col,
+                        PQ, 0.0f, out + n * kpq, PQ);
+        } else if (dir == DIR_DATA) {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, w, CRS,
+                        dy + n * kpq, PQ, 0.0f, col, PQ);
+            im2col(xd, wd, cv, P, Q, out + n * chw, col, 0);
+        } else {
+            im2col(xd, wd, cv, P, Q, x + n * chw, col, 1);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy + n * kpq,
+                        PQ, col, PQ, 1.0f, out, CRS);
+        }
+    }
+    free(col);
+    return 0;
+}
+
+/* one direction: operands staged as floats, the GEMMs, the output blended in its layout */
 static cudnnStatus_t conv_run(enum conv_dir dir, const struct emu_cudnn_tensor *xd,
                               const void *x, const struct emu_cudnn_filter *wd, const void *w,
                               const struct emu_cudnn_conv *cv, const struct emu_cudnn_tensor *yd,
@@ -504,14 +524,13 @@ static cudnnStatus_t conv_run(enum conv_dir dir, const struct emu_cudnn_tensor *
     float *wf = dir != DIR_FILTER ? filter_kcrs(wd, w) : NULL;
     float *dyf = dir != DIR_FWD ? tensor_nchw(yd, dy) : NULL;
     const size_t nacc = dir == DIR_FWD ? ny : dir == DIR_DATA ? nx : nw;
-    double *acc = calloc(nacc, sizeof *acc);
+    float *acc = calloc(nacc, sizeof *acc);
     if (!acc || (dir != DIR_DATA && !xf) || (dir != DIR_FILTER && !wf) ||
-        (dir != DIR_FWD && !dyf)) {
+        (dir != DIR_FWD && !dyf) || conv_gemms(dir, xd, wd, cv, yd, xf, wf, dyf, acc)) {
         st = fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "out of memory");
         goto out;
     }
     emu_ops_library(0);
-    conv_loops(dir, xd, wd, cv, yd, xf, wf, dyf, acc);
     size_t i = 0;
     if (dir == DIR_FILTER) {
         for (int k = 0; k < wd->k; k++)

@@ -207,6 +207,13 @@ struct backend {
      * alias src only when both types take the same bytes in this backend. */
     void (*cast)(struct backend *be, size_t n, enum dtype from, const void *src,
                  enum dtype to, void *dst);
+    /* dsts[i] (numels[i], of type to) = srcs[i] (numels[i], of type from) converted as cast
+     * does, for every i < count, in one pass (PyTorch's _foreach_copy_ across types): the
+     * autocast gradients of a DDP bucket's weights back to fp32 at once.  srcs, dsts and
+     * numels are host arrays, read before the slot returns; dsts[i] may alias srcs[i] only
+     * as cast allows. */
+    void (*cast_list)(struct backend *be, int count, enum dtype from, const void *const *srcs,
+                      enum dtype to, void *const *dsts, const size_t *numels);
     /* dst = src rounded to the nearest dt value as cast does, but stored as fp32 on every
      * backend (dst may alias src); km_round_amp per element.  The CPU's storage of a half
      * tensor, available everywhere so a test can round its reference. */

@@ -197,7 +197,7 @@ static const struct cli_option cli_options[] = {
              "(per op within 4x of PyTorch float32's error against float64: direct, GEMM and "
              "the own Winograd F(2x2,3x3)); direct, no Winograd at all; winograd, auto plus "
              "oneDNN's Winograd F(4x4,3x3) on AVX-512 machines, faster and less exact "
-             "(README, Convolution algorithms). GPU ranks: cuDNN chooses"},
+             "(docs/USAGE.md, Convolution algorithms). GPU ranks: cuDNN chooses"},
     {"--tf32", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.tf32), .choices = on_off_choices,
      .group = G_TRAIN,
      .help = "GPU ranks' fp32 convolutions: on, cuDNN may run them on TF32 tensor cores "

@@ -102,7 +102,8 @@ static int candidates_given(struct tune *t, const char *list)
     return t->ncand > 2 ? 0 : error_set("--candidates names none");
 }
 
-/* the changes the advice ranks, as they apply to this configuration (README "ddpprof tune") */
+/* the changes the advice ranks, as they apply to this configuration (docs/USAGE.md "ddpprof
+ * tune") */
 static int candidates_default(struct tune *t)
 {
     const struct train_opts *o = &t->c->train;

@@ -254,7 +254,7 @@ struct backend {
  *                       0, +-1, +-1/2; never oneDNN's Winograd F(4x4,3x3);
  *   CONV_ALGO_DIRECT    direct (oneDNN) or im2col + GEMM convolutions only;
  *   CONV_ALGO_WINOGRAD  auto plus oneDNN's F(4x4,3x3) where it has it (AVX-512) and it is
- *                       faster: less exact (README, "Convolution algorithms").
+ *                       faster: less exact (docs/USAGE.md, "Convolution algorithms").
  * The CUDA backend leaves the choice to cuDNN. */
 enum conv_algo { CONV_ALGO_AUTO, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD };
 

@@ -21,11 +21,12 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "probes/run_format.h"
 #include "probes/trace_format.h"
 #include "bench/kineto_gen.h"
-#include "report/import.h"
+#include "report/input/import.h"
 #include "report/report.h"
-#include "report/run.h"
+#include "report/input/run.h"
 
 static uint64_t bench_rng = 0x9e3779b97f4a7c15ull;
 
@@ -76,8 +77,11 @@ static int bench_gen(const char *dir, int ranks, long rows_per_rank)
                "global_batch_size,%d\nepochs,1\namp,off\ntrain_samples,%ld\nfinal_accuracy,0.5\n"
                "steps,%ld\nwall_s,%.3f\n",
             ranks, 32 * ranks, steps * 32 * ranks, steps, (double)steps * 0.01 + 1);
-    for (int r = 0; r < ranks; r++)
-        fprintf(f, TRACE_META_CLOCK_OFFSET_FORMAT ",%d\n", r, r * 1000);
+    for (int r = 0; r < ranks; r++) {
+        char key[64];
+        run_meta_key_at(key, sizeof key, RUN_META_rank_clock_offset_ns, r);
+        fprintf(f, "%s,%d\n", key, r * 1000);
+    }
     fclose(f);
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
     if (!(f = fopen(path, "w")))
@@ -173,8 +177,9 @@ static int bench_import(const char *path)
     return 0;
 }
 
-/* Two runs reported together, without and with the diff (report/diff.c), as `ddpprof report
- * A B [--diff]` does without terminal output: the diff's cost is the difference. */
+/* Two runs reported together, without and with the diff (report/analysis/diff.c), as
+ * `ddpprof report A B [--diff]` does without terminal output: the diff's cost is the
+ * difference. */
 static int bench_pair(const char *a, const char *b, const char *out, int diff)
 {
     long rows = bench_count_rows(a) + bench_count_rows(b);

@@ -1,11 +1,12 @@
 # cmake/layers.cmake — the layering of the tree: CMake's usage requirements, nothing else.
 #
 # Includes are path-qualified from a layer root: "common/error.h", "probes/probe.h",
-# "report/run.h", and inside the trainer "backend/backend.h", "comm/store.h", "train.h".
+# "report/input/run.h", and inside the trainer "backend/backend.h", "comm/store.h", "train.h".
 # No target is compiled with the source tree (or trainer/) as an include directory.
 # Instead every library has an include root of its own, build/include/<library>/, a folder
-# of one link per layer it holds (build/include/ddpprof_report/report -> report/,
-# build/include/ddpprof_trace_format/probes/trace_format.h -> that one file), set as its
+# of one link per layer it holds (build/include/ddpprof_report_input/report/input ->
+# report/input/, build/include/ddpprof_trace_format/probes/trace_format.h -> that one file),
+# set as its
 # PUBLIC (or INTERFACE) include directory.  A target therefore sees the headers of exactly
 # the libraries it links, and of what they link PUBLIC, so
 #
@@ -18,16 +19,23 @@
 # cannot stop: an include the compiler finds beside the file (trainer/main.c including
 # "cuda/cuda_api.h" finds trainer/cuda/cuda_api.h):
 #
-#     report/import.c:12: includes "train.h" -- rule: report may use only common,
-#     trace_format (report/CMakeLists.txt: target_link_libraries(ddpprof_report ...))
+#     report/input/import.c:12: includes "train.h" -- rule: report_input may use only
+#     common, trace_format, run_format (report/CMakeLists.txt:
+#     target_link_libraries(ddpprof_report_input ...))
 #
 # The graph today, lowest first (DESIGN.md "Layers"; each line is a target_link_libraries):
 #   common                              error, clock, rng, half, vec, plugin loading
 #   trace_format (INTERFACE)            probes/trace_format.h alone: what probes write
-#   probes     -> common, trace_format  instrumentation, trace writer, run log
-#   report     -> common, trace_format  (never the trainer, never the rest of probes)
+#   probes     -> common, trace_format, run_format  instrumentation, trace writer, run log
+#   run_format (INTERFACE)              probes/run_format.h alone: meta.csv's keys
+#   report_input -> common, trace_format, run_format   run directories, importers
+#   report_analysis -> report_input     the figures
+#   report_output -> report_analysis    tables, terminal, page, charts, timeline, Kineto
+#   report     -> report_output (PRIVATE)  report.c, predict_cli.c: report.h alone
+#                                       (the report: never the trainer, never the rest of
+#                                       probes; its rooms one way, report/CMakeLists.txt)
 #   backend, data, comm -> common
-#   launch     -> comm                  launcher, worker environment, node agent (its store)
+#   launch     -> comm, run_format      launcher, worker environment, node agent (its store)
 #   nn         -> backend, comm         layers, models, optimizers, GradScaler
 #   ddp        -> nn                    the reducer
 #   io         -> nn                    safetensors, checkpoints
@@ -41,12 +49,14 @@
 
 set(DDPPROF_TOP_LAYERS common probes report bench tests fuzz)
 
-# the source path of a root entry: a top-level folder, a trainer/ folder, or one file
-# ("probes/trace_format.h", "train.h")
+# the source path of a root entry: a top-level folder, a folder inside one ("report/input":
+# a room of the report), a trainer/ folder, or one file ("probes/trace_format.h", "train.h")
 function(_ddpprof_layer_source entry out)
   list(FIND DDPPROF_TOP_LAYERS "${entry}" top)
+  string(REGEX REPLACE "/.*" "" first "${entry}")
+  list(FIND DDPPROF_TOP_LAYERS "${first}" inside)
   if(top GREATER -1 OR (EXISTS ${CMAKE_SOURCE_DIR}/${entry} AND
-                        NOT IS_DIRECTORY ${CMAKE_SOURCE_DIR}/${entry}))
+                        (inside GREATER -1 OR NOT IS_DIRECTORY ${CMAKE_SOURCE_DIR}/${entry})))
     set(${out} ${CMAKE_SOURCE_DIR}/${entry} PARENT_SCOPE)
   elseif(EXISTS ${CMAKE_SOURCE_DIR}/trainer/${entry})
     set(${out} ${CMAKE_SOURCE_DIR}/trainer/${entry} PARENT_SCOPE)

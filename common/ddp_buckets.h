@@ -1,6 +1,6 @@
 /* ddp_buckets.h — DDP's gradient bucket assignment, a pure function: which bucket each
  * trainable parameter's gradient goes to, as PyTorch's Reducer forms them.  One copy for
- * the trainer's reducer (trainer/ddp/reducer.c) and for the predictor (report/predict.c),
+ * the trainer's reducer (trainer/ddp/reducer.c) and for the predictor (report/analysis/predict.c),
  * so a predicted bucket is exactly the bucket a run with that cap would all-reduce.
  *
  * The rule (PyTorch 1.13 steady state, for models whose gradients become ready in reverse

@@ -1,19 +1,20 @@
 /* fuzz_ptjson.c — a PyTorch profiler trace (Kineto JSON or the legacy exporter's array)
- * read from memory as a one-rank run (report/import_pytorch.c over report/ptjson.c and yajl,
- * into the import core), then analysed (report/analysis.c) as every table would be.
+ * read from memory as a one-rank run (report/input/import_pytorch.c over
+ * report/input/ptjson.c and yajl, into the import core), then analysed
+ * (report/analysis/analysis.c) as every table would be.
  *
  * The import must succeed or fail with one line; an imported run must analyse.  The reader
  * must deliver the same events fed in chunks (of 1..16 bytes, from the input's last byte)
  * as fed whole: a file is read 1 MiB at a time, and tokens cut by a chunk's end are held
- * back (report/ptjson.c). */
+ * back (report/input/ptjson.c). */
 #include "fuzz/fuzz_util.h"
 
 #include <string.h>
 
-#include "report/analysis.h"
-#include "report/import.h"
-#include "report/ptjson.h"
-#include "report/run.h"
+#include "report/analysis/analysis.h"
+#include "report/input/import.h"
+#include "report/input/ptjson.h"
+#include "report/input/run.h"
 
 struct fold {
     uint64_t h, n;

@@ -1,5 +1,5 @@
-/* fuzz_run_dir.c — a whole run directory through the whole report (report/run.c reading
- * meta.csv, metrics.csv and the rank traces; report/analysis.c; every table, the timeline,
+/* fuzz_run_dir.c — a whole run directory through the whole report (report/input/run.c reading
+ * meta.csv, metrics.csv and the rank traces; report/analysis/analysis.c; every table, the timeline,
  * the charts and the Kineto export written).
  *
  * Input: meta.csv, then "\n--metrics--\n" and metrics.csv, "\n--rank0--\n" and

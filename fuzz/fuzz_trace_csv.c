@@ -1,12 +1,12 @@
-/* fuzz_trace_csv.c — one rank's trace file, rankN.trace.csv (report/run.c trace_load: the
+/* fuzz_trace_csv.c — one rank's trace file, rankN.trace.csv (report/input/run.c trace_load: the
  * fast path for plain lines and libcsv for the rest), read at clock offset 0 and at an
  * offset near the int64 limit.
  *
  * Every row read must have end_ns >= start_ns and interned names and labels. */
 #include "fuzz/fuzz_util.h"
 
-#include "report/run.h"
-#include "report/strpool.h"
+#include "report/input/run.h"
+#include "report/input/strpool.h"
 
 #include <string.h>
 

@@ -248,20 +248,42 @@ static int runlog_check(struct runlog *r, FILE *f, off_t *good, const char *name
     return error_set("writing %s/%s: %s", r->dir, name, strerror(e));
 }
 
-int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
+static int runlog_meta_row(struct runlog *r, const char *key, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static int runlog_meta_row(struct runlog *r, const char *key, const char *fmt, va_list ap)
 {
-    if (!r->meta)
-        return 0;
     char value[2048];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(value, sizeof value, fmt, ap);
-    va_end(ap);
     csv_field_write(r->meta, key);
     fputc(',', r->meta);
     csv_field_write(r->meta, value);
     fputc('\n', r->meta);
     return runlog_check(r, r->meta, &r->meta_good, "meta.csv");
+}
+
+int runlog_meta(struct runlog *r, enum run_meta_key key, const char *fmt, ...)
+{
+    const char *name = run_meta_key_name(key);
+    if (!r->meta || !name)
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = runlog_meta_row(r, name, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int runlog_meta_at(struct runlog *r, enum run_meta_indexed key, int index, const char *fmt, ...)
+{
+    if (!r->meta || (int)key < 0 || key >= RUN_META_INDEXED_COUNT)
+        return 0;
+    char name[128];
+    run_meta_key_at(name, sizeof name, key, index);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = runlog_meta_row(r, name, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int runlog_metrics(struct runlog *r, const struct step_metrics *m)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "probes/run_format.h"
+
 struct runlog {
     char dir[4096];
     FILE *meta, *metrics;
@@ -31,9 +33,13 @@ int runlog_prepare(const char *dir, int overwrite);
  * directory is one error naming it.  0 or -1 (error_set). */
 int runlog_open(struct runlog *r, const char *dir);
 
-/* Append one key,value row to meta.csv (value printf-formatted). */
-int runlog_meta(struct runlog *r, const char *key, const char *fmt, ...)
+/* Append one key,value row to meta.csv (value printf-formatted): a fixed key of the run
+ * format (probes/run_format.h: RUN_META_world_size ...), or an indexed key and its index
+ * (RUN_META_bucket_bytes, 3: "bucket.3.bytes").  No other key can be written. */
+int runlog_meta(struct runlog *r, enum run_meta_key key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+int runlog_meta_at(struct runlog *r, enum run_meta_indexed key, int index, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* One row of metrics.csv (header written by runlog_open):
  * step,epoch,loss,loss_scale,lr,images,found_inf — the global mean loss, the GradScaler

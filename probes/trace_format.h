@@ -2,7 +2,8 @@
  * columns and the header line, the values of the phase, clock and kind columns, the lanes
  * of the stream column and the name cap.  probes/TRACE.md explains what they mean; this
  * header is what both sides compile against: the writer (probes/trace_writer.c,
- * probes/phase.c) and the reader (report/run.c, report/analysis.c, report/timeline.c).
+ * probes/phase.c) and the reader (report/input/run.c, report/analysis/analysis.c,
+ * report/output/timeline.c).
  *
  * Header-only and dependency-free on purpose: report/ may include this one file of
  * probes/ and does not link ddpprof_probes (cmake/layers.cmake).  Each list is an X-macro
@@ -32,10 +33,7 @@ static inline int trace_file_rank(const char *name)
     return -1;
 }
 
-/* meta.csv key (printf format, the rank) of a rank's offset to rank 0's clock, in ns */
-#define TRACE_META_CLOCK_OFFSET_FORMAT "clock_offset_ns.rank%d"
-
-/* the highest step a trace holds: the step column is a 32-bit integer (report/run.h's
+/* the highest step a trace holds: the step column is a 32-bit integer (report/input/run.h's
  * rows); a run resumed from a checkpoint nearer than its steps to this is refused at start
  * (trainer/train_resume.c) rather than writing rows the report refuses */
 #define TRACE_STEP_MAX 2147483647LL

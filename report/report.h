@@ -1,7 +1,7 @@
 /* report.h — `ddpprof report`: turn run directories and PyTorch profiler traces into the
  * tables, the merged timeline and the charts.  Reads the files probes/ writes
  * (probes/TRACE.md: rankN.trace.csv, meta.csv, metrics.csv) and torch.profiler's traces
- * (Kineto JSON, the legacy exporter's array: the importers, report/importer.h); never needs
+ * (Kineto JSON, the legacy exporter's array: the importers, report/input/importer.h); never needs
  * the trainer or a GPU.  Formulas: report/FORMULAS.md. */
 #ifndef DDPPROF_REPORT_H
 #define DDPPROF_REPORT_H
@@ -30,14 +30,14 @@ struct report_opts {
     const char *out_dir; /* NULL: the first input (a file's directory) */
     int kineto;          /* also write each ddpprof rank as Kineto JSON (out/kineto/...) */
     int timeline_full;   /* --timeline full: every row in timeline.json (else at most
-                            TIMELINE_MAX_BYTES, report/timeline.h) */
+                            TIMELINE_MAX_BYTES, report/output/timeline.h) */
     int warmup_given;    /* 0: detect each run's warm-up steps (report/FORMULAS.md) */
     int warmup_steps;    /* warmup_given: leave each run's first warmup_steps steps out of
                             the per-step statistics (0: none) */
     int hta_defaults;    /* --hta-defaults: PyTorch traces' kernel columns (k_, idle.csv) as
                             HTA's default settings give them (report/FORMULAS.md) */
     int diff;            /* REPORT_DIFF_*: also diff.csv and the page's diff section of two
-                            runs (report/diff.h: which two) */
+                            runs (report/analysis/diff.h: which two) */
     int diff_only;       /* `ddpprof diff`: the terminal shows the diff alone */
 };
 #define REPORT_DIFF_OFF 0
@@ -61,6 +61,14 @@ int report_main(int argc, char **argv);
 
 /* The usage text of `ddpprof report`. */
 const char *report_usage(void);
+
+/* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name; report/predict_cli.c):
+ * prints the table and writes predict.csv.  Returns 0, or -1 after error_set() with the one
+ * line to print. */
+int predict_main(int argc, char **argv);
+
+/* The usage text of `ddpprof predict`. */
+const char *predict_usage(void);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@
 #       exit status 0 when FILE's first line is a header holding every COLUMN, in any
 #       order, other columns beside them (an assertion: never ends the test).
 #
-# Fields are read as RFC 4180, as the tables are written (report/table.c, probes/
+# Fields are read as RFC 4180, as the tables are written (report/output/table.c, probes/
 # trace_writer.c, probes/runlog.c): a field holding a comma, quote or line break is
 # quoted, a quote in it doubled; $i and NF are the fields after unquoting.
 #

@@ -27,6 +27,10 @@
  *                 on device 0.  Skips (77) without CUDA or a GPU.  Convolutions run twice:
  *                 with cuDNN's heuristics and with DDPPROF_CUDNN_BENCHMARK=1 (cudnnFind*);
  *                 a deliberately failing op must show up in the backend's status slot.
+ *                 Built a second time as test_backend_ops_emu, this pair runs on any
+ *                 machine against the CUDA backend's own code on the CPU (tests/cuda_emu:
+ *                 its kernels and host code for real, stand-ins for the CUDA runtime,
+ *                 cuDNN and cuBLAS): what it checks there is that code, not GPU numerics.
  * On both pairs the candidate's own reductions (batch-norm statistics and sums, the
  * convolution's bias gradient), which both backends claim deterministic, must repeat bit
  * for bit on a second call.
@@ -1050,6 +1054,41 @@ static void test_cast(void)
     status_ok("cast");
 }
 
+/* cast over many tensors at once (autocast's weight gradients of a DDP bucket back to
+ * fp32): more than one launch's list on cuda (KERN_CAST_LIST is 32), an empty tensor, one
+ * beyond a grid pass; every type to every other, exact as cast */
+static void test_cast_list(void)
+{
+    enum { COUNT = 37 };
+    for (int f = DT_F32; f <= DT_BF16; f++)
+        for (int t = DT_F32; t <= DT_BF16; t++) {
+            const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+            if (from == to)
+                continue;
+            struct buf src[COUNT], dst[COUNT];
+            size_t numels[COUNT];
+            const void *rs[COUNT], *cs[COUNT];
+            void *rd[COUNT], *cd[COUNT];
+            for (int i = 0; i < COUNT; i++) {
+                numels[i] = i == 3 ? 0 : i == 30 ? big_n() : (size_t)(i * 1543 % 4001) + 1;
+                src[i] = buf_rand_dt(numels[i], from, -7e4f, 7e4f);
+                dst[i] = buf_new_dt(numels[i], to, NULL);
+                rs[i] = R(src[i]), cs[i] = C(src[i]);
+                rd[i] = R(dst[i]), cd[i] = C(dst[i]);
+            }
+            ref->cast_list(ref, COUNT, from, rs, to, rd, numels);
+            cand->cast_list(cand, COUNT, from, cs, to, cd, numels);
+            char row[64];
+            snprintf(row, sizeof row, "cast_list %s->%s", dt_name(from), dt_name(to));
+            for (int i = 0; i < COUNT; i++) {
+                compare_buf(row, "37 tensors, +-7e4", &dst[i], (struct tol){0.0, 0.0});
+                buf_free(&src[i]);
+                buf_free(&dst[i]);
+            }
+        }
+    status_ok("cast_list");
+}
+
 /* GradScaler's unscale over many tensors at once: more than one launch's list on cuda
  * (KERN_UNSCALE_LIST is 32), an empty tensor, one beyond a grid pass on the cuda pair;
  * one multiply per element (exact) and the one flag */
@@ -1269,7 +1308,8 @@ static void check_coverage(void)
         "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
         "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
         "softmax_xent_dev",
-        "count_correct", "scale", "cast", "round_amp", "unscale", "sgd_step", "dtype_size",
+        "count_correct", "scale", "cast", "cast_list", "round_amp", "unscale", "sgd_step",
+        "dtype_size",
         "adaptive_avgpool2d_forward", "adaptive_avgpool2d_backward", "add", "adam_step",
     };
     for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++) {
@@ -1388,6 +1428,7 @@ int main(int argc, char **argv)
     test_sgd();
     test_amp();
     test_cast();
+    test_cast_list();
     test_unscale();
     for (int dt = DT_F32; dt <= DT_BF16; dt++)
         test_add((enum dtype)dt);

@@ -11,10 +11,10 @@
  * bit; each line also holds torch's float64 sum(ref^2), checked against ours, so both
  * sides saw the same inputs and the same exact result).
  *
- * The claim asserted (README, "Convolution algorithms"; backend.h, enum conv_algo): the
- * paths of PyTorch's numerical class, --conv-algo auto (the default) and direct, and the
- * reference im2col + sgemm, stay within NMSE_CLASS times PyTorch float32's NMSE for every
- * op.  --conv-algo winograd is measured and printed, not bounded by that: it is the
+ * The claim asserted (docs/USAGE.md, "Convolution algorithms"; backend.h, enum conv_algo):
+ * the paths of PyTorch's numerical class, --conv-algo auto (the default) and direct, and
+ * the reference im2col + sgemm, stay within NMSE_CLASS times PyTorch float32's NMSE for
+ * every op.  --conv-algo winograd is measured and printed, not bounded by that: it is the
  * less exact choice (on AVX-512, oneDNN's F(4x4,3x3)); it must still be a convolution
  * (NMSE below WINO_SANE).  Prints one table row per shape and op. */
 #include "backend/backend.h"

@@ -27,7 +27,8 @@
  * and NCCL's error strings: the stub's are the installed libnccl's, word for word (where
  * it loads), so the messages checked above are the ones a GPU run prints.
  *
- * What this does not prove (README, "On a GPU"): anything NCCL itself does on GPUs. */
+ * What this does not prove (docs/GPU.md, "What has been measured on a GPU"): anything NCCL
+ * itself does on GPUs. */
 #include "comm/comm.h"
 #include "comm/store.h"
 #include "common/clock.h"

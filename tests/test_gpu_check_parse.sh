@@ -7,7 +7,9 @@
 # what travels to the GPU machine (git ls-files -co --exclude-standard, and build-gpu-deps/)
 # on a scratch git checkout: ignored files left out, the pack counted, over 60 MiB refused
 # with the largest folders named (sparse files: the 161 MiB take no disk).  And the
-# cold-start row's reading of DDPPROF_CUDNN_LOG and its verdict against issue 34's 1.2x.
+# cold-start row's reading of DDPPROF_CUDNN_LOG and its verdict against issue 34's 1.2x;
+# the launches-per-step row's count of CUPTI rows and the PyTorch target row's verdict
+# (issue 34 item 5: 300 operations a ResNet18 step, 1.3x PyTorch).
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 python3 - "$src" <<'PY'
@@ -90,6 +92,33 @@ if shutil.which("git"):
                (False, True, True))
 else:
     print("what travels not checked: no git")
+# the launches-per-step row: CUPTI rows of a --trace full run counted per step (rank0's
+# rows as csv.DictReader gives them), warm-up steps and setup rows left out, medians
+def rows_of(step, kernels, memcpys=0, memsets=0, phase="forward", clock="cupti"):
+    return ([{"step": str(step), "phase": phase, "clock": clock, "kind": "kernel"}] * kernels +
+            [{"step": str(step), "phase": phase, "clock": clock, "kind": "memcpy"}] * memcpys +
+            [{"step": str(step), "phase": phase, "clock": clock, "kind": "memset"}] * memsets)
+rows = (rows_of(0, 50, phase="setup") + rows_of(0, 70, phase="eval") + rows_of(1, 900, 40) +
+        rows_of(2, 500, 20) + rows_of(3, 250, 3, 1) + rows_of(4, 260, 3, 1) + rows_of(5, 240, 3, 1) +
+        rows_of(4, 30, clock="device") + [{"step": "4", "phase": "backward", "clock": "host",
+                                            "kind": "range"}])
+total, kinds, steps = gc.launches_per_step(rows)
+expect("launches per step", (total, kinds, steps),
+       (254, {"kernel": 250, "memcpy": 3, "memset": 1}, 3))
+expect("launches within the budget", gc.launches_verdict(total, kinds, steps)[0], "PASS")
+v, d = gc.launches_verdict(420, {"kernel": 416, "memcpy": 3, "memset": 1}, 8)
+expect("launches over the budget", (v, "420 GPU operations" in d, "budget 300" in d), ("FAIL", True, True))
+expect("no steps after the warm-up", gc.launches_verdict(*gc.launches_per_step(rows_of(1, 10) + rows_of(2, 10)))[0],
+       "FAIL")
+# the PyTorch target row, from bench-gpu's figures
+figs = [{"model": "convnet", "precision": "fp16", "ratio": 2.5},
+        {"model": "resnet18", "precision": "fp16", "ratio": 1.31, "ddpprof_images_per_s": 6550,
+         "pytorch_images_per_s": 5000, "torch": "2.11.0"}]
+v, d = gc.pytorch_target_verdict(figs)
+expect("pytorch target met", (v, "1.31x" in d, "target >= 1.3x" in d), ("PASS", True, True))
+figs[1]["ratio"] = 0.92
+expect("pytorch target missed", gc.pytorch_target_verdict(figs)[0], "FAIL")
+expect("no resnet18 fp16 figure", gc.pytorch_target_verdict(figs[:1])[0], "FAIL")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY

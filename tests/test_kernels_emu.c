@@ -179,7 +179,9 @@ static void test_batchnorm(enum dtype dt)
     const float eps = 1e-5f;
     float mean_k[4], invstd_k[4], mean_c[4], invstd_c[4];
     double *ws = calloc(kern_channel_ws_doubles(n, c, hw), sizeof *ws);
-    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, x.dev, eps, mean_k, invstd_k, ws));
+    unsigned done[4] = {0}; /* each reduction's count of finished blocks: left zero */
+    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, x.dev, eps, mean_k, invstd_k, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3], "bn_stats left its counts non-zero");
     cpu->batchnorm_stats(cpu, n, c, hw, dt, x.ref, eps, mean_c, invstd_c);
     close_to("bn_stats mean", dt, mean_k, mean_c, 4, 1e-6 * 4.0, 1e-5);
     close_to("bn_stats invstd", dt, invstd_k, invstd_c, 4, 0.0, 1e-5);
@@ -197,7 +199,9 @@ static void test_batchnorm(enum dtype dt)
 
     float sums_k[8], sums_c[8], dw_k[4], dw_c[4], db_k[4], db_c[4];
     LAUNCH(kern_bn_backward_reduce(NULL, n, c, hw, dt, dy.dev, x.dev, mean_c, invstd_c, sums_k,
-                                   sums_k + 4, dw_k, db_k, ws));
+                                   sums_k + 4, dw_k, db_k, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3],
+          "bn_backward_reduce left its counts non-zero");
     cpu->batchnorm_backward_reduce(cpu, n, c, hw, dt, dy.ref, x.ref, mean_c, invstd_c, sums_c,
                                    sums_c + 4, dw_c, db_c);
     const double l1 = 4.0 * n * hw; /* a bound on the sums of |terms| */
@@ -218,7 +222,8 @@ static void test_batchnorm(enum dtype dt)
                               .pad = 0, .stride = 1};
     CHECK(conv2d_shape_init(&cs) == 0, "shape: %s", error_get());
     struct ten db = ten_zero((size_t)c, dt);
-    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, dy.dev, db.dev, ws));
+    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, dy.dev, db.dev, ws, done));
+    CHECK(!done[0] && !done[1] && !done[2] && !done[3], "channel_sum left its counts non-zero");
     cpu->conv2d_backward(cpu, &cs, dt, NULL, NULL, dy.ref, NULL, NULL, db.ref);
     float *g = ten_dev(&db);
     const double hu = dt == DT_F16 ? 0x1p-10 : dt == DT_BF16 ? 0x1p-7 : 0.0;
@@ -538,6 +543,37 @@ static void test_unscale(void)
     }
 }
 
+/* cast over 37 tensors (more than one launch's list, an empty one, one beyond a grid
+ * pass), every type to every other: equal to the CPU's cast */
+static void test_cast_list(void)
+{
+    enum { COUNT = 37 };
+    for (int f = DT_F32; f <= DT_BF16; f++)
+        for (int t = DT_F32; t <= DT_BF16; t++) {
+            if (f == t)
+                continue;
+            const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+            struct ten src[COUNT], dst[COUNT];
+            const void *sk[COUNT], *sc[COUNT];
+            void *dk[COUNT], *dc[COUNT];
+            size_t numels[COUNT];
+            for (int i = 0; i < COUNT; i++) {
+                numels[i] = i == 3 ? 0 : i == 30 ? 20011 : (size_t)(i * 1543 % 4001) + 1;
+                src[i] = ten_rand(numels[i], from, -7e4f, 7e4f);
+                dst[i] = ten_zero(numels[i], to);
+                sk[i] = src[i].dev, sc[i] = src[i].ref;
+                dk[i] = dst[i].dev, dc[i] = dst[i].ref;
+            }
+            LAUNCH(kern_cast_list(NULL, COUNT, from, sk, to, dk, numels));
+            cpu->cast_list(cpu, COUNT, from, sc, to, dc, numels);
+            for (int i = 0; i < COUNT; i++) {
+                same("cast_list", to, &dst[i]);
+                ten_free(&src[i]);
+                ten_free(&dst[i]);
+            }
+        }
+}
+
 int main(void)
 {
     cpu = backend_cpu_create(1);
@@ -561,6 +597,7 @@ int main(void)
     test_gather_stats();
     test_loss();
     test_elementwise();
+    test_cast_list();
     test_unscale();
     printf("%llu blocks, %llu threads run\n", emu_blocks_run(), emu_threads_run());
     cpu->destroy(cpu);

@@ -6,7 +6,7 @@
 # and 1); `nsys export --type sqlite` of each DDP rank must hold the ddpprof domain's
 # ranges (step, data, forward, backward, optimizer pushed and popped once per step;
 # allreduce.bN started and ended at least once per step), and `ddpprof report` must read
-# the traces the same run wrote.  Then the equivalence (report/import_nsys.c): `ddpprof
+# the traces the same run wrote.  Then the equivalence (report/input/import_nsys.c): `ddpprof
 # report` of the DDP ranks' .nsys-rep files (exported by this nsys) must give the same
 # phases (count per phase per rank: step, data, forward, backward, optimizer, allreduce,
 # eval, and the other collectives, comm.allreduce/broadcast/allgather/reduce, barrier; not

@@ -1,12 +1,12 @@
-/* test_predict.c — the prediction engine (report/predict.h) on synthetic steps whose answers
- * are worked out by hand: one bucket and no overlap (the whole all-reduce after backward),
- * perfect overlap (the big bucket hidden under the first layer's backward, only the last
- * tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
+/* test_predict.c — the prediction engine (report/analysis/predict.h) on synthetic steps
+ * whose answers are worked out by hand: one bucket and no overlap (the whole all-reduce
+ * after backward), perfect overlap (the big bucket hidden under the first layer's
+ * backward, only the last tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
  * cost at 4 ranks, its floor, the straggler term, the ring fit recovering the latency and
  * bandwidth a synthetic comm was made with, a ring that steps only at gradients (comm
  * threads sharing the ranks' cores), and the bad configurations. */
 #include "common/error.h"
-#include "report/predict.h"
+#include "report/analysis/predict.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
-/* test_ptjson_stream.c — the PyTorch trace reader (report/ptjson.c) reads a file in chunks
- * (1 MiB, report/import_pytorch.c) as it reads it whole: the same events whatever the chunk
+/* test_ptjson_stream.c — the PyTorch trace reader (report/input/ptjson.c) reads a file in chunks
+ * (1 MiB, report/input/import_pytorch.c) as it reads it whole: the same events whatever the chunk
  * size, a token cut by a chunk's end included (escaped quotes, runs of backslashes, numbers
  * and literals at the cut); in time linear in a token's length (yajl alone re-lexed a cut
  * token on every chunk: a 256 MiB number took 153 s); and a token above PTJSON_TOKEN_MAX
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "common/error.h"
-#include "report/ptjson.h"
+#include "report/input/ptjson.h"
 #include "testutil.h"
 
 /* What a parse delivered: the events folded into a hash (FNV-1a over every field). */

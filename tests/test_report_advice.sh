@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_report_advice.sh — the verdict and the recommendations (report/advice.c,
+# test_report_advice.sh — the verdict and the recommendations (report/analysis/advice.c,
 # report/FORMULAS.md "Advice").  Fabricated runs, each a baseline (1 rank) and a DDP run of
 # 2 ranks and 10 steps whose phases are laid out from a few durations (mkrun below), so each
 # rule's figure is known exactly:

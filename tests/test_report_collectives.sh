@@ -13,6 +13,7 @@
 # optimizer less the training thread's collectives), buckets.csv only gradient all-reduces.
 # --no-sync-bn: no comm.allgather rows.
 set -u
+. "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,15 +24,17 @@ if ! "$bin" "${tiny[@]}" --out "$tmp/run" >"$tmp/out" 2>"$tmp/err" </dev/null; t
   echo "FAIL the 2-rank run:"; cat "$tmp/err"; exit 1
 fi
 trace=$tmp/run/rank0.trace.csv
-steps=$(awk -F, '$4=="step" && $6=="host"' "$trace" | wc -l)
+steps=$(csv_awk 'FNR>1 && col("phase")=="step" && col("clock")=="host"' "$trace" | wc -l)
 [ "$steps" -ge 1 ] && ok || bad "no step rows in $trace"
 
-# rows of PHASE on the host clock: "step bytes stream" per line
-rows() { awk -F, -v ph="$1" '$4==ph && $6=="host" {print $2, $9, $12}' "$trace"; }
+# rows of PHASE on the host clock: "step bytes stream" per line (columns by name: csvcol.sh)
+rows() { csv_awk -v ph="$1" 'FNR>1 && col("phase")==ph && col("clock")=="host" {
+  print col("step"), col("bytes"), col("stream") }' "$trace"; }
 
 # 1. the trace: the initial broadcast, the all-gathers, SyncBatchNorm's all-reduces
 bcast=$(rows comm.broadcast | awk '$1==0 {n++; b+=$2} END {print n+0, b+0}')
-params_bytes=$(awk -F, '$1 ~ /^bucket\.[0-9]+\.bytes$/ {b+=$2} END {print b+0}' "$tmp/run/meta.csv")
+params_bytes=$(csv_awk 'FNR>1 && col("key") ~ /^bucket\.[0-9]+\.bytes$/ {b+=col("value")}
+  END {print b+0}' "$tmp/run/meta.csv")
 read -r nb bb <<<"$bcast"
 # coalesced into one broadcast, as PyTorch's _sync_module_states (it was one per tensor: 16
 # for the ConvNet's parameters, buffers and counters)
@@ -46,8 +49,10 @@ check_eq "all-gathers on the comm lane" "$(rows comm.allgather | awk '{print $3}
 check_eq "SyncBatchNorm backward all-reduce bytes" \
   "$(rows comm.allreduce | awk '$1>=0 && $2!=4 {print $2}' | sort -un | tr '\n' ' ')" "132 260 "
 # each all-gather lies inside a forward range of its step
-inside=$(awk -F, '$6=="host" && $4=="forward" {fs[$2]=$7; fe[$2]=$8}
-  $6=="host" && $4=="comm.allgather" && $2>=1 {g[++n]=$2" "$7" "$8}
+inside=$(csv_awk 'FNR>1 && col("clock")=="host" && col("phase")=="forward" {
+    fs[col("step")]=col("start_ns"); fe[col("step")]=col("end_ns") }
+  FNR>1 && col("clock")=="host" && col("phase")=="comm.allgather" && col("step")>=1 {
+    g[++n]=col("step")" "col("start_ns")" "col("end_ns") }
   END {bad=0; for (i=1;i<=n;i++) {split(g[i],a," "); if (a[2]<fs[a[1]] || a[3]>fe[a[1]]) bad++}; print n, bad}' "$trace")
 check_eq "all-gathers inside forward (count, outside)" "$inside" "$((2 * steps)) 0"
 
@@ -55,11 +60,9 @@ check_eq "all-gathers inside forward (count, outside)" "$inside" "$((2 * steps))
 if ! "$bin" report "$tmp/run" --out "$tmp/rep" >"$tmp/rep.out" 2>"$tmp/rep.err" </dev/null; then
   echo "FAIL report:"; cat "$tmp/rep.err"; exit 1
 fi
-# field COL of phases.csv's row of rank 0 and PHASE
-phase_field() { awk -F, -v ph="$1" -v col="$2" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
-  NR>1 && $2==0 && $3==ph {print $c[col]}' "$tmp/rep/phases.csv"; }
-overlap_field() { awk -F, -v col="$1" 'NR==1 {for (i = 1; i <= NF; i++) c[$i] = i}
-  NR>1 && $2==0 {print $c[col]}' "$tmp/rep/overlap.csv"; }
+# field COL of phases.csv's row of rank 0 and PHASE; of overlap.csv's row of rank 0
+phase_field() { csv_col "$tmp/rep/phases.csv" "$2" rank=0 phase="$1"; }
+overlap_field() { csv_col "$tmp/rep/overlap.csv" "$1" rank=0; }
 check_eq "phases.csv comm.allgather collective" "$(phase_field comm.allgather collective)" allgather
 check_eq "phases.csv comm.broadcast collective" "$(phase_field comm.broadcast collective)" broadcast
 check_eq "phases.csv allreduce collective" "$(phase_field allreduce collective)" allreduce
@@ -67,7 +70,8 @@ check_eq "phases.csv forward: no collective" "$(phase_field forward collective)"
 warm=$(phase_field step warmup_steps)
 counted=$((steps - warm))
 check_eq "phases.csv comm.allgather count" "$(phase_field comm.allgather count)" "$((2 * counted))"
-ag_bytes=$(awk -F, -v w="$warm" '$4=="comm.allgather" && $6=="host" && $2>w {b+=$9} END {print b+0}' "$trace")
+ag_bytes=$(csv_awk -v w="$warm" 'FNR>1 && col("phase")=="comm.allgather" && col("clock")=="host" &&
+  col("step")>w {b+=col("bytes")} END {print b+0}' "$trace")
 check_eq "phases.csv comm.allgather bytes" "$(phase_field comm.allgather bytes)" "$ag_bytes"
 check_eq "phases.csv comm.broadcast bytes" "$(phase_field comm.broadcast bytes)" "$bb"
 # compute = forward + backward + optimizer less the collectives they hold; comm holds them
@@ -83,7 +87,7 @@ awk -v F="$(phase_field forward total_ms)" -v B="$(phase_field backward total_ms
   bad "overlap.csv compute/comm"
 # buckets.csv: gradient buckets only (as many as meta.csv's buckets)
 check_eq "buckets.csv rows" "$(($(wc -l <"$tmp/rep/buckets.csv") - 1))" \
-  "$(awk -F, '$1=="buckets" {print $2}' "$tmp/run/meta.csv")"
+  "$(csv_col "$tmp/run/meta.csv" value key=buckets)"
 # the timeline has them (on the comm lane, stream 1: checked in the trace above), and the
 # step drawing in report.html on the first comm lane
 grep -q '"comm.allgather"' "$tmp/rep/timeline.json" && ok || bad "timeline.json lacks comm.allgather"
@@ -93,7 +97,7 @@ grep -q 'comm.allgather (allgather): ' "$tmp/rep/report.html" && ok ||
 # 3. --no-sync-bn: plain BatchNorm, no all-gather
 if "$bin" "${tiny[@]}" --no-sync-bn --out "$tmp/nosync" >/dev/null 2>"$tmp/err2" </dev/null; then
   check_eq "--no-sync-bn all-gathers" \
-    "$(awk -F, '$4=="comm.allgather"' "$tmp/nosync/rank0.trace.csv" | wc -l)" 0
+    "$(csv_awk 'FNR>1 && col("phase")=="comm.allgather"' "$tmp/nosync/rank0.trace.csv" | wc -l)" 0
 else
   bad "--no-sync-bn run: $(cat "$tmp/err2")"
 fi

@@ -1,6 +1,6 @@
-/* test_report_diff.c — `ddpprof diff` (report/diff.c) on a synthetic pair whose every row was
- * worked out by hand from report/FORMULAS.md "diff.csv" (the arithmetic is in the comments):
- * the step change, each phase's, layer's and bucket's part of the step and share of the
+/* test_report_diff.c — `ddpprof diff` (report/analysis/diff.c) on a synthetic pair whose
+ * every row was worked out by hand from report/FORMULAS.md "diff.csv" (the arithmetic is
+ * in the comments): the step change, each phase's, layer's and bucket's part of the step and share of the
  * change, the shares adding up to 100.00 exactly as printed, the "other" remainders; which
  * two runs a diff takes (a main-job directory, two run directories, swapped); and its bad
  * input (three runs, one run).

@@ -30,11 +30,13 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "report/analysis.h"
-#include "report/import.h"
-#include "report/import_group.h"
-#include "report/ptjson.h"
-#include "report/reorder.h"
+#include "report/analysis/analysis.h"
+#include "report/input/import.h"
+#include "report/input/import_core.h"
+#include "report/input/import_group.h"
+#include "report/input/kernels.h"
+#include "report/input/ptjson.h"
+#include "report/input/reorder.h"
 #include "report/report.h"
 #include "testutil.h"
 
@@ -1420,19 +1422,19 @@ static void test_units(void)
 
     /* the offset median: robust to an outlier; the lower middle of an even count */
     int64_t d1[] = {5, -3, 100, 4, 6}, d2[] = {4, 1, 3, 2};
-    CHECK(analysis_clock_offset(d1, 5) == 5 && analysis_clock_offset(d2, 4) == 2,
-          "analysis_clock_offset");
+    CHECK(import_clock_offset(d1, 5) == 5 && import_clock_offset(d2, 4) == 2,
+          "import_clock_offset");
 
     /* the kernel sweep by hand: a compute [0,10) L0, comm [5,20) L1, compute [30,40) L25
      * (launched after the gap began at 20: host wait 10), memcpy [45,50) L35 (launched
      * before the gap began at 40: kernel gap 5).  compute 20, comm 15, comm ∩ compute 5 ->
      * 33.33 %; busy 35 of the window 50 -> idle 15 */
     struct kernel_sweep k = {0};
-    analysis_kernel_add(&k, 0, 10, KERNEL_COMPUTE, 0);
-    analysis_kernel_add(&k, 5, 20, KERNEL_COMM, 1);
-    analysis_kernel_add(&k, 30, 40, KERNEL_COMPUTE, 25);
-    analysis_kernel_add(&k, 45, 50, KERNEL_MEMORY, 35);
-    analysis_kernel_finish(&k);
+    kernel_sweep_add(&k, 0, 10, KERNEL_COMPUTE, 0);
+    kernel_sweep_add(&k, 5, 20, KERNEL_COMM, 1);
+    kernel_sweep_add(&k, 30, 40, KERNEL_COMPUTE, 25);
+    kernel_sweep_add(&k, 45, 50, KERNEL_MEMORY, 35);
+    kernel_sweep_finish(&k);
     double pct = 0;
     int64_t hw = -1, kg = -1;
     CHECK(k.compute.total == 20 && k.comm.total == 15 && analysis_kernel_overlap_pct(&k, &pct) &&
@@ -1443,9 +1445,9 @@ static void test_units(void)
           (long long)k.compute.total, (long long)k.comm.total, pct,
           (long long)analysis_kernel_idle_ns(&k), (long long)hw, (long long)kg);
     struct kernel_sweep none = {0}; /* no launch times: host wait and gap undefined */
-    analysis_kernel_add(&none, 0, 10, KERNEL_COMPUTE, -1);
-    analysis_kernel_add(&none, 20, 30, KERNEL_COMPUTE, -1);
-    analysis_kernel_finish(&none);
+    kernel_sweep_add(&none, 0, 10, KERNEL_COMPUTE, -1);
+    kernel_sweep_add(&none, 20, 30, KERNEL_COMPUTE, -1);
+    kernel_sweep_finish(&none);
     CHECK(!analysis_host_wait_ns(&none, &hw) && analysis_kernel_idle_ns(&none) == 10,
           "kernel sweep without launch times");
 }

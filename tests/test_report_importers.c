@@ -1,5 +1,5 @@
 /* test_report_importers.c — the importer table and the import core on their own
- * (report/importer.h, report/import_core.h, report/pytorch_names.h):
+ * (report/input/importer.h, report/input/import_core.h, report/input/pytorch_names.h):
  *   - which importer claims what: a ddpprof run directory, the Kineto and the legacy
  *     fixtures' files, the report's own timeline.json, nsys's .sqlite/.nsys-rep and an
  *     SQLite file of any name, any other file (the Kineto reader's JSON error rather than
@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "report/import.h"
-#include "report/import_core.h"
-#include "report/import_group.h"
-#include "report/importer.h"
-#include "report/pytorch_names.h"
-#include "report/run.h"
+#include "report/input/import.h"
+#include "report/input/import_core.h"
+#include "report/input/import_group.h"
+#include "report/input/importer.h"
+#include "report/input/pytorch_names.h"
+#include "report/input/run.h"
 #include "testutil.h"
 
 static void expect_claim(const char *path, int is_dir, const char *name, enum import_claim want)
@@ -65,7 +65,7 @@ static void test_table(const char *tmp)
     expect_claim(buf, 0, "PyTorch Kineto JSON", IMPORT_CLAIM_MAYBE);
     /* Nsight Systems: its export surely, a report surely but only maybe with its export
      * beside it (and still by nsys, not Kineto), an SQLite database of any name
-     * (report/import_nsys.c) */
+     * (report/input/import_nsys.c) */
     snprintf(buf, sizeof buf, "%s/tests/fixtures/nsys/ddp-2022.4/rank0.sqlite", test_source_dir());
     expect_claim(buf, 0, "Nsight Systems report (SQLite export)", IMPORT_CLAIM_YES);
     expect_claim("/nonexistent/ddp.rank1.nsys-rep", 0, "Nsight Systems report (SQLite export)",
@@ -312,7 +312,7 @@ static void test_core(void)
     runset_free(&rs);
 }
 
-/* report/import_group.c: the runs of a directory by file name */
+/* report/input/import_group.c: the runs of a directory by file name */
 static void test_groups(void)
 {
     char name[64];

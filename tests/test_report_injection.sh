@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_report_injection.sh — names from traces are shown, never obeyed (README, "What the
-# rendezvous store trusts" ends with what is said of names): the 4 PyTorch traces of
+# test_report_injection.sh — names from traces are shown, never obeyed (docs/USAGE.md, "The
+# main job": "Names in the tables come from the traces"): the 4 PyTorch traces of
 # kineto-2hosts with an op renamed to carry an OSC sequence (ESC ] 0 ; title BEL: it set the
 # terminal's title), another to "=1+1" and a line break (a formula, and a table row split in
 # two), a C1 CSI (U+009B) in a third, and two ranks' host (from the file name) "@SUM(A1)":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_report_nsys.sh — `ddpprof report` reads Nsight Systems reports (report/import_nsys.c):
+# test_report_nsys.sh — `ddpprof report` reads Nsight Systems reports
+# (report/input/import_nsys.c):
 #   1. tests/fixtures/nsys/ddp-2022.4: real nsys 2022.4 (Debian's, CPU-only) SQLite exports
 #      of a ddpprof main job on 2 CPU ranks (make_nsys_fixture.sh; NVTX contract 2,
 #      probes/nvtx.h), named as scripts/nsys-profile names them: the directory is two runs,

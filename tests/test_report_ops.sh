@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_report_ops.sh — ops.csv (report/ops.c; report/FORMULAS.md "ops.csv")
+# test_report_ops.sh — ops.csv (report/input/ops.c; report/FORMULAS.md "ops.csv")
 # against what other tools say of the same traces:
 #   1. torch.profiler's own key_averages() (Debian's torch 1.13, written beside the traces
 #      by tests/fixtures/pytorch/make_keyavg_traces.py from the same profiler object): for

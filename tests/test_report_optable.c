@@ -1,4 +1,4 @@
-/* test_report_optable.c — the op table (report/ops.h) on hand-made ops whose key_averages
+/* test_report_optable.c — the op table (report/input/ops.h) on hand-made ops whose key_averages
  * figures are worked out below by torch's rule (torch/autograd/profiler_util.py,
  * EventList._populate_cpu_children: an op is the child of the innermost open op on its
  * thread that it starts before the end of and ends no later than; self = duration - the
@@ -8,7 +8,7 @@
  * kept ops), kernels and their minimum and maximum. */
 #include <string.h>
 
-#include "report/ops.h"
+#include "report/input/ops.h"
 #include "testutil.h"
 
 static const struct op_stat *find(const struct op_table *t, int kind, uint32_t name)

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/analysis.h"
-#include "report/sort.h"
+#include "report/analysis/analysis.h"
+#include "report/input/sort.h"
 #include "testutil.h"
 
 struct rec {

@@ -1,5 +1,5 @@
-/* test_store_strangers.c — strangers at a real job's rendezvous store (README, "What the
- * rendezvous store trusts"): `ddpprof train --cpu 2` on a known --master-port, once alone
+/* test_store_strangers.c — strangers at a real job's rendezvous store (docs/USAGE.md, "What
+ * the rendezvous store trusts"): `ddpprof train --cpu 2` on a known --master-port, once alone
  * and once while other processes of this host try its store:
  *   - uid 65534 (nobody) with the job's own secret (read from rank 0's environment, as only
  *     root can): refused as it connects, no challenge;

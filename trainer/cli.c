@@ -50,8 +50,9 @@ struct cli_option {
     const char *metavar;  /* "N", "DIR" (CLI_ENUM: made from the choices) */
     const char *dflt;     /* the default in words where the value alone would mislead;
                              NULL: the value in cli_defaults; "": no default shown */
-    const char *meta;     /* its key in meta.csv, written by cli_write_meta (NULL: none
-                             there, or written by the run itself) */
+    enum run_meta_key meta; /* its row of meta.csv (probes/run_format.h), written by
+                               cli_write_meta (RUN_META_NONE: none there, or written by the
+                               run itself) */
     const char *(*help_fn)(void); /* the help made at run time (--model: the registry's), or NULL */
     int always;           /* in every child argv: its default depends on other options */
     int local;            /* never in a child argv (--help) */
@@ -130,7 +131,7 @@ static const struct cli_option cli_options[] = {
     {"--model", NULL, CLI_STRING, CLI_ALL, FIELD(train.model), .metavar = "NAME",
      .group = G_TRAIN, .help_fn = model_help},
     {"--resnet-width", NULL, CLI_INT, CLI_ALL, FIELD(train.model_opts.width), .min = 1,
-     .max = 4096, .metavar = "N", .group = G_TRAIN, .meta = "resnet_width",
+     .max = 4096, .metavar = "N", .group = G_TRAIN, .meta = RUN_META_resnet_width,
      .help = "resnet18: channels of its first stage, doubled at each of the next three (64 is "
              "the example's network; smaller ones keep its structure and names)"},
     {"--epochs", "-e", CLI_INT, CLI_ALL, FIELD(train.run.epochs), .min = 1, .max = 1000000,
@@ -196,7 +197,7 @@ static const struct cli_option cli_options[] = {
              "(per op within 4x of PyTorch float32's error against float64: direct, GEMM and "
              "the own Winograd F(2x2,3x3)); direct, no Winograd at all; winograd, auto plus "
              "oneDNN's Winograd F(4x4,3x3) on AVX-512 machines, faster and less exact "
-             "(README, Convolution algorithms). GPU ranks: cuDNN chooses"},
+             "(docs/USAGE.md, Convolution algorithms). GPU ranks: cuDNN chooses"},
     {"--tf32", NULL, CLI_ENUM, CLI_ALL, FIELD(train.dev.tf32), .choices = on_off_choices,
      .group = G_TRAIN,
      .help = "GPU ranks' fp32 convolutions: on, cuDNN may run them on TF32 tensor cores "
@@ -726,7 +727,7 @@ void cli_write_meta(const struct train_opts *o, struct runlog *log)
     for (int i = 0; i < CLI_NOPTIONS; i++) {
         const struct cli_option *opt = &cli_options[i];
         char value[1024];
-        if (!opt->meta || !model_option_applies(o->model, opt->name))
+        if (opt->meta == RUN_META_NONE || !model_option_applies(o->model, opt->name))
             continue;
         if (opt->kind == CLI_FLAG)
             snprintf(value, sizeof value, "%lld", (long long)cli_get_int(&c, opt));

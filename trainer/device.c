@@ -384,31 +384,31 @@ void device_probe_opts(const struct device *d, struct probe_opts *po)
 
 void device_write_meta(const struct device *d, struct runlog *l)
 {
-    runlog_meta(l, "device", "%s", d->gpu >= 0 ? "cuda" : "cpu");
+    runlog_meta(l, RUN_META_device, "%s", d->gpu >= 0 ? "cuda" : "cpu");
     struct cuda_info ci;
     if (d->gpu >= 0 && cuda_info_get(d->gpu, &ci) == 0) {
-        runlog_meta(l, "gpu", "%s", ci.device_name);
-        runlog_meta(l, "gpu_compute_capability", "%d.%d", ci.cc_major, ci.cc_minor);
-        runlog_meta(l, "cuda_driver", "%d", ci.driver_version);
-        runlog_meta(l, "cuda_runtime", "%d", ci.runtime_version);
-        runlog_meta(l, "cudnn", "%zu", ci.cudnn_version);
-        runlog_meta(l, "cublas", "%d", ci.cublas_version);
-        runlog_meta(l, "nccl", "%d", ci.nccl_version);
+        runlog_meta(l, RUN_META_gpu, "%s", ci.device_name);
+        runlog_meta(l, RUN_META_gpu_compute_capability, "%d.%d", ci.cc_major, ci.cc_minor);
+        runlog_meta(l, RUN_META_cuda_driver, "%d", ci.driver_version);
+        runlog_meta(l, RUN_META_cuda_runtime, "%d", ci.runtime_version);
+        runlog_meta(l, RUN_META_cudnn, "%zu", ci.cudnn_version);
+        runlog_meta(l, RUN_META_cublas, "%d", ci.cublas_version);
+        runlog_meta(l, RUN_META_nccl, "%d", ci.nccl_version);
         /* fp32 convolutions' math (GEMMs are never TF32), and where cuDNN's choices are kept */
-        runlog_meta(l, "tf32", "%s", d->tf32 ? "on" : "off");
-        runlog_meta(l, "cudnn_algo_cache", "%s", ci.cudnn_algo_cache);
+        runlog_meta(l, RUN_META_tf32, "%s", d->tf32 ? "on" : "off");
+        runlog_meta(l, RUN_META_cudnn_algo_cache, "%s", ci.cudnn_algo_cache);
     }
-    runlog_meta(l, "backend", "%s", d->be->name);
+    runlog_meta(l, RUN_META_backend, "%s", d->be->name);
     if (d->gpu < 0) { /* the choice, and what it runs on this machine */
-        runlog_meta(l, "conv_algo", "%s", conv_algo_name(d->conv_algo));
-        runlog_meta(l, "cpu_kernels", "%s", backend_cpu_describe(d->be));
+        runlog_meta(l, RUN_META_conv_algo, "%s", conv_algo_name(d->conv_algo));
+        runlog_meta(l, RUN_META_cpu_kernels, "%s", backend_cpu_describe(d->be));
     }
-    runlog_meta(l, "comm", "%s", d->comm ? d->comm->name : "none");
-    runlog_meta(l, "comm_link", "%s", d->comm && d->comm_link ? d->comm_link : "none");
+    runlog_meta(l, RUN_META_comm, "%s", d->comm ? d->comm->name : "none");
+    runlog_meta(l, RUN_META_comm_link, "%s", d->comm && d->comm_link ? d->comm_link : "none");
     /* the reducer calls the comm's progress after each gradient (comm.h): its threads share
      * the rank's cores and run between layers (report/FORMULAS.md "Predictions") */
-    runlog_meta(l, "comm_progress", "%s", d->comm && d->comm->progress ? "gradient" : "none");
-    runlog_meta(l, "cpu_binding", "%s", d->cpus[0] ? d->cpus : "none");
+    runlog_meta(l, RUN_META_comm_progress, "%s", d->comm && d->comm->progress ? "gradient" : "none");
+    runlog_meta(l, RUN_META_cpu_binding, "%s", d->cpus[0] ? d->cpus : "none");
 }
 
 void device_comm_close(struct device *d)

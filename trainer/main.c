@@ -12,7 +12,6 @@
 #include "launch/agent.h"
 #include "launch/launcher.h"
 #include "launch/worker_link.h"
-#include "report/predict.h"
 #include "report/report.h"
 #include "probes/runlog.h"
 #include "train.h"

@@ -60,29 +60,25 @@ void rank_layers_meta(struct rank *r)
     struct backend *be = r->dev.be;
     const int n = r->o->data.batch_size;
     const size_t act = be->dtype_size(be, (enum dtype)m->amp);
-    char key[160];
-    runlog_meta(l, "layers", "%d", m->layers.count);
+    runlog_meta(l, RUN_META_layers, "%d", m->layers.count);
     for (int k = 0; k < m->layers.count; k++) {
         const struct layer_info *li = &m->layers.items[k];
         double ff, bf, fb, bb;
         layer_costs(li, LAYER_FORWARD, n, act, &ff, &fb);
         layer_costs(li, LAYER_BACKWARD, n, act, &bf, &bb);
-#define KEY(leaf) (snprintf(key, sizeof key, "layer.%d." leaf, k), key)
-        runlog_meta(l, KEY("name"), "%s", li->name);
-        runlog_meta(l, KEY("type"), "%s", li->type);
-        runlog_meta(l, KEY("param_bytes"), "%llu", (unsigned long long)li->param_bytes);
-        runlog_meta(l, KEY("flops_forward"), "%.0f", ff);
-        runlog_meta(l, KEY("flops_backward"), "%.0f", bf);
-        runlog_meta(l, KEY("bytes_forward"), "%.0f", fb);
-        runlog_meta(l, KEY("bytes_backward"), "%.0f", bb);
-#undef KEY
+        runlog_meta_at(l, RUN_META_layer_name, k, "%s", li->name);
+        runlog_meta_at(l, RUN_META_layer_type, k, "%s", li->type);
+        runlog_meta_at(l, RUN_META_layer_param_bytes, k, "%llu",
+                       (unsigned long long)li->param_bytes);
+        runlog_meta_at(l, RUN_META_layer_flops_forward, k, "%.0f", ff);
+        runlog_meta_at(l, RUN_META_layer_flops_backward, k, "%.0f", bf);
+        runlog_meta_at(l, RUN_META_layer_bytes_forward, k, "%.0f", fb);
+        runlog_meta_at(l, RUN_META_layer_bytes_backward, k, "%.0f", bb);
     }
     for (int i = 0; i < m->params.trainable; i++) {
         const struct param *p = params_trainable(&m->params, i);
-        snprintf(key, sizeof key, "param.%d.name", i);
-        runlog_meta(l, key, "%s", p->name);
-        snprintf(key, sizeof key, "param.%d.bytes", i);
-        runlog_meta(l, key, "%zu", p->numel * sizeof(float));
+        runlog_meta_at(l, RUN_META_param_name, i, "%s", p->name);
+        runlog_meta_at(l, RUN_META_param_bytes, i, "%zu", p->numel * sizeof(float));
     }
     struct peak pk;
     if (peak_measure(be, r->dev.gpu >= 0, r->o->dev.threads, 0.3, &pk)) {
@@ -91,7 +87,7 @@ void rank_layers_meta(struct rank *r)
                         "fraction of peak\n", r->rank, error_get());
         return;
     }
-    runlog_meta(l, "peak_gflops", "%.2f", pk.gflops);
-    runlog_meta(l, "peak_gbps", "%.2f", pk.gbps);
-    runlog_meta(l, "peak_source", "%s", pk.source);
+    runlog_meta(l, RUN_META_peak_gflops, "%.2f", pk.gflops);
+    runlog_meta(l, RUN_META_peak_gbps, "%.2f", pk.gbps);
+    runlog_meta(l, RUN_META_peak_source, "%s", pk.source);
 }

@@ -2,7 +2,7 @@
  * leader with a run directory of its own (runlog_meta is a no-op elsewhere): the run's
  * description once set up, every rank's clock offset and host, each epoch's figures, and at
  * the end the host's usage (what tells a busy host) and the totals.  The keys and their
- * order are the report's input (report/run.c). */
+ * order are the report's input; every key is a row of probes/run_format.h. */
 #include "train_rank.h"
 #include "train_layers.h"
 
@@ -10,7 +10,6 @@
 #include "comm/store.h"
 #include "common/error.h"
 #include "ddp/reducer.h"
-#include "probes/trace_format.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -25,84 +24,79 @@ void rank_meta_write(struct rank *r)
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     struct runlog *l = &r->log;
-    runlog_meta(l, "model", "%s", o->model);
+    runlog_meta(l, RUN_META_model, "%s", o->model);
     cli_write_meta(o, l); /* the model's options, as cli.c's table records them */
-    runlog_meta(l, "mode", "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
+    runlog_meta(l, RUN_META_mode, "%s", o->mode == TRAIN_DDP ? "ddp" : "baseline");
     device_write_meta(&r->dev, l);
-    runlog_meta(l, "world_size", "%d", r->world);
-    runlog_meta(l, "threads_per_rank", "%d", o->dev.threads);
-    runlog_meta(l, "dataset", "%s", dataset_kind_name(r->dataset));
-    runlog_meta(l, "data", "%s", r->dataset == DATASET_SYNTHETIC ? "synthetic" : o->data.dir);
-    runlog_meta(l, "train_samples", "%d", r->train.n);
-    runlog_meta(l, "test_samples", "%d", r->test.n);
-    runlog_meta(l, "batch_size", "%d", o->data.batch_size);
-    runlog_meta(l, "global_batch_size", "%d", o->data.batch_size * r->world);
-    runlog_meta(l, "epochs", "%d", o->run.epochs);
-    runlog_meta(l, "drop_last", "%d", o->data.drop_last);
-    runlog_meta(l, "optimizer", "%s", optim_name((enum optim_kind)o->optim.kind));
-    runlog_meta(l, "lr", "%g", (double)r->lr);
-    runlog_meta(l, "lr_scale_by_world", "%d", o->optim.lr_scale_by_world);
-    runlog_meta(l, "momentum", "%g", (double)o->optim.momentum);
-    runlog_meta(l, "weight_decay", "%g", (double)o->optim.weight_decay);
-    runlog_meta(l, "seed", "%llu", (unsigned long long)o->seed);
-    runlog_meta(l, "shuffle", "%d", o->data.shuffle);
+    runlog_meta(l, RUN_META_world_size, "%d", r->world);
+    runlog_meta(l, RUN_META_threads_per_rank, "%d", o->dev.threads);
+    runlog_meta(l, RUN_META_dataset, "%s", dataset_kind_name(r->dataset));
+    runlog_meta(l, RUN_META_data, "%s", r->dataset == DATASET_SYNTHETIC ? "synthetic" : o->data.dir);
+    runlog_meta(l, RUN_META_train_samples, "%d", r->train.n);
+    runlog_meta(l, RUN_META_test_samples, "%d", r->test.n);
+    runlog_meta(l, RUN_META_batch_size, "%d", o->data.batch_size);
+    runlog_meta(l, RUN_META_global_batch_size, "%d", o->data.batch_size * r->world);
+    runlog_meta(l, RUN_META_epochs, "%d", o->run.epochs);
+    runlog_meta(l, RUN_META_drop_last, "%d", o->data.drop_last);
+    runlog_meta(l, RUN_META_optimizer, "%s", optim_name((enum optim_kind)o->optim.kind));
+    runlog_meta(l, RUN_META_lr, "%g", (double)r->lr);
+    runlog_meta(l, RUN_META_lr_scale_by_world, "%d", o->optim.lr_scale_by_world);
+    runlog_meta(l, RUN_META_momentum, "%g", (double)o->optim.momentum);
+    runlog_meta(l, RUN_META_weight_decay, "%g", (double)o->optim.weight_decay);
+    runlog_meta(l, RUN_META_seed, "%llu", (unsigned long long)o->seed);
+    runlog_meta(l, RUN_META_shuffle, "%d", o->data.shuffle);
     char norm[160] = "";
     for (int ch = 0, at = 0; ch < r->train.c && at < (int)sizeof norm; ch++)
         at += snprintf(norm + at, sizeof norm - (size_t)at, "%s%g,%g", ch ? ";" : "",
                        (double)r->train.mean[ch], (double)r->train.std[ch]);
-    runlog_meta(l, "normalize", "%s", norm);
+    runlog_meta(l, RUN_META_normalize, "%s", norm);
     static const char *const amp_names[] = {"off", "fp16", "bf16"};
-    runlog_meta(l, "amp", "%s", amp_names[o->amp.dtype]);
-    runlog_meta(l, "resume", "%s", o->run.resume_path ? o->run.resume_path : "");
-    runlog_meta(l, "trace", "%s", probe_mode_name(o->run.trace));
+    runlog_meta(l, RUN_META_amp, "%s", amp_names[o->amp.dtype]);
+    runlog_meta(l, RUN_META_resume, "%s", o->run.resume_path ? o->run.resume_path : "");
+    runlog_meta(l, RUN_META_trace, "%s", probe_mode_name(o->run.trace));
     const char *note = probe_gpu_note(r->probe);
     if (note && *note)
-        runlog_meta(l, "cupti", "%s", note);
+        runlog_meta(l, RUN_META_cupti, "%s", note);
     if (r->red)
         for (int b = 0; b < reducer_bucket_count(r->red); b++) {
             int np;
             size_t bytes;
-            char key[64];
             reducer_bucket_info(r->red, b, &np, &bytes);
-            snprintf(key, sizeof key, "bucket.%d.params", b);
-            runlog_meta(l, key, "%d", np);
-            snprintf(key, sizeof key, "bucket.%d.bytes", b);
-            runlog_meta(l, key, "%zu", bytes);
+            runlog_meta_at(l, RUN_META_bucket_params, b, "%d", np);
+            runlog_meta_at(l, RUN_META_bucket_bytes, b, "%zu", bytes);
         }
     if (o->mode == TRAIN_DDP) {
-        runlog_meta(l, "sync_bn", "%d", o->ddp.sync_bn);
-        runlog_meta(l, "bucket_cap_mb", "%g", o->ddp.bucket_cap_mb);
-        runlog_meta(l, "buckets", "%d", r->red ? reducer_bucket_count(r->red) : 0);
+        runlog_meta(l, RUN_META_sync_bn, "%d", o->ddp.sync_bn);
+        runlog_meta(l, RUN_META_bucket_cap_mb, "%g", o->ddp.bucket_cap_mb);
+        runlog_meta(l, RUN_META_buckets, "%d", r->red ? reducer_bucket_count(r->red) : 0);
     }
-    runlog_meta(l, "init", "%s", o->run.init_path ? o->run.init_path : "");
-    runlog_meta(l, "ddpprof_version", "%s", DDPPROF_VERSION);
-    runlog_meta(l, "git_revision", "%s", DDPPROF_GIT_REV);
-    runlog_meta(l, "openblas", "%s", openblas_get_config());
-    runlog_meta(l, "hostname", "%s", host);
-    runlog_meta(l, "start_time", "%lld", (long long)time(NULL));
-    runlog_meta(l, "host_cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-    runlog_meta(l, "host_load_start", "%.2f", r->usage0.load1);
+    runlog_meta(l, RUN_META_init, "%s", o->run.init_path ? o->run.init_path : "");
+    runlog_meta(l, RUN_META_ddpprof_version, "%s", DDPPROF_VERSION);
+    runlog_meta(l, RUN_META_git_revision, "%s", DDPPROF_GIT_REV);
+    runlog_meta(l, RUN_META_openblas, "%s", openblas_get_config());
+    runlog_meta(l, RUN_META_hostname, "%s", host);
+    runlog_meta(l, RUN_META_start_time, "%lld", (long long)time(NULL));
+    runlog_meta(l, RUN_META_host_cores, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    runlog_meta(l, RUN_META_host_load_start, "%.2f", r->usage0.load1);
     rank_layers_meta(r); /* --trace full: layers, params, measured peak */
     if (o->mode != TRAIN_DDP)
         return;
-    runlog_meta(l, "node_rank", "%d", r->node_rank);
-    runlog_meta(l, "local_world_size", "%d", r->local_world);
-    runlog_meta(l, "restarts", "%d", r->restart_count);
+    runlog_meta(l, RUN_META_node_rank, "%d", r->node_rank);
+    runlog_meta(l, RUN_META_local_world_size, "%d", r->local_world);
+    runlog_meta(l, RUN_META_restarts, "%d", r->restart_count);
     /* why the earlier attempts failed, as the node agent saw it (one line each) */
     const char *causes = getenv("DDPPROF_RESTART_CAUSES");
     for (int i = 1; causes && *causes && i <= r->restart_count; i++) {
         size_t n = strcspn(causes, "\n");
-        char key[64];
-        snprintf(key, sizeof key, "restart.%d.cause", i);
-        runlog_meta(l, key, "%.*s", (int)n, causes);
+        runlog_meta_at(l, RUN_META_restart_cause, i, "%.*s", (int)n, causes);
         causes += n + (causes[n] == '\n');
     }
     if (r->resume.resumed) {
-        runlog_meta(l, "resumed_epoch", "%d", r->resume.start_epoch);
-        runlog_meta(l, "resumed_step", "%lld", r->step);
+        runlog_meta(l, RUN_META_resumed_epoch, "%d", r->resume.start_epoch);
+        runlog_meta(l, RUN_META_resumed_step, "%lld", r->step);
     }
     if (o->run.checkpoint_every)
-        runlog_meta(l, "checkpoint_every", "%ld", o->run.checkpoint_every);
+        runlog_meta(l, RUN_META_checkpoint_every, "%ld", o->run.checkpoint_every);
 }
 
 /* A rank that writes meta.csv (rank 0, a node leader): clock_offset_ns.rankN,
@@ -119,16 +113,13 @@ int rank_meta_clocks(struct rank *r)
         val[len < sizeof val ? len : sizeof val - 1] = '\0';
         if (sscanf(val, "%lld %lld", &off, &rtt) != 2)
             return error_set("rank %d published a malformed clock offset '%s'", k, val);
-        snprintf(key, sizeof key, TRACE_META_CLOCK_OFFSET_FORMAT, k);
-        runlog_meta(&r->log, key, "%lld", off);
-        snprintf(key, sizeof key, "clock_rtt_ns.rank%d", k);
-        runlog_meta(&r->log, key, "%lld", rtt);
+        runlog_meta_at(&r->log, RUN_META_rank_clock_offset_ns, k, "%lld", off);
+        runlog_meta_at(&r->log, RUN_META_rank_clock_rtt_ns, k, "%lld", rtt);
         snprintf(key, sizeof key, "host/%d", k);
         if (store_get(r->store, key, val, sizeof val - 1, &len))
             return -1;
         val[len < sizeof val ? len : sizeof val - 1] = '\0';
-        snprintf(key, sizeof key, "host.rank%d", k);
-        runlog_meta(&r->log, key, "%s", val);
+        runlog_meta_at(&r->log, RUN_META_rank_host, k, "%s", val);
     }
     return 0;
 }
@@ -163,18 +154,16 @@ int rank_meta_usage(struct rank *r, double wall_s)
             if (sscanf(val, "%lf %lf %255s", &c, &w, where) < 2)
                 return error_set("rank %d published a malformed usage '%.60s'", k, val);
         }
-        snprintf(key, sizeof key, "cpu_s.rank%d", k);
-        runlog_meta(&r->log, key, "%.3f", c);
-        snprintf(key, sizeof key, "wall_s.rank%d", k);
-        runlog_meta(&r->log, key, "%.3f", w);
+        runlog_meta_at(&r->log, RUN_META_rank_cpu_s, k, "%.3f", c);
+        runlog_meta_at(&r->log, RUN_META_rank_wall_s, k, "%.3f", w);
         if (k == 0 || strcmp(where, host) == 0)
             local_cpu += c;
     }
-    runlog_meta(&r->log, "ranks_cpu_s", "%.3f", local_cpu);
-    runlog_meta(&r->log, "host_load_end", "%.2f", u.load1);
+    runlog_meta(&r->log, RUN_META_ranks_cpu_s, "%.3f", local_cpu);
+    runlog_meta(&r->log, RUN_META_host_load_end, "%.2f", u.load1);
     if (u.have_stat && r->usage0.have_stat) {
-        runlog_meta(&r->log, "host_busy_s", "%.3f", u.busy_s - r->usage0.busy_s);
-        runlog_meta(&r->log, "host_steal_s", "%.3f", u.steal_s - r->usage0.steal_s);
+        runlog_meta(&r->log, RUN_META_host_busy_s, "%.3f", u.busy_s - r->usage0.busy_s);
+        runlog_meta(&r->log, RUN_META_host_steal_s, "%.3f", u.steal_s - r->usage0.steal_s);
     }
     return 0;
 }
@@ -182,23 +171,18 @@ int rank_meta_usage(struct rank *r, double wall_s)
 void rank_meta_epoch(struct rank *r, int epoch, double train_s, double train_loss,
                      double accuracy, double val_loss)
 {
-    char key[64];
-    snprintf(key, sizeof key, "epoch.%d.train_s", epoch + 1);
-    runlog_meta(&r->log, key, "%.3f", train_s);
-    snprintf(key, sizeof key, "epoch.%d.accuracy", epoch + 1);
+    runlog_meta_at(&r->log, RUN_META_epoch_train_s, epoch + 1, "%.3f", train_s);
     if (r->rank == 0) { /* the reduced tallies are rank 0's; a node leader's are its own */
-        runlog_meta(&r->log, key, "%.6f", accuracy);
-        snprintf(key, sizeof key, "epoch.%d.val_loss", epoch + 1);
-        runlog_meta(&r->log, key, "%.6f", val_loss);
+        runlog_meta_at(&r->log, RUN_META_epoch_accuracy, epoch + 1, "%.6f", accuracy);
+        runlog_meta_at(&r->log, RUN_META_epoch_val_loss, epoch + 1, "%.6f", val_loss);
     }
-    snprintf(key, sizeof key, "epoch.%d.train_loss", epoch + 1);
-    runlog_meta(&r->log, key, "%.6f", train_loss);
+    runlog_meta_at(&r->log, RUN_META_epoch_train_loss, epoch + 1, "%.6f", train_loss);
 }
 
 void rank_meta_end(struct rank *r, double accuracy, double wall_s)
 {
     if (r->rank == 0)
-        runlog_meta(&r->log, "final_accuracy", "%.6f", accuracy);
-    runlog_meta(&r->log, "steps", "%lld", r->step);
-    runlog_meta(&r->log, "wall_s", "%.3f", wall_s);
+        runlog_meta(&r->log, RUN_META_final_accuracy, "%.6f", accuracy);
+    runlog_meta(&r->log, RUN_META_steps, "%lld", r->step);
+    runlog_meta(&r->log, RUN_META_wall_s, "%.3f", wall_s);
 }

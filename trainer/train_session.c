@@ -15,6 +15,7 @@
 #include "ddp/reducer.h"
 #include "launch/dist_env.h"
 #include "launch/worker_link.h"
+#include "probes/run_format.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,7 +90,7 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
             snprintf(base, sizeof base, "%.64s-%d-%lld", host, (int)getpid(),
                      (long long)time(NULL));
         snprintf(r->run_id, sizeof r->run_id, "%s.%d", base, r->restart_count);
-        runlog_meta(&r->log, "run_id", "%s", r->run_id);
+        runlog_meta(&r->log, RUN_META_run_id, "%s", r->run_id);
         if (r->log.meta && fflush(r->log.meta) != 0)
             return error_set("cannot write %s/meta.csv: %s", o->run.out_dir, strerror(errno));
         return store_set(r->store, "run_id", r->run_id, strlen(r->run_id));
@@ -101,7 +102,7 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
         return 0;
     char path[4200], line[300], want[300];
     snprintf(path, sizeof path, "%s/meta.csv", o->run.out_dir);
-    snprintf(want, sizeof want, "run_id,%s\n", r->run_id);
+    snprintf(want, sizeof want, "%s,%s\n", run_meta_key_name(RUN_META_run_id), r->run_id);
     int shared = 0;
     FILE *f = fopen(path, "r");
     while (f && !shared && fgets(line, sizeof line, f))
@@ -114,7 +115,7 @@ static int rank_share_identity(struct rank *r, const struct dist_env *env)
     if ((r->restart_count == 0 && runlog_prepare(o->run.out_dir, o->run.overwrite)) ||
         runlog_open(&r->log, o->run.out_dir))
         return error_wrap("node %d's run directory", r->node_rank);
-    runlog_meta(&r->log, "run_id", "%s", r->run_id);
+    runlog_meta(&r->log, RUN_META_run_id, "%s", r->run_id);
     return 0;
 }
 

@@ -102,7 +102,8 @@ static int candidates_given(struct tune *t, const char *list)
     return t->ncand > 2 ? 0 : error_set("--candidates names none");
 }
 
-/* the changes the advice ranks, as they apply to this configuration (README "ddpprof tune") */
+/* the changes the advice ranks, as they apply to this configuration (docs/USAGE.md "ddpprof
+ * tune") */
 static int candidates_default(struct tune *t)
 {
     const struct train_opts *o = &t->c->train;
@@ -288,13 +289,14 @@ static double trial_run(struct tune *t, int k, int r)
     return trial_step_ms(dir);
 }
 
-/* meta.csv's value of key in dir into buf (empty when absent) */
-static void trial_meta(const char *dir, const char *key, char *buf, size_t cap)
+/* meta.csv's value of key k (probes/run_format.h) in dir into buf (empty when absent) */
+static void trial_meta(const char *dir, enum run_meta_key k, char *buf, size_t cap)
 {
     char path[4400], line[1024];
     snprintf(path, sizeof path, "%s/meta.csv", dir);
     buf[0] = '\0';
     FILE *f = fopen(path, "r");
+    const char *key = run_meta_key_name(k);
     const size_t n = strlen(key);
     while (f && fgets(line, sizeof line, f))
         if (strncmp(line, key, n) == 0 && line[n] == ',') {
@@ -314,7 +316,7 @@ static void prune_auto_comm(struct tune *t)
 {
     char dir[4200], comm[64], name[80];
     snprintf(dir, sizeof dir, "%s/round-1/%s", t->out, t->cand[0].name);
-    trial_meta(dir, "comm", comm, sizeof comm);
+    trial_meta(dir, RUN_META_comm, comm, sizeof comm);
     snprintf(name, sizeof name, "comm-%s", comm);
     for (int k = 2; comm[0] && k < t->ncand; k++)
         if (strcmp(t->cand[k].name, name) == 0) {

@@ -8,7 +8,7 @@
  * rounds' smallest and largest; it is faster or slower only when every round says so and
  * the change exceeds what the configuration against itself (the "same" trial, always run)
  * moves; otherwise it is noise.  The best measured configuration is printed as a command
- * line; tune.csv holds the table (README "ddpprof tune"). */
+ * line; tune.csv holds the table (docs/USAGE.md "ddpprof tune"). */
 #ifndef DDPPROF_TUNE_H
 #define DDPPROF_TUNE_H
 

@@ -23,7 +23,15 @@
  *     hardware's cvt.rn).  So the emulation checks indexing, bounds, reductions and
  *     synchronisation, not GPU numerics or speed.
  * Streams are ignored: every call completes before it returns.  Device pointers are host
- * pointers. */
+ * pointers.
+ *
+ * Beyond the kernels, the runtime calls the CUDA backend (trainer/cuda/backend_cuda.c)
+ * makes are here too -- one device, memory from malloc, streams and events that are
+ * always complete -- and, with cudnn.h, cublas_v2.h and nccl.h beside this file, the
+ * library calls it makes, so the whole backend runs on the CPU (tests/test_step_launches.c).
+ * Every operation a GPU would run is counted (emu_ops_get): each kernel launch, memset and
+ * memcpy (by direction), and each cuDNN convolution and cuBLAS GEMM as one operation,
+ * whatever number of kernels the real library would launch for it. */
 #ifndef DDPPROF_CUDA_EMU_H
 #define DDPPROF_CUDA_EMU_H
 
@@ -40,12 +48,41 @@ extern "C" {
 #endif
 
 typedef struct emu_stream *cudaStream_t;
+typedef struct emu_event *cudaEvent_t;
 
+/* the CUDA runtime's numbers */
 typedef enum cudaError {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorNotReady = 600,
 } cudaError_t;
+
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDisableTiming 0x02
+
+/* library_types.h's */
+typedef enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType;
+typedef enum cudaDataType_t cudaDataType_t;
+typedef enum libraryPropertyType_t {
+    MAJOR_VERSION,
+    MINOR_VERSION,
+    PATCH_LEVEL
+} libraryPropertyType;
+typedef enum libraryPropertyType_t libraryPropertyType_t;
+
+/* the fields of cudaDeviceProp the backend reads */
+struct cudaDeviceProp {
+    char name[256];
+    struct {
+        char bytes[16];
+    } uuid;
+    size_t totalGlobalMem;
+    int major, minor;
+    int multiProcessorCount;
+};
 
 enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
@@ -64,6 +101,47 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 /* threads and blocks run by all launches so far (a test's proof that it ran them) */
 unsigned long long emu_threads_run(void);
 unsigned long long emu_blocks_run(void);
+
+/* The runtime of one emulated device (device 0, an "emulated GPU" of compute capability
+ * 9.0): memory is malloc'd host memory, every stream and event is complete at once. */
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaRuntimeGetVersion(int *version);
+const char *cudaGetErrorName(cudaError_t e);
+const char *cudaGetErrorString(cudaError_t e);
+cudaError_t cudaMalloc(void **ptr, size_t bytes);
+cudaError_t cudaFree(void *ptr);
+cudaError_t cudaMallocHost(void **ptr, size_t bytes);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamQuery(cudaStream_t s);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+
+/* What a GPU would have run since the last emu_ops_reset: kernels (launches with a valid
+ * configuration), cudaMemsetAsync calls, cudaMemcpyAsync calls by direction (indexed by
+ * enum cudaMemcpyKind), and the fake libraries' operations: a cuDNN convolution (one
+ * direction of one layer) or a cuBLAS GEMM each count once. */
+struct emu_ops {
+    unsigned long long kernels;
+    unsigned long long memsets;
+    unsigned long long memcpys[5];
+    unsigned long long cudnn_convs;
+    unsigned long long cublas_gemms;
+};
+void emu_ops_get(struct emu_ops *ops);
+void emu_ops_reset(void);
+/* the total: every field above summed */
+unsigned long long emu_ops_total(const struct emu_ops *ops);
+/* for the fake libraries: one cuDNN convolution (0) or cuBLAS GEMM (1) ran */
+void emu_ops_library(int which);
 
 #ifdef __cplusplus
 }
@@ -124,6 +202,16 @@ static inline int atomicAdd(int *p, int v)
     *p = old + v;
     return old;
 }
+
+static inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
+
+/* blocks run one after another: every store is visible to the blocks after it */
+static inline void __threadfence(void) {}
 
 static inline int atomicOr(int *p, int v)
 {

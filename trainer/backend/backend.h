@@ -207,6 +207,13 @@ struct backend {
      * alias src only when both types take the same bytes in this backend. */
     void (*cast)(struct backend *be, size_t n, enum dtype from, const void *src,
                  enum dtype to, void *dst);
+    /* dsts[i] (numels[i], of type to) = srcs[i] (numels[i], of type from) converted as cast
+     * does, for every i < count, in one pass (PyTorch's _foreach_copy_ across types): the
+     * autocast gradients of a DDP bucket's weights back to fp32 at once.  srcs, dsts and
+     * numels are host arrays, read before the slot returns; dsts[i] may alias srcs[i] only
+     * as cast allows. */
+    void (*cast_list)(struct backend *be, int count, enum dtype from, const void *const *srcs,
+                      enum dtype to, void *const *dsts, const size_t *numels);
     /* dst = src rounded to the nearest dt value as cast does, but stored as fp32 on every
      * backend (dst may alias src); km_round_amp per element.  The CPU's storage of a half
      * tensor, available everywhere so a test can round its reference. */
@@ -247,7 +254,7 @@ struct backend {
  *                       0, +-1, +-1/2; never oneDNN's Winograd F(4x4,3x3);
  *   CONV_ALGO_DIRECT    direct (oneDNN) or im2col + GEMM convolutions only;
  *   CONV_ALGO_WINOGRAD  auto plus oneDNN's F(4x4,3x3) where it has it (AVX-512) and it is
- *                       faster: less exact (README, "Convolution algorithms").
+ *                       faster: less exact (docs/USAGE.md, "Convolution algorithms").
  * The CUDA backend leaves the choice to cuDNN. */
 enum conv_algo { CONV_ALGO_AUTO, CONV_ALGO_DIRECT, CONV_ALGO_WINOGRAD };
 

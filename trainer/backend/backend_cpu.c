@@ -1697,6 +1697,14 @@ static void cpu_cast(struct backend *be, size_t n, enum dtype from, const void *
     cpu_parallel_for(be, n, 2 * n, round_amp_range, &a);
 }
 
+static void cpu_cast_list(struct backend *be, int count, enum dtype from,
+                          const void *const *srcs, enum dtype to, void *const *dsts,
+                          const size_t *numels)
+{
+    for (int i = 0; i < count; i++)
+        cpu_cast(be, numels[i], from, srcs[i], to, dsts[i]);
+}
+
 static void cpu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
                           float *dst)
 {
@@ -1947,6 +1955,7 @@ static const struct backend cpu_backend_ops = {
     .scale = cpu_scale,
     /* mixed precision: kernel_math.h's rounding and unscale per element */
     .cast = cpu_cast,
+    .cast_list = cpu_cast_list,
     .round_amp = cpu_round_amp,
     .unscale = cpu_unscale,
     .sgd_step = cpu_sgd_step,

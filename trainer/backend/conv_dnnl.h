@@ -36,7 +36,7 @@ struct conv_dnnl;
  * not (this build has no oneDNN, or the library failed to start).  allow_winograd 0: direct
  * kernels only (the accuracy of PyTorch's own CPU convolutions, which are oneDNN's direct
  * ones); 1: Winograd F(4x4,3x3) too where oneDNN has it and it is faster (less exact:
- * tests/test_conv_nmse.c, README "Convolution algorithms").  cap: the backend's ISA
+ * tests/test_conv_nmse.c, docs/USAGE.md "Convolution algorithms").  cap: the backend's ISA
  * (cpu_isa.h); below the machine's, oneDNN is held to it too (unless ONEDNN_MAX_CPU_ISA or
  * DNNL_MAX_CPU_ISA is set: oneDNN's own variables win). */
 struct conv_dnnl *conv_dnnl_create(const struct conv_pool *pool, int allow_winograd,

@@ -25,7 +25,7 @@
  * HMAC-SHA256(secret, "ddpprof-store-welcome" || the same), which the client checks.
  * Without a secret both MACs are absent (zeros) and unchecked.  Nothing protects the
  * connection after the handshake: on a network an attacker who can read and alter its
- * packets can alter the job (see README, "What the rendezvous store trusts"). */
+ * packets can alter the job (see docs/USAGE.md, "What the rendezvous store trusts"). */
 #ifndef DDPPROF_STORE_AUTH_H
 #define DDPPROF_STORE_AUTH_H
 

@@ -55,6 +55,8 @@ struct cuda_backend {
 
     struct conv_plans *conv;    /* cuDNN plans and their workspace (conv_plan.h) */
     struct cuda_buffer scratch; /* doubles: reductions and per-row losses */
+    struct cuda_buffer done;    /* unsigned ints, all zero between launches: the per-channel
+                                   reductions' counts of finished blocks (kernels.h) */
     float *dev_loss;    /* 1 float */
     int *dev_ints;      /* 1 int: the correct count (count_correct, the build's probe) */
     void *host_scalars; /* pinned, 64 bytes */
@@ -217,6 +219,21 @@ static double *cb_scratch(struct cuda_backend *cb, size_t doubles, const char *o
     return cb->scratch.ptr;
 }
 
+/* c counters for a per-channel reduction, zero (zeroed once when the buffer grows; every
+ * reduction leaves them zero) */
+static unsigned *cb_done(struct cuda_backend *cb, int c, const char *op)
+{
+    const size_t had = cb->done.bytes;
+    if (cuda_buffer_reserve(&cb->done, cb->stream, cb->device, (size_t)c * sizeof(unsigned))) {
+        cb_record(cb, op);
+        return NULL;
+    }
+    if (cb->done.bytes != had &&
+        CB_CUDA(cb, op, cudaMemsetAsync(cb->done.ptr, 0, cb->done.bytes, cb->stream)))
+        return NULL;
+    return cb->done.ptr;
+}
+
 /* ------------------------------------------------------------------ state slots */
 
 static int cu_status(struct backend *be)
@@ -375,8 +392,9 @@ static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs
     if (db) {
         const size_t pq = (size_t)cs->p * cs->q;
         double *ws = cb_scratch(cb, kern_channel_ws_doubles(cs->n, cs->k, (int)pq), op);
-        if (!ws ||
-            CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dt, dy, db, ws)))
+        unsigned *done = ws ? cb_done(cb, cs->k, op) : NULL;
+        if (!done || CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dt, dy,
+                                                      db, ws, done)))
             return;
     }
     if (dx && conv_plans_run(cb->conv, cs, dt, CONV_BWD_DATA, NULL, w, dy, dx)) {
@@ -400,7 +418,9 @@ static void cu_batchnorm_stats(struct backend *be, int n, int c, int hw, enum dt
     if (cb_begin(cb, op))
         return;
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
-    if (!ws || CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, dt, x, eps, mean, invstd, ws)))
+    unsigned *done = ws ? cb_done(cb, c, op) : NULL;
+    if (!done ||
+        CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, dt, x, eps, mean, invstd, ws, done)))
         return;
     cb_end(cb, op);
 }
@@ -458,9 +478,10 @@ static void cu_batchnorm_backward_reduce(struct backend *be, int n, int c, int h
     if (cb_begin(cb, op))
         return;
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
-    if (!ws || CB_CUDA(cb, op,
-                       kern_bn_backward_reduce(cb->stream, n, c, hw, dt, dy, x, mean, invstd,
-                                               sum_dy, sum_dy_xmu, dweight, dbias, ws)))
+    unsigned *done = ws ? cb_done(cb, c, op) : NULL;
+    if (!done || CB_CUDA(cb, op,
+                         kern_bn_backward_reduce(cb->stream, n, c, hw, dt, dy, x, mean, invstd,
+                                                 sum_dy, sum_dy_xmu, dweight, dbias, ws, done)))
         return;
     cb_end(cb, op);
 }
@@ -718,6 +739,18 @@ static void cu_cast(struct backend *be, size_t n, enum dtype from, const void *s
     cb_end(cb, op);
 }
 
+/* One launch per KERN_CAST_LIST tensors */
+static void cu_cast_list(struct backend *be, int count, enum dtype from, const void *const *srcs,
+                         enum dtype to, void *const *dsts, const size_t *numels)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "cast_list";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_cast_list(cb->stream, count, from, srcs, to, dsts, numels)))
+        return;
+    cb_end(cb, op);
+}
+
 /* One launch per KERN_UNSCALE_LIST gradients, no host wait.  A failed backend's found_inf
  * is whatever it holds; the caller's read-back reports the failure (download). */
 static void cu_unscale(struct backend *be, int count, float *const *grads, const size_t *numels,
@@ -777,6 +810,7 @@ static void cu_destroy(struct backend *be)
     if (cb->cublas)
         cublasDestroy(cb->cublas);
     cuda_buffer_free(&cb->scratch);
+    cuda_buffer_free(&cb->done);
     cudaFree(cb->dev_loss);
     cudaFree(cb->dev_ints);
     for (int i = 0; i < 2; i++)
@@ -835,6 +869,7 @@ static const struct backend cuda_backend_ops = {
     /* elementwise, mixed precision and optimizer: kernels.cu */
     .scale = cu_scale,
     .cast = cu_cast,
+    .cast_list = cu_cast_list,
     .round_amp = cu_round_amp,
     .unscale = cu_unscale,
     .sgd_step = cu_sgd_step,

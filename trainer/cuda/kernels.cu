@@ -11,9 +11,10 @@
  * fp32, and written back rounded to nearest even (elem<T>::store), once, as the CPU
  * backend rounds its fp32 storage of a half tensor.  WITH_ELEM picks T from a dtype.
  *
- * The grid limits below may be overridden at compile time; tests/cuda_emu builds this
- * file with tiny ones so that every grid-stride loop and chunked reduction makes several
- * passes.  A launch's configuration must not contain '>' (tests/cuda_emu rewrites
+ * The block size and grid limits below may be overridden at compile time; tests/cuda_emu
+ * builds this file with tiny grid limits so that every grid-stride loop and chunked
+ * reduction makes several passes, and with one-warp blocks where it runs whole training
+ * steps (tests/test_step_launches.c: fewer emulated threads, the same launches).  A launch's configuration must not contain '>' (tests/cuda_emu rewrites
  * launches with a regular expression). */
 #include "cuda/kernels.h"
 
@@ -23,8 +24,13 @@
 
 #include "backend/kernel_math.h"
 
-#define THREADS 256
+#ifndef KERN_THREADS
+#define KERN_THREADS 256 /* threads a block */
+#endif
+#define THREADS KERN_THREADS
 #define WARPS (THREADS / 32)
+static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024,
+              "KERN_THREADS: whole warps, at most 1024");
 #ifndef KERN_MAX_BLOCKS
 #define KERN_MAX_BLOCKS 16384 /* grid-stride loops: enough blocks to fill any current GPU */
 #endif
@@ -149,14 +155,69 @@ extern "C" size_t kern_channel_ws_doubles(int n, int c, int hw)
 
 enum chan_mode { CHAN_SUM = 0, CHAN_SQDEV = 1, CHAN_DY = 2 };
 
-/* Block (chunk b, channel ch) sums its share of channel ch of (n,c,hw):
- *   CHAN_SUM: x;  CHAN_SQDEV: (x - mean[ch])^2;  CHAN_DY: dy and dy * (x - mean[ch]).
- * part[ch*chunks + b] (and part2[...] for the second sum of CHAN_DY). */
-template <int MODE, typename T>
-static __global__ void channel_partial_kernel(int n, int c, int hw, const T *x, const T *dy,
-                                              const float *mean, double *part, double *part2)
+/* what the last block of a channel makes of the channel's total (chan_finish) */
+enum chan_fin { FIN_MEAN = 0, FIN_INVSTD = 1, FIN_SUM = 2, FIN_BWD = 3 };
+
+struct chan_out {
+    double count;  /* n*hw */
+    float eps;
+    float *mean;   /* FIN_MEAN: total / count */
+    float *invstd; /* FIN_INVSTD: 1/sqrt(total/count + eps) */
+    const float *invstd_in; /* FIN_BWD: the forward's, for dweight */
+    void *sum;     /* FIN_SUM: (float)total rounded to T */
+    float *sum_dy, *sum_dy_xmu, *dweight, *dbias; /* FIN_BWD */
+};
+
+/* the chunks' partial sums of channel ch in chunk order (volatile: written by other blocks
+ * of this launch, read once they have all counted themselves done) */
+static __device__ double chunk_total(const double *part, int ch, int chunks)
+{
+    const volatile double *p = part + (size_t)ch * chunks;
+    double s = 0.0;
+    for (int b = 0; b < chunks; b++)
+        s += p[b];
+    return s;
+}
+
+/* the channel's results from its partial sums, by the last of its blocks */
+template <int FIN, typename T>
+static __device__ void chan_finish(int ch, int chunks, const double *part,
+                                   const double *part2, const struct chan_out &o)
+{
+    const double total = chunk_total(part, ch, chunks);
+    if (FIN == FIN_MEAN) {
+        o.mean[ch] = (float)(total / o.count);
+    } else if (FIN == FIN_INVSTD) {
+        o.invstd[ch] = (float)(1.0 / sqrt(total / o.count + (double)o.eps));
+    } else if (FIN == FIN_SUM) {
+        st((T *)o.sum, ch, (float)total); /* the CPU's (float)sum, then its rounding */
+    } else {
+        const double s_dy_xmu = chunk_total(part2, ch, chunks);
+        o.sum_dy[ch] = (float)total;
+        o.sum_dy_xmu[ch] = (float)s_dy_xmu;
+        if (o.dweight)
+            o.dweight[ch] = (float)(s_dy_xmu * o.invstd_in[ch]);
+        if (o.dbias)
+            o.dbias[ch] = (float)total;
+    }
+}
+
+/* One launch per reduction: block (chunk b, channel ch) sums its share of channel ch of
+ * (n,c,hw) --
+ *   CHAN_SUM: x;  CHAN_SQDEV: (x - mean[ch])^2;  CHAN_DY: dy and dy * (x - mean[ch]) --
+ * into part[ch*chunks + b] (and part2[...] for the second sum of CHAN_DY), then counts
+ * itself done in done[ch]; the channel's last block to finish adds the chunks' partial
+ * sums in chunk order (so the totals do not depend on which block was last) and writes
+ * the channel's results (chan_finish), then sets done[ch] back to 0 for the next launch.
+ * The partial's store is fenced before the count, the count before the reads: the
+ * "last block" reduction of CUDA's threadFenceReduction sample. */
+template <int MODE, int FIN, typename T>
+static __global__ void channel_reduce_kernel(int n, int c, int hw, const T *x, const T *dy,
+                                             const float *mean, double *part, double *part2,
+                                             unsigned *done, struct chan_out o)
 {
     __shared__ double shared[WARPS];
+    __shared__ int last;
     const int ch = blockIdx.y, chunks = gridDim.x, b = blockIdx.x;
     const size_t count = (size_t)n * hw;
     const size_t per = (count + chunks - 1) / chunks;
@@ -184,90 +245,48 @@ static __global__ void channel_partial_kernel(int n, int c, int hw, const T *x, 
         part[(size_t)ch * chunks + b] = a;
         if (MODE == CHAN_DY)
             part2[(size_t)ch * chunks + b] = a2;
+        __threadfence();
+        last = atomicAdd(&done[ch], 1u) == (unsigned)chunks - 1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && last) {
+        __threadfence();
+        chan_finish<FIN, T>(ch, chunks, part, part2, o);
+        done[ch] = 0;
     }
 }
 
-static __device__ double chunk_total(const double *part, int ch, int chunks)
-{
-    double s = 0.0;
-    for (int b = 0; b < chunks; b++)
-        s += part[(size_t)ch * chunks + b];
-    return s;
-}
-
-static __global__ void stats_mean_kernel(int c, int chunks, double count, const double *part,
-                                         float *mean)
-{
-    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch < c)
-        mean[ch] = (float)(chunk_total(part, ch, chunks) / count);
-}
-
-static __global__ void stats_invstd_kernel(int c, int chunks, double count, float eps,
-                                           const double *part, float *invstd)
-{
-    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch < c)
-        invstd[ch] = (float)(1.0 / sqrt(chunk_total(part, ch, chunks) / count + (double)eps));
-}
-
-/* the total in double, to float, then to T: the CPU's (float)sum, then its rounding */
-template <typename T>
-static __global__ void sum_finish_kernel(int c, int chunks, const double *part, T *out)
-{
-    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch < c)
-        st(out, ch, (float)chunk_total(part, ch, chunks));
-}
-
-static __global__ void backward_reduce_finish_kernel(int c, int chunks, const double *part,
-                                                     const double *part2, const float *invstd,
-                                                     float *sum_dy, float *sum_dy_xmu,
-                                                     float *dweight, float *dbias)
-{
-    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch >= c)
-        return;
-    const double s_dy = chunk_total(part, ch, chunks);
-    const double s_dy_xmu = chunk_total(part2, ch, chunks);
-    sum_dy[ch] = (float)s_dy;
-    sum_dy_xmu[ch] = (float)s_dy_xmu;
-    if (dweight)
-        dweight[ch] = (float)(s_dy_xmu * invstd[ch]);
-    if (dbias)
-        dbias[ch] = (float)s_dy;
-}
-
-static unsigned channel_blocks(int c) { return (unsigned)((c + THREADS - 1) / THREADS); }
-
 extern "C" cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt,
                                      const void *x, float eps, float *mean, float *invstd,
-                                     double *ws)
+                                     double *ws, unsigned *done)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
-    const double count = (double)n * hw;
+    struct chan_out o = {};
+    o.count = (double)n * hw;
+    o.eps = eps;
+    o.mean = mean;
+    o.invstd = invstd;
     WITH_ELEM(dt, T, {
         const T *xt = (const T *)x;
-        channel_partial_kernel<CHAN_SUM, T><<<grid, THREADS, 0, s>>>(n, c, hw, xt, NULL, NULL,
-                                                                      ws, NULL);
-        stats_mean_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, count, ws, mean);
-        channel_partial_kernel<CHAN_SQDEV, T><<<grid, THREADS, 0, s>>>(n, c, hw, xt, NULL,
-                                                                        mean, ws, NULL);
+        channel_reduce_kernel<CHAN_SUM, FIN_MEAN, T><<<grid, THREADS, 0, s>>>(
+            n, c, hw, xt, NULL, NULL, ws, NULL, done, o);
+        channel_reduce_kernel<CHAN_SQDEV, FIN_INVSTD, T><<<grid, THREADS, 0, s>>>(
+            n, c, hw, xt, NULL, mean, ws, NULL, done, o);
     });
-    stats_invstd_kernel<<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, count, eps, ws, invstd);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                        const void *x, void *out, double *ws)
+                                        const void *x, void *out, double *ws, unsigned *done)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
+    struct chan_out o = {};
+    o.sum = out;
     WITH_ELEM(dt, T, {
-        channel_partial_kernel<CHAN_SUM, T><<<grid, THREADS, 0, s>>>(n, c, hw, (const T *)x,
-                                                                      NULL, NULL, ws, NULL);
-        sum_finish_kernel<T><<<channel_blocks(c), THREADS, 0, s>>>(c, chunks, ws, (T *)out);
+        channel_reduce_kernel<CHAN_SUM, FIN_SUM, T><<<grid, THREADS, 0, s>>>(
+            n, c, hw, (const T *)x, NULL, NULL, ws, NULL, done, o);
     });
     return cudaGetLastError();
 }
@@ -276,19 +295,26 @@ extern "C" cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int
                                                enum dtype dt, const void *dy, const void *x,
                                                const float *mean, const float *invstd,
                                                float *sum_dy, float *sum_dy_xmu,
-                                               float *dweight, float *dbias, double *ws)
+                                               float *dweight, float *dbias, double *ws,
+                                               unsigned *done)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
     double *part2 = ws + (size_t)c * chunks;
+    struct chan_out o = {};
+    o.invstd_in = invstd;
+    o.sum_dy = sum_dy;
+    o.sum_dy_xmu = sum_dy_xmu;
+    o.dweight = dweight;
+    o.dbias = dbias;
     WITH_ELEM(dt, T, {
-        channel_partial_kernel<CHAN_DY, T><<<grid, THREADS, 0, s>>>(
-            n, c, hw, (const T *)x, (const T *)dy, mean, ws, part2);
+        channel_reduce_kernel<CHAN_DY, FIN_BWD, T><<<grid, THREADS, 0, s>>>(
+            n, c, hw, (const T *)x, (const T *)dy, mean, ws, part2, done, o);
     });
-    backward_reduce_finish_kernel<<<channel_blocks(c), THREADS, 0, s>>>(
-        c, chunks, ws, part2, invstd, sum_dy, sum_dy_xmu, dweight, dbias);
     return cudaGetLastError();
 }
+
+static unsigned channel_blocks(int c) { return (unsigned)((c + THREADS - 1) / THREADS); }
 
 /* torch.batch_norm_gather_stats_with_counts, one thread per channel: the CPU's Chan merge */
 static __global__ void gather_stats_kernel(int world, int c, const float *means,
@@ -865,6 +891,25 @@ static __global__ void cast_kernel(size_t n, const S *src, D *dst)
     }
 }
 
+/* up to KERN_CAST_LIST tensors, by value as the unscale list below: block row blockIdx.y
+ * converts tensor blockIdx.y */
+struct cast_list {
+    const void *src[KERN_CAST_LIST];
+    void *dst[KERN_CAST_LIST];
+    size_t n[KERN_CAST_LIST];
+};
+
+template <typename S, typename D> static __global__ void cast_list_kernel(struct cast_list list)
+{
+    const S *src = (const S *)list.src[blockIdx.y];
+    D *dst = (D *)list.dst[blockIdx.y];
+    const size_t n = list.n[blockIdx.y];
+    GRID_STRIDE(i, n)
+    {
+        st(dst, i, ld(src, i));
+    }
+}
+
 /* up to KERN_UNSCALE_LIST tensors, passed by value as a kernel argument (as PyTorch's
  * multi_tensor_apply): block row blockIdx.y walks tensor blockIdx.y */
 struct unscale_list {
@@ -944,6 +989,35 @@ extern "C" cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, cons
         cast_kernel<S, D><<<blocks_for(n), THREADS, 0, s>>>(n, (const S *)src, (D *)dst);
     }));
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from,
+                                      const void *const *srcs, enum dtype to,
+                                      void *const *dsts, const size_t *numels)
+{
+    cudaError_t e = cudaSuccess;
+    for (int at = 0; e == cudaSuccess && at < count; at += KERN_CAST_LIST) {
+        struct cast_list list;
+        const int m = count - at < KERN_CAST_LIST ? count - at : KERN_CAST_LIST;
+        size_t most = 0;
+        for (int i = 0; i < m; i++) {
+            list.src[i] = srcs[at + i];
+            list.dst[i] = dsts[at + i];
+            list.n[i] = numels[at + i];
+            most = list.n[i] > most ? list.n[i] : most;
+        }
+        if (most == 0)
+            continue;
+        /* as kern_unscale: the longest tensor decides the row width, within one grid's
+         * worth of blocks */
+        unsigned bx = blocks_for(most), cap = KERN_MAX_BLOCKS / (unsigned)m;
+        bx = bx < cap ? bx : cap < 1 ? 1 : cap;
+        WITH_ELEM(from, S, WITH_ELEM(to, D, {
+            cast_list_kernel<S, D><<<dim3(bx, (unsigned)m), THREADS, 0, s>>>(list);
+        }));
+        e = cudaGetLastError();
+    }
+    return e;
 }
 
 extern "C" cudaError_t kern_unscale(cudaStream_t s, int count, float *const *grads,

@@ -29,17 +29,23 @@ extern "C" {
 /* doubles of scratch the per-channel reductions over (n,c,hw) need */
 size_t kern_channel_ws_doubles(int n, int c, int hw);
 
-/* mean (c), invstd (c) = 1/sqrt(biased var + eps) of x (n,c,hw) of dt; ws: scratch above */
+/* The per-channel reductions below are one launch each (kern_bn_stats two: the mean, then
+ * the squared deviations from it): the last block of each channel to finish adds the
+ * chunks' partial sums and writes the results.  ws: the scratch above; done: c unsigned
+ * ints, zero before the launch and left zero after it (the blocks' count of themselves,
+ * per channel). */
+
+/* mean (c), invstd (c) = 1/sqrt(biased var + eps) of x (n,c,hw) of dt */
 cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt, const void *x,
-                          float eps, float *mean, float *invstd, double *ws);
+                          float eps, float *mean, float *invstd, double *ws, unsigned *done);
 /* out (c) of dt = per-channel sum of x (n,c,hw) of dt (the bias gradient of a
  * convolution) */
 cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                             const void *x, void *out, double *ws);
+                             const void *x, void *out, double *ws, unsigned *done);
 cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw, enum dtype dt,
                                     const void *dy, const void *x, const float *mean,
                                     const float *invstd, float *sum_dy, float *sum_dy_xmu,
-                                    float *dweight, float *dbias, double *ws);
+                                    float *dweight, float *dbias, double *ws, unsigned *done);
 cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c, const float *means,
                                  const float *invstds, const float *counts, float momentum,
                                  float eps, float *running_mean, float *running_var,
@@ -110,6 +116,11 @@ cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const float *src, f
 /* dst (n, of to) = src (n, of from) converted (backend.h cast); the same type: a copy */
 cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, const void *src,
                       enum dtype to, void *dst);
+/* dsts[i] (numels[i], of to) = srcs[i] (numels[i], of from) converted, i < count, in one
+ * launch per KERN_CAST_LIST tensors (host arrays, passed by value) */
+#define KERN_CAST_LIST 32
+cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from, const void *const *srcs,
+                           enum dtype to, void *const *dsts, const size_t *numels);
 /* grads[i][j] *= inv_scale for j < numels[i], i < count, in one launch per
  * KERN_UNSCALE_LIST tensors (grads and numels are host arrays, passed by value);
  * *found (device float) = 1 if any result is inf or nan, else 0 */

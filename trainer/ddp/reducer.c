@@ -16,9 +16,13 @@
 
 #include <stdlib.h>
 
+/* A bucket is a view of the table's flat gradient buffer (params.h): its parameters are
+ * consecutive (reverse parameter order assigns consecutive ranges), so their gradients are
+ * one range there, gaps between entries included, as PyTorch's gradient_as_bucket_view. */
 struct bucket {
-    float *buf;          /* device, numel floats */
+    float *buf;          /* device, numel floats: a range of params->flat_grad */
     size_t numel;
+    int first, last;     /* its parameters (parameters() indices) */
     int nparams, pending;
     struct comm_work *work;
     int launched;
@@ -31,7 +35,6 @@ struct reducer {
     struct bucket *buckets;
     int nbuckets, next_launch;
     int *bucket_of;      /* trainable index -> bucket */
-    size_t *offset_of;   /* trainable index -> element offset in its bucket */
     struct reducer_observer obs;
 };
 
@@ -47,6 +50,13 @@ static int reducer_launch_ready(struct reducer *r)
         if (r->comm->order && r->comm->order(r->comm))
             return error_wrap("DDP bucket %d all-reduce (%zu bytes): ordering after backward",
                               b, bytes);
+        /* autocast's weight gradients of the bucket to fp32, in one operation; then the
+         * average: the bucket divided by the world size before its sum (PyTorch's allreduce
+         * hook, on the bucket as one tensor; a world of 1 has nothing to divide) */
+        if (params_grads_to_f32(r->params, bk->first, bk->last))
+            return error_wrap("DDP bucket %d", b);
+        if (r->comm->world > 1)
+            r->be->scale(r->be, bk->numel, 1.0f / (float)r->comm->world, bk->buf, bk->buf);
         if (r->obs.launching)
             r->obs.launching(r->obs.ctx, b, bytes);
         flight_next_bucket(b); /* the flight recorder's bucket column */
@@ -69,8 +79,6 @@ static int reducer_grad_ready(void *ctx, struct param *p)
     struct bucket *bk = &r->buckets[b];
     if (bk->pending <= 0)
         return error_set("DDP: gradient of %s reported twice in one backward", p->name);
-    r->be->scale(r->be, p->numel, 1.0f / (float)r->comm->world, p->grad,
-                 bk->buf + r->offset_of[p->index]);
     bk->pending--;
     if (reducer_launch_ready(r))
         return -1;
@@ -91,10 +99,11 @@ void reducer_set_observer(struct reducer *r, struct reducer_observer obs) { r->o
 struct reducer *reducer_create(struct param_table *params, struct comm *comm,
                                size_t first_cap_bytes, size_t cap_bytes)
 {
+    if (params_pack(params))
+        return error_wrap("DDP reducer"), NULL;
     struct reducer *r = calloc(1, sizeof *r);
     int n = params->trainable;
     if (!r || !(r->bucket_of = calloc((size_t)n + 1, sizeof(int))) ||
-        !(r->offset_of = calloc((size_t)n + 1, sizeof(size_t))) ||
         !(r->buckets = calloc((size_t)n + 1, sizeof(struct bucket)))) {
         reducer_destroy(r);
         return error_set("DDP reducer: out of memory"), NULL;
@@ -113,20 +122,30 @@ struct reducer *reducer_create(struct param_table *params, struct comm *comm,
         bytes[i] = params_trainable(params, i)->numel * sizeof(float);
     r->nbuckets = ddp_buckets_assign(bytes, n, first_cap_bytes, cap_bytes, r->bucket_of);
     free(bytes);
-    for (int i = n - 1; i >= 0; i--) { /* offsets in the order the bucket fills */
+    /* bucket b: parameters lo..hi, the range of the flat gradients from lo's to hi's end */
+    for (int i = n - 1; i >= 0; i--) {
+        const struct param *p = params_trainable(params, i);
         struct bucket *bk = &r->buckets[r->bucket_of[i]];
-        r->offset_of[i] = bk->numel;
-        bk->numel += params_trainable(params, i)->numel;
+        if (i < n - 1 && r->bucket_of[i] != r->bucket_of[i + 1] &&
+            r->bucket_of[i] != r->bucket_of[i + 1] + 1) {
+            error_set("DDP reducer: bucket %d does not follow bucket %d (parameter %s): "
+                      "buckets must be consecutive ranges of parameters",
+                      r->bucket_of[i], r->bucket_of[i + 1], p->name);
+            reducer_destroy(r);
+            return NULL;
+        }
+        if (!bk->nparams) { /* its last parameter: where the range ends */
+            bk->numel = p->offset + p->numel;
+            bk->last = i;
+        }
+        bk->buf = params->flat_grad + p->offset; /* down to its first parameter */
+        bk->first = i;
         bk->nparams++;
     }
     for (int b = 0; b < r->nbuckets; b++) {
         struct bucket *bk = &r->buckets[b];
+        bk->numel -= (size_t)(bk->buf - params->flat_grad);
         bk->pending = bk->nparams;
-        if (!(bk->buf = r->be->alloc(r->be, bk->numel * sizeof(float)))) {
-            error_wrap("DDP bucket %d", b);
-            reducer_destroy(r);
-            return NULL;
-        }
     }
     return r;
 }
@@ -156,14 +175,7 @@ int reducer_finish(struct reducer *r)
         bk->pending = bk->nparams;
     }
     r->next_launch = 0;
-    if (rc)
-        return rc;
-    for (int i = 0; i < r->params->trainable; i++) {
-        struct param *p = params_trainable(r->params, i);
-        struct bucket *bk = &r->buckets[r->bucket_of[i]];
-        r->be->copy(r->be, p->grad, bk->buf + r->offset_of[i], p->numel * sizeof(float));
-    }
-    return 0;
+    return rc; /* the averaged gradients are where the parameters' grads are: no copy */
 }
 
 int reducer_bucket_count(const struct reducer *r) { return r->nbuckets; }
@@ -178,12 +190,8 @@ void reducer_destroy(struct reducer *r)
 {
     if (!r)
         return;
-    if (r->buckets)
-        for (int b = 0; b < r->nbuckets; b++)
-            r->be->free(r->be, r->buckets[b].buf);
-    free(r->buckets);
+    free(r->buckets); /* views: the table owns the gradients */
     free(r->bucket_of);
-    free(r->offset_of);
     free(r);
 }
 

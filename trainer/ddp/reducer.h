@@ -3,11 +3,13 @@
  * Gradients are assigned to buckets in reverse parameter order (the order backward
  * produces them): the first bucket closes at first_cap_bytes (1 MiB in PyTorch), the rest
  * at cap_bytes (--bucket-cap-mb, 25 MiB by default): common/ddp_buckets.h, the rule the
- * predictor forms buckets with too.  In backward, each gradient is
- * divided by the world size as it is copied into its bucket; when a bucket's last
- * gradient arrives its all-reduce is launched asynchronously, in bucket order, so it
- * overlaps the rest of backward.  reducer_finish waits for every bucket and copies the
- * averaged gradients back into the parameters' grads before the optimizer step. */
+ * predictor forms buckets with too.  A bucket is a view of the parameter table's flat
+ * gradient buffer (params.h; PyTorch's gradient_as_bucket_view): the gradients are written
+ * there by backward, nothing is copied in or out.  When a bucket's last gradient arrives
+ * it is divided by the world size (one operation over the bucket) and its all-reduce is
+ * launched asynchronously, in bucket order, so it overlaps the rest of backward.
+ * reducer_finish waits for every bucket; the averaged gradients are then the parameters'
+ * grads, ready for the optimizer step. */
 #ifndef DDPPROF_REDUCER_H
 #define DDPPROF_REDUCER_H
 
@@ -33,7 +35,8 @@ struct reducer_observer {
     void *ctx;
 };
 
-/* NULL + error_set on failure.  params and comm must outlive the reducer. */
+/* Packs params (params_pack).  NULL + error_set on failure.  params and comm must
+ * outlive the reducer. */
 struct reducer *reducer_create(struct param_table *params, struct comm *comm,
                                size_t first_cap_bytes, size_t cap_bytes);
 
@@ -42,12 +45,14 @@ struct grad_hook reducer_hook(struct reducer *r);
 
 void reducer_set_observer(struct reducer *r, struct reducer_observer obs);
 
-/* Wait for every bucket and write the averaged gradients back; 0 or -1 (error_set).
- * Every bucket must have been launched (every parameter's gradient reported). */
+/* Wait for every bucket: the parameters' grads are then the averaged gradients; 0 or -1
+ * (error_set).  Every bucket must have been launched (every parameter's gradient
+ * reported). */
 int reducer_finish(struct reducer *r);
 
 int reducer_bucket_count(const struct reducer *r);
-/* parameters and bytes in bucket b */
+/* parameters and bytes in bucket b (the bytes of its range of the flat gradients: the
+ * gradients', and the gaps between entries that params.h aligns, if any) */
 void reducer_bucket_info(const struct reducer *r, int b, int *params, size_t *bytes);
 
 void reducer_destroy(struct reducer *r);

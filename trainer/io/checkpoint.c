@@ -402,7 +402,7 @@ static int checkpoint_resume_sgd(const struct st_file *st, const char *path,
             continue;
         }
         int k = p->index;
-        if (!opt->buf[k] && !(opt->buf[k] = params->be->alloc(params->be, p->numel * 4)))
+        if (sgd_state_alloc(opt))
             return error_wrap("resume: momentum buffer of %s", p->name);
         if (checkpoint_read_state(st, path, params->be, p, "momentum_buffer", opt->buf[k]))
             return -1;

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "launch/launcher.h"
+#include "probes/run_format.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -484,14 +485,15 @@ int agent_cause(struct agent *a, const struct launch_result *res, char *cause, s
     return !a->lost;
 }
 
-/* 1 when path holds the row "node_rank,<r>" (the meta.csv this node's leader wrote) */
+/* 1 when path holds the row "node_rank,<r>" (the meta.csv this node's leader wrote;
+ * probes/run_format.h) */
 static int agent_meta_is_nodes(const char *path, int r)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
     char line[512], want[64];
-    snprintf(want, sizeof want, "node_rank,%d\n", r);
+    snprintf(want, sizeof want, "%s,%d\n", run_meta_key_name(RUN_META_node_rank), r);
     int found = 0;
     while (!found && fgets(line, sizeof line, f))
         found = strcmp(line, want) == 0;

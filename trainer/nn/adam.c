@@ -23,21 +23,32 @@ int adam_init(struct adam *o, struct param_table *params, double lr, double beta
         adam_free(o);
         return error_set("adam: out of memory");
     }
+    if (params_pack(params)) {
+        adam_free(o);
+        return error_wrap("adam");
+    }
     return 0;
 }
 
 int adam_state_alloc(struct adam *o)
 {
-    struct backend *be = o->params->be;
-    for (int i = 0; i < o->params->count; i++) {
-        const struct param *p = o->params->items[i];
-        if (p->kind != PARAM_TRAINABLE)
-            continue;
-        const int k = p->index;
-        if ((!o->exp_avg[k] && !(o->exp_avg[k] = be->alloc(be, p->numel * sizeof(float)))) ||
-            (!o->exp_avg_sq[k] &&
-             !(o->exp_avg_sq[k] = be->alloc(be, p->numel * sizeof(float)))))
-            return error_wrap("adam: moments of %s", p->name);
+    struct param_table *t = o->params;
+    struct backend *be = t->be;
+    if (o->exp_avg_flat || t->flat_numel == 0)
+        return 0;
+    const size_t bytes = t->flat_numel * sizeof(float);
+    if (!(o->exp_avg_flat = be->alloc(be, bytes)) ||
+        !(o->exp_avg_sq_flat = be->alloc(be, bytes))) {
+        be->free(be, o->exp_avg_flat);
+        o->exp_avg_flat = NULL;
+        return error_wrap("adam: the moments (2 x %zu elements)", t->flat_numel);
+    }
+    for (int i = 0; i < t->count; i++) {
+        const struct param *p = t->items[i];
+        if (p->kind == PARAM_TRAINABLE) {
+            o->exp_avg[p->index] = o->exp_avg_flat + p->offset;
+            o->exp_avg_sq[p->index] = o->exp_avg_sq_flat + p->offset;
+        }
     }
     return 0;
 }
@@ -46,16 +57,15 @@ int adam_step(struct adam *o)
 {
     if (adam_state_alloc(o))
         return -1;
-    struct backend *be = o->params->be;
+    struct param_table *t = o->params;
+    struct backend *be = t->be;
     const long long step = o->step + 1;
-    for (int i = 0; i < o->params->count; i++) {
-        struct param *p = o->params->items[i];
-        if (p->kind != PARAM_TRAINABLE)
-            continue;
-        const int k = p->index;
-        be->adam_step(be, p->numel, p->data, p->grad, o->exp_avg[k], o->exp_avg_sq[k], o->lr,
-                      o->beta1, o->beta2, o->eps, o->weight_decay, step);
-    }
+    /* one update over every parameter, the gaps between entries included (zeros, and
+     * zero moments: they stay zero) */
+    if (t->flat_numel)
+        be->adam_step(be, t->flat_numel, t->flat_data, t->flat_grad, o->exp_avg_flat,
+                      o->exp_avg_sq_flat, o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                      step);
     o->step = step;
     return 0;
 }
@@ -64,14 +74,11 @@ void adam_free(struct adam *o)
 {
     if (o->params) {
         struct backend *be = o->params->be;
-        for (int k = 0; k < o->params->trainable; k++) {
-            if (o->exp_avg)
-                be->free(be, o->exp_avg[k]);
-            if (o->exp_avg_sq)
-                be->free(be, o->exp_avg_sq[k]);
-        }
+        be->free(be, o->exp_avg_flat);
+        be->free(be, o->exp_avg_sq_flat);
     }
     free(o->exp_avg);
     free(o->exp_avg_sq);
+    o->exp_avg_flat = o->exp_avg_sq_flat = NULL;
     o->exp_avg = o->exp_avg_sq = NULL;
 }

@@ -7,7 +7,8 @@
 
 int batchnorm_init(struct batchnorm *l, struct param_table *t, const char *prefix, int c)
 {
-    *l = (struct batchnorm){.c = c, .eps = 1e-5f, .momentum = 0.1f};
+    *l = (struct batchnorm){.c = c, .eps = 1e-5f, .momentum = 0.1f, .gather_count = -1.0f,
+                            .sums_count = -1.0f};
     if (!(l->weight = params_add(t, prefix, "weight", PARAM_TRAINABLE, 1, &c)) ||
         !(l->bias = params_add(t, prefix, "bias", PARAM_TRAINABLE, 1, &c)) ||
         !(l->running_mean = params_add(t, prefix, "running_mean", PARAM_BUFFER, 1, &c)) ||
@@ -36,6 +37,7 @@ static int batchnorm_gather_reserve(struct backend *be, struct batchnorm *l, int
     size_t row = 2 * (size_t)l->c + 1;
     l->gather = be->alloc(be, (row + 2 * row * (size_t)world) * sizeof(float));
     l->gather_world = l->gather ? world : 0;
+    l->gather_count = -1.0f;
     return l->gather ? 0 : error_wrap("batchnorm: gather buffer for %d ranks", world);
 }
 
@@ -58,7 +60,10 @@ int batchnorm_forward(struct backend *be, struct batchnorm *l, int n, int hw, co
     float local_count = (float)n * (float)hw;
 
     be->batchnorm_stats(be, n, c, hw, l->dt, x, l->eps, send, send + c);
-    be->upload(be, send + 2 * c, &local_count, sizeof local_count);
+    if (l->gather_count != local_count) { /* the batch's shape changed (or the first step) */
+        be->upload(be, send + 2 * c, &local_count, sizeof local_count);
+        l->gather_count = local_count;
+    }
     if (world > 1) {
         if (comm_allgather_join(l->sync, send, recv, row, COMM_F32))
             return error_wrap("SyncBatchNorm %s forward", l->weight->name);
@@ -92,11 +97,16 @@ int batchnorm_backward(struct backend *be, struct batchnorm *l, int n, int hw, c
     be->batchnorm_backward_reduce(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd, l->sums,
                                   l->sums + c, l->weight->grad, l->bias->grad);
     /* sums[2c]: this rank's count, summed over the ranks with the sums (stream-ordered:
-     * no host wait, no host read) */
-    be->upload(be, l->sums + 2 * c, &l->local_count, sizeof l->local_count);
-    if (l->sync && l->sync->world > 1 &&
-        comm_allreduce_join(l->sync, l->sums, 2 * (size_t)c + 1, COMM_F32))
-        return error_wrap("SyncBatchNorm %s backward", l->weight->name);
+     * no host wait, no host read); uploaded only when the slot holds another value */
+    if (l->sums_count != l->local_count) {
+        be->upload(be, l->sums + 2 * c, &l->local_count, sizeof l->local_count);
+        l->sums_count = l->local_count;
+    }
+    if (l->sync && l->sync->world > 1) {
+        l->sums_count = -1.0f; /* the sum over the ranks from here on */
+        if (comm_allreduce_join(l->sync, l->sums, 2 * (size_t)c + 1, COMM_F32))
+            return error_wrap("SyncBatchNorm %s backward", l->weight->name);
+    }
     be->batchnorm_backward_elemt(be, n, c, hw, l->dt, dy, x, l->mean, l->invstd,
                                  l->weight->data, l->sums, l->sums + c, l->sums + 2 * c, dx);
     if (grad_hook_fire(hook, l->bias))

@@ -22,6 +22,10 @@ struct batchnorm {
     float *mean, *invstd, *gather, *sums;
     int gather_world;
     float local_count; /* this rank's elements per channel in the last training forward */
+    /* the count each device slot holds (uploaded by an earlier step; a negative: unknown),
+     * so a step uploads it only when it changed: the gather row's, and the sums' (which
+     * SyncBatchNorm's all-reduce turns into the global count) */
+    float gather_count, sums_count;
     enum dtype dt; /* activations' type (x, y, dy, dx), set by the model for autocast */
 };
 

@@ -13,8 +13,6 @@ struct conv2d {
     int in, out, kernel, stride, pad;
     struct param *weight, *bias; /* bias NULL without bias */
     enum dtype dt;               /* activations' type: DT_F32, or autocast's half type */
-    void *w_cast, *b_cast;       /* autocast: the weights cast to dt by the last forward */
-    void *dw_cast, *db_cast;     /* autocast: their gradients in dt, before the fp32 cast */
 };
 
 int conv2d_init(struct conv2d *l, struct param_table *t, const char *prefix, int in, int out,
@@ -28,9 +26,8 @@ void conv2d_forward(struct backend *be, const struct conv2d *l, const struct con
 int conv2d_backward(struct backend *be, const struct conv2d *l, const struct conv2d_shape *cs,
                     const void *x, const void *dy, void *dx, const struct grad_hook *hook);
 
-/* Autocast: dt = (enum dtype)amp, and the buffers of the weights' half copies and their
- * gradients allocated (AMP_OFF: freed).  0 or -1 (error_set). */
-int conv2d_set_amp(struct backend *be, struct conv2d *l, enum amp_dtype amp);
-void conv2d_free(struct backend *be, struct conv2d *l);
+/* Autocast: dt = (enum dtype)amp (the weights' half copies are the table's:
+ * params_set_amp) */
+void conv2d_set_amp(struct conv2d *l, enum amp_dtype amp);
 
 #endif

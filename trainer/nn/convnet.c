@@ -106,9 +106,10 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     c->n = n;
     const enum dtype dt = c->dt;
     c->x = x;
-    if (dt != DT_F32) { /* autocast casts the input of the first conv */
+    if (dt != DT_F32) { /* autocast casts the input of the first conv, and the weights */
         be->cast(be, (size_t)n * 28 * 28, DT_F32, x, dt, c->x_cast);
         c->x = c->x_cast;
+        params_cast_half(&m->params);
     }
 
     const struct layer_list *L = &m->layers;
@@ -203,7 +204,8 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
     if (conv2d_backward(be, &c->conv1, &c->cs1, c->x, g_a1, NULL, hook))
         return -1;
     layer_leave(L, c->l_conv1, LAYER_BACKWARD);
-    return 0;
+    /* autocast's weight gradients no hook cast already, to fp32 */
+    return params_grads_to_f32(&m->params, 0, m->params.trainable - 1);
 }
 
 static void convnet_set_sync_bn(struct model *m, struct comm *comm)
@@ -220,8 +222,10 @@ static int convnet_set_amp(struct model *m, enum amp_dtype amp)
     if (c->dt != (enum dtype)amp) /* the activations change type: reallocated by forward */
         convnet_free_buffers(m->be, c);
     c->dt = c->bn1.dt = c->bn2.dt = (enum dtype)amp;
-    if (conv2d_set_amp(m->be, &c->conv1, amp) || conv2d_set_amp(m->be, &c->conv2, amp) ||
-        linear_set_amp(m->be, &c->fc, amp))
+    conv2d_set_amp(&c->conv1, amp);
+    conv2d_set_amp(&c->conv2, amp);
+    linear_set_amp(&c->fc, amp);
+    if (params_set_amp(&m->params, (enum dtype)amp))
         return error_wrap("convnet autocast");
     return 0;
 }
@@ -235,9 +239,6 @@ static void convnet_destroy(struct model *m)
         convnet_free_buffers(m->be, c);
         batchnorm_free(m->be, &c->bn1);
         batchnorm_free(m->be, &c->bn2);
-        conv2d_free(m->be, &c->conv1);
-        conv2d_free(m->be, &c->conv2);
-        linear_free(m->be, &c->fc);
         free(c);
     }
     params_free(&m->params);
@@ -300,7 +301,7 @@ struct model *convnet_create(struct backend *be, uint64_t seed)
         conv2d_init(&c->conv2, &m->params, "layer2.0", 16, 32, 5, 1, 2, 1, &rng) ||
         batchnorm_init(&c->bn2, &m->params, "layer2.1", 32) ||
         linear_init(&c->fc, &m->params, "fc", 7 * 7 * 32, 10, &rng) ||
-        convnet_list_layers(&m->layers, c)) {
+        convnet_list_layers(&m->layers, c) || params_pack(&m->params)) {
         convnet_destroy(m);
         return NULL;
     }

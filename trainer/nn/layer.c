@@ -21,42 +21,17 @@ int layer_init_fan_in(struct param *w, struct param *b, struct backend *be, int 
     return b ? params_fill_uniform(b, be, bound, rng) : 0;
 }
 
-/* The autocast buffers of a weight and bias (w_cast, b_cast, dw_cast, db_cast, in that
- * order): freed, then for a half type allocated. */
-int layer_cast_buffers_set(struct backend *be, enum dtype dt, const struct param *w,
-                           const struct param *b, void *bufs[4])
+const void *layer_weight(enum dtype dt, const struct param *p)
 {
-    for (int i = 0; i < 4; i++) {
-        be->free(be, bufs[i]);
-        bufs[i] = NULL;
-    }
-    if (dt == DT_F32)
-        return 0;
-    for (int i = 0; i < 4; i++) {
-        const struct param *p = i % 2 ? b : w;
-        if (p && !(bufs[i] = backend_alloc_elems(be, p->numel, dt)))
-            return error_wrap("autocast copy of %s", p->name);
-    }
-    return 0;
+    return !p ? NULL : dt == DT_F32 ? (const void *)p->data : p->half;
 }
 
-/* the weight to compute with: the parameter itself, or its copy cast to dt now (PyTorch's
- * autocast casts a weight where an op uses it) */
-const void *layer_cast_weight(struct backend *be, enum dtype dt, const struct param *p,
-                              void *copy)
+void *layer_grad(enum dtype dt, struct param *p)
 {
     if (!p)
         return NULL;
     if (dt == DT_F32)
-        return p->data;
-    be->cast(be, p->numel, DT_F32, p->data, dt, copy);
-    return copy;
-}
-
-/* the gradient of a weight computed in dt (copy) into its fp32 grad: the cast's backward */
-void layer_cast_grad_back(struct backend *be, enum dtype dt, const struct param *p,
-                          const void *copy)
-{
-    if (p && dt != DT_F32)
-        be->cast(be, p->numel, dt, copy, DT_F32, p->grad);
+        return p->grad;
+    p->grad_in_half = 1;
+    return p->grad_half;
 }

@@ -9,10 +9,13 @@
  *
  * Autocast (torch.autocast, *_set_amp): a layer's activations -- its input, output and
  * their gradients -- are of its `dt`, the half type (backend.h enum dtype), stored as the
- * backend stores that type.  Conv and linear compute from half copies of their weights,
- * cast at each forward, and cast their weight gradients back to the fp32 param grads (the
- * cast's backward); batch norm keeps fp32 parameters, statistics and gradients.  The
- * parameters, their gradients and everything the optimizer and DDP touch stay fp32. */
+ * backend stores that type.  Conv and linear compute from half copies of their weights
+ * (the table's, params.h params_set_amp: all cast in one operation at the start of each
+ * forward) and write their weight gradients in the half type (grad_half), to be cast
+ * back to the fp32 param grads -- the cast's backward -- a DDP bucket at a time or at the
+ * end of backward (params_grads_to_f32); batch norm keeps fp32 parameters, statistics and
+ * gradients.  The parameters, their gradients and everything the optimizer and DDP touch
+ * stay fp32. */
 #ifndef DDPPROF_LAYER_H
 #define DDPPROF_LAYER_H
 
@@ -21,7 +24,8 @@
 
 struct rng;
 
-/* Called once per trainable parameter as soon as its gradient is final. */
+/* Called once per trainable parameter as soon as its gradient is final: in p->grad, or,
+ * computed under autocast (p->grad_in_half), in p->grad_half until params_grads_to_f32. */
 struct grad_hook {
     int (*ready)(void *ctx, struct param *p); /* 0 or -1 (error_set) */
     void *ctx;
@@ -37,19 +41,12 @@ int grad_hook_fire(const struct grad_hook *h, struct param *p);
 int layer_init_fan_in(struct param *w, struct param *b, struct backend *be, int fan_in,
                       struct rng *rng);
 
-/* The autocast buffers of a weight and bias (w_cast, b_cast, dw_cast, db_cast, in that
- * order): freed, then for a half type dt allocated.  0 or -1 (error_set). */
-int layer_cast_buffers_set(struct backend *be, enum dtype dt, const struct param *w,
-                           const struct param *b, void *bufs[4]);
+/* The weight p to compute with in dt: the parameter itself (DT_F32), or its half copy cast
+ * by this forward (params_cast_half); NULL for p NULL. */
+const void *layer_weight(enum dtype dt, const struct param *p);
 
-/* The weight p to compute with: the parameter itself, or its copy cast to dt now
- * (PyTorch's autocast casts a weight where an op uses it); NULL for p NULL. */
-const void *layer_cast_weight(struct backend *be, enum dtype dt, const struct param *p,
-                              void *copy);
-
-/* The gradient of p computed in dt (copy) into its fp32 grad: the cast's backward (nothing
- * for dt DT_F32 or p NULL). */
-void layer_cast_grad_back(struct backend *be, enum dtype dt, const struct param *p,
-                          const void *copy);
+/* Where backward writes p's gradient computed in dt: grad, or for a half type grad_half
+ * (then marked grad_in_half, for params_grads_to_f32); NULL for p NULL. */
+void *layer_grad(enum dtype dt, struct param *p);
 
 #endif

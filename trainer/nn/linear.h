@@ -13,8 +13,6 @@ struct linear {
     int in, out;
     struct param *weight, *bias;
     enum dtype dt;           /* as struct conv2d's */
-    void *w_cast, *b_cast;
-    void *dw_cast, *db_cast;
 };
 
 int linear_init(struct linear *l, struct param_table *t, const char *prefix, int in, int out,
@@ -25,9 +23,7 @@ void linear_forward(struct backend *be, const struct linear *l, int n, const voi
 int linear_backward(struct backend *be, const struct linear *l, int n, const void *x,
                     const void *dy, void *dx, const struct grad_hook *hook);
 
-/* Autocast, as conv2d_set_amp: dt = (enum dtype)amp, and the buffers of the weights' half
- * copies and their gradients allocated (AMP_OFF: freed).  0 or -1 (error_set). */
-int linear_set_amp(struct backend *be, struct linear *l, enum amp_dtype amp);
-void linear_free(struct backend *be, struct linear *l);
+/* Autocast, as conv2d_set_amp: dt = (enum dtype)amp */
+void linear_set_amp(struct linear *l, enum amp_dtype amp);
 
 #endif

@@ -199,15 +199,15 @@ void resblock_set_sync_bn(struct resblock *b, struct comm *comm)
         b->bn_sc.sync = comm;
 }
 
-int resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp)
+void resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp)
 {
     if (b->dt != (enum dtype)amp) /* the activations change type: reallocated by forward */
         resblock_free_buffers(be, b);
     b->dt = b->bn1.dt = b->bn2.dt = b->bn_sc.dt = (enum dtype)amp;
-    if (conv2d_set_amp(be, &b->conv1, amp) || conv2d_set_amp(be, &b->conv2, amp) ||
-        (b->projection && conv2d_set_amp(be, &b->conv_sc, amp)))
-        return error_wrap("residual block %s autocast", b->conv1.weight->name);
-    return 0;
+    conv2d_set_amp(&b->conv1, amp);
+    conv2d_set_amp(&b->conv2, amp);
+    if (b->projection)
+        conv2d_set_amp(&b->conv_sc, amp);
 }
 
 void resblock_free(struct backend *be, struct resblock *b)
@@ -215,10 +215,6 @@ void resblock_free(struct backend *be, struct resblock *b)
     resblock_free_buffers(be, b);
     batchnorm_free(be, &b->bn1);
     batchnorm_free(be, &b->bn2);
-    conv2d_free(be, &b->conv1);
-    conv2d_free(be, &b->conv2);
-    if (b->projection) {
+    if (b->projection)
         batchnorm_free(be, &b->bn_sc);
-        conv2d_free(be, &b->conv_sc);
-    }
 }

@@ -64,8 +64,9 @@ int resblock_backward(struct backend *be, struct resblock *b, void *dy, void *dx
 /* SyncBatchNorm over comm for the block's three batch norms (NULL: local) */
 void resblock_set_sync_bn(struct resblock *b, struct comm *comm);
 
-/* autocast (see layer.h): activations of (enum dtype)amp from the next forward on */
-int resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp);
+/* autocast (see layer.h): activations of (enum dtype)amp from the next forward on (the
+ * weights' half copies are the model's table's: params_set_amp) */
+void resblock_set_amp(struct backend *be, struct resblock *b, enum amp_dtype amp);
 
 void resblock_free(struct backend *be, struct resblock *b);
 

@@ -116,9 +116,10 @@ static int resnet_forward(struct model *m, const float *x, int n, int train,
     r->n = n;
     const enum dtype dt = r->dt;
     r->x = x;
-    if (dt != DT_F32) { /* autocast casts the input of the first conv */
+    if (dt != DT_F32) { /* autocast casts the input of the first conv, and the weights */
         be->cast(be, (size_t)n * m->in_c * m->in_h * m->in_w, DT_F32, x, dt, r->x_cast);
         r->x = r->x_cast;
+        params_cast_half(&m->params);
     }
     const int hw = r->cs1.p * r->cs1.q;
     size_t most = (size_t)n * r->width * hw;
@@ -215,7 +216,8 @@ static int resnet_backward(struct model *m, const float *dlogits, const struct g
     if (conv2d_backward(be, &r->conv1, &r->cs1, r->x, g, NULL, hook))
         return -1;
     layer_leave(L, r->l_conv1, LAYER_BACKWARD);
-    return 0;
+    /* autocast's weight gradients no hook cast already, to fp32 */
+    return params_grads_to_f32(&m->params, 0, m->params.trainable - 1);
 }
 
 static void resnet_set_sync_bn(struct model *m, struct comm *comm)
@@ -233,11 +235,12 @@ static int resnet_set_amp(struct model *m, enum amp_dtype amp)
     if (r->dt != (enum dtype)amp) /* the activations change type: reallocated by forward */
         resnet_free_buffers(m->be, r);
     r->dt = r->bn1.dt = (enum dtype)amp;
-    if (conv2d_set_amp(m->be, &r->conv1, amp) || linear_set_amp(m->be, &r->fc, amp))
-        return error_wrap("resnet18 autocast");
+    conv2d_set_amp(&r->conv1, amp);
+    linear_set_amp(&r->fc, amp);
     for (int i = 0; i < RESNET_BLOCKS; i++)
-        if (resblock_set_amp(m->be, &r->blocks[i], amp))
-            return error_wrap("resnet18 autocast");
+        resblock_set_amp(m->be, &r->blocks[i], amp);
+    if (params_set_amp(&m->params, (enum dtype)amp))
+        return error_wrap("resnet18 autocast");
     return 0;
 }
 
@@ -249,10 +252,8 @@ static void resnet_destroy(struct model *m)
     if (r) {
         resnet_free_buffers(m->be, r);
         batchnorm_free(m->be, &r->bn1);
-        conv2d_free(m->be, &r->conv1);
         for (int i = 0; i < RESNET_BLOCKS; i++)
             resblock_free(m->be, &r->blocks[i]);
-        linear_free(m->be, &r->fc);
         free(r);
     }
     params_free(&m->params);
@@ -322,7 +323,7 @@ struct model *resnet18_create(struct backend *be, uint64_t seed, int width)
             in = out;
         }
     if (rc || linear_init(&r->fc, &m->params, "dense_layer", 8 * width, RESNET_CLASSES, &rng) ||
-        resnet_list_layers(m, r)) {
+        resnet_list_layers(m, r) || params_pack(&m->params)) {
         resnet_destroy(m);
         return NULL;
     }

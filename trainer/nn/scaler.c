@@ -31,11 +31,16 @@ int scaler_unscale(struct grad_scaler *s, struct param_table *params, struct com
         goto out;
     }
     int k = 0;
-    for (int i = 0; i < params->count; i++) {
-        struct param *p = params->items[i];
-        if (p->kind == PARAM_TRAINABLE && k < count) {
-            grads[k] = p->grad;
-            numels[k++] = p->numel;
+    if (params->flat_grad) { /* packed: the one flat buffer (its gaps are zeros) */
+        grads[k] = params->flat_grad;
+        numels[k++] = params->flat_numel;
+    } else {
+        for (int i = 0; i < params->count; i++) {
+            struct param *p = params->items[i];
+            if (p->kind == PARAM_TRAINABLE && k < count) {
+                grads[k] = p->grad;
+                numels[k++] = p->numel;
+            }
         }
     }
     be->unscale(be, k, grads, numels, 1.0f / s->scale, flag); /* 1/scale: exact, a power of 2 */

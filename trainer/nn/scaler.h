@@ -25,7 +25,8 @@ void scaler_init(struct grad_scaler *s, int enabled);
 
 /* Unscale every trainable gradient in place and set *found_inf (1: some gradient is inf
  * or nan, on this rank or, with comm, on any rank).  One fused pass over all gradients
- * (the backend's unscale slot) writes the flag into scratch, one device float; with comm
+ * (the backend's unscale slot: over the flat gradient buffer of a packed table, params.h,
+ * else over the list of them) writes the flag into scratch, one device float; with comm
  * it is all-reduced there; reading it back is the step's one host wait, as GradScaler's
  * found_inf.item().  scratch NULL: a float is allocated for the call (and freed, which
  * waits on a device: pass one in a training loop).  0 or -1 (error_set).  Disabled:

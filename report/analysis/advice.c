@@ -1,0 +1,624 @@
+/* advice.c — the verdict and the recommendations (advice.h): one table of rules, each
+ * reading one run's figures (struct advice_run, filled once from the analysis) and
+ * proposing at most one candidate with the time per step it could save; the candidates
+ * ranked by that time.  Thresholds and estimates: report/FORMULAS.md "Advice". */
+#include "report/analysis/advice.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/vec.h"
+#include "report/analysis/predict.h"
+#include "report/input/run.h"
+
+/* The non-bucket collective kinds a step can block in (trace_format.h's kinds). */
+static const char *const advice_kinds[] = {"allreduce", "allgather", "broadcast",
+                                           "reduce_scatter", "reduce", "barrier"};
+static const char *const advice_kind_words[] = {"all-reduce", "all-gather", "broadcast",
+                                                "reduce-scatter", "reduce", "barrier"};
+#define ADVICE_NKINDS ((int)(sizeof advice_kinds / sizeof *advice_kinds))
+
+/* One run's figures, per step: each the mean over its ranks with counted steps of that
+ * rank's total over its counted steps / their number. */
+struct advice_run {
+    int idx;
+    const struct predict_whatif *whatif; /* ddpprof predict's figures when it predicted
+                                            this run (report/analysis/predict.h), else NULL */
+    const struct run *r;
+    const struct run_stat *s;
+    int ranks;              /* ranks with counted steps (0: the run has no step ranges) */
+    double step_ms;         /* the mean step */
+    double seg_ms[SEG_COUNT];
+    double compute_ms;      /* overlap.csv's compute_ms per step */
+    double exposed_ms;      /* its exposed_comm_ms less the collectives outside steps (they
+                               count there: eval's reduce, the setup's broadcast) */
+    double kind_ms[ADVICE_NKINDS]; /* collectives outside the gradient buckets, in steps:
+                                      the least of the ranks' (the rest of a rank's time in
+                                      them is waiting for a slower rank, which stays) */
+    double blocking_ms;     /* their sum */
+    int has_host_wait;
+    double host_wait_ms;    /* device_host_wait_ms per step */
+    double grad_exposed_ms; /* gradient all-reduce not under backward and not waiting for
+                               another rank (sync wait), per rank and step */
+    int has_grad;           /* the run has gradient buckets */
+    double grad_hidden_pct; /* of the gradient all-reduce time */
+    int prefix;             /* name the run in the text (several runs are advised on) */
+};
+
+double advice_pct(double part, double whole)
+{
+    return whole > 0.0 ? 100.0 * part / whole : 0.0;
+}
+
+static void advice_run_fill(const struct runset *rs, const struct run_stat *st, int i,
+                            struct advice_run *a)
+{
+    memset(a, 0, sizeof *a);
+    a->idx = i;
+    a->r = &rs->runs[i];
+    a->s = &st[i];
+    for (int q = 0; q < ADVICE_NKINDS; q++)
+        a->kind_ms[q] = -1.0; /* no rank yet */
+    for (int k = 0; k < st[i].nranks; k++) {
+        const struct rank_stat *r = &st[i].ranks[k];
+        if (r->nsteps == 0 || r->step_total_ns <= 0)
+            continue;
+        double kind[ADVICE_NKINDS] = {0};
+        const double n = (double)r->nsteps, to_ms = 1e-6 / n;
+        a->ranks++;
+        a->step_ms += (double)r->step_total_ns * to_ms;
+        for (int g = 0; g < SEG_COUNT; g++)
+            a->seg_ms[g] += (double)r->seg_ns[g] * to_ms;
+        a->compute_ms += (double)r->compute_ns * to_ms;
+        int64_t outside = 0; /* collective time outside steps: all exposed (no compute there) */
+        for (int p = 0; p < r->nphases; p++) {
+            const struct phase_stat *ps = &r->phases[p];
+            if (ps->collective)
+                outside += ps->total_ns - ps->in_steps_ns;
+            if (!ps->collective || !ps->in_steps ||
+                strcmp(strpool_get(&rs->labels, ps->phase), "allreduce") == 0)
+                continue; /* not a collective, outside steps, or a gradient bucket */
+            for (int q = 0; q < ADVICE_NKINDS; q++)
+                if (strcmp(ps->collective, advice_kinds[q]) == 0)
+                    kind[q] += (double)ps->in_steps_ns * to_ms;
+        }
+        for (int q = 0; q < ADVICE_NKINDS; q++)
+            if (a->kind_ms[q] < 0.0 || kind[q] < a->kind_ms[q])
+                a->kind_ms[q] = kind[q];
+        const int64_t e = r->exposed_ns - outside;
+        a->exposed_ms += (double)(e > 0 ? e : 0) * to_ms;
+        int64_t hw;
+        if (r->has_kern && analysis_host_wait_ns(&r->kern, &hw)) {
+            a->has_host_wait = 1;
+            a->host_wait_ms += (double)hw * to_ms;
+        }
+    }
+    if (a->ranks == 0)
+        return;
+    const double m = 1.0 / a->ranks;
+    a->step_ms *= m;
+    a->compute_ms *= m;
+    a->exposed_ms *= m;
+    a->host_wait_ms *= m;
+    for (int g = 0; g < SEG_COUNT; g++)
+        a->seg_ms[g] *= m;
+    for (int q = 0; q < ADVICE_NKINDS; q++)
+        a->blocking_ms += a->kind_ms[q];
+    int64_t total = 0, hidden = 0;
+    for (size_t b = 0; b < st[i].nbuckets; b++) { /* rows are per rank and step */
+        const struct bucket_stat *bs = &st[i].buckets[b];
+        if (bs->count == 0)
+            continue;
+        a->has_grad = 1;
+        /* less the sync wait: a rank waiting in it for a slower one is the straggler's */
+        const int64_t e = bs->total_ns - bs->hidden_ns - bs->wait_ns;
+        a->grad_exposed_ms += (double)(e > 0 ? e : 0) * 1e-6 / (double)bs->count;
+        total += bs->total_ns;
+        hidden += bs->hidden_ns;
+    }
+    a->grad_hidden_pct = advice_pct((double)hidden, (double)total);
+}
+
+/* ---- the rules: each fills *c (rule, source, saving_ms, text) and returns 1, or 0 ---- */
+
+struct advice_cand {
+    enum advice_source source;
+    double saving_ms;
+    char text[480];
+};
+
+typedef int (*advice_rule_fn)(const struct advice_run *a, struct advice_cand *c);
+
+static void cand_text(struct advice_cand *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cand_text(struct advice_cand *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->text, sizeof c->text, fmt, ap);
+    va_end(ap);
+}
+
+/* A run measured on a busy host: its times are not this machine's, so act on nothing
+ * before rerunning.  Estimate (assumed): the share of the CPU others took, of the step. */
+static int rule_load(const struct advice_run *a, struct advice_cand *c)
+{
+    struct run_load l;
+    analysis_load(a->r, &l);
+    int ranks = 0, cores = 0;
+    const int over = analysis_oversubscribed(a->r, &ranks, &cores);
+    if (!l.loaded && !over)
+        return 0;
+    double f = 0.0;
+    char why[160] = "";
+    if (over) {
+        f = 1.0 - (double)cores / ranks;
+        snprintf(why, sizeof why, "%d CPU ranks on %d cores", ranks, cores);
+    }
+    double g = -1.0;
+    char gw[120] = "";
+    if (l.has_other && l.other_cores >= ANALYSIS_LOADED_CORES && l.cores) {
+        g = l.other_cores / l.cores;
+        snprintf(gw, sizeof gw, "other programs kept %.2f of %d cores busy", l.other_cores,
+                 l.cores);
+    } else if (l.has_steal && l.steal >= ANALYSIS_LOADED_STEAL) {
+        g = l.steal;
+        snprintf(gw, sizeof gw, "the hypervisor took %.0f %% of the CPU time", 100.0 * l.steal);
+    } else if (l.loaded && l.has_load && l.cores && l.load_start > 0.0) {
+        g = 1.0 - l.cores / l.load_start;
+        snprintf(gw, sizeof gw, "load average %.2f on %d cores", l.load_start, l.cores);
+    }
+    if (g >= 0.0) {
+        if (g > f)
+            f = g;
+        if (*why)
+            strncat(why, "; ", sizeof why - strlen(why) - 1);
+        strncat(why, gw, sizeof why - strlen(why) - 1);
+    }
+    if (f > ADVICE_LOAD_CAP)
+        f = ADVICE_LOAD_CAP;
+    c->source = ADVICE_ASSUMED;
+    c->saving_ms = f * a->step_ms;
+    cand_text(c, "measured under load (%s): rerun on an idle machine before acting on these "
+                 "figures",
+              why);
+    return 1;
+}
+
+/* Data loading inside the step: batches loaded ahead would not be waited for. */
+static int rule_data(const struct advice_run *a, struct advice_cand *c)
+{
+    const double d = a->seg_ms[SEG_DATA], p = advice_pct(d, a->step_ms);
+    if (p < ADVICE_DATA_PCT)
+        return 0;
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = d;
+    cand_text(c, "data loading is %.0f %% of the step (%.1f ms): more loader workers, so the "
+                 "next batch is ready before the step asks for it",
+              p, d);
+    return 1;
+}
+
+/* The gradient all-reduce left after backward: the step waits for it. */
+static int rule_grad_exposed(const struct advice_run *a, struct advice_cand *c)
+{
+    const double e = a->grad_exposed_ms, p = advice_pct(e, a->step_ms);
+    if (!a->has_grad || p < ADVICE_GRAD_EXPOSED_PCT)
+        return 0;
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = e;
+    cand_text(c, "gradient all-reduce: %.1f ms per step (%.0f %% of the step) not hidden "
+                 "behind backward (%.0f %% of it hidden): fewer gradient bytes (fp16 "
+                 "compression of the gradients), a faster interconnect, or more compute per "
+                 "step to hide it under (a larger batch per rank)",
+              e, p, a->grad_hidden_pct);
+    return 1;
+}
+
+/* The bucket cap ddpprof predict finds fastest for this run (report/analysis/predict.h). */
+static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
+{
+    const struct predict_whatif *w = a->whatif;
+    if (!w || w->best_cap_mb == w->cap_mb)
+        return 0;
+    const double save = w->step_ms - w->best_step_ms;
+    if (advice_pct(save, w->step_ms) < ADVICE_CAP_PCT)
+        return 0;
+    c->source = ADVICE_PREDICTED;
+    c->saving_ms = save;
+    cand_text(c, "bucket cap %.3g MB: exposed communication %+.1f ms per step, predicted "
+                 "(step %.1f -> %.1f ms): --bucket-cap-mb %.3g instead of %g",
+              w->best_cap_mb, w->best_exposed_ms - w->exposed_ms, w->step_ms, w->best_step_ms,
+              w->best_cap_mb, w->cap_mb);
+    return 1;
+}
+
+/* What to do about the largest kind of collective outside the gradient buckets. */
+static const char *blocking_hint(const struct advice_run *a, const char *kind)
+{
+    const int sync_bn = a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1;
+    if (strcmp(kind, "allgather") == 0)
+        return sync_bn ? "SyncBatchNorm gathers every BatchNorm layer's statistics in forward "
+                         "and all-reduces its gradients' in backward: --no-sync-bn (local "
+                         "BatchNorm) where each rank's batch is large enough"
+                       : "gather less often";
+    if (strcmp(kind, "allreduce") == 0)
+        return sync_bn ? "SyncBatchNorm all-reduces every BatchNorm layer's gradient "
+                         "statistics in backward and gathers them in forward: --no-sync-bn "
+                         "(local BatchNorm) where each rank's batch is large enough (AMP's "
+                         "and the loss's all-reduces stay)"
+                       : "reduce the loss and metrics less often than every step";
+    if (strcmp(kind, "broadcast") == 0)
+        return "DDP broadcasts its buffers before every forward: broadcast_buffers=False "
+               "where they need not match";
+    if (strcmp(kind, "barrier") == 0)
+        return "take the barriers out of the training step";
+    return "issue them less often than every step";
+}
+
+/* Collectives outside the gradient buckets, inside steps: the training thread waits in
+ * them (SyncBatchNorm, a buffer broadcast, a loss all-reduce, barriers); per kind the least
+ * time of any rank. */
+static int rule_blocking(const struct advice_run *a, struct advice_cand *c)
+{
+    const double b = a->blocking_ms, p = advice_pct(b, a->step_ms);
+    if (p < ADVICE_BLOCKING_PCT)
+        return 0;
+    int top = 0, second = -1;
+    for (int q = 1; q < ADVICE_NKINDS; q++)
+        if (a->kind_ms[q] > a->kind_ms[top])
+            top = q;
+    for (int q = 0; q < ADVICE_NKINDS; q++)
+        if (q != top && a->kind_ms[q] > 0.0 && (second < 0 || a->kind_ms[q] > a->kind_ms[second]))
+            second = q;
+    char kinds[128];
+    int n = snprintf(kinds, sizeof kinds, "%s %.1f ms", advice_kind_words[top],
+                     a->kind_ms[top]);
+    if (second >= 0 && n > 0 && (size_t)n < sizeof kinds)
+        snprintf(kinds + n, sizeof kinds - (size_t)n, ", %s %.1f ms",
+                 advice_kind_words[second], a->kind_ms[second]);
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = b;
+    cand_text(c, "the step waits %.1f ms in collectives outside the gradient buckets (%.0f %% "
+                 "of it; %s): %s",
+              b, p, kinds, blocking_hint(a, advice_kinds[top]));
+    return 1;
+}
+
+/* Per-step straggler counts: the rank slowest most often, its share of steps and the
+ * others' mean wait per step for it; and the mean wait per step over all steps (each step's
+ * wait_ns is summed over the waiting ranks: / (ranks - 1) is one rank's). */
+struct straggler_fig {
+    int steps, rank, count;
+    double share, wait_ms, all_wait_ms;
+};
+
+static int straggler_fig(const struct advice_run *a, struct straggler_fig *f)
+{
+    const struct run_stat *s = a->s;
+    memset(f, 0, sizeof *f);
+    f->rank = -1;
+    int maxrank = -1;
+    for (size_t k = 0; k < s->nsteps; k++)
+        if (s->steps[k].ranks >= 2 && s->steps[k].slowest_rank > maxrank)
+            maxrank = s->steps[k].slowest_rank;
+    if (maxrank < 0)
+        return 0;
+    int *count = calloc((size_t)maxrank + 1, sizeof *count);
+    double *wait = calloc((size_t)maxrank + 1, sizeof *wait);
+    if (!count || !wait) {
+        free(count);
+        free(wait);
+        return 0; /* out of memory: this rule stays silent */
+    }
+    for (size_t k = 0; k < s->nsteps; k++) {
+        const struct step_stat *t = &s->steps[k];
+        if (t->ranks < 2 || t->slowest_rank < 0)
+            continue;
+        const double w = (double)t->wait_ns * 1e-6 / (t->ranks - 1);
+        f->steps++;
+        count[t->slowest_rank]++;
+        wait[t->slowest_rank] += w;
+        f->all_wait_ms += w;
+    }
+    for (int r = 0; r <= maxrank; r++)
+        if (f->rank < 0 || count[r] > count[f->rank])
+            f->rank = r;
+    f->count = count[f->rank];
+    f->share = advice_pct(f->count, f->steps);
+    f->wait_ms = wait[f->rank] / f->steps;
+    f->all_wait_ms /= f->steps;
+    free(count);
+    free(wait);
+    return f->steps > 0;
+}
+
+static int straggler_steady(const struct straggler_fig *f)
+{
+    return f->steps >= ADVICE_STRAGGLER_STEPS && f->share >= ADVICE_STRAGGLER_SHARE;
+}
+
+/* One rank slowest in most steps: the others wait for it. */
+static int rule_straggler(const struct advice_run *a, struct advice_cand *c)
+{
+    struct straggler_fig f;
+    if (!straggler_fig(a, &f) || !straggler_steady(&f) ||
+        advice_pct(f.wait_ms, a->step_ms) < ADVICE_WAIT_PCT)
+        return 0;
+    const char *dev = meta_is(&a->r->meta.device, "cuda") ? "GPU" : "host";
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = f.wait_ms;
+    cand_text(c, "rank %d is the straggler in %.0f %% of steps (%d of %d; the others wait "
+                 "%.1f ms per step for it): look at what else runs on its %s, its CPU binding "
+                 "and clocks, and its share of the data",
+              f.rank, f.share, f.count, f.steps, f.wait_ms, dev);
+    return 1;
+}
+
+/* Ranks waiting for one another without one steady straggler: jitter or uneven work. */
+static int rule_imbalance(const struct advice_run *a, struct advice_cand *c)
+{
+    struct straggler_fig f;
+    if (!straggler_fig(a, &f) || straggler_steady(&f) || f.steps < ADVICE_STRAGGLER_STEPS)
+        return 0;
+    const double p = advice_pct(f.all_wait_ms, a->step_ms);
+    if (p < ADVICE_IMBALANCE_PCT)
+        return 0;
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = f.all_wait_ms;
+    cand_text(c, "ranks wait %.1f ms per step for one another (%.0f %% of the step) and the "
+                 "slowest rank changes (rank %d in %.0f %% of %d steps): uneven work per rank "
+                 "or a noisy machine (pin threads, keep other programs off the cores)",
+              f.all_wait_ms, p, f.rank, f.share, f.steps);
+    return 1;
+}
+
+/* A GPU run in fp32 (not the fp32 baseline itself). */
+static int rule_amp_gpu(const struct advice_run *a, struct advice_cand *c)
+{
+    if (!meta_is(&a->r->meta.device, "cuda") || !meta_is(&a->r->meta.amp, "off") ||
+        meta_is(&a->r->meta.mode, "baseline"))
+        return 0;
+    const double fb = a->seg_ms[SEG_FORWARD] + a->seg_ms[SEG_BACKWARD];
+    if (fb <= 0.0)
+        return 0;
+    c->source = ADVICE_ASSUMED;
+    c->saving_ms = ADVICE_AMP_GAIN * fb;
+    cand_text(c, "AMP is off on GPU: forward and backward are %.0f %% of the step (%.1f ms); "
+                 "--amp bf16 or fp16 runs convolutions and matrix products on tensor cores",
+              advice_pct(fb, a->step_ms), fb);
+    return 1;
+}
+
+/* The device idle, waiting for the host to launch its work. */
+static int rule_launch(const struct advice_run *a, struct advice_cand *c)
+{
+    const double p = advice_pct(a->host_wait_ms, a->step_ms);
+    if (!a->has_host_wait || p < ADVICE_LAUNCH_PCT)
+        return 0;
+    c->source = ADVICE_MEASURED;
+    c->saving_ms = a->host_wait_ms;
+    cand_text(c, "the GPU waits for the host %.1f ms per step (%.0f %% of the step): "
+                 "launch-bound; a larger batch per rank, fewer and larger kernels (CUDA "
+                 "graphs, torch.compile)",
+              a->host_wait_ms, p);
+    return 1;
+}
+
+/* A small batch per rank: the per-step fixed costs weigh on every image. */
+static int rule_tiny_batch(const struct advice_run *a, struct advice_cand *c)
+{
+    const struct meta_value *b = &a->r->meta.batch_size;
+    const int batch = b->s ? (int)b->i : 0;
+    const double fixed = a->exposed_ms + a->seg_ms[SEG_OPTIMIZER];
+    const double p = advice_pct(fixed, a->step_ms);
+    if (batch < 1 || batch > ADVICE_TINY_BATCH || p < ADVICE_FIXED_PCT)
+        return 0;
+    c->source = ADVICE_ASSUMED;
+    c->saving_ms = fixed / 2.0;
+    cand_text(c, "batch %d per rank: exposed communication and the optimizer, paid once per "
+                 "step whatever the batch, are %.0f %% of the step (%.1f ms): -b %d pays them "
+                 "once per %d images (learning rate to match)",
+              batch, p, fixed, 2 * batch, 2 * batch);
+    return 1;
+}
+
+static const struct advice_rule {
+    const char *name;
+    advice_rule_fn fn;
+} advice_rules[] = {
+    {"load", rule_load},
+    {"data", rule_data},
+    {"grad_exposed", rule_grad_exposed},
+    {"bucket_cap", rule_bucket_cap},
+    {"blocking", rule_blocking},
+    {"straggler", rule_straggler},
+    {"imbalance", rule_imbalance},
+    {"amp_gpu", rule_amp_gpu},
+    {"launch", rule_launch},
+    {"tiny_batch", rule_tiny_batch},
+};
+#define ADVICE_NRULES ((int)(sizeof advice_rules / sizeof *advice_rules))
+
+/* ---- ranking, the verdict, output ---- */
+
+struct ranked {
+    struct advice_item item;
+    int rule_order;
+};
+
+static int cmp_ranked(const void *x, const void *y)
+{
+    const struct ranked *a = x, *b = y;
+    if (a->item.saving_ms != b->item.saving_ms)
+        return a->item.saving_ms < b->item.saving_ms ? 1 : -1;
+    if (a->rule_order != b->rule_order)
+        return a->rule_order - b->rule_order;
+    return a->item.run - b->item.run;
+}
+
+static const char *device_words(const struct run *r)
+{
+    if (meta_is(&r->meta.device, "cuda"))
+        return r->world_size == 1 ? "GPU" : "GPUs";
+    if (meta_is(&r->meta.device, "cpu"))
+        return r->world_size == 1 ? "CPU rank" : "CPU ranks";
+    return r->world_size == 1 ? "rank" : "ranks";
+}
+
+/* The run the verdict is about: the run other than the baseline with the most ranks (the
+ * first of those), else the first run with step ranges, else the first. */
+static int verdict_run(const struct advice_run *ar, int n, int base)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (i != base && ar[i].ranks > 0 &&
+            (best < 0 || ar[i].r->world_size > ar[best].r->world_size))
+            best = i;
+    for (int i = 0; i < n && best < 0; i++)
+        if (ar[i].ranks > 0)
+            best = i;
+    return best < 0 ? 0 : best;
+}
+
+static char *verdict_text(const struct runset *rs, const struct advice_run *ar, int base)
+{
+    const int v = verdict_run(ar, rs->n, base);
+    const struct advice_run *a = &ar[v];
+    char *out = NULL;
+    if (a->ranks == 0) {
+        if (asprintf(&out, "verdict: run %s has no step ranges in its traces: nothing to "
+                           "advise on",
+                     a->r->label) < 0)
+            out = NULL;
+        return out;
+    }
+    char head[256];
+    const struct run_stat *s = a->s;
+    const char *who = run_mode_is(a->r, "ddp")        ? "DDP"
+                      : run_mode_is(a->r, "baseline") ? "the baseline"
+                                                      : "training";
+    if (base >= 0 && v != base && s->has_speedup) {
+        const char *word = s->speedup < ADVICE_SLOWER        ? "is slower than the baseline"
+                           : s->speedup < ADVICE_NO_FASTER   ? "is no faster than the baseline"
+                           : s->efficiency >= ADVICE_EFF_WELL ? "scales well"
+                           : s->efficiency >= ADVICE_EFF_FAIR ? "scales fairly"
+                                                              : "scales poorly";
+        snprintf(head, sizeof head, "%s on %d %s (run %s) %s: %.2fx the baseline's "
+                                    "throughput, efficiency %.2f",
+                 who, a->r->world_size, device_words(a->r), a->r->label, word, s->speedup,
+                 s->efficiency);
+    } else {
+        snprintf(head, sizeof head, "%s on %d %s (run %s), %s", who, a->r->world_size,
+                 device_words(a->r), a->r->label,
+                 v == base ? "nothing to compare it with" : "no baseline to compare");
+    }
+    const double step = a->step_ms, comp = a->compute_ms, exp = a->exposed_ms,
+                 data = a->seg_ms[SEG_DATA];
+    double other = step - comp - exp - data;
+    if (other < 0.0)
+        other = 0.0;
+    struct run_load l, lb = {0};
+    analysis_load(a->r, &l);
+    if (base >= 0 && base != v)
+        analysis_load(&rs->runs[base], &lb);
+    int ranks, cores;
+    const int loaded = l.loaded || lb.loaded || analysis_oversubscribed(a->r, &ranks, &cores) ||
+                       (base >= 0 && base != v &&
+                        analysis_oversubscribed(&rs->runs[base], &ranks, &cores));
+    if (asprintf(&out, "verdict: %s; its step (%.1f ms) is compute %.0f %%, exposed "
+                       "communication %.0f %%, data %.0f %%, other %.0f %%%s",
+                 head, step, advice_pct(comp, step), advice_pct(exp, step),
+                 advice_pct(data, step), advice_pct(other, step),
+                 loaded ? " (measured under load)" : "") < 0)
+        out = NULL;
+    return out;
+}
+
+int advice_make(const struct runset *rs, const struct run_stat *st,
+                const struct predict_whatif *wf, struct advice *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rs->n < 1) {
+        out->verdict = strdup("verdict: no run: nothing to advise on");
+        return out->verdict ? 0 : error_set("report: out of memory");
+    }
+    struct advice_run *ar = calloc((size_t)rs->n, sizeof *ar);
+    struct ranked *rk = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (!ar)
+        return error_set("report: out of memory");
+    const int base = analysis_baseline(rs);
+    int subjects = 0;
+    for (int i = 0; i < rs->n; i++) {
+        advice_run_fill(rs, st, i, &ar[i]);
+        ar[i].whatif = wf->ok && wf->run == i ? wf : NULL; /* the bucket-cap rule's */
+        subjects += i != base || rs->n == 1;
+    }
+    for (int i = 0; i < rs->n && rc == 0; i++) {
+        if ((i == base && rs->n > 1) || ar[i].ranks == 0)
+            continue;
+        ar[i].prefix = subjects > 1;
+        for (int k = 0; k < ADVICE_NRULES && rc == 0; k++) {
+            struct advice_cand c = {0};
+            if (!advice_rules[k].fn(&ar[i], &c))
+                continue;
+            if (VEC_RESERVE(rk, cap, n + 1)) {
+                rc = error_set("report: out of memory");
+                break;
+            }
+            struct ranked *x = &rk[n];
+            memset(x, 0, sizeof *x);
+            x->rule_order = k;
+            x->item.rule = advice_rules[k].name;
+            x->item.run = i;
+            x->item.saving_ms = c.saving_ms;
+            x->item.step_ms = ar[i].step_ms;
+            x->item.source = c.source;
+            if (ar[i].prefix ? asprintf(&x->item.text, "run %s: %s", ar[i].r->label, c.text) < 0
+                             : !(x->item.text = strdup(c.text))) {
+                x->item.text = NULL;
+                rc = error_set("report: out of memory");
+                break;
+            }
+            n++;
+        }
+    }
+    if (rc == 0 && !(out->verdict = verdict_text(rs, ar, base)))
+        rc = error_set("report: out of memory");
+    if (rc == 0 && n > 0) {
+        qsort(rk, n, sizeof *rk, cmp_ranked);
+        if (!(out->items = malloc(n * sizeof *out->items)))
+            rc = error_set("report: out of memory");
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (rc == 0)
+            out->items[out->n++] = rk[k].item;
+        else
+            free(rk[k].item.text);
+    }
+    out->cap = out->n;
+    free(rk);
+    free(ar);
+    if (rc != 0)
+        advice_free(out);
+    return rc;
+}
+
+size_t advice_shown(const struct advice *a)
+{
+    return a->n < ADVICE_SHOWN ? a->n : ADVICE_SHOWN;
+}
+
+void advice_free(struct advice *a)
+{
+    for (size_t k = 0; k < a->n; k++)
+        free(a->items[k].text);
+    free(a->items);
+    free(a->verdict);
+    memset(a, 0, sizeof *a);
+}

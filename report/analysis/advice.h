@@ -1,0 +1,80 @@
+/* advice.h — "say what to do": from the figures the report already has (phases, overlap,
+ * buckets, stragglers, speedup, the host's load), a one-line verdict on the runs and the
+ * recommendations that could save the most time per step, at most ADVICE_SHOWN of them
+ * (shown by report/output/advice_view.h: the terminal's last lines, the page, advice.csv).
+ * Each recommendation comes from one rule of a table (advice.c); a rule looks at one run
+ * and either proposes one candidate, with the figure that backs it and the time per step
+ * it could save, or nothing.  Candidates are ranked by that time.  The rules, their
+ * thresholds and their estimates are stated in report/FORMULAS.md ("Advice"). */
+#ifndef DDPPROF_REPORT_ADVICE_H
+#define DDPPROF_REPORT_ADVICE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/analysis/analysis.h"
+
+#define ADVICE_SHOWN 3 /* recommendations printed (advice.csv lists every candidate) */
+
+/* The rules' thresholds (report/FORMULAS.md "Advice"); shares are of the mean step time. */
+#define ADVICE_DATA_PCT 10.0         /* data loading at least this share of the step */
+#define ADVICE_GRAD_EXPOSED_PCT 5.0  /* gradient all-reduce not hidden behind backward */
+#define ADVICE_CAP_PCT 2.0           /* the predicted step at the best bucket cap shorter */
+#define ADVICE_BLOCKING_PCT 5.0      /* collectives outside the gradient buckets */
+#define ADVICE_STRAGGLER_SHARE 60.0  /* one rank the slowest in at least this % of steps */
+#define ADVICE_STRAGGLER_STEPS 5     /* ... of at least this many counted steps */
+#define ADVICE_WAIT_PCT 2.0          /* and the others' wait for it at least this share */
+#define ADVICE_IMBALANCE_PCT 5.0     /* no steady straggler, waiting at least this share */
+#define ADVICE_LAUNCH_PCT 20.0       /* the device waiting for the host (launch-bound) */
+#define ADVICE_TINY_BATCH 16         /* a batch per rank at most this ... */
+#define ADVICE_FIXED_PCT 25.0        /* ... with per-step fixed costs at least this share */
+#define ADVICE_AMP_GAIN 0.5          /* assumed: AMP halves forward+backward on a GPU */
+#define ADVICE_LOAD_CAP 0.9          /* the load rule's estimate at most this of the step */
+/* The verdict's words: speedup below ADVICE_SLOWER "slower than the baseline", below
+ * ADVICE_NO_FASTER "no faster", else by efficiency: >= 0.9 well, >= 0.7 fairly, poorly. */
+#define ADVICE_SLOWER 0.95
+#define ADVICE_NO_FASTER 1.05
+#define ADVICE_EFF_WELL 0.9
+#define ADVICE_EFF_FAIR 0.7
+
+/* One candidate recommendation. */
+enum advice_source {
+    ADVICE_MEASURED, /* the saving is a measured time (it could at most save it) */
+    ADVICE_PREDICTED, /* from ddpprof predict's model */
+    ADVICE_ASSUMED   /* a stated assumption (FORMULAS.md), not a measurement */
+};
+
+struct advice_item {
+    const char *rule; /* the rule's name (static): "data", "grad_exposed", ... */
+    int run;          /* index of the run it is about (runset order) */
+    double saving_ms; /* time per step it could save (its estimate; FORMULAS.md) */
+    double step_ms;   /* that run's mean step time */
+    enum advice_source source;
+    char *text;       /* "data loading is 18 % of the step (12.3 ms): more loader workers" */
+};
+
+struct advice {
+    char *verdict;             /* "verdict: ..." (NULL only before advice_make) */
+    struct advice_item *items; /* every candidate, best first */
+    size_t n, cap;
+};
+
+/* Run every rule on the runs of rs (the runs other than the baseline when there are any,
+ * else all) and rank the candidates: the largest saving first; equal savings in rule order,
+ * then run order.  wf: ddpprof predict's what-if figures of rs (predict_whatif_figures),
+ * which the bucket-cap rule reads.  out is overwritten.  0, or -1 after error_set (out of
+ * memory). */
+struct predict_whatif;
+int advice_make(const struct runset *rs, const struct run_stat *st,
+                const struct predict_whatif *wf, struct advice *out);
+
+/* The recommendations shown: min(n, ADVICE_SHOWN). */
+size_t advice_shown(const struct advice *a);
+
+/* 100 part / whole, 0 when whole is not positive: a share of the step, as every rule and
+ * advice.csv give it */
+double advice_pct(double part, double whole);
+
+void advice_free(struct advice *a);
+
+#endif

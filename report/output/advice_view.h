@@ -1,0 +1,34 @@
+/* advice_view.h — the advice (report/analysis/advice.h) shown: the terminal's last lines, the
+ * page's block at the top and advice.csv, all from the same lines. */
+#ifndef DDPPROF_REPORT_ADVICE_VIEW_H
+#define DDPPROF_REPORT_ADVICE_VIEW_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/analysis/advice.h"
+#include "report/output/table.h"
+
+/* The lines shown: the verdict, then each recommendation shown (or, when no rule fired,
+ * one line saying so): 1 + max(advice_shown(a), 1). */
+size_t advice_nlines(const struct advice *a);
+
+/* Line k < advice_nlines(a): 0 is the verdict ("verdict: ..."), k >= 1 is "k. TEXT [up to
+ * -X.X ms per step, measured|predicted|assumed]" (or "no recommendation: ...").  The
+ * terminal and the page print exactly these strings.  Writes into buf (NUL-terminated,
+ * cut to size). */
+void advice_line(const struct advice *a, size_t k, char *buf, size_t size);
+
+/* The terminal: "#", then each line of advice_line as "# LINE". */
+void advice_print(const struct advice *a, FILE *out);
+
+/* The page's block at the top: the same lines, HTML-escaped, one paragraph each. */
+void advice_write_html(const struct advice *a, FILE *out);
+
+/* advice.csv: the verdict (order 0), then every candidate in rank order with its run,
+ * rule, saving, share of the step, source and whether it is shown. */
+extern const struct table_col advice_cols[];
+extern const int advice_ncols;
+void advice_table(const struct advice *a, const struct runset *rs, struct table *t);
+
+#endif

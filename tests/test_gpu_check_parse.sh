@@ -9,7 +9,8 @@
 # with the largest folders named (sparse files: the 161 MiB take no disk).  And the
 # cold-start row's reading of DDPPROF_CUDNN_LOG and its verdict against issue 34's 1.2x;
 # the launches-per-step row's count of CUPTI rows and the PyTorch target row's verdict
-# (issue 34 item 5: 300 operations a ResNet18 step, 1.3x PyTorch).
+# (issue 34 item 5: 300 operations a ResNet18 step, 1.3x PyTorch); the PyTorch DDP job row's
+# reading of ddpprof's report of a Kineto trace, and the resume row's (issue 34 item 7).
 set -u
 src=${DDPPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 python3 - "$src" <<'PY'
@@ -119,6 +120,26 @@ expect("pytorch target met", (v, "1.31x" in d, "target >= 1.3x" in d), ("PASS", 
 figs[1]["ratio"] = 0.92
 expect("pytorch target missed", gc.pytorch_target_verdict(figs)[0], "FAIL")
 expect("no resnet18 fp16 figure", gc.pytorch_target_verdict(figs[:1])[0], "FAIL")
+# the PyTorch DDP job row: `ddpprof report`'s phases.csv and ops.csv rows of the Kineto trace
+def ph(phase, count, mean="1.0"):
+    return {"run": "pytorch-ddp", "rank": "0", "phase": phase, "count": str(count), "mean_ms": mean}
+phases = [ph("step", 8, "2.5"), ph("forward", 8), ph("backward", 8), ph("allreduce", 16), ph("optimizer", 8)]
+ops = [{"kind": "cpu_op", "name": "aten::conv2d", "calls": "16"},
+       {"kind": "kernel", "name": "void cudnn::conv_fwd", "calls": "16"},
+       {"kind": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "calls": "16"}]
+v, d = gc.pytorch_job_verdict(phases, ops, 8, "cuda")
+expect("pytorch job read", (v, "8 profiled steps read (of 8)" in d, "32 kernel launches of 2 kernels (16 NCCL)" in d),
+       ("PASS", True, True))
+expect("pytorch job: a step missing", gc.pytorch_job_verdict([ph("step", 7)] + phases[1:], ops, 8, "cuda")[0], "FAIL")
+expect("pytorch job: no backward", gc.pytorch_job_verdict(phases[:2] + phases[3:], ops, 8, "cuda")[0], "FAIL")
+expect("pytorch job: no kernels on cuda", gc.pytorch_job_verdict(phases, ops[:1], 8, "cuda")[0], "FAIL")
+expect("pytorch job: no kernels needed on cpu", gc.pytorch_job_verdict(phases, ops[:1], 8, "cpu")[0], "PASS")
+expect("pytorch job: no all-reduce", gc.pytorch_job_verdict(phases[:3], ops, 8, "cuda")[0], "FAIL")
+# the resume row: three checkpoints' bytes
+expect("resume bit-identical", gc.resume_verdict(b"AB", b"A0", b"AB")[0], "PASS")
+expect("resume differs", gc.resume_verdict(b"AB", b"A0", b"AC")[0], "FAIL")
+expect("resume: epoch 1 equal to 2 epochs", gc.resume_verdict(b"AB", b"AB", b"AB")[0], "FAIL")
+expect("resume: missing", gc.resume_verdict(b"AB", None, b"AB")[0], "FAIL")
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY

@@ -5,7 +5,11 @@
  * colours, payloads (steps, forward's images, the collectives' bytes), the rank mark with
  * the world size, and the nesting step > [data] forward backward optimizer with one
  * allreduce.bN range per bucket, for 1 rank (baseline) and 2 DDP ranks with 3 buckets,
- * under --trace full (its per-layer ranges too). */
+ * under --trace full (its per-layer ranges too).
+ * With the argument `gpu` (ctest test_nvtx_trainer_gpu; gpu-check's "nvtx" row) the same on
+ * GPU 0: the baseline on --gpu 0, DDP on 2 ranks sharing it (--gpu 0,0); skips (77) without
+ * CUDA or a GPU. */
+#include "cuda/cuda_api.h"
 #include "probes/phase.h"
 #include "probes/tools/nvtx_capture.h"
 #include "testutil.h"
@@ -80,8 +84,14 @@ static int check_dir(const char *dir, const struct nvtx_capture_expect *x, int *
     return ranks;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* the ranks' devices: CPU ranks, or GPU 0 (the DDP run's two ranks share it) */
+    const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
+    if (gpu && !cuda_build_enabled())
+        test_skip("this build has no CUDA (toolkit not found or -DDDPPROF_CUDA=OFF)");
+    if (gpu && cuda_device_count() == 0)
+        test_skip("no CUDA device (no GPU or no driver): the GPU ranks' NVTX need one");
     if (access(getenv("DDPPROF_BUILD_DIR") ? getenv("DDPPROF_BUILD_DIR") : ".", R_OK) != 0)
         test_skip("DDPPROF_BUILD_DIR not set");
     char so[4096];
@@ -91,7 +101,8 @@ int main(void)
 
     /* baseline: 320 samples / batch 32 = 10 steps, no buckets */
     char *a = test_tmpdir();
-    CHECK(run(a, "--cpu 1 --mode baseline --limit 320") == 0, "baseline run");
+    CHECK(run(a, gpu ? "--gpu 0 --mode baseline --limit 320" : "--cpu 1 --mode baseline --limit 320") == 0,
+          "baseline run");
     struct nvtx_capture_expect base = {.steps = 10, .first_step = 1, .buckets = 0, .data = 1,
                                        .world_size = 1};
     char why[512] = "";
@@ -105,7 +116,8 @@ int main(void)
 
     /* DDP: 2 ranks x 16 = 32 per step, 320 samples = 10 steps; 3 buckets at 0.02 MiB */
     char *b = test_tmpdir();
-    CHECK(run(b, "--cpu 2 --mode ddp --batch-size 16 --limit 320 --bucket-cap-mb 0.02") == 0,
+    CHECK(run(b, gpu ? "--gpu 0,0 --mode ddp --batch-size 16 --limit 320 --bucket-cap-mb 0.02"
+                     : "--cpu 2 --mode ddp --batch-size 16 --limit 320 --bucket-cap-mb 0.02") == 0,
           "2-rank run");
     struct nvtx_capture_expect ddp = {.steps = 10, .first_step = 1, .buckets = 3, .data = 1,
                                       .world_size = 2};

@@ -594,11 +594,6 @@ static void cause_compute(const struct advice_run *a, const struct run *base,
     if (cpu && have_cores)
         cb_add(why, " (%d rank%s on %d core%s)", ranks, ranks == 1 ? "" : "s", cores,
                cores == 1 ? "" : "s");
-    const int cpu_amp = cpu && r->meta.amp.s && !meta_is(&r->meta.amp, "off") &&
-                        !meta_is(&base->meta.amp, r->meta.amp.s);
-    if (cpu_amp)
-        cb_add(why, ", and the run's %s autocast is emulated on CPU (rounding added, no faster "
-                    "arithmetic)", r->meta.amp.s);
     if (cpu)
         cb_add(act, "more cores per rank, or GPUs, would change it");
     else
@@ -608,8 +603,6 @@ static void cause_compute(const struct advice_run *a, const struct run *base,
         cb_add(act, " (what if: %d such ranks, each on its own %s: %.2fx the baseline, "
                     "predicted)",
                wf->scale[0].world, cpu ? "cores" : "device", wf->scale[0].speedup);
-    if (cpu_amp)
-        cb_add(act, "; so would --amp off on CPU");
 }
 
 /* What would change the exposed communication: by the collective that grew most. */

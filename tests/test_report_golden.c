@@ -349,11 +349,16 @@ static const char *want_speedup =
     "run,mode,device,world_size,amp,epochs,images,wall_s,train_s,images_per_s,speedup,"
     "efficiency,final_accuracy,repeats,wall_s_median,wall_s_min,wall_s_max,"
     "images_per_s_median,images_per_s_min,images_per_s_max,speedup_median,speedup_min,"
-    "speedup_max\n"
-    /* 64 images / 0.014 s = 4571.4 */
-    "baseline,baseline,cpu,1,off,1,64,1.500,0.014,4571.4,1.000,1.000,0.500000,1,1.500,1.500,1.500,4571.4,4571.4,4571.4,1.000,1.000,1.000\n"
-    /* 128 / 0.016 = 8000 img/s; 8000 / 4571.43 = 1.75; / 2 ranks = 0.875 */
-    "ddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,1.750,0.875,0.600000,1,1.250,1.250,1.250,8000.0,8000.0,8000.0,1.750,1.750,1.750\n";
+    "speedup_max,basis,steady_steps,steady_images,steady_s,first_step_ms,"
+    "images_per_s_whole_run,speedup_whole_run,efficiency_whole_run\n"
+    /* 64 images / 0.014 s = 4571.4; 2 steps, too few for a warm-up: the steady state is
+     * every step (so the whole run's figures are the same); step 1 [0, 6000] µs */
+    "baseline,baseline,cpu,1,off,1,64,1.500,0.014,4571.4,1.000,1.000,0.500000,1,1.500,1.500,1.500,4571.4,4571.4,4571.4,1.000,1.000,1.000,"
+    "steady,2,64,0.014,6.000,4571.4,1.000,1.000\n"
+    /* 128 / 0.016 = 8000 img/s; 8000 / 4571.43 = 1.75; / 2 ranks = 0.875; rank 0's step 1
+     * [0, 8000] µs */
+    "ddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,1.750,0.875,0.600000,1,1.250,1.250,1.250,8000.0,8000.0,8000.0,1.750,1.750,1.750,"
+    "steady,2,128,0.016,8.000,8000.0,1.750,0.875\n";
 
 static void test_parent_layout(const char *root)
 {
@@ -441,9 +446,11 @@ static void test_several_runs(const char *root)
     CHECK(rc == 0, "report on three runs: %s", error_get());
     char *sp = test_read_file(out, "speedup.csv");
     /* bw4 has no metrics.csv: images = 128 x 1 epoch; train_s 0.010 -> 12800 img/s; speedup
-     * 12800 / 4571.43 = 2.8, efficiency 0.7 */
+     * 12800 / 4571.43 = 2.8, efficiency 0.7; its one step is its steady state (its images:
+     * 128 x 1 step / 1 step) */
     CHECK(sp && strstr(sp, "\nbw4,ddp,cuda,4,fp16,1,128,2.000,0.010,12800.0,2.800,0.700,0.7"
-                    ",1,2.000,2.000,2.000,12800.0,12800.0,12800.0,2.800,2.800,2.800\n"),
+                    ",1,2.000,2.000,2.000,12800.0,12800.0,12800.0,2.800,2.800,2.800"
+                    ",steady,1,128,0.010,10.000,12800.0,2.800,0.700\n"),
           "speedup.csv of three runs:\n%s", sp ? sp : "(missing)");
     CHECK(sp && count_substr(sp, "\n") == 4, "speedup.csv should have a header and 3 rows");
     free(sp);
@@ -471,7 +478,8 @@ static void test_single_run_no_baseline(const char *root)
     CHECK(rc == 0, "report on %s: %s", d, error_get());
     char *sp = test_read_file(d, "speedup.csv");
     CHECK(sp && strstr(sp, "\nddp,ddp,cpu,2,off,1,128,1.250,0.016,8000.0,,,0.600000"
-                    ",1,1.250,1.250,1.250,8000.0,8000.0,8000.0,,,\n"),
+                    ",1,1.250,1.250,1.250,8000.0,8000.0,8000.0,,,"
+                    ",steady,2,128,0.016,8.000,8000.0,,\n"),
           "speedup.csv of a lone DDP run:\n%s", sp ? sp : "(missing)");
     free(sp);
     free(d);

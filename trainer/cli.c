@@ -225,7 +225,8 @@ static const struct cli_option cli_options[] = {
      .metavar = "N", .group = G_OUT,
      .dflt = "until the step time settles, at most 10 (report/FORMULAS.md)",
      .help = "the report leaves each run's first N steps out of the per-step statistics "
-             "(phases, overlap, buckets, stragglers); 0 keeps them all"},
+             "(phases, overlap, buckets, stragglers) and of the throughput and speedup; 0 "
+             "keeps them all"},
 
     {"--amp", NULL, CLI_ENUM, CLI_ALL, FIELD(train.amp.dtype), .choices = amp_choices, .always = 1,
      .dflt = "fp16 for ddp, off for baseline", .group = G_AMP,

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/vec.h"
+#include "report/analysis/diff.h"
 #include "report/analysis/predict.h"
 #include "report/input/run.h"
 
@@ -484,7 +485,245 @@ static int verdict_run(const struct advice_run *ar, int n, int base)
     return best < 0 ? 0 : best;
 }
 
-static char *verdict_text(const struct runset *rs, const struct advice_run *ar, int base)
+/* ---- the verdict's cause (FORMULAS.md "Advice": the verdict) ----
+ * Where the run the verdict is about is slower than the baseline or scales poorly, the
+ * diff of the baseline and that run (report/analysis/diff.h) says which part of the step
+ * grew most: compute per rank (forward + backward + optimizer), exposed communication
+ * (most of it waiting for a slower rank: stragglers), data, or the rest. */
+
+enum cause_kind { CAUSE_COMPUTE, CAUSE_COMM, CAUSE_DATA, CAUSE_OTHER, CAUSE_NKINDS };
+
+/* The diff's figures the cause is read from, ms per step on the critical rank. */
+struct cause_fig {
+    double step_a, step_b, dstep;
+    double delta[CAUSE_NKINDS];
+    double fb_a, fb_b;        /* forward + backward (their parts of the step) */
+    char comm_top[64];        /* the collective under exposed_comm that grew most ("": none) */
+    double comm_top_ms;
+};
+
+static double us_ms(int64_t us)
+{
+    return (double)us * 1e-3;
+}
+
+/* The figures of diff d into *f. */
+static void cause_fig_fill(const struct diff_result *d, struct cause_fig *f)
+{
+    memset(f, 0, sizeof *f);
+    f->step_a = us_ms(d->rows[0].a_us);
+    f->step_b = us_ms(d->rows[0].b_us);
+    f->dstep = f->step_b - f->step_a;
+    for (size_t i = 1; i < d->n; i++) {
+        const struct diff_row *r = &d->rows[i];
+        const double delta = us_ms(r->b_us - r->a_us);
+        if (strcmp(r->level, "comm") == 0 && strcmp(r->name, "other") != 0 &&
+            (!f->comm_top[0] || delta > f->comm_top_ms)) {
+            snprintf(f->comm_top, sizeof f->comm_top, "%s", r->name);
+            f->comm_top_ms = delta;
+        }
+        if (strcmp(r->level, "phase") != 0)
+            continue;
+        const int fb = strcmp(r->name, "forward") == 0 || strcmp(r->name, "backward") == 0;
+        const enum cause_kind k = fb || strcmp(r->name, "optimizer") == 0 ? CAUSE_COMPUTE
+                                  : strcmp(r->name, "exposed_comm") == 0   ? CAUSE_COMM
+                                  : strcmp(r->name, "data") == 0           ? CAUSE_DATA
+                                                                           : CAUSE_OTHER;
+        f->delta[k] += delta;
+        if (fb) {
+            f->fb_a += us_ms(r->a_us);
+            f->fb_b += us_ms(r->b_us);
+        }
+    }
+}
+
+/* A bounded string builder: appends stop at the end of the buffer. */
+struct cause_buf {
+    char *p;
+    size_t size, len;
+};
+
+static void cb_add(struct cause_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cb_add(struct cause_buf *b, const char *fmt, ...)
+{
+    if (b->len + 1 >= b->size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->len = b->len + (size_t)n < b->size ? b->len + (size_t)n : b->size - 1;
+}
+
+static int meta_int(const struct meta_value *v, int *out)
+{
+    if (!v->s || v->i < 1 || v->i > 1 << 20)
+        return 0;
+    *out = (int)v->i;
+    return 1;
+}
+
+/* Why each rank's compute is slower than the baseline's, and what would change it. */
+static void cause_compute(const struct advice_run *a, const struct run *base,
+                          const struct cause_fig *f, const struct predict_whatif *wf,
+                          struct cause_buf *why, struct cause_buf *act)
+{
+    const struct run *r = a->r;
+    int bb = 0, rb = 0, tb = 0, tr = 0, cores = 0, ranks = 0;
+    double ratio = f->fb_a > 0.0 ? f->fb_b / f->fb_a : 0.0;
+    const int per_image = meta_int(&base->meta.batch_size, &bb) &&
+                          meta_int(&r->meta.batch_size, &rb) && bb != rb;
+    if (per_image)
+        ratio *= (double)bb / rb;
+    if (ratio > 0.0)
+        cb_add(why, ": each rank's forward+backward takes %.2fx the baseline's%s", ratio,
+               per_image ? " per image" : "");
+    const int cpu = meta_is(&r->meta.device, "cpu") && meta_is(&base->meta.device, "cpu");
+    if (!meta_int(&r->meta.local_world_size, &ranks))
+        ranks = r->world_size;
+    const int threads = meta_int(&base->meta.threads_per_rank, &tb) &&
+                        meta_int(&r->meta.threads_per_rank, &tr);
+    const int have_cores = meta_int(&r->meta.host_cores, &cores);
+    if (cpu && threads && tb > tr)
+        cb_add(why, ": the baseline ran %d threads, each rank %d", tb, tr);
+    else if (cpu && threads)
+        cb_add(why, ": each rank ran %d thread%s as the baseline did, sharing the host's caches "
+                    "and memory bandwidth", tr, tr == 1 ? "" : "s");
+    if (cpu && have_cores)
+        cb_add(why, " (%d rank%s on %d core%s)", ranks, ranks == 1 ? "" : "s", cores,
+               cores == 1 ? "" : "s");
+    if (cpu)
+        cb_add(act, "more cores per rank, or GPUs, would change it");
+    else
+        cb_add(act, "each rank's device is slower than the baseline's at the same work: its "
+                    "clocks, what else runs on it, its precision");
+    if (wf && wf->ok && wf->run == a->idx && wf->scale[0].speedup > 0.0)
+        cb_add(act, " (what if: %d such ranks, each on its own %s: %.2fx the baseline, "
+                    "predicted)",
+               wf->scale[0].world, cpu ? "cores" : "device", wf->scale[0].speedup);
+}
+
+/* What would change the exposed communication: by the collective that grew most. */
+static void cause_comm(const struct advice_run *a, const struct cause_fig *f,
+                       const struct predict_whatif *wf, struct cause_buf *why,
+                       struct cause_buf *act)
+{
+    const char *top = f->comm_top[0] ? f->comm_top : NULL;
+    if (top && f->comm_top_ms > 0.0)
+        cb_add(why, ", most of it in %s (%+.1f ms)", top, f->comm_top_ms);
+    const int sync_bn = a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1;
+    if (top && top[0] == 'b' && top[1] >= '0' && top[1] <= '9') {
+        cb_add(act, "the gradient all-reduce: a faster interconnect, fewer gradient bytes, or "
+                    "more compute per step to hide it under (a larger batch per rank)");
+        if (wf && wf->ok && wf->run == a->idx && wf->best_cap_mb != wf->cap_mb)
+            cb_add(act, "; --bucket-cap-mb %.3g is predicted %+.1f ms per step",
+                   wf->best_cap_mb, wf->best_step_ms - wf->step_ms);
+    } else if (top && sync_bn &&
+               (strcmp(top, "comm.allreduce") == 0 || strcmp(top, "comm.allgather") == 0)) {
+        cb_add(act, "SyncBatchNorm's collectives: --no-sync-bn where each rank's batch is "
+                    "large enough");
+    } else if (top && strcmp(top, "comm.broadcast") == 0) {
+        cb_add(act, "DDP's buffer broadcast: broadcast_buffers=False where they need not match");
+    } else {
+        cb_add(act, "a faster interconnect, or fewer collectives per step");
+    }
+}
+
+/* The others' wait for the slowest rank per step (stragglers.csv), when it is at least
+ * half the growth of the exposed communication (ADVICE_CAUSE_WAIT): the waiting is the
+ * stragglers', not the wire's.  1 with *f and *wait_ms set, else 0. */
+static int cause_waits(const struct advice_run *a, const struct cause_fig *c,
+                       struct straggler_fig *f, double *wait_ms)
+{
+    if (!straggler_fig(a, f))
+        return 0;
+    *wait_ms = f->all_wait_ms < c->delta[CAUSE_COMM] ? f->all_wait_ms : c->delta[CAUSE_COMM];
+    return *wait_ms >= ADVICE_CAUSE_WAIT * c->delta[CAUSE_COMM];
+}
+
+static void cause_waits_text(const struct advice_run *a, const struct straggler_fig *f,
+                             double wait_ms, struct cause_buf *why, struct cause_buf *act)
+{
+    cb_add(why, ": the other ranks wait %.1f ms per step for the slowest (rank %d in %.0f %% "
+                "of %d steps)",
+           wait_ms, f->rank, f->share, f->steps);
+    if (straggler_steady(f))
+        cb_add(act, "rank %d's compute: what else runs on its %s, its CPU binding and clocks, "
+                    "its share of the data", f->rank,
+               meta_is(&a->r->meta.device, "cuda") ? "GPU" : "cores");
+    else
+        cb_add(act, "the slowest rank changes: uneven work per rank or a noisy machine (pin "
+                    "threads, keep other programs off the cores)");
+}
+
+/* The cause of the speedup gap of run v against base, into cause ("cause: ...") and
+ * action (what would change it), its short name into *name; 0 when there is none to name
+ * (no diff). */
+static int verdict_cause(const struct runset *rs, const struct run_stat *st,
+                         const struct advice_run *ar, int base, int v,
+                         const struct predict_whatif *wf, char *cause, size_t size,
+                         char *action, size_t asize, const char **name)
+{
+    struct diff_result d = {0};
+    const int ok = diff_compute(rs, st, base, v, &d) == 0 && d.n > DIFF_PARTS;
+    error_clear(); /* a diff that cannot be made names no cause; ddpprof diff says why */
+    struct cause_fig f;
+    if (ok)
+        cause_fig_fill(&d, &f);
+    diff_free(&d);
+    if (!ok)
+        return 0;
+    struct cause_buf why = {cause, size, 0}, act = {action, asize, 0};
+    const struct advice_run *a = &ar[v];
+    const struct run *b = &rs->runs[base];
+    int k = 0;
+    for (int q = 1; q < CAUSE_NKINDS; q++)
+        if (f.delta[q] > f.delta[k])
+            k = q;
+    if (f.dstep <= 0.0 || f.delta[k] <= 0.0) {
+        int pb, pr;
+        cb_add(&why, "cause: not the step time (the baseline's %.1f ms, this run's %.1f ms): "
+                     "the images per step", f.step_a, f.step_b);
+        if (meta_int(&b->meta.batch_size, &pb) && meta_int(&a->r->meta.batch_size, &pr))
+            cb_add(&why, " (%d per rank x %d ranks against the baseline's %d)", pr,
+                   a->r->world_size, pb);
+        cb_add(&act, "a larger batch per rank would change it");
+        cb_add(&why, "; %s", action);
+        *name = "images per step";
+        return 1;
+    }
+    const double share = 100.0 * f.delta[k] / f.dstep;
+    static const char *const names[CAUSE_NKINDS] = {"compute per rank", "exposed communication",
+                                                    "data loading", "outside the traced phases"};
+    struct straggler_fig sf;
+    double wait_ms = 0.0;
+    const int waits = k == CAUSE_COMM && cause_waits(a, &f, &sf, &wait_ms);
+    *name = waits ? "waiting for a slower rank" : names[k];
+    cb_add(&why, "cause: %s%s, %+.1f ms per step (%.0f %% of the step's %+.1f ms over the "
+                 "baseline's %.1f ms, diff.csv)",
+           *name, waits ? ", in exposed communication" : "", f.delta[k], share, f.dstep,
+           f.step_a);
+    if (waits)
+        cause_waits_text(a, &sf, wait_ms, &why, &act);
+    else if (k == CAUSE_COMPUTE)
+        cause_compute(a, b, &f, wf, &why, &act);
+    else if (k == CAUSE_COMM)
+        cause_comm(a, &f, wf, &why, &act);
+    else if (k == CAUSE_DATA)
+        cb_add(&act, "more loader workers, so the next batch is ready before the step asks "
+                     "for it");
+    else
+        cb_add(&act, "the training loop's own work between the phases (diff.csv's other)");
+    cb_add(&why, "; %s", action);
+    return 1;
+}
+
+/* The verdict line; adv->gap and adv->cause_action set on the way.  NULL: out of memory. */
+static char *verdict_text(const struct runset *rs, const struct run_stat *st,
+                          const struct advice_run *ar, int base, const struct predict_whatif *wf,
+                          struct advice *adv)
 {
     const int v = verdict_run(ar, rs->n, base);
     const struct advice_run *a = &ar[v];
@@ -496,7 +735,7 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
             out = NULL;
         return out;
     }
-    char head[256];
+    char head[256], cause[1024] = "", act[512] = "";
     const struct run_stat *s = a->s;
     const char *who = run_mode_is(a->r, "ddp")        ? "DDP"
                       : run_mode_is(a->r, "baseline") ? "the baseline"
@@ -511,6 +750,14 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                                     "throughput, efficiency %.2f",
                  who, a->r->world_size, device_words(a->r), a->r->label, word, s->speedup,
                  s->efficiency);
+        adv->gap = s->speedup < ADVICE_NO_FASTER || s->efficiency < ADVICE_EFF_FAIR;
+        if (adv->gap && verdict_cause(rs, st, ar, base, v, wf, cause + 2, sizeof cause - 2,
+                                      act, sizeof act, &adv->cause_name)) {
+            cause[0] = ';';
+            cause[1] = ' ';
+            if (!(adv->cause_action = strdup(act)))
+                return NULL;
+        }
     } else {
         snprintf(head, sizeof head, "%s on %d %s (run %s), %s", who, a->r->world_size,
                  device_words(a->r), a->r->label,
@@ -530,10 +777,10 @@ static char *verdict_text(const struct runset *rs, const struct advice_run *ar, 
                        (base >= 0 && base != v &&
                         analysis_oversubscribed(&rs->runs[base], &ranks, &cores));
     if (asprintf(&out, "verdict: %s; its step (%.1f ms) is compute %.0f %%, exposed "
-                       "communication %.0f %%, data %.0f %%, other %.0f %%%s",
+                       "communication %.0f %%, data %.0f %%, other %.0f %%%s%s",
                  head, step, advice_pct(comp, step), advice_pct(exp, step),
                  advice_pct(data, step), advice_pct(other, step),
-                 loaded ? " (measured under load)" : "") < 0)
+                 loaded ? " (measured under load)" : "", cause) < 0)
         out = NULL;
     return out;
 }
@@ -588,7 +835,7 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
             n++;
         }
     }
-    if (rc == 0 && !(out->verdict = verdict_text(rs, ar, base)))
+    if (rc == 0 && !(out->verdict = verdict_text(rs, st, ar, base, wf, out)))
         rc = error_set("report: out of memory");
     if (rc == 0 && n > 0) {
         qsort(rk, n, sizeof *rk, cmp_ranked);
@@ -620,5 +867,6 @@ void advice_free(struct advice *a)
         free(a->items[k].text);
     free(a->items);
     free(a->verdict);
+    free(a->cause_action);
     memset(a, 0, sizeof *a);
 }

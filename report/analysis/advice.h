@@ -36,6 +36,9 @@
 #define ADVICE_NO_FASTER 1.05
 #define ADVICE_EFF_WELL 0.9
 #define ADVICE_EFF_FAIR 0.7
+/* The verdict's cause: the exposed communication's growth is the stragglers' when the
+ * others' wait for the slowest rank is at least this share of it. */
+#define ADVICE_CAUSE_WAIT 0.5
 
 /* One candidate recommendation. */
 enum advice_source {
@@ -55,6 +58,13 @@ struct advice_item {
 
 struct advice {
     char *verdict;             /* "verdict: ..." (NULL only before advice_make) */
+    char *cause_action;        /* where the verdict names the cause of a speedup gap: what
+                                  would change it ("more cores per rank, or GPUs, ..."),
+                                  else NULL */
+    const char *cause_name;    /* ... and the cause ("compute per rank"; static) */
+    int gap;                   /* the verdict's run is slower than the baseline or scales
+                                  poorly (speedup < ADVICE_NO_FASTER or efficiency <
+                                  ADVICE_EFF_FAIR) */
     struct advice_item *items; /* every candidate, best first */
     size_t n, cap;
 };

@@ -1159,8 +1159,10 @@ static void analysis_skip_warmup(const struct analysis_ctx *c, struct rank_sel *
         for (size_t i = from; i < end; i++) {
             const struct run_row *row = &rows[sel->idx[i]];
             if (row->step >= 1 && row->step <= c->warmup_last) {
-                if (p == c->known[TRACE_PHASE_STEP])
+                if (p == c->known[TRACE_PHASE_STEP]) {
                     out->warmup_step_ns += row->end_ns - row->start_ns;
+                    out->warmup_nsteps++;
+                }
                 continue;
             }
             sel->idx[at++] = sel->idx[i];
@@ -1339,7 +1341,34 @@ int analysis_baseline(const struct runset *rs)
     return -1;
 }
 
-static void analysis_throughput(struct run_stat *st)
+const char *const analysis_basis_names[] = {
+    [ANALYSIS_BASIS_NONE] = "",
+    [ANALYSIS_BASIS_STEADY] = "steady",
+    [ANALYSIS_BASIS_WHOLE_RUN] = "whole_run",
+    [ANALYSIS_BASIS_WALL] = "wall",
+};
+
+/* The images of the steady steps (after the warm-up): metrics.csv's rows of those steps
+ * where it names its steps, else the run's images x steady steps / all its steps (every
+ * step taken as carrying the same batch).  0 when unknown. */
+static int64_t analysis_steady_images(const struct run_stat *st)
+{
+    const struct run *r = st->run;
+    const struct rank_stat *k = &st->ranks[0];
+    if (r->has_metrics && r->metrics_nrows > 0) {
+        int64_t n = 0;
+        for (size_t i = 0; i < r->metrics_nrows; i++)
+            if (r->metrics_rows[i].step > st->warmup.last_step)
+                n += r->metrics_rows[i].images;
+        return n;
+    }
+    const double all = (double)(k->nsteps + k->warmup_nsteps);
+    return all > 0 ? (int64_t)((double)st->images * (double)k->nsteps / all + 0.5) : 0;
+}
+
+/* The whole run: images over every step's time (train_s), or over wall_s without step
+ * ranges. */
+static void analysis_whole_run(struct run_stat *st)
 {
     const struct run *r = st->run;
     st->has_wall = r->meta.wall_s.s != NULL;
@@ -1366,13 +1395,65 @@ static void analysis_throughput(struct run_stat *st)
     /* rank 0's trace stopped early (run.h cut): its step time is not the run's */
     if (st->has_images && st->has_train && st->train_s > 0 &&
         !(r->nranks > 0 && r->ranks[0].cut && !st->train_from_wall)) {
-        st->images_per_s = analysis_images_per_s(st->images, st->train_s);
-        st->has_ips = 1;
+        st->images_per_s_whole = analysis_images_per_s(st->images, st->train_s);
+        st->has_ips_whole = 1;
+        st->basis_whole = st->train_from_wall ? ANALYSIS_BASIS_WALL : ANALYSIS_BASIS_WHOLE_RUN;
     }
 }
 
-/* speedup and efficiency of every run against the baseline: images/s over the baseline's,
- * both on train_s when both have step ranges, else both on wall_s. */
+/* images_per_s: the steady state's (rank 0's steps after the warm-up), else the whole
+ * run's. */
+static void analysis_throughput(struct run_stat *st)
+{
+    analysis_whole_run(st);
+    if (st->has_ips_whole && !st->train_from_wall) {
+        const struct rank_stat *k = &st->ranks[0];
+        st->steady_steps = k->nsteps;
+        st->steady_s = (double)k->step_total_ns * 1e-9;
+        st->steady_images = analysis_steady_images(st);
+        st->has_steady = st->steady_images > 0 && st->steady_s > 0;
+    }
+    if (st->has_steady) {
+        st->images_per_s = analysis_images_per_s(st->steady_images, st->steady_s);
+        st->has_ips = 1;
+        st->basis = ANALYSIS_BASIS_STEADY;
+    } else if (st->has_ips_whole) {
+        st->images_per_s = st->images_per_s_whole;
+        st->has_ips = 1;
+        st->basis = st->basis_whole;
+        if (!st->train_from_wall)
+            report_warn("%s: no steady-state steps to count images on: images_per_s and "
+                        "speedup are the whole run's (speedup.csv basis)",
+                        st->run->dir);
+    }
+}
+
+/* The whole-run speedup of s against base: images/s over the baseline's, both on train_s
+ * when both have step ranges, else both on wall_s.  1 and *speedup set, or 0. */
+static int analysis_speedup_whole(const struct run_stat *s, const struct run_stat *base,
+                                  double *speedup, enum analysis_basis *basis)
+{
+    double ips = 0, ips_base = 0;
+    if (s->has_ips_whole && base->has_ips_whole && !s->train_from_wall &&
+        !base->train_from_wall) {
+        ips = s->images_per_s_whole;
+        ips_base = base->images_per_s_whole;
+        *basis = ANALYSIS_BASIS_WHOLE_RUN;
+    } else if (s->has_images && base->has_images && s->has_wall && base->has_wall &&
+               s->wall_s > 0 && base->wall_s > 0) {
+        ips = analysis_images_per_s(s->images, s->wall_s);
+        ips_base = analysis_images_per_s(base->images, base->wall_s);
+        *basis = ANALYSIS_BASIS_WALL;
+    }
+    if (!(ips > 0 && ips_base > 0))
+        return 0;
+    *speedup = analysis_speedup(ips, ips_base);
+    return 1;
+}
+
+/* speedup and efficiency of every run against the baseline: steady images/s over the
+ * baseline's where both have a steady state, else the whole run's; the whole run's beside
+ * them (_whole). */
 static void analysis_against_baseline(const struct runset *rs, struct run_stat *st)
 {
     int b = analysis_baseline(rs);
@@ -1385,20 +1466,27 @@ static void analysis_against_baseline(const struct runset *rs, struct run_stat *
     const struct run_stat *base = &st[b];
     for (int i = 0; i < rs->n; i++) {
         struct run_stat *s = &st[i];
-        double ips = 0, ips_base = 0;
-        if (s->has_ips && base->has_ips && !s->train_from_wall && !base->train_from_wall) {
-            ips = s->images_per_s;
-            ips_base = base->images_per_s;
-        } else if (s->has_images && base->has_images && s->has_wall && base->has_wall &&
-                   s->wall_s > 0 && base->wall_s > 0) {
-            ips = analysis_images_per_s(s->images, s->wall_s);
-            ips_base = analysis_images_per_s(base->images, base->wall_s);
+        const int world = s->run->world_size;
+        if (analysis_speedup_whole(s, base, &s->speedup_whole, &s->basis_whole)) {
+            s->efficiency_whole = analysis_efficiency(s->speedup_whole, world);
+            s->has_speedup_whole = 1;
         }
-        if (ips > 0 && ips_base > 0) {
-            s->speedup = analysis_speedup(ips, ips_base);
-            s->efficiency = analysis_efficiency(s->speedup, s->run->world_size);
-            s->has_speedup = 1;
+        if (s->has_steady && base->has_steady) {
+            s->speedup = analysis_speedup(s->images_per_s, base->images_per_s);
+            s->basis = ANALYSIS_BASIS_STEADY;
+        } else if (s->has_speedup_whole) {
+            s->speedup = s->speedup_whole;
+            s->basis = s->basis_whole;
+            if (s->has_steady && i != b)
+                report_warn("%s: the baseline %s has no steady-state steps: the speedup of %s "
+                            "is the whole run's (speedup.csv basis %s)",
+                            s->run->dir, base->run->label, s->run->label,
+                            analysis_basis_names[s->basis]);
+        } else {
+            continue;
         }
+        s->efficiency = analysis_efficiency(s->speedup, world);
+        s->has_speedup = 1;
     }
 }
 

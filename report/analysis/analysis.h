@@ -42,6 +42,7 @@ struct rank_stat {
     int median_step, slowest_step; /* the step numbers of the p50 and the longest step range
                                       (-1: no step ranges) */
     int64_t warmup_step_ns; /* the warm-up steps' step ranges, left out of step_ns */
+    size_t warmup_nsteps;   /* ... and how many */
     int has_kern;                  /* device activity was seen: kern is its sweep */
     struct kernel_sweep kern;
 };
@@ -70,7 +71,8 @@ struct step_stat {
  * The first steps of a run (allocation, cuDNN's and oneDNN's first-call planning, cold
  * caches) are slower than the rest; like torch.profiler's schedule(warmup=...), every
  * per-step statistic (phases.csv, overlap.csv, buckets.csv, stragglers.csv, the step
- * drawings) leaves them out.  train_s and the throughput still count every step. */
+ * drawings) leaves them out, and so do the throughput, speedup and efficiency (the steady
+ * state); train_s and the _whole_run figures of speedup.csv count every step. */
 #define ANALYSIS_WARMUP_AUTO (-1) /* detect: analysis_warmup_detect */
 #define ANALYSIS_WARMUP_TOL 0.5   /* settled: within 50 % above the median that follows */
 #define ANALYSIS_WARMUP_NEXT 5    /* ... of the next 5 steps */
@@ -89,6 +91,15 @@ struct warmup_stat {
  * for w < cap = min(ANALYSIS_WARMUP_CAP, n / 4); cap when none has. */
 int analysis_warmup_detect(const int64_t *dur, size_t n);
 
+/* What a run's throughput and speedup are taken over (speedup.csv basis). */
+enum analysis_basis {
+    ANALYSIS_BASIS_NONE,      /* no figure */
+    ANALYSIS_BASIS_STEADY,    /* the steps after the warm-up */
+    ANALYSIS_BASIS_WHOLE_RUN, /* every step's range (train_s) */
+    ANALYSIS_BASIS_WALL       /* the run's wall_s (no step ranges) */
+};
+extern const char *const analysis_basis_names[]; /* "", "steady", "whole_run", "wall" */
+
 struct run_stat {
     const struct run *run;
     struct rank_stat *ranks; /* as run->ranks */
@@ -100,10 +111,22 @@ struct run_stat {
     int rep_steps[2]; /* the drawn steps (report.html): the median and the slowest step of
                          the lowest rank with step ranges */
     int nrep;
+    /* speedup.csv (report/FORMULAS.md): images_per_s, speedup and efficiency are the
+     * steady state's (the steps after the warm-up) where both runs have one, else the
+     * whole run's (basis says which); the _whole figures count every step */
     int has_images, has_wall, has_train, has_ips, has_speedup;
     int64_t images;
     double wall_s, train_s, images_per_s, speedup, efficiency;
+    enum analysis_basis basis; /* of speedup (of images_per_s without a speedup) */
     int train_from_wall; /* no step ranges: train_s is wall_s */
+    int has_steady;      /* the steady figures below are set */
+    size_t steady_steps; /* rank 0's steps after the warm-up */
+    int64_t steady_images;
+    double steady_s;     /* their step ranges' time */
+    int has_ips_whole, has_speedup_whole;
+    double images_per_s_whole, speedup_whole, efficiency_whole; /* every step (train_s), or
+                                                                   wall_s (basis_whole) */
+    enum analysis_basis basis_whole;
     struct warmup_stat warmup; /* the steps left out of the per-step statistics */
 };
 
@@ -177,8 +200,8 @@ double analysis_busbw(double algbw_gbps, int world_size);
  * undefined when the time is 0. */
 int analysis_pct_hidden(const struct bucket_stat *b, double *pct);
 
-/* speedup.csv images_per_s: images / seconds (train_s, or wall_s for the speedup of a run
- * without step ranges). */
+/* speedup.csv images_per_s: images / seconds (the steady steps' images / their time;
+ * _whole_run: images / train_s, or wall_s for a run without step ranges). */
 double analysis_images_per_s(int64_t images, double seconds);
 
 /* speedup.csv speedup: images/s over the baseline's images/s. */

@@ -52,11 +52,11 @@ void notes_warmup_spread(const struct runset *rs, const struct run_stat *st,
                                       : "--warmup-steps";
         if (w->steps == 1)
             notes_add(warm, "run %s: step %d: %.1f ms, warm-up, not counted in the per-step "
-                              "statistics (%s)",
+                              "statistics, the throughput or the speedup (%s)",
                         rs->runs[i].label, w->first_step, ms(w->first_ns), how);
         else if (w->steps > 1)
             notes_add(warm, "run %s: steps %d-%d: warm-up (step %d: %.1f ms), not counted in "
-                              "the per-step statistics (%s)",
+                              "the per-step statistics, the throughput or the speedup (%s)",
                         rs->runs[i].label, w->first_step, w->last_step, w->first_step,
                         ms(w->first_ns), how);
         else if (w->first_ns >= 0 && w->detected)

@@ -260,15 +260,34 @@ struct run_metrics {
     struct run *run;
     const char *path;
     int images_col; /* -1 until the header was read */
+    int step_col;   /* -1: no step column */
 };
+
+/* Keep row's step and images (run->metrics_rows) when its step is an integer >= 1; a
+ * row without one is counted in the images all the same.  0, or -1 (out of memory). */
+static int run_metrics_keep(struct run_metrics *m, char **f, int nf, int64_t images)
+{
+    struct run *r = m->run;
+    int64_t step;
+    if (m->step_col < 0 || m->step_col >= nf ||
+        meta_int_of(f[m->step_col], strlen(f[m->step_col]), &step) < 0 || step < 1)
+        return 0;
+    if (VEC_RESERVE(r->metrics_rows, r->metrics_cap, r->metrics_nrows + 1))
+        return error_set("%s: out of memory", m->path);
+    r->metrics_rows[r->metrics_nrows++] = (struct run_step_images){step, images};
+    return 0;
+}
 
 static int run_metrics_row(void *ctx, char **f, int nf, long line)
 {
     struct run_metrics *m = ctx;
     if (m->images_col < 0) {
-        for (int i = 0; i < nf; i++)
+        for (int i = 0; i < nf; i++) {
             if (strcmp(f[i], "images") == 0)
                 m->images_col = i;
+            if (strcmp(f[i], "step") == 0)
+                m->step_col = i;
+        }
         if (m->images_col < 0)
             return error_set("%s line %ld: no column 'images' in the header (expected "
                              "step,epoch,loss,lr,images)",
@@ -283,7 +302,7 @@ static int run_metrics_row(void *ctx, char **f, int nf, long line)
                          run_shown(f[m->images_col]));
     m->run->metrics_images += v;
     m->run->metrics_steps++;
-    return 0;
+    return run_metrics_keep(m, f, nf, v);
 }
 
 /* ---- rankN.trace.csv ---- */
@@ -810,6 +829,7 @@ static void run_free(struct run *r)
     for (int i = 0; i < r->nranks; i++)
         rank_trace_free(&r->ranks[i]);
     free(r->ranks);
+    free(r->metrics_rows);
     free(r->dir);
     free(r->label);
 }
@@ -1058,7 +1078,7 @@ static int run_load(struct runset *rs, const char *dir)
     if (!path)
         return -1;
     if (run_is_file(path)) {
-        struct run_metrics m = {.run = r, .path = path, .images_col = -1};
+        struct run_metrics m = {.run = r, .path = path, .images_col = -1, .step_col = -1};
         rc = run_rows_each(path, run_metrics_row, &m);
         r->has_metrics = rc == 0;
     } else {

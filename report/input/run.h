@@ -57,6 +57,11 @@ struct rank_trace {
                                   NULL: none (ddpprof's own runs) */
 };
 
+/* One row of metrics.csv: a training step and the images it took (all ranks). */
+struct run_step_images {
+    int64_t step, images;
+};
+
 struct run {
     char *dir;   /* the run directory (an import: the traces' directory, or its first file) */
     const char *format; /* "ddpprof", "kineto" or "legacy" (a static string) */
@@ -68,6 +73,9 @@ struct run {
     int has_metrics;           /* metrics.csv was read (imports: every step's batch is known) */
     int64_t metrics_images;    /* sum of its images column (imports: of the batch sizes) */
     long metrics_steps;        /* its rows */
+    struct run_step_images *metrics_rows; /* its rows' step and images, in file order, when
+                                             it has a step column (NULL: none; imports) */
+    size_t metrics_nrows, metrics_cap;
 };
 
 struct runset {

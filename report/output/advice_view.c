@@ -24,8 +24,17 @@ void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
         return;
     }
     if (advice_shown(a) == 0) {
-        snprintf(buf, size, "no recommendation: no rule's threshold was reached "
-                            "(report/FORMULAS.md \"Advice\")");
+        if (a->cause_action) /* the verdict named why it is slower: act on that */
+            snprintf(buf, size, "what to do, from the verdict's cause (%s): %s; no rule's "
+                                "threshold was reached (report/FORMULAS.md \"Advice\")",
+                     a->cause_name ? a->cause_name : "-", a->cause_action);
+        else if (a->gap)
+            snprintf(buf, size, "no rule's threshold was reached (report/FORMULAS.md "
+                                "\"Advice\"), but the run is slower than it should be: "
+                                "ddpprof diff says where its step time went (diff.csv)");
+        else
+            snprintf(buf, size, "no recommendation: no rule's threshold was reached "
+                                "(report/FORMULAS.md \"Advice\")");
         return;
     }
     const struct advice_item *it = &a->items[k - 1];
@@ -37,7 +46,7 @@ void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
 
 void advice_print(const struct advice *a, FILE *out)
 {
-    char line[1024];
+    char line[ADVICE_LINE_MAX];
     fputs("#\n", out);
     for (size_t k = 0; k < advice_nlines(a); k++) {
         advice_line(a, k, line, sizeof line);
@@ -47,7 +56,7 @@ void advice_print(const struct advice *a, FILE *out)
 
 void advice_write_html(const struct advice *a, FILE *out)
 {
-    char line[1024];
+    char line[ADVICE_LINE_MAX];
     fputs("<div class=\"advice\">\n", out);
     for (size_t k = 0; k < advice_nlines(a); k++) {
         advice_line(a, k, line, sizeof line);

@@ -14,9 +14,12 @@
 size_t advice_nlines(const struct advice *a);
 
 /* Line k < advice_nlines(a): 0 is the verdict ("verdict: ..."), k >= 1 is "k. TEXT [up to
- * -X.X ms per step, measured|predicted|assumed]" (or "no recommendation: ...").  The
- * terminal and the page print exactly these strings.  Writes into buf (NUL-terminated,
- * cut to size). */
+ * -X.X ms per step, measured|predicted|assumed]".  When no rule fired, line 1 is "what to
+ * do: the verdict's cause: ..." where the verdict named the cause of a speedup gap, a
+ * pointer to the diff where it could not, else "no recommendation: ...".  The terminal and
+ * the page print exactly these strings.  Writes into buf (NUL-terminated, cut to size:
+ * ADVICE_LINE_MAX holds every line). */
+#define ADVICE_LINE_MAX 2048
 void advice_line(const struct advice *a, size_t k, char *buf, size_t size);
 
 /* The terminal: "#", then each line of advice_line as "# LINE". */

@@ -113,7 +113,9 @@ enum speedup_col { SP_RUN, SP_MODE, SP_DEVICE, SP_WORLD_SIZE, SP_AMP, SP_EPOCHS,
                    SP_WALL, SP_TRAIN, SP_IMAGES_PER_S, SP_SPEEDUP, SP_EFFICIENCY,
                    SP_FINAL_ACCURACY, SP_REPEATS, SP_WALL_MED, SP_WALL_MIN, SP_WALL_MAX,
                    SP_IPS_MED, SP_IPS_MIN, SP_IPS_MAX, SP_SPEEDUP_MED, SP_SPEEDUP_MIN,
-                   SP_SPEEDUP_MAX, SP_NCOLS };
+                   SP_SPEEDUP_MAX, SP_BASIS, SP_STEADY_STEPS, SP_STEADY_IMAGES, SP_STEADY_S,
+                   SP_FIRST_STEP, SP_IPS_WHOLE, SP_SPEEDUP_WHOLE, SP_EFFICIENCY_WHOLE,
+                   SP_NCOLS };
 static const struct table_col speedup_cols[SP_NCOLS] = {
     [SP_RUN] = {"run", "run", "", 1},
     [SP_MODE] = {"mode", "mode", "", 1},
@@ -137,7 +139,15 @@ static const struct table_col speedup_cols[SP_NCOLS] = {
     [SP_IPS_MAX] = {"images_per_s_max", "max", "img/s", 0},
     [SP_SPEEDUP_MED] = {"speedup_median", "speedup med", "x", 0},
     [SP_SPEEDUP_MIN] = {"speedup_min", "min", "x", 0},
-    [SP_SPEEDUP_MAX] = {"speedup_max", "max", "x", 0}};
+    [SP_SPEEDUP_MAX] = {"speedup_max", "max", "x", 0},
+    [SP_BASIS] = {"basis", "basis", "", 1},
+    [SP_STEADY_STEPS] = {"steady_steps", "steady steps", "", 0},
+    [SP_STEADY_IMAGES] = {"steady_images", "steady images", "", 0},
+    [SP_STEADY_S] = {"steady_s", "steady", "s", 0},
+    [SP_FIRST_STEP] = {"first_step_ms", "first step", "ms", 0},
+    [SP_IPS_WHOLE] = {"images_per_s_whole_run", "throughput whole run", "img/s", 0},
+    [SP_SPEEDUP_WHOLE] = {"speedup_whole_run", "speedup whole run", "x", 0},
+    [SP_EFFICIENCY_WHOLE] = {"efficiency_whole_run", "efficiency whole run", "", 0}};
 
 #define NCOLS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -349,6 +359,25 @@ static int fill_stragglers_worst(const struct runset *rs, const struct run_stat 
     return 0;
 }
 
+/* The steady state's columns of a run's row and the whole run's beside them. */
+static void fill_speedup_steady(const struct run_stat *s, struct table *t)
+{
+    table_set(t, SP_BASIS, "%s", analysis_basis_names[s->basis]);
+    if (s->has_steady) {
+        table_set(t, SP_STEADY_STEPS, "%zu", s->steady_steps);
+        table_set(t, SP_STEADY_IMAGES, "%lld", (long long)s->steady_images);
+        table_set(t, SP_STEADY_S, "%.3f", s->steady_s);
+    }
+    if (s->warmup.first_ns >= 0)
+        table_set(t, SP_FIRST_STEP, "%.3f", ms(s->warmup.first_ns));
+    if (s->has_ips_whole)
+        table_set(t, SP_IPS_WHOLE, "%.1f", s->images_per_s_whole);
+    if (s->has_speedup_whole) {
+        table_set(t, SP_SPEEDUP_WHOLE, "%.3f", s->speedup_whole);
+        table_set(t, SP_EFFICIENCY_WHOLE, "%.3f", s->efficiency_whole);
+    }
+}
+
 static void fill_speedup(const struct runset *rs, const struct run_stat *st,
                          struct repeats *rep, struct table *t)
 {
@@ -375,6 +404,7 @@ static void fill_speedup(const struct runset *rs, const struct run_stat *st,
             table_set(t, SP_EFFICIENCY, "%.3f", s->efficiency);
         }
         table_set(t, SP_FINAL_ACCURACY, "%s", meta_text(&r->meta.final_accuracy));
+        fill_speedup_steady(s, t);
         struct repeats *p = &rep[i];
         struct spread sp;
         table_set(t, SP_REPEATS, "%d", p->n);

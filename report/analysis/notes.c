@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/vec.h"
+#include "report/analysis/modes.h"
 
 static double ms(int64_t ns)
 {
@@ -90,6 +91,54 @@ void notes_warmup_spread(const struct runset *rs, const struct run_stat *st,
 /* The cautions beside the speedup table (report/FORMULAS.md "Figures measured under
  * load"): a rank whose trace ends early (run.h cut), a run measured on a busy host, a
  * speedup that compares such a run, an efficiency above 1. */
+/* Step times in two groups (modes.h; FORMULAS.md "Two groups of step times"): the lowest
+ * rank with enough steady steps; with 2 ranks or more, whether the slow steps are waits for
+ * one rank (stragglers.csv: steps whose ranks waited at least half the groups' difference
+ * for the slowest one's gradients, per waiting rank) and which rank that was most often. */
+static void notes_modes(const struct run *r, const struct run_stat *s, struct note_lines *t)
+{
+    const struct rank_stat *rk = NULL;
+    for (int k = 0; k < s->nranks && !rk; k++)
+        if (s->ranks[k].nsteps >= MODES_MIN_STEPS)
+            rk = &s->ranks[k];
+    struct step_modes m;
+    if (!rk || modes_split(rk->step_ns, rk->nsteps, &m) != 0 || !m.two)
+        return;
+    char why[320] = "";
+    if (r->world_size >= 2 && s->nsteps > 0) {
+        const double half_ns = 0.5 * (m.slow_ms - m.fast_ms) * 1e6;
+        size_t waits = 0;
+        int count[64] = {0}, top = -1;
+        for (size_t i = 0; i < s->nsteps; i++) {
+            const struct step_stat *x = &s->steps[i];
+            if (x->ranks < 2 || (double)x->wait_ns < half_ns * (x->ranks - 1))
+                continue;
+            waits++;
+            if (x->slowest_rank < 0 || x->slowest_rank >= 64)
+                continue;
+            count[x->slowest_rank]++;
+            if (top < 0 || count[x->slowest_rank] > count[top])
+                top = x->slowest_rank;
+        }
+        if (waits * 2 >= m.n_slow && top >= 0)
+            snprintf(why, sizeof why, "; in %zu steps the other ranks waited that long for one "
+                                      "rank's gradients, rank %d's in %.0f %% of them "
+                                      "(stragglers.csv): a rank that lost its core, not the "
+                                      "network -- advice on collectives uses transfer times",
+                     waits, top, 100.0 * count[top] / (double)waits);
+        else
+            snprintf(why, sizeof why, "; the slow steps are not waits for one rank (%zu of "
+                                      "them, stragglers.csv): every rank slowed together -- "
+                                      "load on the machine, or periodic work",
+                     waits);
+    }
+    notes_add(t, "run %s: its step times fall in two groups (rank %d's %zu steps after the "
+                 "warm-up): %.0f %% near %.3f ms and %.0f %% near %.3f ms, none between "
+                 "(separation %.1f): the means in these tables describe neither%s",
+              r->label, rk->rank, m.n, 100.0 * (double)m.n_fast / (double)m.n, m.fast_ms,
+              100.0 * (double)m.n_slow / (double)m.n, m.slow_ms, m.separation, why);
+}
+
 void notes_cautions(const struct runset *rs, const struct run_stat *st, struct note_lines *t)
 {
     int base = analysis_baseline(rs);
@@ -124,6 +173,7 @@ void notes_cautions(const struct runset *rs, const struct run_stat *st, struct n
             notes_add(t, "run %s: a collective failed; the flight recorder (rankN.flight.csv) "
                            "says %s",
                         r->label, flight);
+        notes_modes(r, &st[i], t);
         struct run_load l;
         analysis_load(r, &l);
         int over = analysis_oversubscribed(r, &over_ranks, &over_cores);

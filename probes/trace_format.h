@@ -38,8 +38,8 @@ static inline int trace_file_rank(const char *name)
  * (trainer/train_resume.c) rather than writing rows the report refuses */
 #define TRACE_STEP_MAX 2147483647LL
 
-/* names longer than this many bytes are cut there (at a UTF-8 boundary) */
-#define TRACE_NAME_MAX 1024
+/* names are written whole, whatever their length (no cap: a templated kernel's name runs
+ * to kilobytes, and a cut one no longer equals what other tools show) */
 
 /* ---- columns, in file order: FIRST(ID, "name") once, then X(ID, "name") ---- */
 #define TRACE_COLUMNS(FIRST, X)                                                              \

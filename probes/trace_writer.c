@@ -39,6 +39,11 @@ struct trace_writer {
     _Atomic size_t committed; /* bytes of whole rows at the start of buf */
     _Atomic int64_t disk;     /* bytes in the file; the file offset except during a flush */
     _Atomic uint64_t rows, lost;
+    /* a row too long for buf (trace_row_bytes > TRACE_ROW_MAX) being written on its own,
+     * by a thread owning the buffer in TW_FLUSH with nothing committed: the signal handler
+     * finishes it as it finishes a flush */
+    _Atomic(const char *) big;
+    size_t big_n;
     int slot;                 /* index in tw_registry */
     /* the flusher thread: writes the committed rows every interval_ms, so a rank that is
      * SIGKILLed or hangs loses at most the last interval's rows */
@@ -90,13 +95,20 @@ static char *tw_put_u64(char *p, uint64_t u)
     return p;
 }
 
+/* the fixed columns' worst case: 7 signed and 1 unsigned 64-bit numbers, the phase, clock
+ * and kind names, 11 commas and the newline */
+#define TRACE_ROW_FIXED 256
+
+size_t trace_row_bytes(const struct trace_row *r)
+{
+    const char *name = r->name ? r->name : phase_name(r->phase);
+    return TRACE_ROW_FIXED + 2 * strlen(name) + 2; /* every byte a doubled quote, quoted */
+}
+
 size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
 {
     const char *name = r->name ? r->name : phase_name(r->phase);
-    size_t len = strnlen(name, TRACE_NAME_MAX);
-    if (len == TRACE_NAME_MAX && name[len] != '\0')
-        while (len > 0 && ((unsigned char)name[len] & 0xC0) == 0x80)
-            len--; /* do not cut a UTF-8 sequence in two */
+    size_t len = strlen(name);
     int quote = 0;
     for (size_t i = 0; i < len && !quote; i++)
         quote = name[i] == ',' || name[i] == '"' || name[i] == '\r' || name[i] == '\n';
@@ -124,7 +136,7 @@ size_t trace_format_row(char *buf, size_t cap, const struct trace_row *r)
     p = tw_put_u64(p, r->bytes);
     *p++ = ',';
     if (quote) {
-        p += csv_write(p, cap - (size_t)(p - buf) - 32, name, len);
+        p += csv_write(p, cap - (size_t)(p - buf) - 32, name, len); /* room: trace_row_bytes */
     } else {
         memcpy(p, name, len);
         p += len;
@@ -300,6 +312,13 @@ static void tw_handler_flush(struct trace_writer *w, pid_t self, int release)
             done = (size_t)(pos - disk) < n ? (size_t)(pos - disk) : n;
     }
     tw_write_all(w->fd, w->buf + done, n - done);
+    const char *big = from == TW_FLUSH ? atomic_load_explicit(&w->big, memory_order_acquire) : NULL;
+    if (big) { /* a long row on its own (committed was 0): from where its write got */
+        off_t pos = lseek(w->fd, 0, SEEK_CUR);
+        size_t bdone = pos > disk ? (size_t)(pos - disk) : 0;
+        if (bdone < w->big_n)
+            tw_write_all(w->fd, big + bdone, w->big_n - bdone);
+    }
     if (from == TW_IDLE && release) {
         /* nobody was in the middle of anything: leave a consistent, usable writer */
         atomic_store(&w->committed, 0);
@@ -548,6 +567,66 @@ fail:
     return NULL;
 }
 
+/* A row longer than TRACE_ROW_MAX (its name), formatted in its own buffer and written after
+ * the buffered rows, as a flush is: the caller holds mu and owns the buffer in TW_APPEND;
+ * it is idle again on return.  A failed write leaves the file at its last whole row. */
+static int tw_add_long(struct trace_writer *w, const struct trace_row *row)
+{
+    const size_t need = trace_row_bytes(row);
+    char *line = malloc(need);
+    if (!line) {
+        tw_move(w, TW_APPEND, TW_IDLE);
+        tw_note_loss(w, 1, "out of memory for a long row");
+        return error_set("trace %s: out of memory for a %zu-byte row", w->path, need);
+    }
+    const size_t n = trace_format_row(line, need, row);
+    if (!tw_move(w, TW_APPEND, TW_FLUSH)) { /* a signal handler took the buffer */
+        free(line);
+        tw_note_loss(w, 1, "stopped by a fatal signal");
+        return error_set("trace %s: stopped by a fatal signal", w->path);
+    }
+    int rc = tw_flush_owned(w);
+    if (rc == 0) {
+        const int64_t base = atomic_load_explicit(&w->disk, memory_order_relaxed);
+        const uint64_t mine = tw_pack(tw_tid(), TW_FLUSH);
+        w->big_n = n;
+        atomic_store_explicit(&w->big, line, memory_order_release);
+        size_t off = 0;
+        while (off < n && rc == 0) {
+            ssize_t k = write(w->fd, line + off, n - off);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (atomic_load(&w->state) != mine) {
+                /* a handler on another thread finishes the row from `line`: leave it be
+                 * (the process is dying) */
+                return error_set("trace %s: stopped by a fatal signal", w->path);
+            }
+            if (k <= 0) {
+                int e = k < 0 ? errno : EIO;
+                if (ftruncate(w->fd, (off_t)base) == 0) /* back to the last whole row */
+                    lseek(w->fd, (off_t)base, SEEK_SET);
+                char why[128];
+                snprintf(why, sizeof why, "write failed: %s", strerror(e));
+                tw_note_loss(w, 1, why);
+                rc = error_set("trace %s: %s; a %zu-byte row dropped (check free space)",
+                               w->path, why, n);
+                break;
+            }
+            off += (size_t)k;
+        }
+        atomic_store_explicit(&w->big, NULL, memory_order_release);
+        if (rc == 0) {
+            atomic_store_explicit(&w->disk, base + (int64_t)n, memory_order_release);
+            atomic_fetch_add_explicit(&w->rows, 1, memory_order_relaxed);
+        }
+    } else {
+        tw_note_loss(w, 1, "an earlier write failed");
+    }
+    tw_move(w, TW_FLUSH, TW_IDLE);
+    free(line);
+    return rc;
+}
+
 int trace_writer_add(struct trace_writer *w, const struct trace_row *row)
 {
     int rc = 0;
@@ -556,6 +635,11 @@ int trace_writer_add(struct trace_writer *w, const struct trace_row *row)
         tw_note_loss(w, 1, "stopped by a fatal signal");
         pthread_mutex_unlock(&w->mu);
         return error_set("trace %s: stopped by a fatal signal", w->path);
+    }
+    if (trace_row_bytes(row) > TRACE_ROW_MAX) {
+        rc = tw_add_long(w, row);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
     }
     size_t c = atomic_load_explicit(&w->committed, memory_order_relaxed);
     size_t n = trace_format_row(w->buf + c, w->cap - c, row); /* c < threshold: fits */

@@ -43,8 +43,8 @@
 extern "C" {
 #endif
 
-/* One row of the trace (probes/TRACE.md).  name NULL means the phase name; names longer than
- * TRACE_NAME_MAX bytes are cut there.  end_ns < start_ns is written as end_ns = start_ns. */
+/* One row of the trace (probes/TRACE.md).  name NULL means the phase name; a name of any
+ * length is written whole.  end_ns < start_ns is written as end_ns = start_ns. */
 struct trace_row {
     int rank;
     int64_t step;
@@ -65,7 +65,9 @@ typedef void (*trace_emit_fn)(void *ctx, const struct trace_row *row);
 
 #define TRACE_FLUSH_BYTES_DEFAULT (256u * 1024u)
 #define TRACE_FLUSH_INTERVAL_MS_DEFAULT 1000u
-#define TRACE_ROW_MAX 4096 /* bound on one formatted row (name quoted at worst) */
+/* a row up to this long (trace_row_bytes) is formatted in the writer's buffer; a longer one
+ * (a name of more than ~1.9 KB) goes to the file on its own, after the buffered rows */
+#define TRACE_ROW_MAX 4096
 
 struct trace_writer;
 
@@ -102,8 +104,11 @@ uint64_t trace_writer_lost(const struct trace_writer *w);
  * during the writer's life (the message says how many and the first cause). */
 int trace_writer_close(struct trace_writer *w);
 
-/* Format row into buf (cap >= TRACE_ROW_MAX) as one CSV line with its "\n"; returns its
- * length.  Exposed for tests and benchmarks. */
+/* An upper bound on the bytes trace_format_row writes for row (its name quoted at worst). */
+size_t trace_row_bytes(const struct trace_row *row);
+
+/* Format row into buf (cap >= trace_row_bytes(row)) as one CSV line with its "\n"; returns
+ * its length.  Exposed for tests and benchmarks. */
 size_t trace_format_row(char *buf, size_t cap, const struct trace_row *row);
 
 #ifdef __cplusplus

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,17 +161,23 @@ static void test_round_trip(void)
     CHECK(w != NULL, "open: %s", error_get());
     if (!w)
         return;
-    char longname[3000];
+    char longname[3000]; /* over TRACE_ROW_MAX quoted? no: 3 KB plain, in the buffer */
     memset(longname, 'k', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    char utf8cut[TRACE_NAME_MAX + 8]; /* a 2-byte UTF-8 sequence straddling the cut */
-    memset(utf8cut, 'u', TRACE_NAME_MAX - 1);
-    utf8cut[TRACE_NAME_MAX - 1] = (char)0xC3;
-    utf8cut[TRACE_NAME_MAX] = (char)0xA9;
-    utf8cut[TRACE_NAME_MAX + 1] = 'z';
-    utf8cut[TRACE_NAME_MAX + 2] = '\0';
+    /* 100 KB of a templated kernel's kind of name, with commas and quotes: written on its
+     * own (over TRACE_ROW_MAX), whole, quoted, between buffered rows */
+    static char hugename[100 * 1024];
+    for (size_t i = 0; i + 1 < sizeof hugename; i++)
+        hugename[i] = "void k<cute::tuple<int, \"x\">>"[i % 30];
+    hugename[sizeof hugename - 1] = '\0';
+    char utf8[1100]; /* a 2-byte UTF-8 sequence where the old 1024-byte cut was */
+    memset(utf8, 'u', 1023);
+    utf8[1023] = (char)0xC3;
+    utf8[1024] = (char)0xA9;
+    utf8[1025] = 'z';
+    utf8[1026] = '\0';
     const char *names[] = {"forward", "void gemm<float, 4>(float*, int)", "say \"hi\"",
-                           "two\nlines\r\n", "", longname, utf8cut};
+                           "two\nlines\r\n", "", longname, hugename, utf8, "after"};
     const int nn = (int)(sizeof names / sizeof names[0]);
     struct trace_row r0 = {
         .rank = 3, .step = 123456789012345ll, .epoch = 7, .phase = PROBE_ALLREDUCE, .bucket = 11,
@@ -204,15 +211,9 @@ static void test_round_trip(void)
         for (int j = 0; j < NCOL; j++)
             CHECK(strcmp(p.rows[1][j], want0[j]) == 0, "row 1 col %d: '%s' != '%s'", j,
                   p.rows[1][j], want0[j]);
-        for (int i = 0; i < nn - 2; i++)
-            CHECK(strcmp(p.rows[2 + i][9], names[i]) == 0, "name %d: '%s' != '%s'", i,
-                  p.rows[2 + i][9], names[i]);
-        CHECK(strlen(p.rows[2 + nn - 2][9]) == TRACE_NAME_MAX, "long name cut to %zu",
-              strlen(p.rows[2 + nn - 2][9]));
-        CHECK(strlen(p.rows[2 + nn - 1][9]) == TRACE_NAME_MAX - 1 &&
-                  p.rows[2 + nn - 1][9][TRACE_NAME_MAX - 2] == 'u',
-              "UTF-8 sequence at the cut not dropped whole (len %zu)",
-              strlen(p.rows[2 + nn - 1][9]));
+        for (int i = 0; i < nn; i++) /* every name whole, the 100 KB one too */
+            CHECK(strcmp(p.rows[2 + i][9], names[i]) == 0, "name %d (%zu bytes): read back "
+                  "as %zu bytes", i, strlen(names[i]), strlen(p.rows[2 + i][9]));
         CHECK(strcmp(p.rows[2 + nn][6], "500") == 0 && strcmp(p.rows[2 + nn][7], "500") == 0,
               "end < start written as %s..%s", p.rows[2 + nn][6], p.rows[2 + nn][7]);
         CHECK(strcmp(p.rows[2][3], "forward") == 0 && strcmp(p.rows[2][4], "-1") == 0 &&
@@ -224,6 +225,48 @@ static void test_round_trip(void)
     CHECK(trace_writer_open("/nonexistent-dir/x", 0, 0) == NULL, "open in a missing dir");
     CHECK(strstr(error_get(), "/nonexistent-dir/x") != NULL, "error names the path: %s",
           error_get());
+}
+
+/* A long row (its own write) that the disk refuses: the file keeps its whole rows, the row
+ * is counted lost and close says so; the writer goes on.  File size limit: EFBIG, root too. */
+static void test_long_row_refused(void)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/longfull", tmp);
+    mkdir(dir, 0755);
+    struct trace_writer *w = trace_writer_open(dir, 0, 0);
+    CHECK(w != NULL, "open: %s", error_get());
+    if (!w)
+        return;
+    struct trace_row r = row_of(0, 1, "short");
+    CHECK(trace_writer_add(w, &r) == 0, "add: %s", error_get());
+    static char name[200 * 1024];
+    memset(name, 'n', sizeof name - 1);
+    struct trace_row big = row_of(0, 2, name);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 64 * 1024; /* the header and the short row fit; 200 KB does not */
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+    int rc = trace_writer_add(w, &big);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    CHECK(rc == -1 && strstr(error_get(), "row dropped"), "a refused long row: rc %d, %s", rc,
+          error_get());
+    struct trace_row after = row_of(0, 3, "after");
+    CHECK(trace_writer_add(w, &after) == 0, "add after: %s", error_get());
+    CHECK(trace_writer_close(w) == -1 && strstr(error_get(), "1 trace row(s) lost"),
+          "close after a lost row: %s", error_get());
+    char path[700];
+    trace_path(path, sizeof path, dir, 0);
+    struct parsed p;
+    int nl = 0;
+    CHECK(parse_trace(path, &p, &nl) == 0 && trace_well_formed(&p) && nl,
+          "the file is not whole rows after the refused row");
+    CHECK(p.n == 3 && strcmp(p.rows[1][9], "short") == 0 && strcmp(p.rows[2][9], "after") == 0,
+          "%zu rows (with header): expected the short row and the one after", p.n);
+    parsed_free(&p);
 }
 
 /* ---- threshold ------------------------------------------------------------------- */
@@ -830,6 +873,7 @@ int main(void)
     free(d);
 
     test_round_trip();
+    test_long_row_refused();
     test_threshold();
     test_threads();
     test_death(DIE_SIGTERM, "sigterm", 0);

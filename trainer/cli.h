@@ -1,7 +1,7 @@
 /* cli.h — the command line, described once.
  *
  * One table in cli.c (name, short alias, kind, field, bounds, default, help, group, meta.csv
- * key) drives parsing, the --help text (defaults printed from cli_defaults, not written by
+ * key), read by the parser every command shares (common/options.h), drives parsing, the --help text (defaults printed from cli_defaults, not written by
  * hand), the argv of every child process (cli_argv: the main job starts `train` runs, `train`
  * starts `worker` ranks, and each child parses back exactly its parent's options) and the
  * options' lines of meta.csv that the run does not compute itself (cli_write_meta).

@@ -74,6 +74,12 @@ int opt_find(const struct opt_parser *p, const char *a)
     return -1;
 }
 
+int opt_given(const struct opt_parser *p, uint64_t given, const char *name)
+{
+    int k = opt_find(p, name);
+    return k >= 0 && k < 64 && (given >> k & 1);
+}
+
 /* option o's i-th choice (its value in *value), NULL past the end */
 static const char *opt_choice(const struct opt *o, int i, int *value)
 {

@@ -108,6 +108,10 @@ int opt_parse(const struct opt_parser *p, void *base, int argc, char **argv, int
  * or -1. */
 int opt_find(const struct opt_parser *p, const char *a);
 
+/* 1 when the option spelt name (a name or alias p's command takes) has its bit in given
+ * (opt_parse's) */
+int opt_given(const struct opt_parser *p, uint64_t given, const char *name);
+
 /* 1 when p's command takes option o */
 int opt_takes(const struct opt_parser *p, const struct opt *o);
 

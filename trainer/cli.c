@@ -295,8 +295,8 @@ static int cli_find(const char *a, enum cli_command cmd)
 
 static int cli_given(const struct cli *c, const char *name, enum cli_command cmd)
 {
-    int i = cli_find(name, cmd);
-    return i >= 0 && (c->given >> i & 1);
+    const struct opt_parser p = cli_parser(cmd);
+    return opt_given(&p, c->given, name);
 }
 
 int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd)
@@ -307,17 +307,6 @@ int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd)
 int cli_world(const struct cli *c)
 {
     return c->nnodes * device_ranks(&c->train.dev);
-}
-
-static void cli_mark(struct cli *c, const char *name, enum cli_command cmd, int given)
-{
-    int i = cli_find(name, cmd);
-    if (i < 0)
-        return;
-    if (given)
-        c->given |= (uint64_t)1 << i;
-    else
-        c->given &= ~((uint64_t)1 << i);
 }
 
 /* ------------------------------------------------------------------ --normalize */
@@ -399,24 +388,6 @@ int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int fi
     return cli_resolve(c, cmd);
 }
 
-int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, struct cli *run)
-{
-    *run = *c;
-    if (mode == TRAIN_BASELINE) {
-        device_keep_first(&run->train.dev);
-        cli_mark(run, "--amp", CLI_TRAIN, 0); /* the baseline stays fp32 */
-        /* one process on this node (node 0's main job makes it), nothing to restart */
-        run->nnodes = 1;
-        run->node_rank = 0;
-        run->nproc_per_node = 0;
-        run->max_restarts = 0;
-    }
-    run->train.mode = mode;
-    cli_mark(run, "--mode", CLI_TRAIN, 1);
-    run->train.run.out_dir = out;
-    return cli_resolve(run, CLI_TRAIN);
-}
-
 /* ------------------------------------------------------------------ meta.csv */
 
 void cli_write_meta(const struct train_opts *o, struct runlog *log)
@@ -439,27 +410,6 @@ void cli_write_meta(const struct train_opts *o, struct runlog *log)
 
 /* ------------------------------------------------------------------ child argv */
 
-char **cli_args_without(const struct cli *c, enum cli_command cmd, int argc, char **argv,
-                        int first, int *n)
-{
-    (void)c;
-    char **out = malloc(sizeof *out * (size_t)(argc + 1));
-    if (!out)
-        return error_set("out of memory copying the command line"), NULL;
-    *n = 0;
-    for (int i = first; i < argc; i++) {
-        int k = cli_find(argv[i], cmd);
-        if (k >= 0 && cli_options[k].commands == (unsigned)cmd) { /* cmd's own: left out */
-            if (cli_options[k].kind != OPT_FLAG)
-                i++;
-            continue;
-        }
-        out[(*n)++] = argv[i];
-    }
-    out[*n] = NULL;
-    return out;
-}
-
 void cli_argv_free(char **argv)
 {
     if (!argv)
@@ -477,45 +427,83 @@ static int cli_push(char **argv, int *n, const char *s)
     return 0;
 }
 
-/* 1 when o has another value in c than in the defaults d */
-static int cli_differs(const struct cli *c, const struct cli *d, const struct opt *o)
+/* 1 when option o is one of the names in own (NULL-terminated, may be NULL) */
+static int cli_owned(const struct opt *o, const char *const *own)
 {
-    if (o->kind == OPT_FLAG)
-        return opt_int(o, c) != opt_int(o, d);
-    char a[1024], b[1024];
-    int ha = opt_format(o, c, a, sizeof a), hb = opt_format(o, d, b, sizeof b);
-    return ha != hb || strcmp(a, b) != 0;
+    for (; own && *own; own++)
+        if (strcmp(o->name, *own) == 0)
+            return 1;
+    return 0;
 }
 
-char **cli_argv(const struct cli *c, enum cli_command to, const char *prog)
+char **cli_child_argv(enum cli_command from, int argc, char **argv, int first,
+                      enum cli_command to, const char *const *own, const char *const *add,
+                      const char *prog)
 {
-    struct cli d;
-    cli_defaults(&d);
-    char **argv = calloc(2 * (size_t)CLI_NOPTIONS + 3, sizeof *argv);
-    int n = 0, bad = !argv || cli_push(argv, &n, prog);
-    if (!bad && to != CLI_MAIN)
-        bad = cli_push(argv, &n, to == CLI_TRAIN ? "train" : "worker");
-    for (int i = 0; i < CLI_NOPTIONS && !bad; i++) {
-        const struct opt *o = &cli_options[i];
-        char value[1024];
-        /* --mode and --amp always: their defaults depend on other options; --help never */
-        const int always = strcmp(o->name, "--mode") == 0 || strcmp(o->name, "--amp") == 0;
-        if (!cli_takes(o, to) || strcmp(o->name, "--help") == 0 ||
-            (!always && !cli_differs(c, &d, o)))
+    int nadd = 0;
+    while (add && add[nadd])
+        nadd++;
+    char **out = calloc((size_t)(argc - first + nadd + 3), sizeof *out);
+    int n = 0, bad = !out || cli_push(out, &n, prog) ||
+                     cli_push(out, &n, to == CLI_TRAIN ? "train" : "worker");
+    for (int i = first; i < argc && !bad; i++) {
+        int k = cli_find(argv[i], from); /* NULL: an input the table does not know (none) */
+        const struct opt *o = k >= 0 ? &cli_options[k] : NULL;
+        const int words = o && o->kind != OPT_FLAG && i + 1 < argc ? 2 : 1;
+        if (o && (!cli_takes(o, to) || cli_owned(o, own))) { /* to's parent decides it */
+            i += words - 1;
             continue;
-        if (o->kind == OPT_FLAG) {
-            if (opt_int(o, c) == o->flag_value)
-                bad = cli_push(argv, &n, o->name);
-        } else if (opt_format(o, c, value, sizeof value)) {
-            bad = cli_push(argv, &n, o->name) || cli_push(argv, &n, value);
         }
+        for (int w = 0; w < words && !bad; w++)
+            bad = cli_push(out, &n, argv[i + w]);
+        i += words - 1;
     }
+    for (int i = 0; i < nadd && !bad; i++)
+        bad = cli_push(out, &n, add[i]);
     if (bad) {
-        cli_argv_free(argv);
-        error_set("out of memory for a command line of %d options", CLI_NOPTIONS);
+        cli_argv_free(out);
+        error_set("out of memory for a command line of %d words", argc - first + nadd);
         return NULL;
     }
-    return argv;
+    return out;
+}
+
+int cli_main_run(const struct cli *c, int argc, char **argv, int first, enum train_mode mode,
+                 const char *out, const char *prog, struct cli *run, char ***args)
+{
+    /* the devices: the baseline's is the first; the DDP run's the user's words, or, where
+     * none were given, those the main job picked (device_pick) */
+    struct device_opts dev = c->train.dev;
+    if (mode == TRAIN_BASELINE)
+        device_keep_first(&dev);
+    const int picked = !cli_given(c, "--cpu", CLI_MAIN) && !cli_given(c, "--gpu", CLI_MAIN) &&
+                       !cli_given(c, "--nproc-per-node", CLI_MAIN);
+    char gpus[TRAIN_MAX_GPUS * 6], cpus[16];
+    device_format_gpus(gpus, sizeof gpus, dev.gpus, dev.ngpus);
+    snprintf(cpus, sizeof cpus, "%d", dev.cpu_ranks);
+    const char *add[7] = {"--mode", mode == TRAIN_BASELINE ? "baseline" : "ddp", "--out", out};
+    if ((mode == TRAIN_BASELINE || picked) && (dev.ngpus || dev.cpu_ranks)) {
+        add[4] = dev.ngpus ? "--gpu" : "--cpu";
+        add[5] = dev.ngpus ? gpus : cpus;
+    }
+    /* the baseline is one process of node 0, in fp32: the main job's devices, node options
+     * and --amp are not its */
+    static const char *const own_baseline[] = {
+        "--out", "--cpu", "--gpu", "--nproc-per-node", "--nnodes", "--node-rank",
+        "--max-restarts", "--amp", NULL};
+    static const char *const own_ddp[] = {"--out", NULL};
+    const char *const *own = mode == TRAIN_BASELINE ? own_baseline : own_ddp;
+    if (!(*args = cli_child_argv(CLI_MAIN, argc, argv, first, CLI_TRAIN, own, add, prog)))
+        return -1;
+    int n = 0;
+    while ((*args)[n])
+        n++;
+    if (cli_parse(run, CLI_TRAIN, n, *args, 2)) {
+        cli_argv_free(*args);
+        *args = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ usage */

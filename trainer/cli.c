@@ -370,7 +370,8 @@ static int cli_resolve(struct cli *c, enum cli_command cmd)
         t->mode = TRAIN_DDP;
     if (!cli_given(c, "--amp", cmd)) /* the tutorial: DDP + AMP, the baseline in fp32 */
         t->amp.dtype = t->mode == TRAIN_DDP ? AMP_F16 : AMP_OFF;
-    if (cmd == CLI_TRAIN && t->mode == TRAIN_BASELINE && ranks > 1)
+    /* (tune's trials are train runs: it refuses what they would) */
+    if ((cmd == CLI_TRAIN || cmd == CLI_TUNE) && t->mode == TRAIN_BASELINE && ranks > 1)
         return error_set("--mode baseline runs one process: give one device (or --mode ddp)");
     return 0;
 }

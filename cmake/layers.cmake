@@ -31,7 +31,7 @@
 #   report_input -> common, trace_format, run_format   run directories, importers
 #   report_analysis -> report_input     the figures
 #   report_output -> report_analysis    tables, terminal, page, charts, timeline, Kineto
-#   report     -> report_output (PRIVATE)  report.c, predict_cli.c: report.h alone
+#   report     -> report_output (PRIVATE)  report.c, report_cli.c, predict_cli.c: report.h alone
 #                                       (the report: never the trainer, never the rest of
 #                                       probes; its rooms one way, report/CMakeLists.txt)
 #   backend, data, comm -> common

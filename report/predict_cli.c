@@ -4,14 +4,13 @@
  * Definitions: report/FORMULAS.md "Predictions". */
 #include "report/report.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "common/options.h"
 #include "report/analysis/analysis.h"
 #include "report/output/outfile.h"
 #include "report/analysis/predict.h"
@@ -26,150 +25,99 @@ struct predict_opts {
     int worlds[PREDICT_MAX_LIST], nworld;
     double caps[PREDICT_MAX_LIST], bws[PREDICT_MAX_LIST], lats[PREDICT_MAX_LIST];
     int ncap, nbw, nlat;
-    const char *amps[PREDICT_MAX_LIST];
+    int amps[PREDICT_MAX_LIST]; /* indices into predict_amps */
     int namp;
     int warmup_given, warmup_steps;
     const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
+    int help;
 };
 
-static int parse_list(const char *opt, const char *arg, double *out, int *n, double lo,
-                      double hi, const char *what)
+/* --amp's choices, each value its index here */
+static const struct opt_choice predict_amps[] = {
+    {"fp16", 0}, {"bf16", 1}, {"off", 2}, {NULL, 0}};
+
+#define FIELD(f) OPT_FIELD(struct predict_opts, f)
+#define LIST(f, n) OPT_LIST_FIELD(struct predict_opts, f, n)
+#define G_WHATIF "what if (each a value or a list: --bucket-cap-mb 1,4,25)"
+#define G_PREDICT "options"
+
+/* in --help order */
+static const struct opt predict_options[] = {
+    {"--world", NULL, OPT_LIST, 0, LIST(worlds, nworld), .item = OPT_INT, .min = 1,
+     .max = 65536, .what = "a whole rank count", .metavar = "N", .group = G_WHATIF,
+     .dflt = "the run's own", .help = "ranks"},
+    {"--bucket-cap-mb", NULL, OPT_LIST, 0, LIST(caps, ncap), .item = OPT_DOUBLE, .min = 1e-6,
+     .max = 1e6, .metavar = "X", .group = G_WHATIF, .dflt = "the run's own",
+     .help = "DDP bucket cap in MB of 2^20 bytes"},
+    {"--bandwidth-gbps", NULL, OPT_LIST, 0, LIST(bws, nbw), .item = OPT_DOUBLE, .min = 1e-6,
+     .max = 1e6, .metavar = "B", .group = G_WHATIF,
+     .dflt = "fitted to the run's own all-reduces",
+     .help = "link bandwidth in gigabits per second, 10^9 bit/s"},
+    {"--latency-us", NULL, OPT_LIST, 0, LIST(lats, nlat), .item = OPT_DOUBLE, .min = 0,
+     .max = 1e9, .metavar = "L", .group = G_WHATIF, .dflt = "fitted",
+     .help = "ring latency per hop in microseconds"},
+    {"--amp", NULL, OPT_LIST, 0, LIST(amps, namp), .item = OPT_ENUM, .choices = predict_amps,
+     .group = G_WHATIF, .dflt = "the run's own",
+     .help = "precision of conv and linear layers (the other precision's per-layer times "
+             "come from the main job's other run)"},
+    {"--comm-from", NULL, OPT_STRING, 0, FIELD(comm_from), .metavar = "RUN_DIR",
+     .group = G_PREDICT,
+     .help = "the comm's latency and bandwidth fitted to that DDP run's all-reduces (a "
+             "baseline predicted with another run's comm)"},
+    {"--out", NULL, OPT_STRING, 0, FIELD(out_dir), .metavar = "DIR", .dflt = "RUN_DIR",
+     .group = G_PREDICT, .help = "where predict.csv goes"},
+    {"--warmup-steps", NULL, OPT_INT, 0, FIELD(warmup_steps), .min = 0, .max = 1000000,
+     .metavar = "N", .group = G_PREDICT, .dflt = "detected, as the report",
+     .help = "leave the first N steps out"},
+    {"--help", "-h", OPT_FLAG, 0, FIELD(help), .flag_value = 1, .group = G_PREDICT,
+     .help = "this text"},
+};
+
+#define PREDICT_NOPTIONS ((int)(sizeof predict_options / sizeof predict_options[0]))
+
+static int predict_run_dir(void *ctx, const char *arg)
 {
-    const char *p = arg;
-    *n = 0;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno || !(v >= lo && v <= hi) || (*end && *end != ',') ||
-            *n >= PREDICT_MAX_LIST)
-            return error_set("predict: %s '%s': want %s, a list of at most %d separated by "
-                             "commas (%s)", opt, arg, what, PREDICT_MAX_LIST, predict_usage());
-        out[(*n)++] = v;
-        p = *end ? end + 1 : end;
-        if (*end && !*p)
-            return error_set("predict: %s '%s' ends with a comma (%s)", opt, arg,
-                             predict_usage());
-    }
-    if (*n == 0)
-        return error_set("predict: %s needs a value (%s)", opt, predict_usage());
+    struct predict_opts *o = ctx;
+    if (o->run_dir)
+        return error_set("predict: one run directory at a time ('%s' and '%s') (see ddpprof "
+                         "predict --help)", o->run_dir, arg);
+    o->run_dir = arg;
     return 0;
 }
 
-const char *predict_usage(void)
+static void predict_help(const struct opt_parser *p)
 {
-    return "usage: ddpprof predict RUN_DIR [--world N] [--bucket-cap-mb X] [--bandwidth-gbps B] "
-           "[--latency-us L] [--amp fp16|bf16|off] [--comm-from RUN_DIR] [--out DIR] [--warmup-steps N] "
-           "(lists allowed: --bucket-cap-mb 1,4,25)";
-}
-
-static int predict_help(void)
-{
-    printf("%s\n\n"
+    printf("usage: ddpprof predict RUN_DIR [options]\n"
+           "\n"
            "Replays one median step of the run (a DDP run, or a baseline) as a dependency\n"
            "graph for each combination of the options (report/FORMULAS.md \"Predictions\")\n"
            "and writes predict.csv: the run's measured step (config measured) and each\n"
-           "prediction (config predicted).  Without an option, a value is the run's own.\n\n"
-           "  RUN_DIR            a run directory (its baseline/ or ddp/ sibling is read too:\n"
-           "                     other precision, comm calibration, the speedup's baseline),\n"
-           "                     or a main job's directory (the DDP run is predicted from)\n"
-           "  --world N          ranks (list: 2,4,8)\n"
-           "  --bucket-cap-mb X  DDP bucket cap in MB of 2^20 bytes (list)\n"
-           "  --bandwidth-gbps B link bandwidth in gigabits per second, 10^9 bit/s (list;\n"
-           "                     default: fitted to the run's own all-reduces)\n"
-           "  --latency-us L     ring latency per hop in microseconds (list; default: fitted)\n"
-           "  --amp fp16|bf16|off  precision of conv and linear layers (list; the other\n"
-           "                     precision's per-layer times come from the main job's other run)\n"
-           "  --comm-from DIR    the comm's latency and bandwidth fitted to that DDP run's\n"
-           "                     all-reduces (a baseline predicted with another run's comm)\n"
-           "  --out DIR          where predict.csv goes (default: RUN_DIR)\n"
-           "  --warmup-steps N   leave the first N steps out (default: detected, as the report)\n",
-           predict_usage());
-    return 0;
+           "prediction (config predicted).  Without an option, a value is the run's own.\n"
+           "\n"
+           "  RUN_DIR                 a run directory (its baseline/ or ddp/ sibling is read "
+           "too:\n"
+           "                          other precision, comm calibration, the speedup's "
+           "baseline),\n"
+           "                          or a main job's directory (the DDP run is predicted "
+           "from)\n"
+           "\n");
+    opt_usage(stdout, p, NULL, NULL);
 }
 
-static int predict_parse(int argc, char **argv, struct predict_opts *o, int *help)
+static int predict_parse(int argc, char **argv, struct predict_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double d[PREDICT_MAX_LIST];
-        int n = 0;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            *help = 1;
-            return 0;
-        }
-        int takes = strcmp(a, "--world") == 0 || strcmp(a, "--bucket-cap-mb") == 0 ||
-                    strcmp(a, "--bandwidth-gbps") == 0 || strcmp(a, "--latency-us") == 0 ||
-                    strcmp(a, "--amp") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--comm-from") == 0 ||
-                    strcmp(a, "--warmup-steps") == 0;
-        if (takes && !v)
-            return error_set("predict: %s needs a value (%s)", a, predict_usage());
-        if (strcmp(a, "--world") == 0) {
-            if (parse_list(a, v, d, &n, 1, 65536, "whole rank counts from 1 to 65536"))
-                return -1;
-            for (int k = 0; k < n; k++) {
-                if (d[k] != floor(d[k]))
-                    return error_set("predict: --world '%s': %g is not a whole rank count (%s)",
-                                     v, d[k], predict_usage());
-                o->worlds[k] = (int)d[k];
-            }
-            o->nworld = n;
-        } else if (strcmp(a, "--bucket-cap-mb") == 0) {
-            if (parse_list(a, v, o->caps, &o->ncap, 1e-6, 1e6, "caps in MB above 0"))
-                return -1;
-        } else if (strcmp(a, "--bandwidth-gbps") == 0) {
-            if (parse_list(a, v, o->bws, &o->nbw, 1e-6, 1e6, "bandwidths in Gbit/s above 0"))
-                return -1;
-        } else if (strcmp(a, "--latency-us") == 0) {
-            if (parse_list(a, v, o->lats, &o->nlat, 0, 1e9, "latencies in µs, 0 or more"))
-                return -1;
-        } else if (strcmp(a, "--amp") == 0) {
-            char *dup = strdup(v), *save = NULL;
-            if (!dup)
-                return error_set("predict: out of memory");
-            o->namp = 0;
-            for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                static const char *const ok[] = {"off", "fp16", "bf16"};
-                const char *hit = NULL;
-                for (int k = 0; k < 3; k++)
-                    if (strcmp(tok, ok[k]) == 0)
-                        hit = ok[k];
-                if (!hit || o->namp >= PREDICT_MAX_LIST) {
-                    free(dup);
-                    return error_set("predict: --amp '%s': want fp16, bf16 or off (a list: "
-                                     "off,fp16) (%s)", v, predict_usage());
-                }
-                o->amps[o->namp++] = hit;
-            }
-            free(dup);
-            if (o->namp == 0)
-                return error_set("predict: --amp needs a value (%s)", predict_usage());
-        } else if (strcmp(a, "--out") == 0) {
-            o->out_dir = v;
-        } else if (strcmp(a, "--comm-from") == 0) {
-            o->comm_from = v;
-        } else if (strcmp(a, "--warmup-steps") == 0) {
-            char *end = NULL;
-            long w = strtol(v, &end, 10);
-            if (end == v || *end || w < 0 || w > 1000000)
-                return error_set("predict: --warmup-steps needs a step count in [0, 1000000] "
-                                 "(%s)", predict_usage());
-            o->warmup_given = 1;
-            o->warmup_steps = (int)w;
-        } else if (a[0] == '-' && a[1]) {
-            return error_set("predict: unknown option '%s' (%s)", a, predict_usage());
-        } else if (o->run_dir) {
-            return error_set("predict: one run directory at a time ('%s' and '%s') (%s)",
-                             o->run_dir, a, predict_usage());
-        } else {
-            o->run_dir = a;
-        }
-        i += takes;
+    const struct opt_parser p = {.opts = predict_options, .nopts = PREDICT_NOPTIONS,
+                                 .command = "predict", .positional = predict_run_dir, .ctx = o};
+    uint64_t given = 0;
+    if (opt_parse(&p, o, argc, argv, 1, &given))
+        return -1;
+    o->warmup_given = opt_given(&p, given, "--warmup-steps");
+    if (o->help) {
+        predict_help(&p);
+        return 0;
     }
     if (!o->run_dir)
-        return error_set("predict: no run directory given (%s)", predict_usage());
+        return error_set("predict: no run directory given (see ddpprof predict --help)");
     return 0;
 }
 
@@ -323,7 +271,7 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
                  "comm %s: an asked bandwidth is the link's rate, of which TCP carries %.3g "
                  "as payload", s->run->meta.comm.s ? s->run->meta.comm.s : "?", link_eff);
     for (int ia = 0; ia < na && rc == 0; ia++) {
-        const char *amp = o->namp ? o->amps[ia] : s->amp;
+        const char *amp = o->namp ? predict_amps[o->amps[ia]].name : s->amp;
         struct predict_model m;
         int own_m;
         if ((rc = cli_amp_model(p, s, amp, &m, &own_m)))
@@ -358,11 +306,10 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
 int predict_main(int argc, char **argv)
 {
     struct predict_cli p = {0};
-    int help = 0;
-    if (predict_parse(argc, argv, &p.o, &help))
+    if (predict_parse(argc, argv, &p.o))
         return -1;
-    if (help)
-        return predict_help();
+    if (p.o.help)
+        return 0;
     runset_init(&p.rs);
     predict_table_init(&p.t);
     int rc = cli_read(&p);

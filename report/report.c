@@ -1,6 +1,7 @@
-/* report.c — report_run and report_main (see report.h), the orchestration: read the inputs
- * (report/input), analyse them (report/analysis), then write and print the tables, the
- * timeline, the page and, on request, the Kineto export (report/output). */
+/* report.c — report_run and report_run_opts (see report.h), the orchestration: read the
+ * inputs (report/input), analyse them (report/analysis), then write and print the tables,
+ * the timeline, the page and, on request, the Kineto export (report/output).  The command
+ * line of `ddpprof report` and `ddpprof diff` is report_cli.c's. */
 #include "report/report.h"
 
 #include <stdio.h>
@@ -218,7 +219,7 @@ static int report_run_to(const char *const *inputs, int n, const struct report_o
                          FILE *terminal)
 {
     if (n < 1 || !inputs)
-        return error_set("report: no run directory or trace given (%s)", report_usage());
+        return error_set("report: no run directory or trace given (see ddpprof report --help)");
     struct report_job j = {.inputs = inputs, .n = n, .opts = opts, .wf = {.run = -1}};
     runset_init(&j.rs);
     j.rs.hta_defaults = opts && opts->hta_defaults;
@@ -253,99 +254,5 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
     int rc = report_run_to(inputs, n, opts, shown ? shown : terminal);
     if (shown)
         fclose(shown); /* a write that failed left its error on terminal, for the caller */
-    return rc;
-}
-
-const char *report_usage(void)
-{
-    return "usage: ddpprof report RUN_DIR|TRACE_DIR|TRACE.json[.gz]... [--out DIR] [--kineto] "
-           "[--timeline steps|full] [--warmup-steps N] [--hta-defaults] [--diff]; ddpprof "
-           "diff A B | ddpprof diff MAIN_JOB_DIR [--out DIR] [--warmup-steps N]";
-}
-
-int report_main(int argc, char **argv)
-{
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    struct report_opts o = {0};
-    int n = 0;
-    if (!inputs)
-        return error_set("report: out of memory");
-    if (strcmp(argv[0], "diff") == 0) { /* ddpprof diff A B: report --diff, the diff alone */
-        o.diff = REPORT_DIFF_ASKED;
-        o.diff_only = 1;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--out") == 0) {
-            if (i + 1 >= argc) {
-                free(inputs);
-                return error_set("report: --out needs a directory (%s)", report_usage());
-            }
-            o.out_dir = argv[++i];
-        } else if (strcmp(argv[i], "--kineto") == 0) {
-            o.kineto = 1;
-        } else if (strcmp(argv[i], "--timeline") == 0) {
-            if (i + 1 >= argc || (strcmp(argv[i + 1], "full") != 0 &&
-                                  strcmp(argv[i + 1], "steps") != 0)) {
-                free(inputs);
-                return error_set("report: --timeline is 'steps' (the default: at most 64 MiB) "
-                                 "or 'full' (%s)", report_usage());
-            }
-            o.timeline_full = strcmp(argv[++i], "full") == 0;
-        } else if (strcmp(argv[i], "--hta-defaults") == 0) {
-            o.hta_defaults = 1;
-        } else if (strcmp(argv[i], "--diff") == 0) {
-            o.diff = REPORT_DIFF_ASKED;
-        } else if (strcmp(argv[i], "--warmup-steps") == 0) {
-            char *end = NULL;
-            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-            if (i + 1 >= argc || end == argv[i + 1] || *end || v < 0 || v > 1000000) {
-                free(inputs);
-                return error_set("report: --warmup-steps needs a step count in [0, 1000000] "
-                                 "(%s)", report_usage());
-            }
-            o.warmup_given = 1;
-            o.warmup_steps = (int)v;
-            i++;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("%s\n\n"
-                   "  RUN_DIR     a ddpprof run directory, or a parent of runs (baseline/, ddp/)\n"
-                   "  TRACE_DIR   a directory of PyTorch profiler traces, one per rank, as\n"
-                   "              torch.profiler.tensorboard_trace_handler writes them\n"
-                   "  TRACE.json  PyTorch profiler trace files (Kineto JSON or the legacy\n"
-                   "              exporter's array; .gz too): all the files given form one run\n"
-                   "  --out DIR   where the tables go (default: the first input's directory)\n"
-                   "  --kineto    also write each ddpprof rank as Kineto JSON in DIR/kineto/\n"
-                   "  --timeline steps|full  timeline.json: at most 64 MiB, every rank's steps\n"
-                   "              around each run's median and slowest step when all of it\n"
-                   "              is more (steps, the default; its otherData.rows says what\n"
-                   "              it kept), or every row (full)\n"
-                   "  --warmup-steps N  leave each run's first N steps out of the per-step\n"
-                   "              statistics, the throughput and the speedup (default: until\n"
-                   "              the step time settles, report/FORMULAS.md \"Warm-up\n"
-                   "              steps\"; 0 keeps them all)\n"
-                   "  --hta-defaults  PyTorch traces' kernel columns (k_, idle.csv) as Holistic\n"
-                   "              Trace Analysis' default settings give them: times rounded\n"
-                   "              to µs, the last ProfilerStep's kernels left out\n"
-                   "  --diff      also diff.csv and a diff section on the page: the second\n"
-                   "              run against the first (one main-job directory: its ddp run\n"
-                   "              against its baseline), per phase, layer and bucket, each\n"
-                   "              row's share of the step-time change (ddpprof diff A B:\n"
-                   "              the same, the terminal showing the diff alone)\n",
-                   report_usage());
-            free(inputs);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            error_set("report: unknown option '%s' (%s)", argv[i], report_usage());
-            free(inputs);
-            return -1;
-        } else {
-            inputs[n++] = argv[i];
-        }
-    }
-    if (!o.diff && n == 1) /* a main job's directory: diff.csv as the main job writes it */
-        o.diff = REPORT_DIFF_AUTO;
-    int rc = n == 0 ? error_set("report: no run directory or trace given (%s)", report_usage())
-                    : report_run_opts(inputs, n, &o, stdout);
-    free(inputs);
     return rc;
 }

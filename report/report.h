@@ -54,21 +54,16 @@ int report_run_opts(const char *const *inputs, int n, const struct report_opts *
                     FILE *terminal);
 
 /* `ddpprof report ARGS...` or `ddpprof diff A B` (argv[0] "diff": report --diff, the
- * terminal showing the diff alone): argv[0] is the command's name, then inputs and options
- * (--out DIR, --kineto, --diff, --help).  Prints the tables to stdout.  Returns 0, or -1 after
- * error_set() with the one line the caller prints. */
+ * terminal showing the diff alone; report/report_cli.c): argv[0] is the command's name, then
+ * inputs and the options of its table (--out DIR, --kineto, --diff, --help, ...), parsed as
+ * every command's are (common/options.h).  Prints the tables, or --help, to stdout.  Returns
+ * 0, or -1 after error_set() with the one line the caller prints. */
 int report_main(int argc, char **argv);
 
-/* The usage text of `ddpprof report`. */
-const char *report_usage(void);
-
 /* `ddpprof predict RUN_DIR [options]` (argv[0] the command's name; report/predict_cli.c):
- * prints the table and writes predict.csv.  Returns 0, or -1 after error_set() with the one
- * line to print. */
+ * prints the table and writes predict.csv, or prints --help.  Returns 0, or -1 after
+ * error_set() with the one line to print. */
 int predict_main(int argc, char **argv);
-
-/* The usage text of `ddpprof predict`. */
-const char *predict_usage(void);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,15 @@
 /* test_cli.c — the command line table (trainer/cli.c), without running anything:
  *
- * 1. a rich command line parses to the values it spells, and the argv a child gets
- *    (cli_argv) parses back to exactly the same options, for train -> worker, the main
- *    job -> train and main -> main, GPU lists included;
+ * 1. a rich command line parses to the values it spells, and a child's command line
+ *    (cli_child_argv) is the user's words as given, less what the child does not take and
+ *    what its parent decides, then the parent's words, and parses to the same options:
+ *    train -> worker, tune -> train, the main job -> train, GPU lists included;
  * 2. the defaults that depend on others: ddp with more than one rank, amp fp16 for ddp
- *    and off for baseline, an explicit --amp off on 2 ranks kept through the child argv,
+ *    and off for baseline, an explicit --amp off on 2 ranks kept in the worker's words,
  *    a worker always ddp;
- * 3. the main job's runs: the baseline on the first device in fp32 whatever --amp says,
- *    the DDP run on all devices with --amp;
+ * 3. the main job's runs (cli_main_run): the baseline on the first device in fp32 whatever
+ *    --amp says, the DDP run on all devices with --amp, the devices the main job picked
+ *    where none was given;
  * 4. strict parsing: one error line naming the option and the value, as before;
  * 5. --help text: every option, the defaults of train_opts_default, --resume under
  *    training, the main job's --mode listed;
@@ -104,30 +106,61 @@ static int parse(struct cli *c, enum cli_command cmd, char **args)
     return cli_parse(c, cmd, argv_count(args), args, 0);
 }
 
-/* parse(argv(c)) as `to` equals c; also prints the child command line */
-static void check_round_trip(const struct cli *c, enum cli_command to, const char *what)
+/* what train's launcher decides for its workers (trainer/main.c, launch_attempt) */
+static const char *const worker_own[] = {"--out", "--resume", "--master-addr", "--master-port",
+                                         NULL};
+
+/* child's words from argv[2] on are want's (NULL-terminated) */
+static void check_words(char **child, const char *const *want, const char *what)
 {
-    char **child = cli_argv(c, to, "ddpprof");
-    CHECK(child != NULL, "%s: cli_argv: %s", what, error_get());
+    int i = 0;
+    for (; child[i + 2] && want[i]; i++)
+        CHECK(strcmp(child[i + 2], want[i]) == 0, "%s: word %d is '%s', want '%s'", what, i,
+              child[i + 2], want[i]);
+    CHECK(!child[i + 2] && !want[i], "%s: %s words than wanted ('%s')", what,
+          child[i + 2] ? "more" : "fewer", child[i + 2] ? child[i + 2] : want[i]);
+}
+
+/* The command line of a `to` child of the command line args (parsed as `from` into
+ * parent), with own and add as cli_child_argv takes them: printed, its words checked
+ * against want (when not NULL), parsed as `to` into *back (its strings point into the
+ * returned argv: free it after back) and compared with parent, but for what the parent
+ * decides (the run directory, --resume, the rendezvous) and what `to` does not take. */
+static char **check_child(const struct cli *parent, enum cli_command from, char **args,
+                          enum cli_command to, const char *const *own, const char *const *add,
+                          const char *const *want, struct cli *back, const char *what)
+{
+    char **child = cli_child_argv(from, argv_count(args), args, 0, to, own, add, "ddpprof");
+    CHECK(child != NULL, "%s: cli_child_argv: %s", what, error_get());
     if (!child)
-        return;
+        return NULL;
     printf("%s:", what);
     for (char **p = child; *p; p++)
         printf(" %s", *p);
     printf("\n");
-    int first = to == CLI_MAIN ? 1 : 2;
     CHECK(strcmp(child[0], "ddpprof") == 0, "%s: argv[0] is '%s'", what, child[0]);
-    if (to != CLI_MAIN)
-        CHECK(strcmp(child[1], to == CLI_TRAIN ? "train" : "worker") == 0,
-              "%s: argv[1] is '%s'", what, child[1]);
-    struct cli back;
-    int rc = cli_parse(&back, to, argv_count(child), child, first);
+    CHECK(strcmp(child[1], to == CLI_TRAIN ? "train" : "worker") == 0, "%s: argv[1] is '%s'",
+          what, child[1]);
+    if (want)
+        check_words(child, want, what);
+    int rc = cli_parse(back, to, argv_count(child), child, 2);
     CHECK(rc == 0, "%s: the child's argv does not parse: %s", what, error_get());
-    if (to != CLI_MAIN)
-        back.runs = c->runs; /* the main job's --mode is not train's or worker's */
-    if (rc == 0)
-        check_same(c, &back, what);
-    cli_argv_free(child);
+    if (rc != 0)
+        return child;
+    struct cli same = *back; /* back, with what the parent decides put back */
+    same.runs = parent->runs; /* the main job's --mode is not train's or worker's */
+    same.train.run.out_dir = parent->train.run.out_dir;
+    same.train.run.resume_path = parent->train.run.resume_path;
+    if (to == CLI_WORKER) { /* its rendezvous is in its environment */
+        CHECK(!cli_is_given(back, "--master-addr", CLI_WORKER) &&
+                  !cli_is_given(back, "--master-port", CLI_WORKER),
+              "%s: the worker's command line names a rendezvous", what);
+        same.master_addr = parent->master_addr;
+        same.master_port = parent->master_port;
+        same.train.dev.cpu_ranks = parent->train.dev.cpu_ranks; /* --nproc-per-node's */
+    }
+    check_same(parent, &same, what);
+    return child;
 }
 
 static void test_rich_round_trip(void)
@@ -168,17 +201,49 @@ static void test_rich_round_trip(void)
     /* 4.35 * 1000 is 4349.999... in doubles: rounded, not truncated */
     CHECK(t->dev.timeout_ms == 4350, "--timeout 4.35: %d ms", t->dev.timeout_ms);
     CHECK(strcmp(c.master_addr, "10.0.0.1") == 0 && c.master_port == 29501, "master");
-    check_round_trip(&c, CLI_WORKER, "train -> worker");
-    check_round_trip(&c, CLI_TRAIN, "train -> train");
+    /* train -> worker: the user's words as given (-e, -b, 0.0123, "/tmp/data dir"), less
+     * the launcher's own, then its run directory and checkpoint */
+    static const char *const add[] = {"--out", "/tmp/run", "--resume", "/tmp/ck.st", NULL};
+    static const char *const worker_words[] = {
+        "--cpu", "3", "--model", "convnet", "-e", "5", "-b", "17", "--lr", "0.0123",
+        "--momentum", "0.9", "--weight-decay", "1e-4", "--seed", "42", "--no-shuffle",
+        "--limit", "1234", "--test-limit", "99", "--data", "/tmp/data dir", "--normalize",
+        "0.1307,0.3081", "--init", "/tmp/i.st", "--threads", "3", "--quiet", "--trace", "nvtx",
+        "--amp", "bf16", "--loss-scale-init", "1024", "--loss-scale-growth", "3",
+        "--loss-scale-backoff", "0.25", "--loss-scale-interval", "7", "--bucket-cap-mb",
+        "0.02", "--no-sync-bn", "--timeout", "4.35", "--out", "/tmp/run", "--resume",
+        "/tmp/ck.st", NULL};
+    struct cli back;
+    char **child = check_child(&c, CLI_TRAIN, rich, CLI_WORKER, worker_own, add, worker_words,
+                               &back, "train -> worker");
+    CHECK(back.master_port == 0 && strcmp(back.master_addr, "127.0.0.1") == 0,
+          "a worker's rendezvous: %s:%d, want its environment's", back.master_addr,
+          back.master_port);
+    cli_argv_free(child);
 
+    /* tune -> train: the user's words, tune's own options and --out left out */
+    char *tune[] = {"--rounds", "3", "--cpu", "2", "--lr", "0.50", "--out", "/tmp/t",
+                    "--tune-steps", "9", "--bucket-cap-mb", "1", NULL};
+    static const char *const tune_own[] = {"--out", NULL};
+    static const char *const tune_words[] = {"--cpu", "2", "--lr", "0.50", "--bucket-cap-mb",
+                                             "1", NULL};
+    CHECK(cli_parse(&c, CLI_TUNE, argv_count(tune), tune, 0) == 0 && c.tune_rounds == 3 &&
+              c.tune_steps == 9,
+          "tune line: %s", error_get());
+    cli_argv_free(check_child(&c, CLI_TUNE, tune, CLI_TRAIN, tune_own, NULL, tune_words, &back,
+                              "tune -> train"));
+
+    /* main -> train: the main job's --mode is its own */
     char *gpus[] = {"--gpu", "3,1", "--lr", "0.3", "--bucket-cap-mb", "1e-6",
                     "--mode", "baseline", NULL};
     CHECK(parse(&c, CLI_MAIN, gpus) == 0, "main job with GPUs: %s", error_get());
     CHECK(c.train.dev.ngpus == 2 && c.train.dev.gpus[0] == 3 && c.train.dev.gpus[1] == 1,
           "--gpu 3,1: %d GPUs %d %d", c.train.dev.ngpus, c.train.dev.gpus[0], c.train.dev.gpus[1]);
     CHECK(c.runs == CLI_RUNS_BASELINE, "main --mode baseline: runs %d", (int)c.runs);
-    check_round_trip(&c, CLI_MAIN, "main -> main");
-    check_round_trip(&c, CLI_TRAIN, "main -> train");
+    static const char *const main_words[] = {"--gpu", "3,1", "--lr", "0.3", "--bucket-cap-mb",
+                                             "1e-6", NULL};
+    cli_argv_free(check_child(&c, CLI_MAIN, gpus, CLI_TRAIN, NULL, NULL, main_words, &back,
+                              "main -> train"));
 
     /* a GPU listed twice: two ranks share it (host-staged collectives, device.c) */
     char *shared[] = {"--gpu", "0,0", "--mode", "ddp", NULL};
@@ -186,7 +251,8 @@ static void test_rich_round_trip(void)
     CHECK(c.train.dev.ngpus == 2 && c.train.dev.gpus[0] == 0 && c.train.dev.gpus[1] == 0,
           "--gpu 0,0: %d ranks on GPUs %d %d", c.train.dev.ngpus, c.train.dev.gpus[0],
           c.train.dev.gpus[1]);
-    check_round_trip(&c, CLI_WORKER, "shared GPU: train -> worker");
+    cli_argv_free(check_child(&c, CLI_TRAIN, shared, CLI_WORKER, worker_own, NULL, NULL, &back,
+                              "shared GPU: train -> worker"));
 }
 
 /* torchrun's launch flags: the world is nodes x ranks per node; --nproc-per-node is --cpu
@@ -211,30 +277,29 @@ static void test_nodes(void)
     CHECK(cli_is_given(&c, "--master-port", CLI_TRAIN) &&
               !cli_is_given(&c, "--seed", CLI_TRAIN),
           "cli_is_given");
-    check_round_trip(&c, CLI_WORKER, "nodes: train -> worker");
-    char **child = cli_argv(&c, CLI_TRAIN, "ddpprof");
+    /* the node options are train's (its launcher's), not a worker's: the launcher gives
+     * it its rank and world in its environment */
+    static const char *const nodes_worker[] = {"--comm", "gloo", "--checkpoint-every", "5",
+                                               "--threads", "1", NULL};
     struct cli back;
-    CHECK(child && cli_parse(&back, CLI_TRAIN, argv_count(child), child, 2) == 0 &&
-              back.nnodes == 2 && back.node_rank == 1 && back.nproc_per_node == 2 &&
-              back.max_restarts == 3,
-          "nodes: train -> train keeps the node options: %s", error_get());
-    cli_argv_free(child);
-    child = cli_argv(&c, CLI_WORKER, "ddpprof");
-    int has_nodes = 0;
-    for (char **p = child; p && *p; p++)
-        has_nodes |= strcmp(*p, "--nnodes") == 0 || strcmp(*p, "--max-restarts") == 0;
-    CHECK(child && !has_nodes, "a worker's argv has no node options");
-    cli_argv_free(child);
+    cli_argv_free(check_child(&c, CLI_TRAIN, nodes, CLI_WORKER, worker_own, NULL, nodes_worker,
+                              &back, "nodes: train -> worker"));
 
     struct cli main_c, run;
+    char **args = NULL;
     CHECK(cli_parse(&main_c, CLI_MAIN, 12, nodes, 0) == 0, "main nodes line: %s", error_get());
-    CHECK(cli_main_run(&main_c, TRAIN_BASELINE, "/tmp/b", &run) == 0 && run.nnodes == 1 &&
-              run.max_restarts == 0 && run.train.dev.cpu_ranks == 1 && cli_world(&run) == 1,
+    CHECK(cli_main_run(&main_c, 12, nodes, 0, TRAIN_BASELINE, "/tmp/b", "ddpprof", &run,
+                       &args) == 0 &&
+              run.nnodes == 1 && run.max_restarts == 0 && run.train.dev.cpu_ranks == 1 &&
+              cli_world(&run) == 1,
           "the baseline of a 2-node main job: %s nnodes %d cpu %d", error_get(), run.nnodes,
           run.train.dev.cpu_ranks);
-    CHECK(cli_main_run(&main_c, TRAIN_DDP, "/tmp/d", &run) == 0 && run.nnodes == 2 &&
-              cli_world(&run) == 4,
+    cli_argv_free(args);
+    CHECK(cli_main_run(&main_c, 12, nodes, 0, TRAIN_DDP, "/tmp/d", "ddpprof", &run, &args) == 0 &&
+              run.nnodes == 2 && run.node_rank == 1 && run.nproc_per_node == 2 &&
+              run.max_restarts == 3 && cli_world(&run) == 4,
           "the DDP run of a 2-node main job: %s", error_get());
+    cli_argv_free(args);
 
     char *bad_rank[] = {"--nnodes", "2", "--node-rank", "2", NULL};
     CHECK(parse(&c, CLI_TRAIN, bad_rank) == -1 && strstr(error_get(), "--node-rank 2") &&
@@ -255,14 +320,14 @@ static void test_nodes(void)
     char *none[] = {NULL};
     CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.dev.conv_algo == CONV_ALGO_AUTO,
           "--conv-algo defaults to auto: %d", (int)c.train.dev.conv_algo);
-    char *wino[] = {"--conv-algo", "winograd", NULL};
+    char *wino[] = {"--cpu", "2", "--conv-algo", "winograd", NULL};
     CHECK(parse(&c, CLI_TRAIN, wino) == 0 && c.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
           "--conv-algo winograd: %s", error_get());
-    child = cli_argv(&c, CLI_WORKER, "ddpprof");
-    CHECK(child && cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
-              back.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
+    args = check_child(&c, CLI_TRAIN, wino, CLI_WORKER, worker_own, NULL, NULL, &back,
+                       "--conv-algo winograd: train -> worker");
+    CHECK(args && back.train.dev.conv_algo == CONV_ALGO_WINOGRAD,
           "--conv-algo winograd reaches a worker: %s", error_get());
-    cli_argv_free(child);
+    cli_argv_free(args);
     char *bad_algo[] = {"--conv-algo", "fft", NULL};
     CHECK(parse(&c, CLI_TRAIN, bad_algo) == -1 && strstr(error_get(), "direct") &&
               strstr(error_get(), "winograd"),
@@ -271,13 +336,12 @@ static void test_nodes(void)
     /* --tf32: off by default (strict fp32, the oracle's), on reaches the workers */
     CHECK(parse(&c, CLI_TRAIN, none) == 0 && c.train.dev.tf32 == 0, "--tf32 defaults to off: %d",
           c.train.dev.tf32);
-    char *tf32[] = {"--tf32", "on", NULL};
+    char *tf32[] = {"--cpu", "2", "--tf32", "on", NULL};
     CHECK(parse(&c, CLI_TRAIN, tf32) == 0 && c.train.dev.tf32 == 1, "--tf32 on: %s", error_get());
-    child = cli_argv(&c, CLI_WORKER, "ddpprof");
-    CHECK(child && cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
-              back.train.dev.tf32 == 1,
-          "--tf32 on reaches a worker: %s", error_get());
-    cli_argv_free(child);
+    args = check_child(&c, CLI_TRAIN, tf32, CLI_WORKER, worker_own, NULL, NULL, &back,
+                       "--tf32 on: train -> worker");
+    CHECK(args && back.train.dev.tf32 == 1, "--tf32 on reaches a worker: %s", error_get());
+    cli_argv_free(args);
     char *bad_tf32[] = {"--tf32", "yes", NULL};
     CHECK(parse(&c, CLI_TRAIN, bad_tf32) == -1 && strstr(error_get(), "on") &&
               strstr(error_get(), "off"),
@@ -298,14 +362,21 @@ static void test_defaults_round_trip(void)
     CHECK(c.train.mode == TRAIN_BASELINE && c.train.amp.dtype == AMP_OFF,
           "one rank: baseline without AMP (mode %d amp %d)", (int)c.train.mode,
           (int)c.train.amp.dtype);
-    char **child = cli_argv(&c, CLI_WORKER, "ddpprof");
-    CHECK(child != NULL, "cli_argv: %s", error_get());
+    /* a worker of it gets nothing the user did not say, but its launcher's --out; it
+     * resolves its own defaults (ddp, fp16) */
+    static const char *const add[] = {"--out", "/tmp/d", NULL};
+    char **child = cli_child_argv(CLI_TRAIN, 0, none, 0, CLI_WORKER, worker_own, add, "ddpprof");
+    CHECK(child != NULL, "cli_child_argv: %s", error_get());
     if (child) {
-        /* prog, worker, --mode X, --amp Y: only the options whose default depends on others */
-        CHECK(argv_count(child) == 6, "defaults gave %d words, want 6", argv_count(child));
+        check_words(child, add, "defaults: train -> worker");
+        struct cli back;
+        CHECK(cli_parse(&back, CLI_WORKER, argv_count(child), child, 2) == 0 &&
+                  back.train.mode == TRAIN_DDP && back.train.amp.dtype == AMP_F16 &&
+                  back.train.run.epochs == want.run.epochs,
+              "defaults: the worker's options (mode %d amp %d): %s", (int)back.train.mode,
+              (int)back.train.amp.dtype, error_get());
         cli_argv_free(child);
     }
-    check_round_trip(&c, CLI_TRAIN, "defaults");
 }
 
 static void test_mode_defaults(void)
@@ -319,7 +390,10 @@ static void test_mode_defaults(void)
     CHECK(parse(&c, CLI_TRAIN, two_off) == 0 && c.train.mode == TRAIN_DDP &&
               c.train.amp.dtype == AMP_OFF,
           "--cpu 2 --amp off: mode %d amp %d", (int)c.train.mode, (int)c.train.amp.dtype);
-    check_round_trip(&c, CLI_WORKER, "--amp off on 2 ranks");
+    static const char *const off_words[] = {"--cpu", "2", "--amp", "off", NULL};
+    struct cli back;
+    cli_argv_free(check_child(&c, CLI_TRAIN, two_off, CLI_WORKER, worker_own, NULL, off_words,
+                              &back, "--amp off on 2 ranks: train -> worker"));
     char *one_ddp[] = {"--cpu", "1", "--mode", "ddp", NULL};
     CHECK(parse(&c, CLI_TRAIN, one_ddp) == 0 && c.train.mode == TRAIN_DDP &&
               c.train.amp.dtype == AMP_F16,
@@ -334,36 +408,94 @@ static void test_mode_defaults(void)
           "a later option wins: epochs %d", c.train.run.epochs);
 }
 
+/* one run of the main job from the command line args: its train words checked against
+ * want, its parse into *run; the argv to free after run */
+static char **main_run(const struct cli *c, char **args, enum train_mode mode, const char *out,
+                       const char *const *want, struct cli *run, const char *what)
+{
+    char **child = NULL;
+    int rc = cli_main_run(c, argv_count(args), args, 0, mode, out, "ddpprof", run, &child);
+    CHECK(rc == 0, "%s: %s", what, error_get());
+    if (rc != 0)
+        return NULL;
+    printf("%s:", what);
+    for (char **p = child; *p; p++)
+        printf(" %s", *p);
+    printf("\n");
+    check_words(child, want, what);
+    CHECK(strcmp(run->train.run.out_dir, out) == 0, "%s: out %s", what, run->train.run.out_dir);
+    return child;
+}
+
 static void test_main_runs(void)
 {
     struct cli c, run;
     char *line[] = {"--cpu", "3", "--amp", "bf16", "--epochs", "2", "--out", "/tmp/x", NULL};
     CHECK(parse(&c, CLI_MAIN, line) == 0, "main line: %s", error_get());
     CHECK(c.runs == CLI_RUNS_BOTH, "main --mode default: %d", (int)c.runs);
-    CHECK(cli_main_run(&c, TRAIN_BASELINE, "/tmp/x/baseline", &run) == 0, "baseline: %s",
-          error_get());
-    CHECK(run.train.dev.cpu_ranks == 1 && run.train.mode == TRAIN_BASELINE &&
-              run.train.amp.dtype == AMP_OFF && run.train.run.epochs == 2 &&
-              strcmp(run.train.run.out_dir, "/tmp/x/baseline") == 0,
+    static const char *const base_words[] = {"--epochs", "2", "--mode", "baseline", "--out",
+                                             "/tmp/x/baseline", "--cpu", "1", NULL};
+    char **args = main_run(&c, line, TRAIN_BASELINE, "/tmp/x/baseline", base_words, &run,
+                           "main baseline run");
+    CHECK(args && run.train.dev.cpu_ranks == 1 && run.train.mode == TRAIN_BASELINE &&
+              run.train.amp.dtype == AMP_OFF && run.train.run.epochs == 2,
           "baseline run: cpu %d mode %d amp %d (want 1 baseline off)", run.train.dev.cpu_ranks,
           (int)run.train.mode, (int)run.train.amp.dtype);
-    check_round_trip(&run, CLI_TRAIN, "main baseline run");
-    CHECK(cli_main_run(&c, TRAIN_DDP, "/tmp/x/ddp", &run) == 0, "ddp: %s", error_get());
-    CHECK(run.train.dev.cpu_ranks == 3 && run.train.mode == TRAIN_DDP &&
+    cli_argv_free(args);
+    static const char *const ddp_words[] = {"--cpu", "3", "--amp", "bf16", "--epochs", "2",
+                                            "--mode", "ddp", "--out", "/tmp/x/ddp", NULL};
+    args = main_run(&c, line, TRAIN_DDP, "/tmp/x/ddp", ddp_words, &run, "main ddp run");
+    CHECK(args && run.train.dev.cpu_ranks == 3 && run.train.mode == TRAIN_DDP &&
               run.train.amp.dtype == AMP_BF16,
           "ddp run: cpu %d mode %d amp %d (want 3 ddp bf16)", run.train.dev.cpu_ranks,
           (int)run.train.mode, (int)run.train.amp.dtype);
-    check_round_trip(&run, CLI_TRAIN, "main ddp run");
+    cli_argv_free(args);
 
     char *gpus[] = {"--gpu", "2,0", NULL};
     CHECK(parse(&c, CLI_MAIN, gpus) == 0, "main --gpu 2,0: %s", error_get());
-    CHECK(cli_main_run(&c, TRAIN_BASELINE, "b", &run) == 0 && run.train.dev.ngpus == 1 &&
-              run.train.dev.gpus[0] == 2 && run.train.amp.dtype == AMP_OFF,
+    static const char *const gpu_base[] = {"--mode", "baseline", "--out", "b", "--gpu", "2",
+                                           NULL};
+    args = main_run(&c, gpus, TRAIN_BASELINE, "b", gpu_base, &run, "main --gpu 2,0 baseline");
+    CHECK(args && run.train.dev.ngpus == 1 && run.train.dev.gpus[0] == 2 &&
+              run.train.amp.dtype == AMP_OFF,
           "baseline on GPU %d of %d", run.train.dev.gpus[0], run.train.dev.ngpus);
-    CHECK(cli_main_run(&c, TRAIN_DDP, "d", &run) == 0 && run.train.dev.ngpus == 2 &&
-              run.train.amp.dtype == AMP_F16,
+    cli_argv_free(args);
+    static const char *const gpu_ddp[] = {"--gpu", "2,0", "--mode", "ddp", "--out", "d", NULL};
+    args = main_run(&c, gpus, TRAIN_DDP, "d", gpu_ddp, &run, "main --gpu 2,0 ddp");
+    CHECK(args && run.train.dev.ngpus == 2 && run.train.amp.dtype == AMP_F16,
           "ddp on %d GPUs, amp %d (want fp16 without --amp)", run.train.dev.ngpus,
           (int)run.train.amp.dtype);
+    cli_argv_free(args);
+
+    /* no devices given: the runs get those the main job picked (device_pick) */
+    char *none[] = {"--nproc-per-node", "2", "--epochs", "1", NULL};
+    CHECK(parse(&c, CLI_MAIN, none + 2) == 0, "main --epochs 1: %s", error_get());
+    c.train.dev.ngpus = 2;
+    c.train.dev.gpus[0] = 0;
+    c.train.dev.gpus[1] = 1;
+    static const char *const picked_base[] = {"--epochs", "1", "--mode", "baseline", "--out",
+                                              "b", "--gpu", "0", NULL};
+    cli_argv_free(main_run(&c, none + 2, TRAIN_BASELINE, "b", picked_base, &run,
+                           "picked GPUs: baseline"));
+    static const char *const picked_ddp[] = {"--epochs", "1", "--mode", "ddp", "--out", "d",
+                                             "--gpu", "0,1", NULL};
+    args = main_run(&c, none + 2, TRAIN_DDP, "d", picked_ddp, &run, "picked GPUs: ddp");
+    CHECK(args && run.train.dev.ngpus == 2, "picked GPUs: the DDP run has %d",
+          run.train.dev.ngpus);
+    cli_argv_free(args);
+    /* --nproc-per-node is the DDP run's (train's); the baseline is one CPU rank */
+    CHECK(parse(&c, CLI_MAIN, none) == 0 && c.train.dev.cpu_ranks == 2, "main --nproc: %s",
+          error_get());
+    static const char *const nproc_base[] = {"--epochs", "1", "--mode", "baseline", "--out",
+                                             "b", "--cpu", "1", NULL};
+    cli_argv_free(main_run(&c, none, TRAIN_BASELINE, "b", nproc_base, &run,
+                           "--nproc-per-node 2: baseline"));
+    static const char *const nproc_ddp[] = {"--nproc-per-node", "2", "--epochs", "1", "--mode",
+                                            "ddp", "--out", "d", NULL};
+    args = main_run(&c, none, TRAIN_DDP, "d", nproc_ddp, &run, "--nproc-per-node 2: ddp");
+    CHECK(args && run.train.dev.cpu_ranks == 2 && cli_world(&run) == 2,
+          "--nproc-per-node 2: the DDP run's ranks: %d", cli_world(&run));
+    cli_argv_free(args);
 }
 
 /* parse fails with one line containing want */
@@ -472,15 +604,18 @@ static void test_recipe_options(void)
           "model %s width %d dataset %d optimizer %d scale %d drop %d save %d", t->model,
           t->model_opts.width, t->data.dataset, t->optim.kind, t->optim.lr_scale_by_world,
           t->data.drop_last, t->run.save_every_epoch);
+    /* main -> train (the DDP run) -> worker */
     struct cli run, back;
     char **child[2] = {NULL, NULL}; /* back's strings point into the last one */
-    CHECK(cli_main_run(&c, TRAIN_DDP, "/tmp/run/ddp", &run) == 0, "main run: %s", error_get());
-    for (int hop = 0; hop < 2; hop++) {
+    const int n = argv_count(line);
+    CHECK(cli_main_run(&c, n, line, 0, TRAIN_DDP, "/tmp/run/ddp", "ddpprof", &run, &child[0]) ==
+              0,
+          "main run: %s", error_get());
+    if (child[0])
+        child[1] = cli_child_argv(CLI_TRAIN, argv_count(child[0]), child[0], 2, CLI_WORKER,
+                                  worker_own, NULL, "ddpprof");
+    for (int hop = 0; hop < 2 && child[hop]; hop++) {
         const enum cli_command to = hop == 0 ? CLI_TRAIN : CLI_WORKER;
-        child[hop] = cli_argv(hop == 0 ? &run : &back, to, "ddpprof");
-        CHECK(child[hop] != NULL, "cli_argv: %s", error_get());
-        if (!child[hop])
-            break;
         const int rc = cli_parse(&back, to, argv_count(child[hop]), child[hop], 2);
         CHECK(rc == 0, "child argv: %s", error_get());
         const struct train_opts *b = &back.train;
@@ -490,6 +625,7 @@ static void test_recipe_options(void)
                   b->optim.lr == t->optim.lr && strcmp(b->data.dir, t->data.dir) == 0,
               "%s argv lost a recipe option", hop == 0 ? "train" : "worker");
     }
+    CHECK(child[1] != NULL, "worker argv: %s", error_get());
     cli_argv_free(child[0]);
     cli_argv_free(child[1]);
     char *bad[] = {"--optimizer", "lamb", NULL};

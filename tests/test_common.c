@@ -8,11 +8,15 @@
  * (common/sha256.h) give FIPS 180-2's and RFC 4231's test vectors, in one piece and fed
  * byte by byte, and the constant-time compare tells equal from different; control bytes
  * (C0, DEL, C1 in UTF-8) are escaped in error messages and by the terminal stream, even a
- * C1 control split across two writes, and other UTF-8 passes. */
+ * C1 control split across two writes, and other UTF-8 passes; an option table
+ * (common/options.h) parses flags, numbers, choices, lists and inputs into its struct, a later
+ * option winning, says each bad command line in its one line, named for the command, and
+ * prints a value back as it reads. */
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/printable.h"
 #include "common/ddp_buckets.h"
+#include "common/options.h"
 #include "common/parse.h"
 #include "common/sha256.h"
 #include "common/vec.h"
@@ -389,6 +393,112 @@ static void test_printable(void)
     free(mem);
 }
 
+/* ------------------------------------------------------------------ options.h */
+
+struct demo {
+    int flag, n, items[3], nitems, choice;
+    double x;
+    const char *s, *inputs[4];
+    int ninputs;
+};
+
+static const struct opt_choice demo_choices[] = {{"a", 0}, {"b", 7}, {NULL, 0}};
+
+static const struct opt demo_opts[] = {
+    {"--flag", "-f", OPT_FLAG, 0, OPT_FIELD(struct demo, flag), .flag_value = 1},
+    {"--n", NULL, OPT_INT, 0, OPT_FIELD(struct demo, n), .min = 1, .max = 9},
+    {"--x", NULL, OPT_DOUBLE, 0, OPT_FIELD(struct demo, x), .min = 0, .max = 1},
+    {"--s", NULL, OPT_STRING, 0, OPT_FIELD(struct demo, s)},
+    {"--items", NULL, OPT_LIST, 0, OPT_LIST_FIELD(struct demo, items, nitems), .item = OPT_INT,
+     .min = 0, .max = 5, .what = "an item"},
+    {"--choice", NULL, OPT_ENUM, 0, OPT_FIELD(struct demo, choice), .choices = demo_choices},
+};
+
+static int demo_input(void *ctx, const char *arg)
+{
+    struct demo *d = ctx;
+    if (d->ninputs == 4)
+        return error_set("demo: too many inputs");
+    d->inputs[d->ninputs++] = arg;
+    return 0;
+}
+
+/* parse the NULL-terminated words (after "demo") into *d: opt_parse's status */
+static int demo_parse(struct demo *d, uint64_t *given, char **words)
+{
+    struct opt_parser p = {.opts = demo_opts, .nopts = 6, .command = "demo",
+                           .positional = demo_input, .ctx = d};
+    int n = 0;
+    while (words[n])
+        n++;
+    memset(d, 0, sizeof *d);
+    error_clear();
+    return opt_parse(&p, d, n, words, 0, given);
+}
+
+static void test_options(void)
+{
+    struct demo d;
+    uint64_t given;
+    char *good[] = {"in1", "-f", "--n", "3", "--x", "0.25", "--s", "-", "--items", "1,0,5",
+                    "--choice", "b", "in2", "--n", "4", NULL};
+    CHECK(demo_parse(&d, &given, good) == 0, "a good line: %s", error_get());
+    CHECK(d.flag == 1 && d.n == 4 && d.x == 0.25 && strcmp(d.s, "-") == 0 && d.nitems == 3 &&
+              d.items[0] == 1 && d.items[2] == 5 && d.choice == 7,
+          "values: flag %d n %d x %g items %d choice %d", d.flag, d.n, d.x, d.nitems, d.choice);
+    CHECK(d.ninputs == 2 && strcmp(d.inputs[1], "in2") == 0, "inputs: %d", d.ninputs);
+    const struct opt_parser p = {.opts = demo_opts, .nopts = 6};
+    CHECK(opt_given(&p, given, "--n") && opt_given(&p, given, "-f") &&
+              !opt_given(&p, given, "--nope"),
+          "given bits %llx", (unsigned long long)given);
+    char buf[64];
+    CHECK(opt_format(&demo_opts[4], &d, buf, sizeof buf) && strcmp(buf, "1,0,5") == 0,
+          "--items as text: '%s'", buf);
+    CHECK(opt_format(&demo_opts[5], &d, buf, sizeof buf) && strcmp(buf, "b") == 0,
+          "--choice as text: '%s'", buf);
+    d.x = 0.1;
+    CHECK(opt_format(&demo_opts[2], &d, buf, sizeof buf) && strcmp(buf, "0.1") == 0,
+          "--x 0.1 as text: '%s' (the fewest digits that read back)", buf);
+
+    static const struct {
+        char *words[5];
+        const char *want;
+    } bad[] = {
+        {{"--bogus", NULL}, "demo: unknown option '--bogus' (see ddpprof demo --help)"},
+        {{"--n", NULL}, "demo: --n needs a value (see ddpprof demo --help)"},
+        {{"--n", "3x", NULL}, "demo: --n: '3x' is not an integer in [1, 9]"},
+        {{"--n", "10", NULL}, "demo: --n: '10' is not an integer in [1, 9]"},
+        {{"--x", "nan", NULL}, "demo: --x: 'nan' is not a number in [0, 1]"},
+        {{"--items", "1,9", NULL}, "demo: --items: '9' is not an item in [0, 5]"},
+        {{"--items", "1,,2", NULL}, "demo: --items: '1,,2' is not a list of at most 3 items "
+                                    "separated by commas"},
+        {{"--items", "1,2,3,4", NULL}, "demo: --items: '1,2,3,4' is not a list of at most 3 "
+                                       "items separated by commas"},
+        {{"--items", "1,", NULL}, "demo: --items: '1,' is not a list of at most 3 items "
+                                  "separated by commas"},
+        {{"--choice", "c", NULL}, "demo: --choice: 'c' is not a or b"},
+        {{"a", "b", "c", "d", NULL}, NULL}, /* 4 inputs: taken */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = demo_parse(&d, NULL, (char **)bad[i].words);
+        if (!bad[i].want)
+            CHECK(rc == 0, "%s...: %s", bad[i].words[0], error_get());
+        else
+            CHECK(rc == -1 && strcmp(error_get(), bad[i].want) == 0, "%s...: '%s', want '%s'",
+                  bad[i].words[0], error_get(), bad[i].want);
+    }
+    char *five[] = {"a", "b", "c", "d", "e", NULL};
+    CHECK(demo_parse(&d, NULL, five) == -1 && strcmp(error_get(), "demo: too many inputs") == 0,
+          "an input refused: '%s'", error_get());
+    /* a command that takes no input, and has no name of its own */
+    struct opt_parser bare = {.opts = demo_opts, .nopts = 6};
+    char *stray[] = {"stray"};
+    memset(&d, 0, sizeof d);
+    CHECK(opt_parse(&bare, &d, 1, stray, 0, NULL) == -1 &&
+              strcmp(error_get(), "unexpected argument 'stray' (see ddpprof --help)") == 0,
+          "stray: '%s'", error_get());
+}
+
 int main(void)
 {
     test_vec_growth();
@@ -400,5 +510,6 @@ int main(void)
     test_sha256_vectors();
     test_hmac_vectors();
     test_printable();
+    test_options();
     return test_finish();
 }

@@ -1,9 +1,10 @@
-/* cli.h — the command line, described once.
+/* cli.h — the trainer's command line, described once.
  *
  * One table in cli.c (name, short alias, kind, field, bounds, default, help, group, meta.csv
- * key) drives parsing, the --help text (defaults printed from cli_defaults, not written by
- * hand), the argv of every child process (cli_argv: the main job starts `train` runs, `train`
- * starts `worker` ranks, and each child parses back exactly its parent's options) and the
+ * key), read by the parser every command shares (common/options.h), drives parsing, the
+ * --help text (defaults printed from cli_defaults, not written by hand), which options a
+ * child process is given (cli_child_argv: the main job starts `train` runs, `train` starts
+ * `worker` ranks, tune starts `train` trials; each gets the user's own words) and the
  * options' lines of meta.csv that the run does not compute itself (cli_write_meta).
  *
  * Commands: the main job (`ddpprof [options]`), `ddpprof train` and `ddpprof worker` take
@@ -65,26 +66,34 @@ int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd);
 /* The job's ranks: --nnodes times the ranks on this node (device_ranks). */
 int cli_world(const struct cli *c);
 
-/* The options of one run of the main job (mode TRAIN_BASELINE or TRAIN_DDP) in run: c's,
- * with the baseline on c's first device only (one node, no restarts), run directory out,
- * and --amp applying to the
- * DDP run only: the baseline stays fp32 (the tutorial's baseline, which the speedup table
- * compares with).  0 or -1 (error_set).  run's strings point where c's do, and to out. */
-int cli_main_run(const struct cli *c, enum train_mode mode, const char *out, struct cli *run);
+/* How an option reaches a child process (the main job starts a `train` run for its baseline
+ * and for its DDP run; train starts its `worker` ranks; tune its `train` trials): the child
+ * gets the user's command line, word for word, less the options it does not take and those
+ * its parent decides itself, then the parent's decisions spelt as options.  Each process
+ * parses the user's own text: no option is formatted back from a parsed value and parsed
+ * again (a number printed anew, a default made explicit).  Not the parsed struct: a child is
+ * exec'd (under DDPPROF_WORKER_WRAPPER, nsys for one), and torchrun, mpirun or Slurm start a
+ * worker from a command line anyway.
+ *
+ * cli_child_argv: {prog, "train" or "worker", the words of argv[first..argc) (a command line
+ * cli_parse(from) accepted) whose option `to` takes too, as given, less the options named in
+ * own (NULL-terminated, may be NULL), then the words of add (NULL-terminated, may be NULL),
+ * NULL}.  Strings are copies; free with cli_argv_free.  NULL + error_set when out of
+ * memory. */
+char **cli_child_argv(enum cli_command from, int argc, char **argv, int first,
+                      enum cli_command to, const char *const *own, const char *const *add,
+                      const char *prog);
 
-/* The argv of a child process running `to` with c's options: {prog, "train" or "worker"
- * (nothing for the main job), options..., NULL}.  It holds every option `to` takes whose
- * value differs from its default, and always --mode and --amp (their defaults depend on
- * the devices), so cli_parse(to) of it gives back c's options exactly.  Strings are copies;
- * free with cli_argv_free.  NULL + error_set when out of memory. */
-char **cli_argv(const struct cli *c, enum cli_command to, const char *prog);
+/* One run of the main job (mode TRAIN_BASELINE or TRAIN_DDP) whose command line,
+ * argv[first..argc), c holds: its `train` command line into *args (cli_child_argv: the
+ * main job's own options left out, then --mode, --out out and, for the baseline, c's first
+ * device only, no node options and no --amp: the baseline stays fp32, the tutorial's
+ * baseline, which the speedup table compares with; the devices the main job picked, where
+ * none was given), and that parsed as train parses it into run, whose strings point into
+ * *args (free it with cli_argv_free after run).  0 or -1 (error_set). */
+int cli_main_run(const struct cli *c, int argc, char **argv, int first, enum train_mode mode,
+                 const char *out, const char *prog, struct cli *run, char ***args);
 
-/* argv[first..argc) as given, less the options (and their values) that only cmd takes:
- * the command line of cmd's child runs, parsed once (cli_parse already accepted it).  A
- * malloc'ed array of argv's own pointers, its count in *n (free the array alone); NULL +
- * error_set when out of memory. */
-char **cli_args_without(const struct cli *c, enum cli_command cmd, int argc, char **argv,
-                        int first, int *n);
 void cli_argv_free(char **argv);
 
 /* meta.csv's lines of the options the table records (those with a meta key; one that

@@ -50,8 +50,7 @@ int device_check(const struct device_opts *o)
     return 0;
 }
 
-/* "0,1,3" */
-static void device_format_gpus(char *buf, size_t cap, const int *gpus, int n)
+void device_format_gpus(char *buf, size_t cap, const int *gpus, int n)
 {
     size_t at = 0;
     buf[0] = '\0';

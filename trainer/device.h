@@ -88,6 +88,9 @@ const char *device_comm_name(int i);
 /* its index ("auto": 0), -1 when the registry has no such name */
 int device_comm_index(const char *name);
 
+/* gpus[0..n) as --gpu spells them, "0,1,3", into buf */
+void device_format_gpus(char *buf, size_t cap, const int *gpus, int n);
+
 /* "GPU 0,1" or "CPU ranks: 2", for the main job's lines. */
 void device_describe(const struct device_opts *o, char *buf, size_t cap);
 

@@ -86,25 +86,28 @@ static int self_path(char *buf, size_t cap)
 }
 
 /* One attempt of this node's workers: re-exec ourselves as its ranks under the launcher,
- * each with c's options (resuming from at->resume when set), hooked to the node agent.
- * The launcher's status (0, 1, 128+signal) or -1 (error_set). */
-static int launch_attempt(const struct cli *c, struct agent *agent,
+ * hooked to the node agent.  Their command line is train's own, argv[2..argc), word for word
+ * (cli_child_argv: each worker parses the user's text, as train did, rather than options
+ * printed back from train's parse), less what the launcher decides: the options a worker
+ * does not take (the node options), the run directory train claimed and the checkpoint this
+ * attempt resumes from (at->resume), said after it, and the rendezvous, which is in the
+ * workers' environment (MASTER_ADDR, MASTER_PORT: this attempt's worker store; on the
+ * command line it would win).  The launcher's status (0, 1, 128+signal) or -1 (error_set). */
+static int launch_attempt(const struct cli *c, int argc, char **argv, struct agent *agent,
                           const struct agent_attempt *at, struct launch_result *res)
 {
     char self[PATH_MAX];
     if (self_path(self, sizeof self))
         return -1;
-    struct cli run = *c;
-    run.train.run.resume_path = at->resume[0] ? at->resume : NULL;
-    /* the workers' rendezvous is in their environment (MASTER_ADDR, MASTER_PORT: this
-     * attempt's worker store), not on their command line, where it would win */
-    run.master_addr = DIST_ENV_DEFAULT_ADDR;
-    run.master_port = 0;
-    char **wargv = cli_argv(&run, CLI_WORKER, self);
+    static const char *const own[] = {"--out", "--resume", "--master-addr", "--master-port",
+                                      NULL};
+    const char *add[] = {"--out", c->train.run.out_dir, at->resume[0] ? "--resume" : NULL,
+                         at->resume, NULL};
+    char **wargv = cli_child_argv(CLI_TRAIN, argc, argv, 2, CLI_WORKER, own, add, self);
     if (!wargv)
         return -1;
     char *words;
-    char **argv = wrap_argv(wargv, &words);
+    char **run = wrap_argv(wargv, &words);
     /* rank 0 records why the earlier attempts failed in meta.csv */
     char *causes = NULL;
     if (asprintf(&causes, "DDPPROF_RESTART_CAUSES=%s", at->causes) < 0)
@@ -115,7 +118,7 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
         .nprocs = nproc,
         .master_addr = c->master_addr,
         .master_port = at->worker_port,
-        .argv = argv,
+        .argv = run,
         .env = causes ? env : NULL,
         .rendezvous_ms = c->train.dev.timeout_ms,
         .progress = !c->train.run.quiet,
@@ -136,18 +139,19 @@ static int launch_attempt(const struct cli *c, struct agent *agent,
     };
     int rc = launcher_run(&lo);
     free(causes);
-    if (argv != wargv)
-        free(argv);
+    if (run != wargv)
+        free(run);
     free(words);
     cli_argv_free(wargv);
     return rc;
 }
 
-/* `ddpprof train --cpu N --mode ddp [--nnodes N --node-rank R] [--max-restarts K]`: this
- * node's ranks, attempt after attempt: join the other nodes (agent.h), run the workers, and
- * when a rank on any node failed, restart every node's ranks from the latest checkpoint
- * while restarts are left.  The exit status: 0, 1 (failed), 128+signal. */
-static int train_nodes(const struct cli *c)
+/* `ddpprof train --cpu N --mode ddp [--nnodes N --node-rank R] [--max-restarts K]` (its
+ * command line argv[2..argc), which c holds): this node's ranks, attempt after attempt:
+ * join the other nodes (agent.h), run the workers, and when a rank on any node failed,
+ * restart every node's ranks from the latest checkpoint while restarts are left.  The exit
+ * status: 0, 1 (failed), 128+signal. */
+static int train_nodes(const struct cli *c, int argc, char **argv)
 {
     struct agent_opts ao = {
         .nnodes = c->nnodes,
@@ -174,7 +178,7 @@ static int train_nodes(const struct cli *c)
             fprintf(stderr, "ddpprof: restart %d of %d: every node's ranks start again%s%s\n",
                     attempt, c->max_restarts, at.resume[0] ? " from " : " from scratch",
                     at.resume);
-        rc = launch_attempt(c, agent, &at, &res);
+        rc = launch_attempt(c, argc, argv, agent, &at, &res);
         mem_wipe(at.secret, sizeof at.secret);
         if (rc < 0) {
             rc = fail();
@@ -310,7 +314,7 @@ static int cmd_train(int argc, char **argv)
     if (claim_out(&c.train.run.out_dir, out, sizeof out, c.train.model, c.node_rank) < 0)
         return fail();
     if (c.train.mode == TRAIN_DDP) {
-        int rc = train_nodes(&c);
+        int rc = train_nodes(&c, argc, argv);
         if (rc == 0 && !c.train.run.quiet)
             say_run_written(c.train.run.out_dir);
         return rc;
@@ -457,15 +461,13 @@ static int cmd_main(int argc, char **argv)
             (mode == TRAIN_DDP && c.runs == CLI_RUNS_BASELINE))
             continue;
         struct cli run;
-        char devices[320];
+        char **args, devices[320];
         if (k == 1)
             snprintf(sub, sizeof sub, "%s/%s", out, phase);
         else
             snprintf(sub, sizeof sub, "%s/repeat-%d/%s", out, k, phase);
-        if (cli_main_run(&c, mode, sub, &run))
-            return fail();
-        char **args = cli_argv(&run, CLI_TRAIN, self);
-        if (!args)
+        /* the run's `train`: the user's words, less the main job's own, and the run's (cli.h) */
+        if (cli_main_run(&c, argc, argv, 1, mode, sub, self, &run, &args))
             return fail();
         device_describe(&run.train.dev, devices, sizeof devices);
         char shown[4300];

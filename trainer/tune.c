@@ -38,7 +38,9 @@ struct tune {
                                first trial) */
     char self[PATH_MAX];
     char out[4096];
-    char **args; /* the command line as given, tune's own options left out */
+    char **argv; /* {self, "train", the command line as given less tune's own options and
+                    --out, NULL} (cli_child_argv) */
+    char **args; /* argv + 2: the user's words */
     int nargs;
     int steps;   /* measured steps a trial */
     int rounds;
@@ -368,10 +370,6 @@ static void print_command(FILE *out, const struct tune *t, const struct candidat
     }
     fputs("ddpprof", out);
     for (int i = 0; i < t->nargs; i++) {
-        if (strcmp(t->args[i], "--out") == 0) {
-            i++;
-            continue;
-        }
         text_printable(t->args[i], (size_t)-1, shown, sizeof shown);
         fprintf(out, " %s", shown);
     }
@@ -443,8 +441,14 @@ static int tune_setup(struct tune *t, int argc, char **argv)
 {
     if (readlink("/proc/self/exe", t->self, sizeof t->self - 1) <= 0)
         return error_set("tune: cannot find this program's path in /proc/self/exe");
-    if (!(t->args = cli_args_without(t->c, CLI_TUNE, argc, argv, 2, &t->nargs)))
+    /* each trial's `train` gets the user's words, then the candidate's and the trial's own
+     * (later ones win: cli.h) */
+    static const char *const own[] = {"--out", NULL};
+    if (!(t->argv = cli_child_argv(CLI_TUNE, argc, argv, 2, CLI_TRAIN, own, NULL, t->self)))
         return -1;
+    t->args = t->argv + 2;
+    while (t->args[t->nargs])
+        t->nargs++;
     t->rounds = t->c->tune_rounds;
     t->steps = t->c->tune_steps;
     if (candidate_add(t, "given", "") || candidate_add(t, "same", ""))
@@ -517,7 +521,7 @@ int tune_main(int argc, char **argv)
         for (int i = 0; i < t->cand[k].nenv; i++)
             free(t->cand[k].env[i]);
     }
-    free(t->args);
+    cli_argv_free(t->argv);
     free(t);
     return rc;
 }

@@ -291,7 +291,7 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
                                      .busy_ms = cal->busy_ms,
                                      .grad_progress = cal->grad_progress}};
                         struct predict_out pr;
-                        if ((rc = predict_one(s, &m, &own_out, &c, &pr)))
+                        if ((rc = predict_one(s, &m, &own, &own_out, &c, &pr)))
                             break;
                         predict_table_row(&p->t, &c, asked_bw, amp, &pr,
                                           predict_speedup_of(&p->g, c.world, s->batch, pr.step_ms),

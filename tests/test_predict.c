@@ -4,7 +4,8 @@
  * backward, only the last tiny one exposed), comm-bound (four buckets queued on the one comm stream), the ring's
  * cost at 4 ranks, its floor, the straggler term, the ring fit recovering the latency and
  * bandwidth a synthetic comm was made with, a ring that steps only at gradients (comm
- * threads sharing the ranks' cores), and the bad configurations. */
+ * threads sharing the ranks' cores), the bad configurations, and the 80 % interval: its
+ * terms combined, and predict_one's comm term, skew at another world and from one rank. */
 #include "common/error.h"
 #include "report/analysis/predict.h"
 #include "testutil.h"
@@ -256,6 +257,114 @@ static void test_grad_progress(void)
           "one bucket: %d, exposed %.12f, want 1008e-6", o.buckets, o.exposed_comm_ms);
 }
 
+/* The 80 % interval (report/FORMULAS.md "The 80 % interval"): each side's terms in
+ * quadrature, worked by hand with Pythagorean triples.  Step 20 ms: low side 0.15 * 20 = 3,
+ * comm 4, skew 12: sqrt(9 + 16 + 144) = 13, from 7; high side 0.3 * 20 = 6, comm 4, skew 12:
+ * sqrt(36 + 16 + 144) = 14, to 34.  A low end below 0 is 0. */
+static void test_interval_combine(void)
+{
+    double lo, hi;
+    predict_interval_combine(20.0, 0.15, 0.3, 4.0, 4.0, 12.0, &lo, &hi);
+    CHECK(NEAR(lo, 7.0) && NEAR(hi, 34.0), "combine: %.12f-%.12f, want 7-34", lo, hi);
+    predict_interval_combine(1.0, 0.5, 0.0, 0.0, 0.0, 3.0, &lo, &hi);
+    CHECK(lo == 0.0 && NEAR(hi, 4.0), "combine, low end below 0: %.12f-%.12f, want 0-4", lo, hi);
+    /* the comm term's offset: every all-reduce of 2 ranks or more takes offset_ms more, at
+     * least 0; one rank still takes nothing */
+    struct predict_comm c = link8;
+    c.offset_ms = 0.25;
+    CHECK(NEAR(predict_ring_ms(&c, 2, 1e6), 1.25), "offset +0.25: %.12f",
+          predict_ring_ms(&c, 2, 1e6));
+    c.offset_ms = -2.0;
+    CHECK(predict_ring_ms(&c, 2, 1e6) == 0.0, "offset -2: %.12f", predict_ring_ms(&c, 2, 1e6));
+    c.offset_ms = 0.25;
+    CHECK(predict_ring_ms(&c, 1, 1e6) == 0.0, "offset, one rank: %.12f",
+          predict_ring_ms(&c, 1, 1e6));
+}
+
+/* predict_one's interval on sources built by hand (no run behind them: predict_one reads
+ * the model, the measured step, the world and the spread) */
+static void test_interval_one(void)
+{
+    /* the comm term: the model of test_comm_bound (four layers of 1 ms backward, 1 MiB
+     * each) measured at 10 ms with cap 25 (2 buckets: 1 MiB from 1 ms, 3 MiB from 4 ms,
+     * exposed 3.145728) predicted at cap 1 (4 buckets, exposed 1.194304): 10 - 1.951424 =
+     * 8.048576.  The fit's residuals -0.2 and +0.3 ms an all-reduce: with 0.3 more each, 4
+     * buckets of 1.348576 end 6.394304 (exposed 2.394304), the 2 of the run's cap 7.445728
+     * (3.445728): the step moves by +0.9; with 0.2 less, 0.848576 each end 4.848576
+     * (0.848576) and 6.945728 (2.945728): by -0.145728.  No spread, no skew: the interval
+     * is those */
+    struct predict_layer layers[4] = {{"a", 0, 1}, {"b", 0, 1}, {"c", 0, 1}, {"d", 0, 1}};
+    struct predict_param params[4] = {{(size_t)MIB, 0}, {(size_t)MIB, 1}, {(size_t)MIB, 2},
+                                      {(size_t)MIB, 3}};
+    struct predict_source s = {.world = 2, .step_ms = 10.0};
+    s.m = (struct predict_model){.layers = layers, .nlayers = 4, .params = params, .nparams = 4,
+                                 .backward_ms = 4.0};
+    struct predict_config own = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    own.comm.resid_sizes = 4;
+    own.comm.resid_lo_ms = -0.2;
+    own.comm.resid_hi_ms = 0.3;
+    struct predict_config c = own;
+    c.bucket_cap_mb = 1;
+    struct predict_out own_out, o;
+    CHECK(predict_replay(&s.m, &own, &own_out) == 0, "replay: %s", error_get());
+    CHECK(predict_one(&s, &s.m, &own, &own_out, &c, &o) == 0, "predict_one: %s", error_get());
+    CHECK(NEAR(o.step_ms, 8.048576) && NEAR(o.step_lo_ms, 8.048576 - 0.145728) &&
+              NEAR(o.step_hi_ms, 8.048576 + 0.9),
+          "comm term: step %.12f in %.12f-%.12f, want 8.048576 in 7.902848-8.948576", o.step_ms,
+          o.step_lo_ms, o.step_hi_ms);
+    /* at the run's own configuration the offsets cancel: the interval is the spread's, here
+     * the step p10 -10 %, p90 +20 % of 10 ms and a skew of 1 ms: 10 -/+ sqrt(1 + 1),
+     * sqrt(4 + 1), as the measured row's */
+    s.spread = (struct predict_spread){.steps = 10, .step_lo_rel = 0.1, .step_hi_rel = 0.2,
+                                       .skew_steps = 10, .skew_ms = 1.0};
+    CHECK(predict_one(&s, &s.m, &own, &own_out, &own, &o) == 0, "own: %s", error_get());
+    double lo, hi;
+    predict_measured_interval(&s, &lo, &hi);
+    CHECK(NEAR(o.step_lo_ms, 10.0 - sqrt(2.0)) && NEAR(o.step_hi_ms, 10.0 + sqrt(5.0)) &&
+              NEAR(lo, o.step_lo_ms) && NEAR(hi, o.step_hi_ms),
+          "own configuration: %.12f-%.12f, measured row %.12f-%.12f, want 8.585786-12.236068",
+          o.step_lo_ms, o.step_hi_ms, lo, hi);
+
+    /* the skew at another world: scaled by the straggler term's ratio.  Per-rank compute
+     * samples -0.5 and +0.5: straggler(2) = 0.25, straggler(4) = 0.4375 (test_straggler's
+     * {1, 2} less their mean), ratio 1.75; a skew of 2 ms at 2 ranks is 3.5 ms at 4.  One
+     * bucket of 10^6 bytes after backward (test_one_bucket_no_overlap's model): 1 ms at 2
+     * ranks, 1.5 at 4, so the step is 10 + 0.5 + 0.1875; no spread, no residuals */
+    struct predict_layer fc[1] = {{"fc", 2.0, 3.0}};
+    struct predict_param p1[1] = {{1000000, 0}};
+    double samples[2] = {-0.5, 0.5};
+    struct predict_source s2 = {.world = 2, .step_ms = 10.0,
+                                .spread = {.skew_steps = 5, .skew_ms = 2.0}};
+    s2.m = (struct predict_model){.layers = fc, .nlayers = 1, .params = p1, .nparams = 1,
+                                  .data_ms = 0.5, .forward_ms = 2.0, .backward_ms = 3.0,
+                                  .compute_ms = samples, .ncompute = 2};
+    struct predict_config own2 = {.world = 2, .bucket_cap_mb = 25, .comm = link8}, c4 = own2;
+    c4.world = 4;
+    CHECK(predict_replay(&s2.m, &own2, &own_out) == 0 &&
+              predict_one(&s2, &s2.m, &own2, &own_out, &c4, &o) == 0,
+          "world 4: %s", error_get());
+    CHECK(NEAR(o.step_ms, 10.6875) && NEAR(o.step_lo_ms, 10.6875 - 3.5) &&
+              NEAR(o.step_hi_ms, 10.6875 + 3.5),
+          "skew at 4 ranks: step %.12f in %.12f-%.12f, want 10.6875 -/+ 3.5", o.step_ms,
+          o.step_lo_ms, o.step_hi_ms);
+    /* from a 1-rank run (no waits measured): the straggler term itself, 0.25 at 2 ranks;
+     * predicted at 1 rank, no skew at all */
+    s2.world = 1;
+    s2.spread.skew_ms = 0;
+    struct predict_config own1 = own2, c2 = own2;
+    own1.world = 1;
+    CHECK(predict_replay(&s2.m, &own1, &own_out) == 0 &&
+              predict_one(&s2, &s2.m, &own1, &own_out, &c2, &o) == 0,
+          "from 1 rank: %s", error_get());
+    CHECK(NEAR(o.step_hi_ms - o.step_ms, 0.25) && NEAR(o.step_ms - o.step_lo_ms, 0.25),
+          "from 1 rank at 2: %.12f in %.12f-%.12f, want -/+ 0.25", o.step_ms, o.step_lo_ms,
+          o.step_hi_ms);
+    CHECK(predict_one(&s2, &s2.m, &own1, &own_out, &own1, &o) == 0 &&
+              o.step_lo_ms == o.step_ms && o.step_hi_ms == o.step_ms,
+          "1 rank at 1: %.12f-%.12f around %.12f, want none", o.step_lo_ms, o.step_hi_ms,
+          o.step_ms);
+}
+
 int main(void)
 {
     test_one_bucket_no_overlap();
@@ -267,5 +376,7 @@ int main(void)
     test_grad_progress();
     test_straggler();
     test_bad_config();
+    test_interval_combine();
+    test_interval_one();
     return test_finish();
 }

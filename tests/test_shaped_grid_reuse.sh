@@ -15,11 +15,16 @@
 #     higher);
 #     the measured steps are the same through `ddpprof report` (--measure-only: phases.csv's
 #     rank 0 step p50) as through predict's config=measured rows;
-#  4. the noise floor (report/FORMULAS.md): scripts/shaped-grid's noise_floor on series
+#  4. the 80 % intervals (report/FORMULAS.md "Prediction error"): every row's is ddpprof
+#     predict's, in_interval and the width are the row's own, summary.csv's coverage and
+#     mean width the rows' (printed: on 20261128 60 % inside, 38 % wide), and
+#     interval_coverage on rows worked by hand; out of sample, a grid whose calibration is
+#     one of its points never scores it (and a grid of only that point is refused);
+#  5. the noise floor (report/FORMULAS.md): scripts/shaped-grid's noise_floor on series
 #     worked by hand, and on the committed grid (3 runs a point) 6 pseudo-grids one run a
 #     point and 3 against the median of the other two, each no worse than the widest
 #     spread of errors.csv's points allows;
-#  5. bad input: a directory that is no grid, and an archive with a path out of runs/, are
+#  6. bad input: a directory that is no grid, and an archive with a path out of runs/, are
 #     refused in one line with exit 2.
 # The test read results/ until the raw runs left it (results/ holds tables; no test reads
 # it): with them went its checks of the grids it had no room to keep (each 0.4-1 MB packed),
@@ -112,6 +117,62 @@ check noise-floor-committed "$([ "$fs" = 6 ] && [ "$fr" = 3 ] && awk -v m="$fsm"
   'BEGIN { exit !(m > 0 && m <= w && w <= s + 0.01 && r > 0 && r <= s + 0.01) }' &&
   grep -q '^Noise floor .* the goal met by [0-9]* of 6; against the median of the other 2 rounds' "$tmp/o/errors.md"; echo $?)" \
   "noise floor: $fs and $fr pseudo-grids (want 6, 3), single $fsm / $fsw %, rest worst $frw %, widest spread $spread %: $(grep '^Noise' "$tmp/o/errors.md")"
+# the 80 % intervals (report/FORMULAS.md "Prediction error"): every row has one, around its
+# prediction, and it is ddpprof predict's own (predict.csv of the calibration run at that
+# point); in_interval is lo <= measured <= hi and interval_width_pct 100 (hi - lo) /
+# predicted of the row's own figures (0.006: the width's 2 decimals); summary.csv's coverage
+# is the share of rows inside, its mean width the rows' mean (0.011: their rounding)
+check interval-rows "$(csv_awk 'FNR > 1 { lo = col("predicted_lo_ms") + 0; hi = col("predicted_hi_ms") + 0
+  p = col("predicted_step_ms") + 0; m = col("measured_step_ms") + 0
+  if (col("predicted_lo_ms") == "" || !(lo <= p && p <= hi)) bad = 1
+  if (col("in_interval") != (lo <= m && m <= hi ? 1 : 0)) bad = 1
+  d = 100 * (hi - lo) / p - col("interval_width_pct"); if (d > 0.006 || d < -0.006) bad = 1 }
+  END { exit bad }' "$e"; echo $?)" "a row's interval, in_interval or width is not as documented: $(cat "$e")"
+lo=$(csv_col "$e" predicted_lo_ms kind=grid bandwidth_mbit=100 bucket_cap_mb=0.0001)
+plo=$(csv_col "$tmp/o/work/predict-calib/predict.csv" step_lo_ms config=predicted bandwidth_gbps=0.1 bucket_cap_mb=0.0001)
+check interval-is-predicts "$([ -n "$lo" ] && [ "$lo" = "$plo" ]; echo $?)" "errors.csv's interval from $lo ms, predict.csv's from $plo ms"
+want=$(csv_awk 'FNR > 1 { n++; k += col("in_interval"); w += col("interval_width_pct") } END { printf "%.1f %.2f %d", 100 * k / n, w / n, n }' "$e")
+got="$(csv_col "$s" value key=interval_coverage_pct) $(csv_col "$s" value key=interval_mean_width_pct) $(csv_col "$s" value key=interval_points)"
+check interval-summary "$(awk -v a="$want" -v b="$got" 'BEGIN { split(a, x, " "); split(b, y, " ")
+  exit !(x[1] == y[1] && x[2] - y[2] < 0.011 && y[2] - x[2] < 0.011 && x[3] == y[3] && y[3] == 10) }'; echo $?)" \
+  "summary.csv's coverage, width, points '$got', the rows give '$want'"
+check interval-md "$(grep -q "^80 % intervals: [0-9]* of 10 measured steps inside their prediction's ($(csv_col "$s" value key=interval_coverage_pct | cut -d. -f1)[0-9]* %; goal >= 80 %)" "$tmp/o/errors.md"; echo $?)" \
+  "errors.md does not state the coverage: $(grep '^80 %' "$tmp/o/errors.md")"
+echo "80 % intervals on the committed grid 20261128: $(csv_col "$s" value key=interval_coverage_pct) % inside, mean width $(csv_col "$s" value key=interval_mean_width_pct) %"
+# interval_coverage by hand: measured 10, 12 and 9 ms against predictions of 10 ms in
+# [9, 11], [9, 11] and [9, 11.5]: the first and the last (its lower end) inside, 2 of 3,
+# 66.67 %; widths 20, 20 and 25 %, 21.667 %; no rows, None
+got=$(python3 - "$src/scripts/shaped-grid" <<'PY'
+import importlib.machinery, importlib.util, sys
+ld = importlib.machinery.SourceFileLoader("shaped_grid", sys.argv[1])
+m = importlib.util.module_from_spec(importlib.util.spec_from_loader("shaped_grid", ld))
+ld.exec_module(m)
+n, k, c, w = m.interval_coverage([(10, 10, 9, 11), (12, 10, 9, 11), (9, 10, 9, 11.5)])
+print("%d %d %.2f %.3f %s" % (n, k, c, w, m.interval_coverage([])))
+PY
+)
+check interval-by-hand "$([ "$got" = "3 2 66.67 21.667 None" ]; echo $?)" "interval_coverage gave '$got', want '3 2 66.67 21.667 None'"
+
+# out of sample: a grid whose calibration is one of its points (the committed grid with
+# its summary saying calibration 100,25) scores the other 8 and never that one, from the
+# calibration run and, --baseline-point all, from the 1-rank run; a grid of nothing but
+# the calibration's configuration is refused
+mkdir -p "$tmp/oos" && cp "$grid/runs.tar.gz" "$tmp/oos/" &&
+  sed 's/^calib,.*/calib,"100,25"/' "$grid/summary.csv" >"$tmp/oos/summary.csv"
+timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$tmp/oos" --baseline-point all --out "$tmp/oos/o" >"$tmp/oos.log" 2>&1
+rc=$?
+check oos-rows "$( { [ $rc -eq 0 ] || [ $rc -eq 3 ]; } && csv_awk 'FNR > 1 && col("kind") == "grid" { g++ } FNR > 1 && col("kind") == "baseline" { b++ }
+  FNR > 1 && col("bandwidth_mbit") == "100" && col("bucket_cap_mb") == "25" { calib++ }
+  END { exit !(g == 8 && b == 8 && calib == 0) }' "$tmp/oos/o/errors.csv"; echo $?)" \
+  "calibration 100,25: exit $rc, want 8 grid and 8 baseline rows, none at 100 Mbit/s cap 25: $(cat "$tmp/oos/o/errors.csv" 2>/dev/null || tail -n 2 "$tmp/oos.log")"
+check oos-said "$(grep -q 'neither the calibration.s configuration nor its repeat' "$tmp/oos/o/errors.md" &&
+  [ "$(csv_col "$tmp/oos/o/summary.csv" value key=baseline_points)" = 8 ]; echo $?)" "errors.md or summary.csv does not say so"
+sed -e 's/^calib,.*/calib,"100,25"/' -e 's/^rates_mbit,.*/rates_mbit,100/' -e 's/^caps_mb,.*/caps_mb,25/' \
+  "$grid/summary.csv" >"$tmp/oos/summary.csv"
+"$src/scripts/shaped-grid" --bin "$bin" --reuse "$tmp/oos" --out "$tmp/oos/o2" >"$tmp/oos2.log" 2>&1
+rc=$?
+check oos-only-calib "$([ $rc -eq 2 ] && grep -q 'no point but the calibration' "$tmp/oos2.log"; echo $?)" "exit $rc: $(cat "$tmp/oos2.log")"
+
 # on the committed pinned grid with the floor the model recommends the best measured cap at
 # every bandwidth (the step within 5 %: 3 of 3)
 timeout 300 "$src/scripts/shaped-grid" --bin "$bin" --reuse "$(grid_of 20261128_pinned_floor)" --out "$tmp/pf" >"$tmp/pf.log" 2>&1

@@ -58,6 +58,17 @@ static double median(double *v, size_t n)
     return v[(n + 1) / 2 - 1];
 }
 
+/* the nearest-rank p-th percentile of v[0..n) (sorts it; analysis_percentile's rule: the
+ * value at 1-based rank ceil(p n / 100)); 0 for n == 0 */
+static double percentile(double *v, size_t n, int p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, sort_cmp_double);
+    size_t rank = ((size_t)p * n + 99) / 100;
+    return v[rank < 1 ? 0 : rank - 1];
+}
+
 /* rank_stat's p50 of a phase (ms), -1 when absent */
 static double phase_p50(const struct runset *rs, const struct rank_stat *rk, const char *name)
 {
@@ -415,6 +426,39 @@ static void calib_floor(const struct dlist *xb, struct dlist *fb, struct dlist *
     }
 }
 
+/* The comm fit's residuals (report/FORMULAS.md "The 80 % interval"), in ms: per distinct
+ * size, the median time of the run's all-reduces after backward and the setup's (xb, xm)
+ * less the fitted comm's time for that size, and of those beside backward (busy_b, and
+ * busy_m: their excess over that time) less that time plus busy; their nearest-rank p10 and
+ * p90 into s->comm's resid_lo_ms = min(0, p10), resid_hi_ms = max(0, p90). */
+static int calib_residuals(struct predict_source *s, const struct dlist *xb,
+                           const struct dlist *xm, const struct dlist *busy_b,
+                           const struct dlist *busy_m)
+{
+    struct dlist fb = {0}, fm = {0}, res = {0};
+    int rc = calib_medians(xb, xm, &fb, &fm);
+    for (size_t i = 0; rc == 0 && i < fb.n; i++) {
+        const double t = predict_ring_ms(&s->comm, s->world, fb.v[i]);
+        rc = dlist_add(&res, fm.v[i] - t);
+    }
+    fb.n = fm.n = 0;
+    if (rc == 0)
+        rc = calib_medians(busy_b, busy_m, &fb, &fm);
+    for (size_t i = 0; rc == 0 && i < fb.n; i++) {
+        rc = dlist_add(&res, fm.v[i] - s->comm.busy_ms);
+    }
+    if (rc == 0 && res.n > 0) {
+        const double lo = percentile(res.v, res.n, 10), hi = percentile(res.v, res.n, 90);
+        s->comm.resid_lo_ms = lo < 0 ? lo : 0.0;
+        s->comm.resid_hi_ms = hi > 0 ? hi : 0.0;
+        s->comm.resid_sizes = res.n;
+    }
+    free(fb.v);
+    free(fm.v);
+    free(res.v);
+    return rc;
+}
+
 /* The comm's ring parameters from the run's own all-reduces: the buckets' (per step and
  * bucket, the shortest duration over ranks: the transfer, without the wait for a late rank)
  * and the setup's calibration rows (matched across ranks by their order); per distinct
@@ -454,6 +498,7 @@ static int source_calibrate(const struct runset *rs, struct predict_source *s)
             s->comm.busy_ms = ex > 0 ? ex : 0;
             s->cal_busy = busy_b.n;
         }
+        rc = calib_residuals(s, &xb, &xm, &busy_b, &busy_m);
     }
     free(busy_b.v);
     free(busy_m.v);
@@ -572,6 +617,35 @@ static int source_steps(const struct runset *rs, struct predict_source *s)
     return 0;
 }
 
+/* The interval's step-time spread (rank 0's steady steps: 1 - p10 / p50, p90 / p50 - 1)
+ * and rank-arrival skew (the median over stragglers.csv's steps of wait_ms / (ranks - 1))
+ * into s->spread (report/FORMULAS.md "The 80 % interval"). */
+static int source_spread(struct predict_source *s)
+{
+    const struct rank_stat *rk0 = &s->st->ranks[0];
+    const double p10 = (double)analysis_percentile(rk0->step_ns, rk0->nsteps, 10);
+    const double p50 = (double)analysis_percentile(rk0->step_ns, rk0->nsteps, 50);
+    const double p90 = (double)analysis_percentile(rk0->step_ns, rk0->nsteps, 90);
+    if (p50 > 0) {
+        s->spread.steps = rk0->nsteps;
+        s->spread.step_lo_rel = 1.0 - p10 / p50;
+        s->spread.step_hi_rel = p90 / p50 - 1.0;
+    }
+    struct dlist w = {0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->st->nsteps; k++) {
+        const struct step_stat *ss = &s->st->steps[k];
+        if (ss->ranks >= 2)
+            rc = dlist_add(&w, (double)ss->wait_ns / 1e6 / (ss->ranks - 1));
+    }
+    if (rc == 0 && w.n > 0) {
+        s->spread.skew_steps = w.n;
+        s->spread.skew_ms = median(w.v, w.n);
+    }
+    free(w.v);
+    return rc;
+}
+
 /* The source of run index i of rs (st its analysis). */
 static int source_build(const struct runset *rs, const struct run_stat *st, int i,
                         struct predict_source *s)
@@ -611,7 +685,9 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
     s->comm_ms = (double)rk0->comm_ns / 1e6 / steps;
     s->exposed_ms = (double)rk0->exposed_ns / 1e6 / steps;
     s->has_overlap = analysis_overlap_pct(rk0, &s->overlap_pct);
-    int rc = source_layers(rs, st, i, s);
+    int rc = source_spread(s);
+    if (rc == 0)
+        rc = source_layers(rs, st, i, s);
     if (rc == 0)
         rc = source_params(s);
     if (rc == 0)
@@ -677,17 +753,77 @@ static double baseline_step(const struct runset *rs, const struct run_stat *st, 
     return (double)analysis_percentile(st[b].ranks[0].step_ns, st[b].ranks[0].nsteps, 50) / 1e6;
 }
 
+/* The anchored step of s at c (model m) with offset_ms more on every all-reduce's time, in
+ * c and in s's own configuration own_c alike, into *step.  0, or -1 after error_set(). */
+static int anchored_offset(const struct predict_source *s, const struct predict_model *m,
+                           const struct predict_config *own_c, const struct predict_config *c,
+                           double offset_ms, double *step)
+{
+    struct predict_config oc = *own_c, cc = *c;
+    oc.comm.offset_ms = offset_ms;
+    cc.comm.offset_ms = offset_ms;
+    struct predict_out a, b;
+    if (predict_replay(&s->m, &oc, &a) || predict_replay(m, &cc, &b))
+        return -1;
+    *step = s->step_ms + b.step_ms - a.step_ms;
+    if (*step <= 0)
+        *step = 1e-6;
+    return 0;
+}
+
+/* The 80 % interval of o's step (report/FORMULAS.md "The 80 % interval"): the step-time
+ * spread; the comm term, how far the anchored step moves with the residuals' p10 and p90 of
+ * the fit it is predicted with (own_c->comm: s's own or another run's) on every
+ * all-reduce's time; the skew, scaled to c's world by the straggler term's ratio (from a
+ * 1-rank run: the straggler term itself). */
+static int one_interval(const struct predict_source *s, const struct predict_model *m,
+                        const struct predict_config *own_c, const struct predict_out *own,
+                        const struct predict_config *c, struct predict_out *o)
+{
+    const struct predict_spread *sp = &s->spread;
+    double comm_lo = 0, comm_hi = 0;
+    const double off[2] = {own_c->comm.resid_lo_ms, own_c->comm.resid_hi_ms};
+    for (int k = 0; k < 2 && c->world > 1 && own_c->comm.resid_sizes > 0; k++) {
+        double step;
+        if (off[k] == 0.0)
+            continue;
+        if (anchored_offset(s, m, own_c, c, off[k], &step))
+            return -1;
+        if (o->step_ms - step > comm_lo)
+            comm_lo = o->step_ms - step;
+        if (step - o->step_ms > comm_hi)
+            comm_hi = step - o->step_ms;
+    }
+    double skew = 0;
+    if (c->world > 1 && s->world > 1)
+        skew = own->straggler_ms > 0 ? sp->skew_ms * o->straggler_ms / own->straggler_ms
+                                     : sp->skew_ms;
+    else if (c->world > 1)
+        skew = o->straggler_ms;
+    predict_interval_combine(o->step_ms, sp->step_lo_rel, sp->step_hi_rel, comm_lo, comm_hi,
+                             skew, &o->step_lo_ms, &o->step_hi_ms);
+    return 0;
+}
+
+void predict_measured_interval(const struct predict_source *s, double *lo, double *hi)
+{
+    predict_interval_combine(s->step_ms, s->spread.step_lo_rel, s->spread.step_hi_rel, 0, 0,
+                             s->world > 1 ? s->spread.skew_ms : 0, lo, hi);
+}
+
 /* One prediction of s at (world, cap, comm, amp model m): anchored at the measured step.
- * own: the replay of s's own configuration. */
+ * own: the replay of s's own configuration own_c. */
 int predict_one(const struct predict_source *s, const struct predict_model *m,
-                       const struct predict_out *own, const struct predict_config *c,
-                       struct predict_out *o)
+                const struct predict_config *own_c, const struct predict_out *own,
+                const struct predict_config *c, struct predict_out *o)
 {
     if (predict_replay(m, c, o))
         return -1;
     o->step_ms = s->step_ms + o->step_ms - own->step_ms;
     if (o->step_ms <= 0)
         o->step_ms = 1e-6;
+    if (one_interval(s, m, own_c, own, c, o))
+        return -1;
     /* the parts as overlap.csv measures them (the measured row's): its compute, its
      * communication (every collective, with the wait for a late rank) and the exposed part,
      * each changed by the replay's change -- the all-reduces' and the held collectives'
@@ -854,30 +990,37 @@ int predict_whatif_figures(const struct runset *rs, const struct run_stat *st,
     struct predict_out own_out, cur, p;
     int rc = predict_replay(&s->m, &own, &own_out);
     if (rc == 0)
-        rc = predict_one(s, &s->m, &own_out, &own, &cur);
+        rc = predict_one(s, &s->m, &own, &own_out, &own, &cur);
+    predict_measured_interval(s, &w->step_lo_ms, &w->step_hi_ms);
     w->exposed_ms = cur.exposed_comm_ms;
     w->best_cap_mb = s->cap_mb;
     w->best_step_ms = cur.step_ms;
     w->best_exposed_ms = cur.exposed_comm_ms;
+    w->best_lo_ms = cur.step_lo_ms;
+    w->best_hi_ms = cur.step_hi_ms;
     for (int k = 0; rc == 0 && k < w->ncand; k++) {
         struct predict_config c = own;
         c.bucket_cap_mb = w->cands[k];
-        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+        if ((rc = predict_one(s, &s->m, &own, &own_out, &c, &p)))
             break;
         if (p.step_ms < w->best_step_ms - 1e-9) {
             w->best_cap_mb = w->cands[k];
             w->best_step_ms = p.step_ms;
             w->best_exposed_ms = p.exposed_comm_ms;
+            w->best_lo_ms = p.step_lo_ms;
+            w->best_hi_ms = p.step_hi_ms;
         }
     }
     for (int k = 0; rc == 0 && k < 2; k++) {
         struct predict_config c = own;
         c.world = s->world * (k ? 4 : 2);
         c.bucket_cap_mb = w->best_cap_mb;
-        if ((rc = predict_one(s, &s->m, &own_out, &c, &p)))
+        if ((rc = predict_one(s, &s->m, &own, &own_out, &c, &p)))
             break;
         w->scale[k].world = c.world;
         w->scale[k].step_ms = p.step_ms;
+        w->scale[k].lo_ms = p.step_lo_ms;
+        w->scale[k].hi_ms = p.step_hi_ms;
         w->scale[k].exposed_ms = p.exposed_comm_ms;
         w->scale[k].speedup = predict_speedup_of(&g, c.world, s->batch, p.step_ms);
         w->scale[k].gain = (double)c.world / p.step_ms / ((double)s->world / s->step_ms);

@@ -75,6 +75,13 @@ struct predict_comm {
      * an all-reduce that starts before backward ends takes each step of its ring at the
      * next gradient, then `busy` more; 0: it runs beside compute, T + busy */
     int grad_progress;
+    /* added to every all-reduce's time of 2 ranks or more (ms; the time at least 0): the
+     * 80 % interval's comm term (report/FORMULAS.md "The 80 % interval"); 0 in a prediction */
+    double offset_ms;
+    /* what the fit left unexplained (report/FORMULAS.md "The 80 % interval"): of its
+     * resid_sizes residuals (0: not fitted), min(0, p10) and max(0, p90), ms an all-reduce */
+    size_t resid_sizes;
+    double resid_lo_ms, resid_hi_ms;
 };
 
 struct predict_config {
@@ -94,10 +101,12 @@ struct predict_out {
     double held_ms;         /* the held collectives at the asked world (the step adds its
                                change from held_world: forward and backward hold the rest) */
     double straggler_ms;    /* E[max of N ranks' compute] - mean compute */
+    /* the 80 % interval of step_ms (predict_one; the replay leaves them 0) */
+    double step_lo_ms, step_hi_ms;
 };
 
 /* Ring all-reduce time of bytes among world ranks (ms): 2(N-1)/N * bytes / bandwidth +
- * 2(N-1) * latency, at least c->floor_ms; 0 for world <= 1. */
+ * 2(N-1) * latency, at least c->floor_ms, plus c->offset_ms (at least 0); 0 for world <= 1. */
 double predict_ring_ms(const struct predict_comm *c, int world, double bytes);
 
 /* Replay one step of m in configuration c into *out.  Returns 0, or -1 after error_set()
@@ -108,6 +117,15 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
 /* The expected slowest of world draws from samples[0..n) (sorted ascending) less their
  * mean: sum_i x_(i) ((i/n)^N - ((i-1)/n)^N) - mean; 0 for world <= 1 or n == 0. */
 double predict_straggler_ms(const double *sorted, size_t n, int world);
+
+/* The 80 % interval of a predicted step (report/FORMULAS.md "The 80 % interval"): each side's
+ * half-width the root of the sum of the squares of the three terms' on that side --
+ * step_ms * spread_lo (_hi) for the step-time spread (relative), comm_lo_ms (comm_hi_ms) for
+ * the comm fit's residuals, skew_ms for the rank-arrival skew -- into *lo (at least 0) and
+ * *hi. */
+void predict_interval_combine(double step_ms, double spread_lo, double spread_hi,
+                              double comm_lo_ms, double comm_hi_ms, double skew_ms, double *lo,
+                              double *hi);
 
 /* Least squares of time = a + b * bytes over (bytes[i], ms[i]), i < n: the ring's latency
  * and bandwidth at world ranks (a = 2(N-1) latency, b = 2(N-1)/N / bandwidth).  With one
@@ -121,6 +139,14 @@ int predict_fit_ring(const double *bytes, const double *ms, size_t n, int world,
 struct runset;
 struct run;
 struct run_stat;
+
+/* What of a run an 80 % interval is made of (report/FORMULAS.md "The 80 % interval"). */
+struct predict_spread {
+    size_t steps;                   /* rank 0's steady steps (0: no step spread) */
+    double step_lo_rel, step_hi_rel; /* 1 - p10 / p50 and p90 / p50 - 1 of their times */
+    size_t skew_steps;              /* steps of 2 ranks or more in stragglers.csv */
+    double skew_ms;                 /* the median of their wait_ms / (ranks - 1) */
+};
 
 /* One run's model and what was measured of it. */
 struct predict_source {
@@ -141,6 +167,7 @@ struct predict_source {
     size_t cal_sizes, cal_samples; /* distinct sizes and rows the fit used */
     size_t cal_small;              /* near-empty all-reduces behind the floor */
     size_t cal_busy;               /* bucket all-reduces behind the busy term */
+    struct predict_spread spread;  /* the interval's terms */
 };
 
 /* The sources of every run of a runset, one of them predicted. */
@@ -182,11 +209,16 @@ int predict_model_amp(const struct predict_source *s, const struct predict_sourc
                       struct predict_model *m);
 
 /* One prediction of s at configuration c with model m, anchored at the measured step (own:
- * the replay of s's own configuration), the parts as overlap.csv measures them.  0, or -1
+ * the replay of s's own configuration own_c with s->m), the parts as overlap.csv measures
+ * them, and the step's 80 % interval (step_lo_ms, step_hi_ms) from s->spread.  0, or -1
  * after error_set(). */
 int predict_one(const struct predict_source *s, const struct predict_model *m,
-                const struct predict_out *own, const struct predict_config *c,
-                struct predict_out *o);
+                const struct predict_config *own_c, const struct predict_out *own,
+                const struct predict_config *c, struct predict_out *o);
+
+/* The 80 % interval of s's measured step (its own configuration: no comm term) into *lo,
+ * *hi. */
+void predict_measured_interval(const struct predict_source *s, double *lo, double *hi);
 
 /* What of an asked link bandwidth s's comm carries as payload (1, or TCP's share). */
 double predict_link_efficiency(const struct predict_source *s);
@@ -204,13 +236,16 @@ struct predict_whatif {
     struct predict_comm comm; /* the fitted ring */
     int world;
     double cap_mb, step_ms, exposed_ms, speedup; /* the run's own (speedup -1: no baseline) */
+    double step_lo_ms, step_hi_ms;               /* its 80 % interval */
     double cands[PREDICT_WHATIF_CANDIDATES];     /* the caps searched, MB */
     int ncand;
     double best_cap_mb, best_step_ms, best_exposed_ms; /* the fastest predicted cap (the
                                                           run's own when none is faster) */
+    double best_lo_ms, best_hi_ms;                     /* its step's 80 % interval */
     struct {
         int world;
         double step_ms, exposed_ms, speedup, gain; /* gain: throughput / the run's */
+        double lo_ms, hi_ms;                       /* the step's 80 % interval */
     } scale[2]; /* 2x and 4x the world size, at best_cap_mb */
 };
 

@@ -21,7 +21,19 @@ double predict_ring_ms(const struct predict_comm *c, int world, double bytes)
     const double bytes_per_ms = c->bandwidth_gbps * 1e9 / 8.0 / 1e3;
     const double t =
         2.0 * (n - 1.0) / n * bytes / bytes_per_ms + 2.0 * (n - 1.0) * c->latency_us / 1e3;
-    return t < c->floor_ms ? c->floor_ms : t;
+    const double d = (t < c->floor_ms ? c->floor_ms : t) + c->offset_ms;
+    return d > 0.0 ? d : 0.0;
+}
+
+void predict_interval_combine(double step_ms, double spread_lo, double spread_hi,
+                              double comm_lo_ms, double comm_hi_ms, double skew_ms, double *lo,
+                              double *hi)
+{
+    const double a = step_ms * spread_lo, b = step_ms * spread_hi;
+    *lo = step_ms - sqrt(a * a + comm_lo_ms * comm_lo_ms + skew_ms * skew_ms);
+    *hi = step_ms + sqrt(b * b + comm_hi_ms * comm_hi_ms + skew_ms * skew_ms);
+    if (*lo < 0.0)
+        *lo = 0.0;
 }
 
 double predict_straggler_ms(const double *sorted, size_t n, int world)

@@ -11,7 +11,7 @@
 #include "report/input/run.h"
 
 enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_BUSY, PC_AMP, PC_BUCKETS, PC_STEP,
-       PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
+       PC_STEP_LO, PC_STEP_HI, PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
 static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CONFIG] = {"config", "config", "", 1},
     [PC_WORLD] = {"world", "world", "", 0},
@@ -23,6 +23,8 @@ static const struct table_col predict_cols[PC_COUNT] = {
     [PC_AMP] = {"amp", "amp", "", 1},
     [PC_BUCKETS] = {"buckets", "buckets", "", 0},
     [PC_STEP] = {"step_ms", "step", "ms", 0},
+    [PC_STEP_LO] = {"step_lo_ms", "80% from", "ms", 0},
+    [PC_STEP_HI] = {"step_hi_ms", "to", "ms", 0},
     [PC_COMPUTE] = {"compute_ms", "compute", "ms", 0},
     [PC_COMM] = {"comm_ms", "comm", "ms", 0},
     [PC_EXPOSED] = {"exposed_comm_ms", "exposed", "ms", 0},
@@ -54,6 +56,10 @@ void predict_table_measured(struct table *t, const struct predict_source *s, dou
     if (s->run->meta.buckets.s)
         table_set(t, PC_BUCKETS, "%lld", (long long)s->run->meta.buckets.i);
     table_set(t, PC_STEP, "%.3f", s->step_ms);
+    double lo, hi;
+    predict_measured_interval(s, &lo, &hi);
+    table_set(t, PC_STEP_LO, "%.3f", lo);
+    table_set(t, PC_STEP_HI, "%.3f", hi);
     table_set(t, PC_COMPUTE, "%.3f", s->compute_ms);
     table_set(t, PC_COMM, "%.3f", s->comm_ms);
     table_set(t, PC_EXPOSED, "%.3f", s->exposed_ms);
@@ -79,6 +85,8 @@ void predict_table_row(struct table *t, const struct predict_config *c, double a
     table_set(t, PC_AMP, "%s", amp);
     table_set(t, PC_BUCKETS, "%d", p->buckets);
     table_set(t, PC_STEP, "%.3f", p->step_ms);
+    table_set(t, PC_STEP_LO, "%.3f", p->step_lo_ms);
+    table_set(t, PC_STEP_HI, "%.3f", p->step_hi_ms);
     table_set(t, PC_COMPUTE, "%.3f", p->compute_ms);
     table_set(t, PC_COMM, "%.3f", p->comm_ms);
     table_set(t, PC_EXPOSED, "%.3f", p->exposed_comm_ms);
@@ -127,6 +135,21 @@ void predict_print_footer(FILE *f, const struct predict_footer *p)
         fprintf(f, "#  from a 1-rank run: each rank computes as that run did (its threads "
                    "per rank: %s)\n", s->run->meta.threads_per_rank.s
                                          ? s->run->meta.threads_per_rank.s : "?");
+    const struct predict_spread *sp = &s->spread;
+    fprintf(f, "#  80 %% interval (step_lo_ms to step_hi_ms; report/FORMULAS.md \"The 80 %% "
+               "interval\"): step times p10 %+.1f %%, p90 %+.1f %% of the median (%zu "
+               "step(s)); ", -100.0 * sp->step_lo_rel, 100.0 * sp->step_hi_rel, sp->steps);
+    if (p->have_cal && cal->resid_sizes > 0)
+        fprintf(f, "the comm fit's residuals p10 %+.3f ms, p90 %+.3f ms an all-reduce (%zu "
+                   "size(s))", cal->resid_lo_ms, cal->resid_hi_ms, cal->resid_sizes);
+    else
+        fprintf(f, "no comm fit (no comm term)");
+    if (sp->skew_steps > 0)
+        fprintf(f, "; rank-arrival skew %.3f ms a step per waiting rank (the median over %zu "
+                   "step(s) of stragglers.csv)", sp->skew_ms, sp->skew_steps);
+    else if (s->world == 1)
+        fprintf(f, "; from 1 rank: the straggler term stands for the skew");
+    fprintf(f, "; each side's terms added in quadrature\n");
     for (int k = 0; k < p->nnotes; k++)
         fprintf(f, "#  %s\n", p->notes[k]);
     fprintf(f, "#  written to %s/predict.csv\n", p->out);
@@ -168,29 +191,35 @@ int predict_whatif(const struct runset *rs, const struct predict_whatif *wp, cha
                       w.comm.busy_ms);
     if (rc == 0 && w.best_cap_mb != w.cap_mb)
         rc = add_line(lines, n,
-                      "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms, %+.3f ms "
-                      "per step (%+.1f %%), exposed comm %.3f ms (%+.3f) against the run's %g MB",
+                      "  best bucket cap %.3g MB (of %d from %.3g to %g): step %.3f ms (80 %%: "
+                      "%.3f-%.3f), %+.3f ms per step (%+.1f %%), exposed comm %.3f ms (%+.3f) "
+                      "against the run's %g MB (step %.3f ms, 80 %%: %.3f-%.3f)",
                       w.best_cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.best_step_ms,
-                      w.best_step_ms - w.step_ms, 100.0 * (w.best_step_ms - w.step_ms) / w.step_ms,
-                      w.best_exposed_ms, w.best_exposed_ms - w.exposed_ms, w.cap_mb);
+                      w.best_lo_ms, w.best_hi_ms, w.best_step_ms - w.step_ms,
+                      100.0 * (w.best_step_ms - w.step_ms) / w.step_ms, w.best_exposed_ms,
+                      w.best_exposed_ms - w.exposed_ms, w.cap_mb, w.step_ms, w.step_lo_ms,
+                      w.step_hi_ms);
     else if (rc == 0)
         rc = add_line(lines, n,
                       "  best bucket cap: the run's own %g MB (no candidate of %d from %.3g to "
-                      "%g MB is predicted faster); exposed comm %.3f ms per step",
-                      w.cap_mb, w.ncand, w.cands[0], w.cands[w.ncand - 1], w.exposed_ms);
+                      "%g MB is predicted faster); step %.3f ms (80 %%: %.3f-%.3f), exposed "
+                      "comm %.3f ms per step", w.cap_mb, w.ncand, w.cands[0],
+                      w.cands[w.ncand - 1], w.step_ms, w.step_lo_ms, w.step_hi_ms, w.exposed_ms);
     for (int k = 0; rc == 0 && k < 2; k++) {
         const int mult = k ? 4 : 2;
         if (w.scale[k].speedup > 0 && w.speedup > 0)
             rc = add_line(lines, n,
-                          "  world %d (%dx): step %.3f ms, speedup %.2fx over the baseline "
-                          "(%.2fx now, by median steps): %.2fx the throughput, exposed comm "
-                          "%.3f ms", w.scale[k].world, mult, w.scale[k].step_ms,
+                          "  world %d (%dx): step %.3f ms (80 %%: %.3f-%.3f), speedup %.2fx "
+                          "over the baseline (%.2fx now, by median steps): %.2fx the "
+                          "throughput, exposed comm %.3f ms", w.scale[k].world, mult,
+                          w.scale[k].step_ms, w.scale[k].lo_ms, w.scale[k].hi_ms,
                           w.scale[k].speedup, w.speedup, w.scale[k].gain, w.scale[k].exposed_ms);
         else
             rc = add_line(lines, n,
-                          "  world %d (%dx): step %.3f ms, %.2fx the throughput (no baseline "
-                          "for a speedup), exposed comm %.3f ms", w.scale[k].world, mult,
-                          w.scale[k].step_ms, w.scale[k].gain, w.scale[k].exposed_ms);
+                          "  world %d (%dx): step %.3f ms (80 %%: %.3f-%.3f), %.2fx the "
+                          "throughput (no baseline for a speedup), exposed comm %.3f ms",
+                          w.scale[k].world, mult, w.scale[k].step_ms, w.scale[k].lo_ms,
+                          w.scale[k].hi_ms, w.scale[k].gain, w.scale[k].exposed_ms);
     }
     return rc;
 }

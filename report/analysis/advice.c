@@ -37,9 +37,12 @@ struct advice_run {
     double exposed_ms;      /* its exposed_comm_ms less the collectives outside steps (they
                                count there: eval's reduce, the setup's broadcast) */
     double kind_ms[ADVICE_NKINDS]; /* collectives outside the gradient buckets, in steps:
-                                      the least of the ranks' (the rest of a rank's time in
-                                      them is waiting for a slower rank, which stays) */
+                                      their transfer, per call the least time of any rank
+                                      (the rest of a rank's time in it is waiting for the
+                                      last to arrive, which stays: run_stat.colls) */
     double blocking_ms;     /* their sum */
+    double coll_wait_ms;    /* the rest: one waiting rank's wait in them per step */
+    const char *coll_wait_phase; /* the phase with the most of it ("comm.allreduce") */
     int has_host_wait;
     double host_wait_ms;    /* device_host_wait_ms per step */
     double grad_exposed_ms; /* gradient all-reduce not under backward and not waiting for
@@ -61,15 +64,14 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     a->idx = i;
     a->r = &rs->runs[i];
     a->s = &st[i];
-    for (int q = 0; q < ADVICE_NKINDS; q++)
-        a->kind_ms[q] = -1.0; /* no rank yet */
+    double nsteps = 0.0; /* counted steps, summed over the ranks with them */
     for (int k = 0; k < st[i].nranks; k++) {
         const struct rank_stat *r = &st[i].ranks[k];
         if (r->nsteps == 0 || r->step_total_ns <= 0)
             continue;
-        double kind[ADVICE_NKINDS] = {0};
         const double n = (double)r->nsteps, to_ms = 1e-6 / n;
         a->ranks++;
+        nsteps += n;
         a->step_ms += (double)r->step_total_ns * to_ms;
         for (int g = 0; g < SEG_COUNT; g++)
             a->seg_ms[g] += (double)r->seg_ns[g] * to_ms;
@@ -79,16 +81,7 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
             const struct phase_stat *ps = &r->phases[p];
             if (ps->collective)
                 outside += ps->total_ns - ps->in_steps_ns;
-            if (!ps->collective || !ps->in_steps ||
-                strcmp(strpool_get(&rs->labels, ps->phase), "allreduce") == 0)
-                continue; /* not a collective, outside steps, or a gradient bucket */
-            for (int q = 0; q < ADVICE_NKINDS; q++)
-                if (strcmp(ps->collective, advice_kinds[q]) == 0)
-                    kind[q] += (double)ps->in_steps_ns * to_ms;
         }
-        for (int q = 0; q < ADVICE_NKINDS; q++)
-            if (a->kind_ms[q] < 0.0 || kind[q] < a->kind_ms[q])
-                a->kind_ms[q] = kind[q];
         const int64_t e = r->exposed_ns - outside;
         a->exposed_ms += (double)(e > 0 ? e : 0) * to_ms;
         int64_t hw;
@@ -106,6 +99,22 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     a->host_wait_ms *= m;
     for (int g = 0; g < SEG_COUNT; g++)
         a->seg_ms[g] *= m;
+    /* the collectives outside the buckets: per call, the transfer (the least time of any
+     * rank) and the others' wait, per step of one rank (the counted steps' mean) and, for
+     * the wait, of one waiting rank (/ (ranks - 1)) */
+    const double per_step = 1e-6 / (nsteps * m), waiting = a->ranks > 1 ? a->ranks - 1 : 1;
+    int64_t most = 0;
+    for (size_t c = 0; c < st[i].ncolls; c++) {
+        const struct coll_stat *cs = &st[i].colls[c];
+        for (int q = 0; q < ADVICE_NKINDS; q++)
+            if (cs->collective && strcmp(cs->collective, advice_kinds[q]) == 0)
+                a->kind_ms[q] += (double)cs->transfer_ns * per_step;
+        a->coll_wait_ms += (double)cs->wait_ns * per_step / waiting;
+        if (cs->wait_ns > most) {
+            most = cs->wait_ns;
+            a->coll_wait_phase = strpool_get(&rs->labels, cs->phase);
+        }
+    }
     for (int q = 0; q < ADVICE_NKINDS; q++)
         a->blocking_ms += a->kind_ms[q];
     int64_t total = 0, hidden = 0;
@@ -631,21 +640,40 @@ static void cause_comm(const struct advice_run *a, const struct cause_fig *f,
     }
 }
 
-/* The others' wait for the slowest rank per step (stragglers.csv), when it is at least
- * half the growth of the exposed communication (ADVICE_CAUSE_WAIT): the waiting is the
- * stragglers', not the wire's.  1 with *f and *wait_ms set, else 0. */
+/* The ranks' wait for one another per step -- for the slowest at the end of backward
+ * (stragglers.csv) and for the last to arrive in the collectives outside the gradient
+ * buckets (SyncBatchNorm's: run_stat.colls), one waiting rank's -- when it is at least half
+ * the growth of the exposed communication (ADVICE_CAUSE_WAIT): the waiting is the late
+ * ranks', not the wire's.  1 with *f (f->steps 0: no straggler figures), *wait_ms and
+ * *in_colls (most of it in those collectives) set, else 0. */
 static int cause_waits(const struct advice_run *a, const struct cause_fig *c,
-                       struct straggler_fig *f, double *wait_ms)
+                       struct straggler_fig *f, double *wait_ms, int *in_colls)
 {
-    if (!straggler_fig(a, f))
+    const double sw = straggler_fig(a, f) ? f->all_wait_ms : 0.0, total = sw + a->coll_wait_ms;
+    if (!(total > 0.0))
         return 0;
-    *wait_ms = f->all_wait_ms < c->delta[CAUSE_COMM] ? f->all_wait_ms : c->delta[CAUSE_COMM];
+    *in_colls = a->coll_wait_ms > sw;
+    *wait_ms = total < c->delta[CAUSE_COMM] ? total : c->delta[CAUSE_COMM];
     return *wait_ms >= ADVICE_CAUSE_WAIT * c->delta[CAUSE_COMM];
 }
 
 static void cause_waits_text(const struct advice_run *a, const struct straggler_fig *f,
-                             double wait_ms, struct cause_buf *why, struct cause_buf *act)
+                             double wait_ms, int in_colls, struct cause_buf *why,
+                             struct cause_buf *act)
 {
+    if (in_colls) {
+        const int sync_bn = a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1;
+        cb_add(why, ": the ranks wait %.1f ms per step for one another inside the collectives "
+                    "outside the gradient buckets (most in %s; their transfer, the least time "
+                    "of any rank in each call, is %.1f ms per step): a rank comes late to them",
+               wait_ms, a->coll_wait_phase ? a->coll_wait_phase : "-", a->blocking_ms);
+        cb_add(act, "the late ranks' cores: what else runs on them (load), CPU binding and "
+                    "clocks%s",
+               sync_bn ? "; turning SyncBatchNorm off would not remove the wait, it would "
+                         "move into the gradient all-reduce"
+                       : "");
+        return;
+    }
     cb_add(why, ": the other ranks wait %.1f ms per step for the slowest (rank %d in %.0f %% "
                 "of %d steps)",
            wait_ms, f->rank, f->share, f->steps);
@@ -699,14 +727,15 @@ static int verdict_cause(const struct runset *rs, const struct run_stat *st,
                                                     "data loading", "outside the traced phases"};
     struct straggler_fig sf;
     double wait_ms = 0.0;
-    const int waits = k == CAUSE_COMM && cause_waits(a, &f, &sf, &wait_ms);
+    int in_colls = 0;
+    const int waits = k == CAUSE_COMM && cause_waits(a, &f, &sf, &wait_ms, &in_colls);
     *name = waits ? "waiting for a slower rank" : names[k];
     cb_add(&why, "cause: %s%s, %+.1f ms per step (%.0f %% of the step's %+.1f ms over the "
                  "baseline's %.1f ms, diff.csv)",
            *name, waits ? ", in exposed communication" : "", f.delta[k], share, f.dstep,
            f.step_a);
     if (waits)
-        cause_waits_text(a, &sf, wait_ms, &why, &act);
+        cause_waits_text(a, &sf, wait_ms, in_colls, &why, &act);
     else if (k == CAUSE_COMPUTE)
         cause_compute(a, b, &f, wf, &why, &act);
     else if (k == CAUSE_COMM)

@@ -123,7 +123,7 @@ static int report_analyse(struct report_job *j)
     }
     if (rc == 0)
         rc = predict_whatif_figures(&j->rs, j->st, &j->wf);
-    if (rc == 0 && (rc = advice_make(&j->rs, j->st, &j->wf, &j->adv)) == 0)
+    if (rc == 0 && (rc = advice_make(&j->rs, j->st, j->rep, &j->wf, &j->adv)) == 0)
         advice_table(&j->adv, &j->rs, &j->adv_t);
     return rc;
 }

@@ -1,10 +1,13 @@
 /* advice.c — the verdict and the recommendations (advice.h): one table of rules, each
  * reading one run's figures (struct advice_run, filled once from the analysis) and
- * proposing at most one candidate with the time per step it could save; the candidates
- * ranked by that time.  Thresholds and estimates: report/FORMULAS.md "Advice". */
+ * proposing at most one candidate with the time per step it could save; each candidate
+ * held against its run's noise and load; the recommended ones first, ranked by that time.  Thresholds, estimates,
+ * sources and statuses: report/FORMULAS.md "Advice". */
 #include "report/analysis/advice.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@
 #include "common/vec.h"
 #include "report/analysis/diff.h"
 #include "report/analysis/predict.h"
+#include "report/analysis/repeats.h"
 #include "report/input/run.h"
 
 /* The non-bucket collective kinds a step can block in (trace_format.h's kinds). */
@@ -43,6 +47,9 @@ struct advice_run {
     double blocking_ms;     /* their sum */
     double coll_wait_ms;    /* the rest: one waiting rank's wait in them per step */
     const char *coll_wait_phase; /* the phase with the most of it ("comm.allreduce") */
+    int loaded;             /* measured under load or oversubscribed (the load rule's test) */
+    int has_noise;          /* noise_ms is set (FORMULAS.md "Advice": the noise) */
+    double noise_ms;
     int has_host_wait;
     double host_wait_ms;    /* device_host_wait_ms per step */
     double grad_exposed_ms; /* gradient all-reduce not under backward and not waiting for
@@ -57,8 +64,39 @@ double advice_pct(double part, double whole)
     return whole > 0.0 ? 100.0 * part / whole : 0.0;
 }
 
-static void advice_run_fill(const struct runset *rs, const struct run_stat *st, int i,
-                            struct advice_run *a)
+/* The run's noise (FORMULAS.md "Advice": the noise) into a->noise_ms: half the 10th-90th
+ * percentile range of the steady steps of its lowest rank with ADVICE_NOISE_STEPS of them;
+ * with repeats, half the range of their mean steps (this run's mean step x its images/s
+ * over each repeat's) where that is larger. */
+static void advice_noise(const struct run_stat *s, const struct repeats *rep, struct advice_run *a)
+{
+    for (int k = 0; k < s->nranks && !a->has_noise; k++) {
+        const struct rank_stat *r = &s->ranks[k];
+        if (r->nsteps < ADVICE_NOISE_STEPS) /* step_ns: ascending */
+            continue;
+        a->has_noise = 1;
+        const int64_t hi = analysis_percentile(r->step_ns, r->nsteps, ADVICE_NOISE_HI),
+                      lo = analysis_percentile(r->step_ns, r->nsteps, ADVICE_NOISE_LO);
+        a->noise_ms = 0.5e-6 * (double)(hi - lo);
+    }
+    /* rep->ips: every repeat's, this run's among them (in no order: the tables sort it) */
+    if (!rep || rep->nips < 2 || !s->has_ips || !(s->images_per_s > 0.0) || !(a->step_ms > 0.0))
+        return;
+    double lo = s->images_per_s, hi = s->images_per_s;
+    for (int k = 0; k < rep->nips; k++) {
+        if (!(rep->ips[k] > 0.0))
+            return;
+        lo = rep->ips[k] < lo ? rep->ips[k] : lo;
+        hi = rep->ips[k] > hi ? rep->ips[k] : hi;
+    }
+    const double between = 0.5 * a->step_ms * s->images_per_s * (1.0 / lo - 1.0 / hi);
+    if (!a->has_noise || between > a->noise_ms)
+        a->noise_ms = between;
+    a->has_noise = 1;
+}
+
+static void advice_run_fill(const struct runset *rs, const struct run_stat *st,
+                            const struct repeats *rep, int i, struct advice_run *a)
 {
     memset(a, 0, sizeof *a);
     a->idx = i;
@@ -90,6 +128,10 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
             a->host_wait_ms += (double)hw * to_ms;
         }
     }
+    struct run_load l;
+    int ranks, cores;
+    analysis_load(a->r, &l);
+    a->loaded = l.loaded || analysis_oversubscribed(a->r, &ranks, &cores);
     if (a->ranks == 0)
         return;
     const double m = 1.0 / a->ranks;
@@ -117,6 +159,7 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     }
     for (int q = 0; q < ADVICE_NKINDS; q++)
         a->blocking_ms += a->kind_ms[q];
+    advice_noise(&st[i], rep, a);
     int64_t total = 0, hidden = 0;
     for (size_t b = 0; b < st[i].nbuckets; b++) { /* rows are per rank and step */
         const struct bucket_stat *bs = &st[i].buckets[b];
@@ -436,20 +479,25 @@ static int rule_tiny_batch(const struct advice_run *a, struct advice_cand *c)
     return 1;
 }
 
+/* noise: the candidate is held against the run's noise.  Not the load rule's (a caution
+ * about the measurement, no change), nor the straggler's and imbalance's (their saving is
+ * the ranks' waiting, which is what makes the steps spread: held against that spread, it
+ * would be judged by itself). */
 static const struct advice_rule {
     const char *name;
     advice_rule_fn fn;
+    int noise;
 } advice_rules[] = {
-    {"load", rule_load},
-    {"data", rule_data},
-    {"grad_exposed", rule_grad_exposed},
-    {"bucket_cap", rule_bucket_cap},
-    {"blocking", rule_blocking},
-    {"straggler", rule_straggler},
-    {"imbalance", rule_imbalance},
-    {"amp_gpu", rule_amp_gpu},
-    {"launch", rule_launch},
-    {"tiny_batch", rule_tiny_batch},
+    {"load", rule_load, 0},
+    {"data", rule_data, 1},
+    {"grad_exposed", rule_grad_exposed, 1},
+    {"bucket_cap", rule_bucket_cap, 1},
+    {"blocking", rule_blocking, 1},
+    {"straggler", rule_straggler, 0},
+    {"imbalance", rule_imbalance, 0},
+    {"amp_gpu", rule_amp_gpu, 1},
+    {"launch", rule_launch, 1},
+    {"tiny_batch", rule_tiny_batch, 1},
 };
 #define ADVICE_NRULES ((int)(sizeof advice_rules / sizeof *advice_rules))
 
@@ -463,6 +511,10 @@ struct ranked {
 static int cmp_ranked(const void *x, const void *y)
 {
     const struct ranked *a = x, *b = y;
+    const int ra = a->item.status != ADVICE_ST_RECOMMENDED,
+              rb = b->item.status != ADVICE_ST_RECOMMENDED;
+    if (ra != rb)
+        return ra - rb;
     if (a->item.saving_ms != b->item.saving_ms)
         return a->item.saving_ms < b->item.saving_ms ? 1 : -1;
     if (a->rule_order != b->rule_order)
@@ -627,8 +679,11 @@ static void cause_comm(const struct advice_run *a, const struct cause_fig *f,
         cb_add(act, "the gradient all-reduce: a faster interconnect, fewer gradient bytes, or "
                     "more compute per step to hide it under (a larger batch per rank)");
         if (wf && wf->ok && wf->run == a->idx && wf->best_cap_mb != wf->cap_mb)
-            cb_add(act, "; --bucket-cap-mb %.3g is predicted %+.1f ms per step",
-                   wf->best_cap_mb, wf->best_step_ms - wf->step_ms);
+            cb_add(act, "; --bucket-cap-mb %.3g is predicted %+.1f ms per step%s",
+                   wf->best_cap_mb, wf->best_step_ms - wf->step_ms,
+                   a->loaded ? " (not to be trusted: measured under load, the prediction "
+                               "assumes an idle machine)"
+                             : "");
     } else if (top && sync_bn &&
                (strcmp(top, "comm.allreduce") == 0 || strcmp(top, "comm.allgather") == 0)) {
         cb_add(act, "SyncBatchNorm's collectives: --no-sync-bn where each rank's batch is "
@@ -814,7 +869,43 @@ static char *verdict_text(const struct runset *rs, const struct run_stat *st,
     return out;
 }
 
-int advice_make(const struct runset *rs, const struct run_stat *st,
+/* ---- holding each candidate against the run's noise and load (FORMULAS.md "Advice") ---- */
+
+static void item_append(struct advice_item *it, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* it->text with more appended; it->text unchanged when out of memory */
+static void item_append(struct advice_item *it, const char *fmt, ...)
+{
+    char more[512], *t = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(more, sizeof more, fmt, ap);
+    va_end(ap);
+    if (asprintf(&t, "%s%s", it->text, more) >= 0) {
+        free(it->text);
+        it->text = t;
+    }
+}
+
+/* The status of a rule's candidate x of run a: a prediction for a run measured under load
+ * is unreliable; a saving not beyond the run's noise (or a predicted interval reaching no
+ * gain) is inside the noise; else recommended. */
+static void cand_judge(const struct advice_run *a, int noise_rule, struct ranked *x)
+{
+    struct advice_item *it = &x->item;
+    it->has_noise = noise_rule && a->has_noise; /* the noise it is held against */
+    it->noise_ms = a->noise_ms;
+    it->status = ADVICE_ST_RECOMMENDED;
+    if (it->source == ADVICE_PREDICTED && a->loaded) {
+        it->status = ADVICE_ST_UNDER_LOAD;
+        item_append(it, "; measured under load: the prediction assumes an idle machine");
+    } else if (noise_rule && ((a->has_noise && it->saving_ms <= a->noise_ms) ||
+                              (it->has_interval && it->saving_lo_ms <= 0.0))) {
+        it->status = ADVICE_ST_NOISE;
+    }
+}
+
+int advice_make(const struct runset *rs, const struct run_stat *st, const struct repeats *rep,
                 const struct predict_whatif *wf, struct advice *out)
 {
     memset(out, 0, sizeof *out);
@@ -831,7 +922,7 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
     const int base = analysis_baseline(rs);
     int subjects = 0;
     for (int i = 0; i < rs->n; i++) {
-        advice_run_fill(rs, st, i, &ar[i]);
+        advice_run_fill(rs, st, rep ? &rep[i] : NULL, i, &ar[i]);
         ar[i].whatif = wf->ok && wf->run == i ? wf : NULL; /* the bucket-cap rule's */
         subjects += i != base || rs->n == 1;
     }
@@ -862,20 +953,31 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
                 break;
             }
             n++;
+            cand_judge(&ar[i], advice_rules[k].noise, x);
         }
     }
     if (rc == 0 && !(out->verdict = verdict_text(rs, st, ar, base, wf, out)))
         rc = error_set("report: out of memory");
+    if (rc == 0) {
+        const struct advice_run *v = &ar[verdict_run(ar, rs->n, base)];
+        out->has_noise = v->has_noise;
+        out->noise_ms = v->noise_ms;
+    }
     if (rc == 0 && n > 0) {
         qsort(rk, n, sizeof *rk, cmp_ranked);
         if (!(out->items = malloc(n * sizeof *out->items)))
             rc = error_set("report: out of memory");
     }
     for (size_t k = 0; k < n; k++) {
-        if (rc == 0)
-            out->items[out->n++] = rk[k].item;
-        else
+        if (rc == 0) {
+            struct advice_item *it = &out->items[out->n++];
+            *it = rk[k].item;
+            out->recommended += it->status == ADVICE_ST_RECOMMENDED;
+            out->noise += it->status == ADVICE_ST_NOISE;
+            out->under_load += it->status == ADVICE_ST_UNDER_LOAD;
+        } else {
             free(rk[k].item.text);
+        }
     }
     out->cap = out->n;
     free(rk);
@@ -887,7 +989,27 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
 
 size_t advice_shown(const struct advice *a)
 {
-    return a->n < ADVICE_SHOWN ? a->n : ADVICE_SHOWN;
+    return a->recommended < ADVICE_SHOWN ? a->recommended : ADVICE_SHOWN;
+}
+
+const char *advice_source_name(enum advice_source s)
+{
+    static const char *const names[] = {
+        [ADVICE_MEASURED] = "measured (trace)",
+        [ADVICE_PREDICTED] = "predicted",
+        [ADVICE_ASSUMED] = "assumed",
+    };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";
+}
+
+const char *advice_status_name(enum advice_status s)
+{
+    static const char *const names[] = {
+        [ADVICE_ST_RECOMMENDED] = "recommended",
+        [ADVICE_ST_NOISE] = "inside the noise",
+        [ADVICE_ST_UNDER_LOAD] = "unreliable under load",
+    };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";
 }
 
 void advice_free(struct advice *a)

@@ -19,6 +19,9 @@
 #   capload      issue 38's second: the what-if's bucket cap for a run under load is
 #                "unreliable under load", not shown
 #   repeats      the noise of a run made twice (--repeat): half the repeats' step range
+#   ab, abcap    report --tune tune.csv: what ddpprof tune measured is "measured (A/B)",
+#                with tune's verdict; only "faster" is shown; another configuration's
+#                trials are not applied (said), a bad tune.csv is one error line
 # Besides: the launch rule on the Kineto fixture (and not on the legacy CPU one), two DDP
 # runs in one report (each recommendation names its run), a baseline alone.  For every
 # run: the terminal's last lines are the verdict and the recommendations, and report.html
@@ -327,6 +330,70 @@ check_eq "rep2: inside the noise" "$(col rep2 status blocking)" "inside the nois
 check_eq "cap: recommended" "$(status cap bucket_cap)" recommended
 same_lines late3
 same_lines capload
+
+# 3c. what ddpprof tune measured (report --tune TUNE_DIR/tune.csv): a tune directory as tune
+# writes it -- tune.csv, and round-1/given/meta.csv, the configuration its candidates change
+mktune() { # mktune DIR RUN_DIR ROWS...: tune.csv of ROWS, the given configuration RUN_DIR's
+  local dir=$1 run=$2
+  shift 2
+  mkdir -p "$dir/round-1/given"
+  cp "$run/meta.csv" "$dir/round-1/given/meta.csv"
+  { echo "candidate,args,rounds,step_ms_given,step_ms,change_pct,low_pct,high_pct,noise_pct,verdict"
+    printf '%s\n' "$@"; } >"$dir/tune.csv"
+}
+# the blocking run (SyncBatchNorm's all-gather, 15 ms a step: --no-sync-bn advised, measured
+# (trace)); tune measured --no-sync-bn 10 % slower, two threads a rank 10 % faster, --lr noise
+mktune "$tmp/tuneA" "$tmp/blocking/ddp" \
+  "no-sync-bn,--no-sync-bn,5,90.000,99.000,10.00,4.00,16.00,2.00,slower" \
+  "threads-2,--threads 2,5,90.000,81.000,-10.00,-14.00,-6.00,2.00,faster" \
+  "noop,--lr 0.0002,5,90.000,90.900,1.00,-1.50,2.50,2.00,noise"
+"$bin" report "$tmp/blocking" --tune "$tmp/tuneA/tune.csv" --out "$tmp/ab" >"$tmp/ab.out" 2>"$tmp/ab.err" </dev/null ||
+  bad "ab: report failed: $(cat "$tmp/ab.err")"
+check_eq "ab: without tune, blocking is the trace's" "$(col blocking source blocking)" "measured (trace)"
+check_eq "ab: blocking measured (A/B)" "$(col ab source blocking)" "measured (A/B)"
+check_eq "ab: tune's verdict on it" "$(col ab ab_verdict blocking)" slower
+check_eq "ab: so it is not recommended" "$(col ab status blocking)" slower
+check_eq "ab: nor shown" "$(col ab shown blocking)" 0
+near "ab: its saving is the measured change" "$(col ab saving_ms blocking)" -9 0.001
+near "ab: low end (the slowest round, +16 %)" "$(col ab saving_lo_ms blocking)" -14.4 0.001
+near "ab: high end (+4 %)" "$(col ab saving_hi_ms blocking)" -3.6 0.001
+near "ab: tune's noise" "$(col ab noise_ms blocking)" 1.8 0.001
+check_eq "ab: its text says what was measured" "$(col ab text blocking |
+  grep -c -- '--no-sync-bn .*; ddpprof tune measured --no-sync-bn: step 90.000 -> 99.000 ms, +10.0 % (5 interleaved rounds: +4.0 to +16.0 %): slower$')" 1
+check_eq "ab: threads, a candidate of its own" "$(col ab source threads)" "measured (A/B)"
+check_eq "ab: threads recommended" "$(col ab status threads)" recommended
+near "ab: threads' saving" "$(col ab saving_ms threads)" 9 0.001
+check_eq "ab: the one line shown" "$(grep -c '^# [0-9]\. ' "$tmp/ab.out")" 1
+check_eq "ab: threads shown, measured (A/B)" "$(grep -c '^# 1\. threads-2 (--threads 2): ddpprof tune measured step 90.000 -> 81.000 ms, -10.0 % (5 interleaved rounds: -14.0 to -6.0 %): faster \[-9.0 ms per step (-5.4 to -12.6), measured (A/B)\]$' "$tmp/ab.out")" 1
+check_eq "ab: a no-op change is noise" "$(col ab status tune)" "inside the noise"
+check_eq "ab: tune's word for it" "$(col ab ab_verdict tune)" noise
+check_eq "ab: rules, the recommended first" "$(rules ab)" "threads tune blocking"
+same_lines ab
+# the cap run: tune measured the cap the what-if predicts (faster) and one bucket (slower)
+best=$(csv_col "$tmp/cap/advice.csv" text rule=bucket_cap | sed -n 's/.*--bucket-cap-mb \([0-9.]*\) instead.*/\1/p')
+mktune "$tmp/tuneB" "$tmp/cap/ddp" \
+  "smaller,--bucket-cap-mb $best,5,80.000,76.000,-5.00,-7.00,-3.00,1.00,faster" \
+  "one-bucket,--bucket-cap-mb 1000,5,80.000,88.000,10.00,8.00,12.00,1.00,slower"
+"$bin" report "$tmp/cap" --tune "$tmp/tuneB/tune.csv" --out "$tmp/abcap" >"$tmp/abcap.out" 2>"$tmp/abcap.err" </dev/null ||
+  bad "abcap: report failed: $(cat "$tmp/abcap.err")"
+check_eq "abcap: both caps measured (A/B), none predicted" \
+  "$(csv_col "$tmp/abcap/advice.csv" source rule=bucket_cap | sort | uniq -c | sed 's/^ *//')" "2 measured (A/B)"
+check_eq "abcap: the predicted cap's candidate, measured faster" "$(csv_awk 'col("rule") == "bucket_cap" &&
+  col("text") ~ /^bucket cap .* predicted .*; ddpprof tune measured --bucket-cap-mb/ { print col("ab_verdict"), col("status") }' "$tmp/abcap/advice.csv")" "faster recommended"
+check_eq "abcap: shown as measured" "$(grep -c '^# [123]\. bucket cap .*\[-4\.0 ms per step (-2\.4 to -5\.6), measured (A/B)\]$' "$tmp/abcap.out")" 1
+check_eq "abcap: one bucket, slower, not shown" "$(csv_awk 'col("text") ~ /^one-bucket / { print col("status"), col("shown") }' "$tmp/abcap/advice.csv")" "slower 0"
+# tune measured another configuration (a batch of 64 where the run has 32): not applied, said
+mktune "$tmp/tuneC" "$tmp/blocking/ddp" "no-sync-bn,--no-sync-bn,5,90.000,99.000,10.00,4.00,16.00,2.00,slower"
+sed -i 's/^batch_size,32$/batch_size,64/' "$tmp/tuneC/round-1/given/meta.csv"
+"$bin" report "$tmp/blocking" --tune "$tmp/tuneC/tune.csv" --out "$tmp/abother" >"$tmp/abother.out" 2>"$tmp/abother.err" </dev/null ||
+  bad "abother: report failed: $(cat "$tmp/abother.err")"
+check_eq "abother: not applied" "$(grep -c 'measured (A/B)' "$tmp/abother/advice.csv")" 0
+check_eq "abother: said why" "$(grep -c 'tune.csv: ddpprof tune measured another configuration .*batch_size 32, tune.s 64' "$tmp/abother.err")" 1
+# a tune.csv that is not one: one line naming the file and line, exit non-zero
+mktune "$tmp/tuneD" "$tmp/blocking/ddp" "no-sync-bn,--no-sync-bn,5,90.000,99.000,10.00,4.00,16.00,2.00,maybe"
+"$bin" report "$tmp/blocking" --tune "$tmp/tuneD/tune.csv" --out "$tmp/abbad" >/dev/null 2>"$tmp/abbad.err" </dev/null
+check_eq "abbad: exit" "$?" 1
+check_eq "abbad: says where" "$(grep -c "tuneD/tune.csv line 2: verdict is 'maybe'" "$tmp/abbad.err")" 1
 
 # 4. many: five rules, three shown, best first
 #    data 18, exposed gradient 10, all-gather 8 (SyncBatchNorm), straggler 25 in a 145 ms

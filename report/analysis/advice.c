@@ -1,7 +1,8 @@
 /* advice.c — the verdict and the recommendations (advice.h): one table of rules, each
  * reading one run's figures (struct advice_run, filled once from the analysis) and
  * proposing at most one candidate with the time per step it could save; each candidate
- * held against its run's noise and load; the recommended ones first, ranked by that time.  Thresholds, estimates,
+ * held against its run's noise and load and against what ddpprof tune measured (tune.csv:
+ * measured (A/B)); the recommended ones first, ranked by that time.  Thresholds, estimates,
  * sources and statuses: report/FORMULAS.md "Advice". */
 #include "report/analysis/advice.h"
 
@@ -18,6 +19,7 @@
 #include "report/analysis/predict.h"
 #include "report/analysis/repeats.h"
 #include "report/input/run.h"
+#include "report/input/tune_results.h"
 
 /* The non-bucket collective kinds a step can block in (trace_format.h's kinds). */
 static const char *const advice_kinds[] = {"allreduce", "allgather", "broadcast",
@@ -181,6 +183,10 @@ struct advice_cand {
     enum advice_source source;
     double saving_ms;
     char text[480];
+    const char *opt; /* the ddpprof option it recommends, where it names one ("--no-sync-bn",
+                        "--bucket-cap-mb", "--amp"): what a ddpprof tune trial can have
+                        measured; NULL: none */
+    double value;    /* --bucket-cap-mb's value */
 };
 
 typedef int (*advice_rule_fn)(const struct advice_run *a, struct advice_cand *c);
@@ -282,6 +288,8 @@ static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
         return 0;
     c->source = ADVICE_PREDICTED;
     c->saving_ms = save;
+    c->opt = "--bucket-cap-mb";
+    c->value = w->best_cap_mb;
     cand_text(c, "bucket cap %.3g MB: exposed communication %+.1f ms per step, predicted "
                  "(step %.1f -> %.1f ms): --bucket-cap-mb %.3g instead of %g",
               w->best_cap_mb, w->best_exposed_ms - w->exposed_ms, w->step_ms, w->best_step_ms,
@@ -335,6 +343,10 @@ static int rule_blocking(const struct advice_run *a, struct advice_cand *c)
                  advice_kind_words[second], a->kind_ms[second]);
     c->source = ADVICE_MEASURED;
     c->saving_ms = b;
+    if (a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1 &&
+        (strcmp(advice_kinds[top], "allreduce") == 0 ||
+         strcmp(advice_kinds[top], "allgather") == 0))
+        c->opt = "--no-sync-bn"; /* blocking_hint's */
     cand_text(c, "the step waits %.1f ms in collectives outside the gradient buckets (%.0f %% "
                  "of it; %s): %s",
               b, p, kinds, blocking_hint(a, advice_kinds[top]));
@@ -440,6 +452,7 @@ static int rule_amp_gpu(const struct advice_run *a, struct advice_cand *c)
         return 0;
     c->source = ADVICE_ASSUMED;
     c->saving_ms = ADVICE_AMP_GAIN * fb;
+    c->opt = "--amp";
     cand_text(c, "AMP is off on GPU: forward and backward are %.0f %% of the step (%.1f ms); "
                  "--amp bf16 or fp16 runs convolutions and matrix products on tensor cores",
               advice_pct(fb, a->step_ms), fb);
@@ -506,6 +519,8 @@ static const struct advice_rule {
 struct ranked {
     struct advice_item item;
     int rule_order;
+    const char *opt; /* advice_cand's */
+    double value;
 };
 
 static int cmp_ranked(const void *x, const void *y)
@@ -905,8 +920,175 @@ static void cand_judge(const struct advice_run *a, int noise_rule, struct ranked
     }
 }
 
+/* ---- what ddpprof tune measured (tune.csv): measured (A/B) ---- */
+
+/* One tune.csv row's change, as the advice names it. */
+struct tune_change {
+    const char *rule; /* "bucket_cap", "sync_bn", "amp", "comm", "threads"; "tune": any
+                         other change, or more than one option, or an environment */
+    const char *opt;  /* the one option it sets ("--no-sync-bn"), NULL for "tune" */
+    double value;     /* its number (--bucket-cap-mb, --threads) */
+    char word[32];    /* its word (--amp fp16, --comm gloo) */
+};
+
+static void tune_change_parse(const char *args, struct tune_change *c)
+{
+    static const struct {
+        const char *opt, *rule;
+        int takes;
+    } known[] = {{"--bucket-cap-mb", "bucket_cap", 1}, {"--no-sync-bn", "sync_bn", 0},
+                 {"--amp", "amp", 1},                  {"--comm", "comm", 1},
+                 {"--threads", "threads", 1}};
+    char buf[256], *w[3] = {0};
+    int n = 0;
+    memset(c, 0, sizeof *c);
+    c->rule = "tune";
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+        if (n < 3)
+            w[n++] = t;
+        else
+            return;
+    if (n == 0 || strchr(w[0], '=')) /* an environment word: NAME=VALUE */
+        return;
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+        if (strcmp(w[0], known[k].opt) == 0 && n == 1 + known[k].takes) {
+            c->rule = known[k].rule;
+            c->opt = known[k].opt;
+            if (n == 2) {
+                snprintf(c->word, sizeof c->word, "%s", w[1]);
+                c->value = strtod(w[1], NULL);
+            }
+        }
+}
+
+/* Does rule candidate x recommend the change c? */
+static int tune_change_is(const struct ranked *x, const struct tune_change *c)
+{
+    if (!x->opt || !c->opt || strcmp(x->opt, c->opt) != 0 || x->item.source == ADVICE_AB)
+        return 0;
+    if (strcmp(c->opt, "--bucket-cap-mb") == 0) /* as the advice prints it: 3 digits */
+        return fabs(c->value - x->value) <= 0.005 * fabs(x->value);
+    if (strcmp(c->opt, "--amp") == 0)
+        return strcmp(c->word, "off") != 0;
+    return 1;
+}
+
+/* The configuration keys a tune trial must share with the run it is applied to (the
+ * candidates change some of them: each is compared where both name it). */
+static const struct {
+    const char *name;
+    size_t off;
+} tune_keys[] = {
+#define TUNE_KEY_(k) {#k, offsetof(struct run_meta, k)}
+    TUNE_KEY_(model),      TUNE_KEY_(device),           TUNE_KEY_(world_size),
+    TUNE_KEY_(batch_size), TUNE_KEY_(threads_per_rank), TUNE_KEY_(amp),
+    TUNE_KEY_(sync_bn),    TUNE_KEY_(bucket_cap_mb),    TUNE_KEY_(comm),
+#undef TUNE_KEY_
+};
+
+/* 1 when run r is of the configuration tune measured (t->given), else 0 with the first key
+ * that differs in why */
+static int tune_same_config(const struct run *r, const struct tune_results *t, char *why,
+                            size_t size)
+{
+    if (!t->has_given) {
+        snprintf(why, size, "no %s/meta.csv to tell which configuration it measured",
+                 t->given_dir ? t->given_dir : "round-1/given");
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof tune_keys / sizeof *tune_keys; k++) {
+        const struct meta_value *x = (const void *)((const char *)&r->meta + tune_keys[k].off),
+                                *y = (const void *)((const char *)&t->given + tune_keys[k].off);
+        const int required = strcmp(tune_keys[k].name, "world_size") == 0;
+        if (!x->s || !y->s) {
+            if (!required)
+                continue;
+        } else if (strcmp(tune_keys[k].name, "bucket_cap_mb") == 0
+                       ? fabs(x->d - y->d) <= 1e-9 * fabs(y->d)
+                       : strcmp(x->s, y->s) == 0) {
+            continue;
+        }
+        snprintf(why, size, "%s %s, tune's %s", tune_keys[k].name, x->s ? x->s : "unknown",
+                 y->s ? y->s : "unknown");
+        return 0;
+    }
+    return 1;
+}
+
+/* Row w's measured change into item it (source measured (A/B), status as tune judged) */
+static void tune_apply(const struct tune_row *w, struct advice_item *it)
+{
+    const double g = w->step_ms_given;
+    it->source = ADVICE_AB;
+    it->saving_ms = -w->change_pct / 100.0 * g;
+    it->has_interval = 1;
+    it->saving_lo_ms = -w->high_pct / 100.0 * g;
+    it->saving_hi_ms = -w->low_pct / 100.0 * g;
+    it->has_noise = 1;
+    it->noise_ms = w->noise_pct / 100.0 * g;
+    it->ab_verdict = strcmp(w->verdict, "faster") == 0   ? "faster"
+                     : strcmp(w->verdict, "slower") == 0 ? "slower"
+                                                         : "noise";
+    it->status = it->ab_verdict[0] == 'f'   ? ADVICE_ST_RECOMMENDED
+                 : it->ab_verdict[0] == 's' ? ADVICE_ST_SLOWER
+                                            : ADVICE_ST_NOISE;
+}
+
+/* "step 6.100 -> 8.400 ms, +37.7 % (5 rounds: +20.1 to +50.3 %): slower" */
+static void tune_words(const struct tune_row *w, char *buf, size_t size)
+{
+    snprintf(buf, size, "step %.3f -> %.3f ms, %+.1f %% (%d interleaved rounds: %+.1f to "
+                        "%+.1f %%): %s",
+             w->step_ms_given, w->step_ms, w->change_pct, w->rounds, w->low_pct, w->high_pct,
+             w->verdict);
+}
+
+/* Apply t to run i's candidates rk[from..*n): each row to the rule candidate recommending
+ * the same change, else as a candidate of its own.  0, or -1 after error_set(). */
+static int tune_merge(const struct tune_results *t, const struct advice_run *a,
+                      struct ranked **rk, size_t *n, size_t *cap, size_t from)
+{
+    for (size_t k = 0; k < t->n; k++) {
+        const struct tune_row *w = &t->rows[k];
+        struct tune_change c;
+        char words[256];
+        if (!w->args[0])
+            continue; /* "same": the configuration against itself, tune's noise, no change */
+        tune_change_parse(w->args, &c);
+        tune_words(w, words, sizeof words);
+        struct ranked *x = NULL;
+        for (size_t j = from; j < *n && !x; j++)
+            if (tune_change_is(&(*rk)[j], &c))
+                x = &(*rk)[j];
+        if (x) { /* the rule's text stays: what it read from the trace, then the trial's */
+            tune_apply(w, &x->item);
+            item_append(&x->item, "; ddpprof tune measured %s: %s", w->args, words);
+            continue;
+        }
+        if (VEC_RESERVE(*rk, *cap, *n + 1))
+            return error_set("report: out of memory");
+        x = &(*rk)[*n];
+        memset(x, 0, sizeof *x);
+        x->rule_order = ADVICE_NRULES;
+        x->item.rule = c.rule;
+        x->item.run = a->idx;
+        x->item.step_ms = a->step_ms;
+        tune_apply(w, &x->item);
+        if (asprintf(&x->item.text, "%s%s%s%s (%s): ddpprof tune measured %s",
+                     a->prefix ? "run " : "", a->prefix ? a->r->label : "", a->prefix ? ": " : "",
+                     w->candidate, w->args, words) < 0) {
+            x->item.text = NULL;
+            return error_set("report: out of memory");
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
 int advice_make(const struct runset *rs, const struct run_stat *st, const struct repeats *rep,
-                const struct predict_whatif *wf, struct advice *out)
+                const struct predict_whatif *wf, const struct tune_results *tune,
+                struct advice *out)
 {
     memset(out, 0, sizeof *out);
     if (rs->n < 1) {
@@ -916,7 +1098,8 @@ int advice_make(const struct runset *rs, const struct run_stat *st, const struct
     struct advice_run *ar = calloc((size_t)rs->n, sizeof *ar);
     struct ranked *rk = NULL;
     size_t n = 0, cap = 0;
-    int rc = 0;
+    int rc = 0, tuned = 0;
+    char why[256] = "";
     if (!ar)
         return error_set("report: out of memory");
     const int base = analysis_baseline(rs);
@@ -930,6 +1113,7 @@ int advice_make(const struct runset *rs, const struct run_stat *st, const struct
         if ((i == base && rs->n > 1) || ar[i].ranks == 0)
             continue;
         ar[i].prefix = subjects > 1;
+        const size_t from = n;
         for (int k = 0; k < ADVICE_NRULES && rc == 0; k++) {
             struct advice_cand c = {0};
             if (!advice_rules[k].fn(&ar[i], &c))
@@ -941,6 +1125,8 @@ int advice_make(const struct runset *rs, const struct run_stat *st, const struct
             struct ranked *x = &rk[n];
             memset(x, 0, sizeof *x);
             x->rule_order = k;
+            x->opt = c.opt;
+            x->value = c.value;
             x->item.rule = advice_rules[k].name;
             x->item.run = i;
             x->item.saving_ms = c.saving_ms;
@@ -955,7 +1141,17 @@ int advice_make(const struct runset *rs, const struct run_stat *st, const struct
             n++;
             cand_judge(&ar[i], advice_rules[k].noise, x);
         }
+        if (rc == 0 && tune && tune->n > 0) {
+            if (tune_same_config(ar[i].r, tune, why, sizeof why)) {
+                rc = tune_merge(tune, &ar[i], &rk, &n, &cap, from);
+                tuned++;
+            }
+        }
     }
+    if (rc == 0 && tune && tune->n > 0 && !tuned)
+        report_warn("%s: ddpprof tune measured another configuration than the runs advised on "
+                    "here (%s): its trials are not applied (report/FORMULAS.md \"Advice\")",
+                    tune->path, why[0] ? why : "no run with step ranges");
     if (rc == 0 && !(out->verdict = verdict_text(rs, st, ar, base, wf, out)))
         rc = error_set("report: out of memory");
     if (rc == 0) {
@@ -974,6 +1170,7 @@ int advice_make(const struct runset *rs, const struct run_stat *st, const struct
             *it = rk[k].item;
             out->recommended += it->status == ADVICE_ST_RECOMMENDED;
             out->noise += it->status == ADVICE_ST_NOISE;
+            out->slower += it->status == ADVICE_ST_SLOWER;
             out->under_load += it->status == ADVICE_ST_UNDER_LOAD;
         } else {
             free(rk[k].item.text);
@@ -998,6 +1195,7 @@ const char *advice_source_name(enum advice_source s)
         [ADVICE_MEASURED] = "measured (trace)",
         [ADVICE_PREDICTED] = "predicted",
         [ADVICE_ASSUMED] = "assumed",
+        [ADVICE_AB] = "measured (A/B)",
     };
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";
 }
@@ -1007,6 +1205,7 @@ const char *advice_status_name(enum advice_status s)
     static const char *const names[] = {
         [ADVICE_ST_RECOMMENDED] = "recommended",
         [ADVICE_ST_NOISE] = "inside the noise",
+        [ADVICE_ST_SLOWER] = "slower",
         [ADVICE_ST_UNDER_LOAD] = "unreliable under load",
     };
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";

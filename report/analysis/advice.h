@@ -5,8 +5,9 @@
  * Each recommendation comes from one rule of a table (advice.c); a rule looks at one run
  * and either proposes one candidate, with the figure that backs it and the time per step
  * it could save, or nothing.  Each candidate says where that time comes from (measured in
- * the trace, predicted, assumed) and whether it is recommended (not when inside the run's
- * noise, or predicted for a run measured under load); the recommended are ranked by that time and shown.  The rules,
+ * the trace, measured by ddpprof tune in A/B trials, predicted, assumed) and whether it is
+ * recommended (not when inside the run's noise, measured slower, or predicted for a run
+ * measured under load); the recommended are ranked by that time and shown.  The rules,
  * their thresholds, estimates, sources and statuses are stated in report/FORMULAS.md
  * ("Advice"). */
 #ifndef DDPPROF_REPORT_ADVICE_H
@@ -54,13 +55,17 @@ enum advice_source {
     ADVICE_MEASURED, /* "measured (trace)": a time the run spent, read from its trace (acting
                         on it could at most save it) */
     ADVICE_PREDICTED, /* "predicted": ddpprof predict's model */
-    ADVICE_ASSUMED   /* "assumed": a stated assumption (FORMULAS.md), not a measurement */
+    ADVICE_ASSUMED,  /* "assumed": a stated assumption (FORMULAS.md), not a measurement */
+    ADVICE_AB        /* "measured (A/B)": ddpprof tune ran the change against the run's
+                        configuration in interleaved rounds (tune.csv) */
 };
 
 /* Whether a candidate is recommended, and why not. */
 enum advice_status {
     ADVICE_ST_RECOMMENDED,  /* "recommended": shown when among the first ADVICE_SHOWN */
-    ADVICE_ST_NOISE, /* "inside the noise": its saving is not beyond the run's noise */
+    ADVICE_ST_NOISE, /* "inside the noise": its saving is not beyond the run's noise (or
+                            tune measured it as noise) */
+    ADVICE_ST_SLOWER,    /* "slower": tune measured the change making the step slower */
     ADVICE_ST_UNDER_LOAD    /* "unreliable under load": a prediction for a run measured under
                             load (the model's costs are an idle machine's) */
 };
@@ -68,15 +73,19 @@ enum advice_status {
 struct advice_item {
     const char *rule; /* the rule's name (static): "data", "grad_exposed", ... */
     int run;          /* index of the run it is about (runset order) */
-    double saving_ms; /* time per step it could save (its estimate; FORMULAS.md) */
-    int has_interval; /* saving_lo_ms .. saving_hi_ms are set: predicted, where the
-                         prediction carries an interval */
+    double saving_ms; /* time per step it could save (its estimate; FORMULAS.md); measured
+                         (A/B): the step's measured change, negative when it got slower */
+    int has_interval; /* saving_lo_ms .. saving_hi_ms are set: measured (A/B), the rounds'
+                         range; predicted, where the prediction carries an interval */
     double saving_lo_ms, saving_hi_ms;
     double step_ms;   /* that run's mean step time */
     enum advice_source source;
     enum advice_status status;
     int has_noise;    /* noise_ms is set */
-    double noise_ms;  /* the noise the saving was held against: the run's */
+    double noise_ms;  /* the noise the saving was held against: the run's; measured (A/B):
+                         tune's (the given configuration against itself) */
+    const char *ab_verdict; /* measured (A/B): tune's "faster", "slower" or "noise" (static);
+                               else NULL */
     char *text;       /* "data loading is 18 % of the step (12.3 ms): more loader workers" */
 };
 
@@ -93,21 +102,25 @@ struct advice {
                                   best first */
     size_t n, cap;
     size_t recommended;        /* the items with status ADVICE_ST_RECOMMENDED */
-    size_t noise, under_load;  /* ... with each other status */
+    size_t noise, slower, under_load; /* ... with each other status */
     int has_noise;             /* the verdict's run's noise (for the "no recommendation" line) */
     double noise_ms;
 };
 
 /* Run every rule on the runs of rs (the runs other than the baseline when there are any,
- * else all), hold each candidate against its run's noise and load, and rank them: the recommended first; in each group the largest saving first,
+ * else all), hold each candidate against its run's noise and load, apply what ddpprof tune
+ * measured, and rank them: the recommended first; in each group the largest saving first,
  * equal savings in rule order, then run order.  rep: the runs' repeats (repeats_read; NULL:
  * none), for the noise.  wf: ddpprof predict's what-if figures of rs
- * (predict_whatif_figures), which the bucket-cap rule reads.  out is overwritten.
+ * (predict_whatif_figures), which the bucket-cap rule reads.  tune: tune.csv as read
+ * (NULL: none), applied to the runs of the configuration it measured.  out is overwritten.
  * 0, or -1 after error_set (out of memory). */
 struct predict_whatif;
 struct repeats;
+struct tune_results;
 int advice_make(const struct runset *rs, const struct run_stat *st, const struct repeats *rep,
-                const struct predict_whatif *wf, struct advice *out);
+                const struct predict_whatif *wf, const struct tune_results *tune,
+                struct advice *out);
 
 /* The recommendations shown: min(recommended, ADVICE_SHOWN). */
 size_t advice_shown(const struct advice *a);

@@ -32,6 +32,11 @@ static void advice_why_none(const struct advice *a, char *buf, size_t size)
             len += snprintf(buf + len, size - (size_t)len, " %zu inside the noise", a->noise);
         sep = ",";
     }
+    if (a->slower && len >= 0 && (size_t)len < size) {
+        len += snprintf(buf + len, size - (size_t)len, "%s %zu measured slower (ddpprof tune)",
+                        sep, a->slower);
+        sep = ",";
+    }
     if (a->under_load && len >= 0 && (size_t)len < size)
         len += snprintf(buf + len, size - (size_t)len, "%s %zu predicted while the run was under "
                                                         "load (the prediction assumes an idle "
@@ -69,7 +74,8 @@ void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
     if (it->has_interval)
         snprintf(range, sizeof range, " (%+.*f to %+.*f)", digits, -it->saving_lo_ms, digits,
                  -it->saving_hi_ms);
-    const char *up = it->source == ADVICE_MEASURED ? "up to " : "about ";
+    const char *up = it->source == ADVICE_MEASURED ? "up to " : it->source == ADVICE_AB ? ""
+                                                                                         : "about ";
     snprintf(buf, size, "%zu. %s [%s%+.*f ms per step%s, %s]", k, it->text, up, digits, -s,
              range, advice_source_name(it->source));
 }
@@ -98,7 +104,7 @@ void advice_write_html(const struct advice *a, FILE *out)
 }
 
 enum advice_col { AD_ORDER, AD_SHOWN, AD_RUN, AD_RULE, AD_SAVING, AD_SAVING_LO, AD_SAVING_HI,
-                  AD_PCT, AD_SOURCE, AD_STATUS, AD_NOISE, AD_TEXT, AD_NCOLS };
+                  AD_PCT, AD_SOURCE, AD_STATUS, AD_NOISE, AD_AB, AD_TEXT, AD_NCOLS };
 const struct table_col advice_cols[AD_NCOLS] = {
     [AD_ORDER] = {"order", "order", "", 0},
     [AD_SHOWN] = {"shown", "shown", "", 0},
@@ -111,6 +117,7 @@ const struct table_col advice_cols[AD_NCOLS] = {
     [AD_SOURCE] = {"source", "source", "", 1},
     [AD_STATUS] = {"status", "status", "", 1},
     [AD_NOISE] = {"noise_ms", "noise", "ms", 0},
+    [AD_AB] = {"ab_verdict", "A/B", "", 1},
     [AD_TEXT] = {"text", "text", "", 1}};
 const int advice_ncols = AD_NCOLS;
 
@@ -138,6 +145,8 @@ void advice_table(const struct advice *a, const struct runset *rs, struct table 
         table_set(t, AD_STATUS, "%s", advice_status_name(it->status));
         if (it->has_noise)
             table_set(t, AD_NOISE, "%.3f", it->noise_ms);
+        if (it->ab_verdict)
+            table_set(t, AD_AB, "%s", it->ab_verdict);
         table_set(t, AD_TEXT, "%s", it->text);
     }
 }

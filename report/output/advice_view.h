@@ -15,7 +15,8 @@ size_t advice_nlines(const struct advice *a);
 
 /* Line k < advice_nlines(a): 0 is the verdict ("verdict: ..."), k >= 1 is "k. TEXT [up to
  * -X.X ms per step, measured (trace)]" ("about -X.X ms per step, predicted|assumed", with
- * the interval "(-LO to -HI)" where known).  When no candidate is recommended, line 1 is "what to do, from the verdict's
+ * the interval "(-LO to -HI)" where known; "-X.X ms per step (-LO to -HI), measured
+ * (A/B)").  When no candidate is recommended, line 1 is "what to do, from the verdict's
  * cause ..." where the verdict named the cause of a speedup gap, a pointer to the diff
  * where it could not, else "no recommendation: ...", each saying why none is (no rule's
  * threshold reached, or the candidates' statuses in advice.csv).  The terminal and the
@@ -32,7 +33,7 @@ void advice_write_html(const struct advice *a, FILE *out);
 
 /* advice.csv: the verdict (order 0), then every candidate in rank order with its run,
  * rule, saving and its interval, share of the step, source, status, the noise it was held
- * against and whether it is shown. */
+ * against, tune's verdict and whether it is shown. */
 extern const struct table_col advice_cols[];
 extern const int advice_ncols;
 void advice_table(const struct advice *a, const struct runset *rs, struct table *t);

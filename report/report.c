@@ -25,6 +25,7 @@
 #include "report/output/predict_view.h"
 #include "report/analysis/repeats.h"
 #include "report/input/run.h"
+#include "report/input/tune_results.h"
 #include "report/output/tables.h"
 #include "report/output/terminal.h"
 #include "report/output/timeline.h"
@@ -49,6 +50,7 @@ struct report_job {
     char **whatif;            /* its lines (report/output/predict_view.h) */
     size_t nwhatif;
     struct advice adv; /* the verdict and recommendations: advice.csv, page, terminal */
+    struct tune_results tune; /* --tune's tune.csv (tune.n 0: none) */
     struct table adv_t;
     int kineto_files;
 };
@@ -123,7 +125,10 @@ static int report_analyse(struct report_job *j)
     }
     if (rc == 0)
         rc = predict_whatif_figures(&j->rs, j->st, &j->wf);
-    if (rc == 0 && (rc = advice_make(&j->rs, j->st, &j->wf, &j->adv)) == 0)
+    if (rc == 0 && opts && opts->tune_csv)
+        rc = tune_results_read(opts->tune_csv, &j->tune);
+    if (rc == 0 && (rc = advice_make(&j->rs, j->st, j->rep, &j->wf,
+                                     j->tune.n ? &j->tune : NULL, &j->adv)) == 0)
         advice_table(&j->adv, &j->rs, &j->adv_t);
     return rc;
 }
@@ -199,6 +204,7 @@ static void report_print(const struct report_job *j, FILE *terminal)
 static void report_job_free(struct report_job *j)
 {
     advice_free(&j->adv);
+    tune_results_free(&j->tune);
     table_free(&j->adv_t);
     for (size_t i = 0; i < j->nwhatif; i++)
         free(j->whatif[i]);

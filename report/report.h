@@ -39,6 +39,8 @@ struct report_opts {
     int diff;            /* REPORT_DIFF_*: also diff.csv and the page's diff section of two
                             runs (report/analysis/diff.h: which two) */
     int diff_only;       /* `ddpprof diff`: the terminal shows the diff alone */
+    const char *tune_csv; /* --tune FILE: ddpprof tune's tune.csv, whose trials mark the
+                            advice they measured "measured (A/B)" (NULL: none) */
 };
 #define REPORT_DIFF_OFF 0
 #define REPORT_DIFF_ASKED 1 /* --diff, ddpprof diff: a diff that cannot be made is an error */

@@ -52,6 +52,11 @@ static const struct opt report_options[] = {
              "(one main-job directory: its ddp run against its baseline), per phase, layer "
              "and bucket, each row's share of the step-time change (ddpprof diff A B: the "
              "same, the terminal showing the diff alone)"},
+    {"--tune", NULL, OPT_STRING, 0, FIELD(o.tune_csv), .metavar = "TUNE_DIR/tune.csv",
+     .group = G_REPORT,
+     .help = "what ddpprof tune measured of this run's configuration: the advice it measured "
+             "says measured (A/B), with the change and its range over the rounds "
+             "(report/FORMULAS.md \"Advice\")"},
     {"--help", "-h", OPT_FLAG, 0, FIELD(help), .flag_value = 1, .group = G_REPORT,
      .help = "this text"},
 };

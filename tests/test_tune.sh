@@ -10,6 +10,9 @@
 #     and a candidate that removes it: "faster", and the printed command is the candidate's;
 #  3. bad input: a candidate that is not NAME=ARGS, --rounds 1, and one named "same": one
 #     line each, exit non-zero.
+# In 1 and 2 the output ends with the advice on the given configuration, from `ddpprof
+# report` of its last trial with --tune tune.csv: what the trials measured is there as
+# "measured (A/B)" with tune's verdict (report/FORMULAS.md "Advice").
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
@@ -38,6 +41,17 @@ check_run "best is the given configuration" grep -q '^# best measured: the confi
 check_run "its command line" grep -qx 'ddpprof --cpu 2 --threads 1 --dataset synthetic --batch-size 16' "$tmp/t1.log"
 check_eq "trial directories" "$(ls -d "$tmp"/t1/round-*/* | wc -l)" 20 # 5 rounds x 4
 check_run "a trial's trace" test -s "$tmp/t1/round-5/slow/rank1.trace.csv"
+# the output ends with the advice: a heading, the verdict, then 1-3 lines
+advice_tail() { awk '/^# the advice on the given configuration with what tune measured/ {n = NR} {l[NR] = $0}
+  END { if (n) for (i = n + 1; i <= NR; i++) print l[i] }' "$1"; }
+n=$(advice_tail "$tmp/t1.log" | wc -l)
+check "the advice ends the output" "$([ "$n" -ge 2 ] && [ "$n" -le 4 ] &&
+  advice_tail "$tmp/t1.log" | head -n 1 | grep -q '^# verdict: '; echo $?)" "$(tail -n 5 "$tmp/t1.log")"
+a=$tmp/t1/report/advice.csv
+ab() { csv_awk -v c="$2" 'FNR > 1 && index(col("text"), c " (") == 1 { print col("source") "/" col("ab_verdict") "/" col("status") }' "$1"; }
+check_eq "advice: slow measured (A/B), slower" "$(ab "$a" slow)" "measured (A/B)/slower/slower"
+check_eq "advice: noop measured (A/B), noise" "$(ab "$a" noop)" "measured (A/B)/noise/inside the noise"
+check_eq "advice: same (tune's noise, no change) is no candidate" "$(ab "$a" same | wc -l)" 0
 
 # 2. the straggler in the given configuration, removed by a candidate (3 rounds of 5 steps:
 # the change is 3-30x)
@@ -48,6 +62,10 @@ check_eq "fix: faster" "$(csv_col "$tmp/t2/tune.csv" verdict candidate=fix)" fas
 check_run "best: fix" grep -q '^# best measured: fix, ' "$tmp/t2.log"
 check_run "fix's command line" grep -qx \
   'DDPPROF_FAULT_DELAY_MS=1:0 ddpprof --cpu 2 --threads 1 --dataset synthetic --batch-size 16' "$tmp/t2.log"
+check_eq "advice: fix measured (A/B), faster, recommended" "$(ab "$tmp/t2/report/advice.csv" fix)" \
+  "measured (A/B)/faster/recommended"
+check_eq "advice: fix shown" "$(advice_tail "$tmp/t2.log" |
+  grep -c '^# [123]\. fix (DDPPROF_FAULT_DELAY_MS=1:0): ddpprof tune measured .*: faster \[-[0-9.]* ms per step (-[0-9.]* to -[0-9.]*), measured (A/B)\]$')" 1
 
 # 3. bad input
 bad_line() { # bad_line NAME PATTERN ARGS...: exit non-zero, one line matching PATTERN

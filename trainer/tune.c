@@ -8,11 +8,13 @@
 #include "probes/runlog.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -431,8 +433,62 @@ static int tune_report(struct tune *t)
                "the noise):\n");
         print_command(stdout, t, NULL);
     }
-    printf("# tune in %s: tune.csv, round-N/CANDIDATE/ (each trial's run)\n", t->out);
+    printf("# tune in %s: tune.csv, round-N/CANDIDATE/ (each trial's run), report/ (the "
+           "advice below)\n", t->out);
     return 0;
+}
+
+/* The advice on the given configuration with what the trials measured: `ddpprof report
+ * ROUND/given --tune tune.csv` of the last round's given trial into OUT/report/ (its
+ * output in OUT/report/report.txt), and its last lines -- the verdict and the
+ * recommendations, each measured (A/B) change marked so -- printed (report/FORMULAS.md
+ * "Advice").  A report that fails is said on stderr; tune's measurements stand. */
+static void tune_advice(struct tune *t)
+{
+    char run[4300], csv[4300], out[4300], txt[4400], warm[16], line[8192];
+    snprintf(run, sizeof run, "%s/round-%d/given", t->out, t->rounds);
+    snprintf(csv, sizeof csv, "%s/tune.csv", t->out);
+    snprintf(out, sizeof out, "%s/report", t->out);
+    snprintf(txt, sizeof txt, "%s/report.txt", out);
+    snprintf(warm, sizeof warm, "%d", TUNE_WARMUP_STEPS);
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "ddpprof tune: no advice: cannot make %s (%s)\n", out, strerror(errno));
+        return;
+    }
+    char *argv[] = {t->self, "report", run, "--tune", csv, "--warmup-steps", warm, "--out", out,
+                    NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(txt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
+            _exit(127);
+        execv(t->self, argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "ddpprof tune: no advice: the report of %s failed; its output: %s\n",
+                run, txt);
+        return;
+    }
+    FILE *f = fopen(txt, "r");
+    long from = -1;
+    while (f && fgets(line, sizeof line, f)) /* the last verdict: the advice's first line */
+        if (strncmp(line, "# verdict: ", 11) == 0)
+            from = ftell(f) - (long)strlen(line);
+    if (f && from >= 0 && fseek(f, from, SEEK_SET) == 0) {
+        printf("#\n# the advice on the given configuration with what tune measured (ddpprof "
+               "report %s --tune %s; advice.csv and the tables in %s):\n", run, csv, out);
+        while (fgets(line, sizeof line, f))
+            fputs(line, stdout);
+    } else {
+        fprintf(stderr, "ddpprof tune: no advice in %s\n", txt);
+    }
+    if (f)
+        fclose(f);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -515,6 +571,8 @@ int tune_main(int argc, char **argv)
     }
     if (rc == 0)
         rc = tune_report(t);
+    if (rc == 0)
+        tune_advice(t);
     for (int k = 0; k < t->ncand; k++) {
         for (int i = 0; i < t->cand[k].nwords; i++)
             free(t->cand[k].words[i]);

@@ -1,10 +1,14 @@
 /* advice.c — the verdict and the recommendations (advice.h): one table of rules, each
  * reading one run's figures (struct advice_run, filled once from the analysis) and
- * proposing at most one candidate with the time per step it could save; the candidates
- * ranked by that time.  Thresholds and estimates: report/FORMULAS.md "Advice". */
+ * proposing at most one candidate with the time per step it could save; each candidate
+ * held against its run's noise and load and against what ddpprof tune measured (tune.csv:
+ * measured (A/B)); the recommended ones first, ranked by that time.  Thresholds, estimates,
+ * sources and statuses: report/FORMULAS.md "Advice". */
 #include "report/analysis/advice.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +17,9 @@
 #include "common/vec.h"
 #include "report/analysis/diff.h"
 #include "report/analysis/predict.h"
+#include "report/analysis/repeats.h"
 #include "report/input/run.h"
+#include "report/input/tune_results.h"
 
 /* The non-bucket collective kinds a step can block in (trace_format.h's kinds). */
 static const char *const advice_kinds[] = {"allreduce", "allgather", "broadcast",
@@ -37,9 +43,15 @@ struct advice_run {
     double exposed_ms;      /* its exposed_comm_ms less the collectives outside steps (they
                                count there: eval's reduce, the setup's broadcast) */
     double kind_ms[ADVICE_NKINDS]; /* collectives outside the gradient buckets, in steps:
-                                      the least of the ranks' (the rest of a rank's time in
-                                      them is waiting for a slower rank, which stays) */
+                                      their transfer, per call the least time of any rank
+                                      (the rest of a rank's time in it is waiting for the
+                                      last to arrive, which stays: run_stat.colls) */
     double blocking_ms;     /* their sum */
+    double coll_wait_ms;    /* the rest: one waiting rank's wait in them per step */
+    const char *coll_wait_phase; /* the phase with the most of it ("comm.allreduce") */
+    int loaded;             /* measured under load or oversubscribed (the load rule's test) */
+    int has_noise;          /* noise_ms is set (FORMULAS.md "Advice": the noise) */
+    double noise_ms;
     int has_host_wait;
     double host_wait_ms;    /* device_host_wait_ms per step */
     double grad_exposed_ms; /* gradient all-reduce not under backward and not waiting for
@@ -54,22 +66,52 @@ double advice_pct(double part, double whole)
     return whole > 0.0 ? 100.0 * part / whole : 0.0;
 }
 
-static void advice_run_fill(const struct runset *rs, const struct run_stat *st, int i,
-                            struct advice_run *a)
+/* The run's noise (FORMULAS.md "Advice": the noise) into a->noise_ms: half the 10th-90th
+ * percentile range of the steady steps of its lowest rank with ADVICE_NOISE_STEPS of them;
+ * with repeats, half the range of their mean steps (this run's mean step x its images/s
+ * over each repeat's) where that is larger. */
+static void advice_noise(const struct run_stat *s, const struct repeats *rep, struct advice_run *a)
+{
+    for (int k = 0; k < s->nranks && !a->has_noise; k++) {
+        const struct rank_stat *r = &s->ranks[k];
+        if (r->nsteps < ADVICE_NOISE_STEPS) /* step_ns: ascending */
+            continue;
+        a->has_noise = 1;
+        const int64_t hi = analysis_percentile(r->step_ns, r->nsteps, ADVICE_NOISE_HI),
+                      lo = analysis_percentile(r->step_ns, r->nsteps, ADVICE_NOISE_LO);
+        a->noise_ms = 0.5e-6 * (double)(hi - lo);
+    }
+    /* rep->ips: every repeat's, this run's among them (in no order: the tables sort it) */
+    if (!rep || rep->nips < 2 || !s->has_ips || !(s->images_per_s > 0.0) || !(a->step_ms > 0.0))
+        return;
+    double lo = s->images_per_s, hi = s->images_per_s;
+    for (int k = 0; k < rep->nips; k++) {
+        if (!(rep->ips[k] > 0.0))
+            return;
+        lo = rep->ips[k] < lo ? rep->ips[k] : lo;
+        hi = rep->ips[k] > hi ? rep->ips[k] : hi;
+    }
+    const double between = 0.5 * a->step_ms * s->images_per_s * (1.0 / lo - 1.0 / hi);
+    if (!a->has_noise || between > a->noise_ms)
+        a->noise_ms = between;
+    a->has_noise = 1;
+}
+
+static void advice_run_fill(const struct runset *rs, const struct run_stat *st,
+                            const struct repeats *rep, int i, struct advice_run *a)
 {
     memset(a, 0, sizeof *a);
     a->idx = i;
     a->r = &rs->runs[i];
     a->s = &st[i];
-    for (int q = 0; q < ADVICE_NKINDS; q++)
-        a->kind_ms[q] = -1.0; /* no rank yet */
+    double nsteps = 0.0; /* counted steps, summed over the ranks with them */
     for (int k = 0; k < st[i].nranks; k++) {
         const struct rank_stat *r = &st[i].ranks[k];
         if (r->nsteps == 0 || r->step_total_ns <= 0)
             continue;
-        double kind[ADVICE_NKINDS] = {0};
         const double n = (double)r->nsteps, to_ms = 1e-6 / n;
         a->ranks++;
+        nsteps += n;
         a->step_ms += (double)r->step_total_ns * to_ms;
         for (int g = 0; g < SEG_COUNT; g++)
             a->seg_ms[g] += (double)r->seg_ns[g] * to_ms;
@@ -79,16 +121,7 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
             const struct phase_stat *ps = &r->phases[p];
             if (ps->collective)
                 outside += ps->total_ns - ps->in_steps_ns;
-            if (!ps->collective || !ps->in_steps ||
-                strcmp(strpool_get(&rs->labels, ps->phase), "allreduce") == 0)
-                continue; /* not a collective, outside steps, or a gradient bucket */
-            for (int q = 0; q < ADVICE_NKINDS; q++)
-                if (strcmp(ps->collective, advice_kinds[q]) == 0)
-                    kind[q] += (double)ps->in_steps_ns * to_ms;
         }
-        for (int q = 0; q < ADVICE_NKINDS; q++)
-            if (a->kind_ms[q] < 0.0 || kind[q] < a->kind_ms[q])
-                a->kind_ms[q] = kind[q];
         const int64_t e = r->exposed_ns - outside;
         a->exposed_ms += (double)(e > 0 ? e : 0) * to_ms;
         int64_t hw;
@@ -97,6 +130,10 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
             a->host_wait_ms += (double)hw * to_ms;
         }
     }
+    struct run_load l;
+    int ranks, cores;
+    analysis_load(a->r, &l);
+    a->loaded = l.loaded || analysis_oversubscribed(a->r, &ranks, &cores);
     if (a->ranks == 0)
         return;
     const double m = 1.0 / a->ranks;
@@ -106,8 +143,25 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st, 
     a->host_wait_ms *= m;
     for (int g = 0; g < SEG_COUNT; g++)
         a->seg_ms[g] *= m;
+    /* the collectives outside the buckets: per call, the transfer (the least time of any
+     * rank) and the others' wait, per step of one rank (the counted steps' mean) and, for
+     * the wait, of one waiting rank (/ (ranks - 1)) */
+    const double per_step = 1e-6 / (nsteps * m), waiting = a->ranks > 1 ? a->ranks - 1 : 1;
+    int64_t most = 0;
+    for (size_t c = 0; c < st[i].ncolls; c++) {
+        const struct coll_stat *cs = &st[i].colls[c];
+        for (int q = 0; q < ADVICE_NKINDS; q++)
+            if (cs->collective && strcmp(cs->collective, advice_kinds[q]) == 0)
+                a->kind_ms[q] += (double)cs->transfer_ns * per_step;
+        a->coll_wait_ms += (double)cs->wait_ns * per_step / waiting;
+        if (cs->wait_ns > most) {
+            most = cs->wait_ns;
+            a->coll_wait_phase = strpool_get(&rs->labels, cs->phase);
+        }
+    }
     for (int q = 0; q < ADVICE_NKINDS; q++)
         a->blocking_ms += a->kind_ms[q];
+    advice_noise(&st[i], rep, a);
     int64_t total = 0, hidden = 0;
     for (size_t b = 0; b < st[i].nbuckets; b++) { /* rows are per rank and step */
         const struct bucket_stat *bs = &st[i].buckets[b];
@@ -129,6 +183,10 @@ struct advice_cand {
     enum advice_source source;
     double saving_ms;
     char text[480];
+    const char *opt; /* the ddpprof option it recommends, where it names one ("--no-sync-bn",
+                        "--bucket-cap-mb", "--amp"): what a ddpprof tune trial can have
+                        measured; NULL: none */
+    double value;    /* --bucket-cap-mb's value */
 };
 
 typedef int (*advice_rule_fn)(const struct advice_run *a, struct advice_cand *c);
@@ -230,6 +288,8 @@ static int rule_bucket_cap(const struct advice_run *a, struct advice_cand *c)
         return 0;
     c->source = ADVICE_PREDICTED;
     c->saving_ms = save;
+    c->opt = "--bucket-cap-mb";
+    c->value = w->best_cap_mb;
     cand_text(c, "bucket cap %.3g MB: exposed communication %+.1f ms per step, predicted "
                  "(step %.1f -> %.1f ms): --bucket-cap-mb %.3g instead of %g",
               w->best_cap_mb, w->best_exposed_ms - w->exposed_ms, w->step_ms, w->best_step_ms,
@@ -283,6 +343,10 @@ static int rule_blocking(const struct advice_run *a, struct advice_cand *c)
                  advice_kind_words[second], a->kind_ms[second]);
     c->source = ADVICE_MEASURED;
     c->saving_ms = b;
+    if (a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1 &&
+        (strcmp(advice_kinds[top], "allreduce") == 0 ||
+         strcmp(advice_kinds[top], "allgather") == 0))
+        c->opt = "--no-sync-bn"; /* blocking_hint's */
     cand_text(c, "the step waits %.1f ms in collectives outside the gradient buckets (%.0f %% "
                  "of it; %s): %s",
               b, p, kinds, blocking_hint(a, advice_kinds[top]));
@@ -388,6 +452,7 @@ static int rule_amp_gpu(const struct advice_run *a, struct advice_cand *c)
         return 0;
     c->source = ADVICE_ASSUMED;
     c->saving_ms = ADVICE_AMP_GAIN * fb;
+    c->opt = "--amp";
     cand_text(c, "AMP is off on GPU: forward and backward are %.0f %% of the step (%.1f ms); "
                  "--amp bf16 or fp16 runs convolutions and matrix products on tensor cores",
               advice_pct(fb, a->step_ms), fb);
@@ -427,20 +492,25 @@ static int rule_tiny_batch(const struct advice_run *a, struct advice_cand *c)
     return 1;
 }
 
+/* noise: the candidate is held against the run's noise.  Not the load rule's (a caution
+ * about the measurement, no change), nor the straggler's and imbalance's (their saving is
+ * the ranks' waiting, which is what makes the steps spread: held against that spread, it
+ * would be judged by itself). */
 static const struct advice_rule {
     const char *name;
     advice_rule_fn fn;
+    int noise;
 } advice_rules[] = {
-    {"load", rule_load},
-    {"data", rule_data},
-    {"grad_exposed", rule_grad_exposed},
-    {"bucket_cap", rule_bucket_cap},
-    {"blocking", rule_blocking},
-    {"straggler", rule_straggler},
-    {"imbalance", rule_imbalance},
-    {"amp_gpu", rule_amp_gpu},
-    {"launch", rule_launch},
-    {"tiny_batch", rule_tiny_batch},
+    {"load", rule_load, 0},
+    {"data", rule_data, 1},
+    {"grad_exposed", rule_grad_exposed, 1},
+    {"bucket_cap", rule_bucket_cap, 1},
+    {"blocking", rule_blocking, 1},
+    {"straggler", rule_straggler, 0},
+    {"imbalance", rule_imbalance, 0},
+    {"amp_gpu", rule_amp_gpu, 1},
+    {"launch", rule_launch, 1},
+    {"tiny_batch", rule_tiny_batch, 1},
 };
 #define ADVICE_NRULES ((int)(sizeof advice_rules / sizeof *advice_rules))
 
@@ -449,11 +519,17 @@ static const struct advice_rule {
 struct ranked {
     struct advice_item item;
     int rule_order;
+    const char *opt; /* advice_cand's */
+    double value;
 };
 
 static int cmp_ranked(const void *x, const void *y)
 {
     const struct ranked *a = x, *b = y;
+    const int ra = a->item.status != ADVICE_ST_RECOMMENDED,
+              rb = b->item.status != ADVICE_ST_RECOMMENDED;
+    if (ra != rb)
+        return ra - rb;
     if (a->item.saving_ms != b->item.saving_ms)
         return a->item.saving_ms < b->item.saving_ms ? 1 : -1;
     if (a->rule_order != b->rule_order)
@@ -618,8 +694,11 @@ static void cause_comm(const struct advice_run *a, const struct cause_fig *f,
         cb_add(act, "the gradient all-reduce: a faster interconnect, fewer gradient bytes, or "
                     "more compute per step to hide it under (a larger batch per rank)");
         if (wf && wf->ok && wf->run == a->idx && wf->best_cap_mb != wf->cap_mb)
-            cb_add(act, "; --bucket-cap-mb %.3g is predicted %+.1f ms per step",
-                   wf->best_cap_mb, wf->best_step_ms - wf->step_ms);
+            cb_add(act, "; --bucket-cap-mb %.3g is predicted %+.1f ms per step%s",
+                   wf->best_cap_mb, wf->best_step_ms - wf->step_ms,
+                   a->loaded ? " (not to be trusted: measured under load, the prediction "
+                               "assumes an idle machine)"
+                             : "");
     } else if (top && sync_bn &&
                (strcmp(top, "comm.allreduce") == 0 || strcmp(top, "comm.allgather") == 0)) {
         cb_add(act, "SyncBatchNorm's collectives: --no-sync-bn where each rank's batch is "
@@ -631,21 +710,40 @@ static void cause_comm(const struct advice_run *a, const struct cause_fig *f,
     }
 }
 
-/* The others' wait for the slowest rank per step (stragglers.csv), when it is at least
- * half the growth of the exposed communication (ADVICE_CAUSE_WAIT): the waiting is the
- * stragglers', not the wire's.  1 with *f and *wait_ms set, else 0. */
+/* The ranks' wait for one another per step -- for the slowest at the end of backward
+ * (stragglers.csv) and for the last to arrive in the collectives outside the gradient
+ * buckets (SyncBatchNorm's: run_stat.colls), one waiting rank's -- when it is at least half
+ * the growth of the exposed communication (ADVICE_CAUSE_WAIT): the waiting is the late
+ * ranks', not the wire's.  1 with *f (f->steps 0: no straggler figures), *wait_ms and
+ * *in_colls (most of it in those collectives) set, else 0. */
 static int cause_waits(const struct advice_run *a, const struct cause_fig *c,
-                       struct straggler_fig *f, double *wait_ms)
+                       struct straggler_fig *f, double *wait_ms, int *in_colls)
 {
-    if (!straggler_fig(a, f))
+    const double sw = straggler_fig(a, f) ? f->all_wait_ms : 0.0, total = sw + a->coll_wait_ms;
+    if (!(total > 0.0))
         return 0;
-    *wait_ms = f->all_wait_ms < c->delta[CAUSE_COMM] ? f->all_wait_ms : c->delta[CAUSE_COMM];
+    *in_colls = a->coll_wait_ms > sw;
+    *wait_ms = total < c->delta[CAUSE_COMM] ? total : c->delta[CAUSE_COMM];
     return *wait_ms >= ADVICE_CAUSE_WAIT * c->delta[CAUSE_COMM];
 }
 
 static void cause_waits_text(const struct advice_run *a, const struct straggler_fig *f,
-                             double wait_ms, struct cause_buf *why, struct cause_buf *act)
+                             double wait_ms, int in_colls, struct cause_buf *why,
+                             struct cause_buf *act)
 {
+    if (in_colls) {
+        const int sync_bn = a->r->meta.sync_bn.s && a->r->meta.sync_bn.i == 1;
+        cb_add(why, ": the ranks wait %.1f ms per step for one another inside the collectives "
+                    "outside the gradient buckets (most in %s; their transfer, the least time "
+                    "of any rank in each call, is %.1f ms per step): a rank comes late to them",
+               wait_ms, a->coll_wait_phase ? a->coll_wait_phase : "-", a->blocking_ms);
+        cb_add(act, "the late ranks' cores: what else runs on them (load), CPU binding and "
+                    "clocks%s",
+               sync_bn ? "; turning SyncBatchNorm off would not remove the wait, it would "
+                         "move into the gradient all-reduce"
+                       : "");
+        return;
+    }
     cb_add(why, ": the other ranks wait %.1f ms per step for the slowest (rank %d in %.0f %% "
                 "of %d steps)",
            wait_ms, f->rank, f->share, f->steps);
@@ -699,14 +797,15 @@ static int verdict_cause(const struct runset *rs, const struct run_stat *st,
                                                     "data loading", "outside the traced phases"};
     struct straggler_fig sf;
     double wait_ms = 0.0;
-    const int waits = k == CAUSE_COMM && cause_waits(a, &f, &sf, &wait_ms);
+    int in_colls = 0;
+    const int waits = k == CAUSE_COMM && cause_waits(a, &f, &sf, &wait_ms, &in_colls);
     *name = waits ? "waiting for a slower rank" : names[k];
     cb_add(&why, "cause: %s%s, %+.1f ms per step (%.0f %% of the step's %+.1f ms over the "
                  "baseline's %.1f ms, diff.csv)",
            *name, waits ? ", in exposed communication" : "", f.delta[k], share, f.dstep,
            f.step_a);
     if (waits)
-        cause_waits_text(a, &sf, wait_ms, &why, &act);
+        cause_waits_text(a, &sf, wait_ms, in_colls, &why, &act);
     else if (k == CAUSE_COMPUTE)
         cause_compute(a, b, &f, wf, &why, &act);
     else if (k == CAUSE_COMM)
@@ -785,8 +884,211 @@ static char *verdict_text(const struct runset *rs, const struct run_stat *st,
     return out;
 }
 
-int advice_make(const struct runset *rs, const struct run_stat *st,
-                const struct predict_whatif *wf, struct advice *out)
+/* ---- holding each candidate against the run's noise and load (FORMULAS.md "Advice") ---- */
+
+static void item_append(struct advice_item *it, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* it->text with more appended; it->text unchanged when out of memory */
+static void item_append(struct advice_item *it, const char *fmt, ...)
+{
+    char more[512], *t = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(more, sizeof more, fmt, ap);
+    va_end(ap);
+    if (asprintf(&t, "%s%s", it->text, more) >= 0) {
+        free(it->text);
+        it->text = t;
+    }
+}
+
+/* The status of a rule's candidate x of run a: a prediction for a run measured under load
+ * is unreliable; a saving not beyond the run's noise (or a predicted interval reaching no
+ * gain) is inside the noise; else recommended. */
+static void cand_judge(const struct advice_run *a, int noise_rule, struct ranked *x)
+{
+    struct advice_item *it = &x->item;
+    it->has_noise = noise_rule && a->has_noise; /* the noise it is held against */
+    it->noise_ms = a->noise_ms;
+    it->status = ADVICE_ST_RECOMMENDED;
+    if (it->source == ADVICE_PREDICTED && a->loaded) {
+        it->status = ADVICE_ST_UNDER_LOAD;
+        item_append(it, "; measured under load: the prediction assumes an idle machine");
+    } else if (noise_rule && ((a->has_noise && it->saving_ms <= a->noise_ms) ||
+                              (it->has_interval && it->saving_lo_ms <= 0.0))) {
+        it->status = ADVICE_ST_NOISE;
+    }
+}
+
+/* ---- what ddpprof tune measured (tune.csv): measured (A/B) ---- */
+
+/* One tune.csv row's change, as the advice names it. */
+struct tune_change {
+    const char *rule; /* "bucket_cap", "sync_bn", "amp", "comm", "threads"; "tune": any
+                         other change, or more than one option, or an environment */
+    const char *opt;  /* the one option it sets ("--no-sync-bn"), NULL for "tune" */
+    double value;     /* its number (--bucket-cap-mb, --threads) */
+    char word[32];    /* its word (--amp fp16, --comm gloo) */
+};
+
+static void tune_change_parse(const char *args, struct tune_change *c)
+{
+    static const struct {
+        const char *opt, *rule;
+        int takes;
+    } known[] = {{"--bucket-cap-mb", "bucket_cap", 1}, {"--no-sync-bn", "sync_bn", 0},
+                 {"--amp", "amp", 1},                  {"--comm", "comm", 1},
+                 {"--threads", "threads", 1}};
+    char buf[256], *w[3] = {0};
+    int n = 0;
+    memset(c, 0, sizeof *c);
+    c->rule = "tune";
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+        if (n < 3)
+            w[n++] = t;
+        else
+            return;
+    if (n == 0 || strchr(w[0], '=')) /* an environment word: NAME=VALUE */
+        return;
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+        if (strcmp(w[0], known[k].opt) == 0 && n == 1 + known[k].takes) {
+            c->rule = known[k].rule;
+            c->opt = known[k].opt;
+            if (n == 2) {
+                snprintf(c->word, sizeof c->word, "%s", w[1]);
+                c->value = strtod(w[1], NULL);
+            }
+        }
+}
+
+/* Does rule candidate x recommend the change c? */
+static int tune_change_is(const struct ranked *x, const struct tune_change *c)
+{
+    if (!x->opt || !c->opt || strcmp(x->opt, c->opt) != 0 || x->item.source == ADVICE_AB)
+        return 0;
+    if (strcmp(c->opt, "--bucket-cap-mb") == 0) /* as the advice prints it: 3 digits */
+        return fabs(c->value - x->value) <= 0.005 * fabs(x->value);
+    if (strcmp(c->opt, "--amp") == 0)
+        return strcmp(c->word, "off") != 0;
+    return 1;
+}
+
+/* The configuration keys a tune trial must share with the run it is applied to (the
+ * candidates change some of them: each is compared where both name it). */
+static const struct {
+    const char *name;
+    size_t off;
+} tune_keys[] = {
+#define TUNE_KEY_(k) {#k, offsetof(struct run_meta, k)}
+    TUNE_KEY_(model),      TUNE_KEY_(device),           TUNE_KEY_(world_size),
+    TUNE_KEY_(batch_size), TUNE_KEY_(threads_per_rank), TUNE_KEY_(amp),
+    TUNE_KEY_(sync_bn),    TUNE_KEY_(bucket_cap_mb),    TUNE_KEY_(comm),
+#undef TUNE_KEY_
+};
+
+/* 1 when run r is of the configuration tune measured (t->given), else 0 with the first key
+ * that differs in why */
+static int tune_same_config(const struct run *r, const struct tune_results *t, char *why,
+                            size_t size)
+{
+    if (!t->has_given) {
+        snprintf(why, size, "no %s/meta.csv to tell which configuration it measured",
+                 t->given_dir ? t->given_dir : "round-1/given");
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof tune_keys / sizeof *tune_keys; k++) {
+        const struct meta_value *x = (const void *)((const char *)&r->meta + tune_keys[k].off),
+                                *y = (const void *)((const char *)&t->given + tune_keys[k].off);
+        const int required = strcmp(tune_keys[k].name, "world_size") == 0;
+        if (!x->s || !y->s) {
+            if (!required)
+                continue;
+        } else if (strcmp(tune_keys[k].name, "bucket_cap_mb") == 0
+                       ? fabs(x->d - y->d) <= 1e-9 * fabs(y->d)
+                       : strcmp(x->s, y->s) == 0) {
+            continue;
+        }
+        snprintf(why, size, "%s %s, tune's %s", tune_keys[k].name, x->s ? x->s : "unknown",
+                 y->s ? y->s : "unknown");
+        return 0;
+    }
+    return 1;
+}
+
+/* Row w's measured change into item it (source measured (A/B), status as tune judged) */
+static void tune_apply(const struct tune_row *w, struct advice_item *it)
+{
+    const double g = w->step_ms_given;
+    it->source = ADVICE_AB;
+    it->saving_ms = -w->change_pct / 100.0 * g;
+    it->has_interval = 1;
+    it->saving_lo_ms = -w->high_pct / 100.0 * g;
+    it->saving_hi_ms = -w->low_pct / 100.0 * g;
+    it->has_noise = 1;
+    it->noise_ms = w->noise_pct / 100.0 * g;
+    it->ab_verdict = strcmp(w->verdict, "faster") == 0   ? "faster"
+                     : strcmp(w->verdict, "slower") == 0 ? "slower"
+                                                         : "noise";
+    it->status = it->ab_verdict[0] == 'f'   ? ADVICE_ST_RECOMMENDED
+                 : it->ab_verdict[0] == 's' ? ADVICE_ST_SLOWER
+                                            : ADVICE_ST_NOISE;
+}
+
+/* "step 6.100 -> 8.400 ms, +37.7 % (5 rounds: +20.1 to +50.3 %): slower" */
+static void tune_words(const struct tune_row *w, char *buf, size_t size)
+{
+    snprintf(buf, size, "step %.3f -> %.3f ms, %+.1f %% (%d interleaved rounds: %+.1f to "
+                        "%+.1f %%): %s",
+             w->step_ms_given, w->step_ms, w->change_pct, w->rounds, w->low_pct, w->high_pct,
+             w->verdict);
+}
+
+/* Apply t to run i's candidates rk[from..*n): each row to the rule candidate recommending
+ * the same change, else as a candidate of its own.  0, or -1 after error_set(). */
+static int tune_merge(const struct tune_results *t, const struct advice_run *a,
+                      struct ranked **rk, size_t *n, size_t *cap, size_t from)
+{
+    for (size_t k = 0; k < t->n; k++) {
+        const struct tune_row *w = &t->rows[k];
+        struct tune_change c;
+        char words[256];
+        if (!w->args[0])
+            continue; /* "same": the configuration against itself, tune's noise, no change */
+        tune_change_parse(w->args, &c);
+        tune_words(w, words, sizeof words);
+        struct ranked *x = NULL;
+        for (size_t j = from; j < *n && !x; j++)
+            if (tune_change_is(&(*rk)[j], &c))
+                x = &(*rk)[j];
+        if (x) { /* the rule's text stays: what it read from the trace, then the trial's */
+            tune_apply(w, &x->item);
+            item_append(&x->item, "; ddpprof tune measured %s: %s", w->args, words);
+            continue;
+        }
+        if (VEC_RESERVE(*rk, *cap, *n + 1))
+            return error_set("report: out of memory");
+        x = &(*rk)[*n];
+        memset(x, 0, sizeof *x);
+        x->rule_order = ADVICE_NRULES;
+        x->item.rule = c.rule;
+        x->item.run = a->idx;
+        x->item.step_ms = a->step_ms;
+        tune_apply(w, &x->item);
+        if (asprintf(&x->item.text, "%s%s%s%s (%s): ddpprof tune measured %s",
+                     a->prefix ? "run " : "", a->prefix ? a->r->label : "", a->prefix ? ": " : "",
+                     w->candidate, w->args, words) < 0) {
+            x->item.text = NULL;
+            return error_set("report: out of memory");
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+int advice_make(const struct runset *rs, const struct run_stat *st, const struct repeats *rep,
+                const struct predict_whatif *wf, const struct tune_results *tune,
+                struct advice *out)
 {
     memset(out, 0, sizeof *out);
     if (rs->n < 1) {
@@ -796,13 +1098,14 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
     struct advice_run *ar = calloc((size_t)rs->n, sizeof *ar);
     struct ranked *rk = NULL;
     size_t n = 0, cap = 0;
-    int rc = 0;
+    int rc = 0, tuned = 0;
+    char why[256] = "";
     if (!ar)
         return error_set("report: out of memory");
     const int base = analysis_baseline(rs);
     int subjects = 0;
     for (int i = 0; i < rs->n; i++) {
-        advice_run_fill(rs, st, i, &ar[i]);
+        advice_run_fill(rs, st, rep ? &rep[i] : NULL, i, &ar[i]);
         ar[i].whatif = wf->ok && wf->run == i ? wf : NULL; /* the bucket-cap rule's */
         subjects += i != base || rs->n == 1;
     }
@@ -810,6 +1113,7 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
         if ((i == base && rs->n > 1) || ar[i].ranks == 0)
             continue;
         ar[i].prefix = subjects > 1;
+        const size_t from = n;
         for (int k = 0; k < ADVICE_NRULES && rc == 0; k++) {
             struct advice_cand c = {0};
             if (!advice_rules[k].fn(&ar[i], &c))
@@ -821,6 +1125,8 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
             struct ranked *x = &rk[n];
             memset(x, 0, sizeof *x);
             x->rule_order = k;
+            x->opt = c.opt;
+            x->value = c.value;
             x->item.rule = advice_rules[k].name;
             x->item.run = i;
             x->item.saving_ms = c.saving_ms;
@@ -833,20 +1139,42 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
                 break;
             }
             n++;
+            cand_judge(&ar[i], advice_rules[k].noise, x);
+        }
+        if (rc == 0 && tune && tune->n > 0) {
+            if (tune_same_config(ar[i].r, tune, why, sizeof why)) {
+                rc = tune_merge(tune, &ar[i], &rk, &n, &cap, from);
+                tuned++;
+            }
         }
     }
+    if (rc == 0 && tune && tune->n > 0 && !tuned)
+        report_warn("%s: ddpprof tune measured another configuration than the runs advised on "
+                    "here (%s): its trials are not applied (report/FORMULAS.md \"Advice\")",
+                    tune->path, why[0] ? why : "no run with step ranges");
     if (rc == 0 && !(out->verdict = verdict_text(rs, st, ar, base, wf, out)))
         rc = error_set("report: out of memory");
+    if (rc == 0) {
+        const struct advice_run *v = &ar[verdict_run(ar, rs->n, base)];
+        out->has_noise = v->has_noise;
+        out->noise_ms = v->noise_ms;
+    }
     if (rc == 0 && n > 0) {
         qsort(rk, n, sizeof *rk, cmp_ranked);
         if (!(out->items = malloc(n * sizeof *out->items)))
             rc = error_set("report: out of memory");
     }
     for (size_t k = 0; k < n; k++) {
-        if (rc == 0)
-            out->items[out->n++] = rk[k].item;
-        else
+        if (rc == 0) {
+            struct advice_item *it = &out->items[out->n++];
+            *it = rk[k].item;
+            out->recommended += it->status == ADVICE_ST_RECOMMENDED;
+            out->noise += it->status == ADVICE_ST_NOISE;
+            out->slower += it->status == ADVICE_ST_SLOWER;
+            out->under_load += it->status == ADVICE_ST_UNDER_LOAD;
+        } else {
             free(rk[k].item.text);
+        }
     }
     out->cap = out->n;
     free(rk);
@@ -858,7 +1186,29 @@ int advice_make(const struct runset *rs, const struct run_stat *st,
 
 size_t advice_shown(const struct advice *a)
 {
-    return a->n < ADVICE_SHOWN ? a->n : ADVICE_SHOWN;
+    return a->recommended < ADVICE_SHOWN ? a->recommended : ADVICE_SHOWN;
+}
+
+const char *advice_source_name(enum advice_source s)
+{
+    static const char *const names[] = {
+        [ADVICE_MEASURED] = "measured (trace)",
+        [ADVICE_PREDICTED] = "predicted",
+        [ADVICE_ASSUMED] = "assumed",
+        [ADVICE_AB] = "measured (A/B)",
+    };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";
+}
+
+const char *advice_status_name(enum advice_status s)
+{
+    static const char *const names[] = {
+        [ADVICE_ST_RECOMMENDED] = "recommended",
+        [ADVICE_ST_NOISE] = "inside the noise",
+        [ADVICE_ST_SLOWER] = "slower",
+        [ADVICE_ST_UNDER_LOAD] = "unreliable under load",
+    };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "";
 }
 
 void advice_free(struct advice *a)

@@ -79,6 +79,19 @@ struct step_list {
     size_t n, cap;
 };
 
+/* One call of a collective other than the gradient buckets (SyncBatchNorm's, a buffer
+ * broadcast, a barrier) inside a step, for run_stat.colls. */
+struct coll_entry {
+    int64_t key; /* dense phase * 2^48 + the call's index in its step on its rank * 2^32 +
+                    step: the sort key, grouping each call's rows over the ranks */
+    int64_t dur_ns;
+};
+
+struct coll_list {
+    struct coll_entry *v;
+    size_t n, cap;
+};
+
 int64_t analysis_percentile(const int64_t *sorted, size_t n, int p)
 {
     if (n == 0)
@@ -934,6 +947,60 @@ static int analysis_rank_buckets(const struct analysis_ctx *c, const struct rank
     return rc;
 }
 
+/* One selected row of a collective phase, for numbering a rank's calls in each step. */
+struct coll_call {
+    int64_t start_ns, dur_ns;
+    int32_t step;
+};
+
+/* Step 4b, run_stat.colls: one entry per row inside a step of each collective phase other
+ * than the gradient buckets, keyed by its index among this rank's calls of that phase in
+ * that step (in start order): ranks issue collectives in the same order, so the k-th call of
+ * step s is the same collective on every rank. */
+static int analysis_rank_colls(const struct analysis_ctx *c, const struct rank_sel *sel,
+                               struct coll_list *colls)
+{
+    int rc = 0;
+    for (int ph = 0; ph < TRACE_PHASE_COUNT && rc == 0; ph++) {
+        const int p = c->known[ph];
+        if (!trace_phase_collective(ph) || ph == TRACE_PHASE_ALLREDUCE || p < 0 ||
+            p >= (1 << 14))
+            continue;
+        const size_t m = sel->first[p + 1] - sel->first[p];
+        struct coll_call *v = malloc((m + 1) * sizeof *v);
+        if (!v)
+            return analysis_oom(sel->t);
+        size_t n = 0;
+        int32_t maxstep = 0;
+        for (size_t i = sel->first[p]; i < sel->first[p + 1]; i++) {
+            const struct run_row *row = &sel->t->rows[sel->idx[i]];
+            if (row->step < 1)
+                continue; /* outside steps: eval's reduce, the setup's broadcast */
+            v[n++] = (struct coll_call){row->start_ns, row->end_ns - row->start_ns, row->step};
+            if (row->step > maxstep)
+                maxstep = row->step;
+        }
+        uint16_t *calls = n ? calloc((size_t)maxstep + 1, sizeof *calls) : NULL;
+        if (n && (!calls || sort_by_i64(v, n, sizeof *v, offsetof(struct coll_call, start_ns)) < 0))
+            rc = calls ? error_wrap("%s", sel->t->path) : analysis_oom(sel->t);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            const uint16_t k = calls[v[i].step];
+            if (k == UINT16_MAX)
+                continue; /* 65535 calls of one phase in one step: the rest are not matched */
+            calls[v[i].step]++;
+            if (VEC_RESERVE(colls->v, colls->cap, colls->n + 1)) {
+                rc = analysis_oom(sel->t);
+                break;
+            }
+            colls->v[colls->n++] = (struct coll_entry){
+                (int64_t)p << 48 | (int64_t)k << 32 | (int64_t)(uint32_t)v[i].step, v[i].dur_ns};
+        }
+        free(calls);
+        free(v);
+    }
+    return rc;
+}
+
 /* Step 5, stragglers.csv: per step of this rank, the start of its step range and the end
  * of its last backward range (compute_r = ready_r - start_r). */
 static int analysis_rank_steps(const struct analysis_ctx *c, const struct rank_sel *sel,
@@ -1176,7 +1243,7 @@ static void analysis_skip_warmup(const struct analysis_ctx *c, struct rank_sel *
  * rank. */
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
                          struct rank_stat *out, struct bucket_list *buckets,
-                         struct step_list *steps)
+                         struct step_list *steps, struct coll_list *colls)
 {
     struct rank_sel sel = {0};
     out->rank = t->rank;
@@ -1198,6 +1265,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         rc = analysis_overlap(c, &sel, out);
     if (rc == 0)
         rc = analysis_rank_buckets(c, &sel, buckets);
+    if (rc == 0)
+        rc = analysis_rank_colls(c, &sel, colls);
     if (rc == 0)
         rc = analysis_rank_steps(c, &sel, steps);
     if (rc == 0)
@@ -1307,6 +1376,47 @@ static int analysis_buckets(struct run_stat *st, struct bucket_list *g)
         if (bytes)
             b->bytes = bytes->i;
         b->params = params ? params->i : -1;
+    }
+    return 0;
+}
+
+/* run_stat.colls from every rank's calls: per phase, each call's shortest duration over
+ * the ranks is its transfer, the rest of each row its wait for the last rank to arrive. */
+static int analysis_colls(const struct analysis_ctx *c, struct run_stat *st, struct coll_list *g)
+{
+    struct coll_entry *e = g->v;
+    if (g->n == 0)
+        return 0;
+    if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct coll_entry, key)) < 0)
+        return error_wrap("%s", st->run->dir);
+    size_t np = 0;
+    for (size_t i = 0; i < g->n; i++)
+        np += i == 0 || e[i].key >> 48 != e[i - 1].key >> 48;
+    if (!(st->colls = calloc(np + 1, sizeof *st->colls)))
+        return error_set("%s: out of memory for %zu collectives", st->run->dir, np);
+    for (size_t i = 0; i < g->n;) {
+        const int dense = (int)(e[i].key >> 48);
+        if (i == 0 || dense != (int)(e[i - 1].key >> 48)) {
+            struct coll_stat *cs = &st->colls[st->ncolls++];
+            cs->phase = c->dense_label[dense];
+            for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+                if (c->known[ph] == dense)
+                    cs->collective = trace_phase_collective(ph);
+        }
+        struct coll_stat *cs = &st->colls[st->ncolls - 1];
+        size_t j = i;
+        int64_t transfer = e[i].dur_ns, sum = 0;
+        for (; j < g->n && e[j].key == e[i].key; j++) {
+            sum += e[j].dur_ns;
+            if (e[j].dur_ns < transfer)
+                transfer = e[j].dur_ns;
+        }
+        cs->calls++;
+        cs->rows += j - i;
+        cs->total_ns += sum;
+        cs->transfer_ns += transfer;
+        cs->wait_ns += sum - (int64_t)(j - i) * transfer;
+        i = j;
     }
     return 0;
 }
@@ -1524,10 +1634,14 @@ struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps)
         c.gpu_run = meta_is(&r->meta.device, "cuda");
         struct bucket_list buckets = {0};
         struct step_list steps = {0};
+        struct coll_list colls = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)
-            rc = analysis_rank(&c, &r->ranks[k], &s->ranks[k], &buckets, &steps);
+            rc = analysis_rank(&c, &r->ranks[k], &s->ranks[k], &buckets, &steps, &colls);
         if (rc == 0)
             rc = analysis_buckets(s, &buckets);
+        if (rc == 0)
+            rc = analysis_colls(&c, s, &colls);
+        free(colls.v);
         if (rc == 0)
             rc = analysis_steps(s, &steps);
         free(buckets.v);
@@ -1560,6 +1674,7 @@ void analysis_free(struct run_stat *st, int n)
         }
         free(st[i].ranks);
         free(st[i].buckets);
+        free(st[i].colls);
         free(st[i].steps);
     }
     free(st);

@@ -60,6 +60,21 @@ struct bucket_stat {
     int64_t skew_ns;     /* sum over them of the latest start - the earliest start */
 };
 
+/* A collective other than the gradient buckets, inside the steps after the warm-up: the
+ * k-th call of its phase in step s on every rank is one call (report/FORMULAS.md
+ * "Advice", the blocking rule). */
+struct coll_stat {
+    uint32_t phase;         /* id in runset.labels: comm.allreduce, comm.allgather, barrier, ... */
+    const char *collective; /* its kind (trace_phase_collective): "allreduce", ... */
+    size_t calls;           /* distinct (step, k) calls */
+    size_t rows;            /* their rows, over the ranks */
+    int64_t total_ns;       /* the rows' time */
+    int64_t transfer_ns;    /* sum over the calls of the shortest duration over ranks: the
+                               collective's own time (the last rank to arrive waits least) */
+    int64_t wait_ns;        /* sum over rows of duration - that call's transfer: the ranks'
+                               wait in it for the last to arrive */
+};
+
 struct step_stat {
     int step;
     int ranks;        /* ranks with this step's step and backward ranges */
@@ -108,6 +123,9 @@ struct run_stat {
     size_t nbuckets;
     struct step_stat *steps; /* ascending step */
     size_t nsteps;
+    struct coll_stat *colls; /* the collectives other than the gradient buckets, in steps
+                                (phase order) */
+    size_t ncolls;
     int rep_steps[2]; /* the drawn steps (report.html): the median and the slowest step of
                          the lowest rank with step ranges */
     int nrep;

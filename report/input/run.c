@@ -73,7 +73,7 @@ static size_t run_bom(const char *s, size_t len)
 
 /* ---- small CSV files (meta.csv, metrics.csv): one callback per complete row ---- */
 
-typedef int (*run_row_fn)(void *ctx, char **fields, int nfields, long line);
+typedef run_csv_row_fn run_row_fn;
 
 struct run_rows {
     const char *path;
@@ -197,6 +197,11 @@ static int run_rows_each(const char *path, run_row_fn fn, void *ctx)
     return rc;
 }
 
+int run_csv_each(const char *path, run_csv_row_fn fn, void *ctx)
+{
+    return run_rows_each(path, fn, ctx);
+}
+
 /* ---- meta.csv: its rows as read, then parsed once (report/input/meta.h) ---- */
 
 struct meta_read {
@@ -225,8 +230,7 @@ static int run_meta_row(void *ctx, char **f, int nf, long line)
     return 0;
 }
 
-/* dir/meta.csv into r->meta: 0, or -1 after error_set() */
-static int run_read_meta(struct run *r, const char *dir)
+int run_meta_read(const char *dir, struct run_meta *meta)
 {
     char *path = run_path_join(dir, "meta.csv");
     if (!path)
@@ -234,7 +238,7 @@ static int run_read_meta(struct run *r, const char *dir)
     struct meta_read m = {.dir = dir};
     int rc = run_rows_each(path, run_meta_row, &m);
     if (rc == 0)
-        rc = meta_parse(&r->meta, m.rows, m.n, path);
+        rc = meta_parse(meta, m.rows, m.n, path);
     for (size_t i = 0; i < m.n; i++) {
         free((char *)m.rows[i].key);
         free((char *)m.rows[i].value);
@@ -242,6 +246,12 @@ static int run_read_meta(struct run *r, const char *dir)
     free(m.rows);
     free(path);
     return rc;
+}
+
+/* dir/meta.csv into r->meta: 0, or -1 after error_set() */
+static int run_read_meta(struct run *r, const char *dir)
+{
+    return run_meta_read(dir, &r->meta);
 }
 
 int run_mode_is(const struct run *r, const char *mode)

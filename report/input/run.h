@@ -126,6 +126,16 @@ void rank_trace_free(struct rank_trace *t);
 /* whether meta.csv's mode is mode ("baseline", "ddp"); 0 when the run has none */
 int run_mode_is(const struct run *r, const char *mode);
 
+/* Call fn(ctx, fields, nfields, line) for every complete row of the CSV file path (RFC
+ * 4180, the header included; line is the row's first line, 1-based), until fn returns
+ * -1.  0, or -1 after error_set() (unreadable, malformed; or fn's error). */
+typedef int (*run_csv_row_fn)(void *ctx, char **fields, int nfields, long line);
+int run_csv_each(const char *path, run_csv_row_fn fn, void *ctx);
+
+/* dir/meta.csv parsed into *meta (zeroed; meta_free it, also after an error).  0, or -1
+ * after error_set(). */
+int run_meta_read(const char *dir, struct run_meta *meta);
+
 /* Is dir a ddpprof run directory (it has meta.csv)? */
 int run_dir_is_run(const char *dir);
 

@@ -1,6 +1,7 @@
 /* advice_view.c — the advice's lines, page block and advice.csv (see advice_view.h). */
 #include "report/output/advice_view.h"
 
+#include <math.h>
 #include <stdio.h>
 
 size_t advice_nlines(const struct advice *a)
@@ -9,11 +10,41 @@ size_t advice_nlines(const struct advice *a)
     return 1 + (s ? s : 1);
 }
 
-static const char *const source_names[] = {
-    [ADVICE_MEASURED] = "measured",
-    [ADVICE_PREDICTED] = "predicted",
-    [ADVICE_ASSUMED] = "assumed",
-};
+/* Why no candidate is shown: "no rule's threshold was reached", or the statuses of those
+ * there are */
+static void advice_why_none(const struct advice *a, char *buf, size_t size)
+{
+    if (a->n == 0) {
+        snprintf(buf, size, "no rule's threshold was reached (report/FORMULAS.md \"Advice\")");
+        return;
+    }
+    int len = a->n == 1 ? snprintf(buf, size, "the one candidate in advice.csv is not "
+                                              "recommended:")
+                        : snprintf(buf, size, "none of the %zu candidates in advice.csv is "
+                                              "recommended:", a->n);
+    const char *sep = "";
+    if (a->noise && len >= 0 && (size_t)len < size) {
+        if (a->has_noise)
+            len += snprintf(buf + len, size - (size_t)len, " %zu inside the noise (the step "
+                                                            "moves +-%.2f ms by itself)",
+                            a->noise, a->noise_ms);
+        else
+            len += snprintf(buf + len, size - (size_t)len, " %zu inside the noise", a->noise);
+        sep = ",";
+    }
+    if (a->slower && len >= 0 && (size_t)len < size) {
+        len += snprintf(buf + len, size - (size_t)len, "%s %zu measured slower (ddpprof tune)",
+                        sep, a->slower);
+        sep = ",";
+    }
+    if (a->under_load && len >= 0 && (size_t)len < size)
+        len += snprintf(buf + len, size - (size_t)len, "%s %zu predicted while the run was under "
+                                                        "load (the prediction assumes an idle "
+                                                        "machine)",
+                        sep, a->under_load);
+    if (len >= 0 && (size_t)len < size)
+        snprintf(buf + len, size - (size_t)len, " (report/FORMULAS.md \"Advice\")");
+}
 
 void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
 {
@@ -24,24 +55,29 @@ void advice_line(const struct advice *a, size_t k, char *buf, size_t size)
         return;
     }
     if (advice_shown(a) == 0) {
+        char why[512];
+        advice_why_none(a, why, sizeof why);
         if (a->cause_action) /* the verdict named why it is slower: act on that */
-            snprintf(buf, size, "what to do, from the verdict's cause (%s): %s; no rule's "
-                                "threshold was reached (report/FORMULAS.md \"Advice\")",
-                     a->cause_name ? a->cause_name : "-", a->cause_action);
+            snprintf(buf, size, "what to do, from the verdict's cause (%s): %s; %s",
+                     a->cause_name ? a->cause_name : "-", a->cause_action, why);
         else if (a->gap)
-            snprintf(buf, size, "no rule's threshold was reached (report/FORMULAS.md "
-                                "\"Advice\"), but the run is slower than it should be: "
-                                "ddpprof diff says where its step time went (diff.csv)");
+            snprintf(buf, size, "%s, but the run is slower than it should be: ddpprof diff says "
+                                "where its step time went (diff.csv)", why);
         else
-            snprintf(buf, size, "no recommendation: no rule's threshold was reached "
-                                "(report/FORMULAS.md \"Advice\")");
+            snprintf(buf, size, "no recommendation: %s", why);
         return;
     }
     const struct advice_item *it = &a->items[k - 1];
     const double s = it->saving_ms;
-    const char *up = it->source == ADVICE_MEASURED ? "up to " : "about ";
-    snprintf(buf, size, "%zu. %s [%s-%.*f ms per step, %s]", k, it->text, up,
-             s < 1.0 ? 2 : 1, s, source_names[it->source]);
+    const int digits = fabs(s) < 1.0 ? 2 : 1;
+    char range[96] = "";
+    if (it->has_interval)
+        snprintf(range, sizeof range, " (%+.*f to %+.*f)", digits, -it->saving_lo_ms, digits,
+                 -it->saving_hi_ms);
+    const char *up = it->source == ADVICE_MEASURED ? "up to " : it->source == ADVICE_AB ? ""
+                                                                                         : "about ";
+    snprintf(buf, size, "%zu. %s [%s%+.*f ms per step%s, %s]", k, it->text, up, digits, -s,
+             range, advice_source_name(it->source));
 }
 
 void advice_print(const struct advice *a, FILE *out)
@@ -67,16 +103,21 @@ void advice_write_html(const struct advice *a, FILE *out)
     fputs("</div>\n", out);
 }
 
-enum advice_col { AD_ORDER, AD_SHOWN, AD_RUN, AD_RULE, AD_SAVING, AD_PCT, AD_SOURCE,
-                  AD_TEXT, AD_NCOLS };
+enum advice_col { AD_ORDER, AD_SHOWN, AD_RUN, AD_RULE, AD_SAVING, AD_SAVING_LO, AD_SAVING_HI,
+                  AD_PCT, AD_SOURCE, AD_STATUS, AD_NOISE, AD_AB, AD_TEXT, AD_NCOLS };
 const struct table_col advice_cols[AD_NCOLS] = {
     [AD_ORDER] = {"order", "order", "", 0},
     [AD_SHOWN] = {"shown", "shown", "", 0},
     [AD_RUN] = {"run", "run", "", 1},
     [AD_RULE] = {"rule", "rule", "", 1},
     [AD_SAVING] = {"saving_ms", "saving", "ms", 0},
+    [AD_SAVING_LO] = {"saving_lo_ms", "saving low", "ms", 0},
+    [AD_SAVING_HI] = {"saving_hi_ms", "saving high", "ms", 0},
     [AD_PCT] = {"saving_pct_of_step", "of step", "%", 0},
     [AD_SOURCE] = {"source", "source", "", 1},
+    [AD_STATUS] = {"status", "status", "", 1},
+    [AD_NOISE] = {"noise_ms", "noise", "ms", 0},
+    [AD_AB] = {"ab_verdict", "A/B", "", 1},
     [AD_TEXT] = {"text", "text", "", 1}};
 const int advice_ncols = AD_NCOLS;
 
@@ -95,8 +136,17 @@ void advice_table(const struct advice *a, const struct runset *rs, struct table 
         table_set(t, AD_RUN, "%s", rs->runs[it->run].label);
         table_set(t, AD_RULE, "%s", it->rule);
         table_set(t, AD_SAVING, "%.3f", it->saving_ms);
+        if (it->has_interval) {
+            table_set(t, AD_SAVING_LO, "%.3f", it->saving_lo_ms);
+            table_set(t, AD_SAVING_HI, "%.3f", it->saving_hi_ms);
+        }
         table_set(t, AD_PCT, "%.2f", advice_pct(it->saving_ms, it->step_ms));
-        table_set(t, AD_SOURCE, "%s", source_names[it->source]);
+        table_set(t, AD_SOURCE, "%s", advice_source_name(it->source));
+        table_set(t, AD_STATUS, "%s", advice_status_name(it->status));
+        if (it->has_noise)
+            table_set(t, AD_NOISE, "%.3f", it->noise_ms);
+        if (it->ab_verdict)
+            table_set(t, AD_AB, "%s", it->ab_verdict);
         table_set(t, AD_TEXT, "%s", it->text);
     }
 }

@@ -17,7 +17,8 @@
 #   --trace nvtx and the default (kernels)  no layer rows, no layers key
 #   the report  layers.csv by column name: one row per rank and layer with positive
 #               forward_ms/backward_ms, its FLOPs as meta.csv's, a roofline bound; and
-#               report.html's roofline with a point per layer and direction
+#               report.html's roofline with a point per layer and direction; and a
+#               meta.csv claiming more layers than it names neither crashes report nor predict
 set -u
 . "$(dirname "$0")/csvcol.sh"
 bin=${DDPPROF:?DDPPROF must point at the ddpprof binary}
@@ -170,6 +171,22 @@ fi
 # the checks can fail: a golden with one conv's FLOPs changed is refused
 sed '0,/^flops,layer2.0,conv,[0-9]*/s//flops,layer2.0,conv,1/' "$golden/layers_convnet_b8.csv" >"$tmp/wrong.csv"
 if [ -d "$c" ] && ! check_meta "$c" "$tmp/wrong.csv" 0 >/dev/null; then ok; else bad "a wrong FLOP count was accepted"; fi
+
+# a damaged meta.csv (layers,99 with 9 layer names): report and predict skip the unnamed
+# layers -- they crashed (SIGSEGV in predict's parameter-to-layer match, found by
+# dev/structure_20261207) -- and predict.csv is the undamaged run's
+if [ -d "$c" ]; then
+  d=$tmp/damaged
+  cp -r "$c" "$d"
+  sed -i 's/^layers,.*/layers,99/' "$d/meta.csv"
+  "$bin" predict "$c" --out "$tmp/pred-whole" >/dev/null 2>&1
+  "$bin" predict "$d" --out "$tmp/pred-damaged" >"$tmp/pred-damaged.log" 2>&1
+  check_eq "predict of meta.csv layers,99: exit" "$?" 0
+  "$bin" report "$d" --out "$tmp/rep-damaged" >/dev/null 2>&1
+  check_eq "report of meta.csv layers,99: exit" "$?" 0
+  check_run "predict of meta.csv layers,99: predict.csv as the undamaged run's" \
+    cmp -s "$tmp/pred-whole/predict.csv" "$tmp/pred-damaged/predict.csv"
+fi
 
 n=$tmp/nvtx
 if train "$n" --model convnet --limit 16 --trace nvtx; then

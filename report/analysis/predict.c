@@ -174,6 +174,8 @@ static int source_params(struct predict_source *s)
             s->m.params[i].layer = -1;
             size_t best = 0;
             for (int k = 0; k < s->m.nlayers; k++) {
+                if (!s->m.layers[k].name)
+                    continue; /* meta.csv's layers past its layer.K.name rows (damaged) */
                 size_t len = strlen(s->m.layers[k].name);
                 if (len > best && strncmp(name, s->m.layers[k].name, len) == 0 &&
                     name[len] == '.') {

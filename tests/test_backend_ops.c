@@ -36,7 +36,10 @@
  * for bit on a second call.
  *
  * The reference is always a CPU backend, so its buffers are host memory and are read
- * directly; the candidate's are downloaded.  Shapes are the ConvNet's and ResNet18's
+ * directly; the candidate's are downloaded.  A 4-D tensor is held by the candidate in its
+ * layout of the op's type (backend.h: cuda keeps half tensors NHWC by default): this driver
+ * moves it between that layout and NCHW on upload and download (buf_4d), so every op is
+ * compared in NCHW, like with like, and the layouts themselves by the convert row.  Shapes are the ConvNet's and ResNet18's
  * (CIFAR: its convolutions, batch norms, residual add, adaptive average pool, Adam) plus
  * odd ones (odd sizes and batches, overlapping and gapped pooling windows, NULL optional
  * arguments, in-place calls, NaN, ties, bad labels).  Every op that takes a
@@ -211,6 +214,8 @@ struct buf {
     enum dtype dt; /* typed: the values' type; raw: DT_F32 */
     int typed;
     void *r, *c;
+    int dims[4];     /* a 4-D tensor (buf_4d): its shape (n,c,h,w); else dims[0] = 0 */
+    enum dtype ldt;  /* whose layout the candidate keeps it in (typed: dt) */
 };
 
 static const char *dt_name(enum dtype dt)
@@ -230,6 +235,33 @@ static void *to_cand(const float *v, size_t n, enum dtype dt, size_t cbytes)
     for (size_t i = 0; i < n; i++)
         u[i] = dt == DT_BF16 ? half_f32_to_bf16(v[i]) : half_f32_to_f16(v[i]);
     return h;
+}
+
+/* the candidate holds b NHWC: a 4-D tensor whose layout differs (h*w > 1, c > 1) */
+static int buf_nhwc(const struct buf *b)
+{
+    return b->dims[0] > 0 && b->dims[1] > 1 && b->dims[2] * b->dims[3] > 1 &&
+           cand->layout(cand, b->ldt) == LAYOUT_NHWC;
+}
+
+/* b's candidate bytes h (elements of cbytes / n bytes) reordered NCHW -> NHWC (to_nhwc)
+ * or back, in place */
+static void buf_permute(const struct buf *b, void *h, int to_nhwc)
+{
+    if (!buf_nhwc(b))
+        return;
+    const size_t n = (size_t)b->dims[0], c = (size_t)b->dims[1];
+    const size_t hw = (size_t)b->dims[2] * b->dims[3], es = b->cbytes / (n * c * hw);
+    unsigned char *tmp = malloc(b->cbytes);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < c; j++)
+            for (size_t k = 0; k < hw; k++) {
+                const size_t nchw = (i * c + j) * hw + k, nhwc = (i * hw + k) * c + j;
+                memcpy(tmp + (to_nhwc ? nhwc : nchw) * es,
+                       (unsigned char *)h + (to_nhwc ? nchw : nhwc) * es, es);
+            }
+    memcpy(h, tmp, b->cbytes);
+    free(tmp);
 }
 
 static struct buf buf_alloc(size_t bytes, size_t cbytes)
@@ -256,13 +288,21 @@ static struct buf buf_new(size_t bytes, const void *init)
 /* the reference's values copied over to the candidate (typed: converted to its storage) */
 static void buf_sync(const struct buf *b)
 {
-    if (!b->typed) {
-        cand->upload(cand, b->c, b->r, b->bytes);
-        return;
-    }
-    void *h = to_cand(b->r, b->n, b->dt, b->cbytes);
+    void *h = b->typed ? to_cand(b->r, b->n, b->dt, b->cbytes) : malloc(b->bytes ? b->bytes : 1);
+    if (!b->typed)
+        memcpy(h, b->r, b->bytes);
+    buf_permute(b, h, 1);
     cand->upload(cand, b->c, h, b->cbytes);
     free(h);
+}
+
+/* mark b a 4-D tensor (n,c,h,w) kept in the candidate's layout of ldt (a typed buffer:
+ * its own type), and upload its values again in that layout */
+static void buf_4d(struct buf *b, int n, int c, int h, int w, enum dtype ldt)
+{
+    b->dims[0] = n, b->dims[1] = c, b->dims[2] = h, b->dims[3] = w;
+    b->ldt = b->typed ? b->dt : ldt;
+    buf_sync(b);
 }
 
 /* n values of dt, from init rounded to dt (NULL: zeros) */
@@ -297,6 +337,7 @@ static void *buf_cand(const struct buf *b)
 {
     void *raw = malloc(b->cbytes ? b->cbytes : 1);
     cand->download(cand, raw, b->c, b->cbytes);
+    buf_permute(b, raw, 0);
     if (!b->typed || b->cbytes == b->bytes)
         return raw;
     float *h = malloc(b->bytes ? b->bytes : 1);
@@ -447,6 +488,9 @@ static void conv_check(const struct conv_case *k, const char *mode, enum dtype d
     struct buf dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
     struct buf y = buf_new_dt(ny, dt, NULL), dx = buf_new_dt(nx, dt, NULL);
     struct buf dw = buf_new_dt(nw, dt, NULL), db = buf_new_dt((size_t)cs.k, dt, NULL);
+    buf_4d(&x, cs.n, cs.c, cs.h, cs.w, dt), buf_4d(&dx, cs.n, cs.c, cs.h, cs.w, dt);
+    buf_4d(&w, cs.k, cs.c, cs.r, cs.s, dt), buf_4d(&dw, cs.k, cs.c, cs.r, cs.s, dt);
+    buf_4d(&dy, cs.n, cs.k, cs.p, cs.q, dt), buf_4d(&y, cs.n, cs.k, cs.p, cs.q, dt);
     ref->conv2d_forward(ref, &cs, dt, R(x), R(w), k->bias ? R(b) : NULL, R(y));
     cand->conv2d_forward(cand, &cs, dt, C(x), C(w), k->bias ? C(b) : NULL, C(y));
     ref->conv2d_backward(ref, &cs, dt, R(x), R(w), R(dy), R(dx), R(dw), k->bias ? R(db) : NULL);
@@ -575,6 +619,8 @@ static void bn_check(int n, int c, int hw, int affine, enum dtype dt)
     struct buf y = buf_new_dt(m, dt, NULL), dx = buf_new_dt(m, dt, NULL);
     struct buf sums = buf_new((size_t)c * 8, NULL), dwt = buf_new((size_t)c * 4, NULL);
     struct buf dbias = buf_new((size_t)c * 4, NULL);
+    buf_4d(&x, n, c, hw, 1, dt), buf_4d(&dy, n, c, hw, 1, dt);
+    buf_4d(&y, n, c, hw, 1, dt), buf_4d(&dx, n, c, hw, 1, dt);
     const float eps = 1e-5f;
     /* the statistics, sums and parameter gradients are fp32 for every dt: the fp32
      * limits; the elementwise outputs are dt (one rounding of an equal or nearly equal
@@ -771,6 +817,9 @@ static void pool_check(int n, int c, int h, int kernel, int stride, int ties, en
     free(hx);
     struct buf am = buf_new(ny * 4, NULL), dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
     struct buf dx = buf_rand_dt(nx, dt, 5.0f, 6.0f); /* garbage: backward must overwrite it */
+    buf_4d(&x, n, c, h, h, dt), buf_4d(&dx, n, c, h, h, dt);
+    buf_4d(&y, n, c, ps.p, ps.q, dt), buf_4d(&dy, n, c, ps.p, ps.q, dt);
+    buf_4d(&am, n, c, ps.p, ps.q, dt); /* argmax: in the layout of dt, as y */
     ref->maxpool2d_forward(ref, &ps, dt, R(x), R(y), am.r);
     cand->maxpool2d_forward(cand, &ps, dt, C(x), C(y), am.c);
     /* selection of one input: exact, argmax identical */
@@ -1076,8 +1125,8 @@ static void test_cast_list(void)
                 rs[i] = R(src[i]), cs[i] = C(src[i]);
                 rd[i] = R(dst[i]), cd[i] = C(dst[i]);
             }
-            ref->cast_list(ref, COUNT, from, rs, to, rd, numels);
-            cand->cast_list(cand, COUNT, from, cs, to, cd, numels);
+            ref->cast_list(ref, COUNT, from, rs, to, rd, numels, NULL);
+            cand->cast_list(cand, COUNT, from, cs, to, cd, numels, NULL);
             char row[64];
             snprintf(row, sizeof row, "cast_list %s->%s", dt_name(from), dt_name(to));
             for (int i = 0; i < COUNT; i++) {
@@ -1087,6 +1136,88 @@ static void test_cast_list(void)
             }
         }
     status_ok("cast_list");
+}
+
+/* cast_list with 4-D shapes (autocast's conv weights, and their gradients back): each
+ * 4-D tensor read in the layout of from and written in that of to (buf_4d compares them
+ * in NCHW); flat ones and a 1x1 filter as they are; exact as cast */
+static void test_cast_list_4d(void)
+{
+    enum { COUNT = 5 };
+    static const int shapes[COUNT][4] = {
+        {16, 3, 5, 5}, {0, 0, 0, 0}, {64, 32, 3, 3}, {8, 4, 1, 1}, {7, 1, 3, 3}};
+    for (int f = DT_F32; f <= DT_BF16; f++)
+        for (int t = DT_F32; t <= DT_BF16; t++) {
+            const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+            if (from == to)
+                continue;
+            struct buf src[COUNT], dst[COUNT];
+            size_t numels[COUNT];
+            const void *rs[COUNT], *cs[COUNT];
+            void *rd[COUNT], *cd[COUNT];
+            int dims[4 * COUNT];
+            for (int i = 0; i < COUNT; i++) {
+                const int *d = shapes[i];
+                numels[i] = d[0] ? (size_t)d[0] * d[1] * d[2] * d[3] : 1001;
+                src[i] = buf_rand_dt(numels[i], from, -7e4f, 7e4f);
+                dst[i] = buf_new_dt(numels[i], to, NULL);
+                if (d[0]) {
+                    buf_4d(&src[i], d[0], d[1], d[2], d[3], from);
+                    buf_4d(&dst[i], d[0], d[1], d[2], d[3], to);
+                }
+                memcpy(dims + 4 * i, d, sizeof shapes[i]);
+                rs[i] = R(src[i]), cs[i] = C(src[i]);
+                rd[i] = R(dst[i]), cd[i] = C(dst[i]);
+            }
+            ref->cast_list(ref, COUNT, from, rs, to, rd, numels, dims);
+            cand->cast_list(cand, COUNT, from, cs, to, cd, numels, dims);
+            char row[64];
+            snprintf(row, sizeof row, "cast_list 4-D %s->%s", dt_name(from), dt_name(to));
+            for (int i = 0; i < COUNT; i++) {
+                compare_buf(row, "conv weights, a flat tensor", &dst[i], (struct tol){0.0, 0.0});
+                buf_free(&src[i]);
+                buf_free(&dst[i]);
+            }
+        }
+    status_ok("cast_list 4-D");
+}
+
+/* convert between every pair of layouts and types, against the CPU's (which keeps NCHW
+ * itself but converts either way): exact as cast.  Here the candidate's buffers are raw
+ * (not buf_4d): the rows compare the layouts themselves, in each backend's own bytes. */
+static void test_convert(void)
+{
+    static const int shapes[][4] = {{3, 5, 4, 6}, {2, 64, 7, 7}, {4, 1, 5, 5}, {5, 8, 1, 1}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int f = DT_F32; f <= DT_BF16; f++)
+            for (int t = DT_F32; t <= DT_BF16; t++)
+                for (int lf = 0; lf < 2; lf++)
+                    for (int lt = 0; lt < 2; lt++) {
+                        const enum dtype from = (enum dtype)f, to = (enum dtype)t;
+                        const int *d = shapes[k];
+                        const size_t n = (size_t)d[0] * d[1] * d[2] * d[3];
+                        struct buf src = buf_rand_dt(n, from, -7e4f, 7e4f);
+                        struct buf dst = buf_new_dt(n, to, NULL);
+                        /* the reference's input in layout lf: the CPU's own convert */
+                        float *h = malloc(n * sizeof *h);
+                        ref->convert(ref, d, from, LAYOUT_NCHW, R(src), from,
+                                     (enum layout)lf, h);
+                        memcpy(R(src), h, n * sizeof *h);
+                        buf_sync(&src);
+                        free(h);
+                        ref->convert(ref, d, from, (enum layout)lf, R(src), to, (enum layout)lt,
+                                     R(dst));
+                        cand->convert(cand, d, from, (enum layout)lf, C(src), to,
+                                      (enum layout)lt, C(dst));
+                        char row[64], what[64];
+                        snprintf(row, sizeof row, "convert %s->%s", dt_name(from), dt_name(to));
+                        snprintf(what, sizeof what, "(%d,%d,%d,%d) %s->%s", d[0], d[1], d[2],
+                                 d[3], lf ? "nhwc" : "nchw", lt ? "nhwc" : "nchw");
+                        compare_buf(row, what, &dst, (struct tol){0.0, 0.0});
+                        buf_free(&src);
+                        buf_free(&dst);
+                    }
+    status_ok("convert");
 }
 
 /* GradScaler's unscale over many tensors at once: more than one launch's list on cuda
@@ -1171,14 +1302,16 @@ static void adaptive_pool_check(int n, int c, int h, int w, int p, int q, enum d
     struct buf x = buf_rand_dt(nx, dt, -2.0f, 2.0f), y = buf_new_dt(ny, dt, NULL);
     struct buf dy = buf_rand_dt(ny, dt, -1.0f, 1.0f);
     struct buf dx = buf_rand_dt(nx, dt, 5.0f, 6.0f); /* garbage: backward must overwrite it */
-    ref->adaptive_avgpool2d_forward(ref, planes, h, w, p, q, dt, R(x), R(y));
-    cand->adaptive_avgpool2d_forward(cand, planes, h, w, p, q, dt, C(x), C(y));
+    buf_4d(&x, n, c, h, w, dt), buf_4d(&dx, n, c, h, w, dt);
+    buf_4d(&y, n, c, p, q, dt), buf_4d(&dy, n, c, p, q, dt);
+    ref->adaptive_avgpool2d_forward(ref, n, c, h, w, p, q, dt, R(x), R(y));
+    cand->adaptive_avgpool2d_forward(cand, n, c, h, w, p, q, dt, C(x), C(y));
     /* the same float additions in the same (row-major) order, one division, one rounding:
      * exact */
     compare_buf(op_dt("adaptive_avgpool2d_forward", dt, row, sizeof row), shape, &y,
                 (struct tol){0.0, 0.0});
-    ref->adaptive_avgpool2d_backward(ref, planes, h, w, p, q, dt, R(dy), R(dx));
-    cand->adaptive_avgpool2d_backward(cand, planes, h, w, p, q, dt, C(dy), C(dx));
+    ref->adaptive_avgpool2d_backward(ref, n, c, h, w, p, q, dt, R(dy), R(dx));
+    cand->adaptive_avgpool2d_backward(cand, n, c, h, w, p, q, dt, C(dy), C(dx));
     /* each element the same quotients added in output order: exact */
     compare_buf(op_dt("adaptive_avgpool2d_backward", dt, row, sizeof row), shape, &dx,
                 (struct tol){0.0, 0.0});
@@ -1308,7 +1441,8 @@ static void check_coverage(void)
         "batchnorm_backward_elemt", "relu_forward", "relu_backward", "maxpool2d_forward",
         "maxpool2d_backward", "linear_forward", "linear_backward", "softmax_xent",
         "softmax_xent_dev",
-        "count_correct", "scale", "cast", "cast_list", "round_amp", "unscale", "sgd_step",
+        "count_correct", "scale", "cast", "cast_list", "convert", "round_amp", "unscale",
+        "sgd_step",
         "dtype_size",
         "adaptive_avgpool2d_forward", "adaptive_avgpool2d_backward", "add", "adam_step",
     };
@@ -1429,6 +1563,8 @@ int main(int argc, char **argv)
     test_amp();
     test_cast();
     test_cast_list();
+    test_cast_list_4d();
+    test_convert();
     test_unscale();
     for (int dt = DT_F32; dt <= DT_BF16; dt++)
         test_add((enum dtype)dt);

@@ -430,8 +430,8 @@ static void job_run(const struct job *j)
                 struct conv2d_shape cs = shapes[i];
                 conv2d_shape_init(&cs);
                 for (int dir = 0; dir < NDIR; dir++)
-                    if (conv_plans_run(p, &cs, t ? DT_F16 : DT_F32, (enum conv_dir)dir, data,
-                                       data, data, data)) {
+                    if (conv_plans_run(p, &cs, t ? DT_F16 : DT_F32, LAYOUT_NCHW,
+                                       (enum conv_dir)dir, data, data, data, data)) {
                         fprintf(stderr, "conv_plans_run: %s\n", error_get());
                         fc.plan_errors++;
                     }
@@ -835,6 +835,14 @@ static void test_file(void)
     struct conv_cache_key k0 = key_no(0);
     struct conv_cache_value v = {.algo = 1, .math = CUDNN_TENSOR_OP_MATH, .ws = 4096}, got;
     CHECK(conv_cache_put(c, &k0, &v) == 0, "put");
+    /* the same shape channels-last (NHWC tensors, KRSC filters) is another choice */
+    struct conv_cache_key k0_nhwc = key_no(0);
+    k0_nhwc.layout = 1;
+    CHECK(!conv_cache_find(c, &k0_nhwc, &got), "an NCHW choice found for the NHWC key");
+    const struct conv_cache_value v_nhwc = {.algo = 2, .math = CUDNN_TENSOR_OP_MATH, .ws = 0};
+    CHECK(conv_cache_put(c, &k0_nhwc, &v_nhwc) == 0 && conv_cache_find(c, &k0_nhwc, &got) &&
+              got.algo == 2 && conv_cache_find(c, &k0, &got) && got.algo == 1,
+          "NCHW and NHWC choices of one shape kept apart");
     conv_cache_free(c);
     char *good = test_read_file(tmp, "file.tsv");
     CHECK(good && strncmp(good, "# ddpprof cuDNN algorithm cache", 31) == 0, "file: '%s'",

@@ -180,7 +180,7 @@ static void test_batchnorm(enum dtype dt)
     float mean_k[4], invstd_k[4], mean_c[4], invstd_c[4];
     double *ws = calloc(kern_channel_ws_doubles(n, c, hw), sizeof *ws);
     unsigned done[4] = {0}; /* each reduction's count of finished blocks: left zero */
-    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, x.dev, eps, mean_k, invstd_k, ws, done));
+    LAUNCH(kern_bn_stats(NULL, n, c, hw, dt, LAYOUT_NCHW, x.dev, eps, mean_k, invstd_k, ws, done));
     CHECK(!done[0] && !done[1] && !done[2] && !done[3], "bn_stats left its counts non-zero");
     cpu->batchnorm_stats(cpu, n, c, hw, dt, x.ref, eps, mean_c, invstd_c);
     close_to("bn_stats mean", dt, mean_k, mean_c, 4, 1e-6 * 4.0, 1e-5);
@@ -190,15 +190,15 @@ static void test_batchnorm(enum dtype dt)
     const float wt[4] = {1.5f, -0.5f, 0.25f, 2.0f}, bi[4] = {0.1f, 0.2f, -0.3f, 0.0f};
     const float rv[4] = {0.5f, 2.0f, 1.0f, 3.0f};
     struct ten y = ten_zero(m, dt);
-    LAUNCH(kern_bn_elemt(NULL, n, c, hw, dt, x.dev, mean_c, invstd_c, wt, bi, y.dev));
+    LAUNCH(kern_bn_elemt(NULL, n, c, hw, dt, LAYOUT_NCHW, x.dev, mean_c, invstd_c, wt, bi, y.dev));
     cpu->batchnorm_elemt(cpu, n, c, hw, dt, x.ref, mean_c, invstd_c, wt, bi, y.ref);
     same("bn_elemt", dt, &y);
-    LAUNCH(kern_bn_forward_eval(NULL, n, c, hw, dt, x.dev, mean_c, rv, eps, NULL, bi, y.dev));
+    LAUNCH(kern_bn_forward_eval(NULL, n, c, hw, dt, LAYOUT_NCHW, x.dev, mean_c, rv, eps, NULL, bi, y.dev));
     cpu->batchnorm_forward_eval(cpu, n, c, hw, dt, x.ref, mean_c, rv, eps, NULL, bi, y.ref);
     same("bn_forward_eval (no weight)", dt, &y);
 
     float sums_k[8], sums_c[8], dw_k[4], dw_c[4], db_k[4], db_c[4];
-    LAUNCH(kern_bn_backward_reduce(NULL, n, c, hw, dt, dy.dev, x.dev, mean_c, invstd_c, sums_k,
+    LAUNCH(kern_bn_backward_reduce(NULL, n, c, hw, dt, LAYOUT_NCHW, dy.dev, x.dev, mean_c, invstd_c, sums_k,
                                    sums_k + 4, dw_k, db_k, ws, done));
     CHECK(!done[0] && !done[1] && !done[2] && !done[3],
           "bn_backward_reduce left its counts non-zero");
@@ -211,7 +211,7 @@ static void test_batchnorm(enum dtype dt)
 
     struct ten dx = ten_zero(m, dt);
     const float count = (float)(n * hw);
-    LAUNCH(kern_bn_backward_elemt(NULL, n, c, hw, dt, dy.dev, x.dev, mean_c, invstd_c, wt,
+    LAUNCH(kern_bn_backward_elemt(NULL, n, c, hw, dt, LAYOUT_NCHW, dy.dev, x.dev, mean_c, invstd_c, wt,
                                   sums_c, sums_c + 4, &count, dx.dev));
     cpu->batchnorm_backward_elemt(cpu, n, c, hw, dt, dy.ref, x.ref, mean_c, invstd_c, wt, sums_c,
                                   sums_c + 4, &count, dx.ref);
@@ -222,7 +222,7 @@ static void test_batchnorm(enum dtype dt)
                               .pad = 0, .stride = 1};
     CHECK(conv2d_shape_init(&cs) == 0, "shape: %s", error_get());
     struct ten db = ten_zero((size_t)c, dt);
-    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, dy.dev, db.dev, ws, done));
+    LAUNCH(kern_channel_sum(NULL, n, c, hw, dt, LAYOUT_NCHW, dy.dev, db.dev, ws, done));
     CHECK(!done[0] && !done[1] && !done[2] && !done[3], "channel_sum left its counts non-zero");
     cpu->conv2d_backward(cpu, &cs, dt, NULL, NULL, dy.ref, NULL, NULL, db.ref);
     float *g = ten_dev(&db);
@@ -298,15 +298,14 @@ static void pool_case(int n, int c, int h, int kernel, int stride, enum dtype dt
     struct ten dx = ten_rand(nx, dt, 5.0f, 6.0f); /* garbage: backward overwrites it */
     free(hx);
     int32_t *am_k = calloc(ny, sizeof *am_k), *am_c = calloc(ny, sizeof *am_c);
-    const size_t planes = (size_t)n * c;
-    LAUNCH(kern_maxpool_forward(NULL, planes, h, h, kernel, stride, ps.p, ps.q, dt, x.dev, y.dev,
-                                am_k));
+    LAUNCH(kern_maxpool_forward(NULL, n, c, h, h, kernel, stride, ps.p, ps.q, dt, LAYOUT_NCHW,
+                                x.dev, y.dev, am_k));
     cpu->maxpool2d_forward(cpu, &ps, dt, x.ref, y.ref, am_c);
     same("maxpool_forward", dt, &y);
     CHECK(memcmp(am_k, am_c, ny * sizeof *am_k) == 0, "maxpool_forward %s k%d s%d: argmax differ",
           dt_name(dt), kernel, stride);
-    LAUNCH(kern_maxpool_backward(NULL, planes, h, h, kernel, stride, ps.p, ps.q, dt, dy.dev, am_c,
-                                 dx.dev));
+    LAUNCH(kern_maxpool_backward(NULL, n, c, h, h, kernel, stride, ps.p, ps.q, dt, LAYOUT_NCHW,
+                                 dy.dev, am_c, dx.dev));
     cpu->maxpool2d_backward(cpu, &ps, dt, dy.ref, am_c, dx.ref);
     same("maxpool_backward", dt, &dx);
     free(am_k);
@@ -332,7 +331,7 @@ static void test_bias(enum dtype dt)
     cpu->conv2d_forward(cpu, &cs, dt, x.ref, w.ref, NULL, y.ref);
     ten_sync(&y);
     const unsigned long long before = emu_threads_run();
-    LAUNCH(kern_bias_add_channels(NULL, cs.n, cs.k, pq, dt, b.dev, y.dev));
+    LAUNCH(kern_bias_add_channels(NULL, cs.n, cs.k, pq, dt, LAYOUT_NCHW, b.dev, y.dev));
     passes_check("bias_add_channels", before, ny);
     cpu->conv2d_forward(cpu, &cs, dt, x.ref, w.ref, b.ref, y.ref);
     same("bias_add_channels (conv2d_forward's bias)", dt, &y);
@@ -383,13 +382,13 @@ static void test_resnet_ops(enum dtype dt)
         const size_t nx = (size_t)planes * h * w, ny = (size_t)planes * p * q;
         struct ten x = ten_rand(nx, dt, -2.0f, 2.0f), py = ten_zero(ny, dt);
         struct ten dy = ten_rand(ny, dt, -1.0f, 1.0f), dx = ten_rand(nx, dt, 5.0f, 6.0f);
-        LAUNCH(kern_adaptive_avgpool_forward(NULL, (size_t)planes, h, w, p, q, dt, x.dev,
+        LAUNCH(kern_adaptive_avgpool_forward(NULL, planes, 1, h, w, p, q, dt, LAYOUT_NCHW, x.dev,
                                              py.dev));
-        cpu->adaptive_avgpool2d_forward(cpu, (size_t)planes, h, w, p, q, dt, x.ref, py.ref);
+        cpu->adaptive_avgpool2d_forward(cpu, planes, 1, h, w, p, q, dt, x.ref, py.ref);
         same("adaptive_avgpool_forward", dt, &py);
-        LAUNCH(kern_adaptive_avgpool_backward(NULL, (size_t)planes, h, w, p, q, dt, dy.dev,
-                                              dx.dev));
-        cpu->adaptive_avgpool2d_backward(cpu, (size_t)planes, h, w, p, q, dt, dy.ref, dx.ref);
+        LAUNCH(kern_adaptive_avgpool_backward(NULL, planes, 1, h, w, p, q, dt, LAYOUT_NCHW,
+                                              dy.dev, dx.dev));
+        cpu->adaptive_avgpool2d_backward(cpu, planes, 1, h, w, p, q, dt, dy.ref, dx.ref);
         same("adaptive_avgpool_backward", dt, &dx);
         ten_free(&x), ten_free(&py), ten_free(&dy), ten_free(&dx);
     }
@@ -564,8 +563,9 @@ static void test_cast_list(void)
                 sk[i] = src[i].dev, sc[i] = src[i].ref;
                 dk[i] = dst[i].dev, dc[i] = dst[i].ref;
             }
-            LAUNCH(kern_cast_list(NULL, COUNT, from, sk, to, dk, numels));
-            cpu->cast_list(cpu, COUNT, from, sc, to, dc, numels);
+            LAUNCH(kern_cast_list(NULL, COUNT, from, LAYOUT_NCHW, sk, to, LAYOUT_NCHW, dk, numels,
+                                  NULL));
+            cpu->cast_list(cpu, COUNT, from, sc, to, dc, numels, NULL);
             for (int i = 0; i < COUNT; i++) {
                 same("cast_list", to, &dst[i]);
                 ten_free(&src[i]);

@@ -369,13 +369,13 @@ static void pool_check(int planes, int h, int w, int p, int q)
     fill_pair(a.r, r, ny, -1.0, 1.0);
     char what[96];
     snprintf(what, sizeof what, "adaptive avg pool %dx(%dx%d) to %dx%d", planes, h, w, p, q);
-    be->adaptive_avgpool2d_forward(be, (size_t)planes, h, w, p, q, DT_F32, x, y);
+    be->adaptive_avgpool2d_forward(be, planes, 1, h, w, p, q, DT_F32, x, y);
     double *yd = dvec(ny);
     ref_adaptive(&a, a.x, yd);
     check_close(what, y, yd, ny, 2e-5, 2e-4);
     for (size_t i = 0; i < nx; i++)
         dx[i] = 7.0f; /* backward overwrites */
-    be->adaptive_avgpool2d_backward(be, (size_t)planes, h, w, p, q, DT_F32, r, dx);
+    be->adaptive_avgpool2d_backward(be, planes, 1, h, w, p, q, DT_F32, r, dx);
     double *g = dvec(nx);
     fd_gradient(pool_loss, &a, a.x, nx, g);
     check_close(what, dx, g, nx, 2e-5, 2e-4);
@@ -409,12 +409,12 @@ static void test_half(void)
         be->add(be, n, dt, a, b, yh);
         CHECK(equals_rounded(yh, y32, n, dt), "add %s is not the fp32 sum rounded once", name);
         const int planes = 4000, h = 4, w = 4; /* 64000 inputs, ResNet18's 4x4 to 1x1 */
-        be->adaptive_avgpool2d_forward(be, (size_t)planes, h, w, 1, 1, DT_F32, a, y32);
-        be->adaptive_avgpool2d_forward(be, (size_t)planes, h, w, 1, 1, dt, a, yh);
+        be->adaptive_avgpool2d_forward(be, planes, 1, h, w, 1, 1, DT_F32, a, y32);
+        be->adaptive_avgpool2d_forward(be, planes, 1, h, w, 1, 1, dt, a, yh);
         CHECK(equals_rounded(yh, y32, (size_t)planes, dt),
               "adaptive_avgpool2d_forward %s is not the fp32 mean rounded once", name);
-        be->adaptive_avgpool2d_backward(be, (size_t)planes, h, w, 1, 1, DT_F32, b, y32);
-        be->adaptive_avgpool2d_backward(be, (size_t)planes, h, w, 1, 1, dt, b, yh);
+        be->adaptive_avgpool2d_backward(be, planes, 1, h, w, 1, 1, DT_F32, b, y32);
+        be->adaptive_avgpool2d_backward(be, planes, 1, h, w, 1, 1, dt, b, yh);
         CHECK(equals_rounded(yh, y32, (size_t)planes * h * w, dt),
               "adaptive_avgpool2d_backward %s is not the fp32 gradient rounded once", name);
     }

@@ -6,9 +6,16 @@
  * CPU, through tests/cuda_emu: its runtime, cuDNN, cuBLAS and NCCL calls go to stand-ins
  * that compute on the host and count every operation a GPU would run (cuda_emu.h
  * emu_ops): each kernel launch, memset and memcpy, each cuDNN convolution and each cuBLAS
- * GEMM as one.  So a count here is a lower bound of what Nsight Systems shows on a GPU:
- * cuDNN and cuBLAS may launch more than one kernel per call (cuDNN's layout transposes
- * for NCHW half tensors among them).  Collectives are counted too, one each (NCCL launches
+ * GEMM as one, and each layout transform a real cuDNN would run around a convolution as
+ * one more (cudnn_emu.c emu_conv_transforms: one per NCHW operand of a half-type call, its
+ * source in cuDNN's documentation).  So a count here is a lower bound of what Nsight
+ * Systems shows on a GPU: cuDNN and cuBLAS may launch more than one kernel per call.
+ *
+ * Channels-last (issue 34 item 5: "convolutions run channels-last where cuDNN supports
+ * it, so the layout transposes go"): the default backend keeps half tensors NHWC, and its
+ * half steps must count no transform.  Each half configuration runs again on a backend
+ * with DDPPROF_CHANNELS_LAST=0 (every tensor NCHW, the layout before): that step counts
+ * the transforms the default removed, and its losses must be the default's exactly.  Collectives are counted too, one each (NCCL launches
  * one kernel per collective), through a fake comm of world 1: every all-reduce the trainer
  * queues on a single GPU (DDP's buckets, the logged loss) and none of the host-side work.
  *
@@ -150,6 +157,7 @@ struct step_count {
     struct emu_ops ops;
     unsigned long long collectives;
     unsigned long long total;
+    float loss[2]; /* the counted steps' losses */
 };
 
 static struct fake_comm *counted_comm;
@@ -188,6 +196,7 @@ static void count_end(struct step_count *c)
         c->ops.memcpys[k] = now.memcpys[k] - kind_start.memcpys[k];
     c->ops.cudnn_convs = now.cudnn_convs - kind_start.cudnn_convs;
     c->ops.cublas_gemms = now.cublas_gemms - kind_start.cublas_gemms;
+    c->ops.cudnn_transforms = now.cudnn_transforms - kind_start.cudnn_transforms;
     c->collectives = counted_comm->collectives - c->collectives;
     c->total = emu_ops_total(&c->ops) + c->collectives;
     counting = NULL;
@@ -303,18 +312,23 @@ static int measure(struct backend *be, const struct config *cfg, struct step_cou
         if (k >= 1)
             count_begin(&c[k - 1]);
         const int failed = step(&s, &loss, &found);
-        if (k >= 1)
+        if (k >= 1) {
             count_end(&c[k - 1]);
+            c[k - 1].loss[0] = loss;
+        }
         CHECK(!failed && isfinite(loss) && !found, "%s %s %s step %d: %s (loss %g, found_inf %d)",
               cfg->model, amp_name(cfg->amp), optim_name(cfg->optim), k + 1,
               failed ? error_get() : "ok", (double)loss, found);
         if (failed || !isfinite(loss) || found)
             goto out;
     }
+    const float step3_loss = c[1].loss[0];
+    c[1].loss[0] = c[0].loss[0]; /* the losses differ; everything else may not */
     CHECK(memcmp(&c[0], &c[1], sizeof c[0]) == 0,
           "%s %s %s: steps 2 and 3 queue different operations (%llu, %llu)", cfg->model,
           amp_name(cfg->amp), optim_name(cfg->optim), c[0].total, c[1].total);
     *out = c[0];
+    out->loss[1] = step3_loss;
     rc = 0;
 out:
     be->free(be, s.x);
@@ -329,37 +343,84 @@ out:
     return rc;
 }
 
+static void print_row(const struct config *cfg, const char *layout, const struct step_count *c)
+{
+    unsigned long long memcpys = 0;
+    for (int k = 0; k < 5; k++)
+        memcpys += c->ops.memcpys[k];
+    printf("%-9s %-5s %-5s %-6s %6llu | %5llu %5llu %5llu %5llu %5llu | %7llu %6llu %6llu %6llu "
+           "%5llu %5llu %6llu\n",
+           cfg->model, amp_name(cfg->amp), optim_name(cfg->optim), layout, c->total,
+           c->phase[PH_DATA], c->phase[PH_FORWARD], c->phase[PH_BACKWARD], c->phase[PH_REDUCE],
+           c->phase[PH_OPTIMIZER], c->ops.kernels, c->ops.memsets, memcpys, c->ops.cudnn_convs,
+           c->ops.cublas_gemms, c->collectives, c->ops.cudnn_transforms);
+}
+
+/* The CUDA backend with every tensor NCHW: DDPPROF_CHANNELS_LAST=0 at its creation */
+static struct backend *backend_nchw(void)
+{
+    setenv("DDPPROF_CHANNELS_LAST", "0", 1);
+    struct backend *be = backend_cuda_create(0);
+    unsetenv("DDPPROF_CHANNELS_LAST");
+    return be;
+}
+
 int main(void)
 {
+    unsetenv("DDPPROF_CHANNELS_LAST"); /* the default: channels-last */
     struct backend *be = backend_cuda_create(0);
-    CHECK(be != NULL, "the emulated CUDA backend: %s", error_get());
-    if (!be)
+    struct backend *nchw = backend_nchw();
+    CHECK(be != NULL && nchw != NULL, "the emulated CUDA backend: %s", error_get());
+    if (!be || !nchw)
         return test_finish();
+    CHECK(be->layout(be, DT_F16) == LAYOUT_NHWC && be->layout(be, DT_BF16) == LAYOUT_NHWC &&
+              be->layout(be, DT_F32) == LAYOUT_NCHW && nchw->layout(nchw, DT_F16) == LAYOUT_NCHW,
+          "layouts: the default backend's half types must be NHWC, fp32 NCHW; with "
+          "DDPPROF_CHANNELS_LAST=0 all NCHW");
     static const struct config configs[] = {
         {"convnet", AMP_OFF, OPTIM_SGD},  {"convnet", AMP_OFF, OPTIM_ADAM},
         {"convnet", AMP_F16, OPTIM_SGD},  {"convnet", AMP_F16, OPTIM_ADAM},
         {"resnet18", AMP_OFF, OPTIM_SGD}, {"resnet18", AMP_OFF, OPTIM_ADAM},
         {"resnet18", AMP_F16, OPTIM_SGD}, {"resnet18", AMP_F16, OPTIM_ADAM},
+        {"convnet", AMP_BF16, OPTIM_SGD}, {"resnet18", AMP_BF16, OPTIM_SGD},
     };
     printf("GPU operations per training step (batch %d, world 1; cuDNN and cuBLAS calls "
            "count one each)\n", BATCH);
-    printf("%-9s %-5s %-5s %6s | %5s %5s %5s %5s %5s | %7s %6s %6s %6s %5s %5s\n", "model",
-           "prec", "optim", "total", phase_name[0], "fwd", "bwd", "reduc", "optim", "kernels",
-           "memset", "memcpy", "cudnn", "gemm", "coll");
+    printf("%-9s %-5s %-5s %-6s %6s | %5s %5s %5s %5s %5s | %7s %6s %6s %6s %5s %5s %6s\n",
+           "model", "prec", "optim", "layout", "total", phase_name[0], "fwd", "bwd", "reduc",
+           "optim", "kernels", "memset", "memcpy", "cudnn", "gemm", "coll", "transp");
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         const struct config *cfg = &configs[i];
         struct step_count c;
         if (measure(be, cfg, &c))
             continue;
-        unsigned long long memcpys = 0;
-        for (int k = 0; k < 5; k++)
-            memcpys += c.ops.memcpys[k];
-        printf("%-9s %-5s %-5s %6llu | %5llu %5llu %5llu %5llu %5llu | %7llu %6llu %6llu %6llu "
-               "%5llu %5llu\n",
-               cfg->model, amp_name(cfg->amp), optim_name(cfg->optim), c.total,
-               c.phase[PH_DATA], c.phase[PH_FORWARD], c.phase[PH_BACKWARD], c.phase[PH_REDUCE],
-               c.phase[PH_OPTIMIZER], c.ops.kernels, c.ops.memsets, memcpys,
-               c.ops.cudnn_convs, c.ops.cublas_gemms, c.collectives);
+        print_row(cfg, cfg->amp == AMP_OFF ? "nchw" : "nhwc", &c);
+        /* the default's convolutions need no layout transform: fp32 runs none, and half
+         * data is NHWC throughout */
+        CHECK(c.ops.cudnn_transforms == 0,
+              "%s %s %s: %llu cuDNN layout transforms a step (channels-last must leave none)",
+              cfg->model, amp_name(cfg->amp), optim_name(cfg->optim), c.ops.cudnn_transforms);
+        struct step_count before;
+        if (cfg->amp != AMP_OFF && measure(nchw, cfg, &before) == 0) {
+            print_row(cfg, "nchw", &before);
+            /* every tensor NCHW, as before channels-last: cuDNN transforms x, w and y of
+             * every half convolution call */
+            CHECK(before.ops.cudnn_transforms == 3 * before.ops.cudnn_convs &&
+                      before.total == c.total + before.ops.cudnn_transforms +
+                                          (before.ops.kernels - c.ops.kernels),
+                  "%s %s %s NCHW: %llu transforms for %llu convolutions, %llu operations "
+                  "(channels-last: %llu)",
+                  cfg->model, amp_name(cfg->amp), optim_name(cfg->optim),
+                  before.ops.cudnn_transforms, before.ops.cudnn_convs, before.total, c.total);
+            /* the same training in another layout: the emulated cuDNN computes each
+             * direction from the same NCHW float copies whatever the descriptors' format,
+             * and the kernels sum each channel in the same order in both layouts, so the
+             * losses are the same bits */
+            CHECK(before.loss[0] == c.loss[0] && before.loss[1] == c.loss[1],
+                  "%s %s %s: losses %.9g %.9g channels-last, %.9g %.9g NCHW (must be equal)",
+                  cfg->model, amp_name(cfg->amp), optim_name(cfg->optim), (double)c.loss[0],
+                  (double)c.loss[1], (double)before.loss[0], (double)before.loss[1]);
+        }
         unsigned long long sum = 0;
         for (int p = 0; p < PH_COUNT; p++)
             sum += c.phase[p];
@@ -379,6 +440,7 @@ int main(void)
               OPTIMIZER_MOST, c.phase[PH_REDUCE], REDUCE_MOST);
     }
     be->destroy(be);
+    nchw->destroy(nchw);
     printf("%llu blocks, %llu threads\n", emu_blocks_run(), emu_threads_run());
     return test_finish();
 }

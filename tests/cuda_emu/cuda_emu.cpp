@@ -559,7 +559,8 @@ extern "C" void emu_ops_reset(void) { ops = emu_ops(); }
 
 extern "C" unsigned long long emu_ops_total(const struct emu_ops *o)
 {
-    unsigned long long t = o->kernels + o->memsets + o->cudnn_convs + o->cublas_gemms;
+    unsigned long long t =
+        o->kernels + o->memsets + o->cudnn_convs + o->cublas_gemms + o->cudnn_transforms;
     for (int k = 0; k < 5; k++)
         t += o->memcpys[k];
     return t;
@@ -569,8 +570,10 @@ extern "C" void emu_ops_library(int which)
 {
     if (which == 0)
         ops.cudnn_convs++;
-    else
+    else if (which == 1)
         ops.cublas_gemms++;
+    else
+        ops.cudnn_transforms++;
 }
 
 extern "C" unsigned long long emu_threads_run(void) { return threads_run; }

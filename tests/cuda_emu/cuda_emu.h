@@ -128,19 +128,22 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e);
 /* What a GPU would have run since the last emu_ops_reset: kernels (launches with a valid
  * configuration), cudaMemsetAsync calls, cudaMemcpyAsync calls by direction (indexed by
  * enum cudaMemcpyKind), and the fake libraries' operations: a cuDNN convolution (one
- * direction of one layer) or a cuBLAS GEMM each count once. */
+ * direction of one layer) or a cuBLAS GEMM each count once, and the layout transforms a
+ * real cuDNN runs around a convolution (cudnn_emu.c emu_conv_transforms) one each. */
 struct emu_ops {
     unsigned long long kernels;
     unsigned long long memsets;
     unsigned long long memcpys[5];
     unsigned long long cudnn_convs;
     unsigned long long cublas_gemms;
+    unsigned long long cudnn_transforms;
 };
 void emu_ops_get(struct emu_ops *ops);
 void emu_ops_reset(void);
 /* the total: every field above summed */
 unsigned long long emu_ops_total(const struct emu_ops *ops);
-/* for the fake libraries: one cuDNN convolution (0) or cuBLAS GEMM (1) ran */
+/* for the fake libraries: one cuDNN convolution (0), cuBLAS GEMM (1) or cuDNN layout
+ * transform (2) ran */
 void emu_ops_library(int which);
 
 #ifdef __cplusplus

@@ -508,6 +508,30 @@ static int conv_gemms(enum conv_dir dir, const struct emu_cudnn_tensor *xd,
     return 0;
 }
 
+/* The layout transforms a real cuDNN runs around one convolution call, counted as GPU
+ * operations (emu_ops_library(2)).  cuDNN's tensor-core convolution kernels work on NHWC
+ * data and KRSC filters; for half (fp16, bf16) data, whose convolutions run on tensor cores
+ * (CUDNN_TENSOR_OP_MATH), an operand in NCHW format is transformed to NHWC first, and an
+ * NCHW output is written NHWC and transformed back: cuDNN's developer guide, Legacy API,
+ * "Convolution Functions", "Data and Filter Formats" ("The cuDNN library may use padding,
+ * folding, and NCHW-to-NHWC transformations to call the Tensor Core operations", its
+ * "Tensor Transformations" section;
+ * https://docs.nvidia.com/deeplearning/cudnn/developer/legacy-api.html).  The rule here:
+ * one transform per NCHW operand of a half-type call -- x, w and y, whichever direction
+ * reads or writes them, so 3 for an all-NCHW call and 0 for an all-NHWC one.  On an H200
+ * ResNet18 fp16 (batch 32, cuDNN 9) ran ~165 such transposes a step for its 59 NCHW
+ * convolution calls (issue 34): this rule's 177 is of that size; fp32 (no tensor cores
+ * under strict FP32) counts none. */
+static unsigned emu_conv_transforms(const struct emu_cudnn_tensor *x,
+                                    const struct emu_cudnn_filter *w,
+                                    const struct emu_cudnn_tensor *y)
+{
+    if (x->type != CUDNN_DATA_HALF && x->type != CUDNN_DATA_BFLOAT16)
+        return 0;
+    return (x->format == CUDNN_TENSOR_NCHW) + (w->format == CUDNN_TENSOR_NCHW) +
+           (y->format == CUDNN_TENSOR_NCHW);
+}
+
 /* one direction: operands staged as floats, the GEMMs, the output blended in its layout */
 static cudnnStatus_t conv_run(enum conv_dir dir, const struct emu_cudnn_tensor *xd,
                               const void *x, const struct emu_cudnn_filter *wd, const void *w,
@@ -531,6 +555,8 @@ static cudnnStatus_t conv_run(enum conv_dir dir, const struct emu_cudnn_tensor *
         goto out;
     }
     emu_ops_library(0);
+    for (unsigned t = emu_conv_transforms(xd, wd, yd); t > 0; t--)
+        emu_ops_library(2);
     size_t i = 0;
     if (dir == DIR_FILTER) {
         for (int k = 0; k < wd->k; k++)

@@ -4,8 +4,16 @@
  * models, DDP and AMP are written once against this table; `cpu` (backend_cpu.c, the
  * reference and the oracle) and `cuda` (trainer/cuda/backend_cuda.c) fill it.  Pointers named
  * x, y, w, dy, ... are device pointers of the backend that owns them (host memory for
- * cpu).  Layouts are PyTorch's: activations NCHW, conv weights (K,C,R,S), linear weights
- * (OUT,IN), all contiguous.
+ * cpu).  Shapes are PyTorch's: activations (N,C,H,W), conv weights (K,C,R,S), linear
+ * weights (OUT,IN), all contiguous.  The order a 4-D tensor's elements are stored in is the
+ * backend's layout for its element type (the layout slot): NCHW, PyTorch's contiguous
+ * format, or NHWC, torch.channels_last (a conv weight (K,C,R,S) then stored (K,R,S,C)).
+ * Every 4-D tensor a slot takes or produces (activations, conv weights as passed, argmax)
+ * is in that layout; everything else (vectors, linear layers' tensors, parameters and
+ * their fp32 gradients) has one order.  The cpu backend is NCHW throughout; cuda keeps
+ * half tensors NHWC by default (--channels-last, backend_cuda.h).  A model converts its
+ * input into the layout and its features out of it before a flatten (the convert slot);
+ * cast_list converts the weights' autocast copies.
  *
  * Element types: parameters, their gradients, optimizer state, batch-norm statistics and
  * the loss are fp32 (float *).  The tensors of the ops that autocast touches (conv, linear,
@@ -48,6 +56,11 @@ struct pool2d_shape {
 
 int pool2d_shape_init(struct pool2d_shape *ps);
 
+/* The order of a 4-D tensor (n,c,h,w)'s elements in memory: element (i,j,y,x) at
+ * ((i*c + j)*h + y)*w + x (NCHW) or ((i*h + y)*w + x)*c + j (NHWC).  A tensor with h*w = 1
+ * or c = 1 is stored the same in both. */
+enum layout { LAYOUT_NCHW = 0, LAYOUT_NHWC = 1 };
+
 /* The element type of an activation tensor.  Every op computes in fp32 (accumulating in
  * fp32 or better) from its inputs' values and rounds each output once to dt (round to
  * nearest even; beyond the fp16 range: +-inf), where PyTorch's CUDA kernels write a half
@@ -82,6 +95,9 @@ struct backend {
     /* bytes one element of dt takes in this backend's memory: 4 for DT_F32; cpu 4 for
      * every type (it stores half values as fp32), cuda 2 for DT_F16 and DT_BF16 */
     size_t (*dtype_size)(struct backend *be, enum dtype dt);
+    /* the layout of this backend's 4-D tensors of dt (see the top of this file): cpu
+     * NCHW; cuda NHWC for the half types with channels-last on (the default), else NCHW */
+    enum layout (*layout)(struct backend *be, enum dtype dt);
 
     /* --- state --- */
     /* 0 while every op queued so far succeeded; else -1 and error_set with the backend's
@@ -150,22 +166,23 @@ struct backend {
     /* dx = dy where y > 0, else 0 (y is the forward output; dx may alias dy) */
     void (*relu_backward)(struct backend *be, size_t n, enum dtype dt, const void *y,
                           const void *dy, void *dx);
-    /* y (n,c,p,q); argmax (n,c,p,q) holds the flat h*w index of each max within its plane */
+    /* y (n,c,p,q); argmax (n,c,p,q), in the layout of dt as y, holds the index y*w + x of
+     * each max within its plane */
     void (*maxpool2d_forward)(struct backend *be, const struct pool2d_shape *ps, enum dtype dt,
                               const void *x, void *y, int32_t *argmax);
     /* dx (n,c,h,w) is overwritten: zero, then each dy added at its argmax (summed in fp32,
      * in output order, then rounded to dt) */
     void (*maxpool2d_backward)(struct backend *be, const struct pool2d_shape *ps,
                                enum dtype dt, const void *dy, const int32_t *argmax, void *dx);
-    /* nn.AdaptiveAvgPool2d((p, q)) of x (planes = n*c, h, w) -> y (planes, p, q): output
+    /* nn.AdaptiveAvgPool2d((p, q)) of x (n, c, h, w) -> y (n, c, p, q): output
      * (i, j) is the mean of rows [floor(i*h/p), ceil((i+1)*h/p)) and columns likewise,
      * summed in fp32 in row-major order, divided by the window's size, rounded to dt */
-    void (*adaptive_avgpool2d_forward)(struct backend *be, size_t planes, int h, int w, int p,
+    void (*adaptive_avgpool2d_forward)(struct backend *be, int n, int c, int h, int w, int p,
                                        int q, enum dtype dt, const void *x, void *y);
-    /* dx (planes, h, w) is overwritten: each element the sum, over the windows holding it,
+    /* dx (n, c, h, w) is overwritten: each element the sum, over the windows holding it,
      * of dy / the window's size (in fp32, in output order), rounded to dt */
-    void (*adaptive_avgpool2d_backward)(struct backend *be, size_t planes, int h, int w,
-                                        int p, int q, enum dtype dt, const void *dy, void *dx);
+    void (*adaptive_avgpool2d_backward)(struct backend *be, int n, int c, int h, int w, int p,
+                                        int q, enum dtype dt, const void *dy, void *dx);
 
     /* --- residual connection: y (n) = a + b, every tensor of dt (the fp32 sum rounded
      * once); y may alias a or b.  Its backward hands dy to both branches unchanged, and the
@@ -209,11 +226,21 @@ struct backend {
                  enum dtype to, void *dst);
     /* dsts[i] (numels[i], of type to) = srcs[i] (numels[i], of type from) converted as cast
      * does, for every i < count, in one pass (PyTorch's _foreach_copy_ across types): the
-     * autocast gradients of a DDP bucket's weights back to fp32 at once.  srcs, dsts and
-     * numels are host arrays, read before the slot returns; dsts[i] may alias srcs[i] only
-     * as cast allows. */
+     * autocast gradients of a DDP bucket's weights back to fp32 at once.  dims (NULL: none)
+     * gives tensor i's 4-D shape (n,c,h,w) in dims[4i..4i+3], or dims[4i] = 0 for one that
+     * is not 4-D: a 4-D one is read in the layout of from and written in the layout of to
+     * (autocast's weight copies in the half type's layout).  srcs, dsts, numels and dims
+     * are host arrays, read before the slot returns; dsts[i] may alias srcs[i] only as
+     * cast allows, and not where the layouts differ. */
     void (*cast_list)(struct backend *be, int count, enum dtype from, const void *const *srcs,
-                      enum dtype to, void *const *dsts, const size_t *numels);
+                      enum dtype to, void *const *dsts, const size_t *numels,
+                      const int *dims);
+    /* dst (dims = n,c,h,w; of type to, stored in layout lt) = src (dims, of type from, in
+     * layout lf) converted as cast does: a model's input into its layers' layout, their
+     * features out of it before a flatten, and back in backward.  dst may not alias src
+     * where the layouts differ (and h*w > 1 and c > 1). */
+    void (*convert)(struct backend *be, const int dims[4], enum dtype from, enum layout lf,
+                    const void *src, enum dtype to, enum layout lt, void *dst);
     /* dst = src rounded to the nearest dt value as cast does, but stored as fp32 on every
      * backend (dst may alias src); km_round_amp per element.  The CPU's storage of a half
      * tensor, available everywhere so a test can round its reference. */

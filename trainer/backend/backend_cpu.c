@@ -1697,12 +1697,41 @@ static void cpu_cast(struct backend *be, size_t n, enum dtype from, const void *
     cpu_parallel_for(be, n, 2 * n, round_amp_range, &a);
 }
 
+/* Every type is NCHW here, so a 4-D tensor of the list is converted as a flat one. */
 static void cpu_cast_list(struct backend *be, int count, enum dtype from,
                           const void *const *srcs, enum dtype to, void *const *dsts,
-                          const size_t *numels)
+                          const size_t *numels, const int *dims)
 {
+    (void)dims;
     for (int i = 0; i < count; i++)
         cpu_cast(be, numels[i], from, srcs[i], to, dsts[i]);
+}
+
+static enum layout cpu_layout(struct backend *be, enum dtype dt)
+{
+    (void)be, (void)dt;
+    return LAYOUT_NCHW;
+}
+
+/* The cast, with the elements moved from layout lf's order to lt's (on the calling
+ * thread: the CPU's own tensors are NCHW, so only a test asks it to permute). */
+static void cpu_convert(struct backend *be, const int dims[4], enum dtype from, enum layout lf,
+                        const void *src, enum dtype to, enum layout lt, void *dst)
+{
+    const size_t n = (size_t)dims[0], c = (size_t)dims[1], hw = (size_t)dims[2] * dims[3];
+    if (lf == lt || hw == 1 || c == 1) {
+        cpu_cast(be, n * c * hw, from, src, to, dst);
+        return;
+    }
+    const float *s = src;
+    float *d = dst;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < c; j++)
+            for (size_t k = 0; k < hw; k++) {
+                const size_t nchw = (i * c + j) * hw + k, nhwc = (i * hw + k) * c + j;
+                const float v = s[lf == LAYOUT_NCHW ? nchw : nhwc];
+                d[lt == LAYOUT_NCHW ? nchw : nhwc] = to == DT_F32 ? v : km_round_amp(v, (int)to);
+            }
 }
 
 static void cpu_round_amp(struct backend *be, size_t n, enum amp_dtype dt, const float *src,
@@ -1826,9 +1855,10 @@ static void adaptive_avg_forward_range(const void *ctx, size_t lo, size_t hi)
     }
 }
 
-static void cpu_adaptive_avgpool2d_forward(struct backend *be, size_t planes, int h, int w,
+static void cpu_adaptive_avgpool2d_forward(struct backend *be, int n, int c, int h, int w,
                                            int p, int q, enum dtype dt, const void *x, void *y)
 {
+    const size_t planes = (size_t)n * c;
     const struct adaptive_pool_args a = {.h = h, .w = w, .p = p, .q = q, .dt = dt, .x = x,
                                          .y = y};
     cpu_parallel_for(be, planes, planes * h * w, adaptive_avg_forward_range, &a);
@@ -1860,10 +1890,11 @@ static void adaptive_avg_backward_range(const void *ctx, size_t lo, size_t hi)
     }
 }
 
-static void cpu_adaptive_avgpool2d_backward(struct backend *be, size_t planes, int h, int w,
+static void cpu_adaptive_avgpool2d_backward(struct backend *be, int n, int c, int h, int w,
                                             int p, int q, enum dtype dt, const void *dy,
                                             void *dx)
 {
+    const size_t planes = (size_t)n * c;
     const struct adaptive_pool_args a = {.h = h, .w = w, .p = p, .q = q, .dt = dt, .dy = dy,
                                          .dx = dx};
     cpu_parallel_for(be, planes, planes * h * w, adaptive_avg_backward_range, &a);
@@ -1922,6 +1953,7 @@ static const struct backend cpu_backend_ops = {
     .zero = cpu_zero,
     .synchronize = cpu_synchronize, /* everything is synchronous */
     .dtype_size = cpu_dtype_size,   /* half types stored as the fp32 values they hold */
+    .layout = cpu_layout,           /* NCHW for every type */
     /* state: nothing runs asynchronously, there is no stream */
     .status = cpu_status,
     .stream = cpu_stream,
@@ -1956,6 +1988,7 @@ static const struct backend cpu_backend_ops = {
     /* mixed precision: kernel_math.h's rounding and unscale per element */
     .cast = cpu_cast,
     .cast_list = cpu_cast_list,
+    .convert = cpu_convert,
     .round_amp = cpu_round_amp,
     .unscale = cpu_unscale,
     .sgd_step = cpu_sgd_step,

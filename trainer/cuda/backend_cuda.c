@@ -12,7 +12,8 @@
  * first error (the status slot), and later slots still run; a failed backend's loss is
  * NaN.  DDPPROF_CUDA_SYNC=1 synchronizes after every slot so a fault is pinned on the op
  * that caused it; DDPPROF_CUDNN_BENCHMARK=1 chooses convolution algorithms by timing them
- * (cudnnFind*) instead of cuDNN's heuristics; DDPPROF_CUDNN_LOG=1 says on stderr which
+ * (cudnnFind*) instead of cuDNN's heuristics; DDPPROF_CHANNELS_LAST=0 keeps half tensors
+ * NCHW (cu_layout: channels-last is the default); DDPPROF_CUDNN_LOG=1 says on stderr which
  * algorithm each convolution shape and direction ran with (once each) and how it was
  * chosen; DDPPROF_CUDNN_CACHE=PATH|off moves or disables the per-machine cache of those
  * choices (conv_cache.h).
@@ -52,6 +53,7 @@ struct cuda_backend {
     cublasHandle_t cublas;
     cudnnHandle_t cudnn;
     int sync_each; /* DDPPROF_CUDA_SYNC=1 */
+    int channels_last; /* half tensors NHWC (cu_layout) */
 
     struct conv_plans *conv;    /* cuDNN plans and their workspace (conv_plan.h) */
     struct cuda_buffer scratch; /* doubles: reductions and per-row losses */
@@ -359,6 +361,16 @@ static size_t cu_dtype_size(struct backend *be, enum dtype dt)
     return dt == DT_F32 ? sizeof(float) : 2; /* __half, __nv_bfloat16 */
 }
 
+/* Channels-last for the half types, the tensor-core convolutions' own layout: cuDNN runs
+ * them on NHWC tensors and KRSC filters, and converts NCHW operands to NHWC and the result
+ * back around each call itself (cudnn_desc.h).  fp32 stays NCHW: its strict-FP32
+ * convolutions run no tensor cores. */
+static enum layout cu_layout(struct backend *be, enum dtype dt)
+{
+    const struct cuda_backend *cb = (const struct cuda_backend *)be;
+    return cb->channels_last && dt != DT_F32 ? LAYOUT_NHWC : LAYOUT_NCHW;
+}
+
 /* ------------------------------------------------------------------ convolution slots */
 
 /* cuDNN writes the convolution in dt, then the bias is added to it (PyTorch's cuDNN path:
@@ -370,13 +382,14 @@ static void cu_conv2d_forward(struct backend *be, const struct conv2d_shape *cs,
     const char *op = "conv2d_forward";
     if (cb_begin(cb, op))
         return;
-    if (conv_plans_run(cb->conv, cs, dt, CONV_FWD, x, w, NULL, y)) {
+    const enum layout lay = cu_layout(be, dt);
+    if (conv_plans_run(cb->conv, cs, dt, lay, CONV_FWD, x, w, NULL, y)) {
         cb_record(cb, op);
         return;
     }
     if (b && CB_CUDA(cb, op,
                      kern_bias_add_channels(cb->stream, cs->n, cs->k, (size_t)cs->p * cs->q, dt,
-                                            b, y)))
+                                            lay, b, y)))
         return;
     cb_end(cb, op);
 }
@@ -389,19 +402,20 @@ static void cu_conv2d_backward(struct backend *be, const struct conv2d_shape *cs
     const char *op = "conv2d_backward";
     if (cb_begin(cb, op))
         return;
+    const enum layout lay = cu_layout(be, dt);
     if (db) {
         const size_t pq = (size_t)cs->p * cs->q;
         double *ws = cb_scratch(cb, kern_channel_ws_doubles(cs->n, cs->k, (int)pq), op);
         unsigned *done = ws ? cb_done(cb, cs->k, op) : NULL;
-        if (!done || CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dt, dy,
-                                                      db, ws, done)))
+        if (!done || CB_CUDA(cb, op, kern_channel_sum(cb->stream, cs->n, cs->k, (int)pq, dt, lay,
+                                                      dy, db, ws, done)))
             return;
     }
-    if (dx && conv_plans_run(cb->conv, cs, dt, CONV_BWD_DATA, NULL, w, dy, dx)) {
+    if (dx && conv_plans_run(cb->conv, cs, dt, lay, CONV_BWD_DATA, NULL, w, dy, dx)) {
         cb_record(cb, op);
         return;
     }
-    if (dw && conv_plans_run(cb->conv, cs, dt, CONV_BWD_FILTER, x, NULL, dy, dw)) {
+    if (dw && conv_plans_run(cb->conv, cs, dt, lay, CONV_BWD_FILTER, x, NULL, dy, dw)) {
         cb_record(cb, op);
         return;
     }
@@ -420,7 +434,8 @@ static void cu_batchnorm_stats(struct backend *be, int n, int c, int hw, enum dt
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
     unsigned *done = ws ? cb_done(cb, c, op) : NULL;
     if (!done ||
-        CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, dt, x, eps, mean, invstd, ws, done)))
+        CB_CUDA(cb, op, kern_bn_stats(cb->stream, n, c, hw, dt, cu_layout(be, dt), x, eps, mean,
+                                      invstd, ws, done)))
         return;
     cb_end(cb, op);
 }
@@ -448,7 +463,8 @@ static void cu_batchnorm_elemt(struct backend *be, int n, int c, int hw, enum dt
     const char *op = "batchnorm_elemt";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_elemt(cb->stream, n, c, hw, dt, x, mean, invstd, weight, bias, y)))
+                kern_bn_elemt(cb->stream, n, c, hw, dt, cu_layout(be, dt), x, mean, invstd, weight,
+                              bias, y)))
         return;
     cb_end(cb, op);
 }
@@ -462,8 +478,8 @@ static void cu_batchnorm_forward_eval(struct backend *be, int n, int c, int hw, 
     const char *op = "batchnorm_forward_eval";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_forward_eval(cb->stream, n, c, hw, dt, x, running_mean, running_var, eps,
-                                     weight, bias, y)))
+                kern_bn_forward_eval(cb->stream, n, c, hw, dt, cu_layout(be, dt), x, running_mean,
+                                     running_var, eps, weight, bias, y)))
         return;
     cb_end(cb, op);
 }
@@ -480,8 +496,9 @@ static void cu_batchnorm_backward_reduce(struct backend *be, int n, int c, int h
     double *ws = cb_scratch(cb, kern_channel_ws_doubles(n, c, hw), op);
     unsigned *done = ws ? cb_done(cb, c, op) : NULL;
     if (!done || CB_CUDA(cb, op,
-                         kern_bn_backward_reduce(cb->stream, n, c, hw, dt, dy, x, mean, invstd,
-                                                 sum_dy, sum_dy_xmu, dweight, dbias, ws, done)))
+                         kern_bn_backward_reduce(cb->stream, n, c, hw, dt, cu_layout(be, dt), dy,
+                                                 x, mean, invstd, sum_dy, sum_dy_xmu, dweight,
+                                                 dbias, ws, done)))
         return;
     cb_end(cb, op);
 }
@@ -496,8 +513,8 @@ static void cu_batchnorm_backward_elemt(struct backend *be, int n, int c, int hw
     const char *op = "batchnorm_backward_elemt";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_bn_backward_elemt(cb->stream, n, c, hw, dt, dy, x, mean, invstd, weight,
-                                       sum_dy, sum_dy_xmu, count, dx)))
+                kern_bn_backward_elemt(cb->stream, n, c, hw, dt, cu_layout(be, dt), dy, x, mean,
+                                       invstd, weight, sum_dy, sum_dy_xmu, count, dx)))
         return;
     cb_end(cb, op);
 }
@@ -531,8 +548,8 @@ static void cu_maxpool2d_forward(struct backend *be, const struct pool2d_shape *
     const char *op = "maxpool2d_forward";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_maxpool_forward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
-                                     ps->kernel, ps->stride, ps->p, ps->q, dt, x, y,
+                kern_maxpool_forward(cb->stream, ps->n, ps->c, ps->h, ps->w, ps->kernel,
+                                     ps->stride, ps->p, ps->q, dt, cu_layout(be, dt), x, y,
                                      argmax)))
         return;
     cb_end(cb, op);
@@ -546,25 +563,26 @@ static void cu_maxpool2d_backward(struct backend *be, const struct pool2d_shape 
     const char *op = "maxpool2d_backward";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_maxpool_backward(cb->stream, (size_t)ps->n * ps->c, ps->h, ps->w,
-                                      ps->kernel, ps->stride, ps->p, ps->q, dt, dy, argmax,
-                                      dx)))
+                kern_maxpool_backward(cb->stream, ps->n, ps->c, ps->h, ps->w, ps->kernel,
+                                      ps->stride, ps->p, ps->q, dt, cu_layout(be, dt), dy,
+                                      argmax, dx)))
         return;
     cb_end(cb, op);
 }
 
-static void cu_adaptive_avgpool2d_forward(struct backend *be, size_t planes, int h, int w,
+static void cu_adaptive_avgpool2d_forward(struct backend *be, int n, int c, int h, int w,
                                           int p, int q, enum dtype dt, const void *x, void *y)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "adaptive_avgpool2d_forward";
     if (cb_begin(cb, op) ||
-        CB_CUDA(cb, op, kern_adaptive_avgpool_forward(cb->stream, planes, h, w, p, q, dt, x, y)))
+        CB_CUDA(cb, op, kern_adaptive_avgpool_forward(cb->stream, n, c, h, w, p, q, dt,
+                                                      cu_layout(be, dt), x, y)))
         return;
     cb_end(cb, op);
 }
 
-static void cu_adaptive_avgpool2d_backward(struct backend *be, size_t planes, int h, int w,
+static void cu_adaptive_avgpool2d_backward(struct backend *be, int n, int c, int h, int w,
                                            int p, int q, enum dtype dt, const void *dy,
                                            void *dx)
 {
@@ -572,7 +590,8 @@ static void cu_adaptive_avgpool2d_backward(struct backend *be, size_t planes, in
     const char *op = "adaptive_avgpool2d_backward";
     if (cb_begin(cb, op) ||
         CB_CUDA(cb, op,
-                kern_adaptive_avgpool_backward(cb->stream, planes, h, w, p, q, dt, dy, dx)))
+                kern_adaptive_avgpool_backward(cb->stream, n, c, h, w, p, q, dt,
+                                               cu_layout(be, dt), dy, dx)))
         return;
     cb_end(cb, op);
 }
@@ -739,14 +758,28 @@ static void cu_cast(struct backend *be, size_t n, enum dtype from, const void *s
     cb_end(cb, op);
 }
 
-/* One launch per KERN_CAST_LIST tensors */
+/* One launch per KERN_CAST_LIST tensors, 4-D ones moved between the types' layouts */
 static void cu_cast_list(struct backend *be, int count, enum dtype from, const void *const *srcs,
-                         enum dtype to, void *const *dsts, const size_t *numels)
+                         enum dtype to, void *const *dsts, const size_t *numels,
+                         const int *dims)
 {
     struct cuda_backend *cb = (struct cuda_backend *)be;
     const char *op = "cast_list";
     if (cb_begin(cb, op) ||
-        CB_CUDA(cb, op, kern_cast_list(cb->stream, count, from, srcs, to, dsts, numels)))
+        CB_CUDA(cb, op, kern_cast_list(cb->stream, count, from, cu_layout(be, from), srcs, to,
+                                       cu_layout(be, to), dsts, numels, dims)))
+        return;
+    cb_end(cb, op);
+}
+
+static void cu_convert(struct backend *be, const int dims[4], enum dtype from, enum layout lf,
+                       const void *src, enum dtype to, enum layout lt, void *dst)
+{
+    struct cuda_backend *cb = (struct cuda_backend *)be;
+    const char *op = "convert";
+    if (cb_begin(cb, op) ||
+        CB_CUDA(cb, op, kern_convert(cb->stream, dims[0], dims[1], (size_t)dims[2] * dims[3],
+                                     from, lf, src, to, lt, dst)))
         return;
     cb_end(cb, op);
 }
@@ -836,6 +869,7 @@ static const struct backend cuda_backend_ops = {
     .zero = cu_zero,
     .synchronize = cu_synchronize,
     .dtype_size = cu_dtype_size, /* half types: 2-byte fp16/bf16 */
+    .layout = cu_layout,         /* half types NHWC with channels-last, else NCHW */
     /* state: the first error kept by any slot (or found by querying the stream), and the
      * compute stream */
     .status = cu_status,
@@ -870,6 +904,7 @@ static const struct backend cuda_backend_ops = {
     .scale = cu_scale,
     .cast = cu_cast,
     .cast_list = cu_cast_list,
+    .convert = cu_convert,
     .round_amp = cu_round_amp,
     .unscale = cu_unscale,
     .sgd_step = cu_sgd_step,
@@ -930,6 +965,8 @@ struct backend *backend_cuda_create_tf32(int device, int tf32)
     cb->ops = cuda_backend_ops;
     cb->device = device;
     cb->sync_each = env_flag("DDPPROF_CUDA_SYNC");
+    const char *cl = getenv("DDPPROF_CHANNELS_LAST"); /* "0": half tensors NCHW too */
+    cb->channels_last = !(cl && strcmp(cl, "0") == 0);
     struct cudaDeviceProp prop;
     char gpu[CONV_CACHE_GPU_LEN], cache[4096];
     struct conv_plans_opts po = {.find_algos = env_flag("DDPPROF_CUDNN_BENCHMARK"),

@@ -28,6 +28,7 @@ static const char cc_header[] =
 #define CC_WS_MAX ((size_t)1 << 40) /* no algorithm asks for a TiB of workspace */
 
 static const char *const cc_choice[] = {"heuristics", "find"};
+static const char *const cc_layout[] = {"nchw", "nhwc"}; /* backend.h enum layout */
 static const char *const cc_dir[] = {"fwd", "bwd_data", "bwd_filter"};
 static const char *const cc_dtype[] = {"fp32", "fp16", "bf16"};
 static const char *const cc_math[] = {"fma", "tensor_op", "tf32"}; /* enum conv_cache_math */
@@ -75,13 +76,14 @@ int conv_cache_key_text(const struct conv_cache_key *k, char *buf, size_t cap)
     if (!k->gpu[0] || strpbrk(k->gpu, "\t\n\r") || k->cudnn < 1 || k->find < 0 ||
         k->find >= CC_COUNT(cc_choice) || k->dir < 0 || k->dir >= CC_COUNT(cc_dir) ||
         k->dtype < 0 || k->dtype >= CC_COUNT(cc_dtype) || k->math < 0 ||
-        k->math >= CC_COUNT(cc_math) || k->n < 1 || k->c < 1 || k->h < 1 || k->w < 1 ||
+        k->math >= CC_COUNT(cc_math) || k->layout < 0 || k->layout >= CC_COUNT(cc_layout) ||
+        k->n < 1 || k->c < 1 || k->h < 1 || k->w < 1 ||
         k->k < 1 || k->r < 1 || k->s < 1 || k->pad < 0 || k->stride < 1 || k->dilation < 1 ||
         k->groups < 1)
         return -1;
-    int n = snprintf(buf, cap, "%s\t%ld\t%s\t%s\t%s\t%s\tnchw\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d"
+    int n = snprintf(buf, cap, "%s\t%ld\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d"
                      "\t%d\t%d", k->gpu, k->cudnn, cc_choice[k->find], cc_dir[k->dir],
-                     cc_dtype[k->dtype], cc_math[k->math], k->n, k->c, k->h, k->w, k->k, k->r,
+                     cc_dtype[k->dtype], cc_math[k->math], cc_layout[k->layout], k->n, k->c, k->h, k->w, k->k, k->r,
                      k->s, k->pad, k->stride, k->dilation, k->groups);
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
@@ -141,7 +143,8 @@ static int cc_parse_line(char *line, char *key, size_t key_cap, struct conv_cach
         (k.find = cc_name(f[2], cc_choice, CC_COUNT(cc_choice))) < 0 ||
         (k.dir = cc_name(f[3], cc_dir, CC_COUNT(cc_dir))) < 0 ||
         (k.dtype = cc_name(f[4], cc_dtype, CC_COUNT(cc_dtype))) < 0 ||
-        (k.math = cc_name(f[5], cc_math, CC_COUNT(cc_math))) < 0 || strcmp(f[6], "nchw") != 0) {
+        (k.math = cc_name(f[5], cc_math, CC_COUNT(cc_math))) < 0 ||
+        (k.layout = cc_name(f[6], cc_layout, CC_COUNT(cc_layout))) < 0) {
         *why = "a key column that this format does not allow";
         return -1;
     }

@@ -44,7 +44,8 @@ struct conv_cache_key {
     int dir;                      /* conv_plan.h enum conv_dir: 0 fwd, 1 bwd data, 2 bwd filter */
     int dtype;                    /* backend.h enum dtype: 0 fp32, 1 fp16, 2 bf16 */
     int math;                     /* enum conv_cache_math */
-    int n, c, h, w, k, r, s, pad, stride, dilation, groups; /* NCHW layout */
+    int layout;                   /* backend.h enum layout: 0 nchw, 1 nhwc (filters krsc) */
+    int n, c, h, w, k, r, s, pad, stride, dilation, groups; /* the shape, (n,c,h,w) */
 };
 
 struct conv_cache_value {

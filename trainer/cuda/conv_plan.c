@@ -32,8 +32,9 @@ static const char *const conv_stage_name[] = {"none", "the cache", "cuDNN's heur
                                               "cuDNN's heuristics' ranking"};
 
 struct conv_plan {
-    struct conv2d_shape cs; /* key (with dt) */
+    struct conv2d_shape cs; /* key (with dt and lay) */
     enum dtype dt;
+    enum layout lay;
     struct cudnn_conv_desc d;
     struct conv_algos dir[3];
     struct conv_cache_value stored[3]; /* what the cache holds for each direction */
@@ -257,6 +258,7 @@ static void conv_cache_key_of(const struct conv_plans *cp, const struct conv_pla
     k->find = cp->find_algos != 0;
     k->dir = (int)dir;
     k->dtype = (int)pl->dt;
+    k->layout = (int)pl->lay;
     k->math = conv_cache_math(cp, pl->dt);
     const struct conv2d_shape *cs = &pl->cs;
     k->n = cs->n, k->c = cs->c, k->h = cs->h, k->w = cs->w, k->k = cs->k, k->r = cs->r;
@@ -348,12 +350,12 @@ static void conv_shape_text(const struct conv2d_shape *cs, char *buf, size_t cap
 
 /* The plan of (cs, dt), created on first use, with the candidates of direction dir. */
 static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2d_shape *cs,
-                                       enum dtype dt, enum conv_dir dir)
+                                       enum dtype dt, enum layout lay, enum conv_dir dir)
 {
     struct conv_plan *pl = NULL;
     for (size_t i = 0; i < cp->nplans && !pl; i++) {
         const struct conv2d_shape *k = &cp->plans[i]->cs;
-        if (cp->plans[i]->dt == dt && k->n == cs->n && k->c == cs->c && k->h == cs->h &&
+        if (cp->plans[i]->dt == dt && cp->plans[i]->lay == lay && k->n == cs->n && k->c == cs->c && k->h == cs->h &&
             k->w == cs->w && k->k == cs->k && k->r == cs->r && k->s == cs->s &&
             k->pad == cs->pad && k->stride == cs->stride)
             pl = cp->plans[i];
@@ -370,7 +372,8 @@ static struct conv_plan *conv_plan_get(struct conv_plans *cp, const struct conv2
         }
         pl->cs = *cs;
         pl->dt = dt;
-        if (cudnn_conv_desc_init(&pl->d, cs, dt)) {
+        pl->lay = lay;
+        if (cudnn_conv_desc_init(&pl->d, cs, dt, lay)) {
             free(pl);
             return NULL;
         }
@@ -522,9 +525,10 @@ static int conv_run(struct conv_plans *cp, struct conv_plan *pl, enum conv_dir d
 }
 
 int conv_plans_run(struct conv_plans *cp, const struct conv2d_shape *cs, enum dtype dt,
-                   enum conv_dir dir, const void *x, const void *w, const void *dy, void *out)
+                   enum layout lay, enum conv_dir dir, const void *x, const void *w,
+                   const void *dy, void *out)
 {
-    struct conv_plan *pl = conv_plan_get(cp, cs, dt, dir);
+    struct conv_plan *pl = conv_plan_get(cp, cs, dt, lay, dir);
     if (!pl)
         return -1;
     return conv_run(cp, pl, dir, x, w, dy, out);

@@ -49,14 +49,16 @@ struct conv_plans *conv_plans_create(cudnnHandle_t cudnn, cudaStream_t stream, i
                                      const struct conv_plans_opts *o);
 void conv_plans_free(struct conv_plans *p);
 
-/* Queue direction dir of convolution cs (p, q filled) with data of type dt on the stream:
+/* Queue direction dir of convolution cs (p, q filled) with data of type dt, every tensor
+ * in layout lay (cudnn_desc.h: NHWC filters KRSC), on the stream:
  *   CONV_FWD         out y (n,k,p,q) = conv(x (n,c,h,w), w (k,c,r,s))
  *   CONV_BWD_DATA    out dx (n,c,h,w) from w and dy (n,k,p,q)
  *   CONV_BWD_FILTER  out dw (k,c,r,s) from x and dy
- * (arguments a direction does not read may be NULL).  The plan of (cs, dt) is made on
+ * (arguments a direction does not read may be NULL).  The plan of (cs, dt, lay) is made on
  * first use.  0, or -1 (error_set) naming the direction, the shape and cuDNN's error. */
 int conv_plans_run(struct conv_plans *p, const struct conv2d_shape *cs, enum dtype dt,
-                   enum conv_dir dir, const void *x, const void *w, const void *dy, void *out);
+                   enum layout lay, enum conv_dir dir, const void *x, const void *w,
+                   const void *dy, void *out);
 
 #ifdef __cplusplus
 }

@@ -35,10 +35,12 @@ void cudnn_conv_desc_free(struct cudnn_conv_desc *d)
 }
 
 int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *cs,
-                         enum dtype dt)
+                         enum dtype dt, enum layout lay)
 {
     memset(d, 0, sizeof *d);
     const cudnnDataType_t t = cudnn_dtype(dt);
+    /* x, y NHWC and the filter KRSC (cuDNN's NHWC filter format), or all NCHW/KCRS */
+    const cudnnTensorFormat_t f = lay == LAYOUT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     /* fp32 data: FMA math only, so cuDNN may not pick TF32 tensor-core kernels (their
      * 10-bit mantissa would break parity with the CPU oracle); half data: tensor cores */
     const cudnnMathType_t math = dt == DT_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
@@ -47,10 +49,8 @@ int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *c
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&d->y)) ||
         CHECK_CUDNN(cudnnCreateFilterDescriptor(&d->w)) ||
         CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&d->conv)) ||
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, t, cs->n, cs->c, cs->h,
-                                               cs->w)) ||
-        CHECK_CUDNN(cudnnSetFilter4dDescriptor(d->w, t, CUDNN_TENSOR_NCHW, cs->k, cs->c, cs->r,
-                                               cs->s)) ||
+        CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->x, f, t, cs->n, cs->c, cs->h, cs->w)) ||
+        CHECK_CUDNN(cudnnSetFilter4dDescriptor(d->w, t, f, cs->k, cs->c, cs->r, cs->s)) ||
         CHECK_CUDNN(cudnnSetConvolution2dDescriptor(d->conv, cs->pad, cs->pad, cs->stride,
                                                     cs->stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                                     CUDNN_DATA_FLOAT)) ||
@@ -64,7 +64,7 @@ int cudnn_conv_desc_init(struct cudnn_conv_desc *d, const struct conv2d_shape *c
                   cs->stride, cs->n, cs->k, cs->p, cs->q);
         goto fail;
     }
-    if (CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, t, n, k, p, q)))
+    if (CHECK_CUDNN(cudnnSetTensor4dDescriptor(d->y, f, t, n, k, p, q)))
         goto fail;
     return 0;
 fail:
@@ -87,7 +87,7 @@ int cuda_conv2d_output_dim(const struct conv2d_shape *cs_in, int dtype, int dims
     if (dtype_from_int(dtype, &dt) || conv2d_shape_init(&cs))
         return -1;
     struct cudnn_conv_desc d;
-    if (cudnn_conv_desc_init(&d, &cs, dt))
+    if (cudnn_conv_desc_init(&d, &cs, dt, LAYOUT_NCHW))
         return -1;
     int rc = CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &dims[0],
                                                                &dims[1], &dims[2], &dims[3]));

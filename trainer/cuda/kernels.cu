@@ -212,7 +212,8 @@ static __device__ void chan_finish(int ch, int chunks, const double *part,
  * The partial's store is fenced before the count, the count before the reads: the
  * "last block" reduction of CUDA's threadFenceReduction sample. */
 template <int MODE, int FIN, typename T>
-static __global__ void channel_reduce_kernel(int n, int c, int hw, const T *x, const T *dy,
+static __global__ void channel_reduce_kernel(int n, int c, int hw, int nhwc, const T *x,
+                                             const T *dy,
                                              const float *mean, double *part, double *part2,
                                              unsigned *done, struct chan_out o)
 {
@@ -226,7 +227,7 @@ static __global__ void channel_reduce_kernel(int n, int c, int hw, const T *x, c
     double a = 0.0, a2 = 0.0;
     for (size_t e = lo + threadIdx.x; e < hi; e += THREADS) {
         const size_t i = e / (size_t)hw, j = e - i * (size_t)hw;
-        const size_t idx = (i * (size_t)c + ch) * (size_t)hw + j;
+        const size_t idx = nhwc ? e * (size_t)c + ch : (i * (size_t)c + ch) * (size_t)hw + j;
         if (MODE == CHAN_SUM) {
             a += (double)ld(x, idx);
         } else if (MODE == CHAN_SQDEV) {
@@ -257,7 +258,7 @@ static __global__ void channel_reduce_kernel(int n, int c, int hw, const T *x, c
 }
 
 extern "C" cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                     const void *x, float eps, float *mean, float *invstd,
+                                     enum layout lay, const void *x, float eps, float *mean, float *invstd,
                                      double *ws, unsigned *done)
 {
     const int chunks = channel_chunks(n, c, hw);
@@ -270,15 +271,15 @@ extern "C" cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum 
     WITH_ELEM(dt, T, {
         const T *xt = (const T *)x;
         channel_reduce_kernel<CHAN_SUM, FIN_MEAN, T><<<grid, THREADS, 0, s>>>(
-            n, c, hw, xt, NULL, NULL, ws, NULL, done, o);
+            n, c, hw, lay == LAYOUT_NHWC, xt, NULL, NULL, ws, NULL, done, o);
         channel_reduce_kernel<CHAN_SQDEV, FIN_INVSTD, T><<<grid, THREADS, 0, s>>>(
-            n, c, hw, xt, NULL, mean, ws, NULL, done, o);
+            n, c, hw, lay == LAYOUT_NHWC, xt, NULL, mean, ws, NULL, done, o);
     });
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                        const void *x, void *out, double *ws, unsigned *done)
+                                        enum layout lay, const void *x, void *out, double *ws, unsigned *done)
 {
     const int chunks = channel_chunks(n, c, hw);
     const dim3 grid((unsigned)chunks, (unsigned)c);
@@ -286,13 +287,13 @@ extern "C" cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, en
     o.sum = out;
     WITH_ELEM(dt, T, {
         channel_reduce_kernel<CHAN_SUM, FIN_SUM, T><<<grid, THREADS, 0, s>>>(
-            n, c, hw, (const T *)x, NULL, NULL, ws, NULL, done, o);
+            n, c, hw, lay == LAYOUT_NHWC, (const T *)x, NULL, NULL, ws, NULL, done, o);
     });
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw,
-                                               enum dtype dt, const void *dy, const void *x,
+                                               enum dtype dt, enum layout lay, const void *dy, const void *x,
                                                const float *mean, const float *invstd,
                                                float *sum_dy, float *sum_dy_xmu,
                                                float *dweight, float *dbias, double *ws,
@@ -309,7 +310,7 @@ extern "C" cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int
     o.dbias = dbias;
     WITH_ELEM(dt, T, {
         channel_reduce_kernel<CHAN_DY, FIN_BWD, T><<<grid, THREADS, 0, s>>>(
-            n, c, hw, (const T *)x, (const T *)dy, mean, ws, part2, done, o);
+            n, c, hw, lay == LAYOUT_NHWC, (const T *)x, (const T *)dy, mean, ws, part2, done, o);
     });
     return cudaGetLastError();
 }
@@ -341,17 +342,23 @@ extern "C" cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c,
 
 /* ------------------------------------------------------------------ elementwise batch norm */
 
+/* the channel of element i of a 4-D tensor (n,c,hw) stored NCHW or NHWC */
+static __device__ int channel_of(size_t i, int c, size_t hw, int nhwc)
+{
+    return (int)(nhwc ? i % (size_t)c : (i / hw) % (size_t)c);
+}
+
 /* y = (x - mean) * (invstd * weight) + bias; eval (running_var != NULL) takes invstd from
  * the running variance, as the CPU */
 template <typename T>
-static __global__ void bn_affine_kernel(size_t total, int c, int hw, const T *x,
+static __global__ void bn_affine_kernel(size_t total, int c, int hw, int nhwc, const T *x,
                                         const float *mean, const float *invstd,
                                         const float *running_var, float eps,
                                         const float *weight, const float *bias, T *y)
 {
     GRID_STRIDE(i, total)
     {
-        const int ch = (int)((i / (size_t)hw) % (size_t)c);
+        const int ch = channel_of(i, c, (size_t)hw, nhwc);
         const float is = running_var ? (float)(1.0 / sqrt((double)running_var[ch] + (double)eps))
                                      : invstd[ch];
         const float sc = is * (weight ? weight[ch] : 1.0f);
@@ -361,33 +368,35 @@ static __global__ void bn_affine_kernel(size_t total, int c, int hw, const T *x,
 }
 
 extern "C" cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                     const void *x, const float *mean, const float *invstd,
+                                     enum layout lay, const void *x, const float *mean, const float *invstd,
                                      const float *weight, const float *bias, void *y)
 {
     const size_t total = (size_t)n * c * hw;
     WITH_ELEM(dt, T, {
         bn_affine_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, c, hw, (const T *)x, mean, invstd, NULL, 0.0f, weight, bias, (T *)y);
+            total, c, hw, lay == LAYOUT_NHWC, (const T *)x, mean, invstd, NULL, 0.0f, weight,
+            bias, (T *)y);
     });
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                            const void *x, const float *running_mean,
+                                            enum layout lay, const void *x, const float *running_mean,
                                             const float *running_var, float eps,
                                             const float *weight, const float *bias, void *y)
 {
     const size_t total = (size_t)n * c * hw;
     WITH_ELEM(dt, T, {
         bn_affine_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, c, hw, (const T *)x, running_mean, NULL, running_var, eps, weight, bias,
-            (T *)y);
+            total, c, hw, lay == LAYOUT_NHWC, (const T *)x, running_mean, NULL, running_var, eps,
+            weight, bias, (T *)y);
     });
     return cudaGetLastError();
 }
 
 template <typename T>
-static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, const T *dy,
+static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, int nhwc,
+                                                const T *dy,
                                                 const T *x, const float *mean,
                                                 const float *invstd, const float *weight,
                                                 const float *sum_dy, const float *sum_dy_xmu,
@@ -396,7 +405,7 @@ static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, con
     const float count = *count_dev; /* device memory: the host never reads it */
     GRID_STRIDE(i, total)
     {
-        const int ch = (int)((i / (size_t)hw) % (size_t)c);
+        const int ch = channel_of(i, c, (size_t)hw, nhwc);
         const float wt = weight ? weight[ch] : 1.0f;
         const float mdy = sum_dy[ch] / count, mdyx = sum_dy_xmu[ch] / count;
         st(dx, i, km_bn_backward_elemt(ld(dy, i), ld(x, i), mean[ch], invstd[ch], wt, mdy, mdyx));
@@ -404,7 +413,7 @@ static __global__ void bn_backward_elemt_kernel(size_t total, int c, int hw, con
 }
 
 extern "C" cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw,
-                                              enum dtype dt, const void *dy, const void *x,
+                                              enum dtype dt, enum layout lay, const void *dy, const void *x,
                                               const float *mean, const float *invstd,
                                               const float *weight, const float *sum_dy,
                                               const float *sum_dy_xmu, const float *count,
@@ -413,7 +422,8 @@ extern "C" cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int 
     const size_t total = (size_t)n * c * hw;
     WITH_ELEM(dt, T, {
         bn_backward_elemt_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, c, hw, (const T *)dy, (const T *)x, mean, invstd, weight, sum_dy,
+            total, c, hw, lay == LAYOUT_NHWC, (const T *)dy, (const T *)x, mean, invstd, weight,
+            sum_dy,
             sum_dy_xmu, count, (T *)dx);
     });
     return cudaGetLastError();
@@ -463,26 +473,57 @@ extern "C" cudaError_t kern_relu_backward(cudaStream_t s, size_t n, enum dtype d
     return cudaGetLastError();
 }
 
-/* one thread per output: the first maximum in window order wins and a NaN is taken, as
- * the CPU's pool_take */
-template <typename T>
-static __global__ void maxpool_forward_kernel(size_t total, int h, int w, int kernel,
-                                              int stride, int p_out, int q_out, const T *x,
-                                              T *y, int32_t *argmax)
+/* Element o of a 4-D tensor (n, c, plane elements) stored NCHW or NHWC: its image, its
+ * channel and its place j within the channel's plane.  Element j of plane (img, ch) is at
+ * plane_base(...) + j * (nhwc ? c : 1). */
+struct plane_at {
+    size_t img, j;
+    int ch;
+};
+
+static __device__ struct plane_at plane_of(size_t o, int c, size_t plane, int nhwc)
 {
+    struct plane_at a;
+    if (nhwc) {
+        const size_t pix = o / (size_t)c;
+        a.ch = (int)(o - pix * (size_t)c);
+        a.img = pix / plane;
+        a.j = pix - a.img * plane;
+    } else {
+        const size_t pl = o / plane;
+        a.j = o - pl * plane;
+        a.img = pl / (size_t)c;
+        a.ch = (int)(pl - a.img * (size_t)c);
+    }
+    return a;
+}
+
+static __device__ size_t plane_base(size_t img, int ch, int c, size_t plane, int nhwc)
+{
+    return nhwc ? img * plane * (size_t)c + (size_t)ch : (img * (size_t)c + (size_t)ch) * plane;
+}
+
+/* one thread per output: the first maximum in window order wins and a NaN is taken, as
+ * the CPU's pool_take; argmax holds the index within the plane, y*w + x, in either layout */
+template <typename T>
+static __global__ void maxpool_forward_kernel(size_t total, int c, int nhwc, int h, int w,
+                                              int kernel, int stride, int p_out, int q_out,
+                                              const T *x, T *y, int32_t *argmax)
+{
+    const size_t es = nhwc ? (size_t)c : 1; /* between a plane's elements */
     GRID_STRIDE(o, total)
     {
         const size_t pq = (size_t)p_out * q_out;
-        const size_t pl = o / pq;
-        const int j = (int)(o - pl * pq);
+        const struct plane_at at = plane_of(o, c, pq, nhwc);
+        const int j = (int)at.j;
         const int p = j / q_out, q = j - p * q_out;
-        const T *xp = x + pl * (size_t)h * w;
+        const T *xp = x + plane_base(at.img, at.ch, c, (size_t)h * w, nhwc);
         int32_t best = p * stride * w + q * stride;
-        float bv = ld(xp, best);
+        float bv = ld(xp, (size_t)best * es);
         for (int a = 0; a < kernel; a++)
             for (int b = 0; b < kernel; b++) {
                 const int32_t idx = (p * stride + a) * w + q * stride + b;
-                const float v = ld(xp, idx);
+                const float v = ld(xp, (size_t)idx * es);
                 const bool take = (v > bv) | (v != v);
                 bv = take ? v : bv;
                 best = take ? idx : best;
@@ -495,57 +536,62 @@ static __global__ void maxpool_forward_kernel(size_t total, int h, int w, int ke
 /* one thread per input element: the sum, in output order, of the dy whose argmax points
  * here (a gather, so no atomics and the CPU's order of additions), rounded once */
 template <typename T>
-static __global__ void maxpool_backward_kernel(size_t total, int h, int w, int kernel,
-                                               int stride, int p_out, int q_out, const T *dy,
-                                               const int32_t *argmax, T *dx)
+static __global__ void maxpool_backward_kernel(size_t total, int c, int nhwc, int h, int w,
+                                               int kernel, int stride, int p_out, int q_out,
+                                               const T *dy, const int32_t *argmax, T *dx)
 {
+    const size_t es = nhwc ? (size_t)c : 1;
     GRID_STRIDE(i, total)
     {
         const size_t hw = (size_t)h * w;
-        const size_t pl = i / hw;
-        const int at = (int)(i - pl * hw);
+        const struct plane_at pa = plane_of(i, c, hw, nhwc);
+        const int at = (int)pa.j;
         const int hh = at / w, ww = at - hh * w;
         /* outputs whose window [o*stride, o*stride + kernel) contains hh (likewise ww) */
         const int p_lo = hh - kernel + 1 <= 0 ? 0 : (hh - kernel + 1 + stride - 1) / stride;
         const int p_hi = min(hh / stride, p_out - 1);
         const int q_lo = ww - kernel + 1 <= 0 ? 0 : (ww - kernel + 1 + stride - 1) / stride;
         const int q_hi = min(ww / stride, q_out - 1);
-        const T *dyp = dy + pl * (size_t)p_out * q_out;
-        const int32_t *ap = argmax + pl * (size_t)p_out * q_out;
+        const size_t ob = plane_base(pa.img, pa.ch, c, (size_t)p_out * q_out, nhwc);
+        const T *dyp = dy + ob;
+        const int32_t *ap = argmax + ob;
         float acc = 0.0f;
         for (int p = p_lo; p <= p_hi; p++)
             for (int q = q_lo; q <= q_hi; q++)
-                if (ap[p * q_out + q] == at)
-                    acc += ld(dyp, (size_t)p * q_out + q);
+                if (ap[((size_t)p * q_out + q) * es] == at)
+                    acc += ld(dyp, ((size_t)p * q_out + q) * es);
         st(dx, i, acc);
     }
 }
 
-extern "C" cudaError_t kern_maxpool_forward(cudaStream_t s, size_t planes, int h, int w,
+extern "C" cudaError_t kern_maxpool_forward(cudaStream_t s, int n, int c, int h, int w,
                                             int kernel, int stride, int p, int q, enum dtype dt,
-                                            const void *x, void *y, int32_t *argmax)
+                                            enum layout lay, const void *x, void *y,
+                                            int32_t *argmax)
 {
-    const size_t total = planes * (size_t)p * q;
+    const size_t total = (size_t)n * c * p * q;
     if (total == 0)
         return cudaSuccess;
     WITH_ELEM(dt, T, {
         maxpool_forward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, h, w, kernel, stride, p, q, (const T *)x, (T *)y, argmax);
+            total, c, lay == LAYOUT_NHWC, h, w, kernel, stride, p, q, (const T *)x, (T *)y,
+            argmax);
     });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int h, int w,
+extern "C" cudaError_t kern_maxpool_backward(cudaStream_t s, int n, int c, int h, int w,
                                              int kernel, int stride, int p, int q,
-                                             enum dtype dt, const void *dy,
+                                             enum dtype dt, enum layout lay, const void *dy,
                                              const int32_t *argmax, void *dx)
 {
-    const size_t total = planes * (size_t)h * w;
+    const size_t total = (size_t)n * c * h * w;
     if (total == 0)
         return cudaSuccess;
     WITH_ELEM(dt, T, {
         maxpool_backward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, h, w, kernel, stride, p, q, (const T *)dy, argmax, (T *)dx);
+            total, c, lay == LAYOUT_NHWC, h, w, kernel, stride, p, q, (const T *)dy, argmax,
+            (T *)dx);
     });
     return cudaGetLastError();
 }
@@ -561,23 +607,24 @@ static __device__ void adaptive_window(int i, int in, int out, int *lo, int *hi)
 
 /* one thread per output: the window summed in fp32 in row-major order, as the CPU */
 template <typename T>
-static __global__ void adaptive_avg_forward_kernel(size_t total, int h, int w, int p_out,
-                                                   int q_out, const T *x, T *y)
+static __global__ void adaptive_avg_forward_kernel(size_t total, int ch, int nhwc, int h, int w,
+                                                   int p_out, int q_out, const T *x, T *y)
 {
+    const size_t es = nhwc ? (size_t)ch : 1;
     GRID_STRIDE(o, total)
     {
         const size_t pq = (size_t)p_out * q_out;
-        const size_t pl = o / pq;
-        const int j = (int)(o - pl * pq);
+        const struct plane_at at = plane_of(o, ch, pq, nhwc);
+        const int j = (int)at.j;
         const int i = j / q_out, jj = j - i * q_out;
         int r0, r1, c0, c1;
         adaptive_window(i, h, p_out, &r0, &r1);
         adaptive_window(jj, w, q_out, &c0, &c1);
-        const T *xp = x + pl * (size_t)h * w;
+        const T *xp = x + plane_base(at.img, at.ch, ch, (size_t)h * w, nhwc);
         float acc = 0.0f;
         for (int r = r0; r < r1; r++)
             for (int c = c0; c < c1; c++)
-                acc += ld(xp, (size_t)r * w + c);
+                acc += ld(xp, ((size_t)r * w + c) * es);
         st(y, o, acc / (float)((r1 - r0) * (c1 - c0)));
     }
 }
@@ -586,20 +633,22 @@ static __global__ void adaptive_avg_forward_kernel(size_t total, int h, int w, i
  * [floor(r*p/h), ceil((r+1)*p/h)) and likewise columns; their dy / window size summed in
  * output order (the CPU's order of additions), rounded once */
 template <typename T>
-static __global__ void adaptive_avg_backward_kernel(size_t total, int h, int w, int p_out,
-                                                    int q_out, const T *dy, T *dx)
+static __global__ void adaptive_avg_backward_kernel(size_t total, int ch, int nhwc, int h,
+                                                    int w, int p_out, int q_out, const T *dy,
+                                                    T *dx)
 {
+    const size_t es = nhwc ? (size_t)ch : 1;
     GRID_STRIDE(e, total)
     {
         const size_t hw = (size_t)h * w;
-        const size_t pl = e / hw;
-        const int at = (int)(e - pl * hw);
+        const struct plane_at pa = plane_of(e, ch, hw, nhwc);
+        const int at = (int)pa.j;
         const int r = at / w, c = at - r * w;
         const int i_lo = (int)((long long)r * p_out / h);
         const int i_hi = min((int)(((long long)(r + 1) * p_out + h - 1) / h), p_out);
         const int j_lo = (int)((long long)c * q_out / w);
         const int j_hi = min((int)(((long long)(c + 1) * q_out + w - 1) / w), q_out);
-        const T *dyp = dy + pl * (size_t)p_out * q_out;
+        const T *dyp = dy + plane_base(pa.img, pa.ch, ch, (size_t)p_out * q_out, nhwc);
         float acc = 0.0f;
         for (int i = i_lo; i < i_hi; i++) {
             int r0, r1;
@@ -611,37 +660,37 @@ static __global__ void adaptive_avg_backward_kernel(size_t total, int h, int w, 
                 adaptive_window(j, w, q_out, &c0, &c1);
                 if (c < c0 || c >= c1)
                     continue;
-                acc += ld(dyp, (size_t)i * q_out + j) / (float)((r1 - r0) * (c1 - c0));
+                acc += ld(dyp, ((size_t)i * q_out + j) * es) / (float)((r1 - r0) * (c1 - c0));
             }
         }
         st(dx, e, acc);
     }
 }
 
-extern "C" cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, size_t planes, int h,
+extern "C" cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, int n, int c, int h,
                                                      int w, int p, int q, enum dtype dt,
-                                                     const void *x, void *y)
+                                                     enum layout lay, const void *x, void *y)
 {
-    const size_t total = planes * (size_t)p * q;
+    const size_t total = (size_t)n * c * p * q;
     if (total == 0)
         return cudaSuccess;
     WITH_ELEM(dt, T, {
         adaptive_avg_forward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, h, w, p, q, (const T *)x, (T *)y);
+            total, c, lay == LAYOUT_NHWC, h, w, p, q, (const T *)x, (T *)y);
     });
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, size_t planes, int h,
+extern "C" cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, int n, int c, int h,
                                                       int w, int p, int q, enum dtype dt,
-                                                      const void *dy, void *dx)
+                                                      enum layout lay, const void *dy, void *dx)
 {
-    const size_t total = planes * (size_t)h * w;
+    const size_t total = (size_t)n * c * h * w;
     if (total == 0)
         return cudaSuccess;
     WITH_ELEM(dt, T, {
         adaptive_avg_backward_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
-            total, h, w, p, q, (const T *)dy, (T *)dx);
+            total, c, lay == LAYOUT_NHWC, h, w, p, q, (const T *)dy, (T *)dx);
     });
     return cudaGetLastError();
 }
@@ -671,12 +720,12 @@ extern "C" cudaError_t kern_add(cudaStream_t s, size_t n, enum dtype dt, const v
 /* ------------------------------------------------------------------ bias */
 
 template <typename T>
-static __global__ void bias_add_channels_kernel(size_t total, int k, size_t pq, const T *b,
-                                                T *y)
+static __global__ void bias_add_channels_kernel(size_t total, int k, size_t pq, int nhwc,
+                                                const T *b, T *y)
 {
     GRID_STRIDE(i, total)
     {
-        st(y, i, ld(y, i) + ld(b, (i / pq) % (size_t)k));
+        st(y, i, ld(y, i) + ld(b, (size_t)channel_of(i, k, pq, nhwc)));
     }
 }
 
@@ -704,14 +753,15 @@ static __global__ void column_sum_kernel(int n, int out, const T *dy, T *db)
 }
 
 extern "C" cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq,
-                                              enum dtype dt, const void *b, void *y)
+                                              enum dtype dt, enum layout lay, const void *b,
+                                              void *y)
 {
     const size_t total = (size_t)n * k * pq;
     if (total == 0)
         return cudaSuccess;
     WITH_ELEM(dt, T, {
-        bias_add_channels_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(total, k, pq,
-                                                                           (const T *)b, (T *)y);
+        bias_add_channels_kernel<T><<<blocks_for(total), THREADS, 0, s>>>(
+            total, k, pq, lay == LAYOUT_NHWC, (const T *)b, (T *)y);
     });
     return cudaGetLastError();
 }
@@ -891,19 +941,51 @@ static __global__ void cast_kernel(size_t n, const S *src, D *dst)
     }
 }
 
+/* where element i of a 4-D tensor (c channels of hw elements) stored in layout to_nhwc is
+ * in the same tensor stored in layout from_nhwc */
+static __device__ size_t relayout_src(size_t i, int c, size_t hw, int from_nhwc, int to_nhwc)
+{
+    const struct plane_at a = plane_of(i, c, hw, to_nhwc);
+    return plane_base(a.img, a.ch, c, hw, from_nhwc) + a.j * (from_nhwc ? (size_t)c : 1);
+}
+
+/* dst (n,c,hw) of D in layout to_nhwc = src of S in layout from_nhwc: a gather, so the
+ * writes are in order */
+template <typename S, typename D>
+static __global__ void convert_kernel(size_t total, int c, size_t hw, int from_nhwc,
+                                      int to_nhwc, const S *src, D *dst)
+{
+    GRID_STRIDE(i, total)
+    {
+        st(dst, i, ld(src, relayout_src(i, c, hw, from_nhwc, to_nhwc)));
+    }
+}
+
 /* up to KERN_CAST_LIST tensors, by value as the unscale list below: block row blockIdx.y
- * converts tensor blockIdx.y */
+ * converts tensor blockIdx.y; c[y] > 0 for a 4-D one whose channels (c[y] of hw[y]
+ * elements each) move from layout from_nhwc to to_nhwc */
 struct cast_list {
     const void *src[KERN_CAST_LIST];
     void *dst[KERN_CAST_LIST];
     size_t n[KERN_CAST_LIST];
+    size_t hw[KERN_CAST_LIST];
+    int c[KERN_CAST_LIST];
+    int from_nhwc, to_nhwc;
 };
 
 template <typename S, typename D> static __global__ void cast_list_kernel(struct cast_list list)
 {
     const S *src = (const S *)list.src[blockIdx.y];
     D *dst = (D *)list.dst[blockIdx.y];
-    const size_t n = list.n[blockIdx.y];
+    const size_t n = list.n[blockIdx.y], hw = list.hw[blockIdx.y];
+    const int c = list.c[blockIdx.y];
+    if (c > 0) {
+        GRID_STRIDE(i, n)
+        {
+            st(dst, i, ld(src, relayout_src(i, c, hw, list.from_nhwc, list.to_nhwc)));
+        }
+        return;
+    }
     GRID_STRIDE(i, n)
     {
         st(dst, i, ld(src, i));
@@ -991,19 +1073,40 @@ extern "C" cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, cons
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t kern_convert(cudaStream_t s, int n, int c, size_t hw, enum dtype from,
+                                    enum layout lf, const void *src, enum dtype to,
+                                    enum layout lt, void *dst)
+{
+    const size_t total = (size_t)n * c * hw;
+    if (lf == lt || hw == 1 || c == 1)
+        return kern_cast(s, total, from, src, to, dst);
+    WITH_ELEM(from, S, WITH_ELEM(to, D, {
+        convert_kernel<S, D><<<blocks_for(total), THREADS, 0, s>>>(
+            total, c, hw, lf == LAYOUT_NHWC, lt == LAYOUT_NHWC, (const S *)src, (D *)dst);
+    }));
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from,
-                                      const void *const *srcs, enum dtype to,
-                                      void *const *dsts, const size_t *numels)
+                                      enum layout lf, const void *const *srcs, enum dtype to,
+                                      enum layout lt, void *const *dsts, const size_t *numels,
+                                      const int *dims)
 {
     cudaError_t e = cudaSuccess;
     for (int at = 0; e == cudaSuccess && at < count; at += KERN_CAST_LIST) {
         struct cast_list list;
         const int m = count - at < KERN_CAST_LIST ? count - at : KERN_CAST_LIST;
         size_t most = 0;
+        list.from_nhwc = lf == LAYOUT_NHWC;
+        list.to_nhwc = lt == LAYOUT_NHWC;
         for (int i = 0; i < m; i++) {
             list.src[i] = srcs[at + i];
             list.dst[i] = dsts[at + i];
             list.n[i] = numels[at + i];
+            const int *d = dims ? dims + 4 * (size_t)(at + i) : NULL;
+            const int moves = d && d[0] > 0 && lf != lt && d[1] > 1 && d[2] * d[3] > 1;
+            list.c[i] = moves ? d[1] : 0;
+            list.hw[i] = moves ? (size_t)d[2] * d[3] : 1;
             most = list.n[i] > most ? list.n[i] : most;
         }
         if (most == 0)

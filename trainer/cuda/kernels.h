@@ -35,30 +35,34 @@ size_t kern_channel_ws_doubles(int n, int c, int hw);
  * ints, zero before the launch and left zero after it (the blocks' count of themselves,
  * per channel). */
 
+/* Every 4-D tensor below ((n,c,hw) or (n,c,h,w)) is stored in layout lay (backend.h
+ * enum layout): the CUDA backend's layout of dt. */
+
 /* mean (c), invstd (c) = 1/sqrt(biased var + eps) of x (n,c,hw) of dt */
-cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt, const void *x,
-                          float eps, float *mean, float *invstd, double *ws, unsigned *done);
+cudaError_t kern_bn_stats(cudaStream_t s, int n, int c, int hw, enum dtype dt, enum layout lay,
+                          const void *x, float eps, float *mean, float *invstd, double *ws, unsigned *done);
 /* out (c) of dt = per-channel sum of x (n,c,hw) of dt (the bias gradient of a
  * convolution) */
 cudaError_t kern_channel_sum(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                             const void *x, void *out, double *ws, unsigned *done);
+                             enum layout lay, const void *x, void *out, double *ws, unsigned *done);
 cudaError_t kern_bn_backward_reduce(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                    const void *dy, const void *x, const float *mean,
+                                    enum layout lay, const void *dy, const void *x, const float *mean,
                                     const float *invstd, float *sum_dy, float *sum_dy_xmu,
                                     float *dweight, float *dbias, double *ws, unsigned *done);
 cudaError_t kern_bn_gather_stats(cudaStream_t s, int world, int c, const float *means,
                                  const float *invstds, const float *counts, float momentum,
                                  float eps, float *running_mean, float *running_var,
                                  float *mean, float *invstd);
-cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt, const void *x,
+cudaError_t kern_bn_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt, enum layout lay,
+                          const void *x,
                           const float *mean, const float *invstd, const float *weight,
                           const float *bias, void *y);
 cudaError_t kern_bn_forward_eval(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                 const void *x, const float *running_mean,
+                                 enum layout lay, const void *x, const float *running_mean,
                                  const float *running_var, float eps, const float *weight,
                                  const float *bias, void *y);
 cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw, enum dtype dt,
-                                   const void *dy, const void *x, const float *mean,
+                                   enum layout lay, const void *dy, const void *x, const float *mean,
                                    const float *invstd, const float *weight,
                                    const float *sum_dy, const float *sum_dy_xmu,
                                    const float *count, void *dx);
@@ -66,28 +70,30 @@ cudaError_t kern_bn_backward_elemt(cudaStream_t s, int n, int c, int hw, enum dt
 cudaError_t kern_relu_forward(cudaStream_t s, size_t n, enum dtype dt, const void *x, void *y);
 cudaError_t kern_relu_backward(cudaStream_t s, size_t n, enum dtype dt, const void *y,
                                const void *dy, void *dx);
-/* planes = n*c; x (planes,h,w) -> y, argmax (planes,p,q) */
-cudaError_t kern_maxpool_forward(cudaStream_t s, size_t planes, int h, int w, int kernel,
-                                 int stride, int p, int q, enum dtype dt, const void *x,
-                                 void *y, int32_t *argmax);
-cudaError_t kern_maxpool_backward(cudaStream_t s, size_t planes, int h, int w, int kernel,
-                                  int stride, int p, int q, enum dtype dt, const void *dy,
-                                  const int32_t *argmax, void *dx);
+/* x (n,c,h,w) -> y, argmax (n,c,p,q) */
+cudaError_t kern_maxpool_forward(cudaStream_t s, int n, int c, int h, int w, int kernel,
+                                 int stride, int p, int q, enum dtype dt, enum layout lay,
+                                 const void *x, void *y, int32_t *argmax);
+cudaError_t kern_maxpool_backward(cudaStream_t s, int n, int c, int h, int w, int kernel,
+                                  int stride, int p, int q, enum dtype dt, enum layout lay,
+                                  const void *dy, const int32_t *argmax, void *dx);
 
-/* planes = n*c; x (planes,h,w) -> y (planes,p,q): adaptive average pooling, windows and
- * order of summation as backend.h adaptive_avgpool2d_forward */
-cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, size_t planes, int h, int w, int p,
-                                          int q, enum dtype dt, const void *x, void *y);
-/* dx (planes,h,w) from dy (planes,p,q): a gather per input element, in output order */
-cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, size_t planes, int h, int w, int p,
-                                           int q, enum dtype dt, const void *dy, void *dx);
+/* x (n,c,h,w) -> y (n,c,p,q): adaptive average pooling, windows and order of summation as
+ * backend.h adaptive_avgpool2d_forward */
+cudaError_t kern_adaptive_avgpool_forward(cudaStream_t s, int n, int c, int h, int w, int p,
+                                          int q, enum dtype dt, enum layout lay, const void *x,
+                                          void *y);
+/* dx (n,c,h,w) from dy (n,c,p,q): a gather per input element, in output order */
+cudaError_t kern_adaptive_avgpool_backward(cudaStream_t s, int n, int c, int h, int w, int p,
+                                           int q, enum dtype dt, enum layout lay, const void *dy,
+                                           void *dx);
 /* y (n) = a + b, all of dt; y may alias a or b */
 cudaError_t kern_add(cudaStream_t s, size_t n, enum dtype dt, const void *a, const void *b,
                      void *y);
 
 /* y (n,k,pq) += b (k), both of dt (one rounding of the fp32 sum) */
 cudaError_t kern_bias_add_channels(cudaStream_t s, int n, int k, size_t pq, enum dtype dt,
-                                   const void *b, void *y);
+                                   enum layout lay, const void *b, void *y);
 /* y (n,out) = b (out) in every row, both of dt */
 cudaError_t kern_bias_fill_rows(cudaStream_t s, int n, int out, enum dtype dt, const void *b,
                                 void *y);
@@ -116,11 +122,18 @@ cudaError_t kern_round_amp(cudaStream_t s, size_t n, int dt, const float *src, f
 /* dst (n, of to) = src (n, of from) converted (backend.h cast); the same type: a copy */
 cudaError_t kern_cast(cudaStream_t s, size_t n, enum dtype from, const void *src,
                       enum dtype to, void *dst);
+/* dst (n,c,hw) of to in layout lt = src of from in layout lf (backend.h convert): one
+ * launch, a cast where the layouts agree */
+cudaError_t kern_convert(cudaStream_t s, int n, int c, size_t hw, enum dtype from,
+                         enum layout lf, const void *src, enum dtype to, enum layout lt,
+                         void *dst);
 /* dsts[i] (numels[i], of to) = srcs[i] (numels[i], of from) converted, i < count, in one
- * launch per KERN_CAST_LIST tensors (host arrays, passed by value) */
+ * launch per KERN_CAST_LIST tensors (host arrays, passed by value); a tensor with a 4-D
+ * shape in dims (backend.h cast_list; dims may be NULL) moved from layout lf to lt */
 #define KERN_CAST_LIST 32
-cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from, const void *const *srcs,
-                           enum dtype to, void *const *dsts, const size_t *numels);
+cudaError_t kern_cast_list(cudaStream_t s, int count, enum dtype from, enum layout lf,
+                           const void *const *srcs, enum dtype to, enum layout lt,
+                           void *const *dsts, const size_t *numels, const int *dims);
 /* grads[i][j] *= inv_scale for j < numels[i], i < count, in one launch per
  * KERN_UNSCALE_LIST tensors (grads and numels are host arrays, passed by value);
  * *found (device float) = 1 if any result is inf or nan, else 0 */

@@ -36,6 +36,8 @@ struct convnet {
     void *g_big, *g_big2;     /* backward scratch, (n,16,28,28) each */
     void *x_cast;             /* autocast: the input cast to dt (n,1,28,28) */
     void *fc_out, *dfc_out;   /* autocast: fc's output (n,10) and its gradient */
+    void *flat;               /* p2 converted to NCHW for fc (n,1568), where the backend's
+                                 layout of dt is not NCHW; else NULL (fc reads p2) */
     int32_t *arg1, *arg2;     /* pooling argmax */
     float *logits;            /* (n,10) fp32: fc's output, or autocast's cast of it */
     /* indices in the model's layer list (forward order: each ReLU runs after its pool) */
@@ -45,11 +47,12 @@ struct convnet {
 static void convnet_free_buffers(struct backend *be, struct convnet *c)
 {
     void *bufs[] = {c->c1, c->a1, c->p1, c->c2, c->a2, c->p2, c->g_big, c->g_big2,
-                    c->x_cast, c->fc_out, c->dfc_out, c->arg1, c->arg2, c->logits};
+                    c->x_cast, c->fc_out, c->dfc_out, c->flat, c->arg1, c->arg2,
+                    c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         be->free(be, bufs[i]);
     c->c1 = c->a1 = c->p1 = c->c2 = c->a2 = c->p2 = c->g_big = c->g_big2 = NULL;
-    c->x_cast = c->fc_out = c->dfc_out = NULL;
+    c->x_cast = c->fc_out = c->dfc_out = c->flat = NULL;
     c->arg1 = c->arg2 = NULL;
     c->logits = NULL;
     c->cap = 0;
@@ -83,6 +86,8 @@ static int convnet_reserve(struct model *m, struct convnet *c, int n)
         c->dfc_out = backend_alloc_elems(be, (size_t)n * 10, dt);
         ok = c->x_cast && c->fc_out && c->dfc_out;
     }
+    if (ok && be->layout(be, dt) != LAYOUT_NCHW)
+        ok = (c->flat = backend_alloc_elems(be, p2, dt)) != NULL;
     if (!ok) {
         convnet_free_buffers(be, c);
         return error_wrap("convnet: activations for batch %d", n);
@@ -106,8 +111,11 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     c->n = n;
     const enum dtype dt = c->dt;
     c->x = x;
-    if (dt != DT_F32) { /* autocast casts the input of the first conv, and the weights */
-        be->cast(be, (size_t)n * 28 * 28, DT_F32, x, dt, c->x_cast);
+    if (dt != DT_F32) { /* autocast casts the input of the first conv (into the layout of
+                           the backend's half tensors: the same with one channel), and the
+                           weights */
+        const int dims[4] = {n, 1, 28, 28};
+        be->convert(be, dims, DT_F32, LAYOUT_NCHW, x, dt, be->layout(be, dt), c->x_cast);
         c->x = c->x_cast;
         params_cast_half(&m->params);
     }
@@ -141,12 +149,19 @@ static int convnet_forward(struct model *m, const float *x, int n, int train,
     be->relu_forward(be, (size_t)n * 32 * 7 * 7, dt, c->p2, c->p2);
     layer_leave(L, c->l_relu2, LAYER_FORWARD);
 
+    /* the flatten: fc's weight is PyTorch's, over NCHW features */
+    const void *feat = c->p2;
+    if (c->flat) {
+        const int dims[4] = {n, 32, 7, 7};
+        be->convert(be, dims, dt, be->layout(be, dt), c->p2, dt, LAYOUT_NCHW, c->flat);
+        feat = c->flat;
+    }
     layer_enter(L, c->l_fc, LAYER_FORWARD);
     if (dt == DT_F32) {
-        linear_forward(be, &c->fc, n, c->p2, c->logits);
+        linear_forward(be, &c->fc, n, feat, c->logits);
         layer_leave(L, c->l_fc, LAYER_FORWARD);
     } else { /* the loss is autocast's fp32 op: it casts the logits to fp32 */
-        linear_forward(be, &c->fc, n, c->p2, c->fc_out);
+        linear_forward(be, &c->fc, n, feat, c->fc_out);
         layer_leave(L, c->l_fc, LAYER_FORWARD);
         be->cast(be, (size_t)n * 10, dt, c->fc_out, DT_F32, c->logits);
     }
@@ -173,9 +188,15 @@ static int convnet_backward(struct model *m, const float *dlogits, const struct 
     }
     const struct layer_list *L = &m->layers;
     layer_enter(L, c->l_fc, LAYER_BACKWARD);
-    if (linear_backward(be, &c->fc, n, c->p2, dfc, g_p2, hook))
+    if (linear_backward(be, &c->fc, n, c->flat ? c->flat : c->p2, dfc,
+                        c->flat ? g_a2 : g_p2, hook))
         return -1;
     layer_leave(L, c->l_fc, LAYER_BACKWARD);
+    if (c->flat) { /* the flatten's backward: the NCHW gradient (in g_a2, free until the
+                      pooling's backward) back into the backend's layout */
+        const int dims[4] = {n, 32, 7, 7};
+        be->convert(be, dims, dt, LAYOUT_NCHW, g_a2, dt, be->layout(be, dt), g_p2);
+    }
     layer_enter(L, c->l_relu2, LAYER_BACKWARD);
     be->relu_backward(be, p2, dt, c->p2, g_p2, g_p2);
     layer_leave(L, c->l_relu2, LAYER_BACKWARD);

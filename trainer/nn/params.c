@@ -169,10 +169,53 @@ int params_set_amp(struct param_table *t, enum dtype dt)
     return 0;
 }
 
+/* dims[4i..4i+3] for cast_list: a 4-D entry's shape, else 0 */
+static void params_dims(const struct param *p, int *dims)
+{
+    for (int k = 0; k < 4; k++)
+        dims[k] = p->ndim == 4 ? p->shape[k] : 0;
+}
+
 void params_cast_half(struct param_table *t)
 {
-    if (t->flat_half)
-        t->be->cast(t->be, t->flat_numel, DT_F32, t->flat_data, t->half_dt, t->flat_half);
+    struct backend *be = t->be;
+    if (!t->flat_half)
+        return;
+    if (be->layout(be, t->half_dt) == be->layout(be, DT_F32)) {
+        be->cast(be, t->flat_numel, DT_F32, t->flat_data, t->half_dt, t->flat_half);
+        return;
+    }
+    /* the conv weights' copies in the half type's layout: one cast_list of every entry */
+    const int count = t->trainable;
+    const void **srcs = malloc((size_t)count * sizeof *srcs);
+    void **dsts = malloc((size_t)count * sizeof *dsts);
+    size_t *numels = malloc((size_t)count * sizeof *numels);
+    int *dims = malloc((size_t)count * 4 * sizeof *dims);
+    if (srcs && dsts && numels && dims) {
+        int k = 0;
+        for (int i = 0; i < t->count; i++) {
+            const struct param *p = t->items[i];
+            if (p->kind != PARAM_TRAINABLE)
+                continue;
+            srcs[k] = p->data;
+            dsts[k] = p->half;
+            numels[k] = p->numel;
+            params_dims(p, dims + 4 * k++);
+        }
+        be->cast_list(be, k, DT_F32, srcs, t->half_dt, dsts, numels, dims);
+    } else { /* out of host memory: the flat cast, and each 4-D entry converted alone */
+        be->cast(be, t->flat_numel, DT_F32, t->flat_data, t->half_dt, t->flat_half);
+        for (int i = 0; i < t->count; i++) {
+            const struct param *p = t->items[i];
+            if (p->kind == PARAM_TRAINABLE && p->ndim == 4)
+                be->convert(be, p->shape, DT_F32, LAYOUT_NCHW, p->data, t->half_dt,
+                            be->layout(be, t->half_dt), p->half);
+        }
+    }
+    free(srcs);
+    free(dsts);
+    free(numels);
+    free(dims);
 }
 
 int params_grads_to_f32(struct param_table *t, int first, int last)
@@ -187,8 +230,9 @@ int params_grads_to_f32(struct param_table *t, int first, int last)
     const void **srcs = malloc((size_t)count * sizeof *srcs);
     void **dsts = malloc((size_t)count * sizeof *dsts);
     size_t *numels = malloc((size_t)count * sizeof *numels);
+    int *dims = malloc((size_t)count * 4 * sizeof *dims);
     int rc = 0;
-    if (!srcs || !dsts || !numels) {
+    if (!srcs || !dsts || !numels || !dims) {
         rc = error_set("params: out of memory casting %d gradients to fp32", count);
     } else {
         int k = 0;
@@ -197,12 +241,15 @@ int params_grads_to_f32(struct param_table *t, int first, int last)
             if (p->grad_in_half && p->index >= first && p->index <= last) {
                 srcs[k] = p->grad_half;
                 dsts[k] = p->grad;
-                numels[k++] = p->numel;
+                numels[k] = p->numel;
+                params_dims(p, dims + 4 * k++);
                 p->grad_in_half = 0;
             }
         }
-        t->be->cast_list(t->be, count, t->half_dt, srcs, DT_F32, dsts, numels);
+        /* a conv weight's gradient from the half type's layout back to (k,c,r,s) */
+        t->be->cast_list(t->be, count, t->half_dt, srcs, DT_F32, dsts, numels, dims);
     }
+    free(dims);
     free(srcs);
     free(dsts);
     free(numels);

@@ -60,7 +60,8 @@ struct param_table {
     float *flat_data, *flat_grad;
     size_t flat_numel;         /* elements of each flat buffer */
     /* autocast: half_dt (DT_F32: none) copies laid out as flat_data: the parameters cast at
-     * each forward, and the gradients conv and linear layers compute in half_dt */
+     * each forward, and the gradients conv and linear layers compute in half_dt; a 4-D
+     * entry's elements (a conv weight) in the backend's layout of half_dt (backend.h) */
     enum dtype half_dt;
     void *flat_half, *flat_half_grad;
 };
@@ -97,8 +98,9 @@ int params_pack(struct param_table *t);
  * them.  0 or -1 (error_set: none left). */
 int params_set_amp(struct param_table *t, enum dtype dt);
 
-/* Autocast: every parameter cast to half_dt into flat_half, one cast over the flat buffer
- * (a model's forward does this first).  PyTorch's autocast casts each weight where an op
+/* Autocast: every parameter cast to half_dt into flat_half, one cast over the flat buffer,
+ * or, where the backend's layout of half_dt is not that of fp32, one cast_list converting
+ * the 4-D entries into it (a model's forward does this first).  PyTorch's autocast casts each weight where an op
  * uses it; no parameter changes within a forward, so the values are the same. */
 void params_cast_half(struct param_table *t);
 

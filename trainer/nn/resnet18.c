@@ -116,8 +116,10 @@ static int resnet_forward(struct model *m, const float *x, int n, int train,
     r->n = n;
     const enum dtype dt = r->dt;
     r->x = x;
-    if (dt != DT_F32) { /* autocast casts the input of the first conv, and the weights */
-        be->cast(be, (size_t)n * m->in_c * m->in_h * m->in_w, DT_F32, x, dt, r->x_cast);
+    if (dt != DT_F32) { /* autocast casts the input of the first conv (into the layout of
+                           the backend's half tensors), and the weights */
+        const int dims[4] = {n, m->in_c, m->in_h, m->in_w};
+        be->convert(be, dims, DT_F32, LAYOUT_NCHW, x, dt, be->layout(be, dt), r->x_cast);
         r->x = r->x_cast;
         params_cast_half(&m->params);
     }
@@ -150,7 +152,8 @@ static int resnet_forward(struct model *m, const float *x, int n, int train,
     r->fw = w;
     const int feat = 8 * r->width;
     layer_enter(L, r->l_pool, LAYER_FORWARD);
-    be->adaptive_avgpool2d_forward(be, (size_t)n * feat, h, w, 1, 1, dt, cur, r->pooled);
+    /* (n,feat,1,1): the same in either layout, so the flatten into fc needs no convert */
+    be->adaptive_avgpool2d_forward(be, n, feat, h, w, 1, 1, dt, cur, r->pooled);
     layer_leave(L, r->l_pool, LAYER_FORWARD);
     layer_enter(L, r->l_fc, LAYER_FORWARD);
     if (dt == DT_F32) {
@@ -189,8 +192,7 @@ static int resnet_backward(struct model *m, const float *dlogits, const struct g
         return -1;
     layer_leave(L, r->l_fc, LAYER_BACKWARD);
     layer_enter(L, r->l_pool, LAYER_BACKWARD);
-    be->adaptive_avgpool2d_backward(be, (size_t)n * feat, r->fh, r->fw, 1, 1, dt, r->g[0],
-                                    r->g[1]);
+    be->adaptive_avgpool2d_backward(be, n, feat, r->fh, r->fw, 1, 1, dt, r->g[0], r->g[1]);
     layer_leave(L, r->l_pool, LAYER_BACKWARD);
     int cur = 1; /* r->g[cur] holds the gradient of the current block's output */
     for (int i = RESNET_BLOCKS - 1; i >= 0; i--) {

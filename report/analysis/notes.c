@@ -126,7 +126,7 @@ static void notes_modes(const struct run *r, const struct run_stat *s, struct no
                 top = who;
         }
         const char *where = in_colls * 2 > waits
-                                ? "to arrive in the collectives (phases.csv wait_ms, late_rank)"
+                                ? " to arrive in the collectives (phases.csv wait_ms, late_rank)"
                                 : "'s gradients (stragglers.csv)";
         if (waits * 2 >= m.n_slow && top >= 0)
             snprintf(why, sizeof why, "; in %zu steps the other ranks waited that long for one "

@@ -181,20 +181,21 @@ static void test_kineto_fixture(void)
     /* the broadcast: record_param_comms (broadcast, 1024 x Float = 4096 B) in forward and
      * its NCCL kernel [700, 800) (old and new names): a comm.broadcast device row per step,
      * sized from the host's record_param_comms; the buckets' all-reduces are the allreduce
-     * phase (3 x 4 steps) */
+     * phase (3 x 4 steps).  The broadcast takes 0.1 ms on every rank in each call: all of
+     * it transfer, no wait, so no rank arrived last */
     expect_line("phases.csv", out,
                 "kineto-2hosts,0,comm.broadcast,4,0.400,0.100,0.100,0.100,0.100,0.56,0,"
-                "broadcast,16384");
+                "broadcast,16384,0.400,0.000,,");
     expect_line("phases.csv", out,
                 "kineto-2hosts,3,comm.broadcast,4,0.400,0.100,0.100,0.100,0.100,0.56,0,"
-                "broadcast,16384");
+                "broadcast,16384,0.400,0.000,,");
     expect_prefix("phases.csv", out, "kineto-2hosts,0,allreduce,12,20.800,");
     /* backward: the kernels launched inside the host span [5000, 11600] run [5200, 12000);
      * forward: [1000, 4500) -> the device rows replace the host ones */
     expect_line("phases.csv", out,
-                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78,0,,");
+                "kineto-2hosts,0,backward,4,27.200,6.800,6.800,6.800,6.800,37.78,0,,,,,,");
     expect_line("phases.csv", out,
-                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44,0,,");
+                "kineto-2hosts,2,forward,4,14.000,3.500,3.500,3.500,3.500,19.44,0,,,,,,");
     /* ProfilerStep#10..#13 renumbered 1..4; batch 32 from the forward's first input dims:
      * 4 ranks x 4 steps x 32 = 512 images in 4 x 18 ms of rank 0's steps */
     /* 4 steps, too few for a warm-up: the steady state is every step; the first 18 ms */
@@ -482,9 +483,10 @@ static void test_legacy_bn_fixture(void)
         expect_prefix("phases.csv", out, want);
     }
     char *ph = test_read_file(out, "phases.csv");
-    CHECK(ph && strstr(ph, ",0,broadcast,\n") && strstr(ph, ",0,allgather,\n") &&
-              strstr(ph, ",0,allreduce,\n") && strstr(ph, "forward,2,") &&
-              !strstr(ph, ",0,forward,\n"),
+    /* the collective kind, then no bytes (then transfer_ms, wait_ms, ...) */
+    CHECK(ph && strstr(ph, ",0,broadcast,,") && strstr(ph, ",0,allgather,,") &&
+              strstr(ph, ",0,allreduce,,") && strstr(ph, "forward,2,") &&
+              !strstr(ph, ",0,forward,,"),
           "phases.csv: collective kinds, no bytes (unknown):\n%s", ph ? ph : "");
     free(ph);
     char *bk = test_read_file(out, "buckets.csv");
@@ -808,16 +810,17 @@ static void test_collective_names(void)
     write_text(d, "host_100.1.pt.trace.json", t.s);
     free(t.s);
     CHECK(report1(d, out, &err) == 0, "report on the collective names: %s", error_get());
+    /* one rank: no other to wait for, so no transfer, wait or late rank */
     expect_line("phases.csv", out,
-                "collnames,0,comm.broadcast,2,0.800,0.400,0.400,0.400,0.400,4.44,0,broadcast,");
+                "collnames,0,comm.broadcast,2,0.800,0.400,0.400,0.400,0.400,4.44,0,broadcast,,,,,");
     expect_line("phases.csv", out,
-                "collnames,0,comm.allgather,2,1.200,0.600,0.600,0.600,0.600,6.67,0,allgather,160");
+                "collnames,0,comm.allgather,2,1.200,0.600,0.600,0.600,0.600,6.67,0,allgather,160,,,,");
     expect_line("phases.csv", out, "collnames,0,comm.reduce_scatter,2,0.600,0.300,0.300,0.300,"
-                                   "0.300,3.33,0,reduce_scatter,");
+                                   "0.300,3.33,0,reduce_scatter,,,,,");
     expect_line("phases.csv", out,
-                "collnames,0,barrier,2,0.200,0.100,0.100,0.100,0.100,1.11,0,barrier,");
+                "collnames,0,barrier,2,0.200,0.100,0.100,0.100,0.100,1.11,0,barrier,,,,,");
     expect_line("phases.csv", out,
-                "collnames,0,allreduce,2,0.400,0.200,0.200,0.200,0.200,2.22,0,allreduce,");
+                "collnames,0,allreduce,2,0.400,0.200,0.200,0.200,0.200,2.22,0,allreduce,,,,,");
     expect_line("overlap.csv", out, "collnames,0,18.000,6.400,3.200,2.800,12.50,8.800,,,,,,");
     char *bk = test_read_file(out, "buckets.csv");
     CHECK(bk && strstr(bk, "\ncollnames,1,0,") && !strstr(bk, "\ncollnames,1,1,"),
@@ -838,10 +841,10 @@ static void check_three_steps(const char *d, const char *out, const char *name,
     CHECK(report1(d, out, &err) == 0, "%s: %s", name, error_get());
     free(err);
     for (int r = 0; r < 2; r++) {
-        snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0,,",
+        snprintf(line, sizeof line, "%s,%d,step,3,27.000,9.000,9.000,9.000,9.000,100.00,0,,,,,,",
                  name, r);
         expect_line("phases.csv", out, line);
-        snprintf(line, sizeof line, "%s,%d,forward,3,%s,0,,", name, r, forward);
+        snprintf(line, sizeof line, "%s,%d,forward,3,%s,0,,,,,,", name, r, forward);
         expect_line("phases.csv", out, line);
     }
     /* one bucket, 3 steps x 2 ranks */

@@ -150,6 +150,8 @@ static void advice_run_fill(const struct runset *rs, const struct run_stat *st,
     int64_t most = 0;
     for (size_t c = 0; c < st[i].ncolls; c++) {
         const struct coll_stat *cs = &st[i].colls[c];
+        if (cs->grad)
+            continue; /* the gradient buckets: grad_exposed's and the stragglers' */
         for (int q = 0; q < ADVICE_NKINDS; q++)
             if (cs->collective && strcmp(cs->collective, advice_kinds[q]) == 0)
                 a->kind_ms[q] += (double)cs->transfer_ns * per_step;

@@ -82,9 +82,11 @@ struct step_list {
 /* One call of a collective other than the gradient buckets (SyncBatchNorm's, a buffer
  * broadcast, a barrier) inside a step, for run_stat.colls. */
 struct coll_entry {
-    int64_t key; /* dense phase * 2^48 + the call's index in its step on its rank * 2^32 +
-                    step: the sort key, grouping each call's rows over the ranks */
+    int64_t key; /* dense phase * 2^48 + the call's index in its step on its rank (the
+                    gradient buckets': the bucket) * 2^32 + step: the sort key, grouping
+                    each call's rows over the ranks */
     int64_t dur_ns;
+    int32_t rk; /* the rank's index in run.ranks */
 };
 
 struct coll_list {
@@ -950,21 +952,21 @@ static int analysis_rank_buckets(const struct analysis_ctx *c, const struct rank
 /* One selected row of a collective phase, for numbering a rank's calls in each step. */
 struct coll_call {
     int64_t start_ns, dur_ns;
-    int32_t step;
+    int32_t step, bucket;
 };
 
-/* Step 4b, run_stat.colls: one entry per row inside a step of each collective phase other
- * than the gradient buckets, keyed by its index among this rank's calls of that phase in
- * that step (in start order): ranks issue collectives in the same order, so the k-th call of
- * step s is the same collective on every rank. */
+/* Step 4b, run_stat.colls: one entry per row inside a step of each collective phase, keyed
+ * by its index among this rank's calls of that phase in that step (in start order): ranks
+ * issue collectives in the same order, so the k-th call of step s is the same collective on
+ * every rank.  The gradient buckets' `allreduce` rows are keyed by their bucket instead (as
+ * buckets.csv groups them; rows without a bucket are left out). */
 static int analysis_rank_colls(const struct analysis_ctx *c, const struct rank_sel *sel,
-                               struct coll_list *colls)
+                               int rk, struct coll_list *colls)
 {
     int rc = 0;
     for (int ph = 0; ph < TRACE_PHASE_COUNT && rc == 0; ph++) {
-        const int p = c->known[ph];
-        if (!trace_phase_collective(ph) || ph == TRACE_PHASE_ALLREDUCE || p < 0 ||
-            p >= (1 << 14))
+        const int p = c->known[ph], grad = ph == TRACE_PHASE_ALLREDUCE;
+        if (!trace_phase_collective(ph) || p < 0 || p >= (1 << 14))
             continue;
         const size_t m = sel->first[p + 1] - sel->first[p];
         struct coll_call *v = malloc((m + 1) * sizeof *v);
@@ -976,24 +978,32 @@ static int analysis_rank_colls(const struct analysis_ctx *c, const struct rank_s
             const struct run_row *row = &sel->t->rows[sel->idx[i]];
             if (row->step < 1)
                 continue; /* outside steps: eval's reduce, the setup's broadcast */
-            v[n++] = (struct coll_call){row->start_ns, row->end_ns - row->start_ns, row->step};
+            if (grad && (row->bucket < 0 || row->bucket >= UINT16_MAX))
+                continue;
+            v[n++] = (struct coll_call){row->start_ns, row->end_ns - row->start_ns, row->step,
+                                        row->bucket};
             if (row->step > maxstep)
                 maxstep = row->step;
         }
-        uint16_t *calls = n ? calloc((size_t)maxstep + 1, sizeof *calls) : NULL;
-        if (n && (!calls || sort_by_i64(v, n, sizeof *v, offsetof(struct coll_call, start_ns)) < 0))
+        uint16_t *calls = n && !grad ? calloc((size_t)maxstep + 1, sizeof *calls) : NULL;
+        if (n && !grad &&
+            (!calls || sort_by_i64(v, n, sizeof *v, offsetof(struct coll_call, start_ns)) < 0))
             rc = calls ? error_wrap("%s", sel->t->path) : analysis_oom(sel->t);
         for (size_t i = 0; i < n && rc == 0; i++) {
-            const uint16_t k = calls[v[i].step];
-            if (k == UINT16_MAX)
-                continue; /* 65535 calls of one phase in one step: the rest are not matched */
-            calls[v[i].step]++;
+            uint16_t k = (uint16_t)v[i].bucket;
+            if (!grad) {
+                k = calls[v[i].step];
+                if (k == UINT16_MAX)
+                    continue; /* 65535 calls of one phase in one step: the rest are not matched */
+                calls[v[i].step]++;
+            }
             if (VEC_RESERVE(colls->v, colls->cap, colls->n + 1)) {
                 rc = analysis_oom(sel->t);
                 break;
             }
             colls->v[colls->n++] = (struct coll_entry){
-                (int64_t)p << 48 | (int64_t)k << 32 | (int64_t)(uint32_t)v[i].step, v[i].dur_ns};
+                (int64_t)p << 48 | (int64_t)k << 32 | (int64_t)(uint32_t)v[i].step, v[i].dur_ns,
+                rk};
         }
         free(calls);
         free(v);
@@ -1241,7 +1251,7 @@ static void analysis_skip_warmup(const struct analysis_ctx *c, struct rank_sel *
 
 /* Per phase statistics, overlap figures, bucket rows, step marks and kernel figures of one
  * rank. */
-static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t,
+static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t, int rk,
                          struct rank_stat *out, struct bucket_list *buckets,
                          struct step_list *steps, struct coll_list *colls)
 {
@@ -1266,7 +1276,7 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
     if (rc == 0)
         rc = analysis_rank_buckets(c, &sel, buckets);
     if (rc == 0)
-        rc = analysis_rank_colls(c, &sel, colls);
+        rc = analysis_rank_colls(c, &sel, rk, colls);
     if (rc == 0)
         rc = analysis_rank_steps(c, &sel, steps);
     if (rc == 0)
@@ -1380,11 +1390,42 @@ static int analysis_buckets(struct run_stat *st, struct bucket_list *g)
     return 0;
 }
 
-/* run_stat.colls from every rank's calls: per phase, each call's shortest duration over
- * the ranks is its transfer, the rest of each row its wait for the last rank to arrive. */
+/* The phase_stat of label id phase on rank stat r, or NULL. */
+static struct phase_stat *analysis_rank_phase(struct rank_stat *r, uint32_t phase)
+{
+    for (int p = 0; p < r->nphases; p++)
+        if (r->phases[p].phase == phase)
+            return &r->phases[p];
+    return NULL;
+}
+
+/* The step_stat of step number step, or -1 (steps with fewer than 2 ranks have none). */
+static long analysis_step_index(const struct run_stat *st, int step)
+{
+    size_t lo = 0, hi = st->nsteps;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (st->steps[mid].step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < st->nsteps && st->steps[lo].step == step ? (long)lo : -1;
+}
+
+/* run_stat.colls from every rank's calls e[0..n), per phase (report/FORMULAS.md
+ * "phases.csv"): each call's shortest duration over the ranks is its transfer, the rest of
+ * each row its wait for the last rank to arrive -- the rank with that shortest duration
+ * (the lowest rank index on a tie), counted where the call has a wait.  Sets every rank's
+ * phase_stat transfer_ns, wait_ns, late_rank and late_share (runs with >= 2 ranks), and,
+ * for the collectives outside the gradient buckets, each step_stat's coll_wait_ns and
+ * coll_late_rank (analysis_steps first). */
 static int analysis_colls(const struct analysis_ctx *c, struct run_stat *st, struct coll_list *g)
 {
     struct coll_entry *e = g->v;
+    const int nr = st->nranks;
+    for (size_t i = 0; i < st->nsteps; i++)
+        st->steps[i].coll_late_rank = -1;
     if (g->n == 0)
         return 0;
     if (sort_by_i64(e, g->n, sizeof *e, offsetof(struct coll_entry, key)) < 0)
@@ -1392,32 +1433,88 @@ static int analysis_colls(const struct analysis_ctx *c, struct run_stat *st, str
     size_t np = 0;
     for (size_t i = 0; i < g->n; i++)
         np += i == 0 || e[i].key >> 48 != e[i - 1].key >> 48;
-    if (!(st->colls = calloc(np + 1, sizeof *st->colls)))
+    struct phase_stat **ps = calloc((size_t)nr + 1, sizeof *ps);
+    size_t *late = calloc((size_t)nr + 1, sizeof *late);
+    int64_t *sw = calloc(st->nsteps * (size_t)nr + 1, sizeof *sw); /* step x late rank */
+    st->colls = calloc(np + 1, sizeof *st->colls);
+    if (!ps || !late || !sw || !st->colls) {
+        free(ps);
+        free(late);
+        free(sw);
         return error_set("%s: out of memory for %zu collectives", st->run->dir, np);
-    for (size_t i = 0; i < g->n;) {
-        const int dense = (int)(e[i].key >> 48);
-        if (i == 0 || dense != (int)(e[i - 1].key >> 48)) {
-            struct coll_stat *cs = &st->colls[st->ncolls++];
-            cs->phase = c->dense_label[dense];
-            for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
-                if (c->known[ph] == dense)
-                    cs->collective = trace_phase_collective(ph);
-        }
-        struct coll_stat *cs = &st->colls[st->ncolls - 1];
-        size_t j = i;
-        int64_t transfer = e[i].dur_ns, sum = 0;
-        for (; j < g->n && e[j].key == e[i].key; j++) {
-            sum += e[j].dur_ns;
-            if (e[j].dur_ns < transfer)
-                transfer = e[j].dur_ns;
-        }
-        cs->calls++;
-        cs->rows += j - i;
-        cs->total_ns += sum;
-        cs->transfer_ns += transfer;
-        cs->wait_ns += sum - (int64_t)(j - i) * transfer;
-        i = j;
     }
+    for (size_t i = 0; i < g->n;) { /* one phase: e[i..end) */
+        const int dense = (int)(e[i].key >> 48);
+        size_t end = i;
+        while (end < g->n && (int)(e[end].key >> 48) == dense)
+            end++;
+        struct coll_stat *cs = &st->colls[st->ncolls++];
+        cs->phase = c->dense_label[dense];
+        for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+            if (c->known[ph] == dense) {
+                cs->collective = trace_phase_collective(ph);
+                cs->grad = ph == TRACE_PHASE_ALLREDUCE;
+            }
+        memset(late, 0, (size_t)nr * sizeof *late);
+        for (int k = 0; k < nr; k++)
+            ps[k] = nr >= 2 ? analysis_rank_phase(&st->ranks[k], cs->phase) : NULL;
+        while (i < end) { /* one call: e[i..j) */
+            size_t j = i, last = i;
+            int64_t sum = 0;
+            for (; j < end && e[j].key == e[i].key; j++) {
+                sum += e[j].dur_ns;
+                if (e[j].dur_ns < e[last].dur_ns ||
+                    (e[j].dur_ns == e[last].dur_ns && e[j].rk < e[last].rk))
+                    last = j;
+            }
+            const int64_t transfer = e[last].dur_ns, wait = sum - (int64_t)(j - i) * transfer;
+            cs->calls++;
+            cs->rows += j - i;
+            cs->total_ns += sum;
+            cs->transfer_ns += transfer;
+            cs->wait_ns += wait;
+            for (size_t q = i; q < j; q++)
+                if (ps[e[q].rk]) {
+                    ps[e[q].rk]->has_xfer = 1;
+                    ps[e[q].rk]->transfer_ns += transfer;
+                    ps[e[q].rk]->wait_ns += e[q].dur_ns - transfer;
+                }
+            if (j - i >= 2) {
+                cs->multi++;
+                if (wait > 0) {
+                    late[e[last].rk]++;
+                    const long s = cs->grad ? -1 : analysis_step_index(st, (int)(uint32_t)e[i].key);
+                    if (s >= 0)
+                        sw[(size_t)s * (size_t)nr + (size_t)e[last].rk] += wait;
+                }
+            }
+            i = j;
+        }
+        int top = -1;
+        for (int k = 0; k < nr; k++)
+            if (late[k] > 0 && (top < 0 || late[k] > late[top]))
+                top = k;
+        cs->late_rank = top >= 0 ? st->ranks[top].rank : -1;
+        cs->late_calls = top >= 0 ? late[top] : 0;
+        for (int k = 0; k < nr; k++)
+            if (ps[k]) {
+                ps[k]->late_rank = cs->late_rank;
+                ps[k]->late_share = cs->multi ? (double)cs->late_calls / (double)cs->multi : 0.0;
+            }
+    }
+    for (size_t s = 0; s < st->nsteps; s++) {
+        const int64_t *w = &sw[s * (size_t)nr];
+        int top = -1;
+        for (int k = 0; k < nr; k++) {
+            st->steps[s].coll_wait_ns += w[k];
+            if (w[k] > 0 && (top < 0 || w[k] > w[top]))
+                top = k;
+        }
+        st->steps[s].coll_late_rank = top >= 0 ? st->ranks[top].rank : -1;
+    }
+    free(ps);
+    free(late);
+    free(sw);
     return 0;
 }
 
@@ -1636,14 +1733,14 @@ struct run_stat *analysis_run_warmup(const struct runset *rs, int warmup_steps)
         struct step_list steps = {0};
         struct coll_list colls = {0};
         for (int k = 0; k < r->nranks && rc == 0; k++)
-            rc = analysis_rank(&c, &r->ranks[k], &s->ranks[k], &buckets, &steps, &colls);
+            rc = analysis_rank(&c, &r->ranks[k], k, &s->ranks[k], &buckets, &steps, &colls);
         if (rc == 0)
             rc = analysis_buckets(s, &buckets);
         if (rc == 0)
+            rc = analysis_steps(s, &steps);
+        if (rc == 0)
             rc = analysis_colls(&c, s, &colls);
         free(colls.v);
-        if (rc == 0)
-            rc = analysis_steps(s, &steps);
         free(buckets.v);
         free(steps.v);
         analysis_throughput(s);

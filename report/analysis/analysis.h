@@ -27,6 +27,15 @@ struct phase_stat {
     const char *collective; /* the collective kind of a communication phase
                                (trace_phase_collective), else NULL */
     int64_t bytes;          /* total payload of its rows; -1: some row's is unknown */
+    /* a collective phase of a run with >= 2 ranks (phases.csv transfer_ms, wait_ms,
+     * late_rank, late_share_pct; analysis_colls): over this rank's calls in the steps after
+     * the warm-up, the sum of each call's transfer (its least time over the ranks) and of
+     * this rank's time in it less that (its wait for the last rank to arrive); and, for the
+     * phase over all ranks, the rank that arrived last in most calls and in what share */
+    int has_xfer;
+    int64_t transfer_ns, wait_ns;
+    int late_rank;     /* rank id; -1: no call had a rank arrive last (no call waited) */
+    double late_share; /* its late calls / the calls seen on >= 2 ranks */
 };
 
 struct rank_stat {
@@ -60,9 +69,9 @@ struct bucket_stat {
     int64_t skew_ns;     /* sum over them of the latest start - the earliest start */
 };
 
-/* A collective other than the gradient buckets, inside the steps after the warm-up: the
- * k-th call of its phase in step s on every rank is one call (report/FORMULAS.md
- * "Advice", the blocking rule). */
+/* A collective phase inside the steps after the warm-up: the k-th call of its phase in step
+ * s on every rank is one call, for the gradient buckets' `allreduce` bucket k of step s
+ * (report/FORMULAS.md "phases.csv", transfer and wait; "Advice", the blocking rule). */
 struct coll_stat {
     uint32_t phase;         /* id in runset.labels: comm.allreduce, comm.allgather, barrier, ... */
     const char *collective; /* its kind (trace_phase_collective): "allreduce", ... */
@@ -73,6 +82,12 @@ struct coll_stat {
                                collective's own time (the last rank to arrive waits least) */
     int64_t wait_ns;        /* sum over rows of duration - that call's transfer: the ranks'
                                wait in it for the last to arrive */
+    int grad;               /* 1: the gradient buckets' `allreduce` phase (a call is one
+                               bucket in one step); advice's blocking rule leaves it out */
+    size_t multi;           /* calls seen on >= 2 ranks */
+    int late_rank;          /* rank id arriving last (least time) in most calls with a wait;
+                               -1: none */
+    size_t late_calls;      /* ... in how many */
 };
 
 struct step_stat {
@@ -80,6 +95,11 @@ struct step_stat {
     int ranks;        /* ranks with this step's step and backward ranges */
     int slowest_rank; /* the latest end of backward */
     int64_t max_compute_ns, min_compute_ns, skew_ns, wait_ns;
+    /* the collectives outside the gradient buckets in this step (run_stat.colls' calls):
+     * the ranks' wait in them for the last to arrive, and the rank (id) the most of it was
+     * for -- in each call the rank with the least time; -1: no wait */
+    int64_t coll_wait_ns;
+    int coll_late_rank;
 };
 
 /* ---- warm-up (report/FORMULAS.md "Warm-up steps") ----
@@ -123,8 +143,8 @@ struct run_stat {
     size_t nbuckets;
     struct step_stat *steps; /* ascending step */
     size_t nsteps;
-    struct coll_stat *colls; /* the collectives other than the gradient buckets, in steps
-                                (phase order) */
+    struct coll_stat *colls; /* the collectives in steps, per phase (phase order): the
+                                gradient buckets' (grad = 1) and every other */
     size_t ncolls;
     int rep_steps[2]; /* the drawn steps (report.html): the median and the slowest step of
                          the lowest rank with step ranges */

@@ -93,8 +93,10 @@ void notes_warmup_spread(const struct runset *rs, const struct run_stat *st,
  * speedup that compares such a run, an efficiency above 1. */
 /* Step times in two groups (modes.h; FORMULAS.md "Two groups of step times"): the lowest
  * rank with enough steady steps; with 2 ranks or more, whether the slow steps are waits for
- * one rank (stragglers.csv: steps whose ranks waited at least half the groups' difference
- * for the slowest one's gradients, per waiting rank) and which rank that was most often. */
+ * one rank -- steps whose ranks waited at least half the groups' difference per waiting
+ * rank, for the slowest one's gradients (stragglers.csv wait_ms) plus in the collectives
+ * outside the gradient buckets for the last to arrive (step_stat.coll_wait_ns) -- and which
+ * rank that was most often (each step's: the one of the larger of the two waits). */
 static void notes_modes(const struct run *r, const struct run_stat *s, struct note_lines *t)
 {
     const struct rank_stat *rk = NULL;
@@ -104,32 +106,39 @@ static void notes_modes(const struct run *r, const struct run_stat *s, struct no
     struct step_modes m;
     if (!rk || modes_split(rk->step_ns, rk->nsteps, &m) != 0 || !m.two)
         return;
-    char why[320] = "";
+    char why[400] = "";
     if (r->world_size >= 2 && s->nsteps > 0) {
         const double half_ns = 0.5 * (m.slow_ms - m.fast_ms) * 1e6;
-        size_t waits = 0;
+        size_t waits = 0, in_colls = 0;
         int count[64] = {0}, top = -1;
         for (size_t i = 0; i < s->nsteps; i++) {
             const struct step_stat *x = &s->steps[i];
-            if (x->ranks < 2 || (double)x->wait_ns < half_ns * (x->ranks - 1))
+            if (x->ranks < 2 || (double)(x->wait_ns + x->coll_wait_ns) < half_ns * (x->ranks - 1))
                 continue;
             waits++;
-            if (x->slowest_rank < 0 || x->slowest_rank >= 64)
+            const int colls = x->coll_wait_ns > x->wait_ns;
+            const int who = colls ? x->coll_late_rank : x->slowest_rank;
+            if (who < 0 || who >= 64)
                 continue;
-            count[x->slowest_rank]++;
-            if (top < 0 || count[x->slowest_rank] > count[top])
-                top = x->slowest_rank;
+            in_colls += colls;
+            count[who]++;
+            if (top < 0 || count[who] > count[top])
+                top = who;
         }
+        const char *where = in_colls * 2 > waits
+                                ? " to arrive in the collectives (phases.csv wait_ms, late_rank)"
+                                : "'s gradients (stragglers.csv)";
         if (waits * 2 >= m.n_slow && top >= 0)
             snprintf(why, sizeof why, "; in %zu steps the other ranks waited that long for one "
-                                      "rank's gradients, rank %d's in %.0f %% of them "
-                                      "(stragglers.csv): a rank that lost its core, not the "
-                                      "network -- advice on collectives uses transfer times",
-                     waits, top, 100.0 * count[top] / (double)waits);
+                                      "rank%s, rank %d's in %.0f %% of them: a rank that lost "
+                                      "its core, not the network -- advice on collectives uses "
+                                      "transfer times",
+                     waits, where, top, 100.0 * count[top] / (double)waits);
         else
             snprintf(why, sizeof why, "; the slow steps are not waits for one rank (%zu of "
-                                      "them, stragglers.csv): every rank slowed together -- "
-                                      "load on the machine, or periodic work",
+                                      "them, stragglers.csv and the collectives' waits): every "
+                                      "rank slowed together -- load on the machine, or periodic "
+                                      "work",
                      waits);
     }
     notes_add(t, "run %s: its step times fall in two groups (rank %d's %zu steps after the "

@@ -15,8 +15,8 @@
  * last in the per-rank tables, and only when a run names its ranks' hosts (meta.csv
  * host.rankN, which DDP runs write): the tables of runs that do not keep their columns. */
 enum phases_col { PH_RUN, PH_RANK, PH_PHASE, PH_COUNT, PH_TOTAL, PH_MEAN, PH_P50, PH_P95,
-                  PH_MAX, PH_PCT_OF_STEP, PH_WARMUP, PH_COLLECTIVE, PH_BYTES, PH_HOST,
-                  PH_NCOLS };
+                  PH_MAX, PH_PCT_OF_STEP, PH_WARMUP, PH_COLLECTIVE, PH_BYTES, PH_TRANSFER,
+                  PH_WAIT, PH_LATE_RANK, PH_LATE_SHARE, PH_HOST, PH_NCOLS };
 static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_RUN] = {"run", "run", "", 1},
     [PH_RANK] = {"rank", "rank", "", 0},
@@ -31,6 +31,10 @@ static const struct table_col phases_cols[PH_NCOLS] = {
     [PH_WARMUP] = {"warmup_steps", "warm-up", "steps", 0},
     [PH_COLLECTIVE] = {"collective", "collective", "", 1},
     [PH_BYTES] = {"bytes", "bytes", "B", 0},
+    [PH_TRANSFER] = {"transfer_ms", "transfer", "ms", 0},
+    [PH_WAIT] = {"wait_ms", "wait", "ms", 0},
+    [PH_LATE_RANK] = {"late_rank", "late", "rank", 0},
+    [PH_LATE_SHARE] = {"late_share_pct", "late in", "%", 0},
     [PH_HOST] = {"host", "host", "", 1}};
 
 enum buckets_col { BU_RUN, BU_WORLD_SIZE, BU_BUCKET, BU_PARAMS, BU_BYTES, BU_COUNT, BU_MEAN,
@@ -182,6 +186,14 @@ static void fill_phases(const struct runset *rs, const struct run_stat *st, stru
                     table_set(t, PH_COLLECTIVE, "%s", ps->collective);
                 if (ps->collective && ps->bytes >= 0)
                     table_set(t, PH_BYTES, "%lld", (long long)ps->bytes);
+                if (ps->has_xfer) { /* a collective of a run with >= 2 ranks */
+                    table_set(t, PH_TRANSFER, "%.3f", ms(ps->transfer_ns));
+                    table_set(t, PH_WAIT, "%.3f", ms(ps->wait_ns));
+                    if (ps->late_rank >= 0) {
+                        table_set(t, PH_LATE_RANK, "%d", ps->late_rank);
+                        table_set(t, PH_LATE_SHARE, "%.2f", 100.0 * ps->late_share);
+                    }
+                }
                 const char *host = run_rank_host(&rs->runs[i], r->rank);
                 if (host && t->ncols > PH_HOST)
                     table_set(t, PH_HOST, "%s", host);

@@ -27,6 +27,8 @@ struct predict_opts {
     int ncap, nbw, nlat;
     int amps[PREDICT_MAX_LIST]; /* indices into predict_amps */
     int namp;
+    int sbns[PREDICT_MAX_LIST]; /* indices into predict_onoff */
+    int nsbn;
     int warmup_given, warmup_steps;
     const char *comm_from; /* --comm-from: the run whose calibrated comm to use */
     int help;
@@ -35,6 +37,8 @@ struct predict_opts {
 /* --amp's choices, each value its index here */
 static const struct opt_choice predict_amps[] = {
     {"fp16", 0}, {"bf16", 1}, {"off", 2}, {NULL, 0}};
+/* --sync-bn's */
+static const struct opt_choice predict_onoff[] = {{"on", 0}, {"off", 1}, {NULL, 0}};
 
 #define FIELD(f) OPT_FIELD(struct predict_opts, f)
 #define LIST(f, n) OPT_LIST_FIELD(struct predict_opts, f, n)
@@ -60,6 +64,10 @@ static const struct opt predict_options[] = {
      .group = G_WHATIF, .dflt = "the run's own",
      .help = "precision of conv and linear layers (the other precision's per-layer times "
              "come from the main job's other run)"},
+    {"--sync-bn", NULL, OPT_LIST, 0, LIST(sbns, nsbn), .item = OPT_ENUM,
+     .choices = predict_onoff, .group = G_WHATIF, .dflt = "the run's own",
+     .help = "SyncBatchNorm (off: its collectives' transfer leaves the step, the rank wait "
+             "they absorbed moves into the gradient all-reduce; on only for a run with it)"},
     {"--comm-from", NULL, OPT_STRING, 0, FIELD(comm_from), .metavar = "RUN_DIR",
      .group = G_PREDICT,
      .help = "the comm's latency and bandwidth fitted to that DDP run's all-reduces (a "
@@ -257,7 +265,9 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
 {
     const struct predict_opts *o = &p->o;
     const int nw = o->nworld ? o->nworld : 1, nc = o->ncap ? o->ncap : 1,
-              nbw = o->nbw ? o->nbw : 1, nl = o->nlat ? o->nlat : 1, na = o->namp ? o->namp : 1;
+              nbw = o->nbw ? o->nbw : 1, nl = o->nlat ? o->nlat : 1, na = o->namp ? o->namp : 1,
+              ns = o->nsbn ? o->nsbn : 1;
+    int noted_sbn = 0;
     const struct predict_comm *cal = &p->cal;
     const struct predict_config own = {.world = s->world, .bucket_cap_mb = s->cap_mb,
                                        .comm = *cal};
@@ -276,6 +286,23 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
         int own_m;
         if ((rc = cli_amp_model(p, s, amp, &m, &own_m)))
             break;
+        for (int is = 0; is < ns && rc == 0; is++) {
+        const char *sbn = o->nsbn ? predict_onoff[o->sbns[is]].name
+                                  : s->run->meta.sync_bn.s ? (s->sync_bn ? "on" : "off") : NULL;
+        struct predict_model mm = m;
+        if (sbn && strcmp(sbn, "off") == 0 && s->sync_bn) {
+            predict_model_sync_bn_off(&m, &s->sbn, &mm);
+            if (s->sbn.steps == 0 && !noted_sbn && p->nnotes < PREDICT_NOTES) {
+                noted_sbn = 1;
+                snprintf(p->notes[p->nnotes++], sizeof p->notes[0],
+                         "sync_bn off: no SyncBatchNorm collectives found inside forward or "
+                         "backward on every rank: the step is predicted unchanged");
+            }
+        } else if (sbn && strcmp(sbn, "on") == 0 && !s->sync_bn) {
+            rc = error_set("predict: --sync-bn on: run %s has no SyncBatchNorm to measure "
+                           "its collectives from (predict from a run with it)", s->run->dir);
+            break;
+        }
         for (int iw = 0; iw < nw && rc == 0; iw++)
             for (int ic = 0; ic < nc && rc == 0; ic++)
                 for (int ib = 0; ib < nbw && rc == 0; ib++)
@@ -291,12 +318,13 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
                                      .busy_ms = cal->busy_ms,
                                      .grad_progress = cal->grad_progress}};
                         struct predict_out pr;
-                        if ((rc = predict_one(s, &m, &own, &own_out, &c, &pr)))
+                        if ((rc = predict_one(s, &mm, &own, &own_out, &c, &pr)))
                             break;
-                        predict_table_row(&p->t, &c, asked_bw, amp, &pr,
+                        predict_table_row(&p->t, &c, asked_bw, amp, sbn, &pr,
                                           predict_speedup_of(&p->g, c.world, s->batch, pr.step_ms),
                                           s->step_ms);
                     }
+        }
         if (own_m)
             free(m.layers);
     }

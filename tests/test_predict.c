@@ -117,7 +117,7 @@ static void test_ring_and_fit(void)
     CHECK(NEAR(predict_ring_ms(&c, 4, 1e6), 1.56), "ring %.12f", predict_ring_ms(&c, 4, 1e6));
     CHECK(predict_ring_ms(&c, 1, 1e6) == 0.0, "one rank: no all-reduce");
     /* a comm made of the ring at 2 ranks, 25 µs, 3 Gbit/s, is found again */
-    struct predict_comm made = {.latency_us = 25.0, .bandwidth_gbps = 3.0}, got;
+    struct predict_comm made = {.latency_us = 25.0, .bandwidth_gbps = 3.0}, got = {0};
     double bytes[5] = {4096, 65536, 262144, 1048576, 4194304}, ms[5];
     for (int i = 0; i < 5; i++)
         ms[i] = predict_ring_ms(&made, 2, bytes[i]);
@@ -365,6 +365,97 @@ static void test_interval_one(void)
           o.step_ms);
 }
 
+/* The rank-arrival wait the calibration run measured (stragglers.csv: the slowest rank's
+ * gradients ready 2 ms after the mean rank's, the median step) is a term of the step:
+ * test_one_bucket_no_overlap's model (compute 5.75 ms, one 1 ms all-reduce at 2 ranks after
+ * backward) replays to 5.75 + 1 + 2 = 8.75 ms.  Measured at 10 ms (the wait inside), the
+ * run's own configuration predicts 10 (the wait once, not 12); at 1 rank no all-reduce and
+ * no wait: 10 + 5.75 - 8.75 = 7 (the straggler term of compute samples alone, none here,
+ * would give 9); at 4 ranks, per-rank compute samples -0.5 and +0.5 (E[max] - mean 0.25 at
+ * 2, 0.4375 at 4: ratio 1.75) make the wait 3.5 and the ring 1.5 ms: 10 + 10.75 - 8.75 =
+ * 12. */
+static void test_measured_wait(void)
+{
+    struct predict_layer layers[1] = {{"fc", 2.0, 3.0}};
+    struct predict_param params[1] = {{1000000, 0}};
+    double samples[2] = {-0.5, 0.5};
+    struct predict_source s = {.world = 2, .step_ms = 10.0};
+    s.m = (struct predict_model){.layers = layers, .nlayers = 1, .params = params, .nparams = 1,
+                                 .data_ms = 0.5, .forward_ms = 2.0, .backward_ms = 3.0,
+                                 .optimizer_ms = 0.25, .wait_ms = 2.0, .wait_world = 2};
+    struct predict_config own = {.world = 2, .bucket_cap_mb = 25, .comm = link8}, c = own;
+    struct predict_out own_out, o;
+    CHECK(predict_replay(&s.m, &own, &own_out) == 0, "replay: %s", error_get());
+    CHECK(NEAR(own_out.step_ms, 8.75) && NEAR(own_out.straggler_ms, 2.0),
+          "replay at 2 ranks: step %.12f, wait %.12f, want 8.75 and 2", own_out.step_ms,
+          own_out.straggler_ms);
+    CHECK(predict_one(&s, &s.m, &own, &own_out, &c, &o) == 0 && NEAR(o.step_ms, 10.0),
+          "own configuration: %.12f, want the measured 10 (the wait once)", o.step_ms);
+    c.world = 1;
+    CHECK(predict_one(&s, &s.m, &own, &own_out, &c, &o) == 0 && NEAR(o.step_ms, 7.0) &&
+              o.straggler_ms == 0.0,
+          "1 rank: step %.12f wait %.12f, want 7 and 0", o.step_ms, o.straggler_ms);
+    s.m.compute_ms = samples;
+    s.m.ncompute = 2;
+    CHECK(predict_replay(&s.m, &own, &own_out) == 0 && NEAR(own_out.step_ms, 8.75),
+          "replay with samples: %.12f, want 8.75 (the measured wait at its world)",
+          own_out.step_ms);
+    c.world = 4;
+    CHECK(predict_one(&s, &s.m, &own, &own_out, &c, &o) == 0 && NEAR(o.straggler_ms, 3.5) &&
+              NEAR(o.step_ms, 12.0),
+          "4 ranks: wait %.12f step %.12f, want 3.5 and 12", o.straggler_ms, o.step_ms);
+    /* no wait measured (a 1-rank run): the model's own E[max] - mean, 0.25 at 2 ranks */
+    s.m.wait_world = 0;
+    double w;
+    CHECK(predict_straggler_of(&s.m, 2, &w) == 0 && NEAR(w, 0.25), "unmeasured: %.12f", w);
+}
+
+/* SyncBatchNorm off.  2 ranks; SyncBatchNorm's all-reduce in backward moves its data in
+ * 1 ms (the least time of the two ranks) and one rank waits 5 ms in it for the other, a
+ * step: the mean rank's wait 2.5 ms.  The model's backward, 6.5 ms, holds both (the fc
+ * layer's own 3 ms, the rest 3.5 first); the wait at the end of backward is 0.2 ms.  Run's
+ * own: 0.5 + 2 + 6.5 + 0.25 compute, 1 ms all-reduce after backward, 0.2 wait = 10.45,
+ * measured 20.  Off: backward 3, the 2.5 ms lateness now reaches the gradient all-reduce
+ * (wait 2.7): 5.75 + 1 + 2.7 = 9.45, so 19: the saving is the 1 ms transfer, not the 5 ms
+ * (or 2.5) of waiting. */
+static void test_sync_bn_off(void)
+{
+    struct predict_layer layers[1] = {{"fc", 2.0, 3.0}};
+    struct predict_param params[1] = {{1000000, 0}};
+    size_t held[2] = {4, 4096}; /* the loss's, then SyncBatchNorm's */
+    struct predict_source s = {.world = 2, .step_ms = 20.0, .sync_bn = 1};
+    s.m = (struct predict_model){.layers = layers, .nlayers = 1, .params = params, .nparams = 1,
+                                 .data_ms = 0.5, .forward_ms = 2.0, .backward_ms = 6.5,
+                                 .optimizer_ms = 0.25, .held_bytes = held, .nheld = 2,
+                                 .held_world = 2, .nheld_sync_bn = 1, .wait_ms = 0.2,
+                                 .wait_world = 2};
+    s.sbn = (struct predict_sync_bn){.steps = 10, .calls = 1, .bwd_xfer_ms = 1.0,
+                                     .bwd_wait_ms = 2.5};
+    struct predict_model off;
+    predict_model_sync_bn_off(&s.m, &s.sbn, &off);
+    CHECK(NEAR(off.backward_ms, 3.0) && NEAR(off.forward_ms, 2.0) && off.nheld == 1 &&
+              off.held_bytes[0] == 4 && NEAR(off.wait_ms, 2.7),
+          "off model: backward %.12f forward %.12f held %d wait %.12f", off.backward_ms,
+          off.forward_ms, off.nheld, off.wait_ms);
+    struct predict_config own = {.world = 2, .bucket_cap_mb = 25, .comm = link8}, c = own;
+    struct predict_out own_out, o;
+    CHECK(predict_replay(&s.m, &own, &own_out) == 0 && NEAR(own_out.step_ms, 10.45),
+          "own replay %.12f, want 10.45", own_out.step_ms);
+    CHECK(predict_one(&s, &off, &own, &own_out, &c, &o) == 0 && NEAR(o.step_ms, 19.0),
+          "SyncBatchNorm off: %.12f, want 19 (the transfer's 1 ms saved, not the wait)",
+          o.step_ms);
+    /* at 1 rank there is neither, nor the loss's all-reduce (4 bytes: 4e-6 ms at 2 ranks):
+     * 20 + 5.75 - 10.45 - 0.000004 */
+    c.world = 1;
+    CHECK(predict_one(&s, &off, &own, &own_out, &c, &o) == 0 && NEAR(o.step_ms, 15.299996),
+          "off at 1 rank: %.12f, want 15.299996", o.step_ms);
+    /* nothing measured: the model unchanged */
+    struct predict_sync_bn none = {0};
+    predict_model_sync_bn_off(&s.m, &none, &off);
+    CHECK(off.backward_ms == s.m.backward_ms && off.nheld == 2 && off.wait_ms == s.m.wait_ms,
+          "no collectives measured: the model changed");
+}
+
 int main(void)
 {
     test_one_bucket_no_overlap();
@@ -378,5 +469,7 @@ int main(void)
     test_bad_config();
     test_interval_combine();
     test_interval_one();
+    test_measured_wait();
+    test_sync_bn_off();
     return test_finish();
 }

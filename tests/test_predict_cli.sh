@@ -148,7 +148,31 @@ badline "not a run directory" "$tmp/alone/baseline" --world 2 --comm-from "$tmp/
 check_eval 'grep -q "what if" "$tmp/rep.out" && grep -q "best bucket cap" "$tmp/rep.out" && grep -q "world 4 (2x)" "$tmp/rep.out" && grep -q "world 8 (4x)" "$tmp/rep.out"' "report: no what-if section: $(grep -i "what if" "$tmp/rep.out")"
 check_eval 'grep -q "what if" "$tmp/rep/report.html"' "report.html has no what-if section"
 
+# the rank-arrival wait and SyncBatchNorm off (report/FORMULAS.md "Predictions", "SyncBatchNorm
+# off") on the cap-25 run (SyncBatchNorm on, the trainer's default): its own configuration
+# is the measured step with the measured wait_ms (the wait once); at 1 rank no wait; off,
+# the step is no longer (the calls' transfer leaves it) and wait_ms no smaller (the wait
+# they absorbed moves into it); the exact figures are test_predict's test_sync_bn_off
+run=$tmp/cap25/ddp
+if [ "$(csv_col "$run/meta.csv" value key=sync_bn)" = 1 ] &&
+    "$bin" predict "$run" --world 1,2 --sync-bn on,off --out "$tmp/ps" >"$tmp/ps.out" 2>&1; then
+  f=$tmp/ps/predict.csv
+  m=$(csv_col "$f" step_ms config=measured); mw=$(csv_col "$f" wait_ms config=measured)
+  on=$(csv_col "$f" step_ms config=predicted world=2 sync_bn=on)
+  onw=$(csv_col "$f" wait_ms config=predicted world=2 sync_bn=on)
+  off=$(csv_col "$f" step_ms config=predicted world=2 sync_bn=off)
+  offw=$(csv_col "$f" wait_ms config=predicted world=2 sync_bn=off)
+  w1=$(csv_col "$f" wait_ms config=predicted world=1 sync_bn=on)
+  check_eval '[ -n "$m" ] && [ "$on" = "$m" ] && [ -n "$mw" ] && [ "$onw" = "$mw" ] && [ -z "$w1" ]' \
+    "sync-bn on: step '$on' wait '$onw' != measured '$m' '$mw', or a wait at 1 rank '$w1'"
+  check_eval 'awk -v on="$on" -v off="$off" -v w="$onw" -v ow="$offw" "BEGIN { exit !(off + 0 > 0 && off <= on + 0.001 && ow >= w - 0.001) }"' \
+    "sync-bn off: step $off (on $on), wait $offw (on $onw)"
+else
+  bad "predict --sync-bn on,off: $(tail -n 2 "$tmp/ps.out" 2>/dev/null)"
+fi
+
 # bad command lines
+badline "--sync-bn" "$run" --sync-bn maybe
 badline "no run directory"
 badline "no such run directory" "$tmp/nowhere"
 badline "not a run directory" "$tmp"

@@ -619,6 +619,213 @@ static int source_steps(const struct runset *rs, struct predict_source *s)
     return 0;
 }
 
+/* One SyncBatchNorm row: its call (step, k-th such row of the rank in the step), rank,
+ * time and whether backward issued it. */
+struct sbn_row {
+    int64_t key; /* ((step * calls) + k) * ranks + rank */
+    int64_t step;
+    int in_bwd;
+    double ms;
+};
+
+/* Is the host row of rank q's step `step` starting at start_ns inside its forward (1) or
+ * backward (2) range?  0: neither. */
+static int sbn_where(const int64_t *fwd, const int64_t *bwd, int64_t step, int64_t start_ns)
+{
+    if (fwd[2 * step] >= 0 && start_ns >= fwd[2 * step] && start_ns <= fwd[2 * step + 1])
+        return 1;
+    if (bwd[2 * step] >= 0 && start_ns >= bwd[2 * step] && start_ns <= bwd[2 * step + 1])
+        return 2;
+    return 0;
+}
+
+/* SyncBatchNorm's collectives (meta.csv sync_bn 1, 2 ranks or more): the training
+ * thread's comm.* rows (the calibration's aside) that start inside the same rank's forward
+ * or backward of a counted step -- SyncBatchNorm's all-gathers and all-reduces; the loss's
+ * and AMP's all-reduces are in the optimizer -- grouped into calls (the k-th such row of
+ * each rank in a step), into s->sbn (predict.h).  The held collectives of s->m are
+ * reordered so that SyncBatchNorm's come last (s->m.nheld_sync_bn of them). */
+static int source_sync_bn(const struct runset *rs, struct predict_source *s)
+{
+    const struct run *r = s->run;
+    const uint32_t range = strpool_find(&rs->labels, "range");
+    const uint32_t fwd = strpool_find(&rs->labels, "forward");
+    const uint32_t bwd = strpool_find(&rs->labels, "backward");
+    const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
+    if (!s->sync_bn || s->world < 2 || r->nranks < 2 || range == STRPOOL_NONE ||
+        fwd == STRPOOL_NONE || bwd == STRPOOL_NONE)
+        return 0;
+    int64_t maxstep = 0;
+    for (int q = 0; q < r->nranks; q++)
+        if (r->ranks[q].last_step > maxstep)
+            maxstep = r->ranks[q].last_step;
+    if (maxstep < 1)
+        return 0;
+    const size_t ns = (size_t)maxstep + 1, nr = (size_t)r->nranks;
+    int64_t *fr = malloc(2 * ns * sizeof *fr), *br = malloc(2 * ns * sizeof *br);
+    int *kc = malloc(ns * sizeof *kc);
+    struct sbn_row *v = NULL;
+    size_t nv = 0, cap = 0;
+    int rc = 0, kmax = 0;
+    struct dlist d[4] = {{0}}; /* per step: forward transfer, wait; backward transfer, wait */
+    if (!fr || !br || !kc) {
+        rc = error_set("predict: out of memory");
+        goto done;
+    }
+    for (size_t q = 0; q < nr && rc == 0; q++) {
+        const struct rank_trace *t = &r->ranks[q];
+        for (size_t i = 0; i < 2 * ns; i++)
+            fr[i] = br[i] = -1;
+        memset(kc, 0, ns * sizeof *kc);
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
+                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep) {
+                int64_t *x = row->phase == fwd ? fr : br;
+                x[2 * row->step] = row->start_ns;
+                x[2 * row->step + 1] = row->end_ns;
+            }
+        }
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            const char *ph = strpool_get(&rs->labels, row->phase);
+            if (!row_counts(s->st, row, range) || row->clock != TRACE_CLOCK_HOST ||
+                strncmp(ph, "comm.", 5) != 0 || row->name == calib || row->step > maxstep)
+                continue;
+            const int where = sbn_where(fr, br, row->step, row->start_ns);
+            if (!where)
+                continue;
+            if (VEC_RESERVE(v, cap, nv + 1)) {
+                rc = error_set("predict: out of memory");
+                break;
+            }
+            const int k = kc[row->step]++;
+            if (k + 1 > kmax)
+                kmax = k + 1;
+            /* the key is set below, once the most calls of a step (kmax) is known */
+            v[nv++] = (struct sbn_row){.key = -1 - (int64_t)q, .step = row->step,
+                                       .in_bwd = where == 2,
+                                       .ms = (double)(row->end_ns - row->start_ns) / 1e6};
+        }
+    }
+    if (rc || nv == 0)
+        goto done;
+    { /* keys now that the most calls a step has is known: rows in call order */
+        size_t i = 0;
+        for (size_t q = 0; q < nr; q++) {
+            memset(kc, 0, ns * sizeof *kc);
+            for (; i < nv && v[i].key == -1 - (int64_t)q; i++) {
+                const int k = kc[v[i].step]++;
+                v[i].key = (v[i].step * kmax + k) * (int64_t)nr + (int64_t)q;
+            }
+        }
+    }
+    if (sort_by_i64(v, nv, sizeof *v, offsetof(struct sbn_row, key))) {
+        rc = error_set("predict: out of memory");
+        goto done;
+    }
+    /* per call: every rank's row, transfer = the least, wait = the mean of the rest; per
+     * step: the sums, kept where every call of the step is on every rank */
+    double sum[4] = {0};
+    int64_t step = -1;
+    int whole = 0;
+    size_t calls = 0, step_calls = 0;
+    for (size_t i = 0; i <= nv && rc == 0;) {
+        const int64_t call = i < nv ? v[i].key / (int64_t)nr : -1;
+        const int64_t st = i < nv ? v[i].step : -1;
+        if (st != step) { /* close the step */
+            if (step >= 0 && whole && step_calls > 0) {
+                for (int j = 0; j < 4 && rc == 0; j++)
+                    rc = dlist_add(&d[j], sum[j]);
+                calls = step_calls;
+            }
+            if (i == nv)
+                break;
+            step = st;
+            whole = 1;
+            step_calls = 0;
+            memset(sum, 0, sizeof sum);
+        }
+        size_t j = i, n = 0;
+        double least = INFINITY, total = 0;
+        for (; j < nv && v[j].key / (int64_t)nr == call; j++, n++) {
+            least = v[j].ms < least ? v[j].ms : least;
+            total += v[j].ms;
+        }
+        if (n != nr) {
+            whole = 0;
+        } else {
+            const int b = v[i].in_bwd ? 2 : 0;
+            sum[b] += least;
+            sum[b + 1] += (total - least * (double)n) / (double)n;
+            step_calls++;
+        }
+        i = j;
+    }
+    if (rc == 0 && d[0].n > 0) {
+        s->sbn.steps = d[0].n;
+        s->sbn.calls = calls;
+        s->sbn.fwd_xfer_ms = median(d[0].v, d[0].n);
+        s->sbn.fwd_wait_ms = median(d[1].v, d[1].n);
+        s->sbn.bwd_xfer_ms = median(d[2].v, d[2].n);
+        s->sbn.bwd_wait_ms = median(d[3].v, d[3].n);
+    }
+    /* the held collectives (rank 0's of its first counted step with any): SyncBatchNorm's
+     * last */
+    if (rc == 0 && s->m.nheld > 0) {
+        const struct rank_trace *t = &r->ranks[0];
+        for (size_t i = 0; i < 2 * ns; i++)
+            fr[i] = br[i] = -1;
+        for (size_t i = 0; i < t->n; i++) {
+            const struct run_row *row = &t->rows[i];
+            if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
+                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep) {
+                int64_t *x = row->phase == fwd ? fr : br;
+                x[2 * row->step] = row->start_ns;
+                x[2 * row->step + 1] = row->end_ns;
+            }
+        }
+        size_t *h = malloc(((size_t)s->m.nheld + 1) * sizeof *h);
+        if (!h) {
+            rc = error_set("predict: out of memory");
+            goto done;
+        }
+        int64_t held_step = -1;
+        int nh = 0, nsb = 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < t->n && nh < s->m.nheld; i++) {
+                const struct run_row *row = &t->rows[i];
+                const char *ph = strpool_get(&rs->labels, row->phase);
+                if (!row_counts(s->st, row, range) || row->clock != TRACE_CLOCK_HOST ||
+                    strncmp(ph, "comm.", 5) != 0 || row->name == calib || row->bytes < 0)
+                    continue;
+                if (held_step < 0)
+                    held_step = row->step;
+                if (row->step != held_step)
+                    continue;
+                const int is_sbn = row->step <= maxstep &&
+                                   sbn_where(fr, br, row->step, row->start_ns) != 0;
+                if (is_sbn == pass) {
+                    h[nh++] = (size_t)row->bytes;
+                    nsb += is_sbn;
+                }
+            }
+        if (nh == s->m.nheld) {
+            memcpy(s->m.held_bytes, h, (size_t)nh * sizeof *h);
+            s->m.nheld_sync_bn = nsb;
+        }
+        free(h);
+    }
+done:
+    for (int j = 0; j < 4; j++)
+        free(d[j].v);
+    free(v);
+    free(fr);
+    free(br);
+    free(kc);
+    return rc;
+}
+
 /* The interval's step-time spread (rank 0's steady steps: 1 - p10 / p50, p90 / p50 - 1)
  * and rank-arrival skew (the median over stragglers.csv's steps of wait_ms / (ranks - 1))
  * into s->spread (report/FORMULAS.md "The 80 % interval"). */
@@ -633,18 +840,27 @@ static int source_spread(struct predict_source *s)
         s->spread.step_lo_rel = 1.0 - p10 / p50;
         s->spread.step_hi_rel = p90 / p50 - 1.0;
     }
-    struct dlist w = {0};
+    struct dlist w = {0}, a = {0};
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->st->nsteps; k++) {
         const struct step_stat *ss = &s->st->steps[k];
         if (ss->ranks >= 2)
             rc = dlist_add(&w, (double)ss->wait_ns / 1e6 / (ss->ranks - 1));
+        /* the model's straggler term: the slowest rank's lateness over the mean rank's,
+         * sum_r (ready_slowest - ready_r) / ranks, on steps of every rank */
+        if (rc == 0 && ss->ranks >= 2 && ss->ranks == s->world)
+            rc = dlist_add(&a, (double)ss->wait_ns / 1e6 / ss->ranks);
     }
     if (rc == 0 && w.n > 0) {
         s->spread.skew_steps = w.n;
         s->spread.skew_ms = median(w.v, w.n);
     }
+    if (rc == 0 && a.n > 0) {
+        s->m.wait_world = s->world;
+        s->m.wait_ms = median(a.v, a.n);
+    }
     free(w.v);
+    free(a.v);
     return rc;
 }
 
@@ -696,6 +912,9 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
         rc = source_calibrate(rs, s);
     if (rc == 0)
         rc = source_steps(rs, s);
+    s->sync_bn = r->meta.sync_bn.s && r->meta.sync_bn.i == 1;
+    if (rc == 0)
+        rc = source_sync_bn(rs, s);
     return rc;
 }
 

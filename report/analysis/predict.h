@@ -51,9 +51,17 @@ struct predict_model {
      * their payloads; their time is inside forward/backward at held_world ranks */
     size_t *held_bytes;
     int nheld, held_world;
+    /* the last nheld_sync_bn of held_bytes are SyncBatchNorm's (forward and backward) */
+    int nheld_sync_bn;
     /* per rank and step, forward + backward compute (ms), for the straggler term */
     double *compute_ms;
     size_t ncompute;
+    /* the rank-arrival wait measured at wait_world ranks (0: none measured): per step the
+     * slowest rank's gradients ready less the mean rank's (stragglers.csv wait_ms / ranks),
+     * the median over steps; the straggler term is this, scaled to another world by the
+     * compute samples' E[max] ratio (report/FORMULAS.md "Predictions") */
+    double wait_ms;
+    int wait_world;
 };
 
 /* The ring all-reduce's parameters: latency per hop (µs) and link bandwidth (gigabits per
@@ -100,7 +108,9 @@ struct predict_out {
     double overlap_pct;     /* 100 (comm - exposed) / comm; 0 without comm */
     double held_ms;         /* the held collectives at the asked world (the step adds its
                                change from held_world: forward and backward hold the rest) */
-    double straggler_ms;    /* E[max of N ranks' compute] - mean compute */
+    double straggler_ms;    /* the slowest rank's lateness over the mean rank's: the
+                               measured wait scaled to N, else E[max of N ranks' compute] -
+                               mean compute */
     /* the 80 % interval of step_ms (predict_one; the replay leaves them 0) */
     double step_lo_ms, step_hi_ms;
 };
@@ -117,6 +127,30 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
 /* The expected slowest of world draws from samples[0..n) (sorted ascending) less their
  * mean: sum_i x_(i) ((i/n)^N - ((i-1)/n)^N) - mean; 0 for world <= 1 or n == 0. */
 double predict_straggler_ms(const double *sorted, size_t n, int world);
+
+/* The straggler term of m at world ranks: 0 for world <= 1; with a measured wait
+ * (m->wait_world > 1) m->wait_ms * S(world) / S(wait_world), S = predict_straggler_ms of
+ * m's compute samples (m->wait_ms where S(wait_world) is 0); else S(world).  0, or -1 after
+ * error_set() (out of memory). */
+int predict_straggler_of(const struct predict_model *m, int world, double *out);
+
+/* SyncBatchNorm's collectives of one step as the run measured them (the training thread's
+ * comm.allgather / comm.allreduce rows inside forward or backward, all ranks): per call the
+ * transfer (the least time of any rank) and the mean over ranks of the rest (the wait for
+ * the last to arrive); per step the sums, the median over the steps with every call on
+ * every rank. */
+struct predict_sync_bn {
+    size_t steps, calls;          /* steps measured; calls per step */
+    double fwd_xfer_ms, fwd_wait_ms; /* in forward (the statistics' all-gathers) */
+    double bwd_xfer_ms, bwd_wait_ms; /* in backward (the sums' all-reduces) */
+};
+
+/* The model in without SyncBatchNorm (report/FORMULAS.md "SyncBatchNorm off"): forward and
+ * backward less the collectives' transfer and wait (the mean rank's), their payloads out of
+ * the held collectives, and the wait they absorbed added to the rank-arrival wait (it moves
+ * into the first gradient bucket's all-reduce).  *out borrows in's arrays. */
+void predict_model_sync_bn_off(const struct predict_model *in, const struct predict_sync_bn *sb,
+                               struct predict_model *out);
 
 /* The 80 % interval of a predicted step (report/FORMULAS.md "The 80 % interval"): each side's
  * half-width the root of the sum of the squares of the three terms' on that side --
@@ -168,6 +202,8 @@ struct predict_source {
     size_t cal_small;              /* near-empty all-reduces behind the floor */
     size_t cal_busy;               /* bucket all-reduces behind the busy term */
     struct predict_spread spread;  /* the interval's terms */
+    int sync_bn;                   /* meta.csv sync_bn 1 */
+    struct predict_sync_bn sbn;    /* its collectives (sbn.steps 0: none measured) */
 };
 
 /* The sources of every run of a runset, one of them predicted. */

@@ -148,9 +148,9 @@ static void replay_ready(const struct predict_model *m, size_t *bytes, double *r
     }
 }
 
-/* The straggler term at world ranks from m's per-rank compute samples into *out (0 for
- * one rank or no samples).  0, or -1 after error_set(). */
-static int replay_straggler(const struct predict_model *m, int world, double *out)
+/* E[max of world draws] - mean of m's per-rank compute samples (0 for one rank or no
+ * samples) into *out.  0, or -1 after error_set(). */
+static int replay_emax(const struct predict_model *m, int world, double *out)
 {
     *out = 0.0;
     if (m->ncompute == 0 || world <= 1)
@@ -164,6 +164,48 @@ static int replay_straggler(const struct predict_model *m, int world, double *ou
     *out = predict_straggler_ms(sorted, m->ncompute, world);
     free(sorted);
     return 0;
+}
+
+int predict_straggler_of(const struct predict_model *m, int world, double *out)
+{
+    *out = 0.0;
+    if (world <= 1)
+        return 0;
+    double s = 0.0, s_run = 0.0;
+    if (replay_emax(m, world, &s))
+        return -1;
+    if (m->wait_world <= 1) { /* no wait measured (a 1-rank run): the model's own */
+        *out = s;
+        return 0;
+    }
+    if (world == m->wait_world) {
+        *out = m->wait_ms;
+        return 0;
+    }
+    if (replay_emax(m, m->wait_world, &s_run))
+        return -1;
+    *out = s_run > 0.0 ? m->wait_ms * s / s_run : m->wait_ms;
+    return 0;
+}
+
+void predict_model_sync_bn_off(const struct predict_model *in, const struct predict_sync_bn *sb,
+                               struct predict_model *out)
+{
+    *out = *in;
+    if (sb->steps == 0)
+        return;
+    out->forward_ms -= sb->fwd_xfer_ms + sb->fwd_wait_ms;
+    out->backward_ms -= sb->bwd_xfer_ms + sb->bwd_wait_ms;
+    if (out->forward_ms < 0.0)
+        out->forward_ms = 0.0;
+    if (out->backward_ms < 0.0)
+        out->backward_ms = 0.0;
+    out->nheld -= in->nheld_sync_bn;
+    out->nheld_sync_bn = 0;
+    /* the lateness SyncBatchNorm's calls absorbed (the mean rank's wait in them: max - mean
+     * of the arrivals) is still there at the end of backward: the gradient all-reduce waits
+     * for it instead */
+    out->wait_ms += sb->fwd_wait_ms + sb->bwd_wait_ms;
 }
 
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
@@ -230,7 +272,7 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     const double exposed = comm_free > bwd_end ? comm_free - bwd_end : 0.0;
 
     double straggler = 0.0;
-    if ((rc = replay_straggler(m, c->world, &straggler)))
+    if ((rc = predict_straggler_of(m, c->world, &straggler)))
         goto done;
 
     out->buckets = nb;

@@ -10,8 +10,8 @@
 #include "report/analysis/analysis.h"
 #include "report/input/run.h"
 
-enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_BUSY, PC_AMP, PC_BUCKETS, PC_STEP,
-       PC_STEP_LO, PC_STEP_HI, PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
+enum { PC_CONFIG, PC_WORLD, PC_CAP, PC_BW, PC_LAT, PC_FLOOR, PC_BUSY, PC_AMP, PC_SYNC_BN, PC_BUCKETS, PC_STEP,
+       PC_STEP_LO, PC_STEP_HI, PC_COMPUTE, PC_COMM, PC_EXPOSED, PC_WAIT, PC_OVERLAP, PC_SPEEDUP, PC_CHANGE, PC_COUNT };
 static const struct table_col predict_cols[PC_COUNT] = {
     [PC_CONFIG] = {"config", "config", "", 1},
     [PC_WORLD] = {"world", "world", "", 0},
@@ -21,6 +21,7 @@ static const struct table_col predict_cols[PC_COUNT] = {
     [PC_FLOOR] = {"floor_ms", "floor", "ms", 0},
     [PC_BUSY] = {"busy_ms", "busy", "ms", 0},
     [PC_AMP] = {"amp", "amp", "", 1},
+    [PC_SYNC_BN] = {"sync_bn", "sync BN", "", 1},
     [PC_BUCKETS] = {"buckets", "buckets", "", 0},
     [PC_STEP] = {"step_ms", "step", "ms", 0},
     [PC_STEP_LO] = {"step_lo_ms", "80% from", "ms", 0},
@@ -28,6 +29,7 @@ static const struct table_col predict_cols[PC_COUNT] = {
     [PC_COMPUTE] = {"compute_ms", "compute", "ms", 0},
     [PC_COMM] = {"comm_ms", "comm", "ms", 0},
     [PC_EXPOSED] = {"exposed_comm_ms", "exposed", "ms", 0},
+    [PC_WAIT] = {"wait_ms", "rank wait", "ms", 0},
     [PC_OVERLAP] = {"overlap_pct", "overlap", "%", 0},
     [PC_SPEEDUP] = {"speedup", "speedup", "x", 0},
     [PC_CHANGE] = {"step_change_pct", "vs measured", "%", 0},
@@ -53,6 +55,8 @@ void predict_table_measured(struct table *t, const struct predict_source *s, dou
         table_set(t, PC_BUSY, "%.4g", s->comm.busy_ms);
     }
     table_set(t, PC_AMP, "%s", s->amp);
+    if (s->run->meta.sync_bn.s)
+        table_set(t, PC_SYNC_BN, "%s", s->sync_bn ? "on" : "off");
     if (s->run->meta.buckets.s)
         table_set(t, PC_BUCKETS, "%lld", (long long)s->run->meta.buckets.i);
     table_set(t, PC_STEP, "%.3f", s->step_ms);
@@ -63,6 +67,8 @@ void predict_table_measured(struct table *t, const struct predict_source *s, dou
     table_set(t, PC_COMPUTE, "%.3f", s->compute_ms);
     table_set(t, PC_COMM, "%.3f", s->comm_ms);
     table_set(t, PC_EXPOSED, "%.3f", s->exposed_ms);
+    if (s->m.wait_world > 1)
+        table_set(t, PC_WAIT, "%.3f", s->m.wait_ms);
     if (s->has_overlap)
         table_set(t, PC_OVERLAP, "%.1f", s->overlap_pct);
     if (speedup > 0)
@@ -71,8 +77,8 @@ void predict_table_measured(struct table *t, const struct predict_source *s, dou
 }
 
 void predict_table_row(struct table *t, const struct predict_config *c, double asked_bw,
-                       const char *amp, const struct predict_out *p, double speedup,
-                       double measured_step_ms)
+                       const char *amp, const char *sync_bn, const struct predict_out *p,
+                       double speedup, double measured_step_ms)
 {
     table_add_row(t);
     table_set(t, PC_CONFIG, "predicted");
@@ -83,6 +89,8 @@ void predict_table_row(struct table *t, const struct predict_config *c, double a
     table_set(t, PC_FLOOR, "%.4g", c->comm.floor_ms);
     table_set(t, PC_BUSY, "%.4g", c->comm.busy_ms);
     table_set(t, PC_AMP, "%s", amp);
+    if (sync_bn)
+        table_set(t, PC_SYNC_BN, "%s", sync_bn);
     table_set(t, PC_BUCKETS, "%d", p->buckets);
     table_set(t, PC_STEP, "%.3f", p->step_ms);
     table_set(t, PC_STEP_LO, "%.3f", p->step_lo_ms);
@@ -90,6 +98,8 @@ void predict_table_row(struct table *t, const struct predict_config *c, double a
     table_set(t, PC_COMPUTE, "%.3f", p->compute_ms);
     table_set(t, PC_COMM, "%.3f", p->comm_ms);
     table_set(t, PC_EXPOSED, "%.3f", p->exposed_comm_ms);
+    if (c->world > 1)
+        table_set(t, PC_WAIT, "%.3f", p->straggler_ms);
     if (p->comm_ms > 0)
         table_set(t, PC_OVERLAP, "%.1f", p->overlap_pct);
     if (speedup > 0)

@@ -17,11 +17,11 @@ void predict_table_init(struct table *t);
 void predict_table_measured(struct table *t, const struct predict_source *s, double speedup);
 
 /* One predicted row: configuration c (asked_bw: the link bandwidth asked for, before TCP's
- * share), precision amp, the prediction p, its speedup (-1: none) and its change from the
- * measured step. */
+ * share), precision amp, SyncBatchNorm ("on", "off"; NULL: not said), the prediction p, its
+ * speedup (-1: none) and its change from the measured step. */
 void predict_table_row(struct table *t, const struct predict_config *c, double asked_bw,
-                       const char *amp, const struct predict_out *p, double speedup,
-                       double measured_step_ms);
+                       const char *amp, const char *sync_bn, const struct predict_out *p,
+                       double speedup, double measured_step_ms);
 
 /* The lines under `ddpprof predict`'s table: what it was predicted from, the comm (cal,
  * from run cal_from; fitted to s itself unless comm_from), what is assumed, notes[0..n)

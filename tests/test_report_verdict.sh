@@ -25,86 +25,8 @@ tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/check.sh"
 
-# mkrun DIR MODE WORLD [key=value...]: 10 steps per rank, times in ms.
-#   data fwd bwd opt   the phases of every step, back to back (default 1, 40, 50, 2)
-#   ar arh             the bucket all-reduce: ar ms long, its first arh ms under the last
-#                      backward (default 4, 4: hidden); a rank whose backward ended
-#                      earlier waits in it for the others
-#   ag                 an all-gather (comm.allgather) at the start of forward, inside it
-#   slow               rank 1's backward is slow ms longer (a steady straggler)
-#   jitter             rank (step mod 2)'s backward is jitter ms longer (no steady one)
-#   nb                 nb > 1: nb buckets instead, back to back from 5 ms into backward,
-#                      bucket b ar + (b mod 2) x 0.1 ms long and 150000 + (b mod 2) x 100000
-#                      bytes (each its own bucket at the cap of 0.1 MB meta.csv says)
-#   batch images       meta batch_size (default 32); images per step (default batch x world)
-#   meta               extra meta.csv lines, separated by ';'
-mkrun() {
-  local dir=$1 mode=$2 world=$3
-  shift 3
-  local data=1 fwd=40 bwd=50 opt=2 ar=4 arh=4 ag=0 slow=0 jitter=0 batch=32 images='' meta='' device=cpu amp=off nb=1
-  local kv
-  for kv in "$@"; do local "${kv?}"; done
-  [ -n "$images" ] || images=$((batch * world))
-  mkdir -p "$dir"
-  {
-    printf 'key,value\nmode,%s\nworld_size,%s\nepochs,1\ndevice,%s\namp,%s\nbatch_size,%s\n' \
-      "$mode" "$world" "$device" "$amp" "$batch"
-    printf 'host_cores,2\nlocal_world_size,%s\nsync_bn,1\nwall_s,2\nsteps,10\n' "$world"
-    if [ "$world" -gt 1 ] && [ "$nb" -gt 1 ]; then
-      printf 'bucket_cap_mb,0.1\nbuckets,%s\n' "$nb"
-      for ((b = 0; b < nb; b++)); do printf 'bucket.%d.params,1\nbucket.%d.bytes,%d\n' $b $b $((150000 + b % 2 * 100000)); done
-    elif [ "$world" -gt 1 ]; then
-      printf 'bucket_cap_mb,25\nbuckets,1\nbucket.0.params,8\nbucket.0.bytes,400000\n'
-    fi
-    [ -n "$meta" ] && echo "$meta" | tr ';' '\n'
-  } >"$dir/meta.csv"
-  {
-    echo "step,epoch,loss,loss_scale,lr,images,found_inf"
-    for s in 1 2 3 4 5 6 7 8 9 10; do echo "$s,1,2.3,1,0.01,$images,0"; done
-  } >"$dir/metrics.csv"
-  awk -v dir="$dir" -v world="$world" -v data="$data" -v fwd="$fwd" -v bwd="$bwd" \
-      -v opt="$opt" -v ar="$ar" -v arh="$arh" -v ag="$ag" -v slow="$slow" -v jitter="$jitter" -v nb="$nb" '
-    function ns(ms) { return sprintf("%d", ms * 1000000) }
-    function row(r, s, phase, bucket, a, b, bytes) {
-      printf "%d,%d,1,%s,%d,host,%s,%s,%d,%s,range,0\n", r, s, phase, bucket, ns(a), ns(b), bytes, phase > (dir "/rank" r ".trace.csv")
-    }
-    BEGIN {
-      for (r = 0; r < world; r++)
-        print "rank,step,epoch,phase,bucket,clock,start_ns,end_ns,bytes,name,kind,stream" > (dir "/rank" r ".trace.csv")
-      t = 10
-      for (s = 1; s <= 10; s++) {
-        last = 0
-        for (r = 0; r < world; r++) {
-          extra = (r == 1 ? slow : 0) + (r == s % 2 ? jitter : 0)
-          b1[r] = t + data + fwd + bwd + extra
-          if (b1[r] > last) last = b1[r]
-        }
-        end = 0
-        for (r = 0; r < world; r++) {
-          f0 = t + data; b0 = f0 + fwd
-          row(r, s, "data", -1, t, f0, 0)
-          row(r, s, "forward", -1, f0, b0, 0)
-          if (ag > 0) row(r, s, "comm.allgather", -1, f0, f0 + ag, 256)
-          row(r, s, "backward", -1, b0, b1[r], 0)
-          if (world > 1 && nb > 1) {
-            ae = b0 + 5
-            for (b = 0; b < nb; b++) {
-              row(r, s, "allreduce", b, ae, ae + ar + (b % 2) * 0.1, 150000 + (b % 2) * 100000)
-              ae += ar + (b % 2) * 0.1
-            }
-          } else if (world > 1) {
-            as = b1[r] - arh; ae = last - arh + ar
-            row(r, s, "allreduce", 0, as, ae, 400000)
-          } else ae = b1[r]
-          o0 = (ae > b1[r] ? ae : b1[r])
-          row(r, s, "optimizer", -1, o0, o0 + opt, 0)
-          row(r, s, "step", -1, t, o0 + opt, 0)
-          if (o0 + opt > end) end = o0 + opt
-        }
-        t = end + 0.5
-      }
-    }'
-}
+# mkrun DIR MODE WORLD [key=value...]: tests/mkrun.sh says what each key lays out
+. "$(dirname "$0")/mkrun.sh"
 
 # pair NAME [key=value...]: NAME/baseline (1 rank on 2 threads, no all-reduce) and NAME/ddp
 # (2 ranks, 1 thread each unless meta says, as given), then the report; its terminal

@@ -1326,23 +1326,18 @@ int analysis_oversubscribed(const struct run *r, int *ranks, int *cores)
     return *cores > 0 && *ranks > *cores;
 }
 
-/* One collective's rows e[0..n) (one per rank): the shortest duration is its transfer
- * time, the rest of each row's duration its sync wait; the starts' spread its skew. */
+/* One collective's rows e[0..n) (one per rank): the starts' spread is its skew.  (Its
+ * transfer and sync wait come from the one per-call matching, analysis_colls.) */
 static void analysis_collective(const struct bucket_entry *e, size_t n, struct bucket_stat *b)
 {
-    int64_t transfer = e[0].dur_ns, first = e[0].start_ns, last = e[0].start_ns;
+    int64_t first = e[0].start_ns, last = e[0].start_ns;
     for (size_t k = 1; k < n; k++) {
-        if (e[k].dur_ns < transfer)
-            transfer = e[k].dur_ns;
         if (e[k].start_ns < first)
             first = e[k].start_ns;
         if (e[k].start_ns > last)
             last = e[k].start_ns;
     }
     b->collectives++;
-    b->transfer_ns += transfer;
-    for (size_t k = 0; k < n; k++)
-        b->wait_ns += e[k].dur_ns - transfer;
     if (n >= 2) {
         b->skewed++;
         b->skew_ns += last - first;
@@ -1397,6 +1392,20 @@ static struct phase_stat *analysis_rank_phase(struct rank_stat *r, uint32_t phas
         if (r->phases[p].phase == phase)
             return &r->phases[p];
     return NULL;
+}
+
+/* The bucket_stat of bucket id bucket (st->buckets ascending), or NULL. */
+static struct bucket_stat *analysis_bucket_of(struct run_stat *st, int bucket)
+{
+    size_t lo = 0, hi = st->nbuckets;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (st->buckets[mid].bucket < bucket)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < st->nbuckets && st->buckets[lo].bucket == bucket ? &st->buckets[lo] : NULL;
 }
 
 /* The step_stat of step number step, or -1 (steps with fewer than 2 ranks have none). */
@@ -1468,6 +1477,13 @@ static int analysis_colls(const struct analysis_ctx *c, struct run_stat *st, str
                     last = j;
             }
             const int64_t transfer = e[last].dur_ns, wait = sum - (int64_t)(j - i) * transfer;
+            if (cs->grad) { /* buckets.csv's transfer and sync wait of this bucket */
+                struct bucket_stat *b = analysis_bucket_of(st, (int)((e[i].key >> 32) & 0xFFFF));
+                if (b) {
+                    b->transfer_ns += transfer;
+                    b->wait_ns += wait;
+                }
+            }
             cs->calls++;
             cs->rows += j - i;
             cs->total_ns += sum;

@@ -49,6 +49,8 @@ extern "C" {
     X(cublas, INT, "", GPU, "cuBLAS's version (major * 10000 + minor * 100 + patch)")        \
     X(nccl, INT, "", GPU, "NCCL's version (22809 = 2.28.9)")                                 \
     X(tf32, TEXT, "", GPU, "`on` or `off`: fp32 convolutions in TF32 (GEMMs never are)")     \
+    X(half_layout, TEXT, "", GPU,                                                            \
+      "`nhwc` (channels-last, the default) or `nchw` (DDPPROF_CHANNELS_LAST=0): 4-D fp16/bf16 tensors") \
     X(cudnn_algo_cache, TEXT, "", GPU,                                                       \
       "the file keeping cuDNN's algorithm choices, or `off` (trainer/cuda/conv_cache.h)")    \
     X(backend, TEXT, "", ALL, "the backend ops table: `cpu` or `cuda`")                      \

@@ -395,6 +395,8 @@ void device_write_meta(const struct device *d, struct runlog *l)
         runlog_meta(l, RUN_META_nccl, "%d", ci.nccl_version);
         /* fp32 convolutions' math (GEMMs are never TF32), and where cuDNN's choices are kept */
         runlog_meta(l, RUN_META_tf32, "%s", d->tf32 ? "on" : "off");
+        runlog_meta(l, RUN_META_half_layout, "%s",
+                    d->be->layout(d->be, DT_F16) == LAYOUT_NHWC ? "nhwc" : "nchw");
         runlog_meta(l, RUN_META_cudnn_algo_cache, "%s", ci.cudnn_algo_cache);
     }
     runlog_meta(l, RUN_META_backend, "%s", d->be->name);

@@ -639,96 +639,94 @@ static int sbn_where(const int64_t *fwd, const int64_t *bwd, int64_t step, int64
     return 0;
 }
 
-/* SyncBatchNorm's collectives (meta.csv sync_bn 1, 2 ranks or more): the training
- * thread's comm.* rows (the calibration's aside) that start inside the same rank's forward
- * or backward of a counted step -- SyncBatchNorm's all-gathers and all-reduces; the loss's
- * and AMP's all-reduces are in the optimizer -- grouped into calls (the k-th such row of
- * each rank in a step), into s->sbn (predict.h).  The held collectives of s->m are
- * reordered so that SyncBatchNorm's come last (s->m.nheld_sync_bn of them). */
-static int source_sync_bn(const struct runset *rs, struct predict_source *s)
+/* What source_sync_bn's steps share: the run's labels and its per-step ranges. */
+struct sbn_ctx {
+    const struct runset *rs;
+    struct predict_source *s;
+    uint32_t range, fwd, bwd, calib;
+    int64_t maxstep;
+    size_t ns, nr; /* steps (maxstep + 1) and ranks */
+    int64_t *fr, *br; /* per step: the rank's forward and backward range, -1 none */
+    int *kc;          /* per step: SyncBatchNorm rows seen so far */
+};
+
+/* x->fr and x->br: rank t's counted host forward and backward ranges by step. */
+static void sbn_ranges(struct sbn_ctx *x, const struct rank_trace *t)
 {
-    const struct run *r = s->run;
-    const uint32_t range = strpool_find(&rs->labels, "range");
-    const uint32_t fwd = strpool_find(&rs->labels, "forward");
-    const uint32_t bwd = strpool_find(&rs->labels, "backward");
-    const uint32_t calib = strpool_find(&rs->names, PREDICT_CALIB_NAME);
-    if (!s->sync_bn || s->world < 2 || r->nranks < 2 || range == STRPOOL_NONE ||
-        fwd == STRPOOL_NONE || bwd == STRPOOL_NONE)
-        return 0;
-    int64_t maxstep = 0;
-    for (int q = 0; q < r->nranks; q++)
-        if (r->ranks[q].last_step > maxstep)
-            maxstep = r->ranks[q].last_step;
-    if (maxstep < 1)
-        return 0;
-    const size_t ns = (size_t)maxstep + 1, nr = (size_t)r->nranks;
-    int64_t *fr = malloc(2 * ns * sizeof *fr), *br = malloc(2 * ns * sizeof *br);
-    int *kc = malloc(ns * sizeof *kc);
-    struct sbn_row *v = NULL;
-    size_t nv = 0, cap = 0;
-    int rc = 0, kmax = 0;
-    struct dlist d[4] = {{0}}; /* per step: forward transfer, wait; backward transfer, wait */
-    if (!fr || !br || !kc) {
-        rc = error_set("predict: out of memory");
-        goto done;
-    }
-    for (size_t q = 0; q < nr && rc == 0; q++) {
-        const struct rank_trace *t = &r->ranks[q];
-        for (size_t i = 0; i < 2 * ns; i++)
-            fr[i] = br[i] = -1;
-        memset(kc, 0, ns * sizeof *kc);
-        for (size_t i = 0; i < t->n; i++) {
-            const struct run_row *row = &t->rows[i];
-            if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
-                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep) {
-                int64_t *x = row->phase == fwd ? fr : br;
-                x[2 * row->step] = row->start_ns;
-                x[2 * row->step + 1] = row->end_ns;
-            }
+    for (size_t i = 0; i < 2 * x->ns; i++)
+        x->fr[i] = x->br[i] = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct run_row *row = &t->rows[i];
+        if ((row->phase == x->fwd || row->phase == x->bwd) &&
+            row_counts(x->s->st, row, x->range) && row->clock == TRACE_CLOCK_HOST &&
+            row->step <= x->maxstep) {
+            int64_t *r = row->phase == x->fwd ? x->fr : x->br;
+            r[2 * row->step] = row->start_ns;
+            r[2 * row->step + 1] = row->end_ns;
         }
+    }
+}
+
+/* Is row one of the training thread's comm.* rows (the calibration's aside)? */
+static int sbn_comm_row(const struct sbn_ctx *x, const struct run_row *row)
+{
+    return row_counts(x->s->st, row, x->range) && row->clock == TRACE_CLOCK_HOST &&
+           strncmp(strpool_get(&x->rs->labels, row->phase), "comm.", 5) == 0 &&
+           row->name != x->calib;
+}
+
+/* Every rank's SyncBatchNorm rows into *v (rank by rank, keys set by sbn_keys), the most
+ * such rows of one step into *kmax.  0, or -1 after error_set(). */
+static int sbn_collect(struct sbn_ctx *x, struct sbn_row **v, size_t *nv, int *kmax)
+{
+    size_t cap = 0;
+    for (size_t q = 0; q < x->nr; q++) {
+        const struct rank_trace *t = &x->s->run->ranks[q];
+        sbn_ranges(x, t);
+        memset(x->kc, 0, x->ns * sizeof *x->kc);
         for (size_t i = 0; i < t->n; i++) {
             const struct run_row *row = &t->rows[i];
-            const char *ph = strpool_get(&rs->labels, row->phase);
-            if (!row_counts(s->st, row, range) || row->clock != TRACE_CLOCK_HOST ||
-                strncmp(ph, "comm.", 5) != 0 || row->name == calib || row->step > maxstep)
+            if (!sbn_comm_row(x, row) || row->step > x->maxstep)
                 continue;
-            const int where = sbn_where(fr, br, row->step, row->start_ns);
+            const int where = sbn_where(x->fr, x->br, row->step, row->start_ns);
             if (!where)
                 continue;
-            if (VEC_RESERVE(v, cap, nv + 1)) {
-                rc = error_set("predict: out of memory");
-                break;
-            }
-            const int k = kc[row->step]++;
-            if (k + 1 > kmax)
-                kmax = k + 1;
-            /* the key is set below, once the most calls of a step (kmax) is known */
-            v[nv++] = (struct sbn_row){.key = -1 - (int64_t)q, .step = row->step,
-                                       .in_bwd = where == 2,
-                                       .ms = (double)(row->end_ns - row->start_ns) / 1e6};
+            if (VEC_RESERVE(*v, cap, *nv + 1))
+                return error_set("predict: out of memory");
+            const int k = x->kc[row->step]++;
+            if (k + 1 > *kmax)
+                *kmax = k + 1;
+            /* the key is set by sbn_keys, once the most calls of a step (kmax) is known */
+            (*v)[(*nv)++] = (struct sbn_row){.key = -1 - (int64_t)q, .step = row->step,
+                                             .in_bwd = where == 2,
+                                             .ms = (double)(row->end_ns - row->start_ns) / 1e6};
         }
     }
-    if (rc || nv == 0)
-        goto done;
-    { /* keys now that the most calls a step has is known: rows in call order */
-        size_t i = 0;
-        for (size_t q = 0; q < nr; q++) {
-            memset(kc, 0, ns * sizeof *kc);
-            for (; i < nv && v[i].key == -1 - (int64_t)q; i++) {
-                const int k = kc[v[i].step]++;
-                v[i].key = (v[i].step * kmax + k) * (int64_t)nr + (int64_t)q;
-            }
+    return 0;
+}
+
+/* The keys of v[0..nv) (rank by rank, as sbn_collect leaves them): rows in call order. */
+static void sbn_keys(struct sbn_ctx *x, struct sbn_row *v, size_t nv, int kmax)
+{
+    size_t i = 0;
+    for (size_t q = 0; q < x->nr; q++) {
+        memset(x->kc, 0, x->ns * sizeof *x->kc);
+        for (; i < nv && v[i].key == -1 - (int64_t)q; i++) {
+            const int k = x->kc[v[i].step]++;
+            v[i].key = (v[i].step * kmax + k) * (int64_t)x->nr + (int64_t)q;
         }
     }
-    if (sort_by_i64(v, nv, sizeof *v, offsetof(struct sbn_row, key))) {
-        rc = error_set("predict: out of memory");
-        goto done;
-    }
-    /* per call: every rank's row, transfer = the least, wait = the mean of the rest; per
-     * step: the sums, kept where every call of the step is on every rank */
+}
+
+/* s->sbn from the calls v[0..nv) sorted by key: per call every rank's row, transfer = the
+ * least, wait = the mean of the rest; per step the sums, kept where every call of the step
+ * is on every rank; their medians over the steps.  0, or -1 after error_set(). */
+static int sbn_medians(struct predict_source *s, const struct sbn_row *v, size_t nv, size_t nr)
+{
+    struct dlist d[4] = {{0}}; /* per step: forward transfer, wait; backward transfer, wait */
     double sum[4] = {0};
     int64_t step = -1;
-    int whole = 0;
+    int whole = 0, rc = 0;
     size_t calls = 0, step_calls = 0;
     for (size_t i = 0; i <= nv && rc == 0;) {
         const int64_t call = i < nv ? v[i].key / (int64_t)nr : -1;
@@ -770,59 +768,92 @@ static int source_sync_bn(const struct runset *rs, struct predict_source *s)
         s->sbn.bwd_xfer_ms = median(d[2].v, d[2].n);
         s->sbn.bwd_wait_ms = median(d[3].v, d[3].n);
     }
-    /* the held collectives (rank 0's of its first counted step with any): SyncBatchNorm's
-     * last */
-    if (rc == 0 && s->m.nheld > 0) {
-        const struct rank_trace *t = &r->ranks[0];
-        for (size_t i = 0; i < 2 * ns; i++)
-            fr[i] = br[i] = -1;
-        for (size_t i = 0; i < t->n; i++) {
-            const struct run_row *row = &t->rows[i];
-            if ((row->phase == fwd || row->phase == bwd) && row_counts(s->st, row, range) &&
-                row->clock == TRACE_CLOCK_HOST && row->step <= maxstep) {
-                int64_t *x = row->phase == fwd ? fr : br;
-                x[2 * row->step] = row->start_ns;
-                x[2 * row->step + 1] = row->end_ns;
-            }
-        }
-        size_t *h = malloc(((size_t)s->m.nheld + 1) * sizeof *h);
-        if (!h) {
-            rc = error_set("predict: out of memory");
-            goto done;
-        }
-        int64_t held_step = -1;
-        int nh = 0, nsb = 0;
-        for (int pass = 0; pass < 2; pass++)
-            for (size_t i = 0; i < t->n && nh < s->m.nheld; i++) {
-                const struct run_row *row = &t->rows[i];
-                const char *ph = strpool_get(&rs->labels, row->phase);
-                if (!row_counts(s->st, row, range) || row->clock != TRACE_CLOCK_HOST ||
-                    strncmp(ph, "comm.", 5) != 0 || row->name == calib || row->bytes < 0)
-                    continue;
-                if (held_step < 0)
-                    held_step = row->step;
-                if (row->step != held_step)
-                    continue;
-                const int is_sbn = row->step <= maxstep &&
-                                   sbn_where(fr, br, row->step, row->start_ns) != 0;
-                if (is_sbn == pass) {
-                    h[nh++] = (size_t)row->bytes;
-                    nsb += is_sbn;
-                }
-            }
-        if (nh == s->m.nheld) {
-            memcpy(s->m.held_bytes, h, (size_t)nh * sizeof *h);
-            s->m.nheld_sync_bn = nsb;
-        }
-        free(h);
-    }
-done:
     for (int j = 0; j < 4; j++)
         free(d[j].v);
+    return rc;
+}
+
+/* The held collectives of s->m (rank 0's of its first counted step with any) reordered
+ * with SyncBatchNorm's last.  0, or -1 after error_set(). */
+static int sbn_order_held(struct sbn_ctx *x)
+{
+    struct predict_source *s = x->s;
+    const struct rank_trace *t = &s->run->ranks[0];
+    sbn_ranges(x, t);
+    size_t *h = malloc(((size_t)s->m.nheld + 1) * sizeof *h);
+    if (!h)
+        return error_set("predict: out of memory");
+    int64_t held_step = -1;
+    int nh = 0, nsb = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < t->n && nh < s->m.nheld; i++) {
+            const struct run_row *row = &t->rows[i];
+            if (!sbn_comm_row(x, row) || row->bytes < 0)
+                continue;
+            if (held_step < 0)
+                held_step = row->step;
+            if (row->step != held_step)
+                continue;
+            const int is_sbn = row->step <= x->maxstep &&
+                               sbn_where(x->fr, x->br, row->step, row->start_ns) != 0;
+            if (is_sbn == pass) {
+                h[nh++] = (size_t)row->bytes;
+                nsb += is_sbn;
+            }
+        }
+    if (nh == s->m.nheld) {
+        memcpy(s->m.held_bytes, h, (size_t)nh * sizeof *h);
+        s->m.nheld_sync_bn = nsb;
+    }
+    free(h);
+    return 0;
+}
+
+/* SyncBatchNorm's collectives (meta.csv sync_bn 1, 2 ranks or more): the training
+ * thread's comm.* rows (the calibration's aside) that start inside the same rank's forward
+ * or backward of a counted step -- SyncBatchNorm's all-gathers and all-reduces; the loss's
+ * and AMP's all-reduces are in the optimizer -- grouped into calls (the k-th such row of
+ * each rank in a step), into s->sbn (predict.h).  The held collectives of s->m are
+ * reordered so that SyncBatchNorm's come last (s->m.nheld_sync_bn of them). */
+static int source_sync_bn(const struct runset *rs, struct predict_source *s)
+{
+    const struct run *r = s->run;
+    struct sbn_ctx x = {.rs = rs,
+                        .s = s,
+                        .range = strpool_find(&rs->labels, "range"),
+                        .fwd = strpool_find(&rs->labels, "forward"),
+                        .bwd = strpool_find(&rs->labels, "backward"),
+                        .calib = strpool_find(&rs->names, PREDICT_CALIB_NAME)};
+    if (!s->sync_bn || s->world < 2 || r->nranks < 2 || x.range == STRPOOL_NONE ||
+        x.fwd == STRPOOL_NONE || x.bwd == STRPOOL_NONE)
+        return 0;
+    for (int q = 0; q < r->nranks; q++)
+        if (r->ranks[q].last_step > x.maxstep)
+            x.maxstep = r->ranks[q].last_step;
+    if (x.maxstep < 1)
+        return 0;
+    x.ns = (size_t)x.maxstep + 1;
+    x.nr = (size_t)r->nranks;
+    x.fr = malloc(2 * x.ns * sizeof *x.fr);
+    x.br = malloc(2 * x.ns * sizeof *x.br);
+    x.kc = malloc(x.ns * sizeof *x.kc);
+    struct sbn_row *v = NULL;
+    size_t nv = 0;
+    int kmax = 0;
+    int rc = x.fr && x.br && x.kc ? sbn_collect(&x, &v, &nv, &kmax)
+                                  : error_set("predict: out of memory");
+    if (rc == 0 && nv > 0) {
+        sbn_keys(&x, v, nv, kmax);
+        rc = sort_by_i64(v, nv, sizeof *v, offsetof(struct sbn_row, key))
+                 ? error_set("predict: out of memory")
+                 : sbn_medians(s, v, nv, x.nr);
+        if (rc == 0 && s->m.nheld > 0)
+            rc = sbn_order_held(&x);
+    }
     free(v);
-    free(fr);
-    free(br);
-    free(kc);
+    free(x.fr);
+    free(x.br);
+    free(x.kc);
     return rc;
 }
 

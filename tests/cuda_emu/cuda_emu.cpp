@@ -31,6 +31,7 @@
 #define EMU_ASAN 0
 #endif
 #if EMU_ASAN && EMU_FAST_SWITCH
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -158,6 +159,11 @@ void to_scheduler(emu_thread *t, bool done)
 void ctx_init(emu_thread *t, unsigned char *stack)
 {
     t->stack = stack;
+#if EMU_ASAN
+    /* the stack is reused by block after block: the redzones a finished thread's frames
+     * left in AddressSanitizer's shadow would read as overflows of the next thread's */
+    __asan_unpoison_memory_region(stack, kStackBytes);
+#endif
     uintptr_t top = ((uintptr_t)stack + kStackBytes) & ~(uintptr_t)15;
     void **sp = (void **)top;
     *--sp = NULL;                              /* the entry's return address: none */

@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "launch/dist_env.h"
 #include "launch/launcher.h"
+#include "store_raw.h"
 #include "testutil.h"
 
 #include <arpa/inet.h>
@@ -521,71 +522,6 @@ static int count_closed(int *fds, int n, double limit_s)
     }
 }
 
-/* Receive exactly len bytes from the non-blocking fd within limit_s: 0, or -1 (closed,
- * or too slow). */
-static int recv_exact(int fd, uint8_t *p, size_t len, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    while (len) {
-        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            return -1;
-        double left = end - clock_now_s();
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* The client's half of the handshake by hand (store_wire.h, store_auth.h) on fd: read the
- * server's challenge, send the hello of rank of world proving secret (NULL: none, the MAC
- * all zeros).  0 once the hello is sent; -1 when no challenge came within 3 s (the server
- * closed the connection unanswered). */
-static int raw_hello(int fd, int rank, int world, const char *secret)
-{
-    uint8_t h[STORE_REPLY_HEADER], ch[STORE_CHALLENGE_BYTES];
-    int status, mode;
-    uint32_t len;
-    const uint8_t *snonce;
-    if (recv_exact(fd, h, sizeof h, 3.0) < 0 || store_wire_decode_reply(h, &status, &len) < 0 ||
-        len != sizeof ch || recv_exact(fd, ch, sizeof ch, 3.0) < 0 ||
-        store_wire_decode_challenge(ch, len, &mode, &snonce) < 0)
-        return -1;
-    uint8_t cnonce[STORE_NONCE_BYTES] = {1, 2, 3}, mac[STORE_MAC_BYTES] = {0};
-    struct store_auth a;
-    if (secret && store_auth_from_secret(&a, secret, strlen(secret)) == 0)
-        store_auth_mac(&a, 0, snonce, cnonce, (uint32_t)rank, (uint32_t)world, mac);
-    uint8_t req[STORE_REQ_HEADER + STORE_HELLO_VALUE];
-    store_wire_put_request(req, STORE_OP_HELLO, 0, STORE_HELLO_VALUE);
-    store_wire_put_hello(req + STORE_REQ_HEADER, (uint32_t)rank, (uint32_t)world, cnonce, mac);
-    send_some(fd, req, sizeof req);
-    return 0;
-}
-
-/* The status of the server's answer to a raw_hello (the bytes after it discarded), or -1
- * when the connection closed first or nothing came within limit_s. */
-static int raw_reply(int fd, double limit_s)
-{
-    uint8_t h[STORE_REPLY_HEADER], body[256];
-    int status;
-    uint32_t len;
-    if (recv_exact(fd, h, sizeof h, limit_s) < 0 || store_wire_decode_reply(h, &status, &len) < 0)
-        return -1;
-    while (len) {
-        uint32_t take = len < sizeof body ? len : (uint32_t)sizeof body;
-        if (recv_exact(fd, body, take, limit_s) < 0)
-            return -1;
-        len -= take;
-    }
-    return status;
-}
-
 /* Five connections that say hello as rank 1: four are served, the fifth is refused and
  * closed (any number used to be kept: 244 fake ranks ran the store out of descriptors). */
 static void check_rank_conn_cap(void)
@@ -599,7 +535,7 @@ static void check_rank_conn_cap(void)
         if ((fds[i] = connect_from(HOST, port)) < 0)
             break;
         made++;
-        CHECK(raw_hello(fds[i], 1, 2, NULL) == 0, "connection %d got no challenge", i + 1);
+        CHECK(store_raw_hello(fds[i], 1, 2, NULL) == 0, "connection %d got no challenge", i + 1);
         clock_sleep_ms(20); /* served in this order */
     }
     CHECK(made == 5, "only %d connections made", made);
@@ -774,9 +710,9 @@ static void check_hostile_peers(void)
     int other = connect_from("127.0.0.2", port), same = connect_from(HOST, port);
     CHECK(other >= 0 && same >= 0, "connections from 127.0.0.2 and %s", HOST);
     if (other >= 0 && same >= 0) {
-        CHECK(raw_hello(other, 1, 3, NULL) == -1, "a stranger's address was sent a challenge "
+        CHECK(store_raw_hello(other, 1, 3, NULL) == -1, "a stranger's address was sent a challenge "
               "after the group formed");
-        CHECK(raw_hello(same, 1, 3, NULL) == 0 && raw_reply(same, 3.0) == STORE_REPLY_OK,
+        CHECK(store_raw_hello(same, 1, 3, NULL) == 0 && store_raw_reply(same, 3.0) == STORE_REPLY_OK,
               "a rank's address was not served after the group formed");
     }
     if (other >= 0)
@@ -881,10 +817,10 @@ static void check_secret(void)
     int wrong = connect_from(HOST, port), none = connect_from(HOST, port),
         silent = connect_from(HOST, port);
     CHECK(wrong >= 0 && none >= 0 && silent >= 0, "stranger connections");
-    CHECK(raw_hello(wrong, 1, 2, "a-wrong-secret-0123456789") == 0 &&
-              raw_reply(wrong, 3.0) == STORE_REPLY_ERROR,
+    CHECK(store_raw_hello(wrong, 1, 2, "a-wrong-secret-0123456789") == 0 &&
+              store_raw_reply(wrong, 3.0) == STORE_REPLY_ERROR,
           "a hello with a wrong secret was not refused");
-    CHECK(raw_hello(none, 1, 2, NULL) == 0 && raw_reply(none, 3.0) == STORE_REPLY_ERROR,
+    CHECK(store_raw_hello(none, 1, 2, NULL) == 0 && store_raw_reply(none, 3.0) == STORE_REPLY_ERROR,
           "a hello without the secret was not refused");
     int st_wrong = wait_bounded(secret_child(port, 1, "another-secret-0123456789",
                                              "does not have rank 0's job secret", 1.0, 5000), 10);
@@ -939,7 +875,7 @@ static void check_other_user(void)
         if (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
             _exit(5);
         int fd = connect_from(HOST, port);
-        if (fd < 0 || raw_hello(fd, 1, 2, SECRET) == 0)
+        if (fd < 0 || store_raw_hello(fd, 1, 2, SECRET) == 0)
             _exit(6); /* it was sent a challenge */
         struct store *c = store_create(HOST, port, 0, 1, 2, 1000);
         _exit(c ? 7 : 0);
@@ -1044,7 +980,7 @@ static void check_server_proof(void)
             store_wire_put_reply(h, STORE_REPLY_OK, sizeof ch);
             send_some(c, h, sizeof h);
             send_some(c, ch, sizeof ch);
-            if (c >= 0 && recv_exact(c, hello, sizeof hello, 3.0) == 0) {
+            if (c >= 0 && store_raw_recv(c, hello, sizeof hello, 3.0) == 0) {
                 store_wire_put_reply(h, STORE_REPLY_OK, sizeof fake);
                 send_some(c, h, sizeof h);
                 send_some(c, fake, sizeof fake);

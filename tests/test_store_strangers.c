@@ -15,6 +15,7 @@
 #include "comm/store_auth.h"
 #include "comm/store_wire.h"
 #include "common/clock.h"
+#include "store_raw.h"
 #include "testutil.h"
 
 #include <arpa/inet.h>
@@ -53,71 +54,19 @@ static int connect_to(int port)
     return fd;
 }
 
-/* Exactly len bytes within limit_s: 0, or -1 (closed first, or too slow). */
-static int recv_exact(int fd, uint8_t *p, size_t len, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    while (len) {
-        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            return -1;
-        double left = end - clock_now_s();
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 static void send_all(int fd, const void *p, size_t len)
 {
     ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
     (void)n;
 }
 
-/* The status of the next reply on fd (its bytes discarded), -1 when none came. */
-static int reply_status(int fd, double limit_s)
-{
-    uint8_t h[STORE_REPLY_HEADER], body[256];
-    int status;
-    uint32_t len;
-    if (recv_exact(fd, h, sizeof h, limit_s) < 0 || store_wire_decode_reply(h, &status, &len) < 0)
-        return -1;
-    while (len) {
-        uint32_t take = len < sizeof body ? len : (uint32_t)sizeof body;
-        if (recv_exact(fd, body, take, limit_s) < 0)
-            return -1;
-        len -= take;
-    }
-    return status;
-}
-
 /* The hello of a client with secret (NULL: none), after the server's challenge: 1 when it
  * was accepted, 0 refused, -1 when no challenge came (refused as it connected). */
 static int claim(int fd, int rank, int world, const char *secret)
 {
-    uint8_t h[STORE_REPLY_HEADER], ch[STORE_CHALLENGE_BYTES];
-    int status, mode;
-    uint32_t len;
-    const uint8_t *snonce;
-    if (recv_exact(fd, h, sizeof h, 3.0) < 0 || store_wire_decode_reply(h, &status, &len) < 0 ||
-        len != sizeof ch || recv_exact(fd, ch, sizeof ch, 3.0) < 0 ||
-        store_wire_decode_challenge(ch, len, &mode, &snonce) < 0)
+    if (store_raw_hello(fd, rank, world, secret) < 0)
         return -1;
-    uint8_t cnonce[STORE_NONCE_BYTES] = {7}, mac[STORE_MAC_BYTES] = {0};
-    struct store_auth a;
-    if (secret && store_auth_from_secret(&a, secret, strlen(secret)) == 0)
-        store_auth_mac(&a, 0, snonce, cnonce, (uint32_t)rank, (uint32_t)world, mac);
-    uint8_t req[STORE_REQ_HEADER + STORE_HELLO_VALUE];
-    store_wire_put_request(req, STORE_OP_HELLO, 0, STORE_HELLO_VALUE);
-    store_wire_put_hello(req + STORE_REQ_HEADER, (uint32_t)rank, (uint32_t)world, cnonce, mac);
-    send_all(fd, req, sizeof req);
-    return reply_status(fd, 3.0) == STORE_REPLY_OK;
+    return store_raw_reply(fd, 3.0) == STORE_REPLY_OK;
 }
 
 /* What an older client (no secrets) says, then what a stranger accepted as rank 1 would
@@ -134,10 +83,10 @@ static int claim_old(int fd)
     int status = -1;
     uint32_t len = 0;
     for (int i = 0; i < 2; i++) {
-        if (recv_exact(fd, h, sizeof h, 3.0) < 0 || store_wire_decode_reply(h, &status, &len) < 0)
+        if (store_raw_recv(fd, h, sizeof h, 3.0) < 0 || store_wire_decode_reply(h, &status, &len) < 0)
             return 0;
         uint8_t body[64];
-        if (len > sizeof body || recv_exact(fd, body, len, 3.0) < 0)
+        if (len > sizeof body || store_raw_recv(fd, body, len, 3.0) < 0)
             return 0;
         if (!(len == STORE_CHALLENGE_BYTES && memcmp(body, STORE_CHALLENGE_MAGIC, 8) == 0))
             break;

@@ -211,6 +211,28 @@ static uint64_t tw_count_rows(const char *p, size_t n)
     return rows;
 }
 
+/* Write p[0..n) at the file's end, the caller owning the buffer in TW_FLUSH: n, or the
+ * bytes that reached the file before a write failed (*err its errno), or -1 when a signal
+ * handler took the buffer meanwhile. */
+static ssize_t tw_write_owned(struct trace_writer *w, const char *p, size_t n, int *err)
+{
+    const uint64_t mine = tw_pack(tw_tid(), TW_FLUSH);
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = write(w->fd, p + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (atomic_load(&w->state) != mine)
+            return -1;
+        if (k <= 0) {
+            *err = k < 0 ? errno : EIO;
+            return (ssize_t)off;
+        }
+        off += (size_t)k;
+    }
+    return (ssize_t)n;
+}
+
 /* Write the committed rows.  Caller holds mu and owns the buffer in TW_FLUSH. */
 static int tw_flush_owned(struct trace_writer *w)
 {
@@ -218,33 +240,26 @@ static int tw_flush_owned(struct trace_writer *w)
     if (n == 0)
         return 0;
     int64_t base = atomic_load_explicit(&w->disk, memory_order_relaxed);
-    uint64_t mine = tw_pack(tw_tid(), TW_FLUSH);
-    size_t off = 0;
-    while (off < n) {
-        ssize_t k = write(w->fd, w->buf + off, n - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (atomic_load(&w->state) != mine)
-            return error_set("trace %s: stopped by a fatal signal", w->path);
-        if (k <= 0) {
-            int e = k < 0 ? errno : EIO;
-            /* keep the whole rows of this flush that reached the file, drop the rest: the
-             * file ends in a whole row */
-            size_t keep = off;
-            while (keep > 0 && w->buf[keep - 1] != '\n')
-                keep--;
-            if (ftruncate(w->fd, (off_t)(base + (int64_t)keep)) == 0)
-                lseek(w->fd, (off_t)(base + (int64_t)keep), SEEK_SET);
-            char why[128];
-            snprintf(why, sizeof why, "write failed: %s", strerror(e));
-            tw_note_loss(w, tw_count_rows(w->buf + keep, n - keep), why);
-            atomic_store_explicit(&w->committed, 0, memory_order_release);
-            atomic_store_explicit(&w->disk, base + (int64_t)keep, memory_order_release);
-            return error_set("trace %s: %s; %zu of %zu buffered bytes dropped (check free "
-                             "space)",
-                             w->path, why, n - keep, n);
-        }
-        off += (size_t)k;
+    int e = 0;
+    const ssize_t off = tw_write_owned(w, w->buf, n, &e);
+    if (off < 0)
+        return error_set("trace %s: stopped by a fatal signal", w->path);
+    if ((size_t)off < n) {
+        /* keep the whole rows of this flush that reached the file, drop the rest: the file
+         * ends in a whole row */
+        size_t keep = (size_t)off;
+        while (keep > 0 && w->buf[keep - 1] != '\n')
+            keep--;
+        if (ftruncate(w->fd, (off_t)(base + (int64_t)keep)) == 0)
+            lseek(w->fd, (off_t)(base + (int64_t)keep), SEEK_SET);
+        char why[128];
+        snprintf(why, sizeof why, "write failed: %s", strerror(e));
+        tw_note_loss(w, tw_count_rows(w->buf + keep, n - keep), why);
+        atomic_store_explicit(&w->committed, 0, memory_order_release);
+        atomic_store_explicit(&w->disk, base + (int64_t)keep, memory_order_release);
+        return error_set("trace %s: %s; %zu of %zu buffered bytes dropped (check free "
+                         "space)",
+                         w->path, why, n - keep, n);
     }
     /* committed before disk: the handler reads disk first (see tw_handler_flush) */
     atomic_store_explicit(&w->committed, 0, memory_order_release);
@@ -588,31 +603,21 @@ static int tw_add_long(struct trace_writer *w, const struct trace_row *row)
     int rc = tw_flush_owned(w);
     if (rc == 0) {
         const int64_t base = atomic_load_explicit(&w->disk, memory_order_relaxed);
-        const uint64_t mine = tw_pack(tw_tid(), TW_FLUSH);
         w->big_n = n;
         atomic_store_explicit(&w->big, line, memory_order_release);
-        size_t off = 0;
-        while (off < n && rc == 0) {
-            ssize_t k = write(w->fd, line + off, n - off);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (atomic_load(&w->state) != mine) {
-                /* a handler on another thread finishes the row from `line`: leave it be
-                 * (the process is dying) */
-                return error_set("trace %s: stopped by a fatal signal", w->path);
-            }
-            if (k <= 0) {
-                int e = k < 0 ? errno : EIO;
-                if (ftruncate(w->fd, (off_t)base) == 0) /* back to the last whole row */
-                    lseek(w->fd, (off_t)base, SEEK_SET);
-                char why[128];
-                snprintf(why, sizeof why, "write failed: %s", strerror(e));
-                tw_note_loss(w, 1, why);
-                rc = error_set("trace %s: %s; a %zu-byte row dropped (check free space)",
-                               w->path, why, n);
-                break;
-            }
-            off += (size_t)k;
+        int e = 0;
+        const ssize_t off = tw_write_owned(w, line, n, &e);
+        if (off < 0) /* a handler on another thread finishes the row from `line`: leave it
+                      * be (the process is dying) */
+            return error_set("trace %s: stopped by a fatal signal", w->path);
+        if ((size_t)off < n) {
+            if (ftruncate(w->fd, (off_t)base) == 0) /* back to the last whole row */
+                lseek(w->fd, (off_t)base, SEEK_SET);
+            char why[128];
+            snprintf(why, sizeof why, "write failed: %s", strerror(e));
+            tw_note_loss(w, 1, why);
+            rc = error_set("trace %s: %s; a %zu-byte row dropped (check free space)", w->path,
+                           why, n);
         }
         atomic_store_explicit(&w->big, NULL, memory_order_release);
         if (rc == 0) {

@@ -257,6 +257,51 @@ static void test_grad_progress(void)
           "one bucket: %d, exposed %.12f, want 1008e-6", o.buckets, o.exposed_comm_ms);
 }
 
+/* The busy term is what the replay does not explain already (predict_fit_busy): in
+ * test_grad_progress's model, bucket 0 (1 MiB, beside backward) takes 6.524288 ms in the
+ * replay without busy (its ring's second step waits for the gradient at 7 ms).  Measured
+ * durations of 7.024288 and 7.124288 ms (and 6.924288, the lower middle of three) hold a
+ * busy of 0.4-0.6: the fit finds 0.5 of it, and the replay with it gives the measured
+ * median back.  Counted against the line (1.048576 ms, the rule before), the same
+ * measurements gave busy 5.975712, which the replay added to the 6.524288 it already
+ * takes -- the wait for the gradient twice (shaped grid 2026-12-07: busy 2.044 ms, and
+ * from the 1-rank run +7 to +10 % at 3 and 7 buckets).  Without grad_progress the replay's
+ * time is the line's, and busy is the excess over it, as before. */
+static void test_fit_busy(void)
+{
+    struct predict_layer layers[3] = {{"a", 0, 0.2}, {"b", 0, 6.0}, {"c", 0, 1.0}};
+    struct predict_param params[3] = {{4, 0}, {4, 1}, {(size_t)MIB, 2}};
+    struct predict_model m = {.layers = layers, .nlayers = 3, .params = params, .nparams = 3,
+                              .backward_ms = 7.2};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    c.comm.grad_progress = 1;
+    c.comm.busy_ms = 9.0; /* ignored: the fit replays without busy */
+    double bytes[3] = {(double)MIB, (double)MIB, (double)MIB};
+    double ms[3] = {7.024288, 7.124288, 6.924288}, busy = -1;
+    CHECK(predict_fit_busy(&m, &c, bytes, ms, 3, &busy) == 0, "fit: %s", error_get());
+    CHECK(NEAR(busy, 0.5), "busy %.12f, want 0.5 (the excess over 6.524288)", busy);
+    CHECK(NEAR(ms[0], 0.5) && NEAR(ms[1], 0.6) && NEAR(ms[2], 0.4),
+          "excesses %.9f %.9f %.9f, want 0.5 0.6 0.4", ms[0], ms[1], ms[2]);
+    struct predict_out o;
+    struct predict_bucket_log log;
+    c.comm.busy_ms = busy;
+    CHECK(predict_replay_log(&m, &c, &o, &log) == 0 && log.n == 2 && log.beside[0] &&
+              log.bytes[0] == (size_t)MIB && NEAR(log.ms[0], 7.024288) && !log.beside[1],
+          "replay with it: %d buckets, bucket 0 %.9f ms beside %d, want 7.024288",
+          log.n, log.n ? log.ms[0] : 0.0, log.n ? log.beside[0] : -1);
+    /* the comm beside compute: the line's 1.048576 is what busy is measured against */
+    c.comm.grad_progress = 0;
+    double ms2[3] = {1.548576, 1.648576, 1.448576};
+    CHECK(predict_fit_busy(&m, &c, bytes, ms2, 3, &busy) == 0 && NEAR(busy, 0.5),
+          "no progress: busy %.12f, want 0.5", busy);
+    /* a measurement of a size the replay does not form: against the line too, and an
+     * excess below 0 is no busy */
+    c.comm.grad_progress = 1;
+    double odd[1] = {12345}, ms3[1] = {0.001};
+    CHECK(predict_fit_busy(&m, &c, odd, ms3, 1, &busy) == 0 && busy == 0.0,
+          "odd size: busy %.12f, want 0", busy);
+}
+
 /* The 80 % interval (report/FORMULAS.md "The 80 % interval"): each side's terms in
  * quadrature, worked by hand with Pythagorean triples.  Step 20 ms: low side 0.15 * 20 = 3,
  * comm 4, skew 12: sqrt(9 + 16 + 144) = 13, from 7; high side 0.3 * 20 = 6, comm 4, skew 12:
@@ -465,6 +510,7 @@ int main(void)
     test_floor();
     test_busy();
     test_grad_progress();
+    test_fit_busy();
     test_straggler();
     test_bad_config();
     test_interval_combine();

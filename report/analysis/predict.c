@@ -492,15 +492,13 @@ static int source_calibrate(const struct runset *rs, struct predict_source *s)
         s->calibrated = 1;
         s->cal_sizes = fb.n;
         s->cal_samples = xb.n;
-        /* the busy term: the median excess over the line of those that ran beside compute */
         if (busy_b.n > 0) {
-            for (size_t i = 0; i < busy_b.n; i++)
-                busy_m.v[i] -= predict_ring_ms(&s->comm, s->world, busy_b.v[i]);
-            const double ex = median(busy_m.v, busy_m.n);
-            s->comm.busy_ms = ex > 0 ? ex : 0;
+            struct predict_config own = {s->world, s->cap_mb, s->comm};
+            rc = predict_fit_busy(&s->m, &own, busy_b.v, busy_m.v, busy_b.n, &s->comm.busy_ms);
             s->cal_busy = busy_b.n;
         }
-        rc = calib_residuals(s, &xb, &xm, &busy_b, &busy_m);
+        if (rc == 0)
+            rc = calib_residuals(s, &xb, &xm, &busy_b, &busy_m);
     }
     free(busy_b.v);
     free(busy_m.v);

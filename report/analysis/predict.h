@@ -124,6 +124,31 @@ double predict_ring_ms(const struct predict_comm *c, int world, double bytes);
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out);
 
+/* What predict_replay_log says of each bucket all-reduce (the first PREDICT_LOG_BUCKETS):
+ * its bytes, its duration in the replay (busy included where beside), and whether it
+ * started before backward's end (beside compute). */
+#define PREDICT_LOG_BUCKETS 64
+struct predict_bucket_log {
+    int n;
+    size_t bytes[PREDICT_LOG_BUCKETS];
+    double ms[PREDICT_LOG_BUCKETS];
+    int beside[PREDICT_LOG_BUCKETS];
+};
+
+/* predict_replay, and where log is not NULL each bucket's replayed all-reduce into it. */
+int predict_replay_log(const struct predict_model *m, const struct predict_config *c,
+                       struct predict_out *out, struct predict_bucket_log *log);
+
+/* The busy term (report/FORMULAS.md "The comm's calibration"): of n bucket all-reduces
+ * that ran beside compute in configuration c of m (bytes[i], measured ms[i]), the median
+ * excess over what the replay of c gives that bucket without busy -- the line's time, or
+ * with c->comm.grad_progress the ring's steps taken at the gradients, which the measured
+ * durations hold already; a measured bucket the replay does not form beside compute (no
+ * bucket of its bytes) is measured against the line.  ms[i] becomes that excess; the
+ * median, at least 0, goes to *busy_ms.  0, or -1 after error_set(). */
+int predict_fit_busy(const struct predict_model *m, const struct predict_config *c,
+                     const double *bytes, double *ms, size_t n, double *busy_ms);
+
 /* The expected slowest of world draws from samples[0..n) (sorted ascending) less their
  * mean: sum_i x_(i) ((i/n)^N - ((i-1)/n)^N) - mean; 0 for world <= 1 or n == 0. */
 double predict_straggler_ms(const double *sorted, size_t n, int world);

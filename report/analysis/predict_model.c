@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* a bucket that starts this close to backward's end starts after it (sums of medians round) */
 #define PREDICT_BUSY_EPS_MS 1e-6
@@ -211,7 +212,15 @@ void predict_model_sync_bn_off(const struct predict_model *in, const struct pred
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out)
 {
+    return predict_replay_log(m, c, out, NULL);
+}
+
+int predict_replay_log(const struct predict_model *m, const struct predict_config *c,
+                       struct predict_out *out, struct predict_bucket_log *log)
+{
     *out = (struct predict_out){0};
+    if (log)
+        log->n = 0;
     if (c->world < 1)
         return error_set("predict: world size %d (it must be 1 or more)", c->world);
     if (!(c->bucket_cap_mb > 0.0))
@@ -254,10 +263,17 @@ int predict_replay(const struct predict_model *m, const struct predict_config *c
     for (int b = 0; b < nb && c->world > 1; b++) {
         const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
         double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
-        if (start < bwd_end - PREDICT_BUSY_EPS_MS) {
+        const int beside = start < bwd_end - PREDICT_BUSY_EPS_MS;
+        if (beside) {
             if (c->comm.grad_progress)
                 d = ring_at_gradients(d, c->world, start, bwd_end, ready, np);
             d += c->comm.busy_ms;
+        }
+        if (log && b < PREDICT_LOG_BUCKETS) {
+            log->bytes[b] = bucket_bytes[b];
+            log->ms[b] = d;
+            log->beside[b] = beside;
+            log->n = b + 1;
         }
         comm_free = start + d;
         comm += d;
@@ -291,4 +307,32 @@ done:
     free(bucket_ready);
     free(bucket_bytes);
     return rc;
+}
+
+int predict_fit_busy(const struct predict_model *m, const struct predict_config *c,
+                     const double *bytes, double *ms, size_t n, double *busy_ms)
+{
+    struct predict_config own = *c;
+    own.comm.busy_ms = 0.0;
+    struct predict_out o;
+    struct predict_bucket_log log;
+    *busy_ms = 0.0;
+    if (predict_replay_log(m, &own, &o, &log))
+        return error_wrap("predict: the busy term");
+    for (size_t i = 0; i < n; i++) {
+        double d0 = predict_ring_ms(&own.comm, own.world, bytes[i]);
+        for (int b = 0; b < log.n; b++)
+            if (log.beside[b] && (double)log.bytes[b] == bytes[i] && log.ms[b] > d0)
+                d0 = log.ms[b];
+        ms[i] -= d0;
+    }
+    double *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp)
+        return error_set("predict: out of memory");
+    memcpy(tmp, ms, n * sizeof *tmp);
+    qsort(tmp, n, sizeof *tmp, sort_cmp_double);
+    const double ex = n ? tmp[(n + 1) / 2 - 1] : 0.0;
+    free(tmp);
+    *busy_ms = ex > 0 ? ex : 0.0;
+    return 0;
 }

@@ -140,7 +140,10 @@ enum trace_clock { TRACE_CLOCKS(TRACE_CLOCK_ENUM_) TRACE_CLOCK_COUNT };
     X(KERNEL, "kernel")                                                                      \
     X(MEMCPY, "memcpy")                                                                      \
     X(MEMSET, "memset")                                                                      \
-    X(SYNC, "sync")
+    X(SYNC, "sync")                                                                          \
+    X(CPU, "cpu") /* CPU ranks: the CPU time the process's threads other than the training   \
+                     thread took during the row's phase (step, backward): in `bytes`, ns   \
+                     (TRACE.md) */
 
 #define TRACE_KIND_ENUM_(id, name) TRACE_KIND_##id,
 enum trace_kind { TRACE_KINDS(TRACE_KIND_ENUM_) TRACE_KIND_COUNT };

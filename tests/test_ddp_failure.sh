@@ -149,8 +149,8 @@ check evidence-trace-whole \
 # every step rank 0 ended 1.5 s before that (1 s flush interval + 0.5 s for a loaded
 # machine) must have rank 1's step row (same host: one CLOCK_MONOTONIC)
 cover=$(csv_awk 'FNR==1 {f++; next}
-  f==1 && col("phase")=="step" {e[col("step")]=col("end_ns"); if (col("end_ns")>kill) kill=col("end_ns")}
-  f==2 && col("phase")=="step" {have[col("step")]=1; n1++}
+  f==1 && col("phase")=="step" && col("kind")=="range" {e[col("step")]=col("end_ns"); if (col("end_ns")>kill) kill=col("end_ns")}
+  f==2 && col("phase")=="step" && col("kind")=="range" {have[col("step")]=1; n1++}
   END {need=0; miss=0; for (s in e) if (e[s] < kill - 1.5e9) {need++; if (!(s in have)) miss++}
        printf "%d %d %d", need, miss, n1}' "$out/rank0.trace.csv" "$out/rank1.trace.csv")
 read -r need miss n1 <<<"$cover"

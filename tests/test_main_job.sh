@@ -35,7 +35,7 @@ done
 
 # clocks are monotonic: on every rank, step N+1 starts after step N ended
 for t in "$run"/baseline/rank0.trace.csv "$run"/ddp/rank*.trace.csv; do
-  bad=$(csv_awk 'NR>1 && col("phase")=="step" {s[col("step")]=col("start_ns"); e[col("step")]=col("end_ns"); if (col("step")>max) max=col("step")}
+  bad=$(csv_awk 'NR>1 && col("phase")=="step" && col("kind")=="range" {s[col("step")]=col("start_ns"); e[col("step")]=col("end_ns"); if (col("step")>max) max=col("step")}
     END {for (k = 2; k <= max; k++) if (!(s[k] >= e[k-1])) {print "step " k " starts before step " k-1 " ended"; exit}}' "$t")
   check "monotonic-$(basename "$(dirname "$t")")-$(basename "$t")" "$([ -z "$bad" ]; echo $?)" "$t: $bad"
 done
@@ -44,7 +44,7 @@ done
 for d in baseline ddp; do
   wall=$(awk -F, '$1=="wall_s"{print $2}' "$run/$d/meta.csv")
   for t in "$run/$d"/rank*.trace.csv; do
-    steps=$(csv_awk 'col("phase")=="step"{s+=(col("end_ns")-col("start_ns"))/1e9} END{printf "%.6f", s}' "$t")
+    steps=$(csv_awk 'col("phase")=="step" && col("kind")=="range" {s+=(col("end_ns")-col("start_ns"))/1e9} END{printf "%.6f", s}' "$t")
     check "steps-within-wall-$d" "$(awk -v a="$steps" -v b="$wall" 'BEGIN { exit !(a <= b) }'; echo $?)" \
       "$t: steps total ${steps}s > wall ${wall}s"
   done
@@ -55,8 +55,8 @@ buckets=$(awk -F, '$1=="buckets"{print $2}' "$run/ddp/meta.csv")
 check several-buckets "$([ "${buckets:-0}" -ge 2 ]; echo $?)" "--bucket-cap-mb 0.02 gave $buckets bucket(s)"
 for t in "$run"/ddp/rank*.trace.csv; do
   bad=$(csv_awk -v nb="$buckets" '
-    NR>1 && col("phase")=="step" {s0[col("step")]=col("start_ns"); s1[col("step")]=col("end_ns"); steps++}
-    NR>1 && col("phase")=="backward" {be[col("step")]=col("end_ns")}
+    NR>1 && col("phase")=="step" && col("kind")=="range" {s0[col("step")]=col("start_ns"); s1[col("step")]=col("end_ns"); steps++}
+    NR>1 && col("phase")=="backward" && col("kind")=="range" {be[col("step")]=col("end_ns")}
     NR>1 && col("phase")=="allreduce" {n[col("step")]++; if (col("bucket")==0) b0[col("step")]=col("start_ns"); ar_s[col("step") "," col("bucket")]=col("start_ns"); ar_e[col("step") "," col("bucket")]=col("end_ns")}
     END {
       bad = 0

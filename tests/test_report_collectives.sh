@@ -24,7 +24,7 @@ if ! "$bin" "${tiny[@]}" --out "$tmp/run" >"$tmp/out" 2>"$tmp/err" </dev/null; t
   echo "FAIL the 2-rank run:"; cat "$tmp/err"; exit 1
 fi
 trace=$tmp/run/rank0.trace.csv
-steps=$(csv_awk 'FNR>1 && col("phase")=="step" && col("clock")=="host"' "$trace" | wc -l)
+steps=$(csv_awk 'FNR>1 && col("phase")=="step" && col("clock")=="host" && col("kind")=="range"' "$trace" | wc -l)
 [ "$steps" -ge 1 ] && ok || bad "no step rows in $trace"
 
 # rows of PHASE on the host clock: "step bytes stream" per line (columns by name: csvcol.sh)

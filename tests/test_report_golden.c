@@ -101,6 +101,9 @@ static void make_ddp(const char *dir)
     range(&t, 0, 1, "backward", 2500, 6000, 0);
     allreduce(&t, 0, 1, 1, 5500, 7000, 1000000, 0);
     range(&t, 0, 1, "optimizer", 7000, 8000, 0);
+    /* a CPU rank's other threads' CPU (kind cpu, bytes = ns), written before the range */
+    row(&t, 0, 1, "backward", -1, "host", 2510, 5990, 400000, "cpu.others", "cpu", 1, 0);
+    row(&t, 0, 1, "step", -1, "host", 10, 7990, 900000, "cpu.others", "cpu", 1, 0);
     range(&t, 0, 1, "step", 0, 8000, 0);
     range(&t, 0, 2, "data", 8000, 8500, 0);
     range(&t, 0, 2, "forward", 8500, 10500, 0);
@@ -108,6 +111,8 @@ static void make_ddp(const char *dir)
     range(&t, 0, 2, "backward", 10500, 14000, 0);
     allreduce(&t, 0, 2, 1, 13500, 15000, 1000000, 0);
     range(&t, 0, 2, "optimizer", 15000, 16000, 0);
+    row(&t, 0, 2, "backward", -1, "host", 10510, 13990, 600000, "cpu.others", "cpu", 1, 0);
+    row(&t, 0, 2, "step", -1, "host", 8010, 15990, 1100000, "cpu.others", "cpu", 1, 0);
     range(&t, 0, 2, "step", 8000, 16000, 0);
     write_file(dir, "rank0.trace.csv", t.s);
     free(t.s);
@@ -312,19 +317,21 @@ static const char *want_phases =
 
 static const char *want_overlap =
     "run,rank,step_ms,compute_ms,comm_ms,exposed_comm_ms,overlap_pct,idle_ms,k_compute_ms,"
-    "k_comm_ms,k_overlap_pct,k_idle_ms,device_host_wait_ms,device_kernel_gap_ms\n"
+    "k_comm_ms,k_overlap_pct,k_idle_ms,device_host_wait_ms,device_kernel_gap_ms,comm_cpu_ms,"
+    "comm_cpu_bwd_ms\n"
     /* C = [500,6000]+[7000,14000] = 12500; no comm; idle = 14000 - 12500; no kernels: the
-     * kernel columns are empty */
-    "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,\n"
+     * kernel columns are empty; no kind cpu rows (a trace before them): comm_cpu_* empty */
+    "baseline,0,14.000,12.500,0.000,0.000,,1.500,,,,,,,,\n"
     /* C = [500,6000]+[7000,8000]+[8500,14000]+[15000,16000] = 13000; M = 5000;
      * M∩C = 1000+500+1000+500 = 3000 -> exposed 2000, 60 %; C∪M = [500,8000]+[8500,16000];
      * one CUPTI kernel [600,1500]: k_compute 900 µs, no NCCL kernel (k_comm 0, overlap
      * undefined), window = the kernel, so k_idle 0; no launch times: host wait and kernel
-     * gap unknown */
-    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000,0.900,0.000,,0.000,,\n"
+     * gap unknown; kind cpu rows: step 900 and 1100 µs -> median 1.000 ms, backward 400 and
+     * 600 -> 0.500 ms (medians of two: their mean); they change no other figure */
+    "ddp,0,16.000,13.000,5.000,2.000,60.00,1.000,0.900,0.000,,0.000,,,1.000,0.500\n"
     /* C = [500,6500]+[7000,8000]+[8700,13900]+[15000,16000] = 13200; M = 700+500+900+1100;
      * M∩C = 700+0+900+0 = 1600 -> exposed 1600, 50 %; C∪M = [500,8000]+[8700,16000] = 14800 */
-    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200,,,,,,\n";
+    "ddp,1,16.000,13.200,3.200,1.600,50.00,1.200,,,,,,,,\n";
 
 static const char *want_buckets =
     "run,world_size,bucket,params,bytes,count,mean_ms,algbw_GBps,busbw_GBps,pct_hidden,"
@@ -387,12 +394,13 @@ static void test_parent_layout(const char *root)
     char *tl = test_read_file(parent, "timeline.json");
     CHECK(tl && json_valid(tl), "timeline.json is not valid JSON");
     if (tl) {
-        /* rows: baseline 11, ddp rank 0 15 (with the kernel), rank 1 14 */
-        CHECK(count_substr(tl, "\"ph\":\"X\"") == 40, "%zu X events, want 40",
+        /* rows: baseline 11, ddp rank 0 19 (with the kernel and 4 cpu rows), rank 1 14 */
+        CHECK(count_substr(tl, "\"ph\":\"X\"") == 44, "%zu X events, want 44",
               count_substr(tl, "\"ph\":\"X\""));
-        /* 3 processes x (name + sort index); lanes: baseline 2, ddp rank 0 4, rank 1 3, each
-         * thread name + sort index */
-        CHECK(count_substr(tl, "\"ph\":\"M\"") == 24, "%zu M events, want 24",
+        /* 3 processes x (name + sort index); lanes: baseline 2, ddp rank 0 5 (the cpu rows
+         * overlap the all-reduces on the comm lane: a sub-lane of it), rank 1 3, each thread
+         * name + sort index */
+        CHECK(count_substr(tl, "\"ph\":\"M\"") == 26, "%zu M events, want 26",
               count_substr(tl, "\"ph\":\"M\""));
         CHECK(strstr(tl, "\"args\":{\"name\":\"ddp rank 1\"}") != NULL, "no process ddp rank 1");
         CHECK(strstr(tl, "\"name\":\"cuda stream 7\"") != NULL, "no lane for the CUPTI stream");

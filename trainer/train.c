@@ -157,6 +157,8 @@ int rank_open_probe(struct rank *r)
     po.quiet = r->rank != 0;
     if (!(r->probe = probe_create(&po)))
         return error_wrap("probes");
+    /* with more compute threads the backend's workers would count as the others */
+    r->cpu_share = po.mode != PROBE_OFF && r->dev.gpu < 0 && o->dev.threads == 1;
     return 0;
 }
 

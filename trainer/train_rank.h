@@ -86,6 +86,9 @@ struct rank {
     long long epoch_steps, epoch_skipped; /* this epoch's steps; those the scaler skipped */
     struct host_usage usage0;  /* the host's load and this process's CPU time at the start */
     int tty;                   /* stderr is a terminal: draw the progress bar here */
+    int cpu_share;             /* 1: each step writes its other threads' CPU time (kind cpu
+                                  rows, probes/TRACE.md): a traced CPU rank of 1 compute
+                                  thread (train_step.c) */
 };
 
 /* train.c: a line on stdout from rank 0, unless --quiet */

@@ -32,6 +32,49 @@ int rank_load_batch(struct rank *r, const struct dataset *d, const int64_t *idx,
     return 0;
 }
 
+/* The CPU time of the process's threads other than the training thread in a range (the
+ * comm's threads, gloo's loop, the trace's flusher, the store server on rank 0): the
+ * process's CPU clock's advance less the training thread's own.  Only on ranks of one
+ * compute thread (rank->cpu_share), where the backend runs no workers of its own and
+ * OpenBLAS is held to one thread (backend_cpu.c).  Three clock_gettime calls a mark, four
+ * marks a step (probes/TRACE.md, kind cpu). */
+struct cpu_mark {
+    int64_t mono_ns, proc_ns, self_ns;
+};
+
+static int64_t cpu_clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts))
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void cpu_mark_take(const struct rank *r, struct cpu_mark *m)
+{
+    if (!r->cpu_share)
+        return;
+    m->self_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    m->proc_ns = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    m->mono_ns = clock_now_ns();
+}
+
+/* the row of phase ph: the others' CPU ns between marks a and b (taken in that order) */
+static void cpu_row(struct rank *r, enum probe_phase ph, const struct step_metrics *sm,
+                    const struct cpu_mark *a, const struct cpu_mark *b)
+{
+    if (!r->cpu_share)
+        return;
+    const int64_t others = (b->proc_ns - a->proc_ns) - (b->self_ns - a->self_ns);
+    const struct trace_row row = {.step = sm->step, .epoch = sm->epoch, .phase = ph,
+                                  .bucket = -1, .clock = TRACE_CLOCK_HOST,
+                                  .start_ns = a->mono_ns, .end_ns = b->mono_ns,
+                                  .bytes = others > 0 ? (uint64_t)others : 0,
+                                  .name = "cpu.others", .kind = TRACE_KIND_CPU,
+                                  .stream = TRACE_LANE_COMM};
+    probe_row(r->probe, &row);
+}
+
 /* One optimisation step on n samples: forward, loss, backward (scaled by the GradScaler,
  * buckets all-reduced as gradients become ready), unscale and inf check, SGD step unless
  * an inf/nan was found.  Fills the step's loss (global mean), scale and found_inf. */
@@ -52,6 +95,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
         return -1;
     probe_pop(r->probe);
     probe_push(r->probe, PROBE_BACKWARD);
+    struct cpu_mark bwd0 = {0}, bwd1 = {0};
+    cpu_mark_take(r, &bwd0);
     size_t nd = (size_t)n * m->classes;
     sm->loss_scale = r->scaler.scale;
     if (r->scaler.enabled) /* scaler.scale(loss).backward() */
@@ -68,6 +113,8 @@ static int rank_step(struct rank *r, int n, struct step_metrics *sm)
     if (m->backward(m, r->batch.dlogits, r->red ? &hook : NULL))
         return -1;
     rank_layers_stop(r);
+    cpu_mark_take(r, &bwd1);
+    cpu_row(r, PROBE_BACKWARD, sm, &bwd0, &bwd1);
     probe_pop(r->probe);
     if (r->red && reducer_finish(r->red)) /* the exposed wait: between backward and optimizer */
         return -1;
@@ -155,6 +202,8 @@ int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         }
         probe_set_step(r->probe, r->step + 1, epoch + 1);
         probe_push(r->probe, PROBE_STEP);
+        struct cpu_mark step0 = {0}, step1 = {0};
+        cpu_mark_take(r, &step0);
         if (r->faults.delay_ms > 0) { /* a planted straggler (train_faults.c) */
             const struct timespec ts = {.tv_sec = r->faults.delay_ms / 1000,
                                         .tv_nsec = r->faults.delay_ms % 1000 * 1000000L};
@@ -165,6 +214,8 @@ int rank_train_epoch(struct rank *r, int epoch, double *mean_loss)
         probe_pop(r->probe);
         if (rc || rank_step(r, n, &sm))
             return error_wrap("epoch %d step %lld", epoch + 1, r->step + 1);
+        cpu_mark_take(r, &step1);
+        cpu_row(r, PROBE_STEP, &sm, &step0, &step1);
         probe_pop(r->probe);
         r->step++;
         sum += sm.loss;

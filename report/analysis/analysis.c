@@ -43,6 +43,7 @@ struct analysis_ctx {
     int ndense;
     int known[TRACE_PHASE_COUNT]; /* dense index of each phase of the format, or -1 */
     uint32_t range_kind; /* labels id of "range" */
+    uint32_t cpu_kind;   /* labels id of "cpu" (STRPOOL_NONE: no such rows) */
     uint32_t device_kind[3]; /* labels ids of "kernel", "memcpy", "memset" (or NONE) */
     int warmup_last; /* the run's last warm-up step (0: none), see analysis_skip_warmup */
     int gpu_run;     /* the run's meta.csv says device cuda: analysis_cupti_ranges applies */
@@ -432,6 +433,7 @@ static int analysis_ctx_init(struct analysis_ctx *c, const struct runset *rs)
     for (int d = first_other; d < c->ndense; d++)
         c->dense[c->dense_label[d]] = d;
     c->range_kind = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_RANGE));
+    c->cpu_kind = strpool_find(&rs->labels, trace_kind_name(TRACE_KIND_CPU));
     static const enum trace_kind dev_kinds[3] = {TRACE_KIND_KERNEL, TRACE_KIND_MEMCPY,
                                                  TRACE_KIND_MEMSET};
     for (int k = 0; k < 3; k++)
@@ -1251,6 +1253,51 @@ static void analysis_skip_warmup(const struct analysis_ctx *c, struct rank_sel *
 
 /* Per phase statistics, overlap figures, bucket rows, step marks and kernel figures of one
  * rank. */
+/* comm_cpu_ms / comm_cpu_bwd_ms: the median of the kind cpu rows' bytes (the others' CPU
+ * ns) of phase step / backward over the counted steps (past the warm-up) */
+static int analysis_comm_cpu(const struct analysis_ctx *c, const struct rank_trace *t,
+                             struct rank_stat *out)
+{
+    if (c->cpu_kind == STRPOOL_NONE)
+        return 0;
+    const uint32_t step = strpool_find(&c->rs->labels, trace_phase_name(TRACE_PHASE_STEP));
+    const uint32_t bwd = strpool_find(&c->rs->labels, trace_phase_name(TRACE_PHASE_BACKWARD));
+    double *v[3];
+    size_t n[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++)
+        v[k] = malloc((t->n + 1) * sizeof(double));
+    if (!v[0] || !v[1] || !v[2]) {
+        for (int k = 0; k < 3; k++)
+            free(v[k]);
+        return analysis_oom(t);
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const struct run_row *row = &t->rows[i];
+        if (row->kind != c->cpu_kind || row->step < 1 || row->step <= c->warmup_last)
+            continue;
+        if (row->phase == step)
+            v[0][n[0]++] = (double)row->bytes;
+        else if (row->phase == bwd) {
+            v[1][n[1]++] = (double)row->bytes;
+            v[2][n[2]++] = (double)(row->end_ns - row->start_ns);
+        }
+    }
+    struct spread sp;
+    if ((out->has_comm_cpu = n[0] > 0)) {
+        analysis_spread(v[0], n[0], &sp);
+        out->comm_cpu_ns = sp.median;
+    }
+    if ((out->has_comm_cpu_bwd = n[1] > 0)) {
+        analysis_spread(v[1], n[1], &sp);
+        out->comm_cpu_bwd_ns = sp.median;
+        analysis_spread(v[2], n[2], &sp);
+        out->comm_cpu_bwd_span_ns = sp.median;
+    }
+    for (int k = 0; k < 3; k++)
+        free(v[k]);
+    return 0;
+}
+
 static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *t, int rk,
                          struct rank_stat *out, struct bucket_list *buckets,
                          struct step_list *steps, struct coll_list *colls)
@@ -1281,6 +1328,8 @@ static int analysis_rank(const struct analysis_ctx *c, const struct rank_trace *
         rc = analysis_rank_steps(c, &sel, steps);
     if (rc == 0)
         rc = analysis_rank_kernels(c, t, out);
+    if (rc == 0)
+        rc = analysis_comm_cpu(c, t, out);
     free(sel.first);
     free(sel.idx);
     free(derived_rows);

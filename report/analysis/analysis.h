@@ -54,6 +54,14 @@ struct rank_stat {
     size_t warmup_nsteps;   /* ... and how many */
     int has_kern;                  /* device activity was seen: kern is its sweep */
     struct kernel_sweep kern;
+    /* overlap.csv comm_cpu_ms, comm_cpu_bwd_ms (report/FORMULAS.md): the median over the
+     * counted steps of the CPU time the rank's threads other than the training thread took
+     * in a step and in its backward (kind cpu rows of CPU ranks, probes/TRACE.md); has_*
+     * 0: the trace has no such rows (GPU ranks, traces before them) */
+    double comm_cpu_ns, comm_cpu_bwd_ns;
+    double comm_cpu_bwd_span_ns; /* the median span of those backward rows (backward's time
+                                    between its two readings of the clocks) */
+    int has_comm_cpu, has_comm_cpu_bwd;
 };
 
 struct bucket_stat {

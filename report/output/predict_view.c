@@ -107,6 +107,20 @@ void predict_table_row(struct table *t, const struct predict_config *c, double a
     table_set(t, PC_CHANGE, "%+.1f", 100.0 * (p->step_ms - measured_step_ms) / measured_step_ms);
 }
 
+/* the comm's threads' CPU beside compute on a CPU rank (overlap.csv comm_cpu_ms,
+ * comm_cpu_bwd_ms of rank 0; report/FORMULAS.md), when the trace measured it */
+static void predict_print_comm_cpu(FILE *f, const struct predict_source *s)
+{
+    const struct rank_stat *r = s->st->nranks > 0 ? &s->st->ranks[0] : NULL;
+    if (!r || !r->has_comm_cpu || !r->has_comm_cpu_bwd)
+        return;
+    fprintf(f, "#  comm: its threads took %.3f ms of CPU a step, %.3f ms of it inside backward",
+            r->comm_cpu_ns * 1e-6, r->comm_cpu_bwd_ns * 1e-6);
+    if (r->comm_cpu_bwd_span_ns > 0)
+        fprintf(f, " (%.1f %% of backward)", 100.0 * r->comm_cpu_bwd_ns / r->comm_cpu_bwd_span_ns);
+    fputc('\n', f);
+}
+
 void predict_print_footer(FILE *f, const struct predict_footer *p)
 {
     const struct predict_source *s = p->s;
@@ -135,6 +149,7 @@ void predict_print_footer(FILE *f, const struct predict_footer *p)
         fprintf(f, "#  comm: its threads run at the gradients (comm_progress,gradient): an "
                    "all-reduce started in backward takes each ring step at the next "
                    "gradient\n");
+    predict_print_comm_cpu(f, s);
     if (!s->layered)
         fprintf(f, "#  no per-layer rows (a run with --trace full records them): gradients "
                    "taken as ready spread over backward by their bytes\n");

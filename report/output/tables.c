@@ -59,7 +59,7 @@ static const struct table_col buckets_cols[BU_NCOLS] = {
 
 enum overlap_col { OV_RUN, OV_RANK, OV_STEP, OV_COMPUTE, OV_COMM, OV_EXPOSED_COMM, OV_OVERLAP,
                    OV_IDLE, OV_K_COMPUTE, OV_K_COMM, OV_K_OVERLAP, OV_K_IDLE, OV_HOST_WAIT,
-                   OV_KERNEL_GAP, OV_HOST, OV_NCOLS };
+                   OV_KERNEL_GAP, OV_COMM_CPU, OV_COMM_CPU_BWD, OV_HOST, OV_NCOLS };
 static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_RUN] = {"run", "run", "", 1},
     [OV_RANK] = {"rank", "rank", "", 0},
@@ -75,6 +75,8 @@ static const struct table_col overlap_cols[OV_NCOLS] = {
     [OV_K_IDLE] = {"k_idle_ms", "k idle", "ms", 0},
     [OV_HOST_WAIT] = {"device_host_wait_ms", "device host wait", "ms", 0},
     [OV_KERNEL_GAP] = {"device_kernel_gap_ms", "device kernel gap", "ms", 0},
+    [OV_COMM_CPU] = {"comm_cpu_ms", "comm cpu", "ms", 0},
+    [OV_COMM_CPU_BWD] = {"comm_cpu_bwd_ms", "comm cpu bwd", "ms", 0},
     [OV_HOST] = {"host", "host", "", 1}};
 
 enum idle_col { ID_RUN, ID_RANK, ID_STREAM, ID_HOST_WAIT, ID_KERNEL_WAIT, ID_OTHER,
@@ -259,6 +261,10 @@ static void fill_overlap(const struct runset *rs, const struct run_stat *st, str
             const char *host = run_rank_host(&rs->runs[i], r->rank);
             if (host && t->ncols > OV_HOST)
                 table_set(t, OV_HOST, "%s", host);
+            if (r->has_comm_cpu)
+                table_set(t, OV_COMM_CPU, "%.3f", r->comm_cpu_ns * 1e-6);
+            if (r->has_comm_cpu_bwd)
+                table_set(t, OV_COMM_CPU_BWD, "%.3f", r->comm_cpu_bwd_ns * 1e-6);
             if (!r->has_kern)
                 continue;
             const struct kernel_sweep *k = &r->kern;

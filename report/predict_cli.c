@@ -316,7 +316,8 @@ static int cli_grid(struct predict_cli *p, const struct predict_source *s)
                                                               : cal->bandwidth_gbps,
                                      .floor_ms = cal->floor_ms,
                                      .busy_ms = cal->busy_ms,
-                                     .grad_progress = cal->grad_progress}};
+                                     .grad_progress = cal->grad_progress,
+                                     .cpu_ms_per_byte = cal->cpu_ms_per_byte}};
                         struct predict_out pr;
                         if ((rc = predict_one(s, &mm, &own, &own_out, &c, &pr)))
                             break;

@@ -51,6 +51,16 @@ done
 "$bin" predict "$d2" >"$tmp/p.out" 2>&1
 check predict-line "$(grep -q '^#  comm: its threads took .* ms of CPU a step, .* ms of it inside backward (.* % of backward)$' "$tmp/p.out"; echo $?)" \
   "no comm CPU line: $(grep 'comm:' "$tmp/p.out")"
+# the model's term (report/FORMULAS.md "The comm's CPU beside backward"): the rate line, and
+# a 1-rank what-if, which moves no bytes, computes the own configuration's cpu_bwd less (to
+# predict.csv's 3 decimals and the printed figure's: 0.002 ms)
+"$bin" predict "$d2" --world 1 >"$tmp/p1.out" 2>&1
+own=$(sed -n "s/^#  comm: its threads take .* ms of CPU per MB a rank moves;.*(this run's configuration: \([0-9.]*\) ms).*/\1/p" "$tmp/p1.out")
+mc=$(csv_col "$d2/predict.csv" compute_ms config=measured)
+pc=$(csv_col "$d2/predict.csv" compute_ms config=predicted)
+check "predict: 1 rank saves the comm's CPU beside backward" \
+  "$(awk -v o="$own" -v m="$mc" -v p="$pc" 'BEGIN { d = m - p - o; exit !(o > 0 && d < 0.002 && d > -0.002) }'; echo $?)" \
+  "own cpu_bwd '$own', measured compute '$mc', 1-rank compute '$pc': $(grep 'CPU' "$tmp/p1.out")"
 
 # --- 1 rank: no comm, so the other threads are the trace's flusher alone (about once a
 # second, a write of the buffered rows: at most one step in a second's steps has it), so

@@ -302,6 +302,40 @@ static void test_fit_busy(void)
           "odd size: busy %.12f, want 0", busy);
 }
 
+/* The comm's CPU beside backward (report/FORMULAS.md): test_grad_progress's model, 1e-6
+ * ms of CPU per byte moved.  Bucket 0 (1 MiB) starts before backward ends: at 2 ranks the
+ * ring moves 2(N-1)/N = 1 of its bytes, 1.048576 ms, added to compute and the step; bucket
+ * 1 (8 bytes, at backward's end) is not beside it.  4 ranks: 1.5 of the bytes; 1 rank: no
+ * all-reduce, nothing; one bucket ready at backward's end: nothing either. */
+static void test_comm_cpu(void)
+{
+    struct predict_layer layers[3] = {{"a", 0, 0.2}, {"b", 0, 6.0}, {"c", 0, 1.0}};
+    struct predict_param params[3] = {{4, 0}, {4, 1}, {(size_t)MIB, 2}};
+    struct predict_model m = {.layers = layers, .nlayers = 3, .params = params, .nparams = 3,
+                              .backward_ms = 7.2};
+    struct predict_config c = {.world = 2, .bucket_cap_mb = 25, .comm = link8};
+    struct predict_out o, without;
+    CHECK(predict_replay(&m, &c, &without) == 0, "replay: %s", error_get());
+    c.comm.cpu_ms_per_byte = 1e-6;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.cpu_bwd_ms, 1.048576) &&
+              NEAR(o.compute_ms - without.compute_ms, 1.048576) &&
+              NEAR(o.step_ms - without.step_ms, 1.048576),
+          "2 ranks: cpu_bwd %.9f, compute +%.9f, step +%.9f; want 1.048576", o.cpu_bwd_ms,
+          o.compute_ms - without.compute_ms, o.step_ms - without.step_ms);
+    c.world = 4;
+    CHECK(predict_replay(&m, &c, &o) == 0 && NEAR(o.cpu_bwd_ms, 1.572864),
+          "4 ranks: cpu_bwd %.9f, want 1.572864", o.cpu_bwd_ms);
+    c.world = 1;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.cpu_bwd_ms == 0.0 &&
+              NEAR(o.compute_ms, without.compute_ms),
+          "1 rank: cpu_bwd %.9f, want 0", o.cpu_bwd_ms);
+    c.world = 2;
+    params[2].bytes = 1000;
+    CHECK(predict_replay(&m, &c, &o) == 0 && o.buckets == 1 && o.cpu_bwd_ms == 0.0,
+          "one bucket at backward's end: %d buckets, cpu_bwd %.9f, want 0", o.buckets,
+          o.cpu_bwd_ms);
+}
+
 /* The 80 % interval (report/FORMULAS.md "The 80 % interval"): each side's terms in
  * quadrature, worked by hand with Pythagorean triples.  Step 20 ms: low side 0.15 * 20 = 3,
  * comm 4, skew 12: sqrt(9 + 16 + 144) = 13, from 7; high side 0.3 * 20 = 6, comm 4, skew 12:
@@ -511,6 +545,7 @@ int main(void)
     test_busy();
     test_grad_progress();
     test_fit_busy();
+    test_comm_cpu();
     test_straggler();
     test_bad_config();
     test_interval_combine();

@@ -894,6 +894,37 @@ static int source_spread(struct predict_source *s)
 }
 
 /* The source of run index i of rs (st its analysis). */
+/* The comm's CPU per byte moved (predict_comm.cpu_ms_per_byte; report/FORMULAS.md "The
+ * comm's CPU beside backward"): the mean over ranks of overlap.csv's comm_cpu_ms over the
+ * bytes a rank's collectives move a step -- every bucket's (the parameters' gradients) and
+ * the held collectives', 2(N-1)/N of each.  Only for a calibrated run of 2 ranks or more
+ * whose ranks measured it; else it stays 0 (a borrowed comm brings its own). */
+static int source_comm_cpu(struct predict_source *s)
+{
+    if (!s->calibrated || s->world < 2)
+        return 0;
+    double cpu = 0.0, n = 0.0, bytes = 0.0;
+    for (int q = 0; q < s->st->nranks; q++)
+        if (s->st->ranks[q].has_comm_cpu) {
+            cpu += s->st->ranks[q].comm_cpu_ns / 1e6;
+            n++;
+        }
+    for (int i = 0; i < s->m.nparams; i++)
+        bytes += (double)s->m.params[i].bytes;
+    for (int i = 0; i < s->m.nheld; i++)
+        bytes += (double)s->m.held_bytes[i];
+    const double nn = (double)s->world, moved = 2.0 * (nn - 1.0) / nn * bytes;
+    if (!(n > 0 && moved > 0 && cpu > 0))
+        return 0;
+    s->comm.cpu_ms_per_byte = cpu / n / moved;
+    const struct predict_config own = {s->world, s->cap_mb, s->comm};
+    struct predict_out o;
+    if (predict_replay(&s->m, &own, &o))
+        return error_wrap("predict: the comm's CPU");
+    s->cpu_bwd_own_ms = o.cpu_bwd_ms;
+    return 0;
+}
+
 static int source_build(const struct runset *rs, const struct run_stat *st, int i,
                         struct predict_source *s)
 {
@@ -941,6 +972,8 @@ static int source_build(const struct runset *rs, const struct run_stat *st, int 
         rc = source_calibrate(rs, s);
     if (rc == 0)
         rc = source_steps(rs, s);
+    if (rc == 0)
+        rc = source_comm_cpu(s);
     s->sync_bn = r->meta.sync_bn.s && r->meta.sync_bn.i == 1;
     if (rc == 0)
         rc = source_sync_bn(rs, s);

@@ -83,6 +83,12 @@ struct predict_comm {
      * an all-reduce that starts before backward ends takes each step of its ring at the
      * next gradient, then `busy` more; 0: it runs beside compute, T + busy */
     int grad_progress;
+    /* what the comm's threads take of the CPU per byte a rank moves in a collective (ring:
+     * 2(N-1)/N of its bytes), ms (0: not measured): the run's kind cpu rows (overlap.csv
+     * comm_cpu_ms, CPU ranks of one compute thread) over the bytes its collectives moved a
+     * step.  The part of it spent beside backward lengthens backward (report/FORMULAS.md
+     * "The comm's CPU beside backward") */
+    double cpu_ms_per_byte;
     /* added to every all-reduce's time of 2 ranks or more (ms; the time at least 0): the
      * 80 % interval's comm term (report/FORMULAS.md "The 80 % interval"); 0 in a prediction */
     double offset_ms;
@@ -108,6 +114,9 @@ struct predict_out {
     double overlap_pct;     /* 100 (comm - exposed) / comm; 0 without comm */
     double held_ms;         /* the held collectives at the asked world (the step adds its
                                change from held_world: forward and backward hold the rest) */
+    double cpu_bwd_ms;      /* the comm's CPU beside backward: cpu_ms_per_byte times the
+                               bytes moved by the all-reduces that start before backward
+                               ends (in compute_ms and step_ms) */
     double straggler_ms;    /* the slowest rank's lateness over the mean rank's: the
                                measured wait scaled to N, else E[max of N ranks' compute] -
                                mean compute */
@@ -229,6 +238,7 @@ struct predict_source {
     struct predict_spread spread;  /* the interval's terms */
     int sync_bn;                   /* meta.csv sync_bn 1 */
     struct predict_sync_bn sbn;    /* its collectives (sbn.steps 0: none measured) */
+    double cpu_bwd_own_ms;         /* the replay's cpu_bwd of the run's own configuration */
 };
 
 /* The sources of every run of a runset, one of them predicted. */

@@ -259,7 +259,7 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
             bucket_ready[b] = ready[i];
     }
     /* one comm stream, buckets in order (the reducer launches them in bucket order) */
-    double comm_free = 0.0, comm = 0.0;
+    double comm_free = 0.0, comm = 0.0, beside_bytes = 0.0;
     for (int b = 0; b < nb && c->world > 1; b++) {
         const double start = bucket_ready[b] > comm_free ? bucket_ready[b] : comm_free;
         double d = predict_ring_ms(&c->comm, c->world, (double)bucket_bytes[b]);
@@ -269,6 +269,8 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
                 d = ring_at_gradients(d, c->world, start, bwd_end, ready, np);
             d += c->comm.busy_ms;
         }
+        if (beside)
+            beside_bytes += (double)bucket_bytes[b];
         if (log && b < PREDICT_LOG_BUCKETS) {
             log->bytes[b] = bucket_bytes[b];
             log->ms[b] = d;
@@ -291,8 +293,14 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
     if ((rc = predict_straggler_of(m, c->world, &straggler)))
         goto done;
 
+    /* the comm's CPU beside backward: what the ring moves of those buckets, at the
+     * measured CPU per byte; backward (and all after it) takes that much longer */
+    const double nn = (double)c->world;
+    out->cpu_bwd_ms = c->world > 1 ? c->comm.cpu_ms_per_byte * 2.0 * (nn - 1.0) / nn * beside_bytes
+                                   : 0.0;
     out->buckets = nb;
-    out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms;
+    out->compute_ms = m->data_ms + m->forward_ms + m->backward_ms + m->optimizer_ms +
+                      out->cpu_bwd_ms;
     out->comm_ms = comm;
     out->exposed_comm_ms = exposed;
     out->overlap_pct = comm > exposed ? 100.0 * (comm - exposed) / comm : 0.0;

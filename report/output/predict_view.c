@@ -150,6 +150,15 @@ void predict_print_footer(FILE *f, const struct predict_footer *p)
                    "all-reduce started in backward takes each ring step at the next "
                    "gradient\n");
     predict_print_comm_cpu(f, s);
+    if (p->have_cal && cal->cpu_ms_per_byte > 0) {
+        fprintf(f, "#  comm: its threads take %.4g ms of CPU per MB a rank moves%s%s; a what-if's "
+                   "all-reduces started before backward ends lengthen backward by theirs",
+                cal->cpu_ms_per_byte * 1e6, p->comm_from ? ", from run " : "",
+                p->comm_from ? p->cal_from : "");
+        if (!p->comm_from && s->cpu_bwd_own_ms > 0)
+            fprintf(f, " (this run's configuration: %.3f ms)", s->cpu_bwd_own_ms);
+        fprintf(f, " (report/FORMULAS.md \"The comm's CPU beside backward\")\n");
+    }
     if (!s->layered)
         fprintf(f, "#  no per-layer rows (a run with --trace full records them): gradients "
                    "taken as ready spread over backward by their bytes\n");

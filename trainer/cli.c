@@ -300,6 +300,14 @@ static int cli_given(const struct cli *c, const char *name, enum cli_command cmd
     return opt_given(&p, c->given, name);
 }
 
+long cli_option_field(const char *word, int *takes_value)
+{
+    const int k = cli_find(word, CLI_TRAIN);
+    if (takes_value)
+        *takes_value = k >= 0 && cli_options[k].kind != OPT_FLAG;
+    return k < 0 ? -1 : (long)cli_options[k].offset;
+}
+
 int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd)
 {
     return cli_given(c, name, cmd);

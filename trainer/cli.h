@@ -63,6 +63,12 @@ int cli_parse(struct cli *c, enum cli_command cmd, int argc, char **argv, int fi
 /* 1 when the option spelt name (e.g. "--master-port") was on c's command line for cmd. */
 int cli_is_given(const struct cli *c, const char *name, enum cli_command cmd);
 
+/* The field of struct cli that train's option spelt word (a name or alias) sets, as its
+ * offset, and in *takes_value (may be NULL) whether a value word follows it; -1 (and 0) when
+ * word is no option of train's.  Two spellings of one setting give one field: tune calls
+ * candidates that set none in common compatible (trainer/tune.c). */
+long cli_option_field(const char *word, int *takes_value);
+
 /* The job's ranks: --nnodes times the ranks on this node (device_ranks). */
 int cli_world(const struct cli *c);
 

@@ -11,6 +11,8 @@
  * a fast machine does not reach in fewer steps than a slow one.
  * DDPPROF_FAULT_DELAY_MS=RANK:MS makes rank RANK sleep MS milliseconds at the start of every
  * step: a planted straggler (ddpprof tune's test finds it slower).
+ * DDPPROF_FAULT_DELAY2_MS=RANK:MS adds a second such sleep, set apart from the first: two
+ * independent stragglers, each removed by a candidate of its own (tune's combination test).
  * train_step.c acts on them. */
 #include "train_rank.h"
 
@@ -34,7 +36,8 @@ void rank_faults_read(struct rank *r)
     r->faults.inf_step = fault_step("DDPPROF_FAULT_INF_STEP", r->rank);
     r->faults.kill_step =
         r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_STEP", r->rank) : 0;
-    r->faults.delay_ms = fault_step("DDPPROF_FAULT_DELAY_MS", r->rank);
+    r->faults.delay_ms = fault_step("DDPPROF_FAULT_DELAY_MS", r->rank) +
+                         fault_step("DDPPROF_FAULT_DELAY2_MS", r->rank);
     r->faults.kill_after_ms =
         r->restart_count == 0 ? fault_step("DDPPROF_FAULT_KILL_AFTER_MS", r->rank) : 0;
 }

@@ -37,8 +37,9 @@ struct rank_faults {
     long long kill_after_ms; /* DDPPROF_FAULT_KILL_AFTER_MS: the same at the first step that
                                 begins this long after this rank's first step began */
     int64_t first_step_ns;   /* when this rank's first step began (0: not yet) */
-    long long delay_ms;      /* DDPPROF_FAULT_DELAY_MS: sleep this long in every step (a
-                                planted straggler, every attempt) */
+    long long delay_ms;      /* DDPPROF_FAULT_DELAY_MS plus DDPPROF_FAULT_DELAY2_MS: sleep
+                                this long in every step (a planted straggler, every
+                                attempt) */
 };
 
 /* Where training starts: epoch 0, or a --resume checkpoint's state */

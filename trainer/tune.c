@@ -34,6 +34,17 @@ struct candidate {
     double ratio[100];         /* per round: step_ms / the given configuration's */
 };
 
+/* The faster candidates that set nothing in common (candidates_clash), best first, as one
+ * configuration: measured in rounds of its own against the best single one and the given
+ * configuration (combination_rounds). */
+struct combination {
+    struct candidate k;               /* "best+second": the parts' environment and words */
+    int part[TUNE_MAX_CANDIDATES + 1]; /* the candidates in it, best first */
+    int npart;
+    double given_ms[100], best_ms[100]; /* per round: the given configuration's step, the best
+                                           single candidate's */
+};
+
 struct tune {
     const struct cli *c;
     int default_candidates; /* made by candidates_default (the comm ones pruned after round 1's
@@ -48,6 +59,8 @@ struct tune {
     int rounds;
     struct candidate cand[TUNE_MAX_CANDIDATES + 1]; /* [0]: the given configuration */
     int ncand;
+    double noise; /* the largest |ratio - 1| of "same" over the rounds */
+    struct combination combo;
 };
 
 static int add_word(char **list, int *n, const char *w)
@@ -60,12 +73,18 @@ static int add_word(char **list, int *n, const char *w)
     return 0;
 }
 
-/* name, then words: a word NAME=VALUE whose NAME is upper case is the environment */
-static int candidate_add(struct tune *t, const char *name, const char *args)
+static void candidate_free(struct candidate *k)
 {
-    if (t->ncand > TUNE_MAX_CANDIDATES)
-        return error_set("tune: more than %d candidates", TUNE_MAX_CANDIDATES);
-    struct candidate *k = &t->cand[t->ncand];
+    for (int i = 0; i < k->nwords; i++)
+        free(k->words[i]);
+    for (int i = 0; i < k->nenv; i++)
+        free(k->env[i]);
+    k->nwords = k->nenv = 0;
+}
+
+/* name, then words into *k: a word NAME=VALUE whose NAME is upper case is the environment */
+static int candidate_parse(struct candidate *k, const char *name, const char *args)
+{
     memset(k, 0, sizeof *k);
     snprintf(k->name, sizeof k->name, "%s", name);
     char buf[1024];
@@ -76,10 +95,75 @@ static int candidate_add(struct tune *t, const char *name, const char *args)
         for (const char *p = w; env && p < eq; p++)
             env = (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
         if (env ? add_word(k->env, &k->nenv, w) : add_word(k->words, &k->nwords, w))
-            return -1;
+            return candidate_free(k), -1;
     }
+    return 0;
+}
+
+static int candidate_add(struct tune *t, const char *name, const char *args)
+{
+    if (t->ncand > TUNE_MAX_CANDIDATES)
+        return error_set("tune: more than %d candidates", TUNE_MAX_CANDIDATES);
+    if (candidate_parse(&t->cand[t->ncand], name, args))
+        return -1;
     t->ncand++;
     return 0;
+}
+
+/* ------------------------------------------------------------------ compatible changes */
+
+/* 1 when environment words a and b (NAME=VALUE) set one variable */
+static int env_same(const char *a, const char *b)
+{
+    const size_t n = strcspn(a, "=");
+    return n == strcspn(b, "=") && strncmp(a, b, n) == 0;
+}
+
+/* 1 when option words a[i] and b[j] set one thing: the same field of train's options
+ * (cli_option_field: --batch-size and -b are one), or, for a word that is no option of
+ * train's, the same word */
+static int word_same(const char *a, long fa, const char *b, long fb)
+{
+    return fa >= 0 || fb >= 0 ? fa == fb : strcmp(a, b) == 0;
+}
+
+/* Two candidates clash when they set something in common: an option whose field the other's
+ * options set too (whatever the values), or an environment variable both set.  Candidates
+ * that do not clash are compatible: the combination applies each as it was measured.  A
+ * value word (the word after an option that takes one) is no setting of its own. */
+static int candidates_clash(const struct candidate *a, const struct candidate *b)
+{
+    for (int i = 0; i < a->nwords; i++) {
+        int va = 0;
+        const long fa = cli_option_field(a->words[i], &va);
+        for (int j = 0; j < b->nwords; j++) {
+            int vb = 0;
+            const long fb = cli_option_field(b->words[j], &vb);
+            if (word_same(a->words[i], fa, b->words[j], fb))
+                return 1;
+            j += vb;
+        }
+        i += va;
+    }
+    for (int i = 0; i < a->nenv; i++)
+        for (int j = 0; j < b->nenv; j++)
+            if (env_same(a->env[i], b->env[j]))
+                return 1;
+    return 0;
+}
+
+int tune_compatible(const char *a, const char *b)
+{
+    struct candidate *x = calloc(2, sizeof *x);
+    if (!x)
+        return error_set("tune: out of memory");
+    int rc = candidate_parse(&x[0], "a", a) || candidate_parse(&x[1], "b", b)
+                 ? -1
+                 : !candidates_clash(&x[0], &x[1]);
+    candidate_free(&x[0]);
+    candidate_free(&x[1]);
+    free(x);
+    return rc;
 }
 
 /* --candidates "NAME=ARGS;NAME=ARGS" */
@@ -246,13 +330,13 @@ static double trial_step_ms(const char *dir)
     return v;
 }
 
-/* run the trial of candidate k in round r; its median step (ms) or NAN (error_set) */
-static double trial_run(struct tune *t, int k, int r)
+/* run the trial of candidate cd in the round named round ("round-2"), in OUT/ROUND/NAME/;
+ * its median step (ms) or NAN (error_set) */
+static double trial_run(struct tune *t, const struct candidate *cd, const char *round)
 {
-    const struct candidate *cd = &t->cand[k];
     const struct train_opts *o = &t->c->train;
     char dir[4200], limit[32], test_limit[32];
-    snprintf(dir, sizeof dir, "%s/round-%d/%s", t->out, r + 1, cd->name);
+    snprintf(dir, sizeof dir, "%s/%s/%s", t->out, round, cd->name);
     const long world = cli_world(t->c);
     snprintf(limit, sizeof limit, "%ld",
              (long)(TUNE_WARMUP_STEPS + t->steps) * o->data.batch_size * world);
@@ -286,8 +370,8 @@ static double trial_run(struct tune *t, int k, int r)
         if (errno != EINTR)
             return error_set("tune: waiting for trial %s: %s", cd->name, strerror(errno)), NAN;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return error_set("tune: the trial '%s' of round %d failed (%s %d); its run directory: %s",
-                         cd->name, r + 1, WIFEXITED(status) ? "exit status" : "signal",
+        return error_set("tune: the trial '%s' of %s failed (%s %d); its run directory: %s",
+                         cd->name, round, WIFEXITED(status) ? "exit status" : "signal",
                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir),
                NAN;
     return trial_step_ms(dir);
@@ -342,20 +426,20 @@ struct verdict {
 
 /* The given configuration against itself moves by up to `noise` (the "same" trial's largest
  * |ratio - 1| over the rounds): a change is real when every round agrees on its direction
- * and its median is beyond that. */
-static struct verdict judge(const struct tune *t, int k, double noise)
+ * and its median is beyond that.  ms against base_ms, round by round (n rounds). */
+static struct verdict judge_steps(const double *ms, const double *base_ms, int n, double noise)
 {
     double r[100], b[100], s[100];
-    for (int i = 0; i < t->rounds; i++) {
-        r[i] = t->cand[k].ratio[i];
-        b[i] = t->cand[0].step_ms[i];
-        s[i] = t->cand[k].step_ms[i];
+    for (int i = 0; i < n; i++) {
+        r[i] = ms[i] / base_ms[i];
+        b[i] = base_ms[i];
+        s[i] = ms[i];
     }
-    struct verdict v = {.base_ms = median(b, t->rounds), .ms = median(s, t->rounds)};
-    double m = median(r, t->rounds); /* sorts r */
+    struct verdict v = {.base_ms = median(b, n), .ms = median(s, n)};
+    double m = median(r, n); /* sorts r */
     v.change = m - 1.0;
     v.lo = r[0] - 1.0;
-    v.hi = r[t->rounds - 1] - 1.0;
+    v.hi = r[n - 1] - 1.0;
     v.word = v.hi < 0 && -v.change > noise ? "faster" : v.lo > 0 && v.change > noise ? "slower"
                                                                                      : "noise";
     return v;
@@ -382,11 +466,39 @@ static void print_command(FILE *out, const struct tune *t, const struct candidat
     fputc('\n', out);
 }
 
-static int tune_report(struct tune *t)
+/* candidate k's args as tune.csv writes them: environment words, then option words */
+static void candidate_args(const struct candidate *k, char *args, size_t cap)
 {
-    double noise = 0.0;
+    args[0] = '\0';
+    for (int i = 0; i < k->nenv; i++)
+        snprintf(args + strlen(args), cap - strlen(args), "%s%s", *args ? " " : "", k->env[i]);
+    for (int i = 0; i < k->nwords; i++)
+        snprintf(args + strlen(args), cap - strlen(args), "%s%s", *args ? " " : "", k->words[i]);
+}
+
+/* k's row of tune.csv and of the table printed */
+static void report_row(FILE *f, const struct tune *t, const struct candidate *k,
+                       const struct verdict *v)
+{
+    char args[512], shown[64];
+    candidate_args(k, args, sizeof args);
+    csv_field_write(f, k->name);
+    fputc(',', f);
+    csv_field_write(f, args);
+    fprintf(f, ",%d,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,%s\n", t->rounds, v->base_ms, v->ms,
+            100 * v->change, 100 * v->lo, 100 * v->hi, 100 * t->noise, v->word);
+    text_printable(k->name, (size_t)-1, shown, sizeof shown);
+    printf("   %-18s %12.3f %12.3f %+8.1f%% [%+6.1f%%, %+6.1f%%]  %s\n", shown, v->base_ms,
+           v->ms, 100 * v->change, 100 * v->lo, 100 * v->hi, v->word);
+}
+
+/* tune.csv and the table of the rounds: each candidate's verdict into v[k]; the best
+ * faster candidate's index, 0 when none is faster, or -1 (error_set) */
+static int tune_table(struct tune *t, struct verdict *v)
+{
+    t->noise = 0.0;
     for (int i = 0; i < t->rounds; i++)
-        noise = fmax(noise, fabs(t->cand[1].ratio[i] - 1.0));
+        t->noise = fmax(t->noise, fabs(t->cand[1].ratio[i] - 1.0));
     char path[4200];
     snprintf(path, sizeof path, "%s/tune.csv", t->out);
     FILE *f = fopen(path, "w");
@@ -396,45 +508,155 @@ static int tune_report(struct tune *t)
                "noise_pct,verdict\n");
     printf("\n# tune: %d rounds of %d steps (after %d warm-up), interleaved; the given "
            "configuration against itself moved up to %.1f %%\n",
-           t->rounds, t->steps, TUNE_WARMUP_STEPS, 100 * noise);
+           t->rounds, t->steps, TUNE_WARMUP_STEPS, 100 * t->noise);
     printf("#  %-18s %12s %12s %9s %19s  %s\n", "candidate", "given (ms)", "with it (ms)",
            "change", "range (rounds)", "verdict");
-    int best = -1;
-    double best_change = 0.0;
+    int best = 0;
     for (int k = 1; k < t->ncand; k++) {
-        struct verdict v = judge(t, k, noise);
-        char args[512] = "";
-        for (int i = 0; i < t->cand[k].nenv; i++)
-            snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s", *args ? " " : "",
-                     t->cand[k].env[i]);
-        for (int i = 0; i < t->cand[k].nwords; i++)
-            snprintf(args + strlen(args), sizeof args - strlen(args), "%s%s", *args ? " " : "",
-                     t->cand[k].words[i]);
-        csv_field_write(f, t->cand[k].name);
-        fputc(',', f);
-        csv_field_write(f, args);
-        fprintf(f, ",%d,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,%s\n", t->rounds, v.base_ms, v.ms,
-                100 * v.change, 100 * v.lo, 100 * v.hi, 100 * noise, v.word);
-        char shown[64];
-        text_printable(t->cand[k].name, (size_t)-1, shown, sizeof shown);
-        printf("   %-18s %12.3f %12.3f %+8.1f%% [%+6.1f%%, %+6.1f%%]  %s\n", shown, v.base_ms,
-               v.ms, 100 * v.change, 100 * v.lo, 100 * v.hi, v.word);
-        if (strcmp(v.word, "faster") == 0 && (best < 0 || v.change < best_change))
-            best = k, best_change = v.change;
+        v[k] = judge_steps(t->cand[k].step_ms, t->cand[0].step_ms, t->rounds, t->noise);
+        report_row(f, t, &t->cand[k], &v[k]);
+        if (strcmp(v[k].word, "faster") == 0 && (best == 0 || v[k].change < v[best].change))
+            best = k;
     }
     if (fclose(f))
         return error_set("tune: writing %s: %s", path, strerror(errno));
-    if (best > 0) {
-        printf("# best measured: %s, %.1f %% faster a step:\n", t->cand[best].name,
-               -100 * best_change);
+    return best;
+}
+
+/* k's environment and words added to the combination's; 0, or -1 when they do not fit */
+static int combination_add(struct combination *c, const struct candidate *k)
+{
+    if (c->k.nwords + k->nwords > TUNE_MAX_WORDS || c->k.nenv + k->nenv > TUNE_MAX_WORDS)
+        return -1;
+    for (int i = 0; i < k->nwords; i++)
+        if (add_word(c->k.words, &c->k.nwords, k->words[i]))
+            return -1;
+    for (int i = 0; i < k->nenv; i++)
+        if (add_word(c->k.env, &c->k.nenv, k->env[i]))
+            return -1;
+    const size_t n = strlen(c->k.name);
+    snprintf(c->k.name + n, sizeof c->k.name - n, "%s%s", n ? "+" : "", k->name);
+    return 0;
+}
+
+/* The combination of the faster candidates, greedily, best first: each joins when it
+ * clashes with none already in (candidates_clash); the others are said.  Its parts' count
+ * (t->combo), 2 or more when there is one to measure. */
+static int combination_make(struct tune *t, const struct verdict *v)
+{
+    struct combination *c = &t->combo;
+    int order[TUNE_MAX_CANDIDATES + 1], n = 0;
+    for (int k = 2; k < t->ncand; k++) /* [1] is "same" */
+        if (strcmp(v[k].word, "faster") == 0) {
+            int i = n++;
+            for (; i > 0 && v[order[i - 1]].change > v[k].change; i--)
+                order[i] = order[i - 1];
+            order[i] = k;
+        }
+    for (int i = 0; i < n; i++) {
+        const struct candidate *k = &t->cand[order[i]];
+        int with = -1;
+        for (int j = 0; j < c->npart && with < 0; j++)
+            with = candidates_clash(k, &t->cand[c->part[j]]) ? c->part[j] : -1;
+        if (with < 0 && combination_add(c, k) == 0)
+            c->part[c->npart++] = order[i];
+        else if (with >= 0)
+            printf("# not combined: %s sets what %s sets\n", k->name, t->cand[with].name);
+        else
+            printf("# not combined: %s (more than %d words together)\n", k->name,
+                   TUNE_MAX_WORDS);
+    }
+    return c->npart;
+}
+
+/* The combination against the best single candidate and the given configuration: rounds
+ * of their own (as many as tune's), the order rotated a round, in OUT/combo-round-N/.
+ * 0 or -1 (error_set). */
+static int combination_rounds(struct tune *t, int best)
+{
+    struct combination *c = &t->combo;
+    const struct candidate *who[3] = {&t->cand[0], &t->cand[best], &c->k};
+    char shown[64], args[512];
+    text_printable(c->k.name, (size_t)-1, shown, sizeof shown);
+    candidate_args(&c->k, args, sizeof args);
+    printf("\nddpprof tune: %d faster candidates set nothing in common: %s (%s), %d rounds "
+           "against %s and the given configuration\n",
+           c->npart, shown, args, t->rounds, t->cand[best].name);
+    for (int r = 0; r < t->rounds; r++) {
+        char round[32];
+        double ms[3];
+        snprintf(round, sizeof round, "combo-round-%d", r + 1);
+        for (int j = 0; j < 3; j++) {
+            const int i = (j + r) % 3;
+            if (isnan(ms[i] = trial_run(t, who[i], round)))
+                return -1;
+        }
+        c->given_ms[r] = ms[0];
+        c->best_ms[r] = ms[1];
+        c->k.step_ms[r] = ms[2];
+        c->k.ratio[r] = ms[2] / ms[0];
+        printf("ddpprof tune: combination round %d of %d done (the given configuration: %.3f "
+               "ms a step, %s %.3f, %s %.3f)\n",
+               r + 1, t->rounds, ms[0], t->cand[best].name, ms[1], shown, ms[2]);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* The combination's row of tune.csv (against the given configuration of its rounds) and
+ * its verdict against the best single candidate: 1 when it is faster than that beyond the
+ * noise (the pick), 0 when not, -1 (error_set).  *vg: the row's verdict. */
+static int combination_judge(struct tune *t, int best, struct verdict *vg)
+{
+    struct combination *c = &t->combo;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tune.csv", t->out);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return error_set("tune: cannot write %s: %s", path, strerror(errno));
+    *vg = judge_steps(c->k.step_ms, c->given_ms, t->rounds, t->noise);
+    printf("#  %-18s %12s %12s %9s %19s  %s\n", "combination", "given (ms)", "with it (ms)",
+           "change", "range (rounds)", "verdict");
+    report_row(f, t, &c->k, vg);
+    if (fclose(f))
+        return error_set("tune: writing %s: %s", path, strerror(errno));
+    const struct verdict vb = judge_steps(c->k.step_ms, c->best_ms, t->rounds, t->noise);
+    printf("#  against %s alone: %.3f -> %.3f ms, %+.1f %% [%+.1f %%, %+.1f %%]: %s\n",
+           t->cand[best].name, vb.base_ms, vb.ms, 100 * vb.change, 100 * vb.lo, 100 * vb.hi,
+           vb.word);
+    return strcmp(vb.word, "faster") == 0;
+}
+
+static int tune_report(struct tune *t)
+{
+    struct verdict v[TUNE_MAX_CANDIDATES + 1], vc;
+    const int best = tune_table(t, v);
+    if (best < 0)
+        return -1;
+    int pick_combo = 0;
+    if (best > 0 && combination_make(t, v) >= 2) {
+        if (combination_rounds(t, best) || (pick_combo = combination_judge(t, best, &vc)) < 0)
+            return -1;
+    }
+    if (pick_combo) {
+        printf("# best measured: %s, %.1f %% faster a step (than the given configuration in "
+               "its rounds; faster than %s alone beyond the noise):\n",
+               t->combo.k.name, -100 * vc.change, t->cand[best].name);
+        print_command(stdout, t, &t->combo.k);
+    } else if (best > 0) {
+        printf("# best measured: %s, %.1f %% faster a step%s:\n", t->cand[best].name,
+               -100 * v[best].change,
+               t->combo.npart >= 2 ? " (the combination was not faster than it beyond the "
+                                     "noise)"
+                                   : "");
         print_command(stdout, t, &t->cand[best]);
     } else {
         printf("# best measured: the configuration as given (no candidate was faster beyond "
                "the noise):\n");
         print_command(stdout, t, NULL);
     }
-    printf("# tune in %s: tune.csv, round-N/CANDIDATE/ (each trial's run), report/ (the "
-           "advice below)\n", t->out);
+    printf("# tune in %s: tune.csv, round-N/CANDIDATE/ (each trial's run)%s, report/ (the "
+           "advice below)\n", t->out, t->combo.npart >= 2 ? ", combo-round-N/" : "");
     return 0;
 }
 
@@ -552,9 +774,11 @@ int tune_main(int argc, char **argv)
     for (int r = 0; rc == 0 && r < t->rounds; r++) {
         /* the given configuration and every trial once, the order rotated a round */
         double step[TUNE_MAX_CANDIDATES + 1];
+        char round[32];
+        snprintf(round, sizeof round, "round-%d", r + 1);
         for (int j = 0; rc == 0 && j < t->ncand; j++) {
             int k = (j + r) % t->ncand;
-            step[k] = trial_run(t, k, r);
+            step[k] = trial_run(t, &t->cand[k], round);
             if (isnan(step[k]))
                 rc = -1;
             else if (r == 0 && k == 0 && t->default_candidates && !t->c->train.dev.comm)
@@ -573,12 +797,9 @@ int tune_main(int argc, char **argv)
         rc = tune_report(t);
     if (rc == 0)
         tune_advice(t);
-    for (int k = 0; k < t->ncand; k++) {
-        for (int i = 0; i < t->cand[k].nwords; i++)
-            free(t->cand[k].words[i]);
-        for (int i = 0; i < t->cand[k].nenv; i++)
-            free(t->cand[k].env[i]);
-    }
+    for (int k = 0; k < t->ncand; k++)
+        candidate_free(&t->cand[k]);
+    candidate_free(&t->combo.k);
     cli_argv_free(t->argv);
     free(t);
     return rc;

@@ -298,28 +298,16 @@ void comm_parity_fork(int world, comm_rank_fn fn, const void *arg, int killed_ra
             _exit(0);
         }
     }
-    int status[COMM_PARITY_MAX_WORLD], done[COMM_PARITY_MAX_WORLD] = {0}, left = world;
+    /* one deadline for all ranks: one still running at it is killed (its status then 0) */
+    int status[COMM_PARITY_MAX_WORLD], hung = 0;
     double give_up = clock_now_s() + limit_s;
-    while (left > 0) {
-        for (int r = 0; r < world; r++)
-            if (!done[r] && waitpid(pids[r], &status[r], WNOHANG) == pids[r]) {
-                done[r] = 1;
-                left--;
-            }
-        if (left && clock_now_s() > give_up) {
-            CHECK(0, "case %d: ranks still running after %d s: hung", case_number, limit_s);
-            for (int r = 0; r < world; r++)
-                if (!done[r]) {
-                    kill(pids[r], SIGKILL);
-                    waitpid(pids[r], &status[r], 0);
-                    done[r] = 1;
-                    status[r] = 0;
-                }
-            left = 0;
+    for (int r = 0; r < world; r++)
+        if (test_wait_child(pids[r], give_up - clock_now_s(), &status[r]) < 0) {
+            hung = 1;
+            status[r] = 0;
         }
-        if (left)
-            clock_sleep_ms(5);
-    }
+    if (hung)
+        CHECK(0, "case %d: ranks still running after %d s: hung", case_number, limit_s);
     for (int r = 0; r < world; r++) {
         if (r == killed_rank) {
             CHECK(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == killed_sig,

@@ -507,12 +507,7 @@ static void test_attach_failures(void)
     int st = -1;
     if (kid > 0) {
         kill(kid, SIGTERM);
-        for (int i = 0; i < 500 && waitpid(kid, &st, WNOHANG) == 0; i++)
-            clock_sleep_ms(10);
-        if (st == -1) {
-            kill(kid, SIGKILL);
-            waitpid(kid, &st, 0);
-        }
+        test_wait_child(kid, 5.0, &st); /* SIGKILLed after 5 s */
     }
     CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "rank 0's status 0x%x (want SIGTERM)", st);
     CHECK(access(shm_path, F_OK) != 0, "%s left behind by a SIGTERM in the attach window",

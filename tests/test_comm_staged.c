@@ -271,15 +271,8 @@ static void run_world(const char *segment)
     const double give_up = clock_now_s() + CASE_LIMIT_S;
     for (int r = 0; r < WORLD; r++) {
         int status = 0;
-        while (pids[r] > 0 && waitpid(pids[r], &status, WNOHANG) != pids[r]) {
-            if (clock_now_s() > give_up) {
-                kill(pids[r], SIGKILL);
-                waitpid(pids[r], &status, 0);
-                CHECK(0, "rank %d hung", r);
-                break;
-            }
-            clock_sleep_ms(5);
-        }
+        if (pids[r] > 0 && test_wait_child(pids[r], give_up - clock_now_s(), &status) < 0)
+            CHECK(0, "rank %d hung", r);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "rank %d exited with status %#x (SIGSEGV: a device pointer was dereferenced)", r,
               status);

@@ -10,6 +10,7 @@
 #include "nn/model.h"
 #include "io/safetensors.h"
 #include "nn/sgd.h"
+#include "golden_tensor.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -18,31 +19,6 @@
 #include <string.h>
 
 static struct st_file *expect;
-
-/* compare a device tensor of n floats with the golden tensor `name` */
-static void check_tensor(struct backend *be, const char *name, const float *dev, size_t n,
-                         double atol, double rtol)
-{
-    const struct st_tensor *t = st_find(expect, name);
-    CHECK(t != NULL, "golden tensor %s missing", name);
-    if (!t)
-        return;
-    CHECK((size_t)t->numel == n, "%s: %lld elements, model has %zu", name, (long long)t->numel,
-          n);
-    if ((size_t)t->numel != n)
-        return;
-    float *got = malloc(n * sizeof *got);
-    double *want = malloc(n * sizeof *want);
-    be->download(be, got, dev, n * sizeof *got);
-    const float *g = t->data;
-    for (size_t i = 0; i < n; i++)
-        want[i] = g[i];
-    double err = test_max_err(got, want, n, atol, rtol);
-    CHECK(err <= 1.0, "%s: max error %.3g of tolerance (atol %g, rtol %g)", name, err, atol,
-          rtol);
-    free(got);
-    free(want);
-}
 
 int main(void)
 {
@@ -77,7 +53,7 @@ int main(void)
      * gradients, and 2e-4/1e-5 the parameters after two steps. */
     const float *logits;
     CHECK(m->forward(m, xd, n, 1, &logits) == 0, "forward");
-    check_tensor(be, "logits", logits, (size_t)n * 10, 1e-5, 1e-4);
+    golden_check_tensor(expect, be, "logits", logits, (size_t)n * 10, 1e-5, 1e-4);
     float loss = be->softmax_xent(be, n, 10, logits, yd, dlogits);
     float want_loss = *(const float *)st_find(expect, "loss")->data;
     CHECK(fabsf(loss - want_loss) <= 1e-5f * fabsf(want_loss) + 1e-6f, "loss %.8f vs %.8f",
@@ -88,10 +64,10 @@ int main(void)
         struct param *p = m->params.items[i];
         if (p->kind == PARAM_TRAINABLE) {
             snprintf(name, sizeof name, "grad.%s", p->name);
-            check_tensor(be, name, p->grad, p->numel, 1e-5, 1e-4);
+            golden_check_tensor(expect, be, name, p->grad, p->numel, 1e-5, 1e-4);
         } else if (p->kind == PARAM_BUFFER) {
             snprintf(name, sizeof name, "running.%s", p->name);
-            check_tensor(be, name, p->data, p->numel, 1e-6, 1e-5);
+            golden_check_tensor(expect, be, name, p->data, p->numel, 1e-6, 1e-5);
         } else {
             snprintf(name, sizeof name, "running.%s", p->name);
             const struct st_tensor *t = st_find(expect, name);
@@ -112,10 +88,10 @@ int main(void)
         if (p->kind != PARAM_TRAINABLE)
             continue;
         snprintf(name, sizeof name, "step2.%s", p->name);
-        check_tensor(be, name, p->data, p->numel, 1e-5, 2e-4);
+        golden_check_tensor(expect, be, name, p->data, p->numel, 1e-5, 2e-4);
     }
     CHECK(m->forward(m, xd, n, 0, &logits) == 0, "eval forward");
-    check_tensor(be, "eval_logits", logits, (size_t)n * 10, 1e-4, 2e-4);
+    golden_check_tensor(expect, be, "eval_logits", logits, (size_t)n * 10, 1e-4, 2e-4);
 
     sgd_free(&opt);
     be->free(be, xd);

@@ -4,7 +4,6 @@
  * key carries a fresh id, a value of the wrong size is refused with a one-line error, and a
  * missing id times out naming the key instead of hanging.  Skips (77) without CUDA. */
 #include "cuda/cuda_api.h"
-#include "common/clock.h"
 #include "common/error.h"
 #include "comm/store.h"
 #include "launch/dist_env.h"
@@ -12,7 +11,6 @@
 #include "testutil.h"
 
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,17 +90,8 @@ int main(void)
     }
 
     int status = 0;
-    for (int waited_ms = 0;; waited_ms += 10) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            break;
-        if (waited_ms > 30000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            CHECK(0, "rank 1 did not finish within 30 s");
-            break;
-        }
-        clock_sleep_ms(10);
-    }
+    if (test_wait_child(pid, 30.0, &status) < 0)
+        CHECK(0, "rank 1 did not finish within 30 s");
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 1 failed (status 0x%x)", status);
     if (s)
         store_destroy(s);

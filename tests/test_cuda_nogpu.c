@@ -2,7 +2,6 @@
  * build without CUDA) fails cleanly: a non-zero exit status, not a signal, nothing on
  * stdout, and exactly one line on stderr that says GPU or CUDA.  Also --gpu with a device
  * list.  Skips (77) where a GPU is present: the GPU suites cover that machine. */
-#include "common/clock.h"
 #include "common/vec.h"
 #include "cuda/cuda_api.h"
 #include "testutil.h"
@@ -57,19 +56,7 @@ static int run(char *const argv[], char **out, char **err)
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    int status = -1;
-    for (int waited_ms = 0;; waited_ms += 10) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (waited_ms > LIMIT_S * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            status = -1;
-            break;
-        }
-        clock_sleep_ms(10);
-    }
+    int status = test_wait_status(pid, LIMIT_S);
     lseek(fo, 0, SEEK_SET);
     lseek(fe, 0, SEEK_SET);
     *out = slurp(fo);

@@ -38,12 +38,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,34 +179,7 @@ static int run_child(int (*fn)(int), int arg, double limit_s, pid_t *pid_out)
         *pid_out = pid;
         return 0;
     }
-    int status = 0;
-    const double end = clock_now_s() + limit_s;
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        clock_sleep_ms(10);
-    }
-}
-
-static int wait_child(pid_t pid, double limit_s)
-{
-    int status = 0;
-    const double end = clock_now_s() + limit_s;
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        clock_sleep_ms(10);
-    }
+    return test_wait_code(pid, limit_s);
 }
 
 static int child_count(int unused)
@@ -606,7 +577,7 @@ int main(void)
         pid_t p0, p1;
         run_child(world2_rank, 0, 0.0, &p0);
         run_child(world2_rank, 1, 0.0, &p1);
-        const int r0 = wait_child(p0, 180.0), r1 = wait_child(p1, 180.0);
+        const int r0 = test_wait_code(p0, 180.0), r1 = test_wait_code(p1, 180.0);
         CHECK(r0 == 0 && r1 == 0, "world 2 failed (rank 0 status %d, rank 1 status %d)", r0, r1);
     } else {
         printf("one GPU: the two-rank cases need two and were not run\n");

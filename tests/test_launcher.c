@@ -154,23 +154,6 @@ static pid_t launcher_start(const struct launch_opts *o)
     return pid;
 }
 
-/* Wait up to limit_s for the launcher child; -1 if it had to be killed. */
-static int launcher_wait(pid_t pid, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    int status;
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return status;
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        clock_sleep_ms(5);
-    }
-}
-
 static int exit_code(int status)
 {
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -181,7 +164,7 @@ static int launcher_run_captured(const struct launch_opts *o, char **out, char *
                                  double *elapsed_s)
 {
     double t0 = clock_now_s();
-    int st = launcher_wait(launcher_start(o), 20.0);
+    int st = test_wait_status(launcher_start(o), 20.0);
     *elapsed_s = clock_now_s() - t0;
     char p[512];
     path_of(p, sizeof p, "out.txt");
@@ -489,7 +472,7 @@ static void check_launcher_signalled(int sig, int want_code)
     CHECK(wait_pid_files(ranks, 3, 5.0) == 0, "workers did not start within 5 s");
     double t0 = clock_now_s();
     kill(pid, sig);
-    int st = launcher_wait(pid, 10.0);
+    int st = test_wait_status(pid, 10.0);
     double dt = clock_now_s() - t0;
     CHECK(exit_code(st) == want_code && dt < 5.0, "signal %d: launcher status 0x%x after %.2f s",
           sig, st, dt);
@@ -525,7 +508,7 @@ static void check_launcher_killed(void)
         free(text);
     }
     kill(pid, SIGKILL);
-    int st = launcher_wait(pid, 5.0);
+    int st = test_wait_status(pid, 5.0);
     CHECK(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "launcher status 0x%x", st);
     for (int r = 0; r < 2; r++) {
         int wst = -1;

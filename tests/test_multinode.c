@@ -136,23 +136,6 @@ static pid_t node_start(int node, const char *out, const char *extra, const char
     return pid;
 }
 
-/* Wait up to limit_s for pid; its exit status, or -1 (then killed) */
-static int node_wait(pid_t pid, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    int status;
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        clock_sleep_ms(20);
-    }
-}
-
 static void show_log(const char *name)
 {
     sh("echo '--- %s.log:'; tail -n 15 \"%s/%s.log\" >&2", name, tmp, name);
@@ -163,7 +146,7 @@ static int run_nodes(const char *out0, const char *out1, const char *extra, cons
 {
     pid_t a = node_start(0, out0, extra, "");
     pid_t b = node_start(1, out1, extra, env);
-    int ra = node_wait(a, 240), rb = node_wait(b, 240);
+    int ra = test_wait_code(a, 240), rb = test_wait_code(b, 240);
     if (ra || rb) {
         show_log(out0);
         show_log(out1);
@@ -452,8 +435,8 @@ static void test_node_killed(void)
     CHECK(rows >= 6, "node 0 did not get to step 5 (%d rows)", rows);
     double t_kill = clock_now_s();
     kill(b, SIGKILL); /* node 1's agent; its ranks die with it (PR_SET_PDEATHSIG) */
-    int rb = node_wait(b, 10);
-    int ra = node_wait(a, 20);
+    int rb = test_wait_code(b, 10);
+    int ra = test_wait_code(a, 20);
     double dt = clock_now_s() - t_kill;
     CHECK(rb == 128 + SIGKILL, "node 1 exited %d", rb);
     CHECK(ra == 1, "node 0 exited %d after node 1 was killed (want 1)", ra);
@@ -534,7 +517,7 @@ static void test_stale_node_dir(void)
     char *before = test_read_file(tmp, "n1/meta.csv");
     pid_t a = node_start(0, "s0", "", "");
     pid_t b = node_start(1, "n1", "", "");
-    int ra = node_wait(a, 120), rb = node_wait(b, 120);
+    int ra = test_wait_code(a, 120), rb = test_wait_code(b, 120);
     CHECK(ra != 0 && ra != -1 && rb != 0 && rb != -1, "a reused node directory: exits %d, %d", ra,
           rb);
     CHECK(sh("grep -q \"node 1's run directory: --out %s/n1 is not empty (it holds .*): pass "
@@ -642,11 +625,11 @@ static void test_impostor(void)
 {
     pid_t a = node_start(0, "i0", "", "");
     pid_t imp = impostor_start();
-    int st = node_wait(imp, 60);
+    int st = test_wait_code(imp, 60);
     CHECK(st == 0, "the impostor: %d of its claims accepted (99: never reached node 0, 98: "
           "could not enter node 1's namespace)", st);
     pid_t b = node_start(1, "i1", "", "");
-    int ra = node_wait(a, 240), rb = node_wait(b, 240);
+    int ra = test_wait_code(a, 240), rb = test_wait_code(b, 240);
     if (ra || rb) {
         show_log("i0");
         show_log("i1");

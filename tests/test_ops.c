@@ -87,22 +87,6 @@ static void check_close(const char *what, const char *shape, const float *a, con
           shape, err, scale);
 }
 
-typedef double (*loss_fn)(const void *ctx);
-
-/* central differences of loss(ctx) w.r.t. v[0..n) (v is one of ctx's inputs) */
-static void fd_gradient(loss_fn loss, const void *ctx, double *v, size_t n, double *g)
-{
-    for (size_t i = 0; i < n; i++) {
-        const double save = v[i];
-        v[i] = save + FD_H;
-        const double lp = loss(ctx);
-        v[i] = save - FD_H;
-        const double lm = loss(ctx);
-        v[i] = save;
-        g[i] = (lp - lm) / (2.0 * FD_H);
-    }
-}
-
 /* ------------------------------------------------------------------ double references */
 
 static void ref_conv2d(const struct conv2d_shape *cs, const double *x, const double *w,
@@ -339,9 +323,9 @@ static void conv_check(struct conv2d_shape cs)
 
     /* backward against finite differences */
     struct conv_ctx ctx = {.cs = &cs, .x = x, .w = w, .b = b, .r = r, .y = y};
-    fd_gradient(conv_loss, &ctx, x, nx, gx);
-    fd_gradient(conv_loss, &ctx, w, nw, gw);
-    fd_gradient(conv_loss, &ctx, b, cs.k, gb);
+    test_fd_gradient(conv_loss, &ctx, x, nx, FD_H, gx);
+    test_fd_gradient(conv_loss, &ctx, w, nw, FD_H, gw);
+    test_fd_gradient(conv_loss, &ctx, b, cs.k, FD_H, gb);
     be->conv2d_backward(be, &cs, DT_F32, fx, fw, fr, fdx, fdw, fdb);
     check_close("conv2d dx", shape, fdx, gx, nx);
     check_close("conv2d dw", shape, fdw, gw, nw);
@@ -478,9 +462,9 @@ static void bn_check(int n, int c, int hw)
 
     struct bn_ctx ctx = {.n = n, .c = c, .hw = hw, .x = x, .weight = wt, .bias = bi, .r = r,
                          .y = y};
-    fd_gradient(bn_loss, &ctx, x, m, gx);
-    fd_gradient(bn_loss, &ctx, wt, c, gw);
-    fd_gradient(bn_loss, &ctx, bi, c, gb);
+    test_fd_gradient(bn_loss, &ctx, x, m, FD_H, gx);
+    test_fd_gradient(bn_loss, &ctx, wt, c, FD_H, gw);
+    test_fd_gradient(bn_loss, &ctx, bi, c, FD_H, gb);
     be->batchnorm_backward_reduce(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, sum_dy,
                                   sum_dy_xmu, dwt, dbi);
     be->batchnorm_backward_elemt(be, n, c, hw, DT_F32, fr, fx, gmean, ginvstd, fwt, sum_dy,
@@ -647,7 +631,7 @@ static void test_relu(void)
         CHECK(exact_equal(fy, y, n), "relu forward is exact [%s]", shape);
         struct relu_ctx ctx = {.n = n, .x = x, .r = r};
         if (n <= 1000) {
-            fd_gradient(relu_loss, &ctx, x, n, g);
+            test_fd_gradient(relu_loss, &ctx, x, n, FD_H, g);
         } else { /* L is a sum of per-element terms: difference each term alone, O(n) */
             for (size_t i = 0; i < n; i++) {
                 const double hi = x[i] + FD_H, lo = x[i] - FD_H;
@@ -710,7 +694,7 @@ static void pool_check(struct pool2d_shape ps)
     be->maxpool2d_backward(be, &ps, DT_F32, fr, am, fdx);
     if (nx <= 4096) {
         struct pool_ctx ctx = {.ps = &ps, .x = x, .r = r, .y = y};
-        fd_gradient(pool_loss, &ctx, x, nx, g);
+        test_fd_gradient(pool_loss, &ctx, x, nx, FD_H, g);
         check_close("maxpool dx", shape, fdx, g, nx);
     } else if (ps.stride >= ps.kernel) {
         /* too big for O(n^2) differences: windows do not overlap, so dx is exactly r at
@@ -797,9 +781,9 @@ static void linear_check(int n, int in, int out)
     check_close("linear forward, no bias", shape, fy, y, ny);
     struct linear_ctx ctx = {.n = n, .in = in, .out = out, .x = x, .w = w, .b = b, .r = r,
                              .y = y};
-    fd_gradient(linear_loss, &ctx, x, nx, gx);
-    fd_gradient(linear_loss, &ctx, w, nw, gw);
-    fd_gradient(linear_loss, &ctx, b, out, gb);
+    test_fd_gradient(linear_loss, &ctx, x, nx, FD_H, gx);
+    test_fd_gradient(linear_loss, &ctx, w, nw, FD_H, gw);
+    test_fd_gradient(linear_loss, &ctx, b, out, FD_H, gb);
     be->linear_backward(be, n, in, out, DT_F32, fx, fw, fr, fdx, fdw, fdb);
     check_close("linear dx", shape, fdx, gx, nx);
     check_close("linear dw", shape, fdw, gw, nw);
@@ -848,7 +832,7 @@ static void test_softmax_xent(void)
             lab[i] = rnd_int(c);
         struct xent_ctx ctx = {.n = n, .c = c, .logits = lg, .labels = lab};
         const double want = ref_xent(n, c, lg, lab);
-        fd_gradient(xent_loss, &ctx, lg, m, g);
+        test_fd_gradient(xent_loss, &ctx, lg, m, FD_H, g);
         const float loss = be->softmax_xent(be, n, c, flg, lab, fd);
         /* fp32 exp/log of O(1) values */
         CHECK(fabs(loss - want) <= 1e-5 * (1.0 + fabs(want)), "xent loss %.9g, want %.9g [%s]",

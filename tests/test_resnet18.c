@@ -15,6 +15,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "nn/model.h"
+#include "golden_tensor.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -23,31 +24,6 @@
 #include <string.h>
 
 static struct st_file *expect;
-
-/* compare a device tensor of n floats with the golden tensor `name` */
-static void check_tensor(struct backend *be, const char *name, const float *dev, size_t n,
-                         double atol, double rtol)
-{
-    const struct st_tensor *t = st_find(expect, name);
-    CHECK(t != NULL, "golden tensor %s missing", name);
-    if (!t)
-        return;
-    CHECK((size_t)t->numel == n, "%s: %lld elements, model has %zu", name, (long long)t->numel,
-          n);
-    if ((size_t)t->numel != n)
-        return;
-    float *got = malloc(n * sizeof *got);
-    double *want = malloc(n * sizeof *want);
-    be->download(be, got, dev, n * sizeof *got);
-    const float *g = t->data;
-    for (size_t i = 0; i < n; i++)
-        want[i] = g[i];
-    double err = test_max_err(got, want, n, atol, rtol);
-    CHECK(err <= 1.0, "%s: max error %.3g of tolerance (atol %g, rtol %g)", name, err, atol,
-          rtol);
-    free(got);
-    free(want);
-}
 
 /* 1: names, order, shapes and the parameter count of the full-width model */
 static void test_state_dict(struct backend *be)
@@ -150,7 +126,7 @@ static void test_golden(struct backend *be)
      * 2e-5 floor for forward and gradients (the ConvNet's 1e-4 after 2 layers) */
     const float *logits;
     CHECK(m->forward(m, xd, n, 1, &logits) == 0, "forward: %s", error_get());
-    check_tensor(be, "logits", logits, (size_t)n * 10, 2e-5, 2e-4);
+    golden_check_tensor(expect, be, "logits", logits, (size_t)n * 10, 2e-5, 2e-4);
     const float loss = be->softmax_xent(be, n, 10, logits, yd, dlogits);
     const float want_loss = *(const float *)st_find(expect, "loss")->data;
     CHECK(fabsf(loss - want_loss) <= 1e-5f * fabsf(want_loss) + 1e-6f, "loss %.8f vs %.8f",
@@ -166,10 +142,10 @@ static void test_golden(struct backend *be)
         struct param *p = m->params.items[i];
         if (p->kind == PARAM_TRAINABLE) {
             snprintf(name, sizeof name, "grad.%s", p->name);
-            check_tensor(be, name, p->grad, p->numel, 2e-5, 2e-4);
+            golden_check_tensor(expect, be, name, p->grad, p->numel, 2e-5, 2e-4);
         } else if (p->kind == PARAM_BUFFER) {
             snprintf(name, sizeof name, "running.%s", p->name);
-            check_tensor(be, name, p->data, p->numel, 1e-6, 1e-5);
+            golden_check_tensor(expect, be, name, p->data, p->numel, 1e-6, 1e-5);
         } else {
             snprintf(name, sizeof name, "running.%s", p->name);
             const struct st_tensor *t = st_find(expect, name);
@@ -178,7 +154,7 @@ static void test_golden(struct backend *be)
         }
     }
     CHECK(m->forward(m, xd, n, 0, &logits) == 0, "eval forward: %s", error_get());
-    check_tensor(be, "eval_logits", logits, (size_t)n * 10, 2e-5, 2e-4);
+    golden_check_tensor(expect, be, "eval_logits", logits, (size_t)n * 10, 2e-5, 2e-4);
 
     /* 3: autocast.  A half type keeps 11 (fp16) or 8 (bf16) significant bits at every
      * layer's output.  The logits move by well under a percent (fp16) or a few percent

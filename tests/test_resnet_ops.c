@@ -64,21 +64,6 @@ static void check_close(const char *what, const float *a, const double *b, size_
           scale);
 }
 
-typedef double (*loss_fn)(const void *ctx);
-
-static void fd_gradient(loss_fn loss, const void *ctx, double *v, size_t n, double *g)
-{
-    for (size_t i = 0; i < n; i++) {
-        const double save = v[i];
-        v[i] = save + FD_H;
-        const double lp = loss(ctx);
-        v[i] = save - FD_H;
-        const double lm = loss(ctx);
-        v[i] = save;
-        g[i] = (lp - lm) / (2.0 * FD_H);
-    }
-}
-
 /* ------------------------------------------------------------------ double references */
 
 struct dshape {
@@ -239,7 +224,7 @@ static void block_check(int n, int in, int out, int stride, int hw)
           error_get());
     char what[256];
     double *g = dvec(nx);
-    fd_gradient(block_loss, &b, b.x, nx, g);
+    test_fd_gradient(block_loss, &b, b.x, nx, FD_H, g);
     snprintf(what, sizeof what, "%s dx", shape);
     check_close(what, dx, g, nx, 2e-5, 2e-4);
     free(g);
@@ -249,7 +234,7 @@ static void block_check(int n, int in, int out, int stride, int hw)
         if (p->kind != PARAM_TRAINABLE)
             continue;
         g = dvec(p->numel);
-        fd_gradient(block_loss, &b, b.t[k], p->numel, g);
+        test_fd_gradient(block_loss, &b, b.t[k], p->numel, FD_H, g);
         snprintf(what, sizeof what, "%s d %s", shape, p->name);
         check_close(what, p->grad, g, p->numel, 2e-5, 2e-4);
         free(g);
@@ -305,7 +290,7 @@ static void conv1x1_check(int n, int c, int hw, int k)
     check_close(what, y, yd, ny, 2e-5, 2e-4);
     be->conv2d_backward(be, &cs, DT_F32, x, w, r, dx, dw, NULL);
     double *g = dvec(nx);
-    fd_gradient(conv_loss, &ref, ref.x, nx, g);
+    test_fd_gradient(conv_loss, &ref, ref.x, nx, FD_H, g);
     snprintf(what, sizeof what, "1x1 stride 2 (%d,%d,%d,%d)->%d dx", n, c, hw, hw, k);
     check_close(what, dx, g, nx, 2e-5, 2e-4);
     /* positions the stride skips get no gradient at all */
@@ -317,7 +302,7 @@ static void conv1x1_check(int n, int c, int hw, int k)
     CHECK(skipped_nonzero == 0, "%s: %d skipped inputs have a gradient", what, skipped_nonzero);
     free(g);
     g = dvec(nw);
-    fd_gradient(conv_loss, &ref, ref.w, nw, g);
+    test_fd_gradient(conv_loss, &ref, ref.w, nw, FD_H, g);
     snprintf(what, sizeof what, "1x1 stride 2 (%d,%d,%d,%d)->%d dw", n, c, hw, hw, k);
     check_close(what, dw, g, nw, 2e-5, 2e-4);
     free(g), free(yd), free(x), free(w), free(r), free(y), free(dx), free(dw);
@@ -377,7 +362,7 @@ static void pool_check(int planes, int h, int w, int p, int q)
         dx[i] = 7.0f; /* backward overwrites */
     be->adaptive_avgpool2d_backward(be, planes, 1, h, w, p, q, DT_F32, r, dx);
     double *g = dvec(nx);
-    fd_gradient(pool_loss, &a, a.x, nx, g);
+    test_fd_gradient(pool_loss, &a, a.x, nx, FD_H, g);
     check_close(what, dx, g, nx, 2e-5, 2e-4);
     free(g), free(yd), free(x), free(r), free(y), free(dx), free(a.x), free(a.r);
 }

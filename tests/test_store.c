@@ -48,25 +48,6 @@
 #define BIG_BYTES (1u << 20) /* the largest value the store takes */
 
 
-/* Wait for pid up to limit_s; kill it if it overstays.  Returns its wait status, or -1 if
- * it had to be killed. */
-static int wait_bounded(pid_t pid, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    int status;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            return status;
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        clock_sleep_ms(5);
-    }
-}
-
 static uint8_t big_byte(size_t i, int world)
 {
     return (uint8_t)(i * 131u + (size_t)world * 7u + (i >> 9));
@@ -194,7 +175,7 @@ static void check_world(int world)
         }
     }
     for (int r = 0; r < world; r++) {
-        int st = wait_bounded(pids[r], 15.0);
+        int st = test_wait_status(pids[r], 15.0);
         CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
               "world %d: rank %d ended with status 0x%x (-1: hung, killed)", world, r, st);
     }
@@ -340,7 +321,7 @@ static void check_server_dies(void)
               error_get());
         store_destroy(s);
     }
-    int st = wait_bounded(pid, 10.0);
+    int st = test_wait_status(pid, 10.0);
     CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "server process status 0x%x", st);
 }
 
@@ -363,7 +344,7 @@ static void check_server_dies_idle(void)
     int st = -1;
     if (s) {
         CHECK(store_barrier(s, "up") == 0, "barrier: %s", error_get());
-        st = wait_bounded(pid, 10.0); /* rank 0 is gone before the set */
+        st = test_wait_status(pid, 10.0); /* rank 0 is gone before the set */
         uint8_t *big = calloc(1, BIG_BYTES);
         CHECK(store_set(s, "big", big, BIG_BYTES) == -1 &&
                   strstr(error_get(), "lost the connection"),
@@ -371,7 +352,7 @@ static void check_server_dies_idle(void)
         free(big);
         store_destroy(s);
     } else {
-        st = wait_bounded(pid, 10.0);
+        st = test_wait_status(pid, 10.0);
     }
     CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "server process status 0x%x", st);
 }
@@ -404,7 +385,7 @@ static void check_destroy_waits(void)
         /* rank 1 keeps using the store for 300 ms after the barrier */
         CHECK(dt >= 0.25 && dt < 4.0, "destroy returned after %.3f s", dt);
     }
-    int st = wait_bounded(pid, 10.0);
+    int st = test_wait_status(pid, 10.0);
     CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "rank 1 status 0x%x (2: lost the store before it was done)", st);
 }
@@ -437,7 +418,7 @@ static void check_any_port_check_and_lost(void)
                 store_destroy(c); /* a clean goodbye */
             _exit(0);                /* rank 2 just dies with its connection open */
         }
-        int st = wait_bounded(pid, 10.0);
+        int st = test_wait_status(pid, 10.0);
         CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d status 0x%x", r, st);
     }
     int lost1 = -1, lost2 = -1;
@@ -593,7 +574,7 @@ static void check_accept_no_spin(void)
     close(pipefd[0]);
     if (pid > 0 && got <= 0)
         kill(pid, SIGKILL);
-    int st = pid > 0 ? wait_bounded(pid, 5.0) : -1;
+    int st = pid > 0 ? test_wait_status(pid, 5.0) : -1;
     int n = 0;
     double cpu = -1;
     CHECK(got > 0 && sscanf(msg, "%d %lf", &n, &cpu) == 2 && st >= 0 && WIFEXITED(st) &&
@@ -680,7 +661,7 @@ static void check_hostile_peers(void)
           error_get());
     double met = clock_now_s() - t0;
     for (int r = 1; r <= 2; r++) {
-        int st = wait_bounded(kids[r - 1], 15.0);
+        int st = test_wait_status(kids[r - 1], 15.0);
         CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d status 0x%x", r, st);
     }
     CHECK(met < 5.0, "the ranks took %.2f s to meet among %d hostile connections", met, nfd);
@@ -822,10 +803,11 @@ static void check_secret(void)
           "a hello with a wrong secret was not refused");
     CHECK(store_raw_hello(none, 1, 2, NULL) == 0 && store_raw_reply(none, 3.0) == STORE_REPLY_ERROR,
           "a hello without the secret was not refused");
-    int st_wrong = wait_bounded(secret_child(port, 1, "another-secret-0123456789",
-                                             "does not have rank 0's job secret", 1.0, 5000), 10);
-    int st_none = wait_bounded(secret_child(port, 1, NULL, "requires the job secret", 1.0, 5000),
-                               10);
+    int st_wrong = test_wait_status(secret_child(port, 1, "another-secret-0123456789",
+                                                 "does not have rank 0's job secret", 1.0, 5000),
+                                    10);
+    int st_none = test_wait_status(
+        secret_child(port, 1, NULL, "requires the job secret", 1.0, 5000), 10);
     CHECK(st_wrong >= 0 && WIFEXITED(st_wrong) && WEXITSTATUS(st_wrong) == 2,
           "a rank with another secret: status 0x%x (2: refused at once, naming the secret)",
           st_wrong);
@@ -834,7 +816,7 @@ static void check_secret(void)
           st_none);
     pid_t good = secret_child(port, 1, SECRET, NULL, 0, 5000);
     CHECK(store_barrier(s, "up") == 0, "rank 0's barrier with the real rank 1: %s", error_get());
-    int st_good = wait_bounded(good, 10);
+    int st_good = test_wait_status(good, 10);
     CHECK(st_good >= 0 && WIFEXITED(st_good) && WEXITSTATUS(st_good) == 0,
           "rank 1 with the secret: status 0x%x", st_good);
     double t0 = clock_now_s();
@@ -880,13 +862,13 @@ static void check_other_user(void)
         struct store *c = store_create(HOST, port, 0, 1, 2, 1000);
         _exit(c ? 7 : 0);
     }
-    int st = pid > 0 ? wait_bounded(pid, 10) : -1;
+    int st = pid > 0 ? test_wait_status(pid, 10) : -1;
     CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "uid %d's connection: status 0x%x (5: setuid failed, 6: challenged, 7: joined)", NOBODY,
           st);
     pid_t good = s ? secret_child(port, 1, SECRET, NULL, 0, 5000) : -1;
     CHECK(s && store_barrier(s, "up") == 0, "rank 0's barrier: %s", error_get());
-    int st_good = good > 0 ? wait_bounded(good, 10) : -1;
+    int st_good = good > 0 ? test_wait_status(good, 10) : -1;
     CHECK(st_good >= 0 && WIFEXITED(st_good) && WEXITSTATUS(st_good) == 0,
           "rank 1 of uid 0: status 0x%x", st_good);
     double t0 = clock_now_s();
@@ -952,7 +934,7 @@ static void check_other_user(void)
     }
     close(pfd[0]);
     if (pid > 0)
-        wait_bounded(pid, 10);
+        test_wait_status(pid, 10);
 }
 
 /* A server that cannot prove the secret back (it answers any hello with a made-up proof):
@@ -997,7 +979,7 @@ static void check_server_proof(void)
           "a client trusted a store without the secret: %s", c ? "joined" : error_get());
     store_abort(c);
     if (pid > 0)
-        wait_bounded(pid, 10);
+        test_wait_status(pid, 10);
 }
 
 /* Where the secret comes from: the variable, else a file only we may read, else none (on

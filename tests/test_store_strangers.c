@@ -110,23 +110,6 @@ static int claim_old(int fd)
     return 1;
 }
 
-/* Wait for pid up to limit_s (then SIGKILL): its status, or -1 when it had to be killed. */
-static int wait_bounded(pid_t pid, double limit_s)
-{
-    double end = clock_now_s() + limit_s;
-    int st;
-    for (;;) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return st;
-        if (clock_now_s() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        clock_sleep_ms(10);
-    }
-}
-
 /* The job: `ddpprof train --cpu 2` on port, its output in tmp/<name>.log, run dir
  * tmp/<name>. */
 static pid_t job_start(const char *name, int port)
@@ -244,7 +227,7 @@ int main(void)
     /* the job alone, for its time */
     int port = free_port();
     double t0 = clock_now_s();
-    int st = wait_bounded(job_start("alone", port), 60);
+    int st = test_wait_status(job_start("alone", port), 60);
     double alone_s = clock_now_s() - t0;
     CHECK(st == 0, "the job alone: status 0x%x:\n%s", st, slurp("alone.log"));
 
@@ -298,8 +281,8 @@ int main(void)
     if (poll(&pp, 1, 10000) == 1 && read(pfd[0], &b, 1) == 1)
         nobody_said = b;
     close(pfd[0]);
-    wait_bounded(nobody, 10);
-    st = wait_bounded(job, 60);
+    test_wait_status(nobody, 10);
+    st = test_wait_status(job, 60);
     double attacked_s = clock_now_s() - t0;
     CHECK(nobody_said == 0, "uid %d with the job's secret: %s", NOBODY,
           nobody_said == 1 ? "was challenged (not refused as it connected)"

@@ -2,12 +2,18 @@
  * test_csv_*): a column found by its header name wherever it stands (the same table with
  * its columns in another order and one more in the middle reads the same), quoted fields
  * (a comma, a doubled quote, a line break inside) are one field each, and a missing column
- * is a test failure naming the file and the column. */
+ * is a test failure naming the file and the column.  And the bounded wait for a child
+ * (test_wait_child, _status, _code): a child that ends in time is reaped with its status, one
+ * that overstays is SIGKILLed at the deadline. */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static void same_answers(const char *dir, const char *name)
 {
@@ -26,8 +32,54 @@ static void same_answers(const char *dir, const char *name)
     test_csv_free(t);
 }
 
+static pid_t child(int exit_code, int sleep_s)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (sleep_s)
+            sleep((unsigned)sleep_s);
+        _exit(exit_code);
+    }
+    CHECK(pid > 0, "fork failed");
+    return pid;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bounded_waits(void)
+{
+    int st = -7;
+    CHECK(test_wait_child(child(3, 0), 10.0, &st) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 3,
+          "a child exiting 3: status 0x%x", st);
+    CHECK(test_wait_code(child(4, 0), 10.0) == 4, "a child exiting 4: code");
+    int s5 = test_wait_status(child(5, 0), 10.0);
+    CHECK(s5 >= 0 && WIFEXITED(s5) && WEXITSTATUS(s5) == 5, "a child exiting 5: status 0x%x", s5);
+    pid_t self_killed = fork();
+    if (self_killed == 0) {
+        raise(SIGTERM);
+        _exit(0);
+    }
+    CHECK(test_wait_code(self_killed, 10.0) == 128 + SIGTERM, "a child ended by SIGTERM: code");
+
+    /* one that overstays: killed at the deadline (not at its own end, 30 s on) */
+    double t0 = now_s();
+    st = -7;
+    int rc = test_wait_child(child(0, 30), 0.2, &st);
+    double dt = now_s() - t0;
+    CHECK(rc == -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && dt >= 0.2 && dt < 5.0,
+          "an overstaying child: rc %d, status 0x%x after %.3f s", rc, st, dt);
+    CHECK(test_wait_status(child(0, 30), 0.1) == -1, "an overstaying child: status");
+    CHECK(test_wait_code(child(0, 30), 0.0) == -1, "an overstaying child: code");
+}
+
 int main(void)
 {
+    bounded_waits();
     char *dir = test_tmpdir();
     CHECK(dir != NULL, "no temp dir");
     if (!dir)

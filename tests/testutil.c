@@ -1,12 +1,16 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 
 int test_passed, test_failed;
 
@@ -57,6 +61,20 @@ double test_max_err(const float *a, const double *b, size_t n, double atol, doub
             worst = isnan(e) ? INFINITY : e;
     }
     return worst;
+}
+
+void test_fd_gradient(test_loss_fn loss, const void *ctx, double *v, size_t n, double h,
+                      double *g)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double save = v[i];
+        v[i] = save + h;
+        const double lp = loss(ctx);
+        v[i] = save - h;
+        const double lm = loss(ctx);
+        v[i] = save;
+        g[i] = (lp - lm) / (2.0 * h);
+    }
 }
 
 char *test_path(const char *dir, const char *name)
@@ -271,4 +289,47 @@ void test_text_add(struct test_text *t, const char *fmt, ...)
     memcpy(t->s + t->len, line, n + 1);
     t->len += n;
     free(line);
+}
+
+/* CLOCK_MONOTONIC in seconds (common/clock.h's clock_now_s: testutil links no library of
+ * the program) */
+static double wait_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int test_wait_child(pid_t pid, double limit_s, int *status)
+{
+    const double end = wait_now_s() + limit_s;
+    int st = 0, rc = 0;
+    while (waitpid(pid, &st, WNOHANG) != pid) {
+        if (wait_now_s() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            rc = -1;
+            break;
+        }
+        struct timespec ts = {0, 5 * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    if (status)
+        *status = st;
+    return rc;
+}
+
+int test_wait_status(pid_t pid, double limit_s)
+{
+    int st;
+    return test_wait_child(pid, limit_s, &st) < 0 ? -1 : st;
+}
+
+int test_wait_code(pid_t pid, double limit_s)
+{
+    int st;
+    if (test_wait_child(pid, limit_s, &st) < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

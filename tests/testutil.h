@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 extern int test_passed, test_failed;
 
@@ -32,6 +33,12 @@ double test_uniform(uint64_t *seed); /* [0, 1) */
 
 /* largest |a-b| / (atol + rtol*|b|) over n elements; <= 1 means within tolerance */
 double test_max_err(const float *a, const double *b, size_t n, double atol, double rtol);
+
+/* central differences of loss(ctx) with respect to v[0..n) (v one of ctx's inputs), step h,
+ * into g[0..n) */
+typedef double (*test_loss_fn)(const void *ctx);
+void test_fd_gradient(test_loss_fn loss, const void *ctx, double *v, size_t n, double h,
+                      double *g);
 
 /* dir + "/" + name (caller frees; aborts when out of memory) */
 char *test_path(const char *dir, const char *name);
@@ -86,5 +93,16 @@ struct test_text {
 /* append the formatted line (aborts when out of memory) */
 void test_text_add(struct test_text *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A child waited for with a deadline: waitpid(pid, WNOHANG) every 5 ms until it has ended
+ * or limit_s (from now; <= 0: one look) has passed, when it is SIGKILLed and reaped.
+ * 0 when it ended by itself, -1 when it had to be killed; *status (status may be NULL) its
+ * wait status either way (the kill's when -1). */
+int test_wait_child(pid_t pid, double limit_s, int *status);
+/* test_wait_child's wait status, or -1 when the child had to be killed */
+int test_wait_status(pid_t pid, double limit_s);
+/* test_wait_child as a shell says it: the exit code, or 128 + the signal that ended the
+ * child; -1 when it had to be killed */
+int test_wait_code(pid_t pid, double limit_s);
 
 #endif

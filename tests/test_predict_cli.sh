@@ -15,6 +15,8 @@
 #     --bandwidth-gbps, which it then uses, or --comm-from a DDP run
 #   - --amp off from the DDP+AMP run takes the fp32 baseline's conv and linear layers
 #   - `ddpprof report` prints the "what if" section
+#   - a run measured under load (meta.csv's host figures) says so under the table; the
+#     same run with an idle host's figures does not
 #   - bad command lines: a non-zero exit and one line on stderr naming the problem
 set -u
 . "$(dirname "$0")/csvcol.sh"
@@ -182,6 +184,24 @@ badline "--bucket-cap-mb" "$run" --bucket-cap-mb 1,,4
 badline "--bucket-cap-mb" "$run" --bucket-cap-mb abc
 badline "--bandwidth-gbps" "$run" --bandwidth-gbps -1
 badline "--amp" "$run" --amp fp32
+# a run measured under load says so (report/FORMULAS.md "Figures measured under load"):
+# the same run with meta.csv's host figures set to an idle host (no other program, no
+# steal) and to a busy one (host_busy_s 100 s above the ranks' own)
+for load in idle busy; do
+  rm -rf "$tmp/load-$load"
+  cp -r "$tmp/cap0.05/ddp" "$tmp/load-$load"
+  rc=$(awk -F, '$1 == "ranks_cpu_s" { print $2 }' "$tmp/load-$load/meta.csv")
+  busy=$rc
+  [ $load = busy ] && busy=$(awk -v r="$rc" 'BEGIN { print r + 100 }')
+  sed -i -e "s/^host_busy_s,.*/host_busy_s,$busy/" -e "s/^host_steal_s,.*/host_steal_s,0/" \
+    "$tmp/load-$load/meta.csv"
+  "$bin" predict "$tmp/load-$load" --bucket-cap-mb 25 >"$tmp/load-$load.out" 2>&1
+  n=$(grep -c "^#  run .* was measured under load (other programs kept .* cores busy): every prediction carries" "$tmp/load-$load.out")
+  want=0
+  [ $load = busy ] && want=1
+  check_eq "predict of a $load run: the load line" "$n" "$want"
+done
+
 badline "unknown option" "$run" --frobnicate
 badline "needs a value" "$run" --world
 badline "one run directory at a time" "$run" "$run"

@@ -121,6 +121,33 @@ static void predict_print_comm_cpu(FILE *f, const struct predict_source *s)
     fputc('\n', f);
 }
 
+/* a run measured under load or oversubscribed (report/FORMULAS.md "Figures measured under
+ * load"): its predictions carry that machine, and their intervals cannot see it change */
+static void predict_print_load(FILE *f, const struct run *r)
+{
+    struct run_load l;
+    int ranks = 0, cores = 0;
+    analysis_load(r, &l);
+    const int over = analysis_oversubscribed(r, &ranks, &cores);
+    if (!l.loaded && !over)
+        return;
+    fprintf(f, "#  run %s was measured ", r->label);
+    if (over)
+        fprintf(f, "with %d CPU ranks on %d cores (oversubscribed)", ranks, cores);
+    else if (l.has_other && l.other_cores >= ANALYSIS_LOADED_CORES)
+        fprintf(f, "under load (other programs kept %.2f of %d cores busy)", l.other_cores,
+                l.cores);
+    else if (l.has_steal && l.steal >= ANALYSIS_LOADED_STEAL)
+        fprintf(f, "under load (the hypervisor took %.0f %% of the CPU)", 100.0 * l.steal);
+    else
+        fprintf(f, "under load (load average %.2f on %d cores at its start)", l.load_start,
+                l.cores);
+    fprintf(f, ": every prediction carries that machine's times (its ranks' waits, its "
+               "comm's), and the 80 %% intervals only its spread; a run on an idle machine "
+               "predicts an idle machine (issue 38: -0.44 ms predicted, -10.4 ms measured "
+               "under load)\n");
+}
+
 void predict_print_footer(FILE *f, const struct predict_footer *p)
 {
     const struct predict_source *s = p->s;
@@ -129,6 +156,7 @@ void predict_print_footer(FILE *f, const struct predict_footer *p)
                "step(s) after %d warm-up step(s)\n",
             s->run->label, s->run->dir, s->world, s->step_ms, s->st->ranks[0].nsteps,
             s->st->warmup.steps);
+    predict_print_load(f, s->run);
     if (p->have_cal && s->calibrated && !p->comm_from) {
         fprintf(f, "#  comm: ring all-reduce fitted to %zu all-reduce(s) of %zu size(s): "
                    "%.4g Gbit/s, %.4g us per hop\n", s->cal_samples, s->cal_sizes,

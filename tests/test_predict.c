@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -285,10 +286,11 @@ static void test_fit_busy(void)
     struct predict_out o;
     struct predict_bucket_log log;
     c.comm.busy_ms = busy;
-    CHECK(predict_replay_log(&m, &c, &o, &log) == 0 && log.n == 2 && log.beside[0] &&
-              log.bytes[0] == (size_t)MIB && NEAR(log.ms[0], 7.024288) && !log.beside[1],
+    CHECK(predict_replay_log(&m, &c, &o, &log) == 0 && log.n == 2 && log.b[0].beside &&
+              log.b[0].bytes == (size_t)MIB && NEAR(log.b[0].ms, 7.024288) && !log.b[1].beside,
           "replay with it: %d buckets, bucket 0 %.9f ms beside %d, want 7.024288",
-          log.n, log.n ? log.ms[0] : 0.0, log.n ? log.beside[0] : -1);
+          log.n, log.n ? log.b[0].ms : 0.0, log.n ? log.b[0].beside : -1);
+    free(log.b);
     /* the comm beside compute: the line's 1.048576 is what busy is measured against */
     c.comm.grad_progress = 0;
     double ms2[3] = {1.548576, 1.648576, 1.448576};

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_tune_check.sh — scripts/tune-check (issue 38 §4: `ddpprof tune`'s pick against the
 # exhaustive grid of its candidates' compatible combinations), shortened to what 2 cores
-# run in about a minute (3 rounds of 5 steps, two candidates: 4 configurations):
+# run in seconds (3 rounds of 5 steps, three candidates, two of them one setting: 6
+# configurations):
 #  1. it runs tune and the grid and exits 0 or 3 (the goal met or missed: either may be
 #     right on a noisy machine), never 1, 2 or 124;
-#  2. grid.csv holds every compatible combination once (given, each candidate, both
-#     together), each with 3 per-round steps whose median is its step_ms and whose
+#  2. grid.csv holds every compatible combination once (given, each candidate, the two
+#     compatible pairs), each with 3 per-round steps whose median is its step_ms and whose
 #     smallest and largest are low_ms and high_ms; exactly one row is the grid's best (the
 #     least step) and one tune's pick;
 #  3. summary.csv's off_pct is (the pick's step - the best's) / the best's, and goal_met

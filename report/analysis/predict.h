@@ -133,18 +133,21 @@ double predict_ring_ms(const struct predict_comm *c, int world, double bytes);
 int predict_replay(const struct predict_model *m, const struct predict_config *c,
                    struct predict_out *out);
 
-/* What predict_replay_log says of each bucket all-reduce (the first PREDICT_LOG_BUCKETS):
- * its bytes, its duration in the replay (busy included where beside), and whether it
- * started before backward's end (beside compute). */
-#define PREDICT_LOG_BUCKETS 64
+/* What predict_replay_log says of each bucket all-reduce: its bytes, its duration in the
+ * replay (busy included where beside), and whether it started before backward's end
+ * (beside compute).  b[0..n), one per bucket; free(b) when done. */
+struct predict_bucket_rec {
+    size_t bytes;
+    double ms;
+    int beside;
+};
 struct predict_bucket_log {
     int n;
-    size_t bytes[PREDICT_LOG_BUCKETS];
-    double ms[PREDICT_LOG_BUCKETS];
-    int beside[PREDICT_LOG_BUCKETS];
+    struct predict_bucket_rec *b;
 };
 
-/* predict_replay, and where log is not NULL each bucket's replayed all-reduce into it. */
+/* predict_replay, and where log is not NULL each bucket's replayed all-reduce into it
+ * (log->b allocated, NULL after a failure). */
 int predict_replay_log(const struct predict_model *m, const struct predict_config *c,
                        struct predict_out *out, struct predict_bucket_log *log);
 

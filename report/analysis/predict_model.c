@@ -220,7 +220,7 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
 {
     *out = (struct predict_out){0};
     if (log)
-        log->n = 0;
+        *log = (struct predict_bucket_log){0};
     if (c->world < 1)
         return error_set("predict: world size %d (it must be 1 or more)", c->world);
     if (!(c->bucket_cap_mb > 0.0))
@@ -248,7 +248,9 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
                                       ddp_bucket_cap_bytes(c->bucket_cap_mb), bucket_of);
     bucket_ready = calloc((size_t)nb + 1, sizeof *bucket_ready);
     bucket_bytes = calloc((size_t)nb + 1, sizeof *bucket_bytes);
-    if (!bucket_ready || !bucket_bytes) {
+    if (log && c->world > 1)
+        log->b = calloc((size_t)nb + 1, sizeof *log->b);
+    if (!bucket_ready || !bucket_bytes || (log && c->world > 1 && !log->b)) {
         rc = error_set("predict: out of memory");
         goto done;
     }
@@ -271,12 +273,8 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
         }
         if (beside)
             beside_bytes += (double)bucket_bytes[b];
-        if (log && b < PREDICT_LOG_BUCKETS) {
-            log->bytes[b] = bucket_bytes[b];
-            log->ms[b] = d;
-            log->beside[b] = beside;
-            log->n = b + 1;
-        }
+        if (log)
+            log->b[log->n++] = (struct predict_bucket_rec){bucket_bytes[b], d, beside};
         comm_free = start + d;
         comm += d;
     }
@@ -308,6 +306,10 @@ int predict_replay_log(const struct predict_model *m, const struct predict_confi
     out->straggler_ms = straggler;
     out->step_ms = out->compute_ms + exposed + held - held_measured + straggler;
 done:
+    if (rc && log) {
+        free(log->b);
+        *log = (struct predict_bucket_log){0};
+    }
     free(bytes);
     free(bucket_of);
     free(ready);
@@ -330,10 +332,11 @@ int predict_fit_busy(const struct predict_model *m, const struct predict_config 
     for (size_t i = 0; i < n; i++) {
         double d0 = predict_ring_ms(&own.comm, own.world, bytes[i]);
         for (int b = 0; b < log.n; b++)
-            if (log.beside[b] && (double)log.bytes[b] == bytes[i] && log.ms[b] > d0)
-                d0 = log.ms[b];
+            if (log.b[b].beside && (double)log.b[b].bytes == bytes[i] && log.b[b].ms > d0)
+                d0 = log.b[b].ms;
         ms[i] -= d0;
     }
+    free(log.b);
     double *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp)
         return error_set("predict: out of memory");
